@@ -1,0 +1,83 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::hb::HostOrder;
+
+#[derive(Parser, Debug)]
+#[command(name = "streamtrace", version, about = "Finds cross-stream synchronization bugs in CUDA programs")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Analyze a trace: report unordered accesses to the same memory from different streams.
+    ///
+    /// Exit status: 0 when clean, 1 when races or waits on never-recorded events were found, 2 on bad input or
+    /// usage.
+    Analyze(AnalyzeArgs),
+    /// Write a synthetic trace (for benchmarks).
+    #[command(hide = true)]
+    Synth(SynthArgs),
+}
+
+#[derive(Copy, Clone, Debug, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+}
+
+#[derive(Copy, Clone, Debug, ValueEnum)]
+pub enum HostOrderArg {
+    /// Order host API calls of all threads of a process by their timestamps (host-side locks and queues are
+    /// invisible to tracing).
+    Global,
+    /// One clock per host thread: only CUDA synchronization orders threads (strict).
+    PerThread,
+}
+
+impl From<HostOrderArg> for HostOrder {
+    fn from(arg: HostOrderArg) -> HostOrder {
+        match arg {
+            HostOrderArg::Global => HostOrder::Global,
+            HostOrderArg::PerThread => HostOrder::PerThread,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct AnalyzeArgs {
+    /// The trace: a streamtrace JSON trace (docs/trace-format.md).
+    pub trace: PathBuf,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+    /// Write the report to this file instead of standard output.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = HostOrderArg::Global)]
+    pub host_order: HostOrderArg,
+    /// Print throughput and peak memory to standard error.
+    #[arg(long)]
+    pub timing: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SynthArgs {
+    /// Where to write the trace.
+    #[arg(short = 'o', long)]
+    pub output: PathBuf,
+    #[arg(long, default_value_t = 1_000_000)]
+    pub ops: u64,
+    #[arg(long, default_value_t = 16)]
+    pub streams: u32,
+    #[arg(long, default_value_t = 100_000)]
+    pub ranges: u32,
+    #[arg(long, default_value_t = 64)]
+    pub events: u32,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}

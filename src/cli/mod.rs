@@ -1,0 +1,34 @@
+//! The command line: arguments, the commands, and the one place that decides the exit status.
+
+mod analyze;
+mod args;
+mod synth;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub use args::{Cli, Command};
+
+/// Exit status when the analysis found nothing.
+pub const EXIT_CLEAN: u8 = 0;
+/// Exit status when the analysis found races or waits on never-recorded events.
+pub const EXIT_FINDINGS: u8 = 1;
+/// Exit status for bad input, bad usage or an I/O failure (clap uses it for usage errors too).
+pub const EXIT_ERROR: u8 = 2;
+
+/// Parses the arguments, runs the command and maps the outcome to an exit status.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Analyze(args) => analyze::run(&args),
+        Command::Synth(args) => synth::run(&args).map(|()| EXIT_CLEAN),
+    };
+    match outcome {
+        Ok(status) => ExitCode::from(status),
+        Err(error) => {
+            eprintln!("streamtrace: error: {error:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! Folding: the engine reports every occurrence; the collector keeps one finding per pair of sites, with a count.
+
+use rustc_hash::FxHashMap;
+
+use super::{
+    EdgeCount, EdgeKind, Findings, RaceFinding, RaceKind, StreamPairCount, StreamRef, UnorderedPairGroup,
+    UnrecordedWait,
+};
+use crate::model::StreamId;
+
+/// What makes two race occurrences the same finding: the kind and the two sites, as the engine numbers them.
+pub type RaceKey = (RaceKind, u32, u32);
+
+/// Collects findings as the engine streams them, folding repeats.
+#[derive(Default)]
+pub struct FindingCollector {
+    races: Vec<RaceFinding>,
+    race_index: FxHashMap<RaceKey, usize>,
+    waits: Vec<UnrecordedWait>,
+    wait_index: FxHashMap<(u32, u64), usize>,
+    pair_groups: Vec<UnorderedPairGroup>,
+    pair_index: FxHashMap<(u32, u32), usize>,
+    stream_pairs: FxHashMap<(StreamId, StreamId), StreamPairCount>,
+    edges: FxHashMap<(EdgeKind, StreamId, Option<StreamId>), EdgeCount>,
+}
+
+impl FindingCollector {
+    /// Counts one occurrence of the race `key`; `describe` builds the finding on its first occurrence only.
+    pub fn race(&mut self, key: RaceKey, describe: impl FnOnce() -> RaceFinding) {
+        match self.race_index.get(&key) {
+            Some(&i) => self.races[i].count += 1,
+            None => {
+                self.race_index.insert(key, self.races.len());
+                self.races.push(describe());
+            }
+        }
+    }
+
+    /// Counts one more occurrence of a race already described.
+    pub fn count_again(&mut self, key: RaceKey) {
+        if let Some(&i) = self.race_index.get(&key) {
+            self.races[i].count += 1;
+        }
+    }
+
+    /// Counts a wait on a never-recorded event at the wait site `site` (engine numbering).
+    pub fn unrecorded_wait(&mut self, site: u32, event: u64, describe: impl FnOnce() -> UnrecordedWait) {
+        match self.wait_index.get(&(site, event)) {
+            Some(&i) => self.waits[i].count += 1,
+            None => {
+                self.wait_index.insert((site, event), self.waits.len());
+                self.waits.push(describe());
+            }
+        }
+    }
+
+    /// Adds `pairs` unordered operation pairs between the sites `earlier` and `later` (engine numbering).
+    pub fn unordered_pairs(
+        &mut self,
+        earlier: u32,
+        later: u32,
+        pairs: u64,
+        describe: impl FnOnce() -> UnorderedPairGroup,
+    ) {
+        match self.pair_index.get(&(earlier, later)) {
+            Some(&i) => self.pair_groups[i].pairs += pairs,
+            None => {
+                self.pair_index.insert((earlier, later), self.pair_groups.len());
+                self.pair_groups.push(describe());
+            }
+        }
+    }
+
+    /// Adds `pairs` to the exact unordered-pair count of two streams.
+    pub fn stream_pair(&mut self, a: &StreamRef, b: &StreamRef, pairs: u64) {
+        let (a, b) = if a.id <= b.id { (a, b) } else { (b, a) };
+        self.stream_pairs
+            .entry((a.id, b.id))
+            .or_insert_with(|| StreamPairCount { a: a.clone(), b: b.clone(), pairs: 0 })
+            .pairs += pairs;
+    }
+
+    /// Counts a happens-before edge from stream `from` to stream `to` (or to the host).
+    pub fn edge(&mut self, via: EdgeKind, from: &StreamRef, to: Option<&StreamRef>) {
+        self.edges
+            .entry((via, from.id, to.map(|t| t.id)))
+            .or_insert_with(|| EdgeCount { via, from: from.clone(), to: to.cloned(), count: 0 })
+            .count += 1;
+    }
+
+    /// The findings, in the order of their first occurrence.
+    pub fn into_findings(self) -> Findings {
+        let mut races = self.races;
+        races.sort_by_key(|r| (r.later.seq, r.earlier.seq));
+        let mut unordered_pairs = self.pair_groups;
+        unordered_pairs.sort_by(|a, b| b.pairs.cmp(&a.pairs).then(a.first.cmp(&b.first)));
+        let mut stream_pairs: Vec<_> = self.stream_pairs.into_values().collect();
+        stream_pairs.sort_by(|a, b| b.pairs.cmp(&a.pairs).then((a.a.handle, a.b.handle).cmp(&(b.a.handle, b.b.handle))));
+        let mut edges: Vec<_> = self.edges.into_values().collect();
+        edges.sort_by_key(|e| (e.via as u8, e.from.handle, e.to.as_ref().map(|t| t.handle)));
+        Findings { races, unrecorded_waits: self.waits, unordered_pairs, stream_pairs, edges }
+    }
+}
+

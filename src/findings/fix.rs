@@ -1,0 +1,69 @@
+//! Fix hints: the smallest change that would order two racing operations.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::{OpOccurrence, StreamRef};
+
+/// A concrete change to the program that orders the earlier operation before the later one.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Fix {
+    /// Record an event on `record_on` right after `after`, and make `wait_on` wait on it before `before`.
+    RecordAndWait { record_on: StreamRef, after: String, wait_on: StreamRef, before: String },
+    /// A stream-ordered free was issued before a use on another stream: the free must come after the use.
+    FreeAfterUse { free_stream: StreamRef, use_stream: StreamRef, use_op: String },
+    /// The host released memory that `after` on `stream` could still be using: synchronize first.
+    SyncBeforeRelease { stream: StreamRef, after: String },
+    /// Add a dependency between two nodes of a graph.
+    GraphDependency { graph: String, from: String, to: String },
+}
+
+impl Fix {
+    /// The fix for a race between `earlier` and `later`, chosen from their streams and actions.
+    /// Returns `None` only when the earlier operation ran on no stream, which the engine never reports.
+    pub fn for_race(earlier: &OpOccurrence, later: &OpOccurrence) -> Option<Fix> {
+        use super::AccessAction::Free;
+        let earlier_stream = earlier.site.stream.clone()?;
+        match later.site.stream.clone() {
+            None => Some(Fix::SyncBeforeRelease { stream: earlier_stream, after: earlier.site.name.clone() }),
+            Some(later_stream) if earlier.action == Free => Some(Fix::FreeAfterUse {
+                free_stream: earlier_stream,
+                use_stream: later_stream,
+                use_op: later.site.name.clone(),
+            }),
+            Some(later_stream) => Some(Fix::RecordAndWait {
+                record_on: earlier_stream,
+                after: earlier.site.name.clone(),
+                wait_on: later_stream,
+                before: later.site.name.clone(),
+            }),
+        }
+    }
+}
+
+impl fmt::Display for Fix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fix::RecordAndWait { record_on, after, wait_on, before } => write!(
+                f,
+                "record an event on stream {} right after `{after}` (cudaEventRecord(ev, s{})), and make stream {} wait on it before `{before}` (cudaStreamWaitEvent(s{}, ev))",
+                record_on.handle, record_on.handle, wait_on.handle, wait_on.handle
+            ),
+            Fix::FreeAfterUse { free_stream, use_stream, use_op } => write!(
+                f,
+                "the block is freed on stream {} before `{use_op}` on stream {} is done with it: issue the free after `{use_op}`, and order it (record an event on stream {} after `{use_op}` and make stream {} wait on it before cudaFreeAsync, or free on stream {})",
+                free_stream.handle, use_stream.handle, use_stream.handle, free_stream.handle, use_stream.handle
+            ),
+            Fix::SyncBeforeRelease { stream, after } => write!(
+                f,
+                "synchronize stream {} (or an event recorded after `{after}`) before releasing the memory",
+                stream.handle
+            ),
+            Fix::GraphDependency { graph, from, to } => {
+                write!(f, "add a dependency edge from node `{from}` to node `{to}` in graph `{graph}`")
+            }
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! Findings: plain data describing what is wrong, folded so that one bug is one finding. Nothing here prints or
+//! decides ordering; the engine hands candidates in, reports read findings out.
+
+mod collector;
+mod fix;
+
+use serde::Serialize;
+
+pub use collector::{FindingCollector, RaceKey};
+pub use fix::Fix;
+
+use crate::model::{AccessRange, AllocKind, SourceLocation, StreamId, StreamKind, ThreadId};
+
+/// A stream as findings name it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct StreamRef {
+    #[serde(skip)]
+    pub id: StreamId,
+    pub handle: u64,
+    pub kind: StreamKind,
+}
+
+/// A host thread as findings name it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct ThreadRef {
+    #[serde(skip)]
+    pub id: ThreadId,
+    pub tid: u64,
+}
+
+/// Where an operation was issued from: what it is, on which stream, by which thread, from which source line.
+/// Occurrences of one site in every iteration of a loop fold into one finding.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Site {
+    /// "kernel", "memcpy", "memset", "free", "alloc", "graph node", ...
+    pub class: &'static str,
+    pub name: String,
+    pub stream: Option<StreamRef>,
+    pub thread: ThreadRef,
+    pub source: Option<SourceLocation>,
+}
+
+/// What an operation did to the racing bytes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessAction {
+    Read,
+    Write,
+    /// A stream-ordered free, or the host releasing the block.
+    Free,
+    /// A stream-ordered allocation.
+    Alloc,
+}
+
+/// One operation taking part in a finding, at its first occurrence.
+#[derive(Clone, Debug, Serialize)]
+pub struct OpOccurrence {
+    pub site: Site,
+    pub action: AccessAction,
+    /// Position in host issue order over all operations.
+    pub seq: u64,
+    /// Where the operation is in the input (line of a JSON trace, row of a table).
+    pub origin: u64,
+    /// Its position among the memory-touching operations of its stream (1-based); none for host actions.
+    pub stream_position: Option<u64>,
+}
+
+/// The kind of a data race, named from the later access's point of view.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RaceKind {
+    ReadAfterWrite,
+    WriteAfterRead,
+    WriteAfterWrite,
+    UseAfterFree,
+}
+
+impl RaceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RaceKind::ReadAfterWrite => "read-after-write",
+            RaceKind::WriteAfterRead => "write-after-read",
+            RaceKind::WriteAfterWrite => "write-after-write",
+            RaceKind::UseAfterFree => "use-after-free",
+        }
+    }
+}
+
+/// Why nothing orders the two operations.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Unordered {
+    /// The later operation's stream (or host thread) had been ordered after only the first `known` operations of
+    /// the earlier operation's stream, and the earlier operation is its `position`-th.
+    CrossStream { known: u64, position: u64 },
+    /// Two nodes of one graph launch with no dependency path between them.
+    GraphNodes { graph: String },
+}
+
+/// The allocation the racing bytes belong to.
+#[derive(Clone, Debug, Serialize)]
+pub struct AllocationRef {
+    pub handle: u64,
+    pub range: AccessRange,
+    pub kind: AllocKind,
+    pub label: Option<String>,
+    pub source: Option<SourceLocation>,
+}
+
+/// Two accesses to overlapping bytes, at least one a write, with nothing ordering them.
+#[derive(Clone, Debug, Serialize)]
+pub struct RaceFinding {
+    pub kind: RaceKind,
+    /// The operation issued first.
+    pub earlier: OpOccurrence,
+    /// The operation issued second.
+    pub later: OpOccurrence,
+    /// The bytes both touched, at the first occurrence.
+    pub range: AccessRange,
+    pub allocation: Option<AllocationRef>,
+    pub why: Unordered,
+    pub fix: Fix,
+    /// How many times this pair of sites raced.
+    pub count: u64,
+}
+
+/// A stream waited on an event that had never been recorded: the wait ordered nothing.
+#[derive(Clone, Debug, Serialize)]
+pub struct UnrecordedWait {
+    pub wait: OpOccurrence,
+    pub event: u64,
+    pub count: u64,
+}
+
+/// Unordered pairs of operations on two streams, attributed to the site of the later operation and the site of
+/// the most recent unordered operation on the other stream at that time.
+#[derive(Clone, Debug, Serialize)]
+pub struct UnorderedPairGroup {
+    pub earlier: Site,
+    pub later: Site,
+    /// Unordered operation pairs counted into this group.
+    pub pairs: u64,
+    /// Host issue positions of the first pair.
+    pub first: (u64, u64),
+}
+
+/// Exact count of unordered operation pairs between two streams.
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamPairCount {
+    pub a: StreamRef,
+    pub b: StreamRef,
+    pub pairs: u64,
+}
+
+/// A happens-before edge between two streams that the trace established: how a wait or a host
+/// synchronization carried ordering, counted per kind and stream pair.
+#[derive(Clone, Debug, Serialize)]
+pub struct EdgeCount {
+    pub via: EdgeKind,
+    pub from: StreamRef,
+    /// The waiting stream; none for a host synchronization (the host thread waited).
+    pub to: Option<StreamRef>,
+    pub count: u64,
+}
+
+/// What carried a happens-before edge.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EdgeKind {
+    /// An event recorded on `from` and waited on by `to`.
+    EventWait,
+    /// The host synchronized with `from` (stream, event, device or context sync, successful query, blocking call).
+    HostSync,
+    /// The legacy default stream's implicit barrier.
+    LegacyDefault,
+}
+
+/// Everything an analysis found.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Findings {
+    pub races: Vec<RaceFinding>,
+    pub unrecorded_waits: Vec<UnrecordedWait>,
+    pub unordered_pairs: Vec<UnorderedPairGroup>,
+    pub stream_pairs: Vec<StreamPairCount>,
+    pub edges: Vec<EdgeCount>,
+}
+
+impl Findings {
+    /// Whether anything was found that a CI job should fail on.
+    pub fn has_problems(&self) -> bool {
+        !self.races.is_empty() || !self.unrecorded_waits.is_empty()
+    }
+}

@@ -1,0 +1,320 @@
+//! Shadow memory: for every byte range a trace touched, the last write and the reads since, each as a [`Stamp`].
+//!
+//! Ranges are kept as non-overlapping segments in an ordered map; an access splits the segments at its edges, so
+//! that overlapping ranges of any shape compare byte-exactly. The check itself is FastTrack's: the last write is
+//! one epoch (O(1) to compare), and reads stay one epoch until two unordered reads coexist.
+
+use std::collections::BTreeMap;
+
+use super::clock::{Epoch, VectorClock};
+use super::sites::SiteId;
+use crate::model::{AccessMode, AccessRange};
+
+/// What an access did besides reading or writing bytes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// A plain access by a kernel, copy or memset.
+    Access,
+    /// A stream-ordered free: the block is gone from this point of the stream on.
+    Free,
+    /// A stream-ordered allocation: the block begins here. The allocator itself orders it after earlier frees.
+    Alloc,
+}
+
+/// One access as the shadow remembers it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    pub epoch: Epoch,
+    /// The operation's position in host issue order.
+    pub seq: u64,
+    /// Where the operation is in the input, for messages.
+    pub origin: u64,
+    pub site: SiteId,
+    pub mode: AccessMode,
+    pub effect: Effect,
+}
+
+impl Stamp {
+    fn is_write(&self) -> bool {
+        self.mode == AccessMode::Write
+    }
+}
+
+/// An earlier access that the current one is not ordered with, and the bytes they share.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Conflict {
+    pub earlier: Stamp,
+    pub range: AccessRange,
+}
+
+#[derive(Clone, Debug)]
+enum Reads {
+    None,
+    /// FastTrack's epoch mode: every read so far is ordered before this one.
+    One(Stamp),
+    /// Read-shared mode: reads that are not ordered with each other.
+    Many(Vec<Stamp>),
+}
+
+#[derive(Clone, Debug)]
+struct Segment {
+    end: u64,
+    write: Option<Stamp>,
+    reads: Reads,
+}
+
+/// The shadow state of one address space.
+#[derive(Default)]
+pub struct ShadowMemory {
+    segments: BTreeMap<u64, Segment>,
+    keys: Vec<u64>,
+    gaps: Vec<(u64, u64)>,
+}
+
+/// Whether `earlier` and the access stamped `current` are unordered in a way that matters.
+fn conflicts(earlier: &Stamp, current: &Stamp, clock: &VectorClock) -> bool {
+    if clock.covers(earlier.epoch) {
+        return false;
+    }
+    // The allocator orders a new block after the free of the old one, whatever the streams.
+    !(current.effect == Effect::Alloc && earlier.effect == Effect::Free)
+}
+
+fn push_conflict(out: &mut Vec<Conflict>, earlier: Stamp, start: u64, end: u64) {
+    if let Some(last) = out.last_mut() {
+        if last.earlier == earlier && last.range.end() == start {
+            last.range.len += end - start;
+            return;
+        }
+    }
+    out.push(Conflict { earlier, range: AccessRange { start, len: end - start } });
+}
+
+impl ShadowMemory {
+    /// Number of segments held: the live state this shadow costs.
+    pub fn segments(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Checks an access by the operation stamped `current`, whose stream's clock is `clock`, against what the
+    /// range saw before, appends the conflicts to `out`, and records the access.
+    pub fn access(&mut self, range: AccessRange, current: Stamp, clock: &VectorClock, out: &mut Vec<Conflict>) {
+        if range.is_empty() {
+            return;
+        }
+        let (start, end) = (range.start, range.end());
+        // Fast path: the range is exactly one existing segment (the common case for block-granular accesses).
+        if let Some(seg) = self.segments.get_mut(&start) {
+            if seg.end == end {
+                Self::check_and_record(seg, start, current, clock, out);
+                return;
+            }
+        }
+        self.split_at(start);
+        self.split_at(end);
+        self.keys.clear();
+        self.keys.extend(self.segments.range(start..end).map(|(k, _)| *k));
+        if current.is_write() {
+            // After a write every byte of the range has the same state: one segment replaces them all.
+            for i in 0..self.keys.len() {
+                let key = self.keys[i];
+                if let Some(mut seg) = self.segments.remove(&key) {
+                    Self::check_and_record(&mut seg, key, current, clock, out);
+                }
+            }
+            self.segments.insert(start, Segment { end, write: Some(current), reads: Reads::None });
+            return;
+        }
+        let mut cursor = start;
+        self.gaps.clear();
+        for &key in &self.keys {
+            if key > cursor {
+                self.gaps.push((cursor, key));
+            }
+            if let Some(seg) = self.segments.get_mut(&key) {
+                Self::check_and_record(seg, key, current, clock, out);
+                cursor = seg.end;
+            }
+        }
+        if cursor < end {
+            self.gaps.push((cursor, end));
+        }
+        for &(gap_start, gap_end) in &self.gaps {
+            self.segments.insert(gap_start, Segment { end: gap_end, write: None, reads: Reads::One(current) });
+        }
+    }
+
+    /// The memory of `range` is released by the host (a free or unmap) when the host thread's clock is `clock`:
+    /// every access not ordered before that is a use after free. The range's history is then dropped.
+    pub fn release(&mut self, range: AccessRange, clock: &VectorClock, out: &mut Vec<Conflict>) {
+        self.split_at(range.start);
+        self.split_at(range.end());
+        self.keys.clear();
+        self.keys.extend(self.segments.range(range.start..range.end()).map(|(k, _)| *k));
+        for &key in &self.keys {
+            let Some(seg) = self.segments.remove(&key) else { continue };
+            let stamps = seg.write.iter().chain(match &seg.reads {
+                Reads::None => [].iter(),
+                Reads::One(r) => std::slice::from_ref(r).iter(),
+                Reads::Many(v) => v.iter(),
+            });
+            for stamp in stamps {
+                if !clock.covers(stamp.epoch) {
+                    push_conflict(out, *stamp, key, seg.end);
+                }
+            }
+        }
+    }
+
+    /// Drops the history of `range` without checking it (a new allocation's lifetime begins).
+    pub fn forget(&mut self, range: AccessRange) {
+        self.split_at(range.start);
+        self.split_at(range.end());
+        self.keys.clear();
+        self.keys.extend(self.segments.range(range.start..range.end()).map(|(k, _)| *k));
+        for key in &self.keys {
+            self.segments.remove(key);
+        }
+    }
+
+    /// Splits the segment that straddles `at`, if any, so that a segment starts there.
+    fn split_at(&mut self, at: u64) {
+        let Some((_, seg)) = self.segments.range_mut(..at).next_back() else { return };
+        if seg.end > at {
+            let right = Segment { end: seg.end, write: seg.write, reads: seg.reads.clone() };
+            seg.end = at;
+            self.segments.insert(at, right);
+        }
+    }
+
+    fn check_and_record(seg: &mut Segment, start: u64, current: Stamp, clock: &VectorClock, out: &mut Vec<Conflict>) {
+        let end = seg.end;
+        if let Some(write) = &seg.write {
+            if conflicts(write, &current, clock) {
+                push_conflict(out, *write, start, end);
+            }
+        }
+        if current.is_write() {
+            match &seg.reads {
+                Reads::None => {}
+                Reads::One(read) => {
+                    if conflicts(read, &current, clock) {
+                        push_conflict(out, *read, start, end);
+                    }
+                }
+                Reads::Many(reads) => {
+                    for read in reads {
+                        if conflicts(read, &current, clock) {
+                            push_conflict(out, *read, start, end);
+                        }
+                    }
+                }
+            }
+            seg.write = Some(current);
+            seg.reads = Reads::None;
+            return;
+        }
+        seg.reads = match std::mem::replace(&mut seg.reads, Reads::None) {
+            Reads::None => Reads::One(current),
+            Reads::One(read) if clock.covers(read.epoch) => Reads::One(current),
+            Reads::One(read) => Reads::Many(vec![read, current]),
+            Reads::Many(mut reads) => {
+                // Reads ordered before this one are subsumed by it for every later write check.
+                reads.retain(|r| !clock.covers(r.epoch));
+                if reads.is_empty() {
+                    Reads::One(current)
+                } else {
+                    reads.push(current);
+                    Reads::Many(reads)
+                }
+            }
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::StreamId;
+
+    fn stamp(stream: u32, tick: u64, mode: AccessMode) -> Stamp {
+        Stamp { epoch: Epoch { stream: StreamId(stream), tick }, seq: tick, origin: tick, site: SiteId(stream), mode, effect: Effect::Access }
+    }
+
+    fn clock_of(stream: u32, tick: u64) -> VectorClock {
+        let mut c = VectorClock::new();
+        c.set(StreamId(stream), tick);
+        c
+    }
+
+    fn r(start: u64, len: u64) -> AccessRange {
+        AccessRange::new(start, len).unwrap()
+    }
+
+    #[test]
+    fn partial_overlap_reports_only_shared_bytes() {
+        let mut shadow = ShadowMemory::default();
+        let mut out = Vec::new();
+        shadow.access(r(0, 100), stamp(0, 1, AccessMode::Write), &clock_of(0, 1), &mut out);
+        shadow.access(r(50, 100), stamp(1, 1, AccessMode::Write), &clock_of(1, 1), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].range, r(50, 50));
+        assert_eq!(out[0].earlier.epoch.stream, StreamId(0));
+    }
+
+    #[test]
+    fn read_in_the_middle_splits_and_keeps_edges() {
+        let mut shadow = ShadowMemory::default();
+        let mut out = Vec::new();
+        shadow.access(r(0, 100), stamp(0, 1, AccessMode::Write), &clock_of(0, 1), &mut out);
+        let mut ordered = clock_of(1, 1);
+        ordered.set(StreamId(0), 1);
+        shadow.access(r(40, 20), stamp(1, 1, AccessMode::Read), &ordered, &mut out);
+        assert!(out.is_empty());
+        // A write on stream 2, unordered with both, conflicts with the write everywhere and the read in the middle.
+        shadow.access(r(0, 100), stamp(2, 1, AccessMode::Write), &clock_of(2, 1), &mut out);
+        let write_bytes: u64 = out.iter().filter(|c| c.earlier.mode == AccessMode::Write).map(|c| c.range.len).sum();
+        let read: Vec<_> = out.iter().filter(|c| c.earlier.mode == AccessMode::Read).collect();
+        assert_eq!(write_bytes, 100);
+        assert_eq!(read.len(), 1);
+        assert_eq!(read[0].range, r(40, 20));
+        assert_eq!(shadow.segments(), 1, "a write leaves one segment");
+    }
+
+    #[test]
+    fn write_checks_every_unordered_read() {
+        let mut shadow = ShadowMemory::default();
+        let mut out = Vec::new();
+        shadow.access(r(0, 8), stamp(0, 1, AccessMode::Read), &clock_of(0, 1), &mut out);
+        shadow.access(r(0, 8), stamp(1, 1, AccessMode::Read), &clock_of(1, 1), &mut out);
+        assert!(out.is_empty(), "read/read is never a race");
+        let mut knows_first_read_only = clock_of(2, 1);
+        knows_first_read_only.set(StreamId(0), 1);
+        shadow.access(r(0, 8), stamp(2, 1, AccessMode::Write), &knows_first_read_only, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].earlier.epoch.stream, StreamId(1));
+    }
+
+    #[test]
+    fn release_reports_unordered_accesses_then_forgets() {
+        let mut shadow = ShadowMemory::default();
+        let mut out = Vec::new();
+        shadow.access(r(0, 8), stamp(0, 1, AccessMode::Read), &clock_of(0, 1), &mut out);
+        shadow.release(r(0, 8), &VectorClock::new(), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(shadow.segments(), 0);
+    }
+
+    #[test]
+    fn alloc_is_ordered_after_free_by_the_allocator() {
+        let mut shadow = ShadowMemory::default();
+        let mut out = Vec::new();
+        let mut free = stamp(0, 1, AccessMode::Write);
+        free.effect = Effect::Free;
+        shadow.access(r(0, 8), free, &clock_of(0, 1), &mut out);
+        let mut alloc = stamp(1, 1, AccessMode::Write);
+        alloc.effect = Effect::Alloc;
+        shadow.access(r(0, 8), alloc, &clock_of(1, 1), &mut out);
+        assert!(out.is_empty());
+    }
+}

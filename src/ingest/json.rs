@@ -1,0 +1,716 @@
+//! The hand-written JSON trace format (docs/trace-format.md): a header object followed by one JSON object per
+//! record, in host issue order. Records are usually one per line, but a record may span lines.
+//!
+//! Parsing and id mapping run on a background thread that hands batches of model records to the caller, so that
+//! reading a large trace overlaps with analyzing it and memory stays bounded by the batch queue.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::thread::JoinHandle;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+
+use super::{ImportCounters, IngestError, RecordSource, Severity};
+use crate::model::{
+    Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind,
+    GraphNode, HostSync, OpKind, Operation, ProcessId, QueryTarget, SourceLocation, StreamId, StreamInfo, StreamKind,
+    ThreadId, ThreadInfo, TraceRecord,
+};
+
+/// The value of the header's `type` field.
+pub const HEADER_TYPE: &str = "streamtrace";
+/// The format version this reader understands.
+pub const FORMAT_VERSION: u32 = 1;
+
+const BATCH: usize = 4096;
+const QUEUED_BATCHES: usize = 16;
+
+type Batch = Vec<Result<TraceRecord, IngestError>>;
+
+/// Reads a JSON trace on a background thread.
+pub struct JsonTraceReader {
+    batches: Receiver<Batch>,
+    current: std::vec::IntoIter<Result<TraceRecord, IngestError>>,
+    worker: Option<JoinHandle<ImportCounters>>,
+    failed: bool,
+}
+
+impl JsonTraceReader {
+    /// Opens `path` and starts parsing it. Fails at once when the file cannot be opened.
+    pub fn open(path: &Path) -> Result<JsonTraceReader, IngestError> {
+        let file = File::open(path).map_err(|e| IngestError::new(path, None, format!("cannot open: {e}")))?;
+        let reader = BufReader::with_capacity(1 << 20, file);
+        Ok(JsonTraceReader::spawn(path.to_path_buf(), reader))
+    }
+
+    /// Parses JSON trace text held in memory (tests, generated scenarios).
+    pub fn from_text(name: &str, text: String) -> JsonTraceReader {
+        JsonTraceReader::spawn(PathBuf::from(name), std::io::Cursor::new(text.into_bytes()))
+    }
+
+    fn spawn<R: BufRead + Send + 'static>(path: PathBuf, reader: R) -> JsonTraceReader {
+        let (tx, rx) = sync_channel::<Batch>(QUEUED_BATCHES);
+        let worker = std::thread::Builder::new()
+            .name("json-ingest".into())
+            .spawn(move || {
+                let mut parser = JsonTraceParser::new(path);
+                let mut batch = Vec::with_capacity(BATCH);
+                let mut lines = LineRecords::new(reader);
+                loop {
+                    let outcome = match lines.next_record() {
+                        Ok(Some((line, text))) => parser.parse_record(line, text, &mut batch),
+                        Ok(None) => {
+                            parser.finish(&mut batch);
+                            break;
+                        }
+                        Err((line, message)) => Err(parser.error(line, message)),
+                    };
+                    if let Err(error) = outcome {
+                        batch.push(Err(error));
+                        break;
+                    }
+                    if batch.len() >= BATCH && tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))).is_err()
+                    {
+                        return parser.counters;
+                    }
+                }
+                let _ = tx.send(batch);
+                parser.counters
+            })
+            .expect("spawning the ingest thread");
+        JsonTraceReader { batches: rx, current: Vec::new().into_iter(), worker: Some(worker), failed: false }
+    }
+}
+
+impl Iterator for JsonTraceReader {
+    type Item = Result<TraceRecord, IngestError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            if let Some(item) = self.current.next() {
+                self.failed = item.is_err();
+                return Some(item);
+            }
+            self.current = self.batches.recv().ok()?.into_iter();
+        }
+    }
+}
+
+impl RecordSource for JsonTraceReader {
+    fn format(&self) -> &'static str {
+        "streamtrace JSON"
+    }
+
+    fn finish(mut self: Box<Self>) -> ImportCounters {
+        // Dropping the receiver first lets a worker blocked on a full queue see the hang-up and stop.
+        let worker = self.worker.take();
+        drop(self);
+        worker.and_then(|w| w.join().ok()).unwrap_or_default()
+    }
+}
+
+/// Splits the input into the text of one JSON value each, with the line it starts on. A value may span lines:
+/// lines are joined until the value parses or fails for a reason other than running out of input.
+struct LineRecords<R> {
+    reader: R,
+    buf: Vec<u8>,
+    line: u64,
+}
+
+impl<R: BufRead> LineRecords<R> {
+    fn new(reader: R) -> Self {
+        LineRecords { reader, buf: Vec::with_capacity(4096), line: 0 }
+    }
+
+    fn read_line(&mut self) -> Result<bool, (u64, String)> {
+        match self.reader.read_until(b'\n', &mut self.buf) {
+            Ok(0) => Ok(false),
+            Ok(_) => {
+                self.line += 1;
+                Ok(true)
+            }
+            Err(e) => Err((self.line + 1, format!("cannot read: {e}"))),
+        }
+    }
+
+    /// The next non-blank value's text and its first line, or `None` at the end of the input.
+    fn next_record(&mut self) -> Result<Option<(u64, &[u8])>, (u64, String)> {
+        self.buf.clear();
+        loop {
+            if !self.read_line()? {
+                return Ok(None);
+            }
+            if !self.buf.iter().all(u8::is_ascii_whitespace) {
+                break;
+            }
+            self.buf.clear();
+        }
+        let first = self.line;
+        // Join continuation lines while the value is incomplete.
+        while !value_complete(&self.buf) {
+            if !self.read_line()? {
+                break; // the parser reports the truncated value
+            }
+        }
+        Ok(Some((first, &self.buf)))
+    }
+}
+
+/// Whether `text` holds at least one complete JSON value: braces and brackets balance outside strings.
+fn value_complete(text: &[u8]) -> bool {
+    let mut depth = 0i64;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut seen = false;
+    for &b in text {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                seen = true
+            }
+            b'}' | b']' => depth -= 1,
+            _ => {}
+        }
+    }
+    !seen || depth <= 0
+}
+
+/// A byte address: a JSON number or a string in hex (`"0x7f00"`) or decimal.
+#[derive(Copy, Clone, Debug)]
+struct Address(u64);
+
+impl<'de> Deserialize<'de> for Address {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct AddressVisitor;
+        impl Visitor<'_> for AddressVisitor {
+            type Value = Address;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an address: a non-negative integer or a string like \"0x7f0000\"")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Address, E> {
+                Ok(Address(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Address, E> {
+                u64::try_from(v).map(Address).map_err(|_| E::custom(format!("negative address {v}")))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Address, E> {
+                let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+                    Some(hex) => u64::from_str_radix(&hex.replace('_', ""), 16),
+                    None => v.parse(),
+                };
+                parsed.map(Address).map_err(|_| E::custom(format!("`{v}` is not an address")))
+            }
+        }
+        d.deserialize_any(AddressVisitor)
+    }
+}
+
+/// `[address, size]`.
+#[derive(Deserialize, Debug, Clone, Copy)]
+struct RawRange(Address, Address);
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct RawGraphNode {
+    name: Option<String>,
+    #[serde(default)]
+    reads: Vec<RawRange>,
+    #[serde(default)]
+    writes: Vec<RawRange>,
+    #[serde(default)]
+    deps: Vec<usize>,
+}
+
+/// Every field any record type may carry; which ones a type needs is checked after parsing, so that a missing
+/// field gets a message naming the record type.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct RawRecord {
+    #[serde(rename = "type")]
+    kind: String,
+    // header
+    version: Option<u32>,
+    // common
+    pid: Option<u64>,
+    thread: Option<u64>,
+    time: Option<u64>,
+    gpu_start: Option<u64>,
+    gpu_end: Option<u64>,
+    corr: Option<u64>,
+    src: Option<String>,
+    #[allow(dead_code)]
+    comment: Option<serde_json::Value>,
+    // entities
+    id: Option<u64>,
+    name: Option<String>,
+    #[serde(rename = "stream_kind", alias = "flags")]
+    stream_kind: Option<String>,
+    priority: Option<i32>,
+    device: Option<u64>,
+    context: Option<u64>,
+    // operations
+    stream: Option<u64>,
+    event: Option<u64>,
+    #[serde(default)]
+    reads: Vec<RawRange>,
+    #[serde(default)]
+    writes: Vec<RawRange>,
+    copy: Option<String>,
+    from: Option<RawRange>,
+    to: Option<RawRange>,
+    bytes: Option<u64>,
+    sync: Option<bool>,
+    ready: Option<bool>,
+    addr: Option<Address>,
+    size: Option<Address>,
+    alloc_kind: Option<String>,
+    free_kind: Option<String>,
+    label: Option<String>,
+    nodes: Option<Vec<RawGraphNode>>,
+}
+
+/// Maps the handles of one process-scoped namespace (streams, events) to dense ids.
+struct HandleMap<Id> {
+    ids: HashMap<(ProcessId, u64), Id>,
+}
+
+impl<Id> Default for HandleMap<Id> {
+    fn default() -> Self {
+        HandleMap { ids: HashMap::new() }
+    }
+}
+
+impl<Id: Copy> HandleMap<Id> {
+    fn get(&self, process: ProcessId, handle: u64) -> Option<Id> {
+        self.ids.get(&(process, handle)).copied()
+    }
+}
+
+/// The stateful part of reading: the header check, id mapping and the validation of references.
+struct JsonTraceParser {
+    path: PathBuf,
+    counters: ImportCounters,
+    seen_header: bool,
+    seq: u64,
+    processes: HashMap<u64, ProcessId>,
+    threads: HashMap<(ProcessId, u64), ThreadId>,
+    streams: HandleMap<StreamId>,
+    events: HandleMap<EventId>,
+    allocs: HandleMap<AllocId>,
+    next_stream: u32,
+    next_event: u32,
+    next_alloc: u32,
+    devices: HashMap<(ProcessId, u64), DeviceId>,
+    contexts: HashMap<(ProcessId, u64), ContextId>,
+}
+
+impl JsonTraceParser {
+    fn new(path: PathBuf) -> Self {
+        JsonTraceParser {
+            path,
+            counters: ImportCounters::default(),
+            seen_header: false,
+            seq: 0,
+            processes: HashMap::new(),
+            threads: HashMap::new(),
+            streams: HandleMap::default(),
+            events: HandleMap::default(),
+            allocs: HandleMap::default(),
+            next_stream: 0,
+            next_event: 0,
+            next_alloc: 0,
+            devices: HashMap::new(),
+            contexts: HashMap::new(),
+        }
+    }
+
+    fn error(&self, line: u64, message: impl Into<String>) -> IngestError {
+        IngestError::new(&self.path, Some(format!("{line}")), message)
+    }
+
+    fn finish(&mut self, out: &mut Batch) {
+        if !self.seen_header {
+            out.push(Err(IngestError::new(
+                &self.path,
+                None,
+                "empty: a streamtrace JSON trace starts with a header record {\"type\": \"streamtrace\", \"version\": 1}",
+            )));
+        }
+    }
+
+    fn parse_record(&mut self, line: u64, text: &[u8], out: &mut Batch) -> Result<(), IngestError> {
+        let raw: RawRecord = serde_json::from_slice(text).map_err(|e| {
+            let what = if self.seen_header { "malformed record" } else { "not a streamtrace JSON trace" };
+            // serde_json counts lines from the start of this record's text.
+            let at = line + e.line().saturating_sub(1) as u64;
+            self.error(at, format!("{what}: {e}"))
+        })?;
+        if !self.seen_header {
+            if raw.kind != HEADER_TYPE {
+                return Err(self.error(
+                    line,
+                    format!(
+                        "not a streamtrace JSON trace: the first record must be {{\"type\": \"{HEADER_TYPE}\", \"version\": {FORMAT_VERSION}}}, found type `{}`",
+                        raw.kind
+                    ),
+                ));
+            }
+            match raw.version {
+                Some(FORMAT_VERSION) => {}
+                Some(v) => return Err(self.error(line, format!("unsupported format version {v} (this build reads {FORMAT_VERSION})"))),
+                None => return Err(self.error(line, "header without `version`")),
+            }
+            self.seen_header = true;
+            return Ok(());
+        }
+        self.convert(line, raw, out).map_err(|message| self.error(line, message))
+    }
+
+    fn process(&mut self, pid: Option<u64>) -> ProcessId {
+        let next = ProcessId(self.processes.len() as u32);
+        *self.processes.entry(pid.unwrap_or(0)).or_insert(next)
+    }
+
+    fn thread(&mut self, process: ProcessId, tid: Option<u64>, out: &mut Batch) -> ThreadId {
+        let tid = tid.unwrap_or(1);
+        let next = ThreadId(self.threads.len() as u32);
+        let id = *self.threads.entry((process, tid)).or_insert(next);
+        if id == next {
+            out.push(Ok(TraceRecord::Thread(ThreadInfo { id, process, tid, name: None })));
+        }
+        id
+    }
+
+    fn stream(&self, process: ProcessId, handle: Option<u64>) -> Result<StreamId, String> {
+        let handle = handle.ok_or("missing field `stream`")?;
+        self.streams.get(process, handle).ok_or_else(|| {
+            format!("unknown stream {handle}: declare it first with {{\"type\": \"stream\", \"id\": {handle}, \"stream_kind\": ...}}")
+        })
+    }
+
+    fn event(&self, process: ProcessId, handle: Option<u64>) -> Result<EventId, String> {
+        let handle = handle.ok_or("missing field `event`")?;
+        self.events
+            .get(process, handle)
+            .ok_or_else(|| format!("event {handle} used before it exists: declare it with {{\"type\": \"event\", \"id\": {handle}}}"))
+    }
+
+    fn convert(&mut self, line: u64, raw: RawRecord, out: &mut Batch) -> Result<(), String> {
+        let process = self.process(raw.pid);
+        let thread = self.thread(process, raw.thread, out);
+        self.counters.bump("json.records", Severity::Info, "records read", 1);
+        let kind = match raw.kind.as_str() {
+            "thread" => {
+                // Threads appear on first use; a thread record only names one.
+                if let Some(Ok(TraceRecord::Thread(info))) = out.last_mut() {
+                    if info.id == thread {
+                        info.name = raw.name;
+                    }
+                }
+                return Ok(());
+            }
+            "process" => return Ok(()),
+            "stream" => {
+                let handle = raw.id.ok_or("stream record without `id`")?;
+                if self.streams.get(process, handle).is_some() {
+                    return Err(format!("stream {handle} declared twice"));
+                }
+                let kind = match raw.stream_kind.as_deref() {
+                    Some("legacy_default") => StreamKind::LegacyDefault,
+                    Some("per_thread_default") => StreamKind::PerThreadDefault,
+                    Some("blocking") | None => StreamKind::Blocking,
+                    Some("non_blocking") => StreamKind::NonBlocking,
+                    Some(other) => {
+                        return Err(format!(
+                            "unknown stream_kind `{other}` (expected legacy_default, per_thread_default, blocking or non_blocking)"
+                        ))
+                    }
+                };
+                let id = StreamId(self.next_stream);
+                self.next_stream += 1;
+                self.streams.ids.insert((process, handle), id);
+                let next_device = DeviceId(self.devices.len() as u32);
+                let device = *self.devices.entry((process, raw.device.unwrap_or(0))).or_insert(next_device);
+                let next_context = ContextId(self.contexts.len() as u32);
+                let context = *self.contexts.entry((process, raw.context.unwrap_or(0))).or_insert(next_context);
+                let created_by = (kind != StreamKind::LegacyDefault).then_some(thread);
+                out.push(Ok(TraceRecord::Stream(StreamInfo {
+                    id,
+                    handle,
+                    kind,
+                    priority: raw.priority,
+                    process,
+                    device,
+                    context,
+                    created_by,
+                })));
+                return Ok(());
+            }
+            "event" => {
+                let handle = raw.id.ok_or("event record without `id`")?;
+                if self.events.get(process, handle).is_some() {
+                    return Err(format!("event {handle} declared twice"));
+                }
+                let id = EventId(self.next_event);
+                self.next_event += 1;
+                self.events.ids.insert((process, handle), id);
+                out.push(Ok(TraceRecord::Event(EventInfo { id, handle, process })));
+                return Ok(());
+            }
+            "kernel" => {
+                let stream = self.stream(process, raw.stream)?;
+                let mut accesses = Vec::with_capacity(raw.reads.len() + raw.writes.len());
+                accesses_into(&raw.reads, AccessMode::Read, &mut accesses)?;
+                accesses_into(&raw.writes, AccessMode::Write, &mut accesses)?;
+                let name = raw.name.ok_or("kernel without `name`")?;
+                OpKind::Kernel { stream, name, accesses }
+            }
+            "memcpy" => {
+                let stream = self.stream(process, raw.stream)?;
+                let src = raw.from.map(range).transpose()?;
+                let dst = raw.to.map(range).transpose()?;
+                let bytes = raw.bytes.or(src.map(|r| r.len)).or(dst.map(|r| r.len)).unwrap_or(0);
+                let copy = match raw.copy.as_deref() {
+                    None | Some("Default") => CopyKind::Default,
+                    Some("HtoD") => CopyKind::HtoD,
+                    Some("DtoH") => CopyKind::DtoH,
+                    Some("DtoD") => CopyKind::DtoD,
+                    Some("HtoH") => CopyKind::HtoH,
+                    Some("PtoP") => CopyKind::PtoP,
+                    Some(other) => return Err(format!("unknown copy kind `{other}` (expected HtoD, DtoH, DtoD, HtoH, PtoP or Default)")),
+                };
+                OpKind::Memcpy { stream, copy, bytes, src, dst, synchronous: raw.sync.unwrap_or(false) }
+            }
+            "memset" => {
+                let stream = self.stream(process, raw.stream)?;
+                let dst = raw.to.map(range).transpose()?;
+                let bytes = raw.bytes.or(dst.map(|r| r.len)).unwrap_or(0);
+                OpKind::Memset { stream, bytes, dst, synchronous: raw.sync.unwrap_or(false) }
+            }
+            "record" => OpKind::EventRecord { event: self.event(process, raw.event)?, stream: self.stream(process, raw.stream)? },
+            "wait" => OpKind::StreamWait { stream: self.stream(process, raw.stream)?, event: self.event(process, raw.event)? },
+            "sync" => OpKind::HostSync(match (raw.stream, raw.event, raw.device, raw.context) {
+                (Some(_), None, None, None) => HostSync::Stream(self.stream(process, raw.stream)?),
+                (None, Some(_), None, None) => HostSync::Event(self.event(process, raw.event)?),
+                (None, None, Some(d), None) => HostSync::Device(
+                    *self.devices.get(&(process, d)).ok_or_else(|| format!("device {d} has no streams"))?,
+                ),
+                (None, None, None, Some(c)) => HostSync::Context(
+                    *self.contexts.get(&(process, c)).ok_or_else(|| format!("context {c} has no streams"))?,
+                ),
+                _ => return Err("a sync record names exactly one of `stream`, `event`, `device` or `context`".into()),
+            }),
+            "query" => {
+                let target = match (raw.stream, raw.event) {
+                    (Some(_), None) => QueryTarget::Stream(self.stream(process, raw.stream)?),
+                    (None, Some(_)) => QueryTarget::Event(self.event(process, raw.event)?),
+                    _ => return Err("a query record names exactly one of `stream` or `event`".into()),
+                };
+                OpKind::Query { target, ready: raw.ready.ok_or("query without `ready` (true when it returned cudaSuccess)")? }
+            }
+            "alloc" => {
+                let handle = raw.id.ok_or("alloc record without `id`")?;
+                let start = raw.addr.ok_or("alloc without `addr`")?.0;
+                let size = raw.size.ok_or("alloc without `size`")?.0;
+                let range = AccessRange::new(start, size).map_err(|e| e.to_string())?;
+                let alloc_kind = match raw.alloc_kind.as_deref() {
+                    None | Some("device") => AllocKind::Device,
+                    Some("stream_ordered") => AllocKind::StreamOrdered,
+                    Some("virtual_map") => AllocKind::VirtualMap,
+                    Some("host") => AllocKind::Host,
+                    Some("managed") => AllocKind::Managed,
+                    Some(other) => {
+                        return Err(format!(
+                            "unknown alloc_kind `{other}` (expected device, stream_ordered, virtual_map, host or managed)"
+                        ))
+                    }
+                };
+                let stream = match alloc_kind {
+                    AllocKind::StreamOrdered => Some(self.stream(process, raw.stream)?),
+                    _ => None,
+                };
+                if self.allocs.get(process, handle).is_some() {
+                    return Err(format!("allocation {handle} is still live: free it before reusing its id"));
+                }
+                let alloc = AllocId(self.next_alloc);
+                self.next_alloc += 1;
+                self.allocs.ids.insert((process, handle), alloc);
+                OpKind::Alloc { alloc, handle, range, alloc_kind, stream, label: raw.label.or(raw.name) }
+            }
+            "free" => {
+                let handle = raw.id.ok_or("free record without `id`")?;
+                let alloc = self
+                    .allocs
+                    .ids
+                    .remove(&(process, handle))
+                    .ok_or_else(|| format!("free of allocation {handle}, which is not live"))?;
+                let free_kind = match raw.free_kind.as_deref() {
+                    None | Some("synchronous") => FreeKind::Synchronous,
+                    Some("stream_ordered") => FreeKind::StreamOrdered,
+                    Some("virtual_unmap") => FreeKind::VirtualUnmap,
+                    Some("host") => FreeKind::Host,
+                    Some(other) => {
+                        return Err(format!(
+                            "unknown free_kind `{other}` (expected synchronous, stream_ordered, virtual_unmap or host)"
+                        ))
+                    }
+                };
+                let stream = match free_kind {
+                    FreeKind::StreamOrdered => Some(self.stream(process, raw.stream)?),
+                    _ => None,
+                };
+                OpKind::Free { alloc, free_kind, stream }
+            }
+            "graph" => {
+                let stream = self.stream(process, raw.stream)?;
+                let raw_nodes = raw.nodes.ok_or("graph without `nodes`")?;
+                let mut nodes = Vec::with_capacity(raw_nodes.len());
+                for (index, node) in raw_nodes.into_iter().enumerate() {
+                    if let Some(&dep) = node.deps.iter().find(|&&d| d >= index) {
+                        return Err(format!("graph node {index} depends on node {dep}; a node may depend only on earlier nodes"));
+                    }
+                    let mut accesses = Vec::new();
+                    accesses_into(&node.reads, AccessMode::Read, &mut accesses)?;
+                    accesses_into(&node.writes, AccessMode::Write, &mut accesses)?;
+                    nodes.push(GraphNode {
+                        name: node.name.unwrap_or_else(|| format!("node {index}")),
+                        accesses,
+                        depends_on: node.deps,
+                    });
+                }
+                OpKind::GraphLaunch { stream, name: raw.name.unwrap_or_else(|| "graph".into()), nodes }
+            }
+            other => {
+                return Err(format!(
+                    "unknown record type `{other}` (expected stream, event, thread, kernel, memcpy, memset, record, wait, sync, query, alloc, free or graph)"
+                ))
+            }
+        };
+        if let (Some(start), Some(end)) = (raw.gpu_start, raw.gpu_end) {
+            if end < start {
+                return Err(format!("gpu_end {end} is before gpu_start {start}"));
+            }
+        }
+        let op = Operation {
+            seq: self.seq,
+            process,
+            thread,
+            host_time_ns: raw.time,
+            gpu_start_ns: raw.gpu_start,
+            gpu_end_ns: raw.gpu_end,
+            correlation_id: raw.corr,
+            source: raw.src.as_deref().map(SourceLocation::parse),
+            origin: line,
+            kind,
+        };
+        self.seq += 1;
+        out.push(Ok(TraceRecord::Op(op)));
+        Ok(())
+    }
+}
+
+fn range(raw: RawRange) -> Result<AccessRange, String> {
+    AccessRange::new(raw.0 .0, raw.1 .0).map_err(|e| e.to_string())
+}
+
+fn accesses_into(raw: &[RawRange], mode: AccessMode, out: &mut Vec<Access>) -> Result<(), String> {
+    for r in raw {
+        out.push(Access { range: range(*r)?, mode });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(text: &str) -> Result<Vec<TraceRecord>, IngestError> {
+        JsonTraceReader::from_text("t.json", text.to_string()).collect()
+    }
+
+    const HEADER: &str = "{\"type\":\"streamtrace\",\"version\":1}\n";
+
+    #[test]
+    fn reads_multi_line_records_and_hex_addresses() {
+        let text = format!(
+            "{HEADER}{{\"type\":\"stream\",\"id\":7,\"stream_kind\":\"non_blocking\"}}\n\n{{\n \"type\": \"kernel\", \"stream\": 7, \"name\": \"k\",\n \"writes\": [[\"0x1000\", 256]]\n}}\n"
+        );
+        let records = read_all(&text).unwrap();
+        let op = records.iter().find_map(|r| match r {
+            TraceRecord::Op(op) => Some(op),
+            _ => None,
+        });
+        let op = op.expect("one operation");
+        assert_eq!(op.origin, 4);
+        match &op.kind {
+            OpKind::Kernel { accesses, .. } => {
+                assert_eq!(accesses[0].range, AccessRange { start: 0x1000, len: 256 })
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_stream_names_the_line() {
+        let text = format!("{HEADER}{{\"type\":\"kernel\",\"stream\":3,\"name\":\"k\"}}\n");
+        let err = read_all(&text).unwrap_err().to_string();
+        assert!(err.starts_with("t.json:2: unknown stream 3"), "{err}");
+    }
+
+    #[test]
+    fn event_before_declaration_is_an_error() {
+        let text = format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"record\",\"stream\":1,\"event\":5}}\n");
+        let err = read_all(&text).unwrap_err().to_string();
+        assert!(err.contains("t.json:3: event 5 used before it exists"), "{err}");
+    }
+
+    #[test]
+    fn overflowing_and_negative_ranges_are_refused() {
+        let over = format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"kernel\",\"stream\":1,\"name\":\"k\",\"reads\":[[\"0xffffffffffffffff\",2]]}}\n");
+        assert!(read_all(&over).unwrap_err().to_string().contains("runs past the end"));
+        let negative = format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"kernel\",\"stream\":1,\"name\":\"k\",\"reads\":[[16,-2]]}}\n");
+        let err = read_all(&negative).unwrap_err().to_string();
+        assert!(err.contains("t.json:3") && err.contains("negative"), "{err}");
+    }
+
+    #[test]
+    fn missing_header_and_foreign_json_are_named() {
+        let err = read_all("{\"hello\": 1}\n").unwrap_err().to_string();
+        assert!(err.contains("not a streamtrace JSON trace"), "{err}");
+        let err = read_all("").unwrap_err().to_string();
+        assert!(err.contains("empty"), "{err}");
+        let err = read_all("\u{0}\u{1}binary").unwrap_err().to_string();
+        assert!(err.contains("not a streamtrace JSON trace"), "{err}");
+    }
+
+    #[test]
+    fn truncated_record_is_reported_not_hung() {
+        let text = format!("{HEADER}{{\"type\":\"stream\",\"id\":1,");
+        let err = read_all(&text).unwrap_err().to_string();
+        assert!(err.contains("t.json:2: malformed record"), "{err}");
+    }
+
+    #[test]
+    fn unknown_field_is_refused() {
+        let text = format!("{HEADER}{{\"type\":\"stream\",\"id\":1,\"raeds\":[]}}\n");
+        let err = read_all(&text).unwrap_err().to_string();
+        assert!(err.contains("unknown field `raeds`"), "{err}");
+    }
+}

@@ -1,0 +1,53 @@
+//! Ingest: turning trace files into the model's record stream.
+//!
+//! Each reader only parses and maps ids; it decides nothing about ordering. Readers return records in host issue
+//! order together with [`ImportCounters`] that say what was read and what was lost.
+
+mod counters;
+pub mod json;
+
+use std::path::Path;
+
+pub use counters::{ImportCounter, ImportCounters, Severity};
+
+use crate::model::TraceRecord;
+
+/// An error in the input, with enough context to find it: the file, and the line or row when known.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}{}: {message}", location.as_deref().map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct IngestError {
+    pub path: String,
+    /// Line (for text formats) or record (for tables).
+    pub location: Option<String>,
+    pub message: String,
+}
+
+impl IngestError {
+    pub fn new(path: &Path, location: Option<String>, message: impl Into<String>) -> IngestError {
+        IngestError { path: path.display().to_string(), location, message: message.into() }
+    }
+}
+
+/// How much a trace knows about the memory each operation touches (DESIGN.md "Access tiers").
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub enum AccessTier {
+    /// No addresses at all: only operation-level findings are possible.
+    T0,
+    /// Allocation blocks reached through pointer arguments.
+    T1,
+    /// Exact byte extents and read/write sets.
+    T2,
+}
+
+/// A source of trace records in host issue order, with the counters of what the import saw.
+pub trait RecordSource: Iterator<Item = Result<TraceRecord, IngestError>> {
+    /// The name of the input format, for reports.
+    fn format(&self) -> &'static str;
+    /// Counters for the records read so far (all of them, once the iterator is exhausted).
+    fn finish(self: Box<Self>) -> ImportCounters;
+}
+
+/// Opens a trace file, choosing the reader from its contents.
+pub fn open(path: &Path) -> Result<Box<dyn RecordSource>, IngestError> {
+    json::JsonTraceReader::open(path).map(|r| Box::new(r) as Box<dyn RecordSource>)
+}

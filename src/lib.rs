@@ -1,0 +1,14 @@
+//! streamtrace finds cross-stream synchronization bugs in CUDA programs.
+//!
+//! Data flows through the modules in this order: [`ingest`] reads a trace into the [`model`]'s record stream,
+//! [`hb`] applies the happens-before rules and checks accesses, [`findings`] folds what it found, and
+//! [`report`] renders it. [`analysis`] ties them together for one trace file.
+
+pub mod analysis;
+pub mod cli;
+pub mod findings;
+pub mod hb;
+pub mod ingest;
+pub mod model;
+pub mod report;
+pub mod synth;

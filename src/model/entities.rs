@@ -1,0 +1,125 @@
+//! The long-lived things a trace talks about: streams, events, host threads and allocations.
+
+use serde::Serialize;
+
+use super::ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
+use super::ops::{AccessRange, SourceLocation};
+
+/// How a stream takes part in the legacy default stream's implicit synchronization (DESIGN.md rule 7).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamKind {
+    /// Handle 0 without per-thread default streams: a barrier against every blocking stream of its context.
+    LegacyDefault,
+    /// `cudaStreamPerThread`: behaves as a blocking stream.
+    PerThreadDefault,
+    /// Created with `cudaStreamDefault`: synchronizes with the legacy default stream.
+    Blocking,
+    /// Created with `cudaStreamNonBlocking`: takes no part in the legacy default stream's barrier.
+    NonBlocking,
+}
+
+impl StreamKind {
+    /// Whether the legacy default stream of the same context orders this stream (rule 7).
+    pub fn syncs_with_legacy_default(self) -> bool {
+        matches!(self, StreamKind::PerThreadDefault | StreamKind::Blocking)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StreamKind::LegacyDefault => "legacy default",
+            StreamKind::PerThreadDefault => "per-thread default",
+            StreamKind::Blocking => "blocking",
+            StreamKind::NonBlocking => "non-blocking",
+        }
+    }
+}
+
+/// A stream as created by the program.
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamInfo {
+    pub id: StreamId,
+    /// The handle or number the trace used for it; shown to the user.
+    pub handle: u64,
+    pub kind: StreamKind,
+    pub priority: Option<i32>,
+    pub process: ProcessId,
+    pub device: DeviceId,
+    pub context: ContextId,
+    /// The host thread that created it; `None` for streams that exist from the start (default streams).
+    pub created_by: Option<ThreadId>,
+}
+
+/// An event as created by the program.
+#[derive(Clone, Debug, Serialize)]
+pub struct EventInfo {
+    pub id: EventId,
+    pub handle: u64,
+    pub process: ProcessId,
+}
+
+/// A host thread, with the id the trace gave it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ThreadInfo {
+    pub id: ThreadId,
+    pub process: ProcessId,
+    pub tid: u64,
+    pub name: Option<String>,
+}
+
+/// How a block of memory came to be.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AllocKind {
+    /// `cudaMalloc` / `cuMemAlloc`: ordered by the host, not by any stream.
+    Device,
+    /// `cudaMallocAsync` / `cuMemAllocFromPoolAsync`: a write of the whole block on its stream (rule 8).
+    StreamOrdered,
+    /// `cuMemMap` of a virtual-memory range (PyTorch's expandable segments).
+    VirtualMap,
+    /// Pinned or mapped host memory (`cudaHostAlloc`, `cudaMallocHost`).
+    Host,
+    /// `cudaMallocManaged`.
+    Managed,
+}
+
+impl AllocKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AllocKind::Device => "cudaMalloc",
+            AllocKind::StreamOrdered => "cudaMallocAsync",
+            AllocKind::VirtualMap => "cuMemMap",
+            AllocKind::Host => "host",
+            AllocKind::Managed => "managed",
+        }
+    }
+}
+
+/// How a block of memory ends.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FreeKind {
+    /// `cudaFree` / `cuMemFree`: synchronizes the device before freeing (rule 6).
+    Synchronous,
+    /// `cudaFreeAsync`: a write of the whole block on its stream; later unordered accesses are use-after-free.
+    StreamOrdered,
+    /// `cuMemUnmap`: ends the mapping at once, without synchronizing anything.
+    VirtualUnmap,
+    /// `cudaFreeHost`: synchronizes the device, like `cudaFree`.
+    Host,
+}
+
+/// One lifetime of a block of memory.
+#[derive(Clone, Debug, Serialize)]
+pub struct Allocation {
+    pub id: AllocId,
+    /// The handle the trace gave it, if any; otherwise the dense id.
+    pub handle: u64,
+    pub process: ProcessId,
+    pub range: AccessRange,
+    pub kind: AllocKind,
+    /// A label, such as the tensor or buffer name, when the trace has one.
+    pub label: Option<String>,
+    /// Where it was allocated, when known.
+    pub source: Option<SourceLocation>,
+}

@@ -1,0 +1,17 @@
+//! The trace model: what a CUDA program did, in host issue order, independent of where the trace came from.
+//!
+//! Every ingester (hand-written JSON, nsys exports, our own capture) turns its input into a stream of
+//! [`TraceRecord`]s; the happens-before engine consumes that stream one record at a time. Nothing here does I/O.
+
+mod entities;
+mod ids;
+mod ops;
+mod record;
+
+pub use entities::{AllocKind, Allocation, EventInfo, FreeKind, StreamInfo, StreamKind, ThreadInfo};
+pub use ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
+pub use ops::{
+    Access, AccessMode, AccessRange, CopyKind, GraphNode, HostSync, OpKind, Operation, QueryTarget,
+    RangeError, SourceLocation,
+};
+pub use record::TraceRecord;

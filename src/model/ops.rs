@@ -1,0 +1,276 @@
+//! Operations: what the host asked CUDA to do, one per API call, and the memory each one touches.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Serialize;
+use thiserror::Error;
+
+use super::entities::{AllocKind, FreeKind};
+use super::ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
+
+/// A half-open byte range `[start, start + len)` of device memory in one process's address space.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct AccessRange {
+    pub start: u64,
+    pub len: u64,
+}
+
+/// Why a range could not be built.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum RangeError {
+    #[error("range starting at {start:#x} with {len} bytes runs past the end of the address space")]
+    Overflow { start: u64, len: u64 },
+}
+
+impl AccessRange {
+    /// A range, refusing one whose end does not fit in 64 bits.
+    pub fn new(start: u64, len: u64) -> Result<AccessRange, RangeError> {
+        match start.checked_add(len) {
+            Some(_) => Ok(AccessRange { start, len }),
+            None => Err(RangeError::Overflow { start, len }),
+        }
+    }
+
+    /// One past the last byte. Cannot overflow: [`AccessRange::new`] checked it.
+    pub fn end(self) -> u64 {
+        self.start + self.len
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes both ranges cover, if any.
+    pub fn intersection(self, other: AccessRange) -> Option<AccessRange> {
+        let start = self.start.max(other.start);
+        let end = self.end().min(other.end());
+        (start < end).then(|| AccessRange { start, len: end - start })
+    }
+
+    pub fn contains(self, other: AccessRange) -> bool {
+        other.start >= self.start && other.end() <= self.end()
+    }
+}
+
+impl fmt::Display for AccessRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{:#x}, {:#x})", self.start, self.end())
+    }
+}
+
+/// Whether an access reads or (may) write.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessMode {
+    Read,
+    Write,
+}
+
+/// A range an operation touches and how.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Access {
+    pub range: AccessRange,
+    pub mode: AccessMode,
+}
+
+/// Where in the program's source an operation was issued.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct SourceLocation {
+    pub file: Arc<str>,
+    pub line: Option<u32>,
+}
+
+impl SourceLocation {
+    /// Parses `file:line` (or a bare `file`).
+    pub fn parse(text: &str) -> SourceLocation {
+        match text.rsplit_once(':') {
+            Some((file, line)) if !file.is_empty() => match line.parse() {
+                Ok(line) => SourceLocation { file: file.into(), line: Some(line) },
+                Err(_) => SourceLocation { file: text.into(), line: None },
+            },
+            _ => SourceLocation { file: text.into(), line: None },
+        }
+    }
+}
+
+impl fmt::Display for SourceLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{}", self.file, line),
+            None => write!(f, "{}", self.file),
+        }
+    }
+}
+
+/// The direction of a copy, as CUDA names it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum CopyKind {
+    HtoD,
+    DtoH,
+    DtoD,
+    HtoH,
+    PtoP,
+    Default,
+}
+
+impl CopyKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CopyKind::HtoD => "HtoD",
+            CopyKind::DtoH => "DtoH",
+            CopyKind::DtoD => "DtoD",
+            CopyKind::HtoH => "HtoH",
+            CopyKind::PtoP => "PtoP",
+            CopyKind::Default => "Default",
+        }
+    }
+}
+
+/// What a host synchronization waits for (DESIGN.md rule 5).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "on", content = "id")]
+pub enum HostSync {
+    /// `cudaStreamSynchronize`: everything issued on the stream so far.
+    Stream(StreamId),
+    /// `cudaEventSynchronize`: the event's last recorded snapshot, not the stream's later work.
+    Event(EventId),
+    /// `cudaDeviceSynchronize`: every stream of the device in the calling process.
+    Device(DeviceId),
+    /// `cuCtxSynchronize`: every stream of the context.
+    Context(ContextId),
+}
+
+/// What a `cudaStreamQuery` / `cudaEventQuery` asked about.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "on", content = "id")]
+pub enum QueryTarget {
+    Stream(StreamId),
+    Event(EventId),
+}
+
+/// One node of a CUDA graph: its own accesses and the nodes it depends on (indexes into the launch's nodes).
+#[derive(Clone, Debug, Serialize)]
+pub struct GraphNode {
+    pub name: String,
+    pub accesses: Vec<Access>,
+    pub depends_on: Vec<usize>,
+}
+
+/// What one API call did.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum OpKind {
+    Kernel { stream: StreamId, name: String, accesses: Vec<Access> },
+    Memcpy {
+        stream: StreamId,
+        copy: CopyKind,
+        bytes: u64,
+        src: Option<AccessRange>,
+        dst: Option<AccessRange>,
+        /// A synchronous `cudaMemcpy` also joins the stream into the host thread (rule 6).
+        synchronous: bool,
+    },
+    Memset { stream: StreamId, bytes: u64, dst: Option<AccessRange>, synchronous: bool },
+    EventRecord { event: EventId, stream: StreamId },
+    StreamWait { stream: StreamId, event: EventId },
+    HostSync(HostSync),
+    /// A stream or event query; only a successful one (`ready`) orders anything.
+    Query { target: QueryTarget, ready: bool },
+    Alloc {
+        alloc: AllocId,
+        /// The id the trace gave the block.
+        handle: u64,
+        range: AccessRange,
+        alloc_kind: AllocKind,
+        /// The stream of a stream-ordered allocation.
+        stream: Option<StreamId>,
+        label: Option<String>,
+    },
+    Free {
+        alloc: AllocId,
+        free_kind: FreeKind,
+        /// The stream of a stream-ordered free.
+        stream: Option<StreamId>,
+    },
+    GraphLaunch { stream: StreamId, name: String, nodes: Vec<GraphNode> },
+}
+
+impl OpKind {
+    /// The stream this operation is enqueued on, for operations that run on a stream.
+    pub fn stream(&self) -> Option<StreamId> {
+        match self {
+            OpKind::Kernel { stream, .. }
+            | OpKind::Memcpy { stream, .. }
+            | OpKind::Memset { stream, .. }
+            | OpKind::EventRecord { stream, .. }
+            | OpKind::StreamWait { stream, .. }
+            | OpKind::GraphLaunch { stream, .. } => Some(*stream),
+            OpKind::Alloc { stream, .. } | OpKind::Free { stream, .. } => *stream,
+            OpKind::HostSync(_) | OpKind::Query { .. } => None,
+        }
+    }
+
+    /// A short class name for reports and grouping ("kernel", "memcpy", ...).
+    pub fn class(&self) -> &'static str {
+        match self {
+            OpKind::Kernel { .. } => "kernel",
+            OpKind::Memcpy { .. } => "memcpy",
+            OpKind::Memset { .. } => "memset",
+            OpKind::EventRecord { .. } => "event record",
+            OpKind::StreamWait { .. } => "stream wait",
+            OpKind::HostSync(_) => "host sync",
+            OpKind::Query { .. } => "query",
+            OpKind::Alloc { .. } => "alloc",
+            OpKind::Free { .. } => "free",
+            OpKind::GraphLaunch { .. } => "graph launch",
+        }
+    }
+}
+
+/// One API call as the host issued it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Operation {
+    /// Position in host issue order, counted from 0 over all operations of the trace.
+    pub seq: u64,
+    pub process: ProcessId,
+    pub thread: ThreadId,
+    /// Host time of the call in nanoseconds, when known.
+    pub host_time_ns: Option<u64>,
+    pub gpu_start_ns: Option<u64>,
+    pub gpu_end_ns: Option<u64>,
+    pub correlation_id: Option<u64>,
+    pub source: Option<SourceLocation>,
+    /// Where in the input this operation came from (a line, a row id), for messages.
+    pub origin: u64,
+    pub kind: OpKind,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_rejects_overflow() {
+        assert!(AccessRange::new(u64::MAX, 1).is_err());
+        assert!(AccessRange::new(u64::MAX - 1, 1).is_ok());
+    }
+
+    #[test]
+    fn intersection_is_half_open() {
+        let a = AccessRange::new(0, 10).unwrap();
+        let b = AccessRange::new(10, 5).unwrap();
+        assert_eq!(a.intersection(b), None);
+        let c = AccessRange::new(8, 5).unwrap();
+        assert_eq!(a.intersection(c), Some(AccessRange { start: 8, len: 2 }));
+    }
+
+    #[test]
+    fn source_location_parses_line() {
+        let loc = SourceLocation::parse("train.py:12");
+        assert_eq!(&*loc.file, "train.py");
+        assert_eq!(loc.line, Some(12));
+        assert_eq!(SourceLocation::parse("weird").line, None);
+        assert_eq!(SourceLocation::parse("C:/x.cu:7").line, Some(7));
+    }
+}

@@ -1,0 +1,15 @@
+//! The unit an ingester hands to the engine.
+
+use super::entities::{EventInfo, StreamInfo, ThreadInfo};
+use super::ops::Operation;
+
+/// One item of a trace in host issue order: an entity coming into existence, or an operation.
+#[derive(Clone, Debug)]
+pub enum TraceRecord {
+    /// A stream is created. Its clock starts from the creating thread's knowledge (so a stream created after a
+    /// device synchronize starts ordered after it).
+    Stream(StreamInfo),
+    Event(EventInfo),
+    Thread(ThreadInfo),
+    Op(Operation),
+}

@@ -1,0 +1,90 @@
+//! The JSON report. Its wire types live here alone; docs/json-report.md documents the schema.
+
+use std::io;
+
+use serde::Serialize;
+
+use super::{describe_why, Report};
+use crate::analysis::Analysis;
+use crate::findings::{EdgeCount, RaceFinding, StreamPairCount, UnorderedPairGroup, UnrecordedWait};
+use crate::hb::{EngineStats, HostOrder};
+use crate::ingest::ImportCounters;
+
+/// The value of the report's `schema` field.
+pub const SCHEMA: &str = "streamtrace.analysis";
+/// Bumped on any incompatible change of the report's shape.
+pub const SCHEMA_VERSION: u32 = 1;
+
+pub struct JsonReport;
+
+#[derive(Serialize)]
+struct WireReport<'a> {
+    schema: &'static str,
+    version: u32,
+    trace: &'a str,
+    input_format: &'static str,
+    host_order: HostOrder,
+    /// "clean" or "findings"; the exit status says the same.
+    verdict: &'static str,
+    summary: Summary,
+    races: Vec<WireRace<'a>>,
+    unrecorded_waits: &'a [UnrecordedWait],
+    unordered_pairs: &'a [UnorderedPairGroup],
+    stream_pairs: &'a [StreamPairCount],
+    edges: &'a [EdgeCount],
+    stats: &'a EngineStats,
+    import: &'a ImportCounters,
+}
+
+#[derive(Serialize)]
+struct Summary {
+    races: usize,
+    race_occurrences: u64,
+    unrecorded_waits: usize,
+    unordered_pairs: u64,
+    has_addresses: bool,
+    data_loss: bool,
+}
+
+#[derive(Serialize)]
+struct WireRace<'a> {
+    #[serde(flatten)]
+    finding: &'a RaceFinding,
+    why_text: String,
+    fix_text: String,
+}
+
+impl Report for JsonReport {
+    fn write(&self, analysis: &Analysis, out: &mut dyn io::Write) -> io::Result<()> {
+        let findings = &analysis.findings;
+        let wire = WireReport {
+            schema: SCHEMA,
+            version: SCHEMA_VERSION,
+            trace: &analysis.trace,
+            input_format: analysis.format,
+            host_order: analysis.host_order,
+            verdict: if findings.has_problems() { "findings" } else { "clean" },
+            summary: Summary {
+                races: findings.races.len(),
+                race_occurrences: findings.races.iter().map(|r| r.count).sum(),
+                unrecorded_waits: findings.unrecorded_waits.len(),
+                unordered_pairs: findings.stream_pairs.iter().map(|p| p.pairs).sum(),
+                has_addresses: analysis.stats.has_addresses,
+                data_loss: analysis.import.data_loss().next().is_some(),
+            },
+            races: findings
+                .races
+                .iter()
+                .map(|finding| WireRace { finding, why_text: describe_why(finding), fix_text: finding.fix.to_string() })
+                .collect(),
+            unrecorded_waits: &findings.unrecorded_waits,
+            unordered_pairs: &findings.unordered_pairs,
+            stream_pairs: &findings.stream_pairs,
+            edges: &findings.edges,
+            stats: &analysis.stats,
+            import: &analysis.import,
+        };
+        serde_json::to_writer_pretty(&mut *out, &wire).map_err(io::Error::other)?;
+        writeln!(out)
+    }
+}

@@ -1,0 +1,78 @@
+//! Reports: render an [`Analysis`] for people (text) or programs (JSON). Reports never decide anything; the
+//! sentences shared by several formats live here.
+
+pub mod json;
+pub mod text;
+
+use std::io;
+
+use crate::analysis::Analysis;
+use crate::findings::{AccessAction, OpOccurrence, RaceFinding, Unordered};
+
+/// An output format.
+pub trait Report {
+    fn write(&self, analysis: &Analysis, out: &mut dyn io::Write) -> io::Result<()>;
+}
+
+/// "the 42nd", for positions in a stream.
+pub fn ordinal(n: u64) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// Who did it, in one phrase: "kernel `scale` on stream 13 (non-blocking), host thread 1".
+pub fn describe_op(op: &OpOccurrence) -> String {
+    let site = &op.site;
+    let mut text = match site.class {
+        "kernel" | "graph node" | "graph launch" => format!("{} `{}`", site.class, site.name),
+        _ => site.name.clone(),
+    };
+    match &site.stream {
+        Some(stream) => text.push_str(&format!(" on stream {} ({})", stream.handle, stream.kind.as_str())),
+        None => text.push_str(" on the host"),
+    }
+    text.push_str(&format!(", host thread {}", site.thread.tid));
+    text
+}
+
+/// Why nothing orders the two operations of a race, as a sentence.
+pub fn describe_why(race: &RaceFinding) -> String {
+    let earlier = &race.earlier;
+    let later = &race.later;
+    match &race.why {
+        Unordered::GraphNodes { graph } => format!(
+            "`{}` and `{}` are nodes of graph `{graph}` with no dependency path between them, so they may run concurrently",
+            earlier.site.name, later.site.name
+        ),
+        Unordered::CrossStream { known, position } => {
+            let earlier_stream = earlier.site.stream.as_ref().map_or(0, |s| s.handle);
+            let observer = match &later.site.stream {
+                Some(s) => format!("stream {}", s.handle),
+                None => "the host thread".to_string(),
+            };
+            let seen = if *known == 0 {
+                format!("{observer} was never ordered after any operation of stream {earlier_stream}")
+            } else {
+                format!(
+                    "{observer} was ordered after only the first {known} operation{} of stream {earlier_stream} (by an event wait, a host synchronization or the legacy default stream)",
+                    if *known == 1 { "" } else { "s" }
+                )
+            };
+            let what = match later.action {
+                AccessAction::Free if later.site.stream.is_none() => "the memory was released",
+                _ => "the later operation was issued",
+            };
+            format!(
+                "{seen} when {what}; `{}` is stream {earlier_stream}'s {} operation. No event recorded after it was waited on, and no host synchronization covered it.",
+                earlier.site.name,
+                ordinal(*position)
+            )
+        }
+    }
+}

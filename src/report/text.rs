@@ -1,0 +1,129 @@
+//! The terminal report, in the manner of ThreadSanitizer: one block per finding, then a summary line.
+
+use std::io;
+
+use super::{describe_op, describe_why, ordinal, Report};
+use crate::analysis::Analysis;
+use crate::findings::{AccessAction, OpOccurrence, RaceFinding};
+use crate::ingest::Severity;
+
+/// How many unordered-pair groups the text report lists.
+const PAIR_GROUPS_SHOWN: usize = 10;
+
+pub struct TextReport;
+
+fn access_word(action: AccessAction) -> &'static str {
+    match action {
+        AccessAction::Read => "Read",
+        AccessAction::Write => "Write",
+        AccessAction::Free => "Free",
+        AccessAction::Alloc => "Allocation",
+    }
+}
+
+fn write_occurrence(out: &mut dyn io::Write, heading: &str, op: &OpOccurrence, bytes: u64, at: u64) -> io::Result<()> {
+    writeln!(out, "  {heading} of {bytes} bytes at {at:#x} by {}:", describe_op(op))?;
+    let source = op.site.source.as_ref().map_or("unknown source".to_string(), |s| s.to_string());
+    let position = op.stream_position.map_or(String::new(), |p| format!(", {} on its stream", ordinal(p)));
+    writeln!(out, "    at {source} (operation {}{position}, input line/row {})", op.seq, op.origin)
+}
+
+fn write_race(out: &mut dyn io::Write, race: &RaceFinding) -> io::Result<()> {
+    writeln!(out, "==================")?;
+    writeln!(out, "WARNING: streamtrace: data race ({})", race.kind.as_str())?;
+    let (bytes, at) = (race.range.len, race.range.start);
+    write_occurrence(out, access_word(race.later.action), &race.later, bytes, at)?;
+    writeln!(out)?;
+    let previous = format!("Previous {}", access_word(race.earlier.action).to_lowercase());
+    write_occurrence(out, &previous, &race.earlier, bytes, at)?;
+    writeln!(out)?;
+    match &race.allocation {
+        Some(alloc) => {
+            let label = alloc.label.as_deref().map_or(String::new(), |l| format!(" `{l}`"));
+            let source = alloc.source.as_ref().map_or(String::new(), |s| format!(", allocated at {s}"));
+            writeln!(
+                out,
+                "  Location is allocation {}{label} {} ({} bytes, {}){source}",
+                alloc.handle, alloc.range, alloc.range.len, alloc.kind.as_str()
+            )?;
+        }
+        None => writeln!(out, "  Location {} is in no allocation the trace recorded", race.range)?,
+    }
+    writeln!(out)?;
+    writeln!(out, "  Why: {}", describe_why(race))?;
+    writeln!(out, "  Fix: {}", race.fix)?;
+    if race.count > 1 {
+        writeln!(out, "  Seen {} times (first occurrence shown).", race.count)?;
+    }
+    writeln!(out, "==================")
+}
+
+impl Report for TextReport {
+    fn write(&self, analysis: &Analysis, out: &mut dyn io::Write) -> io::Result<()> {
+        let findings = &analysis.findings;
+        for race in &findings.races {
+            write_race(out, race)?;
+        }
+        for wait in &findings.unrecorded_waits {
+            writeln!(out, "==================")?;
+            writeln!(out, "WARNING: streamtrace: wait on an event that was never recorded")?;
+            writeln!(out, "  {} waits on event {}, which no record preceded:", describe_op(&wait.wait), wait.event)?;
+            let source = wait.wait.site.source.as_ref().map_or("unknown source".to_string(), |s| s.to_string());
+            writeln!(out, "    at {source} (operation {}, input line/row {})", wait.wait.seq, wait.wait.origin)?;
+            writeln!(out, "  The wait orders nothing. Record the event before waiting on it (check the order of record and wait).")?;
+            if wait.count > 1 {
+                writeln!(out, "  Seen {} times.", wait.count)?;
+            }
+            writeln!(out, "==================")?;
+        }
+        let total_pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
+        if !analysis.stats.has_addresses {
+            writeln!(
+                out,
+                "No addresses in this trace (access tier T0): address-level race detection needs `streamtrace capture`."
+            )?;
+            if !findings.unordered_pairs.is_empty() {
+                writeln!(out, "Unordered cross-stream operation pairs, by site (most first):")?;
+                for group in findings.unordered_pairs.iter().take(PAIR_GROUPS_SHOWN) {
+                    let stream = |s: &crate::findings::Site| s.stream.as_ref().map_or(0, |s| s.handle);
+                    writeln!(
+                        out,
+                        "  {:>10} pairs  {} `{}` (stream {}) || {} `{}` (stream {}), first at operations {} and {}",
+                        group.pairs,
+                        group.earlier.class,
+                        group.earlier.name,
+                        stream(&group.earlier),
+                        group.later.class,
+                        group.later.name,
+                        stream(&group.later),
+                        group.first.0,
+                        group.first.1
+                    )?;
+                }
+                if findings.unordered_pairs.len() > PAIR_GROUPS_SHOWN {
+                    writeln!(out, "  ... {} more groups (see --format json)", findings.unordered_pairs.len() - PAIR_GROUPS_SHOWN)?;
+                }
+            }
+        }
+        for counter in analysis.import.iter().filter(|c| c.severity == Severity::DataLoss && c.count > 0) {
+            writeln!(out, "warning: {} {} ({}): findings may be incomplete", counter.count, counter.meaning, counter.name)?;
+        }
+        let stats = &analysis.stats;
+        let occurrences: u64 = findings.races.iter().map(|r| r.count).sum();
+        writeln!(
+            out,
+            "SUMMARY: streamtrace: {} race{} ({occurrences} occurrence{}), {} wait{} on never-recorded events, {total_pairs} unordered cross-stream operation pairs in {} stream pair{}; {} operations, {} accesses on {} streams in {}",
+            findings.races.len(),
+            if findings.races.len() == 1 { "" } else { "s" },
+            if occurrences == 1 { "" } else { "s" },
+            findings.unrecorded_waits.len(),
+            if findings.unrecorded_waits.len() == 1 { "" } else { "s" },
+            findings.stream_pairs.len(),
+            if findings.stream_pairs.len() == 1 { "" } else { "s" },
+            stats.operations,
+            stats.accesses,
+            stats.streams,
+            analysis.trace
+        )
+    }
+}
