@@ -1,0 +1,434 @@
+//! One test per happens-before rule of DESIGN.md, each with a racy and a race-free twin, so that dropping or
+//! inverting a rule fails a test. Traces are hand-written in the JSON trace format.
+
+use streamtrace::analysis::{analyze_source, Analysis};
+use streamtrace::findings::{RaceFinding, RaceKind};
+use streamtrace::hb::{EngineOptions, HostOrder};
+use streamtrace::ingest::json::JsonTraceReader;
+
+const X: &str = "[\"0x1000\", 256]";
+const Y: &str = "[\"0x2000\", 256]";
+
+/// Streams used by most scenarios: the legacy default stream 0, non-blocking streams 1-3, blocking 4-5 and
+/// per-thread default 6; events 1-3; allocations X at 0x1000 and Y at 0x2000.
+const PRELUDE: &str = r#"{"type":"stream","id":0,"stream_kind":"legacy_default"}
+{"type":"stream","id":1,"stream_kind":"non_blocking"}
+{"type":"stream","id":2,"stream_kind":"non_blocking"}
+{"type":"stream","id":3,"stream_kind":"non_blocking"}
+{"type":"stream","id":4,"stream_kind":"blocking"}
+{"type":"stream","id":5,"stream_kind":"blocking"}
+{"type":"stream","id":6,"stream_kind":"per_thread_default"}
+{"type":"event","id":1}
+{"type":"event","id":2}
+{"type":"event","id":3}
+{"type":"alloc","id":1,"addr":"0x1000","size":256,"label":"X"}
+{"type":"alloc","id":2,"addr":"0x2000","size":256,"label":"Y"}
+"#;
+
+fn run_with(body: &str, host_order: HostOrder) -> Analysis {
+    let body = body.replace("$X", X).replace("$Y", Y);
+    let text = format!("{{\"type\":\"streamtrace\",\"version\":1}}\n{PRELUDE}{body}");
+    let reader = JsonTraceReader::from_text("scenario.json", text);
+    analyze_source("scenario.json", Box::new(reader), EngineOptions { host_order }).expect("scenario analyzes")
+}
+
+fn run(body: &str) -> Analysis {
+    run_with(body, HostOrder::Global)
+}
+
+fn races(body: &str) -> Vec<RaceFinding> {
+    run(body).findings.races
+}
+
+fn kernel(stream: u32, name: &str, reads: &str, writes: &str) -> String {
+    format!(
+        "{{\"type\":\"kernel\",\"stream\":{stream},\"name\":\"{name}\",\"reads\":[{reads}],\"writes\":[{writes}]}}\n"
+    )
+}
+
+fn write(stream: u32, name: &str, range: &str) -> String {
+    kernel(stream, name, "", range)
+}
+
+fn read(stream: u32, name: &str, range: &str) -> String {
+    kernel(stream, name, range, "")
+}
+
+fn rec(event: u32, stream: u32) -> String {
+    format!("{{\"type\":\"record\",\"event\":{event},\"stream\":{stream}}}\n")
+}
+
+fn wait(stream: u32, event: u32) -> String {
+    format!("{{\"type\":\"wait\",\"stream\":{stream},\"event\":{event}}}\n")
+}
+
+fn sync(what: &str, id: u32) -> String {
+    format!("{{\"type\":\"sync\",\"{what}\":{id}}}\n")
+}
+
+fn assert_one_race(found: &[RaceFinding], kind: RaceKind, earlier: &str, later: &str) {
+    assert_eq!(found.len(), 1, "expected one race, found {found:#?}");
+    assert_eq!(found[0].kind, kind);
+    assert_eq!(found[0].earlier.site.name, earlier);
+    assert_eq!(found[0].later.site.name, later);
+}
+
+// rule 1: operations on one stream run in issue order.
+#[test]
+fn rule1_same_stream_is_ordered() {
+    assert!(races(&(write(1, "a", "$X") + &write(1, "b", "$X") + &read(1, "c", "$X"))).is_empty());
+}
+
+#[test]
+fn rule1_different_streams_are_not() {
+    assert_one_race(&races(&(write(1, "a", "$X") + &write(2, "b", "$X"))), RaceKind::WriteAfterWrite, "a", "b");
+}
+
+// rule 2 with rule 5: the host enqueues after what it observed.
+#[test]
+fn rule2_enqueue_after_stream_sync_is_ordered() {
+    assert!(races(&(write(1, "a", "$X") + &sync("stream", 1) + &read(2, "b", "$X"))).is_empty());
+}
+
+#[test]
+fn rule2_enqueue_before_stream_sync_is_not() {
+    let found = races(&(write(1, "a", "$X") + &read(2, "b", "$X") + &sync("stream", 1)));
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "a", "b");
+}
+
+// rule 3: a record snapshots the stream's clock at that point.
+#[test]
+fn rule3_access_after_record_is_not_covered_by_the_wait() {
+    let body = write(1, "before", "$X") + &rec(1, 1) + &write(1, "after", "$Y") + &wait(2, 1);
+    assert!(races(&(body.clone() + &read(2, "reads_x", "$X"))).is_empty());
+    assert_one_race(&races(&(body + &read(2, "reads_y", "$Y"))), RaceKind::ReadAfterWrite, "after", "reads_y");
+}
+
+#[test]
+fn rule3_rerecord_replaces_the_snapshot() {
+    // Re-recorded later on the same stream: the wait now covers the later write too.
+    let later_on_same = write(1, "w1", "$X") + &rec(1, 1) + &write(1, "w2", "$Y") + &rec(1, 1) + &wait(2, 1);
+    assert!(races(&(later_on_same + &read(2, "r", "$Y"))).is_empty());
+    // Re-recorded on another stream: the first snapshot is gone, so stream 1's write is no longer covered.
+    let moved = write(1, "w1", "$X") + &rec(1, 1) + &rec(1, 3) + &wait(2, 1);
+    assert_one_race(&races(&(moved + &read(2, "r", "$X"))), RaceKind::ReadAfterWrite, "w1", "r");
+}
+
+// rule 4: waits join the snapshot as it is at the call.
+#[test]
+fn rule4_transitive_chain_of_events_orders() {
+    let body = write(1, "produce", "$X") + &rec(1, 1) + &wait(2, 1) + &rec(2, 2) + &wait(3, 2) + &read(3, "consume", "$X");
+    assert!(races(&body).is_empty());
+}
+
+#[test]
+fn rule4_broken_chain_does_not_order() {
+    // Stream 2 records event 2 before it waited on event 1: the chain carries nothing from stream 1.
+    let body = write(1, "produce", "$X") + &rec(1, 1) + &rec(2, 2) + &wait(2, 1) + &wait(3, 2) + &read(3, "consume", "$X");
+    assert_one_race(&races(&body), RaceKind::ReadAfterWrite, "produce", "consume");
+}
+
+#[test]
+fn rule4_wait_before_any_record_orders_nothing_and_is_reported() {
+    let body = write(1, "produce", "$X") + &wait(2, 1) + &rec(1, 1) + &read(2, "consume", "$X");
+    let analysis = run(&body);
+    assert_one_race(&analysis.findings.races, RaceKind::ReadAfterWrite, "produce", "consume");
+    assert_eq!(analysis.findings.unrecorded_waits.len(), 1);
+    assert_eq!(analysis.findings.unrecorded_waits[0].event, 1);
+}
+
+#[test]
+fn rule4_wait_after_record_is_not_reported_as_unrecorded() {
+    let body = write(1, "produce", "$X") + &rec(1, 1) + &wait(2, 1) + &read(2, "consume", "$X");
+    let analysis = run(&body);
+    assert!(analysis.findings.races.is_empty());
+    assert!(analysis.findings.unrecorded_waits.is_empty());
+}
+
+// rule 5: host synchronization.
+#[test]
+fn rule5_stream_synchronize_orders_only_that_stream() {
+    let body = write(1, "a", "$X") + &write(2, "b", "$Y") + &sync("stream", 1) + &read(3, "rx", "$X") + &read(3, "ry", "$Y");
+    assert_one_race(&races(&body), RaceKind::ReadAfterWrite, "b", "ry");
+}
+
+#[test]
+fn rule5_event_synchronize_gives_the_snapshot_not_later_work() {
+    let body = write(1, "before", "$X") + &rec(1, 1) + &write(1, "after", "$Y") + &sync("event", 1);
+    let found = races(&(body + &read(2, "rx", "$X") + &read(2, "ry", "$Y")));
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "after", "ry");
+}
+
+#[test]
+fn rule5_device_synchronize_orders_everything_before_and_nothing_after() {
+    let body = write(1, "before", "$X") + &sync("device", 0) + &write(1, "after", "$Y");
+    let found = races(&(body + &read(2, "rx", "$X") + &read(2, "ry", "$Y")));
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "after", "ry");
+}
+
+#[test]
+fn rule5_context_synchronize_orders_the_context() {
+    assert!(races(&(write(1, "a", "$X") + &sync("context", 0) + &read(2, "b", "$X"))).is_empty());
+}
+
+#[test]
+fn rule5_successful_event_query_orders_block_reuse() {
+    // PyTorch's allocator: a block used on a side stream is reused only once the event recorded after that use
+    // has been queried successfully.
+    let body = |ready: bool| {
+        read(1, "side_use", "$X")
+            + &rec(1, 1)
+            + &format!("{{\"type\":\"query\",\"event\":1,\"ready\":{ready}}}\n")
+            + &write(2, "reuse", "$X")
+    };
+    assert!(races(&body(true)).is_empty());
+    assert_one_race(&races(&body(false)), RaceKind::WriteAfterRead, "side_use", "reuse");
+}
+
+#[test]
+fn rule5_successful_stream_query_orders() {
+    let body = |ready: bool| {
+        write(1, "a", "$X") + &format!("{{\"type\":\"query\",\"stream\":1,\"ready\":{ready}}}\n") + &read(2, "b", "$X")
+    };
+    assert!(races(&body(true)).is_empty());
+    assert_eq!(races(&body(false)).len(), 1);
+}
+
+#[test]
+fn rule5_stream_created_after_device_synchronize_starts_ordered_after_it() {
+    // Strict host order, so that only the stream's creation can carry thread 1's synchronization to thread 2.
+    let body = |sync_first: bool| {
+        let mut b = write(1, "a", "$X");
+        if sync_first {
+            b += "{\"type\":\"sync\",\"device\":0,\"thread\":1}\n";
+        }
+        b + "{\"type\":\"stream\",\"id\":9,\"stream_kind\":\"non_blocking\",\"thread\":1}\n"
+            + "{\"type\":\"kernel\",\"stream\":9,\"name\":\"b\",\"reads\":[$X],\"thread\":2}\n"
+    };
+    assert!(run_with(&body(true), HostOrder::PerThread).findings.races.is_empty());
+    assert_eq!(run_with(&body(false), HostOrder::PerThread).findings.races.len(), 1);
+}
+
+// rule 6: blocking APIs join into the host.
+#[test]
+fn rule6_synchronous_memcpy_joins_the_host() {
+    let copy = |sync: bool| {
+        format!("{{\"type\":\"memcpy\",\"stream\":1,\"copy\":\"DtoH\",\"from\":$X,\"to\":[\"0x90000\",256],\"sync\":{sync}}}\n")
+    };
+    assert!(races(&(copy(true) + &write(2, "overwrite", "$X"))).is_empty());
+    assert_one_race(&races(&(copy(false) + &write(2, "overwrite", "$X"))), RaceKind::WriteAfterRead, "memcpy DtoH", "overwrite");
+}
+
+#[test]
+fn rule6_cuda_free_synchronizes_the_device() {
+    let body = read(1, "last_use", "$X") + "{\"type\":\"free\",\"id\":1}\n";
+    assert!(races(&body).is_empty());
+}
+
+#[test]
+fn rule6_unmap_does_not_synchronize() {
+    let body = "{\"type\":\"alloc\",\"id\":9,\"addr\":\"0x8000\",\"size\":256,\"alloc_kind\":\"virtual_map\"}\n".to_string()
+        + &read(1, "last_use", "[\"0x8000\", 256]")
+        + "{\"type\":\"free\",\"id\":9,\"free_kind\":\"virtual_unmap\"}\n";
+    assert_one_race(&races(&body), RaceKind::UseAfterFree, "last_use", "cuMemUnmap");
+    let synced = "{\"type\":\"alloc\",\"id\":9,\"addr\":\"0x8000\",\"size\":256,\"alloc_kind\":\"virtual_map\"}\n".to_string()
+        + &read(1, "last_use", "[\"0x8000\", 256]")
+        + &sync("stream", 1)
+        + "{\"type\":\"free\",\"id\":9,\"free_kind\":\"virtual_unmap\"}\n";
+    assert!(races(&synced).is_empty());
+}
+
+// rule 7: the legacy default stream.
+#[test]
+fn rule7_legacy_default_waits_for_blocking_streams() {
+    assert!(races(&(write(4, "blocking", "$X") + &read(0, "legacy", "$X"))).is_empty());
+}
+
+#[test]
+fn rule7_blocking_streams_wait_for_legacy_default() {
+    assert!(races(&(write(0, "legacy", "$X") + &read(5, "blocking", "$X"))).is_empty());
+}
+
+#[test]
+fn rule7_per_thread_default_stream_behaves_as_blocking() {
+    assert!(races(&(write(6, "per_thread", "$X") + &read(0, "legacy", "$X"))).is_empty());
+    assert!(races(&(write(0, "legacy", "$X") + &read(6, "per_thread", "$X"))).is_empty());
+}
+
+#[test]
+fn rule7_non_blocking_streams_take_no_part() {
+    assert_one_race(&races(&(write(1, "nb", "$X") + &read(0, "legacy", "$X"))), RaceKind::ReadAfterWrite, "nb", "legacy");
+    assert_one_race(&races(&(write(0, "legacy", "$X") + &read(1, "nb", "$X"))), RaceKind::ReadAfterWrite, "legacy", "nb");
+}
+
+#[test]
+fn rule7_blocking_streams_are_not_ordered_with_each_other_without_legacy_work() {
+    assert_eq!(races(&(write(4, "a", "$X") + &read(5, "b", "$X"))).len(), 1);
+    // With legacy work in between, the barrier orders them.
+    assert!(races(&(write(4, "a", "$X") + &kernel(0, "barrier", "", "") + &read(5, "b", "$X"))).is_empty());
+}
+
+// rule 8: stream-ordered allocation.
+const ASYNC_BLOCK: &str = "{\"type\":\"alloc\",\"id\":7,\"addr\":\"0x4000\",\"size\":512,\"alloc_kind\":\"stream_ordered\",\"stream\":1}\n";
+const B: &str = "[\"0x4000\", 512]";
+
+#[test]
+fn rule8_free_while_another_stream_reads_is_use_after_free() {
+    let body = ASYNC_BLOCK.to_string()
+        + &write(1, "init", B)
+        + &rec(1, 1)
+        + &wait(2, 1)
+        + &read(2, "reader", B)
+        + "{\"type\":\"free\",\"id\":7,\"free_kind\":\"stream_ordered\",\"stream\":1}\n";
+    assert_one_race(&races(&body), RaceKind::UseAfterFree, "reader", "cudaFreeAsync");
+}
+
+#[test]
+fn rule8_free_ordered_after_the_reader_is_clean() {
+    let body = ASYNC_BLOCK.to_string()
+        + &write(1, "init", B)
+        + &rec(1, 1)
+        + &wait(2, 1)
+        + &read(2, "reader", B)
+        + &rec(2, 2)
+        + &wait(1, 2)
+        + "{\"type\":\"free\",\"id\":7,\"free_kind\":\"stream_ordered\",\"stream\":1}\n";
+    assert!(races(&body).is_empty());
+}
+
+#[test]
+fn rule8_use_after_stream_ordered_free() {
+    let body = ASYNC_BLOCK.to_string()
+        + "{\"type\":\"free\",\"id\":7,\"free_kind\":\"stream_ordered\",\"stream\":1}\n"
+        + &read(2, "late_reader", B);
+    let found = races(&body);
+    assert_one_race(&found, RaceKind::UseAfterFree, "cudaFreeAsync", "late_reader");
+    assert_eq!(found[0].allocation.as_ref().map(|a| a.handle), Some(7));
+}
+
+#[test]
+fn rule8_allocation_is_a_write_on_its_stream() {
+    let body = ASYNC_BLOCK.to_string() + &read(2, "too_early", B);
+    assert_one_race(&races(&body), RaceKind::ReadAfterWrite, "cudaMallocAsync", "too_early");
+    let ordered = ASYNC_BLOCK.to_string() + &rec(1, 1) + &wait(2, 1) + &read(2, "ok", B);
+    assert!(races(&ordered).is_empty());
+}
+
+// rule 9: graphs.
+fn graph(stream: u32, dep: bool) -> String {
+    let deps = if dep { "[0]" } else { "[]" };
+    format!(
+        "{{\"type\":\"graph\",\"stream\":{stream},\"name\":\"step\",\"nodes\":[{{\"name\":\"produce\",\"writes\":[$X]}},{{\"name\":\"consume\",\"reads\":[$X],\"deps\":{deps}}}]}}\n"
+    )
+}
+
+#[test]
+fn rule9_graph_node_dependencies_order_nodes() {
+    assert!(races(&graph(1, true)).is_empty());
+    assert_one_race(&races(&graph(1, false)), RaceKind::ReadAfterWrite, "step/produce", "step/consume");
+}
+
+#[test]
+fn rule9_graph_runs_in_stream_order() {
+    assert!(races(&(write(1, "before", "$X") + &graph(1, true) + &read(1, "after", "$X"))).is_empty());
+    assert_eq!(races(&(graph(1, true) + &read(2, "other_stream", "$X"))).len(), 1);
+}
+
+#[test]
+fn rule9_repeated_graph_launches_fold_into_one_finding() {
+    let found = races(&(graph(1, false) + &graph(1, false) + &graph(1, false)));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].count, 3);
+}
+
+// rule 10: host threads.
+#[test]
+fn rule10_host_threads_ordered_by_time_in_global_mode_only() {
+    let body = "{\"type\":\"kernel\",\"stream\":1,\"name\":\"a\",\"writes\":[$X],\"thread\":1}\n".to_string()
+        + "{\"type\":\"sync\",\"stream\":1,\"thread\":1}\n"
+        + "{\"type\":\"kernel\",\"stream\":2,\"name\":\"b\",\"reads\":[$X],\"thread\":2}\n";
+    assert!(run_with(&body, HostOrder::Global).findings.races.is_empty());
+    assert_eq!(run_with(&body, HostOrder::PerThread).findings.races.len(), 1);
+}
+
+#[test]
+fn rule10_event_hand_over_between_threads_orders_in_strict_mode() {
+    let body = "{\"type\":\"kernel\",\"stream\":1,\"name\":\"a\",\"writes\":[$X],\"thread\":1}\n".to_string()
+        + "{\"type\":\"record\",\"event\":1,\"stream\":1,\"thread\":1}\n"
+        + "{\"type\":\"wait\",\"event\":1,\"stream\":2,\"thread\":2}\n"
+        + "{\"type\":\"kernel\",\"stream\":2,\"name\":\"b\",\"reads\":[$X],\"thread\":2}\n";
+    assert!(run_with(&body, HostOrder::PerThread).findings.races.is_empty());
+}
+
+// rule 11: what memory operations access.
+#[test]
+fn rule11_memcpy_reads_source_and_writes_destination() {
+    let copy = "{\"type\":\"memcpy\",\"stream\":1,\"copy\":\"DtoD\",\"from\":$X,\"to\":$Y}\n";
+    assert!(races(&(copy.to_string() + &read(2, "read_src", "$X"))).is_empty(), "read/read");
+    assert_one_race(&races(&(copy.to_string() + &write(2, "write_src", "$X"))), RaceKind::WriteAfterRead, "memcpy DtoD", "write_src");
+    assert_one_race(&races(&(copy.to_string() + &read(2, "read_dst", "$Y"))), RaceKind::ReadAfterWrite, "memcpy DtoD", "read_dst");
+}
+
+#[test]
+fn rule11_memset_writes() {
+    let set = "{\"type\":\"memset\",\"stream\":1,\"to\":$X}\n";
+    assert_one_race(&races(&(set.to_string() + &read(2, "r", "$X"))), RaceKind::ReadAfterWrite, "memset", "r");
+}
+
+// The race definition itself.
+#[test]
+fn read_read_is_never_a_race() {
+    assert!(races(&(read(1, "a", "$X") + &read(2, "b", "$X") + &read(3, "c", "$X"))).is_empty());
+}
+
+#[test]
+fn write_is_checked_against_every_read_since_the_last_write() {
+    // Stream 3 is ordered after stream 1's read but not stream 2's.
+    let body = read(1, "r1", "$X") + &read(2, "r2", "$X") + &rec(1, 1) + &wait(3, 1) + &write(3, "w", "$X");
+    assert_one_race(&races(&body), RaceKind::WriteAfterRead, "r2", "w");
+    let both = read(1, "r1", "$X") + &read(2, "r2", "$X") + &rec(1, 1) + &wait(3, 1) + &rec(2, 2) + &wait(3, 2) + &write(3, "w", "$X");
+    assert!(races(&both).is_empty());
+}
+
+#[test]
+fn disjoint_ranges_never_race_and_partial_overlap_reports_the_shared_bytes() {
+    assert!(races(&(write(1, "a", "[\"0x1000\", 128]") + &write(2, "b", "[\"0x1080\", 128]"))).is_empty());
+    let found = races(&(write(1, "a", "[\"0x1000\", 128]") + &write(2, "b", "[\"0x1040\", 128]")));
+    assert_eq!(found.len(), 1);
+    assert_eq!((found[0].range.start, found[0].range.len), (0x1040, 64));
+}
+
+#[test]
+fn a_loop_of_the_same_race_is_one_finding_with_a_count() {
+    let iteration = write(1, "produce", "$X") + &read(2, "consume", "$X");
+    let found = races(&iteration.repeat(5));
+    // Two bugs, each folded: produce -> consume in every iteration, and consume -> the next produce in four.
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert_eq!((found[0].kind, found[0].count), (RaceKind::ReadAfterWrite, 5));
+    assert_eq!((found[1].kind, found[1].count), (RaceKind::WriteAfterRead, 4));
+}
+
+#[test]
+fn finding_names_allocation_why_and_fix() {
+    let found = races(&(write(1, "produce", "$X") + &read(2, "consume", "$X")));
+    let race = &found[0];
+    let alloc = race.allocation.as_ref().expect("allocation named");
+    assert_eq!(alloc.label.as_deref(), Some("X"));
+    let fix = race.fix.to_string();
+    assert!(fix.contains("record an event on stream 1 right after `produce`"), "{fix}");
+    assert!(fix.contains("make stream 2 wait on it before `consume`"), "{fix}");
+}
+
+#[test]
+fn unordered_pairs_are_counted_exactly_per_stream_pair() {
+    // Three operations on stream 1, then two on stream 2 with no ordering: 3 * 2 = 6 unordered pairs.
+    let body = kernel(1, "a", "", "").repeat(3) + &kernel(2, "b", "", "").repeat(2);
+    let analysis = run(&body);
+    let pairs = &analysis.findings.stream_pairs;
+    assert_eq!(pairs.len(), 1);
+    assert_eq!(pairs[0].pairs, 6);
+    // No addresses: the pairs are also grouped by site.
+    assert_eq!(analysis.findings.unordered_pairs.iter().map(|g| g.pairs).sum::<u64>(), 6);
+    let ordered = kernel(1, "a", "", "").repeat(3) + &rec(1, 1) + &wait(2, 1) + &kernel(2, "b", "", "").repeat(2);
+    assert!(run(&ordered).findings.stream_pairs.is_empty());
+}
