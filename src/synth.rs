@@ -92,7 +92,7 @@ pub fn write_trace(spec: &SynthSpec, out: &mut dyn Write) -> io::Result<()> {
                     out,
                     r#"{{"type":"memcpy","stream":{s},"copy":"DtoD","from":[{},{len}],"to":[{},{len}]}}"#,
                     BASE + a * SLOT,
-                    BASE + b * SLOT + 256
+                    BASE + b * SLOT
                 )?;
             }
             780..=799 => {

@@ -178,7 +178,7 @@ impl Engine {
             TraceRecord::Thread(info) => self.add_thread(info),
             TraceRecord::Stream(info) => self.add_stream(info),
             TraceRecord::Event(info) => self.add_event(info),
-            TraceRecord::Op(op) => self.apply_op(op),
+            TraceRecord::Op(op) => self.apply_op(&op),
         }
     }
 
@@ -295,7 +295,7 @@ impl Engine {
         self.sites.intern(class, name, sref, tref, op.source.as_ref())
     }
 
-    fn apply_op(&mut self, op: Operation) -> Result<(), EngineError> {
+    fn apply_op(&mut self, op: &Operation) -> Result<(), EngineError> {
         self.stats.operations += 1;
         let origin = op.origin;
         let host = self.host_clock_of(op.thread, origin)?;
@@ -305,22 +305,22 @@ impl Engine {
         }
         match &op.kind {
             OpKind::Kernel { stream, name, accesses } => {
-                let site = self.site("kernel", name, Some(*stream), &op);
-                let epoch = self.tick(*stream, site, &op, !accesses.is_empty());
+                let site = self.site("kernel", name, Some(*stream), op);
+                let epoch = self.tick(*stream, site, op, !accesses.is_empty());
                 for access in effective_accesses(accesses) {
-                    self.access(&op, epoch, site, *access, Effect::Access);
+                    self.access(op, epoch, site, *access, Effect::Access);
                 }
             }
             OpKind::Memcpy { stream, copy, src, dst, synchronous, .. } => {
                 let name = format!("memcpy {}", copy.as_str());
-                let site = self.site("memcpy", &name, Some(*stream), &op);
-                let epoch = self.tick(*stream, site, &op, src.is_some() || dst.is_some());
+                let site = self.site("memcpy", &name, Some(*stream), op);
+                let epoch = self.tick(*stream, site, op, src.is_some() || dst.is_some());
                 // rule 11: a copy reads its source and writes its destination.
                 if let Some(range) = src {
-                    self.access(&op, epoch, site, Access { range: *range, mode: AccessMode::Read }, Effect::Access);
+                    self.access(op, epoch, site, Access { range: *range, mode: AccessMode::Read }, Effect::Access);
                 }
                 if let Some(range) = dst {
-                    self.access(&op, epoch, site, Access { range: *range, mode: AccessMode::Write }, Effect::Access);
+                    self.access(op, epoch, site, Access { range: *range, mode: AccessMode::Write }, Effect::Access);
                 }
                 if *synchronous {
                     // rule 6: a synchronous copy returns when the stream has run it.
@@ -328,10 +328,10 @@ impl Engine {
                 }
             }
             OpKind::Memset { stream, dst, synchronous, .. } => {
-                let site = self.site("memset", "memset", Some(*stream), &op);
-                let epoch = self.tick(*stream, site, &op, dst.is_some());
+                let site = self.site("memset", "memset", Some(*stream), op);
+                let epoch = self.tick(*stream, site, op, dst.is_some());
                 if let Some(range) = dst {
-                    self.access(&op, epoch, site, Access { range: *range, mode: AccessMode::Write }, Effect::Access);
+                    self.access(op, epoch, site, Access { range: *range, mode: AccessMode::Write }, Effect::Access);
                 }
                 if *synchronous {
                     self.host_joins_stream(host, *stream);
@@ -361,9 +361,9 @@ impl Engine {
                     }
                     _ => {
                         let handle = ev.info.handle;
-                        let site = self.site("stream wait", &format!("wait on event {handle}"), Some(*stream), &op);
+                        let site = self.site("stream wait", &format!("wait on event {handle}"), Some(*stream), op);
                         let position = self.streams[stream.index()].clock.clock.get(*stream);
-                        let occurrence = self.occurrence(site, &op, Some(position), AccessAction::Read);
+                        let occurrence = self.occurrence(site, op, Some(position), AccessAction::Read);
                         self.collector.unrecorded_wait(site.0, handle, || UnrecordedWait {
                             wait: occurrence,
                             event: handle,
@@ -399,28 +399,28 @@ impl Engine {
                 match (alloc_kind, stream) {
                     (AllocKind::StreamOrdered, Some(stream)) => {
                         // rule 8: a stream-ordered allocation writes the whole block at its place in the stream.
-                        let site = self.site("alloc", label.as_deref().unwrap_or("cudaMallocAsync"), Some(*stream), &op);
-                        let epoch = self.tick(*stream, site, &op, true);
-                        self.access(&op, epoch, site, Access { range: *range, mode: AccessMode::Write }, Effect::Alloc);
+                        let site = self.site("alloc", label.as_deref().unwrap_or("cudaMallocAsync"), Some(*stream), op);
+                        let epoch = self.tick(*stream, site, op, true);
+                        self.access(op, epoch, site, Access { range: *range, mode: AccessMode::Write }, Effect::Alloc);
                     }
                     _ => self.processes[op.process.index()].shadow.forget(*range),
                 }
             }
-            OpKind::Free { alloc, free_kind, stream } => self.free(&op, host, *alloc, *free_kind, *stream)?,
+            OpKind::Free { alloc, free_kind, stream } => self.free(op, host, *alloc, *free_kind, *stream)?,
             OpKind::GraphLaunch { stream, name, nodes } => {
                 // rule 9: the whole graph is one step of its stream; its nodes share that step's epoch.
-                let launch_site = self.site("graph launch", name, Some(*stream), &op);
+                let launch_site = self.site("graph launch", name, Some(*stream), op);
                 let has_addresses = nodes.iter().any(|n| !n.accesses.is_empty());
-                let epoch = self.tick(*stream, launch_site, &op, has_addresses);
+                let epoch = self.tick(*stream, launch_site, op, has_addresses);
                 let mut node_sites = Vec::with_capacity(nodes.len());
                 for node in nodes {
-                    let site = self.site("graph node", &format!("{name}/{}", node.name), Some(*stream), &op);
+                    let site = self.site("graph node", &format!("{name}/{}", node.name), Some(*stream), op);
                     node_sites.push(site);
                     for access in effective_accesses(&node.accesses) {
-                        self.access(&op, epoch, site, *access, Effect::Access);
+                        self.access(op, epoch, site, *access, Effect::Access);
                     }
                 }
-                self.check_graph(&op, name, nodes, &node_sites, epoch);
+                self.check_graph(op, name, nodes, &node_sites, epoch);
             }
         }
         let segments = self.processes.get(op.process.index()).map_or(0, |p| p.shadow.segments());

@@ -1,10 +1,12 @@
 //! Shadow memory: for every byte range a trace touched, the last write and the reads since, each as a [`Stamp`].
 //!
-//! Ranges are kept as non-overlapping segments in an ordered map; an access splits the segments at its edges, so
-//! that overlapping ranges of any shape compare byte-exactly. The check itself is FastTrack's: the last write is
+//! Ranges are kept as non-overlapping segments; an access splits the segments at its edges, so that overlapping
+//! ranges of any shape compare byte-exactly. The check itself is FastTrack's: the last write is
 //! one epoch (O(1) to compare), and reads stay one epoch until two unordered reads coexist.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap;
 
 use super::clock::{Epoch, VectorClock};
 use super::sites::SiteId;
@@ -47,7 +49,7 @@ pub struct Conflict {
     pub range: AccessRange,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 enum Reads {
     None,
     /// FastTrack's epoch mode: every read so far is ordered before this one.
@@ -63,10 +65,51 @@ struct Segment {
     reads: Reads,
 }
 
+/// Segments by start address: a hash map for the common exact-range lookup (one probe instead of a walk down
+/// a tree of 100,000 entries), and an ordered set of starts for splitting and range walks.
+#[derive(Default)]
+struct SegmentMap {
+    starts: BTreeSet<u64>,
+    by_start: FxHashMap<u64, Segment>,
+}
+
+impl SegmentMap {
+    fn len(&self) -> usize {
+        self.by_start.len()
+    }
+
+    fn get_mut(&mut self, start: &u64) -> Option<&mut Segment> {
+        self.by_start.get_mut(start)
+    }
+
+    fn insert(&mut self, start: u64, segment: Segment) {
+        if self.by_start.insert(start, segment).is_none() {
+            self.starts.insert(start);
+        }
+    }
+
+    fn remove(&mut self, start: &u64) -> Option<Segment> {
+        let segment = self.by_start.remove(start)?;
+        self.starts.remove(start);
+        Some(segment)
+    }
+
+    /// Starts of the segments that begin inside `[start, end)`.
+    fn starts_in(&self, start: u64, end: u64) -> impl Iterator<Item = u64> + '_ {
+        self.starts.range(start..end).copied()
+    }
+
+    /// The segment that begins last before `at`.
+    fn last_before(&mut self, at: u64) -> Option<&mut Segment> {
+        let start = *self.starts.range(..at).next_back()?;
+        self.by_start.get_mut(&start)
+    }
+}
+
 /// The shadow state of one address space.
 #[derive(Default)]
 pub struct ShadowMemory {
-    segments: BTreeMap<u64, Segment>,
+    segments: SegmentMap,
     keys: Vec<u64>,
     gaps: Vec<(u64, u64)>,
 }
@@ -113,7 +156,7 @@ impl ShadowMemory {
         self.split_at(start);
         self.split_at(end);
         self.keys.clear();
-        self.keys.extend(self.segments.range(start..end).map(|(k, _)| *k));
+        self.keys.extend(self.segments.starts_in(start, end));
         if current.is_write() {
             // After a write every byte of the range has the same state: one segment replaces them all.
             for i in 0..self.keys.len() {
@@ -142,6 +185,35 @@ impl ShadowMemory {
         for &(gap_start, gap_end) in &self.gaps {
             self.segments.insert(gap_start, Segment { end: gap_end, write: None, reads: Reads::One(current) });
         }
+        self.merge_if_uniform(start, end);
+    }
+
+    /// After a read, the pieces of the range often hold the same state again (the read replaced ordered reads
+    /// everywhere): keep them as one segment, so that the next access of the whole range takes the fast path.
+    fn merge_if_uniform(&mut self, start: u64, end: u64) {
+        self.keys.clear();
+        self.keys.extend(self.segments.starts_in(start, end));
+        if self.keys.len() < 2 || self.keys[0] != start {
+            return;
+        }
+        let Some(first) = self.segments.by_start.get(&start) else { return };
+        let mut expected_start = first.end;
+        for key in &self.keys[1..] {
+            let Some(seg) = self.segments.by_start.get(key) else { return };
+            if *key != expected_start || seg.write != first.write || seg.reads != first.reads {
+                return;
+            }
+            expected_start = seg.end;
+        }
+        if expected_start != end {
+            return;
+        }
+        for key in &self.keys[1..] {
+            self.segments.remove(key);
+        }
+        if let Some(first) = self.segments.get_mut(&start) {
+            first.end = end;
+        }
     }
 
     /// The memory of `range` is released by the host (a free or unmap) when the host thread's clock is `clock`:
@@ -150,7 +222,7 @@ impl ShadowMemory {
         self.split_at(range.start);
         self.split_at(range.end());
         self.keys.clear();
-        self.keys.extend(self.segments.range(range.start..range.end()).map(|(k, _)| *k));
+        self.keys.extend(self.segments.starts_in(range.start, range.end()));
         for &key in &self.keys {
             let Some(seg) = self.segments.remove(&key) else { continue };
             let stamps = seg.write.iter().chain(match &seg.reads {
@@ -171,7 +243,7 @@ impl ShadowMemory {
         self.split_at(range.start);
         self.split_at(range.end());
         self.keys.clear();
-        self.keys.extend(self.segments.range(range.start..range.end()).map(|(k, _)| *k));
+        self.keys.extend(self.segments.starts_in(range.start, range.end()));
         for key in &self.keys {
             self.segments.remove(key);
         }
@@ -179,7 +251,11 @@ impl ShadowMemory {
 
     /// Splits the segment that straddles `at`, if any, so that a segment starts there.
     fn split_at(&mut self, at: u64) {
-        let Some((_, seg)) = self.segments.range_mut(..at).next_back() else { return };
+        // Segments never overlap: if one starts at `at`, none straddles it.
+        if self.segments.by_start.contains_key(&at) {
+            return;
+        }
+        let Some(seg) = self.segments.last_before(at) else { return };
         if seg.end > at {
             let right = Segment { end: seg.end, write: seg.write, reads: seg.reads.clone() };
             seg.end = at;

@@ -4,7 +4,9 @@
 //! Parsing and id mapping run on a background thread that hands batches of model records to the caller, so that
 //! reading a large trace overlaps with analyzing it and memory stays bounded by the batch queue.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::sync::Arc;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -62,7 +64,17 @@ impl JsonTraceReader {
                 let mut lines = LineRecords::new(reader);
                 loop {
                     let outcome = match lines.next_record() {
-                        Ok(Some((line, text))) => parser.parse_record(line, text, &mut batch),
+                        Ok(Some(line)) => loop {
+                            // A record may span lines: on running out of text, join the next line and retry.
+                            match serde_json::from_slice::<RawRecord>(lines.text()) {
+                                Err(e) if e.is_eof() => match lines.append_line() {
+                                    Ok(true) => continue,
+                                    Ok(false) => break parser.accept(line, Err(e), &mut batch),
+                                    Err((at, message)) => break Err(parser.error(at, message)),
+                                },
+                                decoded => break parser.accept(line, decoded, &mut batch),
+                            }
+                        },
                         Ok(None) => {
                             parser.finish(&mut batch);
                             break;
@@ -116,8 +128,7 @@ impl RecordSource for JsonTraceReader {
     }
 }
 
-/// Splits the input into the text of one JSON value each, with the line it starts on. A value may span lines:
-/// lines are joined until the value parses or fails for a reason other than running out of input.
+/// Reads the input line by line, skipping blank lines; a record that spans lines is joined on request.
 struct LineRecords<R> {
     reader: R,
     buf: Vec<u8>,
@@ -129,7 +140,8 @@ impl<R: BufRead> LineRecords<R> {
         LineRecords { reader, buf: Vec::with_capacity(4096), line: 0 }
     }
 
-    fn read_line(&mut self) -> Result<bool, (u64, String)> {
+    /// Appends the next line to the current text; false at the end of the input.
+    fn append_line(&mut self) -> Result<bool, (u64, String)> {
         match self.reader.read_until(b'\n', &mut self.buf) {
             Ok(0) => Ok(false),
             Ok(_) => {
@@ -140,56 +152,22 @@ impl<R: BufRead> LineRecords<R> {
         }
     }
 
-    /// The next non-blank value's text and its first line, or `None` at the end of the input.
-    fn next_record(&mut self) -> Result<Option<(u64, &[u8])>, (u64, String)> {
-        self.buf.clear();
+    /// Starts the next record at the next non-blank line and returns that line's number, or `None` at the end.
+    fn next_record(&mut self) -> Result<Option<u64>, (u64, String)> {
         loop {
-            if !self.read_line()? {
+            self.buf.clear();
+            if !self.append_line()? {
                 return Ok(None);
             }
             if !self.buf.iter().all(u8::is_ascii_whitespace) {
-                break;
-            }
-            self.buf.clear();
-        }
-        let first = self.line;
-        // Join continuation lines while the value is incomplete.
-        while !value_complete(&self.buf) {
-            if !self.read_line()? {
-                break; // the parser reports the truncated value
+                return Ok(Some(self.line));
             }
         }
-        Ok(Some((first, &self.buf)))
     }
-}
 
-/// Whether `text` holds at least one complete JSON value: braces and brackets balance outside strings.
-fn value_complete(text: &[u8]) -> bool {
-    let mut depth = 0i64;
-    let mut in_string = false;
-    let mut escaped = false;
-    let mut seen = false;
-    for &b in text {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                seen = true
-            }
-            b'}' | b']' => depth -= 1,
-            _ => {}
-        }
+    fn text(&self) -> &[u8] {
+        &self.buf
     }
-    !seen || depth <= 0
 }
 
 /// A byte address: a JSON number or a string in hex (`"0x7f00"`) or decimal.
@@ -228,8 +206,9 @@ struct RawRange(Address, Address);
 
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
-struct RawGraphNode {
-    name: Option<String>,
+struct RawGraphNode<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
     #[serde(default)]
     reads: Vec<RawRange>,
     #[serde(default)]
@@ -242,9 +221,9 @@ struct RawGraphNode {
 /// field gets a message naming the record type.
 #[derive(Deserialize, Debug, Default)]
 #[serde(deny_unknown_fields)]
-struct RawRecord {
-    #[serde(rename = "type")]
-    kind: String,
+struct RawRecord<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
     // header
     version: Option<u32>,
     // common
@@ -254,14 +233,16 @@ struct RawRecord {
     gpu_start: Option<u64>,
     gpu_end: Option<u64>,
     corr: Option<u64>,
-    src: Option<String>,
+    #[serde(borrow)]
+    src: Option<Cow<'a, str>>,
     #[allow(dead_code)]
     comment: Option<serde_json::Value>,
     // entities
     id: Option<u64>,
-    name: Option<String>,
-    #[serde(rename = "stream_kind", alias = "flags")]
-    stream_kind: Option<String>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, alias = "flags")]
+    stream_kind: Option<Cow<'a, str>>,
     priority: Option<i32>,
     device: Option<u64>,
     context: Option<u64>,
@@ -272,7 +253,8 @@ struct RawRecord {
     reads: Vec<RawRange>,
     #[serde(default)]
     writes: Vec<RawRange>,
-    copy: Option<String>,
+    #[serde(borrow)]
+    copy: Option<Cow<'a, str>>,
     from: Option<RawRange>,
     to: Option<RawRange>,
     bytes: Option<u64>,
@@ -280,10 +262,14 @@ struct RawRecord {
     ready: Option<bool>,
     addr: Option<Address>,
     size: Option<Address>,
-    alloc_kind: Option<String>,
-    free_kind: Option<String>,
-    label: Option<String>,
-    nodes: Option<Vec<RawGraphNode>>,
+    #[serde(borrow)]
+    alloc_kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    free_kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    label: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    nodes: Option<Vec<RawGraphNode<'a>>>,
 }
 
 /// Maps the handles of one process-scoped namespace (streams, events) to dense ids.
@@ -293,7 +279,7 @@ struct HandleMap<Id> {
 
 impl<Id> Default for HandleMap<Id> {
     fn default() -> Self {
-        HandleMap { ids: HashMap::new() }
+        HandleMap { ids: HashMap::default() }
     }
 }
 
@@ -319,6 +305,8 @@ struct JsonTraceParser {
     next_alloc: u32,
     devices: HashMap<(ProcessId, u64), DeviceId>,
     contexts: HashMap<(ProcessId, u64), ContextId>,
+    names: HashSet<Arc<str>>,
+    sources: HashMap<String, SourceLocation>,
 }
 
 impl JsonTraceParser {
@@ -328,16 +316,18 @@ impl JsonTraceParser {
             counters: ImportCounters::default(),
             seen_header: false,
             seq: 0,
-            processes: HashMap::new(),
-            threads: HashMap::new(),
+            processes: HashMap::default(),
+            threads: HashMap::default(),
             streams: HandleMap::default(),
             events: HandleMap::default(),
             allocs: HandleMap::default(),
             next_stream: 0,
             next_event: 0,
             next_alloc: 0,
-            devices: HashMap::new(),
-            contexts: HashMap::new(),
+            devices: HashMap::default(),
+            contexts: HashMap::default(),
+            names: HashSet::default(),
+            sources: HashMap::default(),
         }
     }
 
@@ -355,8 +345,14 @@ impl JsonTraceParser {
         }
     }
 
-    fn parse_record(&mut self, line: u64, text: &[u8], out: &mut Batch) -> Result<(), IngestError> {
-        let raw: RawRecord = serde_json::from_slice(text).map_err(|e| {
+    /// Takes one decoded record (or the reason it could not be decoded) that starts at `line`.
+    fn accept(
+        &mut self,
+        line: u64,
+        decoded: Result<RawRecord, serde_json::Error>,
+        out: &mut Batch,
+    ) -> Result<(), IngestError> {
+        let raw = decoded.map_err(|e| {
             let what = if self.seen_header { "malformed record" } else { "not a streamtrace JSON trace" };
             // serde_json counts lines from the start of this record's text.
             let at = line + e.line().saturating_sub(1) as u64;
@@ -412,16 +408,39 @@ impl JsonTraceParser {
             .ok_or_else(|| format!("event {handle} used before it exists: declare it with {{\"type\": \"event\", \"id\": {handle}}}"))
     }
 
+    /// One shared copy of each kernel name: traces repeat a few names millions of times.
+    fn intern(&mut self, name: &str) -> Arc<str> {
+        match self.names.get(name) {
+            Some(interned) => interned.clone(),
+            None => {
+                let interned: Arc<str> = name.into();
+                self.names.insert(interned.clone());
+                interned
+            }
+        }
+    }
+
+    fn source(&mut self, text: &str) -> SourceLocation {
+        match self.sources.get(text) {
+            Some(location) => location.clone(),
+            None => {
+                let location = SourceLocation::parse(text);
+                self.sources.insert(text.to_string(), location.clone());
+                location
+            }
+        }
+    }
+
     fn convert(&mut self, line: u64, raw: RawRecord, out: &mut Batch) -> Result<(), String> {
         let process = self.process(raw.pid);
         let thread = self.thread(process, raw.thread, out);
         self.counters.bump("json.records", Severity::Info, "records read", 1);
-        let kind = match raw.kind.as_str() {
+        let kind = match &*raw.kind {
             "thread" => {
                 // Threads appear on first use; a thread record only names one.
                 if let Some(Ok(TraceRecord::Thread(info))) = out.last_mut() {
                     if info.id == thread {
-                        info.name = raw.name;
+                        info.name = raw.name.map(Cow::into_owned);
                     }
                 }
                 return Ok(());
@@ -479,7 +498,7 @@ impl JsonTraceParser {
                 let mut accesses = Vec::with_capacity(raw.reads.len() + raw.writes.len());
                 accesses_into(&raw.reads, AccessMode::Read, &mut accesses)?;
                 accesses_into(&raw.writes, AccessMode::Write, &mut accesses)?;
-                let name = raw.name.ok_or("kernel without `name`")?;
+                let name = self.intern(&raw.name.ok_or("kernel without `name`")?);
                 OpKind::Kernel { stream, name, accesses }
             }
             "memcpy" => {
@@ -552,7 +571,7 @@ impl JsonTraceParser {
                 let alloc = AllocId(self.next_alloc);
                 self.next_alloc += 1;
                 self.allocs.ids.insert((process, handle), alloc);
-                OpKind::Alloc { alloc, handle, range, alloc_kind, stream, label: raw.label.or(raw.name) }
+                OpKind::Alloc { alloc, handle, range, alloc_kind, stream, label: raw.label.or(raw.name).map(Cow::into_owned) }
             }
             "free" => {
                 let handle = raw.id.ok_or("free record without `id`")?;
@@ -590,12 +609,12 @@ impl JsonTraceParser {
                     accesses_into(&node.reads, AccessMode::Read, &mut accesses)?;
                     accesses_into(&node.writes, AccessMode::Write, &mut accesses)?;
                     nodes.push(GraphNode {
-                        name: node.name.unwrap_or_else(|| format!("node {index}")),
+                        name: node.name.map_or_else(|| format!("node {index}"), Cow::into_owned),
                         accesses,
                         depends_on: node.deps,
                     });
                 }
-                OpKind::GraphLaunch { stream, name: raw.name.unwrap_or_else(|| "graph".into()), nodes }
+                OpKind::GraphLaunch { stream, name: raw.name.map_or_else(|| "graph".into(), Cow::into_owned), nodes }
             }
             other => {
                 return Err(format!(
@@ -616,7 +635,7 @@ impl JsonTraceParser {
             gpu_start_ns: raw.gpu_start,
             gpu_end_ns: raw.gpu_end,
             correlation_id: raw.corr,
-            source: raw.src.as_deref().map(SourceLocation::parse),
+            source: raw.src.as_deref().map(|text| self.source(text)),
             origin: line,
             kind,
         };

@@ -161,7 +161,7 @@ pub struct GraphNode {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum OpKind {
-    Kernel { stream: StreamId, name: String, accesses: Vec<Access> },
+    Kernel { stream: StreamId, name: Arc<str>, accesses: Vec<Access> },
     Memcpy {
         stream: StreamId,
         copy: CopyKind,
