@@ -49,6 +49,12 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
 /// Writes to a temporary file beside `path` and renames it into place, so that a failed run never leaves a
 /// partial report that looks whole.
 fn write_atomically(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> anyhow::Result<()> {
+    // A device or pipe (/dev/null, /dev/stdout, a FIFO) is written in place: renaming over it would replace it.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        let file = File::options().write(true).open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let mut out = BufWriter::new(file);
+        return write(&mut out).and_then(|()| out.flush()).with_context(|| format!("writing {}", path.display()));
+    }
     let file_name = path.file_name().with_context(|| format!("{} is not a file name", path.display()))?;
     let tmp = path.with_file_name(format!(".{}.tmp", file_name.to_string_lossy()));
     let file = File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;

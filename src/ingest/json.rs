@@ -215,6 +215,8 @@ struct RawGraphNode<'a> {
     writes: Vec<RawRange>,
     #[serde(default)]
     deps: Vec<usize>,
+    #[allow(dead_code)]
+    comment: Option<serde_json::Value>,
 }
 
 /// Every field any record type may carry; which ones a type needs is checked after parsing, so that a missing
@@ -354,9 +356,11 @@ impl JsonTraceParser {
     ) -> Result<(), IngestError> {
         let raw = decoded.map_err(|e| {
             let what = if self.seen_header { "malformed record" } else { "not a streamtrace JSON trace" };
-            // serde_json counts lines from the start of this record's text.
+            // serde_json counts lines from the start of this record's text; say the position once, in file terms.
             let at = line + e.line().saturating_sub(1) as u64;
-            self.error(at, format!("{what}: {e}"))
+            let text = e.to_string();
+            let message = text.rsplit_once(" at line ").map_or(text.as_str(), |(m, _)| m);
+            self.error(at, format!("{what}: {message} (column {})", e.column()))
         })?;
         if !self.seen_header {
             if raw.kind != HEADER_TYPE {

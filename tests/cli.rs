@@ -1,0 +1,224 @@
+//! Runs the built `streamtrace` binary on the traces shipped in samples/ and on bad input, and checks the
+//! verdict, the exit status and the JSON report.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn streamtrace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_streamtrace")).args(args).current_dir(repo()).output().expect("binary runs")
+}
+
+fn analyze_json(trace: &str) -> (i32, Value) {
+    let out = streamtrace(&["analyze", trace, "--format", "json"]);
+    let code = out.status.code().expect("exited normally");
+    let json = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{trace}: JSON report does not parse: {e}\n{}", String::from_utf8_lossy(&out.stderr)));
+    (code, json)
+}
+
+/// Ground truth of every sample in samples/json (also listed in samples/json/README.md): the races as
+/// (kind, earlier site, later site, count), and the number of waits on never-recorded events.
+fn expected(sample: &str) -> (Vec<(&'static str, &'static str, &'static str, u64)>, usize) {
+    match sample {
+        "two_streams_race.json" => (vec![("write-after-write", "fill", "scale", 1)], 0),
+        "two_streams_event.json" => (vec![], 0),
+        "legacy_default_blocking.json" => (vec![], 0),
+        "legacy_default_nonblocking.json" => (vec![("read-after-write", "produce", "consume", 1)], 0),
+        "free_async_while_reading.json" => (vec![("use-after-free", "reduce", "cudaFreeAsync", 1)], 0),
+        "wait_before_record.json" => (vec![("read-after-write", "produce", "consume", 1)], 1),
+        "event_sync_then_launch.json" => (vec![], 0),
+        "allocator_query_reuse.json" => (vec![], 0),
+        "graph_missing_edge.json" => (vec![("read-after-write", "step/gemm", "step/bias", 2)], 0),
+        "pipeline_loop_race.json" => (
+            vec![
+                ("read-after-write", "transform", "emit", 3),
+                ("write-after-read", "transform", "memcpy HtoD", 2),
+                ("write-after-read", "emit", "transform", 2),
+            ],
+            0,
+        ),
+        other => panic!("sample {other} has no ground truth in tests/cli.rs"),
+    }
+}
+
+#[test]
+fn every_json_sample_gets_its_verdict() {
+    let dir = repo().join("samples/json");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).expect("samples/json exists") {
+        let path = entry.expect("readable").path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let name = path.file_name().and_then(|n| n.to_str()).expect("utf-8 name").to_string();
+        let (races, waits) = expected(&name);
+        let (code, json) = analyze_json(&format!("samples/json/{name}"));
+        let clean = races.is_empty() && waits == 0;
+        assert_eq!(code, if clean { 0 } else { 1 }, "{name}: exit status");
+        assert_eq!(json["verdict"], if clean { "clean" } else { "findings" }, "{name}: verdict");
+        let mut found: Vec<(String, String, String, u64)> = json["races"]
+            .as_array()
+            .expect("races array")
+            .iter()
+            .map(|r| {
+                (
+                    r["kind"].as_str().unwrap_or_default().to_string(),
+                    r["earlier"]["site"]["name"].as_str().unwrap_or_default().to_string(),
+                    r["later"]["site"]["name"].as_str().unwrap_or_default().to_string(),
+                    r["count"].as_u64().unwrap_or_default(),
+                )
+            })
+            .collect();
+        found.sort();
+        let mut want: Vec<(String, String, String, u64)> =
+            races.iter().map(|(k, a, b, n)| (k.to_string(), a.to_string(), b.to_string(), *n)).collect();
+        want.sort();
+        assert_eq!(found, want, "{name}: races");
+        assert_eq!(json["unrecorded_waits"].as_array().map(Vec::len), Some(waits), "{name}: unrecorded waits");
+        seen += 1;
+    }
+    assert!(seen >= 10, "only {seen} samples found");
+}
+
+#[test]
+fn json_report_follows_its_schema() {
+    let (_, json) = analyze_json("samples/json/two_streams_race.json");
+    assert_eq!(json["schema"], "streamtrace.analysis");
+    assert_eq!(json["version"], 1);
+    let race = &json["races"][0];
+    for field in ["kind", "earlier", "later", "range", "allocation", "why", "fix", "count", "why_text", "fix_text"] {
+        assert!(!race[field].is_null(), "race lacks `{field}`: {race}");
+    }
+    assert_eq!(race["allocation"]["label"], "buf");
+    assert_eq!(race["later"]["site"]["source"]["line"], 35);
+    assert_eq!(race["range"]["len"], 4096);
+    assert_eq!(race["fix"]["kind"], "record_and_wait");
+    assert_eq!(race["fix"]["record_on"]["handle"], 7);
+    assert_eq!(race["fix"]["wait_on"]["handle"], 13);
+    assert_eq!(json["summary"]["races"], 1);
+    assert_eq!(json["summary"]["has_addresses"], true);
+}
+
+#[test]
+fn text_report_names_both_operations_the_allocation_and_the_fix() {
+    let out = streamtrace(&["analyze", "samples/json/two_streams_race.json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(text.contains("WARNING: streamtrace: data race (write-after-write)"), "{text}");
+    assert!(text.contains("kernel `scale` on stream 13 (non-blocking)"), "{text}");
+    assert!(text.contains("Previous write of 4096 bytes at 0x7f0000000000 by kernel `fill` on stream 7"), "{text}");
+    assert!(text.contains("allocation 1 `buf`"), "{text}");
+    assert!(text.contains("allocated at app.cu:20"), "{text}");
+    assert!(text.contains("Fix: record an event on stream 7 right after `fill`"), "{text}");
+    assert!(text.contains("SUMMARY: streamtrace: 1 race"), "{text}");
+}
+
+#[test]
+fn output_file_and_host_order_flags() {
+    let dir = tempdir();
+    let report = dir.join("report.json");
+    let out = streamtrace(&[
+        "analyze",
+        "samples/json/two_streams_event.json",
+        "--format",
+        "json",
+        "--host-order",
+        "per-thread",
+        "-o",
+        report.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty());
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).expect("report written")).expect("parses");
+    assert_eq!(json["host_order"], "per-thread");
+    assert_eq!(json["verdict"], "clean");
+}
+
+fn tempdir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("streamtrace-test-{}-{}", std::process::id(), line!()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn bad_input(name: &str, content: &[u8]) -> (i32, String) {
+    let dir = std::env::temp_dir().join(format!("streamtrace-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, content).expect("write");
+    let out = streamtrace(&["analyze", path.to_str().expect("utf-8 path")]);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!stderr.contains("panicked"), "{name}: panicked: {stderr}");
+    assert!(out.stdout.is_empty(), "{name}: wrote a report on bad input");
+    (out.status.code().expect("exited normally"), stderr)
+}
+
+const HEADER: &str = "{\"type\":\"streamtrace\",\"version\":1}\n";
+
+#[test]
+fn bad_input_gets_one_clear_message_and_status_2() {
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("binary.json", vec![0x53, 0x51, 0x4c, 0x00, 0xff, 0xfe, 0x01], "not a streamtrace JSON trace"),
+        ("foreign.json", b"{\"traceEvents\": []}\n".to_vec(), "not a streamtrace JSON trace"),
+        ("empty.json", Vec::new(), "empty"),
+        ("malformed.json", format!("{HEADER}{{\"type\":\"stream\",\"id\":1,,}}\n").into_bytes(), "bad.json:2"),
+        ("truncated.json", format!("{HEADER}{{\"type\":\"stream\",\"id\":1").into_bytes(), ":2: malformed record"),
+        (
+            "unknown_stream.json",
+            format!("{HEADER}{{\"type\":\"kernel\",\"stream\":9,\"name\":\"k\"}}\n").into_bytes(),
+            ":2: unknown stream 9",
+        ),
+        (
+            "event_before.json",
+            format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"wait\",\"stream\":1,\"event\":4}}\n").into_bytes(),
+            ":3: event 4 used before it exists",
+        ),
+        (
+            "negative.json",
+            format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"memset\",\"stream\":1,\"to\":[4096,-8]}}\n").into_bytes(),
+            ":3: malformed record: negative address -8",
+        ),
+        (
+            "overflow.json",
+            format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"memset\",\"stream\":1,\"to\":[\"0xfffffffffffffff0\",4096]}}\n")
+                .into_bytes(),
+            ":3: range starting at 0xfffffffffffffff0 with 4096 bytes runs past the end",
+        ),
+        ("version.json", b"{\"type\":\"streamtrace\",\"version\":99}\n".to_vec(), "unsupported format version 99"),
+    ];
+    for (name, content, message) in cases {
+        let (code, stderr) = bad_input(name, &content);
+        assert_eq!(code, 2, "{name}: exit status; stderr: {stderr}");
+        let message = message.replace("bad.json", name);
+        assert!(stderr.contains(&message), "{name}: expected `{message}` in: {stderr}");
+        assert!(stderr.contains(name), "{name}: message does not name the file: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{name}: one message expected: {stderr}");
+    }
+}
+
+#[test]
+fn missing_file_and_bad_usage_exit_2() {
+    let out = streamtrace(&["analyze", "no/such/trace.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/trace.json: cannot open"));
+    let out = streamtrace(&["analyze", "samples/json/two_streams_race.json", "--format", "yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn synthetic_trace_round_trips_through_analyze() {
+    let dir = tempdir();
+    let trace = dir.join("synth.json");
+    let out = streamtrace(&["synth", "-o", trace.to_str().expect("utf-8"), "--ops", "20000", "--ranges", "500", "--streams", "4"]);
+    assert_eq!(out.status.code(), Some(0));
+    let (code, json) = analyze_json(trace.to_str().expect("utf-8"));
+    assert!(code == 0 || code == 1);
+    assert!(json["stats"]["operations"].as_u64().expect("count") >= 20000);
+    assert_eq!(json["stats"]["peak_live_allocations"], 500);
+    let _ = Path::new(&trace);
+}
