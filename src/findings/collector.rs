@@ -16,8 +16,8 @@ pub type RaceKey = (RaceKind, u32, u32);
 pub struct FindingCollector {
     races: Vec<RaceFinding>,
     race_index: FxHashMap<RaceKey, usize>,
-    waits: Vec<UnrecordedWait>,
-    wait_index: FxHashMap<(u32, u64), usize>,
+    waits: WaitTally,
+    unknown_record_waits: WaitTally,
     pair_groups: Vec<UnorderedPairGroup>,
     pair_index: FxHashMap<(u32, u32), usize>,
     stream_pairs: FxHashMap<(StreamId, StreamId), StreamPairCount>,
@@ -44,14 +44,13 @@ impl FindingCollector {
     }
 
     /// Counts a wait on a never-recorded event at the wait site `site` (engine numbering).
-    pub fn unrecorded_wait(&mut self, site: u32, event: u64, describe: impl FnOnce() -> UnrecordedWait) {
-        match self.wait_index.get(&(site, event)) {
-            Some(&i) => self.waits[i].count += 1,
-            None => {
-                self.wait_index.insert((site, event), self.waits.len());
-                self.waits.push(describe());
-            }
-        }
+    pub fn unrecorded_wait(&mut self, site: u32, describe: impl FnOnce() -> UnrecordedWait) {
+        self.waits.count(site, describe);
+    }
+
+    /// Counts a wait whose event record the trace does not hold.
+    pub fn wait_with_unknown_record(&mut self, site: u32, describe: impl FnOnce() -> UnrecordedWait) {
+        self.unknown_record_waits.count(site, describe);
     }
 
     /// Adds `pairs` unordered operation pairs between the sites `earlier` and `later` (engine numbering).
@@ -98,7 +97,33 @@ impl FindingCollector {
         stream_pairs.sort_by(|a, b| b.pairs.cmp(&a.pairs).then((a.a.handle, a.b.handle).cmp(&(b.a.handle, b.b.handle))));
         let mut edges: Vec<_> = self.edges.into_values().collect();
         edges.sort_by_key(|e| (e.via as u8, e.from.handle, e.to.as_ref().map(|t| t.handle)));
-        Findings { races, unrecorded_waits: self.waits, unordered_pairs, stream_pairs, edges }
+        Findings {
+            races,
+            unrecorded_waits: self.waits.waits,
+            waits_with_unknown_record: self.unknown_record_waits.waits,
+            unordered_pairs,
+            stream_pairs,
+            edges,
+        }
+    }
+}
+
+/// Waits folded by site: a loop creates a new event each iteration, but it is one bug.
+#[derive(Default)]
+struct WaitTally {
+    waits: Vec<UnrecordedWait>,
+    index: FxHashMap<u32, usize>,
+}
+
+impl WaitTally {
+    fn count(&mut self, site: u32, describe: impl FnOnce() -> UnrecordedWait) {
+        match self.index.get(&site) {
+            Some(&i) => self.waits[i].count += 1,
+            None => {
+                self.index.insert(site, self.waits.len());
+                self.waits.push(describe());
+            }
+        }
     }
 }
 

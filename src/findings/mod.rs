@@ -180,6 +180,8 @@ pub enum EdgeKind {
 pub struct Findings {
     pub races: Vec<RaceFinding>,
     pub unrecorded_waits: Vec<UnrecordedWait>,
+    /// Waits whose event record is not in the trace (an nsys export without CUDA_EVENT rows): unknown, not wrong.
+    pub waits_with_unknown_record: Vec<UnrecordedWait>,
     pub unordered_pairs: Vec<UnorderedPairGroup>,
     pub stream_pairs: Vec<StreamPairCount>,
     pub edges: Vec<EdgeCount>,

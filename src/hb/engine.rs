@@ -361,16 +361,22 @@ impl Engine {
                     }
                     _ => {
                         let handle = ev.info.handle;
-                        let site = self.site("stream wait", &format!("wait on event {handle}"), Some(*stream), op);
+                        let site = self.site("stream wait", "cudaStreamWaitEvent", Some(*stream), op);
                         let position = self.streams[stream.index()].clock.clock.get(*stream);
                         let occurrence = self.occurrence(site, op, Some(position), AccessAction::Read);
-                        self.collector.unrecorded_wait(site.0, handle, || UnrecordedWait {
+                        self.collector.unrecorded_wait(site.0, || UnrecordedWait {
                             wait: occurrence,
                             event: handle,
                             count: 1,
                         });
                     }
                 }
+            }
+            OpKind::StreamWaitUnknownRecord { stream, event } => {
+                let site = self.site("stream wait", "cudaStreamWaitEvent", Some(*stream), op);
+                let position = self.streams[stream.index()].clock.clock.get(*stream);
+                let occurrence = self.occurrence(site, op, Some(position), AccessAction::Read);
+                self.collector.wait_with_unknown_record(site.0, || UnrecordedWait { wait: occurrence, event: *event, count: 1 });
             }
             OpKind::HostSync(sync) => self.host_sync(host, *sync, origin)?,
             OpKind::Query { target, ready } => {

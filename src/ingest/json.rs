@@ -355,7 +355,11 @@ impl JsonTraceParser {
         out: &mut Batch,
     ) -> Result<(), IngestError> {
         let raw = decoded.map_err(|e| {
-            let what = if self.seen_header { "malformed record" } else { "not a streamtrace JSON trace" };
+            let what = if self.seen_header {
+                "malformed record"
+            } else {
+                "not a trace streamtrace reads (a streamtrace JSON trace, an nsys .sqlite export or an .nsys-rep report): not a streamtrace JSON trace"
+            };
             // serde_json counts lines from the start of this record's text; say the position once, in file terms.
             let at = line + e.line().saturating_sub(1) as u64;
             let text = e.to_string();

@@ -5,6 +5,8 @@
 
 mod counters;
 pub mod json;
+pub mod nsys;
+mod nsys_rep;
 
 use std::path::Path;
 
@@ -47,7 +49,23 @@ pub trait RecordSource: Iterator<Item = Result<TraceRecord, IngestError>> {
     fn finish(self: Box<Self>) -> ImportCounters;
 }
 
-/// Opens a trace file, choosing the reader from its contents.
+/// The first bytes of an SQLite database.
+const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
+
+/// Opens a trace file, choosing the reader from its first bytes: SQLite (an nsys export), an nsys report
+/// (converted with `nsys export`), or JSON.
 pub fn open(path: &Path) -> Result<Box<dyn RecordSource>, IngestError> {
+    let mut head = [0u8; 32];
+    let read = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .map_err(|e| IngestError::new(path, None, format!("cannot open: {e}")))?;
+    let head = &head[..read];
+    if head.starts_with(SQLITE_MAGIC) {
+        return nsys::NsysReader::open(path).map(|r| Box::new(r) as Box<dyn RecordSource>);
+    }
+    if head.starts_with(nsys_rep::MAGIC) {
+        let sqlite = nsys_rep::to_sqlite(path)?;
+        return nsys::NsysReader::open(&sqlite).map(|r| Box::new(r) as Box<dyn RecordSource>);
+    }
     json::JsonTraceReader::open(path).map(|r| Box::new(r) as Box<dyn RecordSource>)
 }

@@ -174,6 +174,9 @@ pub enum OpKind {
     Memset { stream: StreamId, bytes: u64, dst: Option<AccessRange>, synchronous: bool },
     EventRecord { event: EventId, stream: StreamId },
     StreamWait { stream: StreamId, event: EventId },
+    /// A stream wait whose event record the trace does not hold (an nsys export without event records): it
+    /// orders nothing here, and the report says so rather than guessing the recording stream.
+    StreamWaitUnknownRecord { stream: StreamId, event: u64 },
     HostSync(HostSync),
     /// A stream or event query; only a successful one (`ready`) orders anything.
     Query { target: QueryTarget, ready: bool },
@@ -205,6 +208,7 @@ impl OpKind {
             | OpKind::Memset { stream, .. }
             | OpKind::EventRecord { stream, .. }
             | OpKind::StreamWait { stream, .. }
+            | OpKind::StreamWaitUnknownRecord { stream, .. }
             | OpKind::GraphLaunch { stream, .. } => Some(*stream),
             OpKind::Alloc { stream, .. } | OpKind::Free { stream, .. } => *stream,
             OpKind::HostSync(_) | OpKind::Query { .. } => None,
@@ -218,7 +222,7 @@ impl OpKind {
             OpKind::Memcpy { .. } => "memcpy",
             OpKind::Memset { .. } => "memset",
             OpKind::EventRecord { .. } => "event record",
-            OpKind::StreamWait { .. } => "stream wait",
+            OpKind::StreamWait { .. } | OpKind::StreamWaitUnknownRecord { .. } => "stream wait",
             OpKind::HostSync(_) => "host sync",
             OpKind::Query { .. } => "query",
             OpKind::Alloc { .. } => "alloc",

@@ -29,6 +29,7 @@ struct WireReport<'a> {
     summary: Summary,
     races: Vec<WireRace<'a>>,
     unrecorded_waits: &'a [UnrecordedWait],
+    waits_with_unknown_record: &'a [UnrecordedWait],
     unordered_pairs: &'a [UnorderedPairGroup],
     stream_pairs: &'a [StreamPairCount],
     edges: &'a [EdgeCount],
@@ -78,6 +79,7 @@ impl Report for JsonReport {
                 .map(|finding| WireRace { finding, why_text: describe_why(finding), fix_text: finding.fix.to_string() })
                 .collect(),
             unrecorded_waits: &findings.unrecorded_waits,
+            waits_with_unknown_record: &findings.waits_with_unknown_record,
             unordered_pairs: &findings.unordered_pairs,
             stream_pairs: &findings.stream_pairs,
             edges: &findings.edges,

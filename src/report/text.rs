@@ -4,13 +4,45 @@ use std::io;
 
 use super::{describe_op, describe_why, ordinal, Report};
 use crate::analysis::Analysis;
-use crate::findings::{AccessAction, OpOccurrence, RaceFinding};
+use crate::findings::{AccessAction, EdgeKind, OpOccurrence, RaceFinding};
 use crate::ingest::Severity;
 
 /// How many unordered-pair groups the text report lists.
 const PAIR_GROUPS_SHOWN: usize = 10;
 
 pub struct TextReport;
+
+/// Demangled template names run to hundreds of characters: a listing line drops the return type, namespace
+/// qualifiers, integer casts and the parameter list, which keeps what tells kernels apart (the functor).
+fn shorten(name: &str) -> String {
+    const MAX: usize = 140;
+    let mut text = name.strip_prefix("void ").unwrap_or(name).to_string();
+    if text.ends_with(')') {
+        if let Some(open) = text.rfind('(') {
+            text.truncate(open);
+        }
+    }
+    for cast in ["(int)", "(unsigned long)", "(long)", "(unsigned int)", "(bool)"] {
+        text = text.replace(cast, "");
+    }
+    let mut short = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(pos) = rest.find("::") {
+        let before = &rest[..pos];
+        let keep = before
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !(c.is_alphanumeric() || *c == '_'))
+            .map_or(0, |(i, c)| i + c.len_utf8());
+        short.push_str(&before[..keep]);
+        rest = &rest[pos + 2..];
+    }
+    short.push_str(rest);
+    match short.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}...", &short[..cut]),
+        None => short,
+    }
+}
 
 fn access_word(action: AccessAction) -> &'static str {
     match action {
@@ -76,6 +108,31 @@ impl Report for TextReport {
             }
             writeln!(out, "==================")?;
         }
+        if !findings.waits_with_unknown_record.is_empty() {
+            let total: u64 = findings.waits_with_unknown_record.iter().map(|w| w.count).sum();
+            writeln!(
+                out,
+                "NOTE: {total} stream wait{} on events whose record is not in this trace: the recording stream is unknown, so \
+                 these waits order nothing here and some unordered pairs below may in fact be ordered. Capture event records \
+                 too (nsys profile --cuda-event-trace=true) to resolve them.",
+                if total == 1 { "" } else { "s" }
+            )?;
+            for wait in &findings.waits_with_unknown_record {
+                writeln!(out, "  {} x{}", describe_op(&wait.wait), wait.count)?;
+            }
+        }
+        if !analysis.stats.has_addresses && !findings.edges.is_empty() {
+            writeln!(out, "Happens-before edges found:")?;
+            for edge in &findings.edges {
+                let to = edge.to.as_ref().map_or("the host".to_string(), |s| format!("stream {}", s.handle));
+                let via = match edge.via {
+                    EdgeKind::EventWait => "event record -> wait",
+                    EdgeKind::HostSync => "host synchronization",
+                    EdgeKind::LegacyDefault => "legacy default stream",
+                };
+                writeln!(out, "  stream {} -> {to}: {} ({via})", edge.from.handle, edge.count)?;
+            }
+        }
         let total_pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
         if !analysis.stats.has_addresses {
             writeln!(
@@ -91,10 +148,10 @@ impl Report for TextReport {
                         "  {:>10} pairs  {} `{}` (stream {}) || {} `{}` (stream {}), first at operations {} and {}",
                         group.pairs,
                         group.earlier.class,
-                        group.earlier.name,
+                        shorten(&group.earlier.name),
                         stream(&group.earlier),
                         group.later.class,
-                        group.later.name,
+                        shorten(&group.later.name),
                         stream(&group.later),
                         group.first.0,
                         group.first.1
@@ -125,5 +182,17 @@ impl Report for TextReport {
             stats.streams,
             analysis.trace
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shorten;
+
+    #[test]
+    fn shorten_keeps_the_functor() {
+        let name = "void at::native::vectorized_elementwise_kernel<(int)4, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float>>, std::array<char *, (unsigned long)2>>(int, T2, T3)";
+        assert_eq!(shorten(name), "vectorized_elementwise_kernel<4, AUnaryFunctor<float, float, float, MulFunctor<float>>, array<char *, 2>>");
+        assert_eq!(shorten("add_parallel(const float *, float *, int)"), "add_parallel");
     }
 }

@@ -1,0 +1,73 @@
+//! `.nsys-rep` reports: converted to an SQLite export by `nsys export`, cached beside the report (or in the temp
+//! directory when that is not writable), then read like any export.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::IngestError;
+
+/// The first bytes of an Nsight Systems report.
+pub const MAGIC: &[u8] = b"NVIDIA Tegra Profiler Report ";
+
+/// Where the SQLite export of `report` is cached.
+fn cache_paths(report: &Path) -> [PathBuf; 2] {
+    let name = report.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "report".into());
+    let beside = report.with_file_name(format!("{name}.streamtrace.sqlite"));
+    let temp = std::env::temp_dir().join(format!("{name}.{}.streamtrace.sqlite", std::process::id()));
+    [beside, temp]
+}
+
+fn is_fresh(cache: &Path, report: &Path) -> bool {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    matches!((modified(cache), modified(report)), (Some(c), Some(r)) if c >= r)
+}
+
+/// Returns an SQLite export of `report`, converting it with nsys (from `$NSYS` or PATH) unless a fresh cached
+/// export exists.
+pub fn to_sqlite(report: &Path) -> Result<PathBuf, IngestError> {
+    let [beside, temp] = cache_paths(report);
+    if is_fresh(&beside, report) {
+        return Ok(beside);
+    }
+    let nsys = std::env::var_os("NSYS").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("nsys"));
+    let mut last_error = None;
+    for output in [beside, temp] {
+        let started = std::time::Instant::now();
+        let run = Command::new(&nsys)
+            .args(["export", "--type", "sqlite", "--force-overwrite", "true", "--output"])
+            .arg(&output)
+            .arg(report)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|child| {
+                // Conversions of large reports take minutes: say what is happening.
+                eprintln!("streamtrace: converting {} with `{} export --type sqlite` ...", report.display(), nsys.display());
+                child.wait_with_output()
+            });
+        match run {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(IngestError::new(
+                    report,
+                    None,
+                    format!(
+                        "an Nsight Systems report; reading it needs `nsys` ({} not found; set NSYS=/path/to/nsys), \
+                         or export it by hand: nsys export --type sqlite --output report.sqlite {} and analyze report.sqlite",
+                        nsys.display(),
+                        report.display()
+                    ),
+                ))
+            }
+            Err(e) => return Err(IngestError::new(report, None, format!("cannot run {}: {e}", nsys.display()))),
+            Ok(out) if out.status.success() && output.exists() => {
+                eprintln!("streamtrace: converted in {:.1} s -> {}", started.elapsed().as_secs_f64(), output.display());
+                return Ok(output);
+            }
+            Ok(out) => {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                last_error = Some(format!("`nsys export` failed ({}): {}", out.status, stderr.trim()));
+            }
+        }
+    }
+    Err(IngestError::new(report, None, last_error.unwrap_or_else(|| "`nsys export` produced nothing".into())))
+}
