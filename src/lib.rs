@@ -11,4 +11,5 @@ pub mod hb;
 pub mod ingest;
 pub mod model;
 pub mod report;
+pub mod stats;
 pub mod synth;

@@ -227,3 +227,80 @@ fn nsys_rep_is_converted_with_nsys_or_explained_without_it() {
     // The export is cached beside the report and reused.
     assert!(report.with_file_name("capture.nsys-rep.streamtrace.sqlite").exists());
 }
+
+/// (earlier site contains, later site contains, pairs) for every unordered-pair group, most pairs first.
+fn groups(json: &Value) -> Vec<(String, String, u64)> {
+    json["unordered_pairs"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| {
+            (
+                g["earlier"]["name"].as_str().unwrap_or_default().to_string(),
+                g["later"]["name"].as_str().unwrap_or_default().to_string(),
+                g["pairs"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+fn event_edges(json: &Value) -> Vec<(u64, u64, u64)> {
+    json["edges"]
+        .as_array()
+        .expect("edges")
+        .iter()
+        .filter(|e| e["via"] == "event_wait")
+        .map(|e| (e["from"]["handle"].as_u64().unwrap_or(0), e["to"]["handle"].as_u64().unwrap_or(0), e["count"].as_u64().unwrap_or(0)))
+        .collect()
+}
+
+fn total_pairs(json: &Value) -> u64 {
+    json["summary"]["unordered_pairs"].as_u64().expect("count")
+}
+
+// Our own captures of samples/torch/*.py (samples/nsys/torch/README.md has the ground truth).
+#[test]
+fn torch_two_streams_without_wait_are_unordered() {
+    let (code, json, stderr) = analyze_json(&repo().join("samples/nsys/torch/two_streams_no_wait.sqlite"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(event_edges(&json).is_empty());
+    assert_eq!(total_pairs(&json), 4);
+    let g = groups(&json);
+    assert!(g[0].0.contains("FillFunctor") && g[0].1.contains("MulFunctor") && g[0].2 == 3, "{g:?}");
+    assert!(g[1].0.contains("MulFunctor") && g[1].1.contains("FillFunctor") && g[1].2 == 1, "{g:?}");
+}
+
+#[test]
+fn torch_two_streams_with_events_are_ordered() {
+    let (code, json, stderr) = analyze_json(&repo().join("samples/nsys/torch/two_streams_event.sqlite"));
+    assert_eq!(code, 0, "{stderr}");
+    let mut edges = event_edges(&json);
+    edges.sort();
+    assert_eq!(edges, vec![(13, 17, 2), (17, 13, 1)]);
+    assert_eq!(total_pairs(&json), 0, "{:?}", groups(&json));
+}
+
+#[test]
+fn torch_prefetch_without_wait_is_unordered_with_the_default_stream() {
+    let (code, json, stderr) = analyze_json(&repo().join("samples/nsys/torch/prefetch_no_wait.sqlite"));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(total_pairs(&json), 2);
+    let g = groups(&json);
+    assert_eq!(g.len(), 1, "{g:?}");
+    assert!(g[0].0 == "memcpy HtoD" && g[0].1.contains("MulFunctor") && g[0].2 == 2, "{g:?}");
+    let pair = &json["stream_pairs"][0];
+    let mut kinds = [pair["a"]["kind"].as_str(), pair["b"]["kind"].as_str()];
+    kinds.sort();
+    assert_eq!(kinds, [Some("legacy_default"), Some("non_blocking")]);
+}
+
+#[test]
+fn torch_wait_before_record_leaves_no_wait_in_the_trace() {
+    let (code, json, stderr) = analyze_json(&repo().join("samples/nsys/torch/wait_before_record.sqlite"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(event_edges(&json).is_empty(), "the early wait made no CUDA call");
+    assert_eq!(counter(&json, "nsys.event_records"), 1);
+    assert_eq!(total_pairs(&json), 1);
+    let g = groups(&json);
+    assert!(g[0].0.contains("FillFunctor") && g[0].1.contains("MulFunctor"), "{g:?}");
+}

@@ -20,6 +20,9 @@ pub enum Command {
     /// Exit status: 0 when clean, 1 when races or waits on never-recorded events were found, 2 on bad input or
     /// usage.
     Analyze(AnalyzeArgs),
+    /// Summaries as `nsys stats` gives them: kernels, per-stream busy time and overlap, synchronization calls,
+    /// copies by kind.
+    Stats(StatsArgs),
     /// Write a synthetic trace (for benchmarks).
     #[command(hide = true)]
     Synth(SynthArgs),
@@ -63,6 +66,25 @@ pub struct AnalyzeArgs {
     /// Print throughput and peak memory to standard error.
     #[arg(long)]
     pub timing: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StatsFormat {
+    Table,
+    Csv,
+    Json,
+    Parquet,
+}
+
+#[derive(Args, Debug)]
+pub struct StatsArgs {
+    /// The trace: an nsys .sqlite export or .nsys-rep report, or a streamtrace JSON trace.
+    pub trace: PathBuf,
+    #[arg(long, value_enum, default_value_t = StatsFormat::Table)]
+    pub format: StatsFormat,
+    /// Where to write: a file for `table`; a directory (one file per table) for csv, json and parquet.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

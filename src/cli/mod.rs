@@ -2,6 +2,7 @@
 
 mod analyze;
 mod args;
+mod stats;
 mod synth;
 
 use std::process::ExitCode;
@@ -22,6 +23,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Analyze(args) => analyze::run(&args),
+        Command::Stats(args) => stats::run(&args).map(|()| EXIT_CLEAN),
         Command::Synth(args) => synth::run(&args).map(|()| EXIT_CLEAN),
     };
     match outcome {

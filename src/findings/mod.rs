@@ -4,6 +4,8 @@
 mod collector;
 mod fix;
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 pub use collector::{FindingCollector, RaceKey};
@@ -38,6 +40,8 @@ pub struct Site {
     pub stream: Option<StreamRef>,
     pub thread: ThreadRef,
     pub source: Option<SourceLocation>,
+    /// The annotated region (NVTX range) the operation was issued in.
+    pub region: Option<Arc<str>>,
 }
 
 /// What an operation did to the racing bytes.

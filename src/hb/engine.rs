@@ -292,7 +292,7 @@ impl Engine {
     fn site(&mut self, class: &'static str, name: &str, stream: Option<StreamId>, op: &Operation) -> SiteId {
         let sref = stream.map(|s| &self.streams[s.index()].sref);
         let tref = &self.threads[op.thread.index()].tref;
-        self.sites.intern(class, name, sref, tref, op.source.as_ref())
+        self.sites.intern(class, name, sref, tref, op.source.as_ref(), op.region.as_ref())
     }
 
     fn apply_op(&mut self, op: &Operation) -> Result<(), EngineError> {

@@ -1,6 +1,7 @@
 //! Interned operation sites, so that shadow memory stores a 4-byte id instead of a description.
 
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHasher};
 
@@ -27,6 +28,7 @@ impl SiteTable {
         stream: Option<&StreamRef>,
         thread: &ThreadRef,
         source: Option<&SourceLocation>,
+        region: Option<&Arc<str>>,
     ) -> SiteId {
         let mut hasher = FxHasher::default();
         class.hash(&mut hasher);
@@ -34,6 +36,7 @@ impl SiteTable {
         stream.map(|s| s.id).hash(&mut hasher);
         thread.id.hash(&mut hasher);
         source.hash(&mut hasher);
+        region.hash(&mut hasher);
         let hash = hasher.finish();
         let candidates = self.by_hash.entry(hash).or_default();
         for &id in candidates.iter() {
@@ -43,6 +46,7 @@ impl SiteTable {
                 && site.stream.as_ref().map(|s| s.id) == stream.map(|s| s.id)
                 && site.thread.id == thread.id
                 && site.source.as_ref() == source
+                && site.region.as_ref() == region
             {
                 return id;
             }
@@ -54,6 +58,7 @@ impl SiteTable {
             stream: stream.cloned(),
             thread: thread.clone(),
             source: source.cloned(),
+            region: region.cloned(),
         });
         candidates.push(id);
         id

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use super::{ImportCounters, IngestError, RecordSource, Severity};
 use crate::model::{
     Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind,
-    GraphNode, HostSync, OpKind, Operation, ProcessId, QueryTarget, SourceLocation, StreamId, StreamInfo, StreamKind,
+    GraphNode, HostSync, OpKind, normalize_region, Operation, ProcessId, QueryTarget, SourceLocation, StreamId, StreamInfo, StreamKind,
     ThreadId, ThreadInfo, TraceRecord,
 };
 
@@ -235,6 +235,11 @@ struct RawRecord<'a> {
     gpu_start: Option<u64>,
     gpu_end: Option<u64>,
     corr: Option<u64>,
+    time_end: Option<u64>,
+    #[serde(borrow)]
+    api: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    region: Option<Cow<'a, str>>,
     #[serde(borrow)]
     src: Option<Cow<'a, str>>,
     #[allow(dead_code)]
@@ -643,6 +648,9 @@ impl JsonTraceParser {
             gpu_start_ns: raw.gpu_start,
             gpu_end_ns: raw.gpu_end,
             correlation_id: raw.corr,
+            host_end_ns: raw.time_end,
+            api: raw.api.as_deref().map(|a| self.intern(a)),
+            region: raw.region.as_deref().map(|r| self.intern(normalize_region(r))),
             source: raw.src.as_deref().map(|text| self.source(text)),
             origin: line,
             kind,

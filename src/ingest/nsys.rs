@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap;
 
 use super::{ImportCounters, IngestError, RecordSource, Severity};
 use crate::model::{
-    AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind, HostSync, OpKind,
+    normalize_region, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind, HostSync, OpKind,
     Operation, ProcessId, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo, TraceRecord,
 };
 
@@ -109,7 +109,7 @@ struct Activity {
 
 #[derive(Debug)]
 enum ActivityRow {
-    Api { start: i64, global_tid: i64, name: String },
+    Api { start: i64, end: i64, global_tid: i64, name: String },
     Kernel { start: i64, end: i64, device: i64, context: i64, stream: i64, name: String },
     Memcpy { start: i64, end: i64, device: i64, context: i64, stream: i64, bytes: i64, copy_kind: i64 },
     Memset { start: i64, end: i64, device: i64, context: i64, stream: i64, bytes: i64 },
@@ -174,6 +174,8 @@ struct Export {
     has_event_table: bool,
     live_allocations: FxHashMap<(i64, i64), (AllocId, u64)>,
     next_alloc: u32,
+    api_names: FxHashMap<String, Arc<str>>,
+    every_table_has_pid: bool,
 }
 
 impl Export {
@@ -199,6 +201,8 @@ impl Export {
             has_event_table,
             live_allocations: FxHashMap::default(),
             next_alloc: 0,
+            api_names: FxHashMap::default(),
+            every_table_has_pid: true,
         }
     }
 
@@ -270,6 +274,36 @@ impl Export {
         for cursor in cursors.iter_mut() {
             cursor.advance(&self.path, &mut self.counters)?;
         }
+        let mut region_stmt = match self.tables.contains("NVTX_EVENTS") {
+            true => {
+                let pid = if self.every_table_has_pid { "((globalTid >> 24) & 16777215)" } else { "0" };
+                let text = if self.tables.contains("StringIds") {
+                    "COALESCE(text, (SELECT value FROM StringIds WHERE id = textId))"
+                } else {
+                    "text"
+                };
+                let sql = format!(
+                    "SELECT {pid}, start, end, globalTid, {text} FROM NVTX_EVENTS \
+                     WHERE eventType IN (59, 60) AND end IS NOT NULL ORDER BY 1, 2"
+                );
+                match conn.prepare(&sql) {
+                    Ok(stmt) => Some(stmt),
+                    Err(_) => {
+                        self.counters.bump("nsys.nvtx_unreadable", Severity::Info, "NVTX table in an unknown shape: no region labels", 1);
+                        None
+                    }
+                }
+            }
+            false => None,
+        };
+        let mut regions = match region_stmt.as_mut().map(|stmt| stmt.query([])) {
+            Some(Ok(rows)) => {
+                let mut cursor = RegionCursor { rows, peeked: None, process: None, open: FxHashMap::default() };
+                cursor.advance();
+                Some(cursor)
+            }
+            _ => None,
+        };
         let mut group: Vec<Activity> = Vec::new();
         loop {
             let Some(key) = cursors.iter().filter_map(|c| c.peeked.as_ref().map(|a| (a.pid, a.correlation))).min() else {
@@ -284,7 +318,7 @@ impl Export {
                     cursor.advance(&self.path, &mut self.counters)?;
                 }
             }
-            self.emit_group(&mut group);
+            self.emit_group(&mut group, &mut regions);
         }
         Ok(())
     }
@@ -333,6 +367,8 @@ impl Export {
                 every_table_has_pid = false;
             }
         }
+        self.every_table_has_pid = every_table_has_pid;
+        self.every_table_has_pid = every_table_has_pid;
         if !every_table_has_pid {
             self.counters.bump("nsys.no_global_pid", Severity::Info, "activity tables without globalPid: read as one process", 1);
         }
@@ -346,14 +382,15 @@ impl Export {
             queries.push(TableQuery {
                 table: "CUPTI_ACTIVITY_KIND_RUNTIME",
                 sql: format!(
-                    "SELECT {runtime_pid}, r.correlationId, r.start, r.globalTid, s.value \
+                    "SELECT {runtime_pid}, r.correlationId, r.start, r.end, r.globalTid, s.value \
                      FROM CUPTI_ACTIVITY_KIND_RUNTIME r {join} ORDER BY 1, 2, r.start"
                 ),
                 decode: |row| {
                     Ok(Some(ActivityRow::Api {
                         start: need!(int(row, 2)),
-                        global_tid: need!(int(row, 3)),
-                        name: row.get::<_, Option<String>>(4)?.unwrap_or_else(|| "unknown API".into()),
+                        end: need!(int(row, 3)),
+                        global_tid: need!(int(row, 4)),
+                        name: row.get::<_, Option<String>>(5)?.unwrap_or_else(|| "unknown API".into()),
                     }))
                 },
             });
@@ -563,6 +600,15 @@ impl Export {
         id
     }
 
+    fn intern_api(&mut self, name: &str) -> Arc<str> {
+        if let Some(api) = self.api_names.get(name) {
+            return api.clone();
+        }
+        let api: Arc<str> = Arc::from(name);
+        self.api_names.insert(name.to_string(), api.clone());
+        api
+    }
+
     fn new_event(&mut self, pid: i64, handle: i64) -> EventId {
         let process = self.process(pid);
         let id = EventId(self.next_event);
@@ -580,16 +626,29 @@ impl Export {
         }
     }
 
-    fn emit_group(&mut self, group: &mut [Activity]) {
+    fn emit_group(&mut self, group: &mut [Activity], regions: &mut Option<RegionCursor>) {
         let Some(first) = group.first() else { return };
         let (pid, correlation) = (first.pid, first.correlation);
         let process = self.process(pid);
         let api = group.iter().find_map(|a| match &a.row {
-            ActivityRow::Api { start, global_tid, name } => Some((*start, *global_tid, name.clone())),
+            ActivityRow::Api { start, end, global_tid, name } => Some((*start, *end, *global_tid, name.clone())),
             _ => None,
         });
-        let thread = self.thread(process, api.as_ref().map(|a| a.1));
-        let api_name = api.as_ref().map(|a| base_name(&a.2).to_string());
+        let thread = self.thread(process, api.as_ref().map(|a| a.2));
+        let api_name = api.as_ref().map(|a| base_name(&a.3).to_string());
+        let region = match (regions.as_mut(), &api) {
+            (Some(cursor), Some((start, _, global_tid, _))) => cursor.region_at(pid, *global_tid, *start),
+            _ => None,
+        };
+        let call = CallContext {
+            process,
+            thread,
+            correlation,
+            host_start: api.as_ref().map(|a| a.0.max(0) as u64),
+            host_end: api.as_ref().map(|a| a.1.max(0) as u64),
+            api: api_name.as_deref().map(|n| self.intern_api(n)),
+            region,
+        };
         let gpu_rows = group.iter().filter(|a| !matches!(a.row, ActivityRow::Api { .. })).count();
         if api.is_none() {
             self.counters.bump(
@@ -600,17 +659,16 @@ impl Export {
             );
         }
         let name = api_name.as_deref().unwrap_or("");
-        let host_time = api.as_ref().map(|a| a.0 as u64);
         let mut emitted = false;
         for activity in group.iter_mut() {
-            let row = std::mem::replace(&mut activity.row, ActivityRow::Api { start: 0, global_tid: 0, name: String::new() });
+            let row = std::mem::replace(&mut activity.row, ActivityRow::Api { start: 0, end: 0, global_tid: 0, name: String::new() });
             let kind = match row {
                 ActivityRow::Api { .. } => continue,
                 ActivityRow::Kernel { start, end, device, context, stream, name: kernel } => {
                     self.counters.bump("nsys.kernels", Severity::Info, "kernel rows read", 1);
                     let stream = self.stream(pid, context, stream, Some(device));
                     let op = OpKind::Kernel { stream, name: Arc::from(kernel.as_str()), accesses: Vec::new() };
-                    self.push_op(process, thread, host_time, Some((start, end)), correlation, op);
+                    self.push_op(&call, Some((start, end)), op);
                     emitted = true;
                     continue;
                 }
@@ -628,7 +686,7 @@ impl Export {
                     let synchronous = name.starts_with("cudaMemcpy") && !name.contains("Async")
                         || name.starts_with("cuMemcpy") && !name.contains("Async");
                     let op = OpKind::Memcpy { stream, copy, bytes: bytes.max(0) as u64, src: None, dst: None, synchronous };
-                    self.push_op(process, thread, host_time, Some((start, end)), correlation, op);
+                    self.push_op(&call, Some((start, end)), op);
                     emitted = true;
                     continue;
                 }
@@ -637,7 +695,7 @@ impl Export {
                     let stream = self.stream(pid, context, stream, Some(device));
                     let synchronous = name.starts_with("cudaMemset") && !name.contains("Async");
                     let op = OpKind::Memset { stream, bytes: bytes.max(0) as u64, dst: None, synchronous };
-                    self.push_op(process, thread, host_time, Some((start, end)), correlation, op);
+                    self.push_op(&call, Some((start, end)), op);
                     emitted = true;
                     continue;
                 }
@@ -727,13 +785,13 @@ impl Export {
                         let alloc = AllocId(self.next_alloc);
                         self.next_alloc += 1;
                         if let Some((old, _)) = self.live_allocations.insert((pid, address), (alloc, bytes as u64)) {
-                            self.push_op(process, thread, host_time, None, correlation, OpKind::Free { alloc: old, free_kind: FreeKind::VirtualUnmap, stream: None });
+                            self.push_op(&call, None, OpKind::Free { alloc: old, free_kind: FreeKind::VirtualUnmap, stream: None });
                         }
                         OpKind::Alloc { alloc, handle: alloc.0 as u64, range, alloc_kind: AllocKind::Device, stream: None, label }
                     }
                 }
             };
-            self.push_op(process, thread, host_time, None, correlation, kind);
+            self.push_op(&call, None, kind);
             emitted = true;
         }
         // API calls whose effect nsys records no activity for.
@@ -746,26 +804,91 @@ impl Export {
                 .map(|(_, &c)| c)
                 .collect();
             for ctx in contexts {
-                self.push_op(process, thread, host_time, None, correlation, OpKind::HostSync(HostSync::Context(ctx)));
+                self.push_op(&call, None, OpKind::HostSync(HostSync::Context(ctx)));
             }
         }
     }
 
-    fn push_op(&mut self, process: ProcessId, thread: ThreadId, host_time: Option<u64>, gpu: Option<(i64, i64)>, correlation: i64, kind: OpKind) {
+    fn push_op(&mut self, call: &CallContext, gpu: Option<(i64, i64)>, kind: OpKind) {
         let op = Operation {
             seq: self.seq,
-            process,
-            thread,
-            host_time_ns: host_time,
+            process: call.process,
+            thread: call.thread,
+            host_time_ns: call.host_start,
             gpu_start_ns: gpu.map(|g| g.0.max(0) as u64),
             gpu_end_ns: gpu.map(|g| g.1.max(0) as u64),
-            correlation_id: Some(correlation as u64),
+            correlation_id: Some(call.correlation as u64),
+            host_end_ns: call.host_end,
+            api: call.api.clone(),
+            region: call.region.clone(),
             source: None,
-            origin: correlation as u64,
+            origin: call.correlation as u64,
             kind,
         };
         self.seq += 1;
         self.push(TraceRecord::Op(op));
+    }
+}
+
+/// What the API call behind a group of activities tells about each of them.
+struct CallContext {
+    process: ProcessId,
+    thread: ThreadId,
+    correlation: i64,
+    host_start: Option<u64>,
+    host_end: Option<u64>,
+    api: Option<Arc<str>>,
+    region: Option<Arc<str>>,
+}
+
+/// NVTX push/pop and start/end ranges in (process, start) order, with the ranges open on each thread.
+struct RegionCursor<'s> {
+    rows: rusqlite::Rows<'s>,
+    peeked: Option<(i64, i64, i64, i64, Arc<str>)>,
+    process: Option<i64>,
+    open: FxHashMap<i64, Vec<(i64, Arc<str>)>>,
+}
+
+impl<'s> RegionCursor<'s> {
+    fn advance(&mut self) {
+        self.peeked = loop {
+            match self.rows.next() {
+                Ok(Some(row)) => {
+                    let fields = (|| -> rusqlite::Result<_> {
+                        Ok((int(row, 0)?, int(row, 1)?, int(row, 2)?, int(row, 3)?, row.get::<_, Option<String>>(4)?))
+                    })();
+                    if let Ok((Some(pid), Some(start), Some(end), Some(tid), Some(text))) = fields {
+                        break Some((pid, start, end, tid, Arc::from(normalize_region(&text))));
+                    }
+                }
+                // A broken NVTX table costs labels, not the analysis.
+                _ => break None,
+            }
+        };
+    }
+
+    /// The innermost range open on `global_tid` of process `pid` at host time `time`. Calls come in time order
+    /// within a process.
+    fn region_at(&mut self, pid: i64, global_tid: i64, time: i64) -> Option<Arc<str>> {
+        if self.process != Some(pid) {
+            self.open.clear();
+            self.process = Some(pid);
+            while self.peeked.as_ref().is_some_and(|p| p.0 < pid) {
+                self.advance();
+            }
+        }
+        while let Some((p, start, end, tid, text)) = self.peeked.clone() {
+            if p != pid || start > time {
+                break;
+            }
+            self.open.entry(tid).or_default().push((end, text));
+            self.advance();
+        }
+        let stack = self.open.get_mut(&global_tid)?;
+        while stack.last().is_some_and(|(end, _)| *end < time) {
+            stack.pop();
+        }
+        stack.last().map(|(_, text)| text.clone())
     }
 }
 

@@ -14,4 +14,5 @@ pub use ops::{
     Access, AccessMode, AccessRange, CopyKind, GraphNode, HostSync, OpKind, Operation, QueryTarget,
     RangeError, SourceLocation,
 };
+pub use ops::normalize_region;
 pub use record::TraceRecord;

@@ -103,6 +103,25 @@ impl fmt::Display for SourceLocation {
     }
 }
 
+/// A region name without its per-call counters: `aten::mul, seq = 12, op_id = 7` -> `aten::mul`.
+pub fn normalize_region(text: &str) -> &str {
+    let mut end = text.len();
+    while let Some(comma) = text[..end].rfind(", ") {
+        let field = &text[comma + 2..end];
+        let is_counter = field.split_once(" = ").is_some_and(|(key, value)| {
+            !key.is_empty()
+                && key.chars().all(|c| c.is_alphanumeric() || c == '_')
+                && !value.is_empty()
+                && value.chars().all(|c| c.is_ascii_digit())
+        });
+        if !is_counter {
+            break;
+        }
+        end = comma;
+    }
+    &text[..end]
+}
+
 /// The direction of a copy, as CUDA names it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum CopyKind {
@@ -244,6 +263,13 @@ pub struct Operation {
     pub gpu_start_ns: Option<u64>,
     pub gpu_end_ns: Option<u64>,
     pub correlation_id: Option<u64>,
+    /// Host time the call returned, when known (how long a synchronization blocked the host).
+    pub host_end_ns: Option<u64>,
+    /// The API function, when the trace names it (`cudaStreamSynchronize`, `cuLaunchKernel`, ...).
+    pub api: Option<Arc<str>>,
+    /// The innermost annotated region (an NVTX range) open on the calling thread, with per-call counters such
+    /// as `op_id = 7` removed so that every iteration of a loop names the same region.
+    pub region: Option<Arc<str>>,
     pub source: Option<SourceLocation>,
     /// Where in the input this operation came from (a line, a row id), for messages.
     pub origin: u64,
@@ -267,6 +293,13 @@ mod tests {
         assert_eq!(a.intersection(b), None);
         let c = AccessRange::new(8, 5).unwrap();
         assert_eq!(a.intersection(c), Some(AccessRange { start: 8, len: 2 }));
+    }
+
+    #[test]
+    fn region_counters_are_dropped() {
+        assert_eq!(normalize_region("aten::mul, seq = 12, op_id = 7"), "aten::mul");
+        assert_eq!(normalize_region("forward, layer 3"), "forward, layer 3");
+        assert_eq!(normalize_region("plain"), "plain");
     }
 
     #[test]

@@ -1,0 +1,84 @@
+//! `streamtrace stats`: computes the summary tables and writes them in the asked format.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use anyhow::Context;
+use polars::prelude::*;
+
+use super::args::{StatsArgs, StatsFormat};
+use crate::stats::compute;
+
+pub fn run(args: &StatsArgs) -> anyhow::Result<()> {
+    let mut stats = compute(&args.trace)?;
+    match (args.format, &args.output) {
+        (StatsFormat::Table, None) => {
+            let stdout = io::stdout();
+            write_tables(&args.trace, &stats.tables, stats.operations, &mut stdout.lock()).context("writing the tables")
+        }
+        (StatsFormat::Table, Some(path)) => {
+            let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+            let mut out = BufWriter::new(file);
+            write_tables(&args.trace, &stats.tables, stats.operations, &mut out)
+                .and_then(|()| out.flush())
+                .with_context(|| format!("writing {}", path.display()))
+        }
+        (format, output) => {
+            let format = match format {
+                StatsFormat::Csv => FileFormat::Csv,
+                StatsFormat::Json => FileFormat::Json,
+                _ => FileFormat::Parquet,
+            };
+            let dir = output.as_deref().context("--format csv, json and parquet write one file per table: name a directory with -o")?;
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            for (name, df) in stats.tables.iter_mut() {
+                write_table(dir, name, df, format)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn write_tables(trace: &Path, tables: &[(&'static str, DataFrame)], operations: u64, out: &mut dyn Write) -> io::Result<()> {
+    // Show every row and column, however many: the terminal table is the report.
+    std::env::set_var("POLARS_FMT_MAX_ROWS", "-1");
+    std::env::set_var("POLARS_FMT_MAX_COLS", "-1");
+    std::env::set_var("POLARS_FMT_STR_LEN", "160");
+    std::env::set_var("POLARS_TABLE_WIDTH", "400");
+    std::env::set_var("POLARS_FMT_TABLE_ROUNDED_CORNERS", "1");
+    writeln!(out, "streamtrace stats: {} ({operations} operations)", trace.display())?;
+    for (name, df) in tables {
+        writeln!(out, "\n{name}:")?;
+        if df.height() == 0 {
+            writeln!(out, "  (none)")?;
+        } else {
+            writeln!(out, "{df}")?;
+        }
+    }
+    Ok(())
+}
+
+/// A file format for one table per file.
+#[derive(Copy, Clone)]
+enum FileFormat {
+    Csv,
+    Json,
+    Parquet,
+}
+
+fn write_table(dir: &Path, name: &str, df: &mut DataFrame, format: FileFormat) -> anyhow::Result<()> {
+    let extension = match format {
+        FileFormat::Csv => "csv",
+        FileFormat::Json => "json",
+        FileFormat::Parquet => "parquet",
+    };
+    let path = dir.join(format!("{name}.{extension}"));
+    let file = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    let written = match format {
+        FileFormat::Csv => CsvWriter::new(file).finish(df),
+        FileFormat::Json => JsonWriter::new(file).with_json_format(JsonFormat::Json).finish(df),
+        FileFormat::Parquet => ParquetWriter::new(file).finish(df).map(|_| ()),
+    };
+    anyhow::Context::with_context(written, || format!("writing {}", path.display()))
+}

@@ -1,0 +1,265 @@
+//! `streamtrace stats`: the summaries people expect from `nsys stats`, for any trace streamtrace reads: kernels
+//! (as `cuda_gpu_kern_sum`), per-stream busy time and the overlap of each pair of streams, synchronization calls
+//! and the host time they blocked, and copies by kind. Tables are polars DataFrames so that they can be written as
+//! a terminal table, CSV, JSON or Parquet alike.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use polars::prelude::*;
+
+use crate::ingest::{self, IngestError};
+use crate::model::{HostSync, OpKind, TraceRecord};
+
+/// The named tables of one trace, in display order.
+pub struct TraceStats {
+    pub tables: Vec<(&'static str, DataFrame)>,
+    /// Operations read, for the header line.
+    pub operations: u64,
+}
+
+/// Why stats could not be computed.
+#[derive(Debug, thiserror::Error)]
+pub enum StatsError {
+    #[error(transparent)]
+    Input(#[from] IngestError),
+    #[error("building the `{table}` table: {source}")]
+    Table { table: &'static str, source: PolarsError },
+}
+
+/// GPU work of one stream, for busy time and overlap.
+#[derive(Default)]
+struct StreamWork {
+    intervals: Vec<(u64, u64)>,
+    operations: u64,
+}
+
+/// Columns gathered while reading, one vector per column.
+#[derive(Default)]
+struct Columns {
+    kernel_name: Vec<String>,
+    kernel_ns: Vec<u64>,
+    copy_kind: Vec<&'static str>,
+    copy_bytes: Vec<u64>,
+    copy_ns: Vec<Option<u64>>,
+    sync_api: Vec<String>,
+    sync_blocked_ns: Vec<Option<u64>>,
+    streams: BTreeMap<(u32, u64), StreamWork>,
+}
+
+fn sync_name(kind: &OpKind) -> Option<&'static str> {
+    Some(match kind {
+        OpKind::HostSync(HostSync::Stream(_)) => "cudaStreamSynchronize",
+        OpKind::HostSync(HostSync::Event(_)) => "cudaEventSynchronize",
+        OpKind::HostSync(HostSync::Device(_)) => "cudaDeviceSynchronize",
+        OpKind::HostSync(HostSync::Context(_)) => "cuCtxSynchronize",
+        OpKind::StreamWait { .. } | OpKind::StreamWaitUnknownRecord { .. } => "cudaStreamWaitEvent",
+        OpKind::Query { .. } => "query",
+        _ => return None,
+    })
+}
+
+/// Reads the trace at `path` and computes every table.
+pub fn compute(path: &Path) -> Result<TraceStats, StatsError> {
+    let mut source = ingest::open(path)?;
+    let mut columns = Columns::default();
+    let mut stream_handles = BTreeMap::new();
+    let mut operations = 0;
+    for record in source.by_ref() {
+        let op = match record? {
+            TraceRecord::Stream(info) => {
+                stream_handles.insert(info.id, (info.process.0, info.handle));
+                continue;
+            }
+            TraceRecord::Op(op) => op,
+            _ => continue,
+        };
+        operations += 1;
+        let gpu = op.gpu_start_ns.zip(op.gpu_end_ns).filter(|(s, e)| e >= s);
+        if let (Some(stream), Some((start, end))) = (op.kind.stream(), gpu) {
+            if let Some(&key) = stream_handles.get(&stream) {
+                let work = columns.streams.entry(key).or_default();
+                work.intervals.push((start, end));
+                work.operations += 1;
+            }
+        }
+        let duration = gpu.map(|(s, e)| e - s);
+        match &op.kind {
+            OpKind::Kernel { name, .. } => {
+                if let Some(ns) = duration {
+                    columns.kernel_name.push(name.to_string());
+                    columns.kernel_ns.push(ns);
+                }
+            }
+            OpKind::Memcpy { copy, bytes, .. } => {
+                columns.copy_kind.push(copy.as_str());
+                columns.copy_bytes.push(*bytes);
+                columns.copy_ns.push(duration);
+            }
+            kind => {
+                if let Some(default_name) = sync_name(kind) {
+                    let api = op.api.as_deref().unwrap_or(default_name).to_string();
+                    columns.sync_api.push(api);
+                    columns.sync_blocked_ns.push(op.host_time_ns.zip(op.host_end_ns).map(|(s, e)| e.saturating_sub(s)));
+                }
+            }
+        }
+    }
+    let _ = source.finish();
+    let tables = vec![
+        ("kernels", kernel_summary(&columns).map_err(|source| StatsError::Table { table: "kernels", source })?),
+        ("streams", stream_busy(&columns).map_err(|source| StatsError::Table { table: "streams", source })?),
+        ("stream_overlap", stream_overlap(&columns).map_err(|source| StatsError::Table { table: "stream_overlap", source })?),
+        ("syncs", sync_summary(&columns).map_err(|source| StatsError::Table { table: "syncs", source })?),
+        ("memcpy", memcpy_summary(&columns).map_err(|source| StatsError::Table { table: "memcpy", source })?),
+    ];
+    Ok(TraceStats { tables, operations })
+}
+
+/// As nsys's cuda_gpu_kern_sum: one row per kernel name, most total time first.
+fn kernel_summary(c: &Columns) -> PolarsResult<DataFrame> {
+    let df = df!("name" => &c.kernel_name, "ns" => &c.kernel_ns)?;
+    let total: u64 = c.kernel_ns.iter().sum();
+    df.lazy()
+        .group_by([col("name")])
+        .agg([
+            col("ns").sum().alias("total_ns"),
+            col("ns").count().alias("instances"),
+            col("ns").mean().alias("avg_ns"),
+            col("ns").median().alias("med_ns"),
+            col("ns").min().alias("min_ns"),
+            col("ns").max().alias("max_ns"),
+        ])
+        .with_column((col("total_ns").cast(DataType::Float64) * lit(100.0) / lit(total.max(1) as f64)).alias("time_pct"))
+        .select([
+            col("time_pct"),
+            col("total_ns"),
+            col("instances"),
+            col("avg_ns"),
+            col("med_ns"),
+            col("min_ns"),
+            col("max_ns"),
+            col("name"),
+        ])
+        .sort_by_exprs([col("total_ns"), col("name")], SortMultipleOptions::default().with_order_descending_multi([true, false]))
+        .collect()
+}
+
+/// Sorted, merged intervals: the union of a stream's GPU work.
+fn union(mut intervals: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    intervals.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(intervals.len());
+    for (start, end) in intervals {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged
+}
+
+fn length(intervals: &[(u64, u64)]) -> u64 {
+    intervals.iter().map(|(s, e)| e - s).sum()
+}
+
+/// Total time covered by both unions.
+fn overlap(a: &[(u64, u64)], b: &[(u64, u64)]) -> u64 {
+    let (mut i, mut j, mut total) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        let start = a[i].0.max(b[j].0);
+        let end = a[i].1.min(b[j].1);
+        if end > start {
+            total += end - start;
+        }
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    total
+}
+
+fn unions(c: &Columns) -> Vec<((u32, u64), u64, Vec<(u64, u64)>)> {
+    c.streams.iter().map(|(key, work)| (*key, work.operations, union(work.intervals.clone()))).collect()
+}
+
+fn stream_busy(c: &Columns) -> PolarsResult<DataFrame> {
+    let unions = unions(c);
+    let span_start = unions.iter().filter_map(|(_, _, u)| u.first().map(|i| i.0)).min().unwrap_or(0);
+    let span_end = unions.iter().filter_map(|(_, _, u)| u.last().map(|i| i.1)).max().unwrap_or(0);
+    let span = (span_end.saturating_sub(span_start)).max(1) as f64;
+    let busy: Vec<u64> = unions.iter().map(|(_, _, u)| length(u)).collect();
+    df!(
+        "process" => unions.iter().map(|(k, _, _)| k.0).collect::<Vec<_>>(),
+        "stream" => unions.iter().map(|(k, _, _)| k.1).collect::<Vec<_>>(),
+        "operations" => unions.iter().map(|(_, n, _)| *n).collect::<Vec<_>>(),
+        "busy_ns" => &busy,
+        "busy_pct_of_span" => busy.iter().map(|b| *b as f64 * 100.0 / span).collect::<Vec<_>>()
+    )
+}
+
+fn stream_overlap(c: &Columns) -> PolarsResult<DataFrame> {
+    let unions = unions(c);
+    let (mut process, mut a, mut b, mut both) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (i, (ka, _, ua)) in unions.iter().enumerate() {
+        for (kb, _, ub) in &unions[i + 1..] {
+            if ka.0 == kb.0 {
+                process.push(ka.0);
+                a.push(ka.1);
+                b.push(kb.1);
+                both.push(overlap(ua, ub));
+            }
+        }
+    }
+    df!("process" => process, "stream_a" => a, "stream_b" => b, "overlap_ns" => both)?
+        .sort(["overlap_ns"], SortMultipleOptions::default().with_order_descending(true))
+}
+
+fn sync_summary(c: &Columns) -> PolarsResult<DataFrame> {
+    let df = df!("api" => &c.sync_api, "blocked_ns" => &c.sync_blocked_ns)?;
+    df.lazy()
+        .group_by([col("api")])
+        .agg([
+            col("blocked_ns").count().alias("calls_timed"),
+            len().alias("calls"),
+            col("blocked_ns").sum().alias("total_blocked_ns"),
+            col("blocked_ns").mean().alias("avg_blocked_ns"),
+            col("blocked_ns").max().alias("max_blocked_ns"),
+        ])
+        .select([col("api"), col("calls"), col("calls_timed"), col("total_blocked_ns"), col("avg_blocked_ns"), col("max_blocked_ns")])
+        .sort_by_exprs([col("total_blocked_ns"), col("api")], SortMultipleOptions::default().with_order_descending_multi([true, false]))
+        .collect()
+}
+
+fn memcpy_summary(c: &Columns) -> PolarsResult<DataFrame> {
+    let df = df!("kind" => &c.copy_kind, "bytes" => &c.copy_bytes, "ns" => &c.copy_ns)?;
+    df.lazy()
+        .group_by([col("kind")])
+        .agg([
+            len().alias("count"),
+            col("bytes").sum().alias("total_bytes"),
+            col("ns").sum().alias("total_ns"),
+            col("ns").mean().alias("avg_ns"),
+        ])
+        .sort_by_exprs([col("total_bytes"), col("kind")], SortMultipleOptions::default().with_order_descending_multi([true, false]))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn union_merges_overlapping_and_touching_intervals() {
+        assert_eq!(union(vec![(5, 9), (0, 3), (3, 4), (8, 12)]), vec![(0, 4), (5, 12)]);
+    }
+
+    #[test]
+    fn overlap_counts_shared_time_once() {
+        let a = union(vec![(0, 10), (20, 30)]);
+        let b = union(vec![(5, 25)]);
+        assert_eq!(overlap(&a, &b), 5 + 5);
+        assert_eq!(overlap(&a, &[]), 0);
+    }
+}

@@ -1,0 +1,101 @@
+//! `streamtrace stats` on a real export: the tables agree with plain SQL on the same file, in every format.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use rusqlite::Connection;
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+const SAMPLE: &str = "samples/nsys/torch_loop_race.sqlite";
+
+fn stats(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_streamtrace")).arg("stats").args(args).current_dir(repo()).output().expect("runs")
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("streamtrace-stats-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[test]
+fn kernel_summary_matches_sql() {
+    let dir = out_dir("json");
+    let out = stats(&[SAMPLE, "--format", "json", "-o", dir.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let kernels: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("kernels.json")).expect("kernels.json")).expect("json");
+    let rows = kernels.as_array().expect("rows");
+    let conn = Connection::open(repo().join(SAMPLE)).expect("open");
+    let mut stmt = conn
+        .prepare(
+            "SELECT s.value, COUNT(*), SUM(k.end - k.start), MIN(k.end - k.start), MAX(k.end - k.start) \
+             FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName GROUP BY 1",
+        )
+        .expect("sql");
+    let expected: Vec<(String, i64, i64, i64, i64)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert_eq!(rows.len(), expected.len());
+    for (name, count, total, min, max) in expected {
+        let row = rows.iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("{name} missing"));
+        assert_eq!(row["instances"], count);
+        assert_eq!(row["total_ns"], total);
+        assert_eq!(row["min_ns"], min);
+        assert_eq!(row["max_ns"], max);
+    }
+    let share: f64 = rows.iter().map(|r| r["time_pct"].as_f64().expect("pct")).sum();
+    assert!((share - 100.0).abs() < 1e-6, "{share}");
+    // Most total time first.
+    let totals: Vec<i64> = rows.iter().map(|r| r["total_ns"].as_i64().expect("total")).collect();
+    assert!(totals.windows(2).all(|w| w[0] >= w[1]), "{totals:?}");
+}
+
+#[test]
+fn stream_busy_time_and_overlap() {
+    let dir = out_dir("csv");
+    let out = stats(&[SAMPLE, "--format", "csv", "-o", dir.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let streams = std::fs::read_to_string(dir.join("streams.csv")).expect("streams.csv");
+    // Stream 13 runs fill_ and add_ (6 kernels), stream 17 mul_ (3), stream 7 one copy.
+    assert!(streams.lines().any(|l| l.starts_with("0,13,6,")), "{streams}");
+    assert!(streams.lines().any(|l| l.starts_with("0,17,3,")), "{streams}");
+    let overlap = std::fs::read_to_string(dir.join("stream_overlap.csv")).expect("stream_overlap.csv");
+    assert_eq!(overlap.lines().count(), 1 + 3, "{overlap}");
+    let syncs = std::fs::read_to_string(dir.join("syncs.csv")).expect("syncs.csv");
+    assert!(syncs.lines().any(|l| l.starts_with("cudaStreamWaitEvent,3,3,")), "{syncs}");
+    let memcpy = std::fs::read_to_string(dir.join("memcpy.csv")).expect("memcpy.csv");
+    assert!(memcpy.lines().any(|l| l.starts_with("DtoH,1,")), "{memcpy}");
+}
+
+#[test]
+fn parquet_and_table_outputs() {
+    let dir = out_dir("parquet");
+    let out = stats(&[SAMPLE, "--format", "parquet", "-o", dir.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0));
+    for table in ["kernels", "streams", "stream_overlap", "syncs", "memcpy"] {
+        let bytes = std::fs::read(dir.join(format!("{table}.parquet"))).expect("parquet written");
+        assert_eq!(&bytes[..4], b"PAR1", "{table}");
+    }
+    let out = stats(&[SAMPLE]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for heading in ["kernels:", "streams:", "stream_overlap:", "syncs:", "memcpy:"] {
+        assert!(text.contains(heading), "{text}");
+    }
+    assert!(text.contains("FillFunctor"), "{text}");
+}
+
+#[test]
+fn stats_reads_json_traces_and_refuses_bad_input() {
+    let out = stats(&["samples/json/pipeline_loop_race.json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = stats(&["no/such/file.sqlite"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = stats(&[SAMPLE, "--format", "csv"]);
+    assert_eq!(out.status.code(), Some(2), "csv needs a directory");
+}
