@@ -109,8 +109,9 @@ struct Activity {
 
 #[derive(Debug)]
 enum ActivityRow {
-    Api { start: i64, end: i64, global_tid: i64, name: String },
-    Kernel { start: i64, end: i64, device: i64, context: i64, stream: i64, name: String },
+    /// `name` is a StringIds id.
+    Api { start: i64, end: i64, global_tid: i64, name: i64 },
+    Kernel { start: i64, end: i64, device: i64, context: i64, stream: i64, name: i64 },
     Memcpy { start: i64, end: i64, device: i64, context: i64, stream: i64, bytes: i64, copy_kind: i64 },
     Memset { start: i64, end: i64, device: i64, context: i64, stream: i64, bytes: i64 },
     Sync { start: i64, end: i64, context: i64, stream: i64, sync_type: i64, event: i64, event_sync: Option<i64> },
@@ -174,7 +175,9 @@ struct Export {
     has_event_table: bool,
     live_allocations: FxHashMap<(i64, i64), (AllocId, u64)>,
     next_alloc: u32,
-    api_names: FxHashMap<String, Arc<str>>,
+    api_names: FxHashMap<i64, Arc<str>>,
+    /// StringIds, loaded once: names are joined in memory rather than by SQLite for every row.
+    strings: FxHashMap<i64, Arc<str>>,
     every_table_has_pid: bool,
 }
 
@@ -202,6 +205,7 @@ impl Export {
             live_allocations: FxHashMap::default(),
             next_alloc: 0,
             api_names: FxHashMap::default(),
+            strings: FxHashMap::default(),
             every_table_has_pid: true,
         }
     }
@@ -260,6 +264,11 @@ impl Export {
             None => self.counters.bump("nsys.schema_version_missing", Severity::Info, "export without a schema version", 1),
         }
         self.read_stream_info(conn)?;
+        if self.tables.contains("StringIds") {
+            let rows = query_all(conn, "SELECT id, value FROM StringIds", |row| Ok((int(row, 0)?, row.get::<_, Option<String>>(1)?)))
+                .map_err(|e| self.error("StringIds", e))?;
+            self.strings = rows.into_iter().filter_map(|(id, value)| Some((id?, Arc::from(value?.as_str())))).collect();
+        }
         let queries = self.table_queries(conn)?;
         let mut statements = Vec::new();
         for query in &queries {
@@ -378,31 +387,29 @@ impl Export {
             ("0", "0")
         };
         if has(self, "CUPTI_ACTIVITY_KIND_RUNTIME") {
-            let join = if has(self, "StringIds") { "LEFT JOIN StringIds s ON s.id = r.nameId" } else { "LEFT JOIN (SELECT NULL AS id, NULL AS value) s ON 0" };
             queries.push(TableQuery {
                 table: "CUPTI_ACTIVITY_KIND_RUNTIME",
                 sql: format!(
-                    "SELECT {runtime_pid}, r.correlationId, r.start, r.end, r.globalTid, s.value \
-                     FROM CUPTI_ACTIVITY_KIND_RUNTIME r {join} ORDER BY 1, 2, r.start"
+                    "SELECT {runtime_pid}, r.correlationId, r.start, r.end, r.globalTid, r.nameId \
+                     FROM CUPTI_ACTIVITY_KIND_RUNTIME r ORDER BY 1, 2, r.start"
                 ),
                 decode: |row| {
                     Ok(Some(ActivityRow::Api {
                         start: need!(int(row, 2)),
                         end: need!(int(row, 3)),
                         global_tid: need!(int(row, 4)),
-                        name: row.get::<_, Option<String>>(5)?.unwrap_or_else(|| "unknown API".into()),
+                        name: int(row, 5)?.unwrap_or(-1),
                     }))
                 },
             });
         } else {
             self.counters.bump("nsys.no_runtime_table", Severity::DataLoss, "export without CUDA API calls: host threads and host order unknown", 1);
         }
-        let names = has(self, "StringIds");
         if has(self, "CUPTI_ACTIVITY_KIND_KERNEL") {
             let cols = columns(self, "CUPTI_ACTIVITY_KIND_KERNEL")?;
             // The demangled name tells PyTorch's many `vectorized_elementwise_kernel`s apart (fill, mul, add, ...).
             let name_col = if cols.contains("demangledName") { "demangledName" } else { "shortName" };
-            let name = if names { format!("(SELECT value FROM StringIds WHERE id = k.{name_col})") } else { "NULL".into() };
+            let name = format!("k.{name_col}");
             let [device, context, stream] = ["deviceId", "contextId", "streamId"].map(|c| column_or(&cols, c, "0"));
             queries.push(TableQuery {
                 table: "CUPTI_ACTIVITY_KIND_KERNEL",
@@ -417,7 +424,7 @@ impl Export {
                         device: need!(int(row, 4)),
                         context: need!(int(row, 5)),
                         stream: need!(int(row, 6)),
-                        name: row.get::<_, Option<String>>(7)?.unwrap_or_else(|| "kernel".into()),
+                        name: int(row, 7)?.unwrap_or(-1),
                     }))
                 },
             });
@@ -600,12 +607,14 @@ impl Export {
         id
     }
 
-    fn intern_api(&mut self, name: &str) -> Arc<str> {
-        if let Some(api) = self.api_names.get(name) {
+    /// The API function's name without its version suffix, for a StringIds id.
+    fn api_name(&mut self, id: i64) -> Arc<str> {
+        if let Some(api) = self.api_names.get(&id) {
             return api.clone();
         }
-        let api: Arc<str> = Arc::from(name);
-        self.api_names.insert(name.to_string(), api.clone());
+        let full = self.strings.get(&id).cloned().unwrap_or_else(|| Arc::from("unknown API"));
+        let api: Arc<str> = Arc::from(base_name(&full));
+        self.api_names.insert(id, api.clone());
         api
     }
 
@@ -631,11 +640,11 @@ impl Export {
         let (pid, correlation) = (first.pid, first.correlation);
         let process = self.process(pid);
         let api = group.iter().find_map(|a| match &a.row {
-            ActivityRow::Api { start, end, global_tid, name } => Some((*start, *end, *global_tid, name.clone())),
+            ActivityRow::Api { start, end, global_tid, name } => Some((*start, *end, *global_tid, *name)),
             _ => None,
         });
         let thread = self.thread(process, api.as_ref().map(|a| a.2));
-        let api_name = api.as_ref().map(|a| base_name(&a.3).to_string());
+        let api_name = api.as_ref().map(|a| self.api_name(a.3));
         let region = match (regions.as_mut(), &api) {
             (Some(cursor), Some((start, _, global_tid, _))) => cursor.region_at(pid, *global_tid, *start),
             _ => None,
@@ -646,7 +655,7 @@ impl Export {
             correlation,
             host_start: api.as_ref().map(|a| a.0.max(0) as u64),
             host_end: api.as_ref().map(|a| a.1.max(0) as u64),
-            api: api_name.as_deref().map(|n| self.intern_api(n)),
+            api: api_name.clone(),
             region,
         };
         let gpu_rows = group.iter().filter(|a| !matches!(a.row, ActivityRow::Api { .. })).count();
@@ -661,13 +670,14 @@ impl Export {
         let name = api_name.as_deref().unwrap_or("");
         let mut emitted = false;
         for activity in group.iter_mut() {
-            let row = std::mem::replace(&mut activity.row, ActivityRow::Api { start: 0, end: 0, global_tid: 0, name: String::new() });
+            let row = std::mem::replace(&mut activity.row, ActivityRow::Api { start: 0, end: 0, global_tid: 0, name: -1 });
             let kind = match row {
                 ActivityRow::Api { .. } => continue,
                 ActivityRow::Kernel { start, end, device, context, stream, name: kernel } => {
                     self.counters.bump("nsys.kernels", Severity::Info, "kernel rows read", 1);
                     let stream = self.stream(pid, context, stream, Some(device));
-                    let op = OpKind::Kernel { stream, name: Arc::from(kernel.as_str()), accesses: Vec::new() };
+                    let name = self.strings.get(&kernel).cloned().unwrap_or_else(|| Arc::from("kernel"));
+                    let op = OpKind::Kernel { stream, name, accesses: Vec::new() };
                     self.push_op(&call, Some((start, end)), op);
                     emitted = true;
                     continue;

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Loading benchmark for nsys exports: an export of 2 million kernels made by replicating the rows of our own
+# capture (samples/nsys/torch_loop_race.sqlite), read by `streamtrace analyze` (which loads and analyzes every
+# row) and by a plain Python sqlite3 + pandas load of the same tables. Figures go to docs/performance.md.
+#
+#   benches/nsys_load.sh [KERNELS]        default 2000000; PANDAS_PYTHON names a python with pandas
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kernels=${1:-2000000}
+big=${BIG:-$(mktemp -d)/big.sqlite}
+bin=target/release/streamtrace
+[ -x "$bin" ] || cargo build --release
+python3 benches/make_big_export.py samples/nsys/torch_loop_race.sqlite "$big" "$kernels"
+rows=$(for t in RUNTIME KERNEL MEMCPY MEMSET SYNCHRONIZATION CUDA_EVENT; do
+  python3 -c "import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); print(db.execute(\"select count(*) from sqlite_master where name='CUPTI_ACTIVITY_KIND_$t'\").fetchone()[0] and db.execute('select count(*) from CUPTI_ACTIVITY_KIND_$t').fetchone()[0])" "$big"
+done | paste -sd+ | bc)
+echo "rows in the tables streamtrace reads: $rows"
+start=$(date +%s.%N)
+/usr/bin/time -f "streamtrace: wall %e s, max RSS %M kB" "$bin" analyze "$big" -o /dev/null
+end=$(date +%s.%N)
+echo "streamtrace: $(echo "$rows / ($end - $start)" | bc) rows/s (load and analysis)"
+python=${PANDAS_PYTHON:-python3}
+if "$python" -c 'import pandas' 2>/dev/null; then
+  /usr/bin/time -f "pandas: wall %e s, max RSS %M kB" "$python" benches/pandas_load.py "$big"
+else
+  echo "pandas: skipped ($python cannot import pandas)"
+fi
