@@ -314,6 +314,7 @@ impl Export {
             _ => None,
         };
         let mut group: Vec<Activity> = Vec::new();
+        let mut progress = Progress::new();
         loop {
             let Some(key) = cursors.iter().filter_map(|c| c.peeked.as_ref().map(|a| (a.pid, a.correlation))).min() else {
                 break;
@@ -327,8 +328,10 @@ impl Export {
                     cursor.advance(&self.path, &mut self.counters)?;
                 }
             }
+            progress.rows(group.len() as u64, &self.path);
             self.emit_group(&mut group, &mut regions);
         }
+        progress.done();
         Ok(())
     }
 
@@ -837,6 +840,39 @@ impl Export {
         };
         self.seq += 1;
         self.push(TraceRecord::Op(op));
+    }
+}
+
+/// A progress line on standard error for loads that take more than two seconds, when it is a terminal.
+struct Progress {
+    started: std::time::Instant,
+    rows: u64,
+    next_check: u64,
+    shown: bool,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress { started: std::time::Instant::now(), rows: 0, next_check: 1 << 18, shown: false }
+    }
+
+    fn rows(&mut self, n: u64, path: &Path) {
+        use std::io::IsTerminal;
+        self.rows += n;
+        if self.rows < self.next_check {
+            return;
+        }
+        self.next_check = self.rows + (1 << 18);
+        if self.started.elapsed().as_secs() >= 2 && std::io::stderr().is_terminal() {
+            eprint!("\rstreamtrace: {}: {} rows read in {:.0} s", path.display(), self.rows, self.started.elapsed().as_secs_f64());
+            self.shown = true;
+        }
+    }
+
+    fn done(&self) {
+        if self.shown {
+            eprintln!();
+        }
     }
 }
 

@@ -38,6 +38,9 @@ pub fn describe_op(op: &OpOccurrence) -> String {
         None => text.push_str(" on the host"),
     }
     text.push_str(&format!(", host thread {}", site.thread.tid));
+    if let Some(region) = &site.region {
+        text.push_str(&format!(", in region `{region}`"));
+    }
     text
 }
 
