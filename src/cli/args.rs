@@ -20,6 +20,8 @@ pub enum Command {
     /// Exit status: 0 when clean, 1 when races or waits on never-recorded events were found, 2 on bad input or
     /// usage.
     Analyze(AnalyzeArgs),
+    /// Run a CUDA program with capture injected, then analyze its trace. Exits with the program's status.
+    Capture(CaptureArgs),
     /// Summaries as `nsys stats` gives them: kernels, per-stream busy time and overlap, synchronization calls,
     /// copies by kind.
     Stats(StatsArgs),
@@ -85,6 +87,22 @@ pub struct StatsArgs {
     /// Where to write: a file for `table`; a directory (one file per table) for csv, json and parquet.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CaptureArgs {
+    /// Directory for the traces, one per process (trace.PID.json); earlier traces in it are removed.
+    #[arg(short = 'o', long, default_value = "streamtrace-trace")]
+    pub output: PathBuf,
+    /// Record only; do not analyze afterwards.
+    #[arg(long)]
+    pub no_analyze: bool,
+    /// Path of libcupti (found in CUDA and PyPI locations when not given).
+    #[arg(long)]
+    pub cupti: Option<PathBuf>,
+    /// The program and its arguments, after `--`.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
 }
 
 #[derive(Args, Debug)]

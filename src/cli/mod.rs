@@ -2,6 +2,7 @@
 
 mod analyze;
 mod args;
+mod capture;
 mod stats;
 mod synth;
 
@@ -23,6 +24,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Analyze(args) => analyze::run(&args),
+        Command::Capture(args) => capture::run(&args),
         Command::Stats(args) => stats::run(&args).map(|()| EXIT_CLEAN),
         Command::Synth(args) => synth::run(&args).map(|()| EXIT_CLEAN),
     };

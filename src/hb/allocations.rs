@@ -56,6 +56,12 @@ impl AllocationTable {
         (alloc.range.end() > range.start).then_some(alloc)
     }
 
+    /// The range of the live block holding `address`.
+    pub fn live_block_at(&self, address: u64) -> Option<AccessRange> {
+        let (_, alloc) = self.by_start.range(..=address).next_back()?;
+        (alloc.range.end() > address && self.start_of.contains_key(&alloc.id)).then_some(alloc.range)
+    }
+
     pub fn live(&self) -> usize {
         self.live
     }

@@ -17,7 +17,7 @@ use crate::findings::{
 };
 use crate::model::{
     Access, AccessMode, AllocKind, Allocation, EventInfo, FreeKind, GraphNode, HostSync, OpKind,
-    Operation, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo, TraceRecord,
+    Operation, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo, TraceRecord,
 };
 
 /// How host API calls of different threads are ordered (DESIGN.md rule 10).
@@ -60,6 +60,8 @@ pub struct EngineStats {
     pub has_addresses: bool,
     pub peak_shadow_segments: usize,
     pub peak_live_allocations: usize,
+    /// Pointer-sized kernel arguments that fell in no live allocation (not pointers, or host memory).
+    pub unresolved_pointers: u64,
 }
 
 struct StreamState {
@@ -304,10 +306,12 @@ impl Engine {
             self.enqueue(stream, host);
         }
         match &op.kind {
-            OpKind::Kernel { stream, name, accesses } => {
+            OpKind::Kernel { stream, name, accesses, pointers } => {
                 let site = self.site("kernel", name, Some(*stream), op);
-                let epoch = self.tick(*stream, site, op, !accesses.is_empty());
-                for access in effective_accesses(accesses) {
+                let epoch = self.tick(*stream, site, op, !accesses.is_empty() || !pointers.is_empty());
+                let mut all = accesses.clone();
+                self.resolve_pointers(op.process, pointers, &mut all);
+                for access in effective_accesses(&all) {
                     self.access(op, epoch, site, *access, Effect::Access);
                 }
             }
@@ -432,6 +436,22 @@ impl Engine {
         let segments = self.processes.get(op.process.index()).map_or(0, |p| p.shadow.segments());
         self.stats.peak_shadow_segments = self.stats.peak_shadow_segments.max(segments);
         Ok(())
+    }
+
+    /// Tier T1: a pointer argument that falls in a live allocation accesses that whole block. Words that point
+    /// nowhere (sizes, flags, host pointers, freed memory) are ignored and counted.
+    fn resolve_pointers(&mut self, process: ProcessId, pointers: &[PointerArg], out: &mut Vec<Access>) {
+        let Some(state) = self.processes.get(process.index()) else { return };
+        for pointer in pointers {
+            match state.allocations.live_block_at(pointer.address) {
+                Some(range) => {
+                    if !out.iter().any(|a| a.range == range && a.mode == pointer.mode) {
+                        out.push(Access { range, mode: pointer.mode });
+                    }
+                }
+                None => self.stats.unresolved_pointers += 1,
+            }
+        }
     }
 
     /// What every enqueue does before the operation itself (rules 2 and 7).

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use super::{ImportCounters, IngestError, RecordSource, Severity};
 use crate::model::{
     Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind,
-    GraphNode, HostSync, OpKind, normalize_region, Operation, ProcessId, QueryTarget, SourceLocation, StreamId, StreamInfo, StreamKind,
+    GraphNode, HostSync, OpKind, PointerArg, normalize_region, Operation, ProcessId, QueryTarget, SourceLocation, StreamId, StreamInfo, StreamKind,
     ThreadId, ThreadInfo, TraceRecord,
 };
 
@@ -200,6 +200,10 @@ impl<'de> Deserialize<'de> for Address {
     }
 }
 
+/// `[address, "r" | "w"]`: a pointer argument of a kernel.
+#[derive(Deserialize, Debug)]
+struct RawPointer<'a>(Address, #[serde(borrow)] Cow<'a, str>);
+
 /// `[address, size]`.
 #[derive(Deserialize, Debug, Clone, Copy)]
 struct RawRange(Address, Address);
@@ -260,6 +264,8 @@ struct RawRecord<'a> {
     reads: Vec<RawRange>,
     #[serde(default)]
     writes: Vec<RawRange>,
+    #[serde(default, borrow)]
+    pointers: Vec<RawPointer<'a>>,
     #[serde(borrow)]
     copy: Option<Cow<'a, str>>,
     from: Option<RawRange>,
@@ -459,6 +465,12 @@ impl JsonTraceParser {
                 return Ok(());
             }
             "process" => return Ok(()),
+            "gpu_time" => {
+                // GPU start and end of an operation, delivered by CUPTI after the fact: kept for timelines,
+                // not needed to decide ordering.
+                self.counters.bump("json.gpu_times", Severity::Info, "GPU time records (not used by the analysis)", 1);
+                return Ok(());
+            }
             "stream" => {
                 let handle = raw.id.ok_or("stream record without `id`")?;
                 if self.streams.get(process, handle).is_some() {
@@ -512,7 +524,16 @@ impl JsonTraceParser {
                 accesses_into(&raw.reads, AccessMode::Read, &mut accesses)?;
                 accesses_into(&raw.writes, AccessMode::Write, &mut accesses)?;
                 let name = self.intern(&raw.name.ok_or("kernel without `name`")?);
-                OpKind::Kernel { stream, name, accesses }
+                let mut pointers = Vec::with_capacity(raw.pointers.len());
+                for RawPointer(address, mode) in &raw.pointers {
+                    let mode = match mode.as_ref() {
+                        "r" | "read" => AccessMode::Read,
+                        "w" | "write" => AccessMode::Write,
+                        other => return Err(format!("pointer mode `{other}` (expected \"r\" or \"w\")")),
+                    };
+                    pointers.push(PointerArg { address: address.0, mode });
+                }
+                OpKind::Kernel { stream, name, accesses, pointers }
             }
             "memcpy" => {
                 let stream = self.stream(process, raw.stream)?;

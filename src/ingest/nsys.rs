@@ -680,7 +680,7 @@ impl Export {
                     self.counters.bump("nsys.kernels", Severity::Info, "kernel rows read", 1);
                     let stream = self.stream(pid, context, stream, Some(device));
                     let name = self.strings.get(&kernel).cloned().unwrap_or_else(|| Arc::from("kernel"));
-                    let op = OpKind::Kernel { stream, name, accesses: Vec::new() };
+                    let op = OpKind::Kernel { stream, name, accesses: Vec::new(), pointers: Vec::new() };
                     self.push_op(&call, Some((start, end)), op);
                     emitted = true;
                     continue;

@@ -11,7 +11,7 @@ mod record;
 pub use entities::{AllocKind, Allocation, EventInfo, FreeKind, StreamInfo, StreamKind, ThreadInfo};
 pub use ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
 pub use ops::{
-    Access, AccessMode, AccessRange, CopyKind, GraphNode, HostSync, OpKind, Operation, QueryTarget,
+    Access, AccessMode, AccessRange, CopyKind, GraphNode, HostSync, OpKind, Operation, PointerArg, QueryTarget,
     RangeError, SourceLocation,
 };
 pub use ops::normalize_region;

@@ -74,6 +74,13 @@ pub struct Access {
     pub mode: AccessMode,
 }
 
+/// A pointer-sized kernel argument and whether the kernel may write through it (`const T*` parameters only read).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PointerArg {
+    pub address: u64,
+    pub mode: AccessMode,
+}
+
 /// Where in the program's source an operation was issued.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct SourceLocation {
@@ -180,7 +187,14 @@ pub struct GraphNode {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum OpKind {
-    Kernel { stream: StreamId, name: Arc<str>, accesses: Vec<Access> },
+    Kernel {
+        stream: StreamId,
+        name: Arc<str>,
+        /// Byte ranges known exactly (tier T2, hand-written traces).
+        accesses: Vec<Access>,
+        /// Pointer-valued arguments (tier T1): each one that falls in a live allocation accesses that whole block.
+        pointers: Vec<PointerArg>,
+    },
     Memcpy {
         stream: StreamId,
         copy: CopyKind,

@@ -1,0 +1,253 @@
+//! The CUPTI driver-API callback: turns one call into records. Runs on the application's threads, so it only
+//! reads the call's parameters and hands records to the writer; it never blocks on I/O.
+
+use std::ffi::c_void;
+
+use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData};
+
+use crate::args::{scan_parameter, PointerArg};
+use crate::cbid::*;
+use crate::params::*;
+use crate::record::{Call, Record, SyncTarget};
+use crate::state::ProcessState;
+
+/// CU_LAUNCH_PARAM_BUFFER_POINTER and CU_LAUNCH_PARAM_BUFFER_SIZE in a launch's `extra` array.
+const LAUNCH_PARAM_BUFFER_POINTER: usize = 1;
+const LAUNCH_PARAM_BUFFER_SIZE: usize = 2;
+
+/// Reads the parameter block of the call as `T`.
+///
+/// Safety: `data.functionParams` must point to the parameter block of the call `cbid` names, and `T` must be a
+/// prefix of that block's layout (params.rs).
+unsafe fn params<T>(data: &CUpti_CallbackData) -> &T {
+    &*(data.functionParams as *const T)
+}
+
+/// The call's return value at API exit (CUresult 0 is success).
+unsafe fn succeeded(data: &CUpti_CallbackData) -> bool {
+    !data.functionReturnValue.is_null() && *(data.functionReturnValue as *const i32) == 0
+}
+
+/// The pointer words of a launch's arguments, each marked read-only when its parameter is `const T*`.
+unsafe fn launch_pointers(state: &mut ProcessState, f: Handle, kernel_params: *mut *mut c_void, extra: *mut *mut c_void) -> (std::sync::Arc<str>, Vec<PointerArg>) {
+    let info = state.function(f);
+    let mut pointers = Vec::new();
+    if !kernel_params.is_null() {
+        for (index, &(offset, size, read_only)) in info.params.iter().enumerate() {
+            let value = *kernel_params.add(index);
+            if value.is_null() || size == 0 {
+                continue;
+            }
+            let bytes = std::slice::from_raw_parts(value as *const u8, size);
+            scan_parameter(bytes, offset, read_only, &mut pointers);
+        }
+    } else if !extra.is_null() {
+        // The packed form: `extra` holds (key, value) pairs ending with CU_LAUNCH_PARAM_END (0).
+        let (mut buffer, mut size) = (std::ptr::null::<u8>(), 0usize);
+        let mut i = 0;
+        while !(*extra.add(i)).is_null() && i < 64 {
+            let key = *extra.add(i) as usize;
+            let value = *extra.add(i + 1);
+            if key == LAUNCH_PARAM_BUFFER_POINTER {
+                buffer = value as *const u8;
+            } else if key == LAUNCH_PARAM_BUFFER_SIZE && !value.is_null() {
+                size = *(value as *const usize);
+            }
+            i += 2;
+        }
+        if !buffer.is_null() && size > 0 {
+            for &(offset, psize, read_only) in &info.params {
+                if offset + psize <= size {
+                    scan_parameter(std::slice::from_raw_parts(buffer.add(offset), psize), offset, read_only, &mut pointers);
+                }
+            }
+        }
+    }
+    (info.name.clone(), pointers)
+}
+
+fn copy_kind(cbid: u32) -> &'static str {
+    match cbid {
+        CU_MEMCPY_HTOD_V2 | CU_MEMCPY_HTOD_ASYNC_V2 | CU_MEMCPY_HTOD_V2_PTDS | CU_MEMCPY_HTOD_ASYNC_V2_PTSZ => "HtoD",
+        CU_MEMCPY_DTOH_V2 | CU_MEMCPY_DTOH_ASYNC_V2 | CU_MEMCPY_DTOH_V2_PTDS | CU_MEMCPY_DTOH_ASYNC_V2_PTSZ => "DtoH",
+        CU_MEMCPY_DTOD_V2 | CU_MEMCPY_DTOD_ASYNC_V2 | CU_MEMCPY_DTOD_V2_PTDS | CU_MEMCPY_DTOD_ASYNC_V2_PTSZ => "DtoD",
+        CU_MEMCPY_PEER | CU_MEMCPY_PEER_ASYNC | CU_MEMCPY_PEER_ASYNC_PTSZ => "PtoP",
+        _ => "Default",
+    }
+}
+
+fn memset_width(cbid: u32) -> u64 {
+    match cbid {
+        CU_MEMSET_D16_V2 | CU_MEMSET_D16_ASYNC => 2,
+        CU_MEMSET_D32_V2 | CU_MEMSET_D32_ASYNC | CU_MEMSET_D32_V2_PTDS | CU_MEMSET_D32_ASYNC_PTSZ => 4,
+        _ => 1,
+    }
+}
+
+/// Records one driver call.
+///
+/// Safety: `data` is the callback data CUPTI passed for the call `cbid`, valid for the duration of the callback.
+pub unsafe fn on_call(state: &mut ProcessState, cbid: u32, data: &CUpti_CallbackData, call: Call, device: Option<u32>) {
+    let enter = data.callbackSite == CUpti_ApiCallbackSite::CUPTI_API_ENTER;
+    let context = data.contextUid;
+    let pt = per_thread(cbid);
+    match cbid {
+        CU_LAUNCH_KERNEL | CU_LAUNCH_KERNEL_PTSZ if enter => {
+            let p = params::<LaunchKernel>(data);
+            let stream = state.stream(call, context, device, p.hStream, pt);
+            let (name, pointers) = launch_pointers(state, p.f, p.kernelParams, p.extra);
+            state.emit(call, Record::Kernel { stream, name, pointers, api: "cuLaunchKernel" });
+        }
+        CU_LAUNCH_COOPERATIVE_KERNEL | CU_LAUNCH_COOPERATIVE_KERNEL_PTSZ if enter => {
+            let p = params::<LaunchKernel>(data);
+            let stream = state.stream(call, context, device, p.hStream, pt);
+            let (name, pointers) = launch_pointers(state, p.f, p.kernelParams, std::ptr::null_mut());
+            state.emit(call, Record::Kernel { stream, name, pointers, api: "cuLaunchCooperativeKernel" });
+        }
+        CU_LAUNCH_KERNEL_EX | CU_LAUNCH_KERNEL_EX_PTSZ if enter => {
+            let p = params::<LaunchKernelEx>(data);
+            if p.config.is_null() {
+                return;
+            }
+            let stream = state.stream(call, context, device, (*p.config).hStream, pt);
+            let (name, pointers) = launch_pointers(state, p.f, p.kernelParams, p.extra);
+            state.emit(call, Record::Kernel { stream, name, pointers, api: "cuLaunchKernelEx" });
+        }
+        CU_MEMCPY | CU_MEMCPY_PTDS | CU_MEMCPY_HTOD_V2 | CU_MEMCPY_HTOD_V2_PTDS | CU_MEMCPY_DTOH_V2
+        | CU_MEMCPY_DTOH_V2_PTDS | CU_MEMCPY_DTOD_V2 | CU_MEMCPY_DTOD_V2_PTDS
+            if enter =>
+        {
+            let p = params::<Memcpy>(data);
+            let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
+            state.emit(call, Record::Memcpy { stream, copy: copy_kind(cbid), src: p.src, dst: p.dst, bytes: p.ByteCount as u64, synchronous: true, api: "cuMemcpy" });
+        }
+        CU_MEMCPY_ASYNC | CU_MEMCPY_ASYNC_PTSZ | CU_MEMCPY_HTOD_ASYNC_V2 | CU_MEMCPY_HTOD_ASYNC_V2_PTSZ
+        | CU_MEMCPY_DTOH_ASYNC_V2 | CU_MEMCPY_DTOH_ASYNC_V2_PTSZ | CU_MEMCPY_DTOD_ASYNC_V2 | CU_MEMCPY_DTOD_ASYNC_V2_PTSZ
+            if enter =>
+        {
+            let p = params::<MemcpyAsync>(data);
+            let stream = state.stream(call, context, device, p.hStream, pt);
+            state.emit(call, Record::Memcpy { stream, copy: copy_kind(cbid), src: p.src, dst: p.dst, bytes: p.ByteCount as u64, synchronous: false, api: "cuMemcpyAsync" });
+        }
+        CU_MEMCPY_PEER if enter => {
+            let p = params::<MemcpyPeer>(data);
+            let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
+            state.emit(call, Record::Memcpy { stream, copy: "PtoP", src: p.srcDevice, dst: p.dstDevice, bytes: p.ByteCount as u64, synchronous: true, api: "cuMemcpyPeer" });
+        }
+        CU_MEMCPY_PEER_ASYNC | CU_MEMCPY_PEER_ASYNC_PTSZ if enter => {
+            let p = params::<MemcpyPeerAsync>(data);
+            let stream = state.stream(call, context, device, p.hStream, pt);
+            state.emit(call, Record::Memcpy { stream, copy: "PtoP", src: p.srcDevice, dst: p.dstDevice, bytes: p.ByteCount as u64, synchronous: false, api: "cuMemcpyPeerAsync" });
+        }
+        CU_MEMSET_D8_V2 | CU_MEMSET_D16_V2 | CU_MEMSET_D32_V2 | CU_MEMSET_D8_V2_PTDS | CU_MEMSET_D32_V2_PTDS if enter => {
+            let p = params::<Memset>(data);
+            let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
+            let bytes = p.N as u64 * memset_width(cbid);
+            state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: true, api: "cuMemset" });
+        }
+        CU_MEMSET_D8_ASYNC | CU_MEMSET_D16_ASYNC | CU_MEMSET_D32_ASYNC | CU_MEMSET_D8_ASYNC_PTSZ | CU_MEMSET_D32_ASYNC_PTSZ if enter => {
+            let p = params::<MemsetAsync>(data);
+            let stream = state.stream(call, context, device, p.hStream, pt);
+            let bytes = p.N as u64 * memset_width(cbid);
+            state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: false, api: "cuMemsetAsync" });
+        }
+        CU_EVENT_RECORD | CU_EVENT_RECORD_PTSZ | CU_EVENT_RECORD_WITH_FLAGS | CU_EVENT_RECORD_WITH_FLAGS_PTSZ if enter => {
+            let p = params::<EventRecord>(data);
+            let stream = state.stream(call, context, device, p.hStream, pt);
+            let event = state.event(call, p.hEvent as u64);
+            state.emit(call, Record::EventRecord { event, stream });
+        }
+        CU_STREAM_WAIT_EVENT | CU_STREAM_WAIT_EVENT_PTSZ if enter => {
+            let p = params::<StreamWaitEvent>(data);
+            let stream = state.stream(call, context, device, p.hStream, pt);
+            let event = state.event(call, p.hEvent as u64);
+            state.emit(call, Record::Wait { stream, event });
+        }
+        CU_STREAM_SYNCHRONIZE | CU_STREAM_SYNCHRONIZE_PTSZ if enter => {
+            let p = params::<OneHandle>(data);
+            let stream = state.stream(call, context, device, p.handle, pt);
+            state.emit(call, Record::Sync { target: SyncTarget::Stream(stream), api: "cuStreamSynchronize" });
+        }
+        CU_EVENT_SYNCHRONIZE if enter => {
+            let p = params::<OneHandle>(data);
+            let event = state.event(call, p.handle as u64);
+            state.emit(call, Record::Sync { target: SyncTarget::Event(event), api: "cuEventSynchronize" });
+        }
+        CU_CTX_SYNCHRONIZE | CU_CTX_SYNCHRONIZE_V2 if enter => {
+            // The legacy default stream of the context must exist for the sync to name its context.
+            state.stream(call, context, device, std::ptr::null_mut(), false);
+            state.emit(call, Record::Sync { target: SyncTarget::Context(context), api: "cuCtxSynchronize" });
+        }
+        CU_STREAM_QUERY | CU_STREAM_QUERY_PTSZ if !enter => {
+            let p = params::<OneHandle>(data);
+            let stream = state.stream(call, context, device, p.handle, pt);
+            state.emit(call, Record::Query { target: SyncTarget::Stream(stream), ready: succeeded(data), api: "cuStreamQuery" });
+        }
+        CU_EVENT_QUERY if !enter => {
+            let p = params::<OneHandle>(data);
+            let event = state.event(call, p.handle as u64);
+            state.emit(call, Record::Query { target: SyncTarget::Event(event), ready: succeeded(data), api: "cuEventQuery" });
+        }
+        CU_STREAM_CREATE | CU_STREAM_CREATE_WITH_PRIORITY if !enter && succeeded(data) => {
+            let p = params::<StreamCreate>(data);
+            if !p.phStream.is_null() {
+                let priority = (cbid == CU_STREAM_CREATE_WITH_PRIORITY).then_some(p.priority);
+                state.created_stream(call, context, device, *p.phStream as u64, p.Flags, priority);
+            }
+        }
+        CU_MEM_ALLOC_V2 | CU_MEM_ALLOC_MANAGED if !enter && succeeded(data) => {
+            let p = params::<MemAlloc>(data);
+            if !p.dptr.is_null() {
+                let kind = if cbid == CU_MEM_ALLOC_MANAGED { "managed" } else { "device" };
+                state.allocated(call, *p.dptr, p.bytesize as u64, kind, None, "cuMemAlloc");
+            }
+        }
+        CU_MEM_ALLOC_ASYNC | CU_MEM_ALLOC_ASYNC_PTSZ if !enter && succeeded(data) => {
+            let p = params::<MemAllocAsync>(data);
+            if !p.dptr.is_null() {
+                let stream = state.stream(call, context, device, p.hStream, pt);
+                state.allocated(call, *p.dptr, p.bytesize as u64, "stream_ordered", Some(stream), "cuMemAllocAsync");
+            }
+        }
+        CU_MEM_ALLOC_FROM_POOL_ASYNC | CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ if !enter && succeeded(data) => {
+            let p = params::<MemAllocFromPoolAsync>(data);
+            if !p.dptr.is_null() {
+                let stream = state.stream(call, context, device, p.hStream, pt);
+                state.allocated(call, *p.dptr, p.bytesize as u64, "stream_ordered", Some(stream), "cuMemAllocFromPoolAsync");
+            }
+        }
+        CU_MEM_HOST_ALLOC | CU_MEM_ALLOC_HOST_V2 if !enter && succeeded(data) => {
+            let p = params::<MemHostAlloc>(data);
+            if !p.pp.is_null() {
+                state.allocated(call, *p.pp as u64, p.bytesize as u64, "host", None, "cuMemHostAlloc");
+            }
+        }
+        CU_MEM_MAP if !enter && succeeded(data) => {
+            let p = params::<MemMap>(data);
+            state.allocated(call, p.ptr, p.size as u64, "virtual_map", None, "cuMemMap");
+        }
+        CU_MEM_FREE_V2 if enter => {
+            let p = params::<MemFree>(data);
+            state.freed(call, p.dptr, "synchronous", None, "cuMemFree");
+        }
+        CU_MEM_FREE_HOST if enter => {
+            let p = params::<OneHandle>(data);
+            state.freed(call, p.handle as u64, "host", None, "cuMemFreeHost");
+        }
+        CU_MEM_FREE_ASYNC | CU_MEM_FREE_ASYNC_PTSZ if enter => {
+            let p = params::<MemFreeAsync>(data);
+            let stream = state.stream(call, context, device, p.hStream, pt);
+            state.freed(call, p.dptr, "stream_ordered", Some(stream), "cuMemFreeAsync");
+        }
+        CU_MEM_UNMAP if enter => {
+            let p = params::<MemMap>(data);
+            state.unmapped(call, p.ptr, p.size as u64);
+        }
+        CU_GRAPH_LAUNCH | CU_GRAPH_LAUNCH_PTSZ if enter => {
+            let p = params::<GraphLaunch>(data);
+            let stream = state.stream(call, context, device, p.hStream, pt);
+            state.emit(call, Record::GraphLaunch { stream });
+        }
+        _ => {}
+    }
+}

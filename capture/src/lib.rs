@@ -1,0 +1,214 @@
+//! The streamtrace capture library, injected into a CUDA program through `CUDA_INJECTION64_PATH`.
+//!
+//! The CUDA driver calls [`InitializeInjection`] while it initializes. The library subscribes to CUPTI's
+//! driver-API callbacks for the calls that order or touch memory (cbid.rs), turns each into a record of the
+//! streamtrace JSON trace format (record.rs) and hands it to a writer thread (writer.rs).
+//!
+//! Capture must never change what the program does: nothing panics or unwinds across the FFI boundary (every
+//! entry point catches), and any setup failure (no CUPTI, another CUPTI client such as nsys or ncu already
+//! subscribed) is said once on standard error while the program runs on untouched.
+
+pub mod args;
+mod callback;
+pub mod cbid;
+mod functions;
+pub mod params;
+pub mod record;
+pub mod signature;
+mod state;
+pub mod writer;
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use cudarc::cupti::result as cupti;
+use cudarc::cupti::sys::{CUpti_CallbackData, CUpti_CallbackDomain, CUpti_SubscriberHandle};
+
+use record::Call;
+use state::ProcessState;
+use writer::{Message, Writer};
+
+/// Whether callbacks record anything. Cleared for good after a failure.
+static ENABLED: AtomicBool = AtomicBool::new(false);
+/// The state of the current process; replaced after a fork.
+static STATE: Mutex<Option<ProcessState>> = Mutex::new(None);
+/// The CUPTI library, kept loaded for the life of the process.
+static CUPTI_LIBRARY: OnceLock<Option<libloading::Library>> = OnceLock::new();
+/// The device of each context, by context uid.
+static DEVICES: OnceLock<Mutex<HashMap<u32, Option<u32>>>> = OnceLock::new();
+
+thread_local! {
+    /// Set while this thread runs the callback: driver calls the capture makes itself must not be recorded.
+    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Says why capture stopped, once, and stops it.
+fn disable(reason: &str) {
+    if ENABLED.swap(false, Ordering::SeqCst) {
+        eprintln!("streamtrace: capture stopped: {reason}; the program runs on without it");
+    }
+}
+
+fn say_once(reason: &str) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::SeqCst) {
+        eprintln!("streamtrace: capture disabled: {reason}; the program runs on without it");
+    }
+}
+
+fn thread_id() -> u64 {
+    // Safety: gettid has no preconditions.
+    unsafe { libc::gettid() as u64 }
+}
+
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // Safety: writes the current time into a local.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Where libcupti may be: the path the `streamtrace capture` command found, then the usual CUDA locations.
+fn cupti_candidates() -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    if let Some(path) = std::env::var_os("STREAMTRACE_CUPTI") {
+        paths.push(PathBuf::from(path));
+    }
+    for root in ["/usr/local/cuda/targets/x86_64-linux/lib", "/usr/local/cuda/extras/CUPTI/lib64", "/usr/local/cuda/lib64"] {
+        for name in ["libcupti.so.13", "libcupti.so.12", "libcupti.so"] {
+            paths.push(PathBuf::from(root).join(name));
+        }
+    }
+    paths
+}
+
+/// Loads libcupti by path so that cudarc, which looks it up by name, finds the loaded copy.
+fn load_cupti() -> Result<(), String> {
+    let loaded = CUPTI_LIBRARY.get_or_init(|| {
+        for path in cupti_candidates() {
+            if path.exists() {
+                // Safety: loading CUPTI runs its initializers, which expect to be loaded into a CUDA process.
+                if let Ok(lib) = unsafe { libloading::os::unix::Library::open(Some(&path), libc::RTLD_NOW | libc::RTLD_GLOBAL) } {
+                    return Some(lib.into());
+                }
+            }
+        }
+        None
+    });
+    // Safety: probing for the library has no side effect beyond loading it.
+    if loaded.is_some() || unsafe { cudarc::cupti::sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err("libcupti not found (set STREAMTRACE_CUPTI to its path)".into())
+    }
+}
+
+fn device_of(data: &CUpti_CallbackData) -> Option<u32> {
+    let devices = DEVICES.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut devices = devices.lock().ok()?;
+    *devices.entry(data.contextUid).or_insert_with(|| {
+        if data.context.is_null() {
+            return None;
+        }
+        let mut device = 0u32;
+        // Safety: the context of the call being traced; out-pointer to a local.
+        unsafe { cupti::get_device_id(data.context, &mut device) }.ok().map(|()| device)
+    })
+}
+
+/// Starts a writer for this process if none runs for it (first call, or the first after a fork).
+fn state_for_this_process(slot: &mut Option<ProcessState>) -> Option<&mut ProcessState> {
+    let pid = std::process::id();
+    if slot.as_ref().is_some_and(|s| s.pid == pid) {
+        return slot.as_mut();
+    }
+    let template = std::env::var("STREAMTRACE_OUTPUT").unwrap_or_else(|_| "streamtrace.%p.json".into());
+    let path = writer::trace_path(&template, pid);
+    match Writer::start(path.clone()) {
+        Ok(writer) => {
+            *slot = Some(ProcessState::new(pid, writer));
+            slot.as_mut()
+        }
+        Err(e) => {
+            disable(&format!("cannot create {}: {e}", path.display()));
+            None
+        }
+    }
+}
+
+/// CUPTI's callback for every enabled driver call.
+unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDomain, cbid: u32, data: *const c_void) {
+    if !ENABLED.load(Ordering::Relaxed) || data.is_null() || domain != CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API {
+        return;
+    }
+    if IN_CALLBACK.with(|flag| flag.replace(true)) {
+        return;
+    }
+    let outcome = std::panic::catch_unwind(|| {
+        // Safety: CUPTI passes driver-API callback data for the driver domain.
+        let data = unsafe { &*(data as *const CUpti_CallbackData) };
+        let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: data.correlationId };
+        let device = device_of(data);
+        let Ok(mut slot) = STATE.lock() else { return };
+        if let Some(state) = state_for_this_process(&mut slot) {
+            // Safety: `data` belongs to the call `cbid`.
+            unsafe { callback::on_call(state, cbid, data, call, device) };
+        }
+    });
+    IN_CALLBACK.with(|flag| flag.set(false));
+    if outcome.is_err() {
+        disable("an internal error in the capture library");
+    }
+}
+
+/// Writes out everything recorded, at exit.
+extern "C" fn flush_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        let Ok(mut slot) = STATE.lock() else { return };
+        let Some(state) = slot.as_mut().filter(|s| s.pid == std::process::id()) else { return };
+        let (done, wait) = std::sync::mpsc::channel();
+        if state.writer.sender.send(Message::Flush(done)).is_ok() {
+            let _ = wait.recv_timeout(Duration::from_secs(5));
+        }
+        if state.dropped > 0 {
+            eprintln!("streamtrace: {} records lost: the writer had stopped", state.dropped);
+        }
+    });
+}
+
+fn initialize() -> Result<(), String> {
+    load_cupti()?;
+    let mut subscriber: CUpti_SubscriberHandle = std::ptr::null_mut();
+    // Safety: registers a callback with the signature CUPTI expects; no user data.
+    unsafe { cupti::subscribe(&mut subscriber, Some(on_driver_call), std::ptr::null_mut()) }.map_err(|e| {
+        format!("cuptiSubscribe failed ({e:?}): another CUPTI client (nsys, ncu, a profiler) may already be attached")
+    })?;
+    for &id in cbid::ENABLED {
+        // Safety: a subscriber handle just returned by CUPTI; ids from cupti_driver_cbid.h.
+        let _ = unsafe { cupti::enable_callback(1, subscriber, CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API, id) };
+    }
+    // Safety: registers a plain extern "C" function with no arguments.
+    unsafe { libc::atexit(flush_at_exit) };
+    ENABLED.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Entry point the CUDA driver calls for a library named in `CUDA_INJECTION64_PATH`. Returns 1 (success) in every
+/// case: a failed capture must not fail the program's CUDA initialization.
+#[no_mangle]
+pub extern "C" fn InitializeInjection() -> i32 {
+    if std::env::var_os("STREAMTRACE_DISABLE").is_some() {
+        return 1;
+    }
+    match std::panic::catch_unwind(initialize) {
+        Ok(Ok(())) => {}
+        Ok(Err(reason)) => say_once(&reason),
+        Err(_) => say_once("an internal error while setting up CUPTI"),
+    }
+    1
+}

@@ -1,0 +1,127 @@
+//! The capture's state in one process: the writer, and what it has already declared (streams, events,
+//! allocations, kernel layouts). One mutex guards it, which also makes the order of records in the file the
+//! order in which the calls were made.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use cudarc::driver::sys as cu;
+
+use crate::functions::{describe, FunctionInfo};
+use crate::record::{Call, Entry, Record};
+use crate::writer::{Message, Writer};
+
+/// Stream ids the trace uses for the default streams; real streams use their handle, a pointer far above these.
+const PER_THREAD_BASE: u64 = 1 << 31;
+
+pub struct ProcessState {
+    pub pid: u32,
+    pub writer: Writer,
+    streams: HashSet<u64>,
+    per_thread_streams: HashMap<(u32, u64), u64>,
+    events: HashSet<u64>,
+    next_alloc: u64,
+    /// Live allocations by start address: (id, bytes, kind).
+    allocations: BTreeMap<u64, (u64, u64, &'static str)>,
+    functions: HashMap<usize, Arc<FunctionInfo>>,
+    /// Records that could not be sent (the writer stopped), counted for the final message.
+    pub dropped: u64,
+}
+
+impl ProcessState {
+    pub fn new(pid: u32, writer: Writer) -> ProcessState {
+        ProcessState {
+            pid,
+            writer,
+            streams: HashSet::new(),
+            per_thread_streams: HashMap::new(),
+            events: HashSet::new(),
+            next_alloc: 1,
+            allocations: BTreeMap::new(),
+            functions: HashMap::new(),
+            dropped: 0,
+        }
+    }
+
+    pub fn emit(&mut self, call: Call, record: Record) {
+        if self.writer.sender.send(Message::Entry(Entry { call, record })).is_err() {
+            self.dropped += 1;
+        }
+    }
+
+    /// The trace's id for a stream handle, declaring the stream on first sight. A null handle is the legacy
+    /// default stream, or the calling thread's default stream in a per-thread (`_ptsz`) call.
+    pub fn stream(&mut self, call: Call, context: u32, device: Option<u32>, handle: *mut c_void, per_thread_call: bool) -> u64 {
+        let raw = handle as u64;
+        let (id, kind, priority) = match raw {
+            0 if !per_thread_call => (context as u64, "legacy_default", None),
+            1 => (context as u64, "legacy_default", None),
+            0 | 2 => {
+                let next = PER_THREAD_BASE + self.per_thread_streams.len() as u64;
+                let id = *self.per_thread_streams.entry((context, call.tid)).or_insert(next);
+                (id, "per_thread_default", None)
+            }
+            _ => {
+                if self.streams.contains(&raw) {
+                    return raw;
+                }
+                let (mut flags, mut priority) = (0u32, 0i32);
+                // Safety: a live stream handle from the call being traced; out-pointers to locals.
+                let known = unsafe { cu::cuStreamGetFlags(handle as cu::CUstream, &mut flags) } == cu::CUresult::CUDA_SUCCESS;
+                let _ = unsafe { cu::cuStreamGetPriority(handle as cu::CUstream, &mut priority) };
+                let kind = if known && flags & 1 == 0 { "blocking" } else { "non_blocking" };
+                (raw, kind, Some(priority))
+            }
+        };
+        if self.streams.insert(id) {
+            self.emit(call, Record::Stream { handle: id, kind, priority, context, device });
+        }
+        id
+    }
+
+    /// Declares a stream from its creation call.
+    pub fn created_stream(&mut self, call: Call, context: u32, device: Option<u32>, handle: u64, flags: u32, priority: Option<i32>) {
+        if handle > 2 && self.streams.insert(handle) {
+            let kind = if flags & 1 == 0 { "blocking" } else { "non_blocking" };
+            self.emit(call, Record::Stream { handle, kind, priority, context, device });
+        }
+    }
+
+    pub fn event(&mut self, call: Call, handle: u64) -> u64 {
+        if self.events.insert(handle) {
+            self.emit(call, Record::Event { handle });
+        }
+        handle
+    }
+
+    pub fn function(&mut self, handle: *mut c_void) -> Arc<FunctionInfo> {
+        self.functions.entry(handle as usize).or_insert_with(|| Arc::new(describe(handle))).clone()
+    }
+
+    pub fn allocated(&mut self, call: Call, address: u64, bytes: u64, kind: &'static str, stream: Option<u64>, api: &'static str) {
+        let id = self.next_alloc;
+        self.next_alloc += 1;
+        // A block at an address still marked live was freed by a path the capture does not see: retire it first.
+        if let Some((old, _, old_kind)) = self.allocations.insert(address, (id, bytes, kind)) {
+            let free_kind = if old_kind == "virtual_map" { "virtual_unmap" } else { "synchronous" };
+            self.emit(call, Record::Free { id: old, kind: free_kind, stream: None, api: "implicit" });
+        }
+        self.emit(call, Record::Alloc { id, address, bytes, kind, stream, api });
+    }
+
+    pub fn freed(&mut self, call: Call, address: u64, kind: &'static str, stream: Option<u64>, api: &'static str) {
+        if let Some((id, _, _)) = self.allocations.remove(&address) {
+            self.emit(call, Record::Free { id, kind, stream, api });
+        }
+    }
+
+    /// cuMemUnmap of `[address, address + bytes)`: every mapping that starts inside it ends.
+    pub fn unmapped(&mut self, call: Call, address: u64, bytes: u64) {
+        let end = address.saturating_add(bytes);
+        let starts: Vec<u64> = self.allocations.range(address..end).map(|(start, _)| *start).collect();
+        for start in starts {
+            self.freed(call, start, "virtual_unmap", None, "cuMemUnmap");
+        }
+    }
+}

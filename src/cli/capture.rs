@@ -1,0 +1,173 @@
+//! `streamtrace capture -- cmd args...`: runs a program with the capture library injected, stays out of its way
+//! (its standard streams, exit status and signals stay its own), then analyzes the trace of each of its
+//! processes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context};
+
+use super::args::CaptureArgs;
+use crate::analysis::analyze_path;
+use crate::hb::EngineOptions;
+use crate::report::{text::TextReport, Report};
+
+/// The injected library's file name, looked for beside the streamtrace binary.
+const LIBRARY: &str = "libstreamtrace_capture.so";
+
+fn capture_library() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os("STREAMTRACE_CAPTURE_LIB") {
+        return Ok(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe().context("cannot find the streamtrace binary's directory")?;
+    let beside = exe.with_file_name(LIBRARY);
+    if beside.exists() {
+        return Ok(beside);
+    }
+    bail!(
+        "the capture library {LIBRARY} is not beside {} (build it with `cargo build --release -p streamtrace-capture`, or set STREAMTRACE_CAPTURE_LIB)",
+        exe.display()
+    )
+}
+
+/// The libcupti matching the driver: CUDA toolkit locations, then the PyPI wheels (nvidia-cuda-cupti) of the
+/// Python environments on the machine.
+fn find_cupti() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    let mut roots = vec![PathBuf::from("/usr/local/cuda")];
+    if let Some(home) = std::env::var_os("CUDA_HOME").or_else(|| std::env::var_os("CUDA_PATH")) {
+        roots.insert(0, PathBuf::from(home));
+    }
+    for root in &roots {
+        for dir in ["targets/x86_64-linux/lib", "extras/CUPTI/lib64", "lib64"] {
+            for name in ["libcupti.so.13", "libcupti.so.12", "libcupti.so"] {
+                candidates.push(root.join(dir).join(name));
+            }
+        }
+    }
+    for dir in ["/usr/lib/x86_64-linux-gnu", "/usr/lib64"] {
+        for name in ["libcupti.so.13", "libcupti.so.12"] {
+            candidates.push(Path::new(dir).join(name));
+        }
+    }
+    if let Some(found) = candidates.into_iter().find(|p| p.exists()) {
+        return Some(found);
+    }
+    // PyPI wheels: .../site-packages/nvidia/{cu13,cuda_cupti}/lib/libcupti.so.*
+    let mut site_dirs = Vec::new();
+    for base in ["/usr/local/lib", "/usr/lib"] {
+        if let Ok(entries) = std::fs::read_dir(base) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().to_string();
+                if name.starts_with("python3") {
+                    site_dirs.push(entry.path().join("dist-packages"));
+                    site_dirs.push(entry.path().join("site-packages"));
+                }
+            }
+        }
+    }
+    for site in site_dirs {
+        for sub in ["nvidia/cu13/lib/libcupti.so.13", "nvidia/cuda_cupti/lib/libcupti.so.12"] {
+            let path = site.join(sub);
+            if path.exists() {
+                return Some(path);
+            }
+        }
+    }
+    None
+}
+
+/// Ignores SIGINT and SIGQUIT while the child runs: the terminal delivers them to the child too, and capture must
+/// outlive the child to analyze its trace. Restores the previous handlers when dropped.
+struct IgnoreTerminalSignals {
+    previous: [libc::sighandler_t; 2],
+}
+
+impl IgnoreTerminalSignals {
+    fn new() -> IgnoreTerminalSignals {
+        // Safety: installs SIG_IGN for two signals; the previous dispositions are restored on drop.
+        let previous = unsafe { [libc::signal(libc::SIGINT, libc::SIG_IGN), libc::signal(libc::SIGQUIT, libc::SIG_IGN)] };
+        IgnoreTerminalSignals { previous }
+    }
+}
+
+impl Drop for IgnoreTerminalSignals {
+    fn drop(&mut self) {
+        // Safety: restores the dispositions saved in `new`.
+        unsafe {
+            libc::signal(libc::SIGINT, self.previous[0]);
+            libc::signal(libc::SIGQUIT, self.previous[1]);
+        }
+    }
+}
+
+pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
+    let Some((program, program_args)) = args.command.split_first() else { bail!("no command to run: streamtrace capture -- cmd args...") };
+    let library = capture_library()?;
+    let cupti = match &args.cupti {
+        Some(path) => Some(path.clone()),
+        None => find_cupti(),
+    };
+    let dir = &args.output;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // Traces of an earlier capture into the same directory would be analyzed as this run's.
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if name.starts_with("trace.") && name.ends_with(".json") {
+            std::fs::remove_file(entry.path()).with_context(|| format!("cannot remove the old trace {}", entry.path().display()))?;
+        }
+    }
+    let template = dir.join("trace.%p.json");
+    let mut command = Command::new(program);
+    command.args(program_args).env("CUDA_INJECTION64_PATH", &library).env("STREAMTRACE_OUTPUT", &template);
+    match &cupti {
+        Some(path) => {
+            command.env("STREAMTRACE_CUPTI", path);
+        }
+        None => eprintln!("streamtrace: libcupti not found in the usual places; the capture library will search again (pass --cupti PATH)"),
+    }
+    let mut child = command.spawn().with_context(|| format!("cannot run {program}"))?;
+    let status = {
+        let _ignore = IgnoreTerminalSignals::new();
+        child.wait().with_context(|| format!("waiting for {program}"))?
+    };
+    if !args.no_analyze {
+        let mut traces: Vec<PathBuf> = std::fs::read_dir(dir)?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("trace.")))
+            .collect();
+        traces.sort();
+        if traces.is_empty() {
+            eprintln!("streamtrace: no trace was written (the program made no CUDA call, or capture was disabled: see above)");
+        }
+        for trace in traces {
+            eprintln!("streamtrace: {}", trace.display());
+            match analyze_path(&trace, EngineOptions::default()) {
+                Ok(analysis) => {
+                    let stderr = std::io::stderr();
+                    TextReport.write(&analysis, &mut stderr.lock()).context("writing the report")?;
+                }
+                Err(e) => eprintln!("streamtrace: cannot analyze {}: {e}", trace.display()),
+            }
+        }
+    }
+    Ok(exit_like(status))
+}
+
+/// The child's exit status; a child killed by a signal kills capture with the same signal.
+fn exit_like(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        return code as u8;
+    }
+    if let Some(signal) = status.signal() {
+        // Safety: restores the default action and raises the signal the child died of on ourselves.
+        unsafe {
+            libc::signal(signal, libc::SIG_DFL);
+            libc::raise(signal);
+        }
+        return 128u8.wrapping_add(signal as u8);
+    }
+    1
+}
