@@ -39,8 +39,6 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 static STATE: Mutex<Option<ProcessState>> = Mutex::new(None);
 /// The CUPTI library, kept loaded for the life of the process.
 static CUPTI_LIBRARY: OnceLock<Option<libloading::Library>> = OnceLock::new();
-/// The device of each context, by context uid.
-static DEVICES: OnceLock<Mutex<HashMap<u32, Option<u32>>>> = OnceLock::new();
 
 thread_local! {
     /// Set while this thread runs the callback: driver calls the capture makes itself must not be recorded.
@@ -61,9 +59,16 @@ fn say_once(reason: &str) {
     }
 }
 
+thread_local! {
+    /// gettid is a system call: ask once per thread.
+    static THREAD_ID: u64 = {
+        // Safety: gettid has no preconditions.
+        unsafe { libc::gettid() as u64 }
+    };
+}
+
 fn thread_id() -> u64 {
-    // Safety: gettid has no preconditions.
-    unsafe { libc::gettid() as u64 }
+    THREAD_ID.with(|tid| *tid)
 }
 
 fn now_ns() -> u64 {
@@ -108,9 +113,8 @@ fn load_cupti() -> Result<(), String> {
     }
 }
 
-fn device_of(data: &CUpti_CallbackData) -> Option<u32> {
-    let devices = DEVICES.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut devices = devices.lock().ok()?;
+/// The device of the call's context, looked up once per context (under the state lock).
+fn device_of(devices: &mut HashMap<u32, Option<u32>>, data: &CUpti_CallbackData) -> Option<u32> {
     *devices.entry(data.contextUid).or_insert_with(|| {
         if data.context.is_null() {
             return None;
@@ -153,9 +157,9 @@ unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDo
         // Safety: CUPTI passes driver-API callback data for the driver domain.
         let data = unsafe { &*(data as *const CUpti_CallbackData) };
         let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: data.correlationId };
-        let device = device_of(data);
         let Ok(mut slot) = STATE.lock() else { return };
         if let Some(state) = state_for_this_process(&mut slot) {
+            let device = device_of(&mut state.devices, data);
             // Safety: `data` belongs to the call `cbid`.
             unsafe { callback::on_call(state, cbid, data, call, device) };
         }

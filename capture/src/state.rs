@@ -25,6 +25,8 @@ pub struct ProcessState {
     /// Live allocations by start address: (id, bytes, kind).
     allocations: BTreeMap<u64, (u64, u64, &'static str)>,
     functions: HashMap<usize, Arc<FunctionInfo>>,
+    /// The device of each context, by context uid.
+    pub devices: HashMap<u32, Option<u32>>,
     /// Records that could not be sent (the writer stopped), counted for the final message.
     pub dropped: u64,
 }
@@ -40,6 +42,7 @@ impl ProcessState {
             next_alloc: 1,
             allocations: BTreeMap::new(),
             functions: HashMap::new(),
+            devices: HashMap::new(),
             dropped: 0,
         }
     }

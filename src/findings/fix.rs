@@ -43,23 +43,32 @@ impl Fix {
     }
 }
 
+impl fmt::Display for StreamRef {
+    /// The stream's number, in hex when it is a handle (a pointer) rather than a small id.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.handle > 0xF_FFFF {
+            write!(f, "{:#x}", self.handle)
+        } else {
+            write!(f, "{}", self.handle)
+        }
+    }
+}
+
 impl fmt::Display for Fix {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Fix::RecordAndWait { record_on, after, wait_on, before } => write!(
                 f,
-                "record an event on stream {} right after `{after}` (cudaEventRecord(ev, s{})), and make stream {} wait on it before `{before}` (cudaStreamWaitEvent(s{}, ev))",
-                record_on.handle, record_on.handle, wait_on.handle, wait_on.handle
+                "record an event on stream {} right after `{after}` (cudaEventRecord), and make stream {} wait on it before `{before}` (cudaStreamWaitEvent)",
+                record_on, wait_on
             ),
             Fix::FreeAfterUse { free_stream, use_stream, use_op } => write!(
                 f,
-                "the block is freed on stream {} before `{use_op}` on stream {} is done with it: issue the free after `{use_op}`, and order it (record an event on stream {} after `{use_op}` and make stream {} wait on it before cudaFreeAsync, or free on stream {})",
-                free_stream.handle, use_stream.handle, use_stream.handle, free_stream.handle, use_stream.handle
+                "the block is freed on stream {free_stream} before `{use_op}` on stream {use_stream} is done with it: issue the free after `{use_op}`, and order it (record an event on stream {use_stream} after `{use_op}` and make stream {free_stream} wait on it before cudaFreeAsync, or free on stream {use_stream})"
             ),
             Fix::SyncBeforeRelease { stream, after } => write!(
                 f,
-                "synchronize stream {} (or an event recorded after `{after}`) before releasing the memory",
-                stream.handle
+                "synchronize stream {stream} (or an event recorded after `{after}`) before releasing the memory"
             ),
             Fix::GraphDependency { graph, from, to } => {
                 write!(f, "add a dependency edge from node `{from}` to node `{to}` in graph `{graph}`")

@@ -34,7 +34,7 @@ pub fn describe_op(op: &OpOccurrence) -> String {
         _ => site.name.clone(),
     };
     match &site.stream {
-        Some(stream) => text.push_str(&format!(" on stream {} ({})", stream.handle, stream.kind.as_str())),
+        Some(stream) => text.push_str(&format!(" on stream {stream} ({})", stream.kind.as_str())),
         None => text.push_str(" on the host"),
     }
     text.push_str(&format!(", host thread {}", site.thread.tid));
@@ -54,9 +54,9 @@ pub fn describe_why(race: &RaceFinding) -> String {
             earlier.site.name, later.site.name
         ),
         Unordered::CrossStream { known, position } => {
-            let earlier_stream = earlier.site.stream.as_ref().map_or(0, |s| s.handle);
+            let earlier_stream = earlier.site.stream.as_ref().map_or("?".to_string(), |s| s.to_string());
             let observer = match &later.site.stream {
-                Some(s) => format!("stream {}", s.handle),
+                Some(s) => format!("stream {s}"),
                 None => "the host thread".to_string(),
             };
             let seen = if *known == 0 {
