@@ -97,3 +97,51 @@ fn torch_samples_captured_at_tier_t1() {
     expect_races("samples/capture/torch/prefetch_no_wait.json", &[("write-after-write", "memcpy HtoD", VEC)]);
     expect_races("samples/capture/torch/wait_before_record.json", &[("write-after-write", VEC, VEC)]);
 }
+
+// The capture command's process handling, testable without a GPU: the program's streams, exit status and death
+// by signal stay its own.
+fn capture(args: &[&str], envs: &[(&str, &str)]) -> std::process::Output {
+    let dir = std::env::temp_dir().join(format!("st-capture-cli-{}", std::process::id()));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_streamtrace"));
+    cmd.arg("capture").arg("-o").arg(&dir).arg("--").args(args);
+    // The library is not needed for these programs (they make no CUDA call), but capture looks for it.
+    cmd.env("STREAMTRACE_CAPTURE_LIB", "/nonexistent/libstreamtrace_capture.so");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("runs")
+}
+
+#[test]
+fn capture_passes_streams_and_exit_status_through() {
+    let out = capture(&["sh", "-c", "echo out; echo err >&2; exit 7"], &[]);
+    assert_eq!(out.status.code(), Some(7));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
+    assert!(String::from_utf8_lossy(&out.stderr).lines().any(|l| l == "err"));
+}
+
+#[test]
+fn capture_dies_of_the_signal_the_program_died_of() {
+    use std::os::unix::process::ExitStatusExt;
+    let out = capture(&["sh", "-c", "kill -TERM $$"], &[]);
+    assert_eq!(out.status.signal(), Some(libc_sigterm()));
+}
+
+fn libc_sigterm() -> i32 {
+    15
+}
+
+#[test]
+fn capture_steps_aside_for_another_injection_library() {
+    let out = capture(&["sh", "-c", "echo $CUDA_INJECTION64_PATH"], &[("CUDA_INJECTION64_PATH", "/opt/other/libinject.so")]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "/opt/other/libinject.so\n", "the other tool's library stays");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("capture is off for this run"));
+}
+
+#[test]
+fn capture_without_command_or_program_is_a_usage_error() {
+    let out = capture(&["/nonexistent/program"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run /nonexistent/program"));
+}

@@ -19,7 +19,7 @@ mod state;
 pub mod writer;
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,10 +31,13 @@ use cudarc::cupti::sys::{CUpti_CallbackData, CUpti_CallbackDomain, CUpti_Subscri
 
 use record::Call;
 use state::ProcessState;
-use writer::{Message, Writer};
+use writer::Writer;
 
 /// Whether callbacks record anything. Cleared for good after a failure.
 static ENABLED: AtomicBool = AtomicBool::new(false);
+/// `STREAMTRACE_CALLBACK_NOOP=1`: subscribe and take every callback but record nothing, to measure what CUPTI's
+/// callbacks cost by themselves (docs/performance.md).
+static NOOP: AtomicBool = AtomicBool::new(false);
 /// The state of the current process; replaced after a fork.
 static STATE: Mutex<Option<ProcessState>> = Mutex::new(None);
 /// The CUPTI library, kept loaded for the life of the process.
@@ -133,8 +136,19 @@ fn state_for_this_process(slot: &mut Option<ProcessState>) -> Option<&mut Proces
     }
     let template = std::env::var("STREAMTRACE_OUTPUT").unwrap_or_else(|_| "streamtrace.%p.json".into());
     let path = writer::trace_path(&template, pid);
-    match Writer::start(path.clone()) {
+    match Writer::create(path.clone()) {
         Ok(writer) => {
+            let drain = writer.handle();
+            let started = std::thread::Builder::new().name("streamtrace-writer".into()).spawn(move || loop {
+                std::thread::sleep(Duration::from_millis(100));
+                if !drain_into(&drain) {
+                    break;
+                }
+            });
+            if let Err(e) = started {
+                disable(&format!("cannot start the writer thread: {e}"));
+                return None;
+            }
             *slot = Some(ProcessState::new(pid, writer));
             slot.as_mut()
         }
@@ -147,7 +161,11 @@ fn state_for_this_process(slot: &mut Option<ProcessState>) -> Option<&mut Proces
 
 /// CUPTI's callback for every enabled driver call.
 unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDomain, cbid: u32, data: *const c_void) {
-    if !ENABLED.load(Ordering::Relaxed) || data.is_null() || domain != CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API {
+    if !ENABLED.load(Ordering::Relaxed)
+        || NOOP.load(Ordering::Relaxed)
+        || data.is_null()
+        || domain != CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API
+    {
         return;
     }
     if IN_CALLBACK.with(|flag| flag.replace(true)) {
@@ -170,18 +188,34 @@ unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDo
     }
 }
 
+/// Takes the records collected so far and writes them with `writer`. False when this process's capture has
+/// ended (or the process forked and this thread belongs to the parent's state).
+fn drain_into(writer: &Writer) -> bool {
+    let batch = {
+        let Ok(mut slot) = STATE.lock() else { return false };
+        match slot.as_mut() {
+            Some(state) if state.pid == std::process::id() && state.writer.path == writer.path => std::mem::take(&mut state.pending),
+            _ => return false,
+        }
+    };
+    if !batch.is_empty() && writer.write(&batch).is_err() {
+        disable("cannot write the trace any more");
+        return false;
+    }
+    true
+}
+
 /// Writes out everything recorded, at exit.
 extern "C" fn flush_at_exit() {
     let _ = std::panic::catch_unwind(|| {
-        let Ok(mut slot) = STATE.lock() else { return };
-        let Some(state) = slot.as_mut().filter(|s| s.pid == std::process::id()) else { return };
-        let (done, wait) = std::sync::mpsc::channel();
-        if state.writer.sender.send(Message::Flush(done)).is_ok() {
-            let _ = wait.recv_timeout(Duration::from_secs(5));
-        }
-        if state.dropped > 0 {
-            eprintln!("streamtrace: {} records lost: the writer had stopped", state.dropped);
-        }
+        let writer = {
+            let Ok(slot) = STATE.lock() else { return };
+            match slot.as_ref() {
+                Some(state) if state.pid == std::process::id() => state.writer.handle(),
+                _ => return,
+            }
+        };
+        drain_into(&writer);
     });
 }
 
@@ -198,6 +232,7 @@ fn initialize() -> Result<(), String> {
     }
     // Safety: registers a plain extern "C" function with no arguments.
     unsafe { libc::atexit(flush_at_exit) };
+    NOOP.store(std::env::var_os("STREAMTRACE_CALLBACK_NOOP").is_some(), Ordering::SeqCst);
     ENABLED.store(true, Ordering::SeqCst);
     Ok(())
 }

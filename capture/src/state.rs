@@ -2,7 +2,9 @@
 //! allocations, kernel layouts). One mutex guards it, which also makes the order of records in the file the
 //! order in which the calls were made.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -10,7 +12,7 @@ use cudarc::driver::sys as cu;
 
 use crate::functions::{describe, FunctionInfo};
 use crate::record::{Call, Entry, Record};
-use crate::writer::{Message, Writer};
+use crate::writer::Writer;
 
 /// Stream ids the trace uses for the default streams; real streams use their handle, a pointer far above these.
 const PER_THREAD_BASE: u64 = 1 << 31;
@@ -27,8 +29,8 @@ pub struct ProcessState {
     functions: HashMap<usize, Arc<FunctionInfo>>,
     /// The device of each context, by context uid.
     pub devices: HashMap<u32, Option<u32>>,
-    /// Records that could not be sent (the writer stopped), counted for the final message.
-    pub dropped: u64,
+    /// Records not yet written: the draining thread takes them every 100 ms.
+    pub pending: Vec<Entry>,
 }
 
 impl ProcessState {
@@ -36,21 +38,19 @@ impl ProcessState {
         ProcessState {
             pid,
             writer,
-            streams: HashSet::new(),
-            per_thread_streams: HashMap::new(),
-            events: HashSet::new(),
+            streams: HashSet::default(),
+            per_thread_streams: HashMap::default(),
+            events: HashSet::default(),
             next_alloc: 1,
             allocations: BTreeMap::new(),
-            functions: HashMap::new(),
-            devices: HashMap::new(),
-            dropped: 0,
+            functions: HashMap::default(),
+            devices: HashMap::default(),
+            pending: Vec::with_capacity(4096),
         }
     }
 
     pub fn emit(&mut self, call: Call, record: Record) {
-        if self.writer.sender.send(Message::Entry(Entry { call, record })).is_err() {
-            self.dropped += 1;
-        }
+        self.pending.push(Entry { call, record });
     }
 
     /// The trace's id for a stream handle, declaring the stream on first sight. A null handle is the legacy

@@ -103,6 +103,20 @@ impl Drop for IgnoreTerminalSignals {
 
 pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
     let Some((program, program_args)) = args.command.split_first() else { bail!("no command to run: streamtrace capture -- cmd args...") };
+    if let Some(other) = std::env::var_os("CUDA_INJECTION64_PATH") {
+        // Another tool (nsys, ncu) already injects itself; only one injection library can be named, and taking
+        // its place would break that tool. Run the program under it, untouched.
+        eprintln!(
+            "streamtrace: another CUDA injection library is set (CUDA_INJECTION64_PATH={}): capture is off for this run",
+            other.to_string_lossy()
+        );
+        let status = {
+            let mut child = Command::new(program).args(program_args).spawn().with_context(|| format!("cannot run {program}"))?;
+            let _ignore = IgnoreTerminalSignals::new();
+            child.wait().with_context(|| format!("waiting for {program}"))?
+        };
+        return Ok(exit_like(status));
+    }
     let library = capture_library()?;
     let cupti = match &args.cupti {
         Some(path) => Some(path.clone()),

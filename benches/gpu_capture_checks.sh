@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# On the GPU machine: overhead of capture in three modes (plain, CUPTI callbacks that record nothing, full
+# capture), capture beside another CUPTI client (nsys), and a program that forks and execs. Results in $OUT.
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+mkdir -p .gpu/bin && gunzip -c .gpu/streamtrace.gz > .gpu/bin/streamtrace && chmod +x .gpu/bin/streamtrace
+cp .gpu/libstreamtrace_capture.so .gpu/bin/
+st=.gpu/bin/streamtrace
+export PATH=/usr/local/cuda/bin:$PATH
+nvcc -O2 -arch=sm_90 -o /tmp/launches benches/capture_launches.cu
+nvcc -O2 -arch=sm_90 -std=c++17 -o /tmp/race samples/cuda/two_streams_race.cu
+{
+for round in 1 2 3 4 5; do
+  /tmp/launches 100000 | sed "s/^/plain    /"
+  STREAMTRACE_CALLBACK_NOOP=1 $st capture --no-analyze -o /tmp/b1 -- /tmp/launches 100000 | sed "s/^/noop     /"
+  $st capture --no-analyze -o /tmp/b2 -- /tmp/launches 100000 | sed "s/^/captured /"
+  python3 benches/torch_train_loop.py | sed "s/^/plain    /"
+  STREAMTRACE_CALLBACK_NOOP=1 $st capture --no-analyze -o /tmp/b3 -- python3 benches/torch_train_loop.py | sed "s/^/noop     /"
+  $st capture --no-analyze -o /tmp/b4 -- python3 benches/torch_train_loop.py | sed "s/^/captured /"
+  TORCH_CUDA_SANITIZER=1 python3 benches/torch_train_loop.py 2>/dev/null | sed "s/^/csan     /"
+done
+} > "$OUT/overhead.txt" 2>&1
+cat "$OUT/overhead.txt"
+echo "== beside nsys (another CUPTI client)"
+H=/opt/nvidia/nsight-compute/2025.3.1/host
+mkdir -p /tmp/libdw && dpkg -x .gpu/libdw1_*.deb /tmp/libdw
+LD_LIBRARY_PATH=/tmp/libdw/usr/lib/x86_64-linux-gnu:$H/target-linux-x64 $H/target-linux-x64/nsys profile -t cuda -s none --cpuctxsw=none -o /tmp/both --force-overwrite true \
+  $st capture -o /tmp/b5 -- /tmp/race > "$OUT/beside_nsys.txt" 2>&1; echo "exit $?" >> "$OUT/beside_nsys.txt"
+grep -E "streamtrace|GROUND|exit" "$OUT/beside_nsys.txt" | head
+echo "== fork and exec"
+cat > /tmp/forker.py <<'PY'
+import os, subprocess, sys
+import torch
+x = torch.ones(4, device="cuda"); torch.cuda.synchronize()
+pid = os.fork()
+if pid == 0:
+    os._exit(0)          # a forked child that makes no CUDA call
+os.waitpid(pid, 0)
+subprocess.run(["/tmp/race"], check=True)   # a child process with CUDA work: its own trace
+print("forker done")
+PY
+$st capture -o /tmp/b6 -- python3 /tmp/forker.py > "$OUT/fork_exec.txt" 2>&1; echo "exit $?" >> "$OUT/fork_exec.txt"
+ls -la /tmp/b6 >> "$OUT/fork_exec.txt"
+cat "$OUT/fork_exec.txt" | grep -vE "^\s+at |^$" | head -40
+tar czf "$OUT/traces.tgz" /tmp/b5 /tmp/b6 2>/dev/null
