@@ -44,6 +44,26 @@ static STATE: Mutex<Option<ProcessState>> = Mutex::new(None);
 static CUPTI_LIBRARY: OnceLock<Option<libloading::Library>> = OnceLock::new();
 
 thread_local! {
+    /// The state lock, held by the forking thread across fork(): the child must not inherit it locked by a
+    /// thread that does not exist there.
+    static FORK_GUARD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Option<ProcessState>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+extern "C" fn before_fork() {
+    let _ = std::panic::catch_unwind(|| {
+        let guard = STATE.lock().ok();
+        FORK_GUARD.with(|slot| *slot.borrow_mut() = guard);
+    });
+}
+
+/// In the parent and in the child: release the lock taken before the fork. The child's first recorded call
+/// then finds a state of another process and starts its own trace file.
+extern "C" fn after_fork() {
+    let _ = std::panic::catch_unwind(|| FORK_GUARD.with(|slot| slot.borrow_mut().take()));
+}
+
+thread_local! {
     /// Set while this thread runs the callback: driver calls the capture makes itself must not be recorded.
     static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
 }
@@ -233,6 +253,8 @@ fn initialize() -> Result<(), String> {
     // Safety: registers a plain extern "C" function with no arguments.
     unsafe { libc::atexit(flush_at_exit) };
     NOOP.store(std::env::var_os("STREAMTRACE_CALLBACK_NOOP").is_some(), Ordering::SeqCst);
+    // Safety: registers plain extern "C" functions that take and release the state lock around fork().
+    unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
     ENABLED.store(true, Ordering::SeqCst);
     Ok(())
 }
