@@ -145,3 +145,12 @@ fn capture_without_command_or_program_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run /nonexistent/program"));
 }
+
+#[test]
+fn forked_processes_each_get_their_own_trace() {
+    // benches/fork_check.py under capture on the GPU machine: parent and child each race on their own buffer.
+    const VEC: &str = "void at::native::vectorized_elementwise_kernel";
+    for trace in ["samples/capture/fork/parent.json", "samples/capture/fork/child.json"] {
+        expect_races(trace, &[("write-after-write", VEC, VEC)]);
+    }
+}

@@ -120,3 +120,8 @@ pub fn per_thread(cbid: u32) -> bool {
             | CU_LAUNCH_KERNEL_EX_PTSZ
     )
 }
+
+/// Calls that block the host until GPU work is done.
+pub fn is_synchronization(cbid: u32) -> bool {
+    matches!(cbid, CU_CTX_SYNCHRONIZE | CU_CTX_SYNCHRONIZE_V2 | CU_STREAM_SYNCHRONIZE | CU_STREAM_SYNCHRONIZE_PTSZ | CU_EVENT_SYNCHRONIZE)
+}

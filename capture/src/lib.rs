@@ -195,11 +195,18 @@ unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDo
         // Safety: CUPTI passes driver-API callback data for the driver domain.
         let data = unsafe { &*(data as *const CUpti_CallbackData) };
         let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: data.correlationId };
-        let Ok(mut slot) = STATE.lock() else { return };
-        if let Some(state) = state_for_this_process(&mut slot) {
+        let flush = {
+            let Ok(mut slot) = STATE.lock() else { return };
+            let Some(state) = state_for_this_process(&mut slot) else { return };
             let device = device_of(&mut state.devices, data);
             // Safety: `data` belongs to the call `cbid`.
             unsafe { callback::on_call(state, cbid, data, call, device) };
+            // The program is about to wait anyway: write what is pending, so that a process ending in _exit
+            // (multiprocessing workers do) loses nothing recorded before its last synchronization.
+            cbid::is_synchronization(cbid).then(|| state.writer.handle())
+        };
+        if let Some(writer) = flush {
+            drain_into(&writer);
         }
     });
     IN_CALLBACK.with(|flag| flag.set(false));
