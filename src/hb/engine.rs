@@ -101,6 +101,9 @@ struct ContextState {
 #[derive(Default)]
 struct ProcessState {
     streams: Vec<StreamId>,
+    /// Streams that have run a memory-touching operation: only they can be unordered with anything. PyTorch
+    /// creates 128 pool streams at start-up and uses a few.
+    active_streams: Vec<StreamId>,
     shadow: ShadowMemory,
     allocations: AllocationTable,
     host_clock: Option<usize>,
@@ -506,8 +509,11 @@ impl Engine {
         let s = stream.index();
         let epoch = self.streams[s].clock.tick(stream);
         self.stats.has_addresses |= has_addresses;
+        if epoch.tick == 1 {
+            self.process_mut(op.process).active_streams.push(stream);
+        }
         let Engine { streams, processes, collector, sites, .. } = self;
-        for &other in &processes[op.process.index()].streams {
+        for &other in &processes[op.process.index()].active_streams {
             let o = other.index();
             if o == s {
                 continue;
