@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::findings::Findings;
 use crate::hb::{Engine, EngineOptions, EngineStats, HostOrder};
 use crate::ingest::{self, ImportCounters, IngestError, RecordSource};
+use crate::report::timeline::Timeline;
 
 /// Everything a report needs.
 #[derive(Debug, Serialize)]
@@ -17,6 +18,9 @@ pub struct Analysis {
     pub findings: Findings,
     pub stats: EngineStats,
     pub import: ImportCounters,
+    /// Bars and arrows for timeline reports, when asked for.
+    #[serde(skip)]
+    pub timeline: Option<Timeline>,
 }
 
 /// Why an analysis could not finish.
@@ -34,20 +38,41 @@ pub fn analyze_path(path: &Path, options: EngineOptions) -> Result<Analysis, Ana
     analyze_source(&path.display().to_string(), source, options)
 }
 
+/// Analyzes the trace at `path` and keeps its timeline (every stream operation and happens-before edge) for the
+/// HTML and Perfetto reports.
+pub fn analyze_path_with_timeline(path: &Path, options: EngineOptions) -> Result<Analysis, AnalysisError> {
+    let source = ingest::open(path)?;
+    run(&path.display().to_string(), source, options, true)
+}
+
 /// Analyzes records from an open source; `name` is how reports refer to the trace.
-pub fn analyze_source(
+pub fn analyze_source(name: &str, source: Box<dyn RecordSource>, options: EngineOptions) -> Result<Analysis, AnalysisError> {
+    run(name, source, options, false)
+}
+
+fn run(
     name: &str,
     mut source: Box<dyn RecordSource>,
     options: EngineOptions,
+    with_timeline: bool,
 ) -> Result<Analysis, AnalysisError> {
     let format = source.format();
     let mut engine = Engine::new(options);
+    let mut timeline = with_timeline.then(Timeline::default);
+    if with_timeline {
+        engine.log_edges();
+    }
     for record in source.by_ref() {
-        engine
-            .apply(record?)
-            .map_err(|source| AnalysisError::Engine { path: name.to_string(), source })?;
+        let record = record?;
+        if let Some(timeline) = timeline.as_mut() {
+            timeline.observe(&record);
+        }
+        engine.apply(record).map_err(|source| AnalysisError::Engine { path: name.to_string(), source })?;
     }
     let import = source.finish();
+    if let Some(timeline) = timeline.as_mut() {
+        timeline.finish(&engine.take_edges());
+    }
     let (findings, stats) = engine.finish();
-    Ok(Analysis { trace: name.to_string(), format, host_order: options.host_order, findings, stats, import })
+    Ok(Analysis { trace: name.to_string(), format, host_order: options.host_order, findings, stats, import, timeline })
 }

@@ -9,14 +9,19 @@ use anyhow::Context;
 
 use super::args::{AnalyzeArgs, OutputFormat};
 use super::{EXIT_CLEAN, EXIT_FINDINGS};
-use crate::analysis::analyze_path;
+use crate::analysis::{analyze_path, analyze_path_with_timeline};
 use crate::hb::EngineOptions;
-use crate::report::{json::JsonReport, text::TextReport, Report};
+use crate::report::{html::HtmlReport, json::JsonReport, perfetto::PerfettoReport, text::TextReport, Report};
 
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
     let started = Instant::now();
     let options = EngineOptions { host_order: args.host_order.into() };
-    let analysis = analyze_path(&args.trace, options)?;
+    let wants_timeline = args.html.is_some() || args.perfetto.is_some();
+    let analysis = if wants_timeline {
+        analyze_path_with_timeline(&args.trace, options)?
+    } else {
+        analyze_path(&args.trace, options)?
+    };
     let elapsed = started.elapsed();
     let report: &dyn Report = match args.format {
         OutputFormat::Text => &TextReport,
@@ -28,6 +33,11 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
             let stdout = io::stdout();
             let mut out = BufWriter::new(stdout.lock());
             report.write(&analysis, &mut out).and_then(|()| out.flush()).context("writing the report")?;
+        }
+    }
+    for (path, extra) in [(&args.html, &HtmlReport as &dyn Report), (&args.perfetto, &PerfettoReport)] {
+        if let Some(path) = path {
+            write_atomically(path, |out| extra.write(&analysis, out))?;
         }
     }
     if args.timing {

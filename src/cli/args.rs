@@ -68,6 +68,12 @@ pub struct AnalyzeArgs {
     /// Print throughput and peak memory to standard error.
     #[arg(long)]
     pub timing: bool,
+    /// Also write a self-contained HTML timeline report to this file.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// Also write a Perfetto / Chrome trace (JSON, for ui.perfetto.dev) to this file.
+    #[arg(long)]
+    pub perfetto: Option<PathBuf>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]

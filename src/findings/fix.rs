@@ -43,14 +43,18 @@ impl Fix {
     }
 }
 
+/// A stream's number for people: in hex when it is a handle (a pointer) rather than a small id.
+pub fn stream_number(handle: u64) -> String {
+    if handle > 0xF_FFFF {
+        format!("{handle:#x}")
+    } else {
+        handle.to_string()
+    }
+}
+
 impl fmt::Display for StreamRef {
-    /// The stream's number, in hex when it is a handle (a pointer) rather than a small id.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.handle > 0xF_FFFF {
-            write!(f, "{:#x}", self.handle)
-        } else {
-            write!(f, "{}", self.handle)
-        }
+        f.write_str(&stream_number(self.handle))
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 pub use collector::{FindingCollector, RaceKey};
-pub use fix::Fix;
+pub use fix::{stream_number, Fix};
 
 use crate::model::{AccessRange, AllocKind, SourceLocation, StreamId, StreamKind, ThreadId};
 
@@ -67,6 +67,18 @@ pub struct OpOccurrence {
     pub origin: u64,
     /// Its position among the memory-touching operations of its stream (1-based); none for host actions.
     pub stream_position: Option<u64>,
+}
+
+impl OpOccurrence {
+    /// "read", "write", "free" or "allocation".
+    pub fn action_word(&self) -> &'static str {
+        match self.action {
+            AccessAction::Read => "read",
+            AccessAction::Write => "write",
+            AccessAction::Free => "free",
+            AccessAction::Alloc => "allocation",
+        }
+    }
 }
 
 /// The kind of a data race, named from the later access's point of view.

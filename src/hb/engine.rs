@@ -84,6 +84,8 @@ struct EventState {
     /// The clock captured by the last record; `None` until the first record (rule 3).
     snapshot: Option<VectorClock>,
     recorded_on: Option<StreamId>,
+    /// The last memory-touching operation of the recording stream when it was recorded.
+    recorded_after: Option<u64>,
 }
 
 struct ThreadState {
@@ -133,6 +135,19 @@ pub struct Engine {
     conflicts: Vec<Conflict>,
     /// Races found inside each graph, by graph name and size: a graph launched every iteration is checked once.
     graph_races: FxHashMap<(String, usize), Vec<RaceKey>>,
+    /// Every happens-before edge, kept only when a timeline report asks for them (it grows with the trace).
+    edge_log: Option<Vec<HbEdge>>,
+}
+
+/// One happens-before edge between operations, for timelines: the operation `from_seq` is ordered before
+/// whatever the wait or synchronization at `at_seq` releases (the next operation on `to_stream`, or the host).
+#[derive(Copy, Clone, Debug, Serialize)]
+pub struct HbEdge {
+    pub kind: EdgeKind,
+    pub from_seq: u64,
+    pub at_seq: u64,
+    #[serde(skip)]
+    pub to_stream: Option<StreamId>,
 }
 
 fn index_mut<'a, T>(v: &'a mut [T], index: usize, what: &str, origin: u64) -> Result<&'a mut T, EngineError> {
@@ -174,7 +189,18 @@ impl Engine {
             stats: EngineStats::default(),
             conflicts: Vec::new(),
             graph_races: FxHashMap::default(),
+            edge_log: None,
         }
+    }
+
+    /// Keeps every happens-before edge for [`Engine::take_edges`] (timeline reports).
+    pub fn log_edges(&mut self) {
+        self.edge_log.get_or_insert_with(Vec::new);
+    }
+
+    /// The edges logged since [`Engine::log_edges`].
+    pub fn take_edges(&mut self) -> Vec<HbEdge> {
+        self.edge_log.take().unwrap_or_default()
     }
 
     /// Applies one record.
@@ -276,7 +302,7 @@ impl Engine {
         if info.id.index() != self.events.len() {
             return Err(EngineError { origin: 0, message: format!("event ids out of order at {:?}", info.id) });
         }
-        self.events.push(EventState { info, snapshot: None, recorded_on: None });
+        self.events.push(EventState { info, snapshot: None, recorded_on: None, recorded_after: None });
         Ok(())
     }
 
@@ -331,7 +357,7 @@ impl Engine {
                 }
                 if *synchronous {
                     // rule 6: a synchronous copy returns when the stream has run it.
-                    self.host_joins_stream(host, *stream);
+                    self.host_joins_stream(host, *stream, op.seq);
                 }
             }
             OpKind::Memset { stream, dst, synchronous, .. } => {
@@ -341,7 +367,7 @@ impl Engine {
                     self.access(op, epoch, site, Access { range: *range, mode: AccessMode::Write }, Effect::Access);
                 }
                 if *synchronous {
-                    self.host_joins_stream(host, *stream);
+                    self.host_joins_stream(host, *stream, op.seq);
                 }
             }
             OpKind::EventRecord { event, stream } => {
@@ -353,6 +379,8 @@ impl Engine {
                     None => ev.snapshot = Some(clock.clone()),
                 }
                 ev.recorded_on = Some(*stream);
+                let recording = &self.streams[stream.index()];
+                ev.recorded_after = (recording.clock.clock.get(*stream) > 0).then_some(recording.last_seq);
             }
             OpKind::StreamWait { stream, event } => {
                 // rule 4: the wait joins the event's snapshot as it is now; a never-recorded event orders nothing.
@@ -360,6 +388,9 @@ impl Engine {
                 match (&ev.snapshot, ev.recorded_on) {
                     (Some(snapshot), Some(from)) => {
                         self.streams[stream.index()].clock.join(snapshot);
+                        if let (Some(log), Some(from_seq)) = (self.edge_log.as_mut(), ev.recorded_after) {
+                            log.push(HbEdge { kind: EdgeKind::EventWait, from_seq, at_seq: op.seq, to_stream: Some(*stream) });
+                        }
                         self.collector.edge(
                             EdgeKind::EventWait,
                             &self.streams[from.index()].sref,
@@ -385,7 +416,7 @@ impl Engine {
                 let occurrence = self.occurrence(site, op, Some(position), AccessAction::Read);
                 self.collector.wait_with_unknown_record(site.0, || UnrecordedWait { wait: occurrence, event: *event, count: 1 });
             }
-            OpKind::HostSync(sync) => self.host_sync(host, *sync, origin)?,
+            OpKind::HostSync(sync) => self.host_sync(host, *sync, op.seq, origin)?,
             OpKind::Query { target, ready } => {
                 // rule 5: only a query that returned success tells the host the work is done.
                 if *ready {
@@ -393,7 +424,7 @@ impl Engine {
                         QueryTarget::Stream(s) => HostSync::Stream(s),
                         QueryTarget::Event(e) => HostSync::Event(e),
                     };
-                    self.host_sync(host, sync, origin)?;
+                    self.host_sync(host, sync, op.seq, origin)?;
                 }
             }
             OpKind::Alloc { alloc, handle, range, alloc_kind, stream, label } => {
@@ -544,18 +575,24 @@ impl Engine {
         epoch
     }
 
-    fn host_joins_stream(&mut self, host: usize, stream: StreamId) {
+    /// The host thread observes everything issued on `stream` so far, at the operation `at_seq`.
+    fn host_joins_stream(&mut self, host: usize, stream: StreamId, at_seq: u64) {
         let state = &self.streams[stream.index()];
         self.host_clocks[host].join(&state.clock.clock);
         self.collector.edge(EdgeKind::HostSync, &state.sref, None);
+        if let Some(log) = self.edge_log.as_mut() {
+            if state.clock.clock.get(stream) > 0 {
+                log.push(HbEdge { kind: EdgeKind::HostSync, from_seq: state.last_seq, at_seq, to_stream: None });
+            }
+        }
     }
 
     /// rule 5: a host synchronization joins what it waited for into the calling thread's host clock.
-    fn host_sync(&mut self, host: usize, sync: HostSync, origin: u64) -> Result<(), EngineError> {
+    fn host_sync(&mut self, host: usize, sync: HostSync, at_seq: u64, origin: u64) -> Result<(), EngineError> {
         match sync {
             HostSync::Stream(stream) => {
                 self.check_stream(stream, origin)?;
-                self.host_joins_stream(host, stream);
+                self.host_joins_stream(host, stream, at_seq);
             }
             HostSync::Event(event) => {
                 let ev = index_mut(&mut self.events, event.index(), "event", origin)?;
@@ -563,20 +600,23 @@ impl Engine {
                 if let (Some(snapshot), Some(from)) = (&ev.snapshot, ev.recorded_on) {
                     self.host_clocks[host].join(snapshot);
                     self.collector.edge(EdgeKind::HostSync, &self.streams[from.index()].sref, None);
+                    if let (Some(log), Some(from_seq)) = (self.edge_log.as_mut(), ev.recorded_after) {
+                        log.push(HbEdge { kind: EdgeKind::HostSync, from_seq, at_seq, to_stream: None });
+                    }
                 }
             }
             HostSync::Device(device) => {
                 let targets: Vec<StreamId> =
                     self.streams.iter().filter(|s| s.info.device == device).map(|s| s.info.id).collect();
                 for stream in targets {
-                    self.host_joins_stream(host, stream);
+                    self.host_joins_stream(host, stream, at_seq);
                 }
             }
             HostSync::Context(context) => {
                 let targets: Vec<StreamId> =
                     self.streams.iter().filter(|s| s.info.context == context).map(|s| s.info.id).collect();
                 for stream in targets {
-                    self.host_joins_stream(host, stream);
+                    self.host_joins_stream(host, stream, at_seq);
                 }
             }
         }
@@ -608,7 +648,7 @@ impl Engine {
                     // rule 6: cudaFree synchronizes the device before releasing the block.
                     let targets: Vec<StreamId> = self.processes[process.index()].streams.clone();
                     for stream in targets {
-                        self.host_joins_stream(host, stream);
+                        self.host_joins_stream(host, stream, op.seq);
                     }
                 }
                 let name = match kind {

@@ -8,4 +8,4 @@ mod engine;
 pub mod shadow;
 pub mod sites;
 
-pub use engine::{analyze_records, Engine, EngineError, EngineOptions, EngineStats, HostOrder};
+pub use engine::{analyze_records, Engine, EngineError, EngineOptions, EngineStats, HbEdge, HostOrder};

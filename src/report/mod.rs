@@ -1,8 +1,11 @@
 //! Reports: render an [`Analysis`] for people (text) or programs (JSON). Reports never decide anything; the
 //! sentences shared by several formats live here.
 
+pub mod html;
 pub mod json;
+pub mod perfetto;
 pub mod text;
+pub mod timeline;
 
 use std::io;
 

@@ -1,0 +1,138 @@
+//! The timeline reports: Perfetto JSON holds the tracks, flows and markers; the HTML report escapes every string
+//! from the trace and works in a real browser (headless Chromium, which .ci/run installs): lanes and findings
+//! appear, picking a finding selects its two operations, no JavaScript error is logged, and a screenshot is taken.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("st-reports-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join(name)
+}
+
+fn analyze_with_reports(trace: &Path, html: &Path, perfetto: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+        .arg("analyze")
+        .arg(trace)
+        .arg("--html")
+        .arg(html)
+        .arg("--perfetto")
+        .arg(perfetto)
+        .current_dir(repo())
+        .output()
+        .expect("runs");
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn perfetto_trace_has_tracks_flows_and_markers() {
+    let (html, perfetto) = (scratch("pipe.html"), scratch("pipe.json"));
+    analyze_with_reports(&repo().join("samples/json/pipeline_loop_race.json"), &html, &perfetto);
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&perfetto).expect("written")).expect("parses");
+    let events = json["traceEvents"].as_array().expect("traceEvents");
+    let count = |ph: &str| events.iter().filter(|e| e["ph"] == ph).count();
+    // 4 streams named as tracks; 3 iterations x (copy, transform, emit) bars; 3 record->wait flows; 3 races.
+    let tracks: Vec<&str> = events.iter().filter(|e| e["name"] == "thread_name").filter_map(|e| e["args"]["name"].as_str()).collect();
+    assert_eq!(tracks.len(), 4, "{tracks:?}");
+    assert!(tracks.iter().any(|t| t.starts_with("stream 2 (non-blocking")));
+    assert_eq!(count("X"), 9);
+    assert_eq!(count("s"), 3);
+    assert_eq!(count("f"), 3);
+    assert_eq!(count("i"), 3);
+    for e in events.iter().filter(|e| e["ph"] == "s" || e["ph"] == "f") {
+        assert!(e["id"].is_u64() && e["ts"].is_number() && e["tid"].is_u64(), "{e}");
+    }
+    let marker = events.iter().find(|e| e["ph"] == "i").expect("marker");
+    assert!(marker["args"]["fix"].as_str().is_some_and(|f| f.contains("record an event")));
+}
+
+#[test]
+fn nsys_input_is_placed_by_gpu_time() {
+    let (html, perfetto) = (scratch("nsys.html"), scratch("nsys.json"));
+    analyze_with_reports(&repo().join("samples/nsys/torch_loop_race.sqlite"), &html, &perfetto);
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&perfetto).expect("written")).expect("parses");
+    let bars: Vec<&Value> = json["traceEvents"].as_array().expect("events").iter().filter(|e| e["ph"] == "X").collect();
+    assert_eq!(bars.len(), 10, "9 kernels and one copy");
+    // GPU times of a capture are in the billions of nanoseconds, not issue positions.
+    assert!(bars.iter().all(|b| b["ts"].as_f64().unwrap_or(0.0) > 1e6));
+    let html = std::fs::read_to_string(&html).expect("html");
+    assert!(html.contains("\"gpu_time\":true"));
+}
+
+const HOSTILE: &str = r#"{"type": "streamtrace", "version": 1}
+{"type": "stream", "id": 1, "stream_kind": "non_blocking"}
+{"type": "stream", "id": 2, "stream_kind": "non_blocking"}
+{"type": "kernel", "stream": 1, "name": "<script>alert(1)</script>", "writes": [["0x1000", 64]]}
+{"type": "kernel", "stream": 2, "name": "</script><img src=x onerror=alert(2)>", "writes": [["0x1000", 64]]}
+"#;
+
+#[test]
+fn every_string_from_the_trace_is_escaped() {
+    let trace = scratch("hostile.json");
+    std::fs::write(&trace, HOSTILE).expect("write");
+    let (html, perfetto) = (scratch("hostile.html"), scratch("hostile.perfetto.json"));
+    analyze_with_reports(&trace, &html, &perfetto);
+    let page = std::fs::read_to_string(&html).expect("html");
+    assert!(!page.contains("<script>alert"), "kernel name reached the page as markup");
+    assert!(!page.contains("<img"), "kernel name reached the page as markup");
+    assert_eq!(page.matches("</script>").count(), 2, "only the report's own two scripts end");
+    assert!(page.contains("\\u003cscript\\u003ealert(1)"));
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&perfetto).expect("perfetto")).expect("parses");
+    assert!(trace["traceEvents"].as_array().expect("events").iter().any(|e| e["name"] == "<script>alert(1)</script>"));
+}
+
+fn chromium() -> PathBuf {
+    let path = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().map(PathBuf::from).find(|p| p.exists());
+    path.expect("headless Chromium is needed for the HTML report test: apt-get install chromium (.ci/run does)")
+}
+
+fn headless(args: &[&str]) -> (String, String) {
+    let profile = scratch(&format!("chromium-profile-{}", args.len()));
+    let out = Command::new(chromium())
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
+        .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        .args(["--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .output()
+        .expect("chromium runs");
+    (String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
+}
+
+#[test]
+fn html_report_works_in_a_browser() {
+    let (html, perfetto) = (scratch("browser.html"), scratch("browser.json"));
+    analyze_with_reports(&repo().join("samples/json/pipeline_loop_race.json"), &html, &perfetto);
+    let url = format!("file://{}#finding=0", html.display());
+    let (dom, log) = headless(&["--dump-dom", &url]);
+    let console_errors: Vec<&str> =
+        log.lines().filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("Error"))).collect();
+    assert!(console_errors.is_empty(), "JavaScript errors: {console_errors:#?}");
+    assert!(dom.contains("data-ready=\"1\""), "the script did not finish: {dom}");
+    // Lanes and findings are in the DOM.
+    let list = |id: &str| dom.split(&format!("<ul id=\"{id}\">")).nth(1).and_then(|s| s.split("</ul>").next()).unwrap_or("").to_string();
+    assert_eq!(list("lanes").matches("<li").count(), 4, "{dom}");
+    let findings = list("findings");
+    assert_eq!(findings.matches("<li").count(), 3, "{dom}");
+    assert!(findings.contains("write-after-read race: transform / memcpy HtoD"), "{findings}");
+    // Picking finding 0 selected its two operations: transform (seq 6) and emit (seq 7) of the first iteration.
+    let selected = dom.split("data-selected=\"").nth(1).and_then(|s| s.split('"').next()).expect("a selection");
+    let seqs: Vec<u64> = selected.split(',').map(|s| s.parse().expect("seq")).collect();
+    assert_eq!(seqs.len(), 2, "{selected}");
+    assert!(dom.contains("class=\"selected\""), "{dom}");
+    // A screenshot of the page, as a person would see it.
+    let shot = scratch("browser.png");
+    let _ = std::fs::remove_file(&shot);
+    headless(&["--window-size=1400,700", &format!("--screenshot={}", shot.display()), &url]);
+    let png = std::fs::read(&shot).expect("screenshot written");
+    assert_eq!(&png[1..4], b"PNG");
+    let width = u32::from_be_bytes([png[16], png[17], png[18], png[19]]);
+    assert_eq!(width, 1400);
+}
