@@ -97,19 +97,7 @@ fn torch_capture_matches_its_ground_truth() {
     assert_eq!((pairs[0]["a"]["handle"].as_u64(), pairs[0]["b"]["handle"].as_u64()), (Some(13), Some(17)));
     assert_eq!(pairs[0]["pairs"], 9);
     // By site: mul_ (s2) || add_ (s1) six times, mul_ (s2) || the next fill_ (s1) three times.
-    let groups: Vec<(String, String, u64)> = json["unordered_pairs"]
-        .as_array()
-        .expect("groups")
-        .iter()
-        .map(|g| {
-            (
-                g["earlier"]["name"].as_str().unwrap_or_default().to_string(),
-                g["later"]["name"].as_str().unwrap_or_default().to_string(),
-                g["pairs"].as_u64().unwrap_or_default(),
-            )
-        })
-        .collect();
-    assert_eq!(groups.len(), 2, "{groups:?}");
+    let groups = groups(&json);
     assert!(groups[0].0.contains("MulFunctor") && groups[0].1.contains("CUDAFunctorOnSelf_add") && groups[0].2 == 6, "{groups:?}");
     assert!(groups[1].0.contains("MulFunctor") && groups[1].1.contains("FillFunctor") && groups[1].2 == 3, "{groups:?}");
     assert!(json["unrecorded_waits"].as_array().is_some_and(Vec::is_empty));

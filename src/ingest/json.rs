@@ -10,13 +10,12 @@ use std::sync::Arc;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{sync_channel, Receiver};
-use std::thread::JoinHandle;
 
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
-use super::{ImportCounters, IngestError, RecordSource, Severity};
+use super::background::{Batch, BackgroundReader};
+use super::{ImportCounters, IngestError, Severity};
 use crate::model::{
     Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind,
     GraphNode, HostSync, OpKind, PointerArg, normalize_region, Operation, ProcessId, QueryTarget, SourceLocation, StreamId, StreamInfo, StreamKind,
@@ -29,102 +28,59 @@ pub const HEADER_TYPE: &str = "streamtrace";
 pub const FORMAT_VERSION: u32 = 1;
 
 const BATCH: usize = 4096;
-const QUEUED_BATCHES: usize = 16;
-
-type Batch = Vec<Result<TraceRecord, IngestError>>;
 
 /// Reads a JSON trace on a background thread.
-pub struct JsonTraceReader {
-    batches: Receiver<Batch>,
-    current: std::vec::IntoIter<Result<TraceRecord, IngestError>>,
-    worker: Option<JoinHandle<ImportCounters>>,
-    failed: bool,
-}
+pub struct JsonTraceReader;
 
 impl JsonTraceReader {
     /// Opens `path` and starts parsing it. Fails at once when the file cannot be opened.
-    pub fn open(path: &Path) -> Result<JsonTraceReader, IngestError> {
+    pub fn open(path: &Path) -> Result<BackgroundReader, IngestError> {
         let file = File::open(path).map_err(|e| IngestError::new(path, None, format!("cannot open: {e}")))?;
         let reader = BufReader::with_capacity(1 << 20, file);
-        Ok(JsonTraceReader::spawn(path.to_path_buf(), reader))
+        JsonTraceReader::spawn(path.to_path_buf(), reader)
     }
 
     /// Parses JSON trace text held in memory (tests, generated scenarios).
-    pub fn from_text(name: &str, text: String) -> JsonTraceReader {
+    pub fn from_text(name: &str, text: String) -> BackgroundReader {
         JsonTraceReader::spawn(PathBuf::from(name), std::io::Cursor::new(text.into_bytes()))
+            .expect("a thread for an in-memory trace")
     }
 
-    fn spawn<R: BufRead + Send + 'static>(path: PathBuf, reader: R) -> JsonTraceReader {
-        let (tx, rx) = sync_channel::<Batch>(QUEUED_BATCHES);
-        let worker = std::thread::Builder::new()
-            .name("json-ingest".into())
-            .spawn(move || {
-                let mut parser = JsonTraceParser::new(path);
-                let mut batch = Vec::with_capacity(BATCH);
-                let mut lines = LineRecords::new(reader);
-                loop {
-                    let outcome = match lines.next_record() {
-                        Ok(Some(line)) => loop {
-                            // A record may span lines: on running out of text, join the next line and retry.
-                            match serde_json::from_slice::<RawRecord>(lines.text()) {
-                                Err(e) if e.is_eof() => match lines.append_line() {
-                                    Ok(true) => continue,
-                                    Ok(false) => break parser.accept(line, Err(e), &mut batch),
-                                    Err((at, message)) => break Err(parser.error(at, message)),
-                                },
-                                decoded => break parser.accept(line, decoded, &mut batch),
-                            }
-                        },
-                        Ok(None) => {
-                            parser.finish(&mut batch);
-                            break;
+    fn spawn<R: BufRead + Send + 'static>(path: PathBuf, reader: R) -> Result<BackgroundReader, IngestError> {
+        BackgroundReader::spawn("json-ingest", "streamtrace JSON", move |tx| {
+            let mut parser = JsonTraceParser::new(path);
+            let mut batch = Vec::with_capacity(BATCH);
+            let mut lines = LineRecords::new(reader);
+            loop {
+                let outcome = match lines.next_record() {
+                    Ok(Some(line)) => loop {
+                        // A record may span lines: on running out of text, join the next line and retry.
+                        match serde_json::from_slice::<RawRecord>(lines.text()) {
+                            Err(e) if e.is_eof() => match lines.append_line() {
+                                Ok(true) => continue,
+                                Ok(false) => break parser.accept(line, Err(e), &mut batch),
+                                Err((at, message)) => break Err(parser.error(at, message)),
+                            },
+                            decoded => break parser.accept(line, decoded, &mut batch),
                         }
-                        Err((line, message)) => Err(parser.error(line, message)),
-                    };
-                    if let Err(error) = outcome {
-                        batch.push(Err(error));
+                    },
+                    Ok(None) => {
+                        parser.finish(&mut batch);
                         break;
                     }
-                    if batch.len() >= BATCH && tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))).is_err()
-                    {
-                        return parser.counters;
-                    }
+                    Err((line, message)) => Err(parser.error(line, message)),
+                };
+                if let Err(error) = outcome {
+                    batch.push(Err(error));
+                    break;
                 }
-                let _ = tx.send(batch);
-                parser.counters
-            })
-            .expect("spawning the ingest thread");
-        JsonTraceReader { batches: rx, current: Vec::new().into_iter(), worker: Some(worker), failed: false }
-    }
-}
-
-impl Iterator for JsonTraceReader {
-    type Item = Result<TraceRecord, IngestError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        loop {
-            if let Some(item) = self.current.next() {
-                self.failed = item.is_err();
-                return Some(item);
+                if batch.len() >= BATCH && tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))).is_err() {
+                    return parser.counters;
+                }
             }
-            self.current = self.batches.recv().ok()?.into_iter();
-        }
-    }
-}
-
-impl RecordSource for JsonTraceReader {
-    fn format(&self) -> &'static str {
-        "streamtrace JSON"
-    }
-
-    fn finish(mut self: Box<Self>) -> ImportCounters {
-        // Dropping the receiver first lets a worker blocked on a full queue see the hang-up and stop.
-        let worker = self.worker.take();
-        drop(self);
-        worker.and_then(|w| w.join().ok()).unwrap_or_default()
+            let _ = tx.send(batch);
+            parser.counters
+        })
     }
 }
 

@@ -3,6 +3,7 @@
 //! Each reader only parses and maps ids; it decides nothing about ordering. Readers return records in host issue
 //! order together with [`ImportCounters`] that say what was read and what was lost.
 
+mod background;
 mod counters;
 pub mod json;
 pub mod nsys;
@@ -10,6 +11,7 @@ mod nsys_rep;
 
 use std::path::Path;
 
+pub use background::BackgroundReader;
 pub use counters::{ImportCounter, ImportCounters, Severity};
 
 use crate::model::TraceRecord;

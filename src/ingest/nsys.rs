@@ -8,14 +8,14 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use rusqlite::{Connection, OpenFlags, Row};
 use rustc_hash::FxHashMap;
 
-use super::{ImportCounters, IngestError, RecordSource, Severity};
+use super::background::{Batch, BackgroundReader};
+use super::{ImportCounters, IngestError, Severity};
 use crate::model::{
     normalize_region, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind, HostSync, OpKind,
     Operation, ProcessId, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo, TraceRecord,
@@ -25,18 +25,12 @@ const BATCH: usize = 4096;
 /// CUPTI's "not applicable" for event ids.
 const NOT_APPLICABLE: i64 = 4_294_967_295;
 
-type Batch = Vec<Result<TraceRecord, IngestError>>;
 
 /// Reads an nsys SQLite export on a background thread.
-pub struct NsysReader {
-    batches: Receiver<Batch>,
-    current: std::vec::IntoIter<Result<TraceRecord, IngestError>>,
-    worker: Option<JoinHandle<ImportCounters>>,
-    failed: bool,
-}
+pub struct NsysReader;
 
 impl NsysReader {
-    pub fn open(path: &Path) -> Result<NsysReader, IngestError> {
+    pub fn open(path: &Path) -> Result<BackgroundReader, IngestError> {
         let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
             .map_err(|e| IngestError::new(path, None, format!("cannot open as SQLite: {e}")))?;
         let tables = table_names(&conn).map_err(|e| IngestError::new(path, None, format!("not a readable SQLite database: {e}")))?;
@@ -47,49 +41,15 @@ impl NsysReader {
                 "SQLite, but not an Nsight Systems export: no CUPTI_ACTIVITY_KIND_* or META_DATA_EXPORT table",
             ));
         }
-        let (tx, rx) = sync_channel::<Batch>(16);
         let path = path.to_path_buf();
-        let worker = std::thread::Builder::new()
-            .name("nsys-ingest".into())
-            .spawn(move || {
-                let mut reader = Export::new(tables, path, tx);
-                if let Err(error) = reader.read(&conn) {
-                    reader.batch.push(Err(error));
-                }
-                reader.flush();
-                reader.counters
-            })
-            .map_err(|e| IngestError::new(Path::new("nsys"), None, format!("cannot start the reader thread: {e}")))?;
-        Ok(NsysReader { batches: rx, current: Vec::new().into_iter(), worker: Some(worker), failed: false })
-    }
-}
-
-impl Iterator for NsysReader {
-    type Item = Result<TraceRecord, IngestError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        loop {
-            if let Some(item) = self.current.next() {
-                self.failed = item.is_err();
-                return Some(item);
+        BackgroundReader::spawn("nsys-ingest", "Nsight Systems SQLite export", move |tx| {
+            let mut reader = Export::new(tables, path, tx);
+            if let Err(error) = reader.read(&conn) {
+                reader.batch.push(Err(error));
             }
-            self.current = self.batches.recv().ok()?.into_iter();
-        }
-    }
-}
-
-impl RecordSource for NsysReader {
-    fn format(&self) -> &'static str {
-        "Nsight Systems SQLite export"
-    }
-
-    fn finish(mut self: Box<Self>) -> ImportCounters {
-        let worker = self.worker.take();
-        drop(self);
-        worker.and_then(|w| w.join().ok()).unwrap_or_default()
+            reader.flush();
+            reader.counters
+        })
     }
 }
 
