@@ -280,3 +280,26 @@ pub extern "C" fn InitializeInjection() -> i32 {
     }
     1
 }
+
+/// Records one framework record (a JSON object, such as a PyTorch op's `op_begin`) in order with the CUDA calls
+/// around it. Called by the Python bootstrap through ctypes. Returns 0 when recorded, -1 otherwise.
+///
+/// # Safety
+/// `text` must point to `len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn streamtrace_framework_record(text: *const u8, len: usize) -> i32 {
+    if !ENABLED.load(Ordering::Relaxed) || text.is_null() {
+        return -1;
+    }
+    let outcome = std::panic::catch_unwind(|| {
+        // Safety: the caller passes `len` readable bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(text, len) };
+        let Ok(line) = std::str::from_utf8(bytes) else { return -1 };
+        let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: 0 };
+        let Ok(mut slot) = STATE.lock() else { return -1 };
+        let Some(state) = state_for_this_process(&mut slot) else { return -1 };
+        state.emit(call, record::Record::Raw(line.to_string()));
+        0
+    });
+    outcome.unwrap_or(-1)
+}

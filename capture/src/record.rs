@@ -36,6 +36,8 @@ pub enum Record {
     Free { id: u64, kind: &'static str, stream: Option<u64>, api: &'static str },
     GraphLaunch { stream: u64 },
     GpuTime { correlation: u32, start: u64, end: u64 },
+    /// A record written by a framework hook (the PyTorch bootstrap): one JSON object, passed through as is.
+    Raw(String),
 }
 
 /// One record with its call, ready to format.
@@ -149,6 +151,12 @@ impl Entry {
             Record::GraphLaunch { stream } => {
                 let _ = write!(out, "{{\"type\":\"graph\",\"stream\":{stream},\"name\":\"cuGraphLaunch\",\"nodes\":[]");
                 common(out, call, Some("cuGraphLaunch"));
+            }
+            Record::Raw(text) => {
+                // One record, one line: a stray newline would split it.
+                out.extend(text.chars().map(|c| if c == '\n' || c == '\r' { ' ' } else { c }));
+                out.push('\n');
+                return;
             }
             Record::GpuTime { correlation, start, end } => {
                 let _ = write!(out, "{{\"type\":\"gpu_time\",\"corr\":{correlation},\"gpu_start\":{start},\"gpu_end\":{end}");

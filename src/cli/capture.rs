@@ -12,6 +12,9 @@ use crate::analysis::analyze_path;
 use crate::hb::EngineOptions;
 use crate::report::{text::TextReport, Report};
 
+/// The PyTorch bootstrap (tier T2): put in front of the interpreter as `sitecustomize`.
+const PYTHON_BOOTSTRAP: &str = include_str!("../../capture/python/sitecustomize.py");
+
 /// The injected library's file name, looked for beside the streamtrace binary.
 const LIBRARY: &str = "libstreamtrace_capture.so";
 
@@ -132,8 +135,26 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
         }
     }
     let template = dir.join("trace.%p.json");
+    // Python programs pick the bootstrap up as sitecustomize; it chains to the program's own sitecustomize, if any.
+    let python_dir = dir.join("python");
+    std::fs::create_dir_all(&python_dir).with_context(|| format!("cannot create {}", python_dir.display()))?;
+    std::fs::write(python_dir.join("sitecustomize.py"), PYTHON_BOOTSTRAP)
+        .with_context(|| format!("cannot write the Python bootstrap into {}", python_dir.display()))?;
+    let python_path = match std::env::var_os("PYTHONPATH") {
+        Some(existing) if !existing.is_empty() => {
+            let mut joined = python_dir.clone().into_os_string();
+            joined.push(":");
+            joined.push(existing);
+            joined
+        }
+        _ => python_dir.clone().into_os_string(),
+    };
     let mut command = Command::new(program);
-    command.args(program_args).env("CUDA_INJECTION64_PATH", &library).env("STREAMTRACE_OUTPUT", &template);
+    command
+        .args(program_args)
+        .env("CUDA_INJECTION64_PATH", &library)
+        .env("STREAMTRACE_OUTPUT", &template)
+        .env("PYTHONPATH", python_path);
     match &cupti {
         Some(path) => {
             command.env("STREAMTRACE_CUPTI", path);

@@ -276,6 +276,18 @@ struct JsonTraceParser {
     contexts: HashMap<(ProcessId, u64), ContextId>,
     names: HashSet<Arc<str>>,
     sources: HashMap<String, SourceLocation>,
+    /// Framework operations open on each thread (tier T2), innermost last, with the kernels launched in them.
+    open_ops: HashMap<ThreadId, Vec<FrameworkOp>>,
+}
+
+/// A framework operation (a PyTorch op) between its `op_begin` and `op_end` records. Its kernels are held until
+/// `op_end`, when the op's whole read and write sets (outputs included) are known, and then take those exact
+/// extents instead of their pointer arguments.
+struct FrameworkOp {
+    name: Arc<str>,
+    accesses: Vec<Access>,
+    source: Option<SourceLocation>,
+    kernels: Vec<Operation>,
 }
 
 impl JsonTraceParser {
@@ -297,6 +309,7 @@ impl JsonTraceParser {
             contexts: HashMap::default(),
             names: HashSet::default(),
             sources: HashMap::default(),
+            open_ops: HashMap::default(),
         }
     }
 
@@ -305,6 +318,12 @@ impl JsonTraceParser {
     }
 
     fn finish(&mut self, out: &mut Batch) {
+        // Ops still open at the end (the program died inside one): their kernels keep their pointer arguments.
+        for (_, ops) in self.open_ops.drain() {
+            for op in ops {
+                out.extend(op.kernels.into_iter().map(|k| Ok(TraceRecord::Op(k))));
+            }
+        }
         if !self.seen_header {
             out.push(Err(IngestError::new(
                 &self.path,
@@ -421,6 +440,34 @@ impl JsonTraceParser {
                 return Ok(());
             }
             "process" => return Ok(()),
+            "op_begin" => {
+                let mut accesses = Vec::with_capacity(raw.reads.len() + raw.writes.len());
+                accesses_into(&raw.reads, AccessMode::Read, &mut accesses)?;
+                accesses_into(&raw.writes, AccessMode::Write, &mut accesses)?;
+                let name = self.intern(&raw.name.ok_or("op_begin without `name`")?);
+                let source = raw.src.as_deref().map(|text| self.source(text));
+                self.open_ops.entry(thread).or_default().push(FrameworkOp { name, accesses, source, kernels: Vec::new() });
+                self.counters.bump("json.framework_ops", Severity::Info, "framework operations (tier T2)", 1);
+                return Ok(());
+            }
+            "op_end" => {
+                let Some(mut op) = self.open_ops.get_mut(&thread).and_then(Vec::pop) else {
+                    return Err("op_end without an open op_begin on this thread".into());
+                };
+                // Outputs are known only now: they join the write set.
+                accesses_into(&raw.writes, AccessMode::Write, &mut op.accesses)?;
+                accesses_into(&raw.reads, AccessMode::Read, &mut op.accesses)?;
+                for mut kernel in op.kernels {
+                    if let OpKind::Kernel { accesses, pointers, .. } = &mut kernel.kind {
+                        accesses.clone_from(&op.accesses);
+                        pointers.clear();
+                    }
+                    kernel.region = kernel.region.or_else(|| Some(op.name.clone()));
+                    kernel.source = kernel.source.or_else(|| op.source.clone());
+                    out.push(Ok(TraceRecord::Op(kernel)));
+                }
+                return Ok(());
+            }
             "gpu_time" => {
                 // GPU start and end of an operation, delivered by CUPTI after the fact: kept for timelines,
                 // not needed to decide ordering.
@@ -633,6 +680,13 @@ impl JsonTraceParser {
             kind,
         };
         self.seq += 1;
+        if let Some(open) = self.open_ops.get_mut(&thread).and_then(|ops| ops.last_mut()) {
+            if matches!(op.kind, OpKind::Kernel { .. }) {
+                self.counters.bump("json.kernels_in_framework_ops", Severity::Info, "kernels attributed to a framework operation's read and write sets", 1);
+                open.kernels.push(op);
+                return Ok(());
+            }
+        }
         out.push(Ok(TraceRecord::Op(op)));
         Ok(())
     }
@@ -717,6 +771,41 @@ mod tests {
         let text = format!("{HEADER}{{\"type\":\"stream\",\"id\":1,");
         let err = read_all(&text).unwrap_err().to_string();
         assert!(err.contains("t.json:2: malformed record"), "{err}");
+    }
+
+    #[test]
+    fn kernels_inside_a_framework_op_take_its_exact_extents() {
+        let text = format!(
+            "{HEADER}{{\"type\":\"stream\",\"id\":1}}\n\
+             {{\"type\":\"op_begin\",\"thread\":5,\"name\":\"mul_\",\"reads\":[[4096,64]],\"writes\":[],\"src\":\"t.py:3\"}}\n\
+             {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"k\",\"pointers\":[[\"0x1000\",\"w\"]]}}\n\
+             {{\"type\":\"op_end\",\"thread\":5,\"writes\":[[8192,32]]}}\n"
+        );
+        let records = read_all(&text).unwrap();
+        let kernel = records
+            .iter()
+            .find_map(|r| match r {
+                TraceRecord::Op(op) => Some(op),
+                _ => None,
+            })
+            .expect("the kernel, released at op_end");
+        match &kernel.kind {
+            OpKind::Kernel { accesses, pointers, .. } => {
+                assert!(pointers.is_empty(), "tier T2 replaces the pointer arguments");
+                assert_eq!(accesses.len(), 2);
+                assert!(accesses.contains(&Access { range: AccessRange { start: 4096, len: 64 }, mode: AccessMode::Read }));
+                assert!(accesses.contains(&Access { range: AccessRange { start: 8192, len: 32 }, mode: AccessMode::Write }));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(kernel.region.as_deref(), Some("mul_"));
+        assert_eq!(kernel.source.as_ref().map(|s| s.to_string()).as_deref(), Some("t.py:3"));
+    }
+
+    #[test]
+    fn op_end_without_op_begin_is_an_error() {
+        let text = format!("{HEADER}{{\"type\":\"op_end\",\"thread\":5}}\n");
+        assert!(read_all(&text).unwrap_err().to_string().contains("op_end without an open op_begin"));
     }
 
     #[test]
