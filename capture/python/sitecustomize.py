@@ -47,7 +47,6 @@ def _user_frame(skip_dirs):
 def _install(torch):
     try:
         from torch.utils._python_dispatch import TorchDispatchMode
-        from torch.utils._pytree import tree_flatten
     except Exception as error:  # a torch without dispatch modes
         _say("this torch has no TorchDispatchMode (%s): capture stays at tier T1 (pointer arguments)" % error)
         return
@@ -60,60 +59,77 @@ def _install(torch):
         _say("cannot reach the capture library (%s): capture stays at tier T1" % error)
         return
     skip_dirs = (os.path.dirname(torch.__file__), _HERE, os.path.dirname(threading.__file__))
+    Tensor = torch.Tensor
+    # Per-op and per-file facts are computed once: the mode runs for every op of the program.
+    schemas = {}
+    user_files = {}
+    quoted_files = {}
 
-    def extent(tensor):
-        """First byte and length of the memory a tensor view spans."""
-        size = tensor.element_size()
-        if tensor.numel() == 0:
-            return None
-        span = 1
-        for n, stride in zip(tensor.shape, tensor.stride()):
-            if stride < 0:
-                return None
-            span += (n - 1) * stride
-        return [tensor.data_ptr(), span * size]
+    def arguments_of(func):
+        info = schemas.get(func)
+        if info is None:
+            info = tuple(
+                (index, argument.name, argument.alias_info is not None and argument.alias_info.is_write)
+                for index, argument in enumerate(func._schema.arguments)
+            )
+            schemas[func] = info
+        return info
 
-    def cuda_tensors(values):
-        flat, _ = tree_flatten(values)
-        return [t for t in flat if isinstance(t, torch.Tensor) and t.is_cuda]
+    def add_extents(value, out):
+        """Appends "[first byte,length]" for each CUDA tensor in value (a tensor or a list of them)."""
+        if isinstance(value, Tensor):
+            if value.is_cuda and value.numel():
+                if value.is_contiguous():
+                    out.append("[%d,%d]" % (value.data_ptr(), value.numel() * value.element_size()))
+                else:
+                    span = 1
+                    for n, stride in zip(value.shape, value.stride()):
+                        if stride < 0:
+                            return
+                        span += (n - 1) * stride
+                    out.append("[%d,%d]" % (value.data_ptr(), span * value.element_size()))
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                add_extents(item, out)
 
-    def send(obj):
-        text = json.dumps(obj, separators=(",", ":")).encode()
-        record(text, len(text))
+    def source_line():
+        frame = sys._getframe(2)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            user = user_files.get(filename)
+            if user is None:
+                user = not filename.startswith(skip_dirs) and not filename.startswith("<")
+                user_files[filename] = user
+                quoted_files[filename] = json.dumps(filename)[1:-1]
+            if user:
+                return '"%s:%d"' % (quoted_files[filename], frame.f_lineno)
+            frame = frame.f_back
+        return "null"
 
     class StreamtraceMode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             reads, writes = [], []
-            schema = func._schema
-            for index, argument in enumerate(schema.arguments):
+            for index, name, written in arguments_of(func):
                 if index < len(args):
                     value = args[index]
-                elif argument.name in kwargs:
-                    value = kwargs[argument.name]
+                elif name in kwargs:
+                    value = kwargs[name]
                 else:
                     continue
-                written = argument.alias_info is not None and argument.alias_info.is_write
-                for tensor in cuda_tensors(value):
-                    span = extent(tensor)
-                    if span:
-                        (writes if written else reads).append(span)
+                add_extents(value, writes if written else reads)
             tid = threading.get_native_id()
-            send({"type": "op_begin", "thread": tid, "name": str(func.__name__), "reads": reads, "writes": writes,
-                  "src": _user_frame(skip_dirs)})
+            line = '{"type":"op_begin","thread":%d,"name":"%s","reads":[%s],"writes":[%s],"src":%s}' % (
+                tid, func.__name__, ",".join(reads), ",".join(writes), source_line())
+            record(line.encode(), len(line))
+            outputs = []
             try:
                 out = func(*args, **kwargs)
+                add_extents(out, outputs)
+                return out
             finally:
-                outputs = []
-                try:
-                    for tensor in cuda_tensors(out):
-                        span = extent(tensor)
-                        if span:
-                            outputs.append(span)
-                except NameError:
-                    pass
-                send({"type": "op_end", "thread": tid, "writes": outputs})
-            return out
+                line = '{"type":"op_end","thread":%d,"writes":[%s]}' % (tid, ",".join(outputs))
+                record(line.encode(), len(line))
 
     mode = StreamtraceMode()
     try:
