@@ -168,6 +168,12 @@ fn torch_samples_at_tier_t2_match_their_ground_truth() {
         ("block_reuse_without_record_stream", true),
         ("triton_kernel_race", true),
         ("train_loop", false),
+        ("pipeline_missing_wait", true),
+        ("pipeline_all_waits", false),
+        ("prefetch_with_wait", false),
+        ("inplace_copy_side_stream", true),
+        ("event_synchronize_then_launch", false),
+        ("threads_queue_handover", false),
     ] {
         let (_, json) = analyze(&format!("{DIR}/{sample}.json"));
         let races = json["races"].as_array().expect("races").len();
