@@ -25,19 +25,19 @@ impl Fix {
     /// Returns `None` only when the earlier operation ran on no stream, which the engine never reports.
     pub fn for_race(earlier: &OpOccurrence, later: &OpOccurrence) -> Option<Fix> {
         use super::AccessAction::Free;
+        // A framework op (`mul_.Tensor`) says more to its author than the kernel it launched.
+        let label = |op: &OpOccurrence| op.site.region.as_deref().map_or_else(|| op.site.name.clone(), str::to_string);
         let earlier_stream = earlier.site.stream.clone()?;
         match later.site.stream.clone() {
-            None => Some(Fix::SyncBeforeRelease { stream: earlier_stream, after: earlier.site.name.clone() }),
-            Some(later_stream) if earlier.action == Free => Some(Fix::FreeAfterUse {
-                free_stream: earlier_stream,
-                use_stream: later_stream,
-                use_op: later.site.name.clone(),
-            }),
+            None => Some(Fix::SyncBeforeRelease { stream: earlier_stream, after: label(earlier) }),
+            Some(later_stream) if earlier.action == Free => {
+                Some(Fix::FreeAfterUse { free_stream: earlier_stream, use_stream: later_stream, use_op: label(later) })
+            }
             Some(later_stream) => Some(Fix::RecordAndWait {
                 record_on: earlier_stream,
-                after: earlier.site.name.clone(),
+                after: label(earlier),
                 wait_on: later_stream,
-                before: later.site.name.clone(),
+                before: label(later),
             }),
         }
     }

@@ -680,12 +680,16 @@ impl JsonTraceParser {
             kind,
         };
         self.seq += 1;
+        let mut op = op;
         if let Some(open) = self.open_ops.get_mut(&thread).and_then(|ops| ops.last_mut()) {
             if matches!(op.kind, OpKind::Kernel { .. }) {
                 self.counters.bump("json.kernels_in_framework_ops", Severity::Info, "kernels attributed to a framework operation's read and write sets", 1);
                 open.kernels.push(op);
                 return Ok(());
             }
+            // Copies and sets keep their own exact addresses, and take the op's name and source line.
+            op.region = op.region.or_else(|| Some(open.name.clone()));
+            op.source = op.source.or_else(|| open.source.clone());
         }
         out.push(Ok(TraceRecord::Op(op)));
         Ok(())
