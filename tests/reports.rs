@@ -136,3 +136,30 @@ fn html_report_works_in_a_browser() {
     let width = u32::from_be_bytes([png[16], png[17], png[18], png[19]]);
     assert_eq!(width, 1400);
 }
+
+#[test]
+fn gpu_times_recorded_after_the_fact_place_the_bars() {
+    let trace = scratch("gpu_times.json");
+    std::fs::write(
+        &trace,
+        r#"{"type": "streamtrace", "version": 1}
+{"type": "stream", "id": 1, "stream_kind": "non_blocking"}
+{"type": "kernel", "stream": 1, "name": "a", "corr": 7}
+{"type": "kernel", "stream": 1, "name": "b", "corr": 8}
+{"type": "gpu_time", "corr": 8, "gpu_start": 5000000, "gpu_end": 6000000}
+{"type": "gpu_time", "corr": 7, "gpu_start": 2000000, "gpu_end": 3000000}
+"#,
+    )
+    .expect("write");
+    let (html, perfetto) = (scratch("gpu_times.html"), scratch("gpu_times.perfetto.json"));
+    analyze_with_reports(&trace, &html, &perfetto);
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&perfetto).expect("perfetto")).expect("parses");
+    let bars: Vec<(String, f64, f64)> = json["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| (e["name"].as_str().unwrap_or_default().to_string(), e["ts"].as_f64().unwrap_or(0.0), e["dur"].as_f64().unwrap_or(0.0)))
+        .collect();
+    assert_eq!(bars, vec![("a".to_string(), 2000.0, 1000.0), ("b".to_string(), 5000.0, 1000.0)]);
+}

@@ -8,6 +8,7 @@
 //! entry point catches), and any setup failure (no CUPTI, another CUPTI client such as nsys or ncu already
 //! subscribed) is said once on standard error while the program runs on untouched.
 
+mod activity;
 pub mod args;
 mod callback;
 pub mod cbid;
@@ -38,6 +39,8 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 /// `STREAMTRACE_CALLBACK_NOOP=1`: subscribe and take every callback but record nothing, to measure what CUPTI's
 /// callbacks cost by themselves (docs/performance.md).
 static NOOP: AtomicBool = AtomicBool::new(false);
+/// Whether CUPTI activity records (GPU start and end times) are collected.
+static GPU_TIMES: AtomicBool = AtomicBool::new(false);
 /// The state of the current process; replaced after a fork.
 static STATE: Mutex<Option<ProcessState>> = Mutex::new(None);
 /// The CUPTI library, kept loaded for the life of the process.
@@ -218,13 +221,16 @@ unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDo
 /// Takes the records collected so far and writes them with `writer`. False when this process's capture has
 /// ended (or the process forked and this thread belongs to the parent's state).
 fn drain_into(writer: &Writer) -> bool {
-    let batch = {
+    let mut batch = {
         let Ok(mut slot) = STATE.lock() else { return false };
         match slot.as_mut() {
             Some(state) if state.pid == std::process::id() && state.writer.path == writer.path => std::mem::take(&mut state.pending),
             _ => return false,
         }
     };
+    if let Ok(mut queue) = GPU_TIME_QUEUE.lock() {
+        batch.append(&mut queue);
+    }
     if !batch.is_empty() && writer.write(&batch).is_err() {
         disable("cannot write the trace any more");
         return false;
@@ -232,8 +238,26 @@ fn drain_into(writer: &Writer) -> bool {
     true
 }
 
+/// GPU times waiting to be written. Their own lock: CUPTI may deliver them on a thread that is inside the
+/// driver-API callback, which holds the state lock.
+static GPU_TIME_QUEUE: Mutex<Vec<record::Entry>> = Mutex::new(Vec::new());
+
+/// Queues records that come from outside a driver call (GPU times); the next drain writes them.
+fn emit_records(records: Vec<record::Record>) {
+    if records.is_empty() || !ENABLED.load(Ordering::Relaxed) {
+        return;
+    }
+    if let Ok(mut queue) = GPU_TIME_QUEUE.lock() {
+        queue.extend(records.into_iter().map(|record| record::Entry { call: activity::no_call(), record }));
+    }
+}
+
 /// Writes out everything recorded, at exit.
 extern "C" fn flush_at_exit() {
+    if GPU_TIMES.load(Ordering::Relaxed) {
+        // Outside the state lock: CUPTI delivers the last buffers through `emit_records`, which takes it.
+        let _ = std::panic::catch_unwind(activity::flush);
+    }
     let _ = std::panic::catch_unwind(|| {
         let writer = {
             let Ok(slot) = STATE.lock() else { return };
@@ -260,6 +284,12 @@ fn initialize() -> Result<(), String> {
     // Safety: registers a plain extern "C" function with no arguments.
     unsafe { libc::atexit(flush_at_exit) };
     NOOP.store(std::env::var_os("STREAMTRACE_CALLBACK_NOOP").is_some(), Ordering::SeqCst);
+    if std::env::var_os("STREAMTRACE_GPU_TIMES").is_some() {
+        match activity::enable() {
+            Ok(()) => GPU_TIMES.store(true, Ordering::SeqCst),
+            Err(e) => eprintln!("streamtrace: no GPU times ({e}); capture goes on without them"),
+        }
+    }
     // Safety: registers plain extern "C" functions that take and release the state lock around fork().
     unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
     ENABLED.store(true, Ordering::SeqCst);

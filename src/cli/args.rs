@@ -106,6 +106,9 @@ pub struct CaptureArgs {
     /// Path of libcupti (found in CUDA and PyPI locations when not given).
     #[arg(long)]
     pub cupti: Option<PathBuf>,
+    /// Also record GPU start and end times (CUPTI activity records), for timelines. Costs more than capture alone.
+    #[arg(long)]
+    pub gpu_times: bool,
     /// The program and its arguments, after `--`.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,

@@ -155,6 +155,9 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
         .env("CUDA_INJECTION64_PATH", &library)
         .env("STREAMTRACE_OUTPUT", &template)
         .env("PYTHONPATH", python_path);
+    if args.gpu_times {
+        command.env("STREAMTRACE_GPU_TIMES", "1");
+    }
     match &cupti {
         Some(path) => {
             command.env("STREAMTRACE_CUPTI", path);

@@ -210,6 +210,7 @@ impl Engine {
             TraceRecord::Stream(info) => self.add_stream(info),
             TraceRecord::Event(info) => self.add_event(info),
             TraceRecord::Op(op) => self.apply_op(&op),
+            TraceRecord::GpuTime { .. } => Ok(()),
         }
     }
 

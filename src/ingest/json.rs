@@ -469,9 +469,13 @@ impl JsonTraceParser {
                 return Ok(());
             }
             "gpu_time" => {
-                // GPU start and end of an operation, delivered by CUPTI after the fact: kept for timelines,
-                // not needed to decide ordering.
-                self.counters.bump("json.gpu_times", Severity::Info, "GPU time records (not used by the analysis)", 1);
+                // GPU start and end of an operation, delivered by CUPTI after the fact: for timelines, not for
+                // deciding ordering.
+                self.counters.bump("json.gpu_times", Severity::Info, "GPU time records (placed on timelines)", 1);
+                let (Some(correlation), Some(start_ns), Some(end_ns)) = (raw.corr, raw.gpu_start, raw.gpu_end) else {
+                    return Err("gpu_time needs `corr`, `gpu_start` and `gpu_end`".into());
+                };
+                out.push(Ok(TraceRecord::GpuTime { correlation, start_ns, end_ns }));
                 return Ok(());
             }
             "stream" => {

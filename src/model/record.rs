@@ -12,4 +12,7 @@ pub enum TraceRecord {
     Event(EventInfo),
     Thread(ThreadInfo),
     Op(Operation),
+    /// When the operation with this correlation id ran on the GPU, learned after the fact (CUPTI activity
+    /// records). Ordering does not depend on it; timelines place bars by it.
+    GpuTime { correlation: u64, start_ns: u64, end_ns: u64 },
 }

@@ -37,6 +37,8 @@ pub struct TimelineOp {
     pub name: Arc<str>,
     pub start_ns: u64,
     pub end_ns: u64,
+    #[serde(skip)]
+    pub correlation: Option<u64>,
 }
 
 /// An arrow between two bars (indexes into `ops`), or from a bar to the host.
@@ -55,6 +57,9 @@ pub struct Timeline {
     pub arrows: Vec<TimelineArrow>,
     /// Whether bars are placed by GPU time (every operation had one) or by issue order.
     pub gpu_time: bool,
+    /// GPU times that arrived after their operations, by correlation id.
+    #[serde(skip)]
+    gpu_times: rustc_hash::FxHashMap<u64, (u64, u64)>,
 }
 
 impl Timeline {
@@ -83,7 +88,18 @@ impl Timeline {
                     (Some(s), Some(e)) => (s, e.max(s)),
                     _ => (u64::MAX, u64::MAX),
                 };
-                self.ops.push(TimelineOp { seq: op.seq, stream: stream.0, class: op.kind.class(), name, start_ns, end_ns });
+                self.ops.push(TimelineOp {
+                    seq: op.seq,
+                    stream: stream.0,
+                    class: op.kind.class(),
+                    name,
+                    start_ns,
+                    end_ns,
+                    correlation: op.correlation_id,
+                });
+            }
+            TraceRecord::GpuTime { correlation, start_ns, end_ns } => {
+                self.gpu_times.insert(*correlation, (*start_ns, *end_ns));
             }
             _ => {}
         }
@@ -91,6 +107,11 @@ impl Timeline {
 
     /// Places the bars and turns the engine's edges into arrows between bars.
     pub fn finish(&mut self, edges: &[HbEdge]) {
+        for op in &mut self.ops {
+            if let Some(&(start, end)) = op.correlation.and_then(|c| self.gpu_times.get(&c)) {
+                (op.start_ns, op.end_ns) = (start, end.max(start));
+            }
+        }
         self.gpu_time = !self.ops.is_empty() && self.ops.iter().all(|o| o.start_ns != u64::MAX);
         if !self.gpu_time {
             // Issue order: one microsecond per operation, so that bars never overlap on a lane.

@@ -1,0 +1,88 @@
+//! GPU start and end times from CUPTI activity records (kernels, copies, sets), joined to the recorded calls by
+//! correlation id in the trace (`gpu_time` records). Opt-in (`STREAMTRACE_GPU_TIMES=1`, `streamtrace capture
+//! --gpu-times`): activity tracing costs more than the callbacks themselves, and ordering needs no times.
+
+use std::alloc::{alloc, dealloc, Layout};
+
+use cudarc::cupti::result::activity;
+use cudarc::cupti::sys::{CUpti_Activity, CUpti_ActivityKind};
+
+use crate::record::{Call, Record};
+
+const BUFFER_SIZE: usize = 8 << 20;
+const BUFFER_ALIGN: usize = 8;
+
+/// Offsets of (start, end, correlationId) in the record layouts, stable across CUPTI versions: the kernel
+/// records since CUpti_ActivityKernel4, the copy records since CUpti_ActivityMemcpy5, the set records since
+/// CUpti_ActivityMemset2.
+fn time_fields(kind: CUpti_ActivityKind) -> Option<(usize, usize, usize)> {
+    match kind {
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL | CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_KERNEL => Some((16, 24, 92)),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY => Some((16, 24, 44)),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET => Some((16, 24, 44)),
+        _ => None,
+    }
+}
+
+extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
+    let _ = std::panic::catch_unwind(|| {
+        let Ok(layout) = Layout::from_size_align(BUFFER_SIZE, BUFFER_ALIGN) else { return };
+        // Safety: a non-zero-sized layout; CUPTI hands the buffer back to `buffer_completed`, which frees it.
+        unsafe {
+            *buffer = alloc(layout);
+            *size = if (*buffer).is_null() { 0 } else { BUFFER_SIZE };
+            *max_records = 0;
+        }
+    });
+}
+
+extern "C" fn buffer_completed(_context: cudarc::driver::sys::CUcontext, _stream: u32, buffer: *mut u8, _size: usize, valid: usize) {
+    let _ = std::panic::catch_unwind(|| {
+        if buffer.is_null() {
+            return;
+        }
+        let mut times = Vec::new();
+        let mut record: *mut CUpti_Activity = std::ptr::null_mut();
+        // Safety: CUPTI filled `valid` bytes of the buffer it asked for; each record pointer it returns points
+        // into them, at least as long as the layout of its kind.
+        unsafe {
+            while activity::get_next_record(buffer, valid, &mut record).is_ok() && !record.is_null() {
+                if let Some((start, end, correlation)) = time_fields((*record).kind) {
+                    let base = record as *const u8;
+                    let start = std::ptr::read_unaligned(base.add(start) as *const u64);
+                    let end = std::ptr::read_unaligned(base.add(end) as *const u64);
+                    let correlation = std::ptr::read_unaligned(base.add(correlation) as *const u32);
+                    times.push(Record::GpuTime { correlation, start, end });
+                }
+            }
+        }
+        crate::emit_records(times);
+        if let Ok(layout) = Layout::from_size_align(BUFFER_SIZE, BUFFER_ALIGN) {
+            // Safety: allocated in `buffer_requested` with this layout.
+            unsafe { dealloc(buffer, layout) };
+        }
+    });
+}
+
+/// Starts activity tracing of kernels, copies and sets. Failure only costs the GPU times.
+pub fn enable() -> Result<(), String> {
+    activity::register_callbacks(Some(buffer_requested), Some(buffer_completed)).map_err(|e| format!("{e:?}"))?;
+    for kind in [
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY,
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET,
+    ] {
+        activity::enable(kind).map_err(|e| format!("{e:?}"))?;
+    }
+    Ok(())
+}
+
+/// Hands over every buffered record (at exit).
+pub fn flush() {
+    let _ = activity::flush_all(1);
+}
+
+/// The call a GPU-time record is attributed to: none (it is written as it arrives).
+pub fn no_call() -> Call {
+    Call { tid: 0, time_ns: 0, correlation: 0 }
+}
