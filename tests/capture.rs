@@ -206,3 +206,14 @@ fn triton_kernel_outside_any_op_keeps_tier_t1() {
     let names: Vec<String> = json["races"].as_array().expect("races").iter().map(|r| format!("{} -> {}", r["earlier"]["site"]["name"], r["later"]["site"]["name"])).collect();
     assert!(names.iter().any(|n| n.contains("scale_kernel")), "{names:?}");
 }
+
+#[test]
+fn gpu_times_from_cupti_activity_place_capture_bars() {
+    // `streamtrace capture --gpu-times` on the GPU machine: every kernel, copy and set got its GPU interval.
+    let trace = "samples/capture/gpu-times/d2d_copy_race.json";
+    expect_races(trace, &[("write-after-read", "read_kernel", "memcpy DtoD")]);
+    let text = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(trace)).expect("trace");
+    let times: Vec<Value> = text.lines().filter(|l| l.contains("\"gpu_time\"")).map(|l| serde_json::from_str(l).expect("json")).collect();
+    assert_eq!(times.len(), 4, "two memsets, the kernel and the copy");
+    assert!(times.iter().all(|t| t["gpu_end"].as_u64() >= t["gpu_start"].as_u64()));
+}
