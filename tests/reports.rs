@@ -163,3 +163,26 @@ fn gpu_times_recorded_after_the_fact_place_the_bars() {
         .collect();
     assert_eq!(bars, vec![("a".to_string(), 2000.0, 1000.0), ("b".to_string(), 5000.0, 1000.0)]);
 }
+
+/// Width and height from a PNG's IHDR chunk, after checking the signature.
+fn png_size(path: &Path) -> (u32, u32) {
+    let png = std::fs::read(path).expect("picture written");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    assert_eq!(&png[12..16], b"IHDR");
+    let word = |at: usize| u32::from_be_bytes([png[at], png[at + 1], png[at + 2], png[at + 3]]);
+    (word(16), word(20))
+}
+
+#[test]
+fn png_timeline_has_one_lane_per_stream() {
+    let png = scratch("timeline.png");
+    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+        .args(["analyze", "samples/json/pipeline_loop_race.json", "--png"])
+        .arg(&png)
+        .current_dir(repo())
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    // 1600 wide; 70 px of title, 26 px per stream (4 streams) and 30 px of legend.
+    assert_eq!(png_size(&png), (1600, 70 + 4 * 26 + 30));
+}

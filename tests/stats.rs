@@ -99,3 +99,16 @@ fn stats_reads_json_traces_and_refuses_bad_input() {
     let out = stats(&[SAMPLE, "--format", "csv"]);
     assert_eq!(out.status.code(), Some(2), "csv needs a directory");
 }
+
+#[test]
+fn stats_png_draws_both_charts() {
+    let png = out_dir("png").with_extension("png");
+    let out = stats(&[SAMPLE, "--png", png.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let bytes = std::fs::read(&png).expect("picture written");
+    assert_eq!(&bytes[1..4], b"PNG");
+    let width = u32::from_be_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
+    let height = u32::from_be_bytes([bytes[20], bytes[21], bytes[22], bytes[23]]);
+    // Three streams and three kernels: the taller chart has three rows.
+    assert_eq!((width, height), (1600, streamtrace::report::png::stats_height(3)));
+}

@@ -16,7 +16,7 @@ use crate::report::{html::HtmlReport, json::JsonReport, perfetto::PerfettoReport
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
     let started = Instant::now();
     let options = EngineOptions { host_order: args.host_order.into() };
-    let wants_timeline = args.html.is_some() || args.perfetto.is_some();
+    let wants_timeline = args.html.is_some() || args.perfetto.is_some() || args.png.is_some();
     let analysis = if wants_timeline {
         analyze_path_with_timeline(&args.trace, options)?
     } else {
@@ -39,6 +39,9 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
         if let Some(path) = path {
             write_atomically(path, |out| extra.write(&analysis, out))?;
         }
+    }
+    if let Some(path) = &args.png {
+        crate::report::png::write_timeline(&analysis, path)?;
     }
     if args.timing {
         let ops = analysis.stats.operations as f64;

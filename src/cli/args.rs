@@ -74,6 +74,9 @@ pub struct AnalyzeArgs {
     /// Also write a Perfetto / Chrome trace (JSON, for ui.perfetto.dev) to this file.
     #[arg(long)]
     pub perfetto: Option<PathBuf>,
+    /// Also write the timeline as a PNG picture, races marked.
+    #[arg(long)]
+    pub png: Option<PathBuf>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -93,6 +96,9 @@ pub struct StatsArgs {
     /// Where to write: a file for `table`; a directory (one file per table) for csv, json and parquet.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
+    /// Also draw busy time per stream and the kernels taking the most GPU time into this PNG.
+    #[arg(long)]
+    pub png: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

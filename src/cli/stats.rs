@@ -12,6 +12,10 @@ use crate::stats::compute;
 
 pub fn run(args: &StatsArgs) -> anyhow::Result<()> {
     let mut stats = compute(&args.trace)?;
+    if let Some(path) = &args.png {
+        let (busy, kernels) = anyhow::Context::context(chart_rows(&stats.tables), "reading the tables for the charts")?;
+        crate::report::png::write_stats(&busy, &kernels, path)?;
+    }
     match (args.format, &args.output) {
         (StatsFormat::Table, None) => {
             let stdout = io::stdout();
@@ -38,6 +42,27 @@ pub fn run(args: &StatsArgs) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// (label, milliseconds) rows for the charts: busy time per stream, and the ten kernels taking the most time.
+fn chart_rows(tables: &[(&'static str, DataFrame)]) -> PolarsResult<(Vec<(String, f64)>, Vec<(String, f64)>)> {
+    let table = |name: &str| tables.iter().find(|(n, _)| *n == name).map(|(_, df)| df);
+    let mut busy = Vec::new();
+    if let Some(df) = table("streams") {
+        let (process, stream, ns) = (df.column("process")?.u32()?, df.column("stream")?.u64()?, df.column("busy_ns")?.u64()?);
+        for i in 0..df.height() {
+            let label = format!("process {} stream {}", process.get(i).unwrap_or(0), crate::findings::stream_number(stream.get(i).unwrap_or(0)));
+            busy.push((label, ns.get(i).unwrap_or(0) as f64 / 1e6));
+        }
+    }
+    let mut kernels = Vec::new();
+    if let Some(df) = table("kernels") {
+        let (name, ns) = (df.column("name")?.str()?, df.column("total_ns")?.u64()?);
+        for i in 0..df.height().min(10) {
+            kernels.push((crate::report::text::shorten(name.get(i).unwrap_or("")), ns.get(i).unwrap_or(0) as f64 / 1e6));
+        }
+    }
+    Ok((busy, kernels))
 }
 
 fn write_tables(trace: &Path, tables: &[(&'static str, DataFrame)], operations: u64, out: &mut dyn Write) -> io::Result<()> {

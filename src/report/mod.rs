@@ -4,6 +4,7 @@
 pub mod html;
 pub mod json;
 pub mod perfetto;
+pub mod png;
 pub mod text;
 pub mod timeline;
 

@@ -14,7 +14,7 @@ pub struct TextReport;
 
 /// Demangled template names run to hundreds of characters: a listing line drops the return type, namespace
 /// qualifiers, integer casts and the parameter list, which keeps what tells kernels apart (the functor).
-fn shorten(name: &str) -> String {
+pub fn shorten(name: &str) -> String {
     const MAX: usize = 140;
     let mut text = name.strip_prefix("void ").unwrap_or(name).to_string();
     if text.ends_with(')') {
