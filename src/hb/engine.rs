@@ -137,6 +137,8 @@ pub struct Engine {
     graph_races: FxHashMap<(String, usize), Vec<RaceKey>>,
     /// Every happens-before edge, kept only when a timeline report asks for them (it grows with the trace).
     edge_log: Option<Vec<HbEdge>>,
+    /// Reused list for a launch's resolved pointer arguments.
+    pointer_scratch: Vec<Access>,
 }
 
 /// One happens-before edge between operations, for timelines: the operation `from_seq` is ordered before
@@ -190,6 +192,7 @@ impl Engine {
             conflicts: Vec::new(),
             graph_races: FxHashMap::default(),
             edge_log: None,
+            pointer_scratch: Vec::new(),
         }
     }
 
@@ -339,10 +342,22 @@ impl Engine {
             OpKind::Kernel { stream, name, accesses, pointers } => {
                 let site = self.site("kernel", name, Some(*stream), op);
                 let epoch = self.tick(*stream, site, op, !accesses.is_empty() || !pointers.is_empty());
-                let mut all = accesses.clone();
-                self.resolve_pointers(op.process, pointers, &mut all);
-                for access in effective_accesses(&all) {
+                // Pointer arguments (tier T1) become block accesses in a scratch list; exact accesses are used as
+                // they are, without a copy per launch.
+                let resolved = if pointers.is_empty() {
+                    None
+                } else {
+                    let mut all = std::mem::take(&mut self.pointer_scratch);
+                    all.clear();
+                    all.extend_from_slice(accesses);
+                    self.resolve_pointers(op.process, pointers, &mut all);
+                    Some(all)
+                };
+                for access in effective_accesses(resolved.as_deref().unwrap_or(accesses)) {
                     self.access(op, epoch, site, *access, Effect::Access);
+                }
+                if let Some(all) = resolved {
+                    self.pointer_scratch = all;
                 }
             }
             OpKind::Memcpy { stream, copy, src, dst, synchronous, .. } => {

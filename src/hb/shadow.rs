@@ -153,19 +153,31 @@ impl ShadowMemory {
                 return;
             }
         }
-        self.split_at(start);
-        self.split_at(end);
-        self.keys.clear();
-        self.keys.extend(self.segments.starts_in(start, end));
+        if !self.walk_contiguous(start, end) {
+            self.split_at(start);
+            self.split_at(end);
+            self.keys.clear();
+            self.keys.extend(self.segments.starts_in(start, end));
+        }
         if current.is_write() {
-            // After a write every byte of the range has the same state: one segment replaces them all.
+            // After a write every byte of the range has the same state: one segment replaces them all. The
+            // segment at `start`, if any, stays in place; the others go.
+            let mut kept_first = false;
             for i in 0..self.keys.len() {
                 let key = self.keys[i];
-                if let Some(mut seg) = self.segments.remove(&key) {
+                if key == start {
+                    if let Some(seg) = self.segments.get_mut(&key) {
+                        Self::check_and_record(seg, key, current, clock, out);
+                        seg.end = end;
+                        kept_first = true;
+                    }
+                } else if let Some(mut seg) = self.segments.remove(&key) {
                     Self::check_and_record(&mut seg, key, current, clock, out);
                 }
             }
-            self.segments.insert(start, Segment { end, write: Some(current), reads: Reads::None });
+            if !kept_first {
+                self.segments.insert(start, Segment { end, write: Some(current), reads: Reads::None });
+            }
             return;
         }
         let mut cursor = start;
@@ -182,17 +194,47 @@ impl ShadowMemory {
         if cursor < end {
             self.gaps.push((cursor, end));
         }
+        let had_gaps = !self.gaps.is_empty();
         for &(gap_start, gap_end) in &self.gaps {
             self.segments.insert(gap_start, Segment { end: gap_end, write: None, reads: Reads::One(current) });
+        }
+        if had_gaps {
+            self.keys.clear();
+            self.keys.extend(self.segments.starts_in(start, end));
         }
         self.merge_if_uniform(start, end);
     }
 
+    /// When segments start at `start` and follow each other without a gap up to `end`, collects their starts
+    /// into `keys` through the hash map alone (splitting the last one at `end` if it runs past), and returns
+    /// true. The common case for blocks split by partial copies; the ordered set is needed only otherwise.
+    fn walk_contiguous(&mut self, start: u64, end: u64) -> bool {
+        self.keys.clear();
+        let mut cursor = start;
+        while cursor < end {
+            match self.segments.by_start.get(&cursor) {
+                Some(seg) => {
+                    self.keys.push(cursor);
+                    cursor = seg.end;
+                }
+                None => return false,
+            }
+        }
+        if cursor > end {
+            let Some(&last) = self.keys.last() else { return false };
+            if let Some(seg) = self.segments.get_mut(&last) {
+                let right = Segment { end: seg.end, write: seg.write, reads: seg.reads.clone() };
+                seg.end = end;
+                self.segments.insert(end, right);
+            }
+        }
+        true
+    }
+
     /// After a read, the pieces of the range often hold the same state again (the read replaced ordered reads
     /// everywhere): keep them as one segment, so that the next access of the whole range takes the fast path.
+    /// `keys` holds the starts of the segments covering the range, in order.
     fn merge_if_uniform(&mut self, start: u64, end: u64) {
-        self.keys.clear();
-        self.keys.extend(self.segments.starts_in(start, end));
         if self.keys.len() < 2 || self.keys[0] != start {
             return;
         }
