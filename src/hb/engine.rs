@@ -62,6 +62,8 @@ pub struct EngineStats {
     pub peak_live_allocations: usize,
     /// Pointer-sized kernel arguments that fell in no live allocation (not pointers, or host memory).
     pub unresolved_pointers: u64,
+    /// Kernels whose accesses came from pointer arguments (tier T1).
+    pub kernels_with_pointers: u64,
 }
 
 struct StreamState {
@@ -347,6 +349,7 @@ impl Engine {
                 let resolved = if pointers.is_empty() {
                     None
                 } else {
+                    self.stats.kernels_with_pointers += 1;
                     let mut all = std::mem::take(&mut self.pointer_scratch);
                     all.clear();
                     all.extend_from_slice(accesses);

@@ -134,6 +134,19 @@ impl Report for TextReport {
             }
         }
         let total_pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
+        let framework_ops = analysis.import.get("json.framework_ops");
+        if framework_ops > 0 {
+            writeln!(
+                out,
+                "Access tier T2: {framework_ops} framework ops gave their kernels exact tensor extents; {} kernels outside any op used their pointer arguments (T1).",
+                analysis.stats.kernels_with_pointers
+            )?;
+        } else if analysis.stats.kernels_with_pointers > 0 {
+            writeln!(
+                out,
+                "Access tier T1: kernels' pointer arguments stand for whole allocation blocks, so tensors sharing a block (PyTorch's allocator segments) are not told apart."
+            )?;
+        }
         if !analysis.stats.has_addresses {
             writeln!(
                 out,
