@@ -4,10 +4,8 @@
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
-mkdir -p .gpu/bin && gunzip -c .gpu/streamtrace.gz > .gpu/bin/streamtrace && chmod +x .gpu/bin/streamtrace
-cp .gpu/libstreamtrace_capture.so .gpu/bin/
+source benches/gpu_env.sh
 st=.gpu/bin/streamtrace
-export PATH=/usr/local/cuda/bin:$PATH
 nvcc -O2 -arch=sm_90 -o /tmp/launches benches/capture_launches.cu
 nvcc -O2 -arch=sm_90 -std=c++17 -o /tmp/race samples/cuda/two_streams_race.cu
 {

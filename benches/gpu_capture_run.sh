@@ -4,9 +4,7 @@
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
-mkdir -p .gpu/bin && gunzip -c .gpu/streamtrace.gz > .gpu/bin/streamtrace && chmod +x .gpu/bin/streamtrace
-cp .gpu/libstreamtrace_capture.so .gpu/bin/
-export PATH=/usr/local/cuda/bin:$PATH
+source benches/gpu_env.sh
 mkdir -p "$OUT/cuda" "$OUT/torch"
 bash samples/cuda/run_all.sh "$OUT/cuda" 2>&1 | tail -40
 for py in samples/torch/*.py; do

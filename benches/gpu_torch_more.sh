@@ -4,8 +4,7 @@
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
-mkdir -p .gpu/bin && gunzip -c .gpu/streamtrace.gz > .gpu/bin/streamtrace && chmod +x .gpu/bin/streamtrace
-cp .gpu/libstreamtrace_capture.so .gpu/bin/
+source benches/gpu_env.sh
 work=/tmp/torch-more && mkdir -p $work
 for name in "$@"; do
   py=samples/torch/$name.py

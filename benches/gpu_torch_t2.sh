@@ -4,8 +4,7 @@
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
-mkdir -p .gpu/bin && gunzip -c .gpu/streamtrace.gz > .gpu/bin/streamtrace && chmod +x .gpu/bin/streamtrace
-cp .gpu/libstreamtrace_capture.so .gpu/bin/
+source benches/gpu_env.sh
 work=/tmp/torch-t2 && mkdir -p $work
 bash samples/torch/compare_csan.sh $work/csan-comparison.md
 for round in 1 2 3; do
