@@ -106,10 +106,12 @@ pub fn compute(path: &Path) -> Result<TraceStats, StatsError> {
         }
     }
     let _ = source.finish();
+    // Each stream's busy intervals are sorted and merged once, for both stream tables.
+    let unions = unions(&columns);
     let tables = vec![
         ("kernels", kernel_summary(&columns).map_err(|source| StatsError::Table { table: "kernels", source })?),
-        ("streams", stream_busy(&columns).map_err(|source| StatsError::Table { table: "streams", source })?),
-        ("stream_overlap", stream_overlap(&columns).map_err(|source| StatsError::Table { table: "stream_overlap", source })?),
+        ("streams", stream_busy(&unions).map_err(|source| StatsError::Table { table: "streams", source })?),
+        ("stream_overlap", stream_overlap(&unions).map_err(|source| StatsError::Table { table: "stream_overlap", source })?),
         ("syncs", sync_summary(&columns).map_err(|source| StatsError::Table { table: "syncs", source })?),
         ("memcpy", memcpy_summary(&columns).map_err(|source| StatsError::Table { table: "memcpy", source })?),
     ];
@@ -180,12 +182,14 @@ fn overlap(a: &[(u64, u64)], b: &[(u64, u64)]) -> u64 {
     total
 }
 
-fn unions(c: &Columns) -> Vec<((u32, u64), u64, Vec<(u64, u64)>)> {
+/// One stream's (process, handle), its operation count, and the union of its GPU work.
+type StreamUnion = ((u32, u64), u64, Vec<(u64, u64)>);
+
+fn unions(c: &Columns) -> Vec<StreamUnion> {
     c.streams.iter().map(|(key, work)| (*key, work.operations, union(work.intervals.clone()))).collect()
 }
 
-fn stream_busy(c: &Columns) -> PolarsResult<DataFrame> {
-    let unions = unions(c);
+fn stream_busy(unions: &[StreamUnion]) -> PolarsResult<DataFrame> {
     let span_start = unions.iter().filter_map(|(_, _, u)| u.first().map(|i| i.0)).min().unwrap_or(0);
     let span_end = unions.iter().filter_map(|(_, _, u)| u.last().map(|i| i.1)).max().unwrap_or(0);
     let span = (span_end.saturating_sub(span_start)).max(1) as f64;
@@ -199,8 +203,7 @@ fn stream_busy(c: &Columns) -> PolarsResult<DataFrame> {
     )
 }
 
-fn stream_overlap(c: &Columns) -> PolarsResult<DataFrame> {
-    let unions = unions(c);
+fn stream_overlap(unions: &[StreamUnion]) -> PolarsResult<DataFrame> {
     let (mut process, mut a, mut b, mut both) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (i, (ka, _, ua)) in unions.iter().enumerate() {
         for (kb, _, ub) in &unions[i + 1..] {

@@ -204,6 +204,13 @@ pub struct Findings {
 }
 
 impl Findings {
+    /// The races, most frequent first (ties: first seen first), for reports that show only the top ones.
+    pub fn races_by_count(&self) -> Vec<&RaceFinding> {
+        let mut races: Vec<&RaceFinding> = self.races.iter().collect();
+        races.sort_by(|a, b| b.count.cmp(&a.count).then(a.later.seq.cmp(&b.later.seq)));
+        races
+    }
+
     /// Whether anything was found that a CI job should fail on.
     pub fn has_problems(&self) -> bool {
         !self.races.is_empty() || !self.unrecorded_waits.is_empty()

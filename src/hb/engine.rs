@@ -703,13 +703,7 @@ impl Engine {
         if conflicts.is_empty() {
             return;
         }
-        let action = match (effect, access.mode) {
-            (Effect::Free, _) => AccessAction::Free,
-            (Effect::Alloc, _) => AccessAction::Alloc,
-            (Effect::Access, AccessMode::Read) => AccessAction::Read,
-            (Effect::Access, AccessMode::Write) => AccessAction::Write,
-        };
-        let later = Later { site, seq: op.seq, origin: op.origin, position: Some(epoch.tick), action };
+        let later = Later { site, seq: op.seq, origin: op.origin, position: Some(epoch.tick), action: action_of(effect, access.mode) };
         self.report(process, &later, Known::Stream(epoch.stream));
     }
 
@@ -723,12 +717,7 @@ impl Engine {
         let allocations = &processes[process.index()].allocations;
         for conflict in conflicts.iter() {
             let earlier = conflict.earlier;
-            let earlier_action = match (earlier.effect, earlier.mode) {
-                (Effect::Free, _) => AccessAction::Free,
-                (Effect::Alloc, _) => AccessAction::Alloc,
-                (Effect::Access, AccessMode::Read) => AccessAction::Read,
-                (Effect::Access, AccessMode::Write) => AccessAction::Write,
-            };
+            let earlier_action = action_of(earlier.effect, earlier.mode);
             let kind = match (earlier_action, later.action) {
                 (AccessAction::Free, _) | (_, AccessAction::Free) => RaceKind::UseAfterFree,
                 (AccessAction::Read, _) => RaceKind::WriteAfterRead,
@@ -813,7 +802,7 @@ impl Engine {
                         self.stats.race_occurrences += 1;
                         let occurrence = |site: SiteId, mode: AccessMode| OpOccurrence {
                             site: self.sites.get(site).clone(),
-                            action: if mode == AccessMode::Read { AccessAction::Read } else { AccessAction::Write },
+                            action: action_of(Effect::Access, mode),
                             seq: op.seq,
                             origin: op.origin,
                             stream_position: Some(epoch.tick),
@@ -851,6 +840,16 @@ fn effective_accesses(accesses: &[Access]) -> impl Iterator<Item = &Access> {
         a.mode == AccessMode::Write
             || !accesses.iter().any(|w| w.mode == AccessMode::Write && w.range.contains(a.range))
     })
+}
+
+/// What an access did, as findings name it.
+fn action_of(effect: Effect, mode: AccessMode) -> AccessAction {
+    match (effect, mode) {
+        (Effect::Free, _) => AccessAction::Free,
+        (Effect::Alloc, _) => AccessAction::Alloc,
+        (Effect::Access, AccessMode::Read) => AccessAction::Read,
+        (Effect::Access, AccessMode::Write) => AccessAction::Write,
+    }
 }
 
 /// Whose clock a conflict's later party had.

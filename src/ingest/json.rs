@@ -442,8 +442,7 @@ impl JsonTraceParser {
             "process" => return Ok(()),
             "op_begin" => {
                 let mut accesses = Vec::with_capacity(raw.reads.len() + raw.writes.len());
-                accesses_into(&raw.reads, AccessMode::Read, &mut accesses)?;
-                accesses_into(&raw.writes, AccessMode::Write, &mut accesses)?;
+                read_write_accesses(&raw.reads, &raw.writes, &mut accesses)?;
                 let name = self.intern(&raw.name.ok_or("op_begin without `name`")?);
                 let source = raw.src.as_deref().map(|text| self.source(text));
                 self.open_ops.entry(thread).or_default().push(FrameworkOp { name, accesses, source, kernels: Vec::new() });
@@ -455,8 +454,7 @@ impl JsonTraceParser {
                     return Err("op_end without an open op_begin on this thread".into());
                 };
                 // Outputs are known only now: they join the write set.
-                accesses_into(&raw.writes, AccessMode::Write, &mut op.accesses)?;
-                accesses_into(&raw.reads, AccessMode::Read, &mut op.accesses)?;
+                read_write_accesses(&raw.reads, &raw.writes, &mut op.accesses)?;
                 for mut kernel in op.kernels {
                     if let OpKind::Kernel { accesses, pointers, .. } = &mut kernel.kind {
                         accesses.clone_from(&op.accesses);
@@ -528,8 +526,7 @@ impl JsonTraceParser {
             "kernel" => {
                 let stream = self.stream(process, raw.stream)?;
                 let mut accesses = Vec::with_capacity(raw.reads.len() + raw.writes.len());
-                accesses_into(&raw.reads, AccessMode::Read, &mut accesses)?;
-                accesses_into(&raw.writes, AccessMode::Write, &mut accesses)?;
+                read_write_accesses(&raw.reads, &raw.writes, &mut accesses)?;
                 let name = self.intern(&raw.name.ok_or("kernel without `name`")?);
                 let mut pointers = Vec::with_capacity(raw.pointers.len());
                 for RawPointer(address, mode) in &raw.pointers {
@@ -647,8 +644,7 @@ impl JsonTraceParser {
                         return Err(format!("graph node {index} depends on node {dep}; a node may depend only on earlier nodes"));
                     }
                     let mut accesses = Vec::new();
-                    accesses_into(&node.reads, AccessMode::Read, &mut accesses)?;
-                    accesses_into(&node.writes, AccessMode::Write, &mut accesses)?;
+                    read_write_accesses(&node.reads, &node.writes, &mut accesses)?;
                     nodes.push(GraphNode {
                         name: node.name.map_or_else(|| format!("node {index}"), Cow::into_owned),
                         accesses,
@@ -704,9 +700,12 @@ fn range(raw: RawRange) -> Result<AccessRange, String> {
     AccessRange::new(raw.0 .0, raw.1 .0).map_err(|e| e.to_string())
 }
 
-fn accesses_into(raw: &[RawRange], mode: AccessMode, out: &mut Vec<Access>) -> Result<(), String> {
-    for r in raw {
-        out.push(Access { range: range(*r)?, mode });
+/// A record's `reads` and `writes` lists as accesses.
+fn read_write_accesses(reads: &[RawRange], writes: &[RawRange], out: &mut Vec<Access>) -> Result<(), String> {
+    for (list, mode) in [(reads, AccessMode::Read), (writes, AccessMode::Write)] {
+        for r in list {
+            out.push(Access { range: range(*r)?, mode });
+        }
     }
     Ok(())
 }

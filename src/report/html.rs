@@ -77,9 +77,8 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
         })
         .collect();
     let findings = &analysis.findings;
-    let mut by_count: Vec<&crate::findings::RaceFinding> = findings.races.iter().collect();
-    by_count.sort_by(|a, b| b.count.cmp(&a.count).then(a.later.seq.cmp(&b.later.seq)));
-    let mut views: Vec<FindingView> = by_count
+    let mut views: Vec<FindingView> = findings
+        .races_by_count()
         .into_iter()
         .take(FINDINGS_SHOWN)
         .map(|race| {

@@ -59,9 +59,7 @@ fn events(analysis: &Analysis, timeline: &Timeline) -> Vec<Value> {
     }
     // One marker per finding, the most frequent first, at most MARKERS of them (the JSON report has them all).
     const MARKERS: usize = 10_000;
-    let mut races: Vec<&crate::findings::RaceFinding> = analysis.findings.races.iter().collect();
-    races.sort_by(|a, b| b.count.cmp(&a.count).then(a.later.seq.cmp(&b.later.seq)));
-    for race in races.into_iter().take(MARKERS) {
+    for race in analysis.findings.races_by_count().into_iter().take(MARKERS) {
         let Some(later) = timeline.op_index(race.later.seq).map(|i| &timeline.ops[i]) else { continue };
         events.push(json!({
             "ph": "i", "s": "t", "cat": "race",
