@@ -34,43 +34,48 @@ def _say(message):
     sys.stderr.write("streamtrace: %s\n" % message)
 
 
-def _user_frame(skip_dirs):
-    frame = sys._getframe(2)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(skip_dirs) and not filename.startswith("<"):
-            return "%s:%d" % (filename, frame.f_lineno)
-        frame = frame.f_back
-    return None
-
-
 def _install(torch):
+    """Starts tier T2 recording on this thread and on every thread started later. Returns this thread's mode,
+    or None when recording could not start (capture then stays at tier T1)."""
     try:
         from torch.utils._python_dispatch import TorchDispatchMode
     except Exception as error:  # a torch without dispatch modes
         _say("this torch has no TorchDispatchMode (%s): capture stays at tier T1 (pointer arguments)" % error)
-        return
+        return None
     library = os.environ.get("CUDA_INJECTION64_PATH")
     try:
-        record = ctypes.CDLL(library).streamtrace_framework_record
+        capture = ctypes.CDLL(library)
+        record = capture.streamtrace_framework_record
         record.argtypes = (ctypes.c_char_p, ctypes.c_size_t)
         record.restype = ctypes.c_int
+        begin = capture.streamtrace_framework_op_begin
+        begin.argtypes = ()
+        begin.restype = ctypes.c_int
     except Exception as error:
         _say("cannot reach the capture library (%s): capture stays at tier T1" % error)
-        return
+        return None
+
+    def emit(line):
+        """Hands one record (a JSON object; the capture library adds the thread) to the capture library."""
+        data = line.encode()
+        record(data, len(data))
+
     skip_dirs = (os.path.dirname(torch.__file__), _HERE, os.path.dirname(threading.__file__))
     Tensor = torch.Tensor
+    get_thread = threading.get_ident
     # Per-op and per-file facts are computed once: the mode runs for every op of the program.
     schemas = {}
     user_files = {}
     quoted_files = {}
 
     def arguments_of(func):
+        """(index, name, written) of each of the op's arguments that can hold tensors."""
         info = schemas.get(func)
         if info is None:
             info = tuple(
                 (index, argument.name, argument.alias_info is not None and argument.alias_info.is_write)
                 for index, argument in enumerate(func._schema.arguments)
+                if "Tensor" in str(argument.type)
             )
             schemas[func] = info
         return info
@@ -78,9 +83,12 @@ def _install(torch):
     def add_extents(value, out):
         """Appends "[first byte,length]" for each CUDA tensor in value (a tensor or a list of them)."""
         if isinstance(value, Tensor):
-            if value.is_cuda and value.numel():
+            if value.is_cuda:
+                size = value.nbytes
+                if not size:
+                    return
                 if value.is_contiguous():
-                    out.append("[%d,%d]" % (value.data_ptr(), value.numel() * value.element_size()))
+                    out.append("[%d,%d]" % (value.data_ptr(), size))
                 else:
                     span = 1
                     for n, stride in zip(value.shape, value.stride()):
@@ -92,8 +100,9 @@ def _install(torch):
             for item in value:
                 add_extents(item, out)
 
-    def source_line():
-        frame = sys._getframe(2)
+    def source_line(depth=2):
+        """The innermost frame outside torch and the standard library, as a JSON string, or null."""
+        frame = sys._getframe(depth)
         while frame is not None:
             filename = frame.f_code.co_filename
             user = user_files.get(filename)
@@ -106,38 +115,136 @@ def _install(torch):
             frame = frame.f_back
         return "null"
 
+    # Caching-allocator blocks: torch reports each block it hands out and takes back (the hooks CSAN uses).
+    # A block handed out during an op is recorded when the op returns it as an output, which gives its size,
+    # its stream and the line that created it; blocks an op uses internally and frees are not recorded.
+    new_blocks = {}  # thread -> blocks handed out since that thread's op began
+    live_blocks = {}  # address -> block id
+    next_block = [1]
+    raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+    def on_block_alloc(address):
+        blocks = new_blocks.get(get_thread())
+        if blocks is not None:
+            blocks.append(address)
+
+    def on_block_free(address):
+        block = live_blocks.pop(address, None)
+        if block is not None:
+            emit('{"type":"free","id":%d,"free_kind":"pool_block","src":%s}' % (block, source_line()))
+        else:
+            blocks = new_blocks.get(get_thread())
+            if blocks and address in blocks:
+                blocks.remove(address)
+
+    def record_new_blocks(blocks, out, src):
+        """Records each block handed out during the op that the op returns (out: its outputs)."""
+        for value in out if isinstance(out, (list, tuple)) else (out,):
+            if isinstance(value, Tensor) and value.is_cuda:
+                address = value.data_ptr()
+                if address in blocks:
+                    blocks.remove(address)
+                    block = next_block[0]
+                    next_block[0] += 1
+                    live_blocks[address] = block
+                    stream = raw_stream(value.device.index) if raw_stream else 0
+                    emit('{"type":"alloc","id":%d,"addr":%d,"size":%d,"alloc_kind":"pool_block","src":%s%s}' % (
+                        block, address, value.untyped_storage().nbytes(), src,
+                        ',"stream":%d' % stream if stream else ""))
+        del blocks[:]
+
+    blocks_recorded = False
+    activate = getattr(torch._C, "_activate_gpu_trace", None)
+    try:
+        gpu_trace = importlib.import_module("torch.cuda._gpu_trace")
+        gpu_trace.register_callback_for_memory_allocation(on_block_alloc)
+        gpu_trace.register_callback_for_memory_deallocation(on_block_free)
+        activate()
+        blocks_recorded = True
+    except Exception as error:
+        _say("no caching-allocator block events (%s): findings name cudaMalloc segments" % error)
+
     class StreamtraceMode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            reads, writes = [], []
-            for index, name, written in arguments_of(func):
-                if index < len(args):
-                    value = args[index]
-                elif name in kwargs:
-                    value = kwargs[name]
-                else:
-                    continue
-                add_extents(value, writes if written else reads)
-            tid = threading.get_native_id()
-            line = '{"type":"op_begin","thread":%d,"name":"%s","reads":[%s],"writes":[%s],"src":%s}' % (
-                tid, func.__name__, ",".join(reads), ",".join(writes), source_line())
-            record(line.encode(), len(line))
-            outputs = []
+            begin()
+            thread = get_thread()
+            blocks = new_blocks.get(thread)
+            if blocks is None:
+                if blocks_recorded:
+                    blocks = new_blocks[thread] = []
+            elif blocks:
+                del blocks[:]  # handed out outside any op: not attributable
+            out = None
             try:
-                out = func(*args, **kwargs)
-                add_extents(out, outputs)
+                out = func(*args, **(kwargs or {}))
                 return out
             finally:
-                line = '{"type":"op_end","thread":%d,"writes":[%s]}' % (tid, ",".join(outputs))
-                record(line.encode(), len(line))
+                # Extents are taken once the op has run: an op that resizes its output moves it.
+                reads, writes = [], []
+                count = len(args)
+                for index, name, written in arguments_of(func):
+                    value = args[index] if index < count else kwargs.get(name) if kwargs else None
+                    if value is not None:
+                        add_extents(value, writes if written else reads)
+                add_extents(out, writes)
+                src = source_line()
+                if blocks:
+                    record_new_blocks(blocks, out, src)
+                emit('{"type":"op_end","name":"%s","reads":[%s],"writes":[%s],"src":%s}' % (
+                    func.__name__, ",".join(reads), ",".join(writes), src))
+
+    # Calls that order streams or the host: each is bracketed so that its CUDA calls take its Python line.
+    depth = threading.local()
+
+    def bracketed(name, method):
+        def call(*args, **kwargs):
+            if getattr(depth, "inside", False):
+                return method(*args, **kwargs)
+            emit('{"type":"call_begin","name":"%s","src":%s}' % (name, source_line()))
+            depth.inside = True
+            try:
+                return method(*args, **kwargs)
+            finally:
+                depth.inside = False
+                emit('{"type":"call_end"}')
+        call.__name__ = getattr(method, "__name__", name)
+        call.__doc__ = getattr(method, "__doc__", None)
+        return call
+
+    cuda = torch.cuda
+    for owner, prefix, names in (
+        (cuda.Event, "Event.", ("record", "wait", "synchronize", "query")),
+        (cuda.Stream, "Stream.", ("wait_event", "wait_stream", "record_event", "synchronize", "query")),
+        (cuda, "torch.cuda.", ("synchronize",)),
+    ):
+        for name in names:
+            method = getattr(owner, name, None)
+            if method is not None:
+                setattr(owner, name, bracketed(prefix + name, method))
+
+    # Dispatch modes are per thread: every thread started from now on enters one before it runs.
+    bootstrap_inner = getattr(threading.Thread, "_bootstrap_inner", None)
+    if bootstrap_inner is not None:
+        def run_recorded(thread):
+            try:
+                StreamtraceMode().__enter__()
+            except Exception:
+                pass  # this thread's ops stay at tier T1
+            bootstrap_inner(thread)
+
+        threading.Thread._bootstrap_inner = run_recorded
+    else:
+        _say("ops on threads other than the main one stay at tier T1 (no Thread._bootstrap_inner)")
 
     mode = StreamtraceMode()
     try:
         mode.__enter__()
     except Exception as error:
         _say("cannot enter the recording dispatch mode (%s): capture stays at tier T1" % error)
-        return
-    _say("PyTorch %s: recording op read/write sets and source lines (tier T2)" % torch.__version__)
+        return None
+    _say("PyTorch %s: recording op read/write sets, %sPython lines (tier T2)" % (
+        torch.__version__, "allocator blocks and " if blocks_recorded else ""))
+    return mode
 
 
 class _AfterTorchImport(importlib.abc.MetaPathFinder):

@@ -1,19 +1,12 @@
 //! The CUPTI driver-API callback: turns one call into records. Runs on the application's threads, so it only
 //! reads the call's parameters and hands records to the writer; it never blocks on I/O.
 
-use std::ffi::c_void;
-
 use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData};
 
-use crate::args::{scan_parameter, PointerArg};
 use crate::cbid::*;
 use crate::params::*;
 use crate::record::{Call, Record, SyncTarget};
 use crate::state::ProcessState;
-
-/// CU_LAUNCH_PARAM_BUFFER_POINTER and CU_LAUNCH_PARAM_BUFFER_SIZE in a launch's `extra` array.
-const LAUNCH_PARAM_BUFFER_POINTER: usize = 1;
-const LAUNCH_PARAM_BUFFER_SIZE: usize = 2;
 
 /// Reads the parameter block of the call as `T`.
 ///
@@ -26,44 +19,6 @@ unsafe fn params<T>(data: &CUpti_CallbackData) -> &T {
 /// The call's return value at API exit (CUresult 0 is success).
 unsafe fn succeeded(data: &CUpti_CallbackData) -> bool {
     !data.functionReturnValue.is_null() && *(data.functionReturnValue as *const i32) == 0
-}
-
-/// The pointer words of a launch's arguments, each marked read-only when its parameter is `const T*`.
-unsafe fn launch_pointers(state: &mut ProcessState, f: Handle, kernel_params: *mut *mut c_void, extra: *mut *mut c_void) -> (std::sync::Arc<str>, Vec<PointerArg>) {
-    let info = state.function(f);
-    let mut pointers = Vec::new();
-    if !kernel_params.is_null() {
-        for (index, &(offset, size, read_only)) in info.params.iter().enumerate() {
-            let value = *kernel_params.add(index);
-            if value.is_null() || size == 0 {
-                continue;
-            }
-            let bytes = std::slice::from_raw_parts(value as *const u8, size);
-            scan_parameter(bytes, offset, read_only, &mut pointers);
-        }
-    } else if !extra.is_null() {
-        // The packed form: `extra` holds (key, value) pairs ending with CU_LAUNCH_PARAM_END (0).
-        let (mut buffer, mut size) = (std::ptr::null::<u8>(), 0usize);
-        let mut i = 0;
-        while !(*extra.add(i)).is_null() && i < 64 {
-            let key = *extra.add(i) as usize;
-            let value = *extra.add(i + 1);
-            if key == LAUNCH_PARAM_BUFFER_POINTER {
-                buffer = value as *const u8;
-            } else if key == LAUNCH_PARAM_BUFFER_SIZE && !value.is_null() {
-                size = *(value as *const usize);
-            }
-            i += 2;
-        }
-        if !buffer.is_null() && size > 0 {
-            for &(offset, psize, read_only) in &info.params {
-                if offset + psize <= size {
-                    scan_parameter(std::slice::from_raw_parts(buffer.add(offset), psize), offset, read_only, &mut pointers);
-                }
-            }
-        }
-    }
-    (info.name.clone(), pointers)
 }
 
 fn copy_kind(cbid: u32) -> &'static str {
@@ -95,14 +50,12 @@ pub unsafe fn on_call(state: &mut ProcessState, cbid: u32, data: &CUpti_Callback
         CU_LAUNCH_KERNEL | CU_LAUNCH_KERNEL_PTSZ if enter => {
             let p = params::<LaunchKernel>(data);
             let stream = state.stream(call, context, device, p.hStream, pt);
-            let (name, pointers) = launch_pointers(state, p.f, p.kernelParams, p.extra);
-            state.emit(call, Record::Kernel { stream, name, pointers, api: "cuLaunchKernel" });
+            state.kernel(call, stream, p.f, p.kernelParams, p.extra, "cuLaunchKernel");
         }
         CU_LAUNCH_COOPERATIVE_KERNEL | CU_LAUNCH_COOPERATIVE_KERNEL_PTSZ if enter => {
             let p = params::<LaunchKernel>(data);
             let stream = state.stream(call, context, device, p.hStream, pt);
-            let (name, pointers) = launch_pointers(state, p.f, p.kernelParams, std::ptr::null_mut());
-            state.emit(call, Record::Kernel { stream, name, pointers, api: "cuLaunchCooperativeKernel" });
+            state.kernel(call, stream, p.f, p.kernelParams, std::ptr::null_mut(), "cuLaunchCooperativeKernel");
         }
         CU_LAUNCH_KERNEL_EX | CU_LAUNCH_KERNEL_EX_PTSZ if enter => {
             let p = params::<LaunchKernelEx>(data);
@@ -110,8 +63,7 @@ pub unsafe fn on_call(state: &mut ProcessState, cbid: u32, data: &CUpti_Callback
                 return;
             }
             let stream = state.stream(call, context, device, (*p.config).hStream, pt);
-            let (name, pointers) = launch_pointers(state, p.f, p.kernelParams, p.extra);
-            state.emit(call, Record::Kernel { stream, name, pointers, api: "cuLaunchKernelEx" });
+            state.kernel(call, stream, p.f, p.kernelParams, p.extra, "cuLaunchKernelEx");
         }
         CU_MEMCPY | CU_MEMCPY_PTDS | CU_MEMCPY_HTOD_V2 | CU_MEMCPY_HTOD_V2_PTDS | CU_MEMCPY_DTOH_V2
         | CU_MEMCPY_DTOH_V2_PTDS | CU_MEMCPY_DTOD_V2 | CU_MEMCPY_DTOD_V2_PTDS

@@ -125,3 +125,39 @@ pub fn per_thread(cbid: u32) -> bool {
 pub fn is_synchronization(cbid: u32) -> bool {
     matches!(cbid, CU_CTX_SYNCHRONIZE | CU_CTX_SYNCHRONIZE_V2 | CU_STREAM_SYNCHRONIZE | CU_STREAM_SYNCHRONIZE_PTSZ | CU_EVENT_SYNCHRONIZE)
 }
+
+/// Calls recorded when they return (their result or out-parameters matter); every other call is recorded when
+/// it is made.
+pub fn recorded_at_exit(cbid: u32) -> bool {
+    matches!(
+        cbid,
+        CU_STREAM_QUERY
+            | CU_STREAM_QUERY_PTSZ
+            | CU_EVENT_QUERY
+            | CU_STREAM_CREATE
+            | CU_STREAM_CREATE_WITH_PRIORITY
+            | CU_MEM_ALLOC_V2
+            | CU_MEM_ALLOC_MANAGED
+            | CU_MEM_ALLOC_ASYNC
+            | CU_MEM_ALLOC_ASYNC_PTSZ
+            | CU_MEM_ALLOC_FROM_POOL_ASYNC
+            | CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ
+            | CU_MEM_HOST_ALLOC
+            | CU_MEM_ALLOC_HOST_V2
+            | CU_MEM_MAP
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_recorded_at_exit_are_subscribed() {
+        for id in 0..1024 {
+            if recorded_at_exit(id) {
+                assert!(ENABLED.contains(&id), "cbid {id} is recorded at exit but not subscribed");
+            }
+        }
+    }
+}

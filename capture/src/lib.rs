@@ -23,12 +23,12 @@ use std::cell::Cell;
 use rustc_hash::FxHashMap as HashMap;
 use std::ffi::c_void;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use cudarc::cupti::result as cupti;
-use cudarc::cupti::sys::{CUpti_CallbackData, CUpti_CallbackDomain, CUpti_SubscriberHandle};
+use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData, CUpti_CallbackDomain, CUpti_SubscriberHandle};
 
 use record::Call;
 use state::ProcessState;
@@ -43,6 +43,9 @@ static NOOP: AtomicBool = AtomicBool::new(false);
 static GPU_TIMES: AtomicBool = AtomicBool::new(false);
 /// The state of the current process; replaced after a fork.
 static STATE: Mutex<Option<ProcessState>> = Mutex::new(None);
+/// This process's id, kept here because getpid is a system call and every callback needs it; the child side
+/// of a fork sets it anew.
+static PID: AtomicU32 = AtomicU32::new(0);
 /// The CUPTI library, kept loaded for the life of the process.
 static CUPTI_LIBRARY: OnceLock<Option<libloading::Library>> = OnceLock::new();
 
@@ -60,10 +63,20 @@ extern "C" fn before_fork() {
     });
 }
 
-/// In the parent and in the child: release the lock taken before the fork. The child's first recorded call
-/// then finds a state of another process and starts its own trace file.
-extern "C" fn after_fork() {
+/// In the parent: release the lock taken before the fork.
+extern "C" fn after_fork_in_parent() {
     let _ = std::panic::catch_unwind(|| FORK_GUARD.with(|slot| slot.borrow_mut().take()));
+}
+
+/// In the child: note the new process id and release the lock. The child's first recorded call then finds a
+/// state of another process and starts its own trace file.
+extern "C" fn after_fork_in_child() {
+    PID.store(std::process::id(), Ordering::SeqCst);
+    after_fork_in_parent();
+}
+
+fn current_pid() -> u32 {
+    PID.load(Ordering::Relaxed)
 }
 
 thread_local! {
@@ -153,7 +166,7 @@ fn device_of(devices: &mut HashMap<u32, Option<u32>>, data: &CUpti_CallbackData)
 
 /// Starts a writer for this process if none runs for it (first call, or the first after a fork).
 fn state_for_this_process(slot: &mut Option<ProcessState>) -> Option<&mut ProcessState> {
-    let pid = std::process::id();
+    let pid = current_pid();
     if slot.as_ref().is_some_and(|s| s.pid == pid) {
         return slot.as_mut();
     }
@@ -191,6 +204,13 @@ unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDo
     {
         return;
     }
+    // CUPTI calls at entry and at exit; each call is recorded at one of them. The other returns here, before
+    // the clock, the thread id or the lock.
+    // Safety: CUPTI passes driver-API callback data for the driver domain.
+    let at_exit = unsafe { (*(data as *const CUpti_CallbackData)).callbackSite } == CUpti_ApiCallbackSite::CUPTI_API_EXIT;
+    if at_exit != cbid::recorded_at_exit(cbid) {
+        return;
+    }
     if IN_CALLBACK.with(|flag| flag.replace(true)) {
         return;
     }
@@ -221,19 +241,34 @@ unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDo
 /// Takes the records collected so far and writes them with `writer`. False when this process's capture has
 /// ended (or the process forked and this thread belongs to the parent's state).
 fn drain_into(writer: &Writer) -> bool {
-    let mut batch = {
+    let (mut batch, mut file) = {
         let Ok(mut slot) = STATE.lock() else { return false };
-        match slot.as_mut() {
-            Some(state) if state.pid == std::process::id() && state.writer.path == writer.path => std::mem::take(&mut state.pending),
+        let batch = match slot.as_mut() {
+            Some(state) if state.pid == current_pid() && state.writer.path == writer.path => state.take_pending(),
             _ => return false,
-        }
+        };
+        // The file is taken before the records are let go, so that batches reach it in the order they were
+        // taken even when the writer thread and a synchronizing thread drain at once.
+        let Ok(file) = writer.lock() else {
+            disable("cannot write the trace any more");
+            return false;
+        };
+        (batch, file)
     };
     if let Ok(mut queue) = GPU_TIME_QUEUE.lock() {
-        batch.append(&mut queue);
+        batch.entries.append(&mut queue);
     }
-    if !batch.is_empty() && writer.write(&batch).is_err() {
+    let written = batch.is_empty() || file.write(&batch).is_ok();
+    drop(file);
+    if !written {
         disable("cannot write the trace any more");
         return false;
+    }
+    batch.clear();
+    if let Ok(mut slot) = STATE.lock() {
+        if let Some(state) = slot.as_mut().filter(|state| state.pid == current_pid()) {
+            state.spare = Some(batch);
+        }
     }
     true
 }
@@ -262,7 +297,7 @@ extern "C" fn flush_at_exit() {
         let writer = {
             let Ok(slot) = STATE.lock() else { return };
             match slot.as_ref() {
-                Some(state) if state.pid == std::process::id() => state.writer.handle(),
+                Some(state) if state.pid == current_pid() => state.writer.handle(),
                 _ => return,
             }
         };
@@ -271,6 +306,7 @@ extern "C" fn flush_at_exit() {
 }
 
 fn initialize() -> Result<(), String> {
+    PID.store(std::process::id(), Ordering::SeqCst);
     load_cupti()?;
     let mut subscriber: CUpti_SubscriberHandle = std::ptr::null_mut();
     // Safety: registers a callback with the signature CUPTI expects; no user data.
@@ -291,7 +327,7 @@ fn initialize() -> Result<(), String> {
         }
     }
     // Safety: registers plain extern "C" functions that take and release the state lock around fork().
-    unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
+    unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_in_parent), Some(after_fork_in_child)) };
     ENABLED.store(true, Ordering::SeqCst);
     Ok(())
 }
@@ -311,8 +347,9 @@ pub extern "C" fn InitializeInjection() -> i32 {
     1
 }
 
-/// Records one framework record (a JSON object, such as a PyTorch op's `op_begin`) in order with the CUDA calls
-/// around it. Called by the Python bootstrap through ctypes. Returns 0 when recorded, -1 otherwise.
+/// Records one framework record (a JSON object such as a PyTorch op's `op_end`, without a `thread` field: the
+/// calling thread's is added) in order with the CUDA calls around it. Called by the Python bootstrap through
+/// ctypes. Returns 0 when recorded, -1 otherwise.
 ///
 /// # Safety
 /// `text` must point to `len` readable bytes.
@@ -321,14 +358,30 @@ pub unsafe extern "C" fn streamtrace_framework_record(text: *const u8, len: usiz
     if !ENABLED.load(Ordering::Relaxed) || text.is_null() {
         return -1;
     }
+    // Safety: the caller passes `len` readable bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(text, len) };
+    match std::str::from_utf8(bytes) {
+        Ok(line) if line.trim_start().starts_with('{') => framework_record(|| record::Record::Raw(line.to_string())),
+        _ => -1,
+    }
+}
+
+/// Marks the start of a framework operation on the calling thread: its CUDA calls follow, then its `op_end`.
+/// A separate entry point with no argument, because it is made once per PyTorch op. Returns 0 when recorded.
+#[no_mangle]
+pub extern "C" fn streamtrace_framework_op_begin() -> i32 {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return -1;
+    }
+    framework_record(|| record::Record::OpBegin)
+}
+
+fn framework_record(make: impl FnOnce() -> record::Record + std::panic::UnwindSafe) -> i32 {
     let outcome = std::panic::catch_unwind(|| {
-        // Safety: the caller passes `len` readable bytes.
-        let bytes = unsafe { std::slice::from_raw_parts(text, len) };
-        let Ok(line) = std::str::from_utf8(bytes) else { return -1 };
         let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: 0 };
         let Ok(mut slot) = STATE.lock() else { return -1 };
         let Some(state) = state_for_this_process(&mut slot) else { return -1 };
-        state.emit(call, record::Record::Raw(line.to_string()));
+        state.emit(call, make());
         0
     });
     outcome.unwrap_or(-1)

@@ -25,7 +25,11 @@ pub enum SyncTarget {
 pub enum Record {
     Stream { handle: u64, kind: &'static str, priority: Option<i32>, context: u32, device: Option<u32> },
     Event { handle: u64 },
-    Kernel { stream: u64, name: Arc<str>, pointers: Vec<PointerArg>, api: &'static str },
+    /// A launch of the kernel declared by the `Function` record `function`; its pointer words are
+    /// `pointers[first_pointer..first_pointer + pointer_count]` of the batch (no allocation per launch).
+    Kernel { stream: u64, function: u32, first_pointer: u32, pointer_count: u32, api: &'static str },
+    /// Names kernel `index` for the writer, which keeps the names across batches; writes no line.
+    Function { index: u32, name: Arc<str> },
     Memcpy { stream: u64, copy: &'static str, src: u64, dst: u64, bytes: u64, synchronous: bool, api: &'static str },
     Memset { stream: u64, dst: u64, bytes: u64, synchronous: bool, api: &'static str },
     EventRecord { event: u64, stream: u64 },
@@ -36,8 +40,12 @@ pub enum Record {
     Free { id: u64, kind: &'static str, stream: Option<u64>, api: &'static str },
     GraphLaunch { stream: u64 },
     GpuTime { correlation: u32, start: u64, end: u64 },
-    /// A record written by a framework hook (the PyTorch bootstrap): one JSON object, passed through as is.
+    /// A record written by a framework hook (the PyTorch bootstrap): one JSON object, passed through with the
+    /// calling thread's id added.
     Raw(String),
+    /// A framework operation (a PyTorch op) begins on the calling thread; its `op_end` record, sent through
+    /// `Raw`, says what it was.
+    OpBegin,
 }
 
 /// One record with its call, ready to format.
@@ -45,6 +53,48 @@ pub enum Record {
 pub struct Entry {
     pub call: Call,
     pub record: Record,
+}
+
+/// Records waiting for the writer, in call order, with the pointer words their kernel launches refer to.
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub entries: Vec<Entry>,
+    pub pointers: Vec<PointerArg>,
+}
+
+impl Batch {
+    pub fn with_capacity(entries: usize) -> Batch {
+        Batch { entries: Vec::with_capacity(entries), pointers: Vec::with_capacity(entries * 2) }
+    }
+
+    pub fn push(&mut self, call: Call, record: Record) {
+        self.entries.push(Entry { call, record });
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.pointers.clear();
+    }
+
+    /// Appends every record as one JSON line. `names` holds the kernel names declared so far (this batch's
+    /// `Function` records join it).
+    pub fn write_lines(&self, names: &mut Vec<Arc<str>>, out: &mut String) {
+        for entry in &self.entries {
+            if let Record::Function { index, name } = &entry.record {
+                let index = *index as usize;
+                if names.len() <= index {
+                    names.resize(index + 1, Arc::from("kernel"));
+                }
+                names[index] = name.clone();
+                continue;
+            }
+            entry.write_line(self, names, out);
+        }
+    }
 }
 
 fn common(out: &mut String, call: &Call, api: Option<&str>) {
@@ -69,8 +119,8 @@ fn escape(text: &str, out: &mut String) {
 }
 
 impl Entry {
-    /// Appends the record as one JSON line.
-    pub fn write_line(&self, out: &mut String) {
+    /// Appends the record as one JSON line; `batch` holds its pointer words and `names` its kernel's name.
+    fn write_line(&self, batch: &Batch, names: &[Arc<str>], out: &mut String) {
         let call = &self.call;
         match &self.record {
             Record::Stream { handle, kind, priority, context, device } => {
@@ -86,10 +136,12 @@ impl Entry {
             Record::Event { handle } => {
                 let _ = write!(out, "{{\"type\":\"event\",\"id\":{handle},\"thread\":{}", call.tid);
             }
-            Record::Kernel { stream, name, pointers, api } => {
+            Record::Kernel { stream, function, first_pointer, pointer_count, api } => {
                 let _ = write!(out, "{{\"type\":\"kernel\",\"stream\":{stream},\"name\":\"");
-                escape(name, out);
+                escape(names.get(*function as usize).map_or("kernel", |n| n), out);
                 out.push_str("\",\"pointers\":[");
+                let first = *first_pointer as usize;
+                let pointers = batch.pointers.get(first..first + *pointer_count as usize).unwrap_or(&[]);
                 for (i, p) in pointers.iter().enumerate() {
                     let _ = write!(out, "{}[\"{:#x}\",\"{}\"]", if i > 0 { "," } else { "" }, p.address, if p.writes { "w" } else { "r" });
                 }
@@ -153,11 +205,17 @@ impl Entry {
                 common(out, call, Some("cuGraphLaunch"));
             }
             Record::Raw(text) => {
-                // One record, one line: a stray newline would split it.
-                out.extend(text.chars().map(|c| if c == '\n' || c == '\r' { ' ' } else { c }));
+                // The hook's object with the thread in front; one record, one line: a stray newline would split it.
+                let fields = text.trim_start().strip_prefix('{').unwrap_or(text);
+                let _ = write!(out, "{{\"thread\":{},", call.tid);
+                out.extend(fields.chars().map(|c| if c == '\n' || c == '\r' { ' ' } else { c }));
                 out.push('\n');
                 return;
             }
+            Record::OpBegin => {
+                let _ = write!(out, "{{\"type\":\"op_begin\",\"thread\":{}", call.tid);
+            }
+            Record::Function { .. } => return,
             Record::GpuTime { correlation, start, end } => {
                 let _ = write!(out, "{{\"type\":\"gpu_time\",\"corr\":{correlation},\"gpu_start\":{start},\"gpu_end\":{end}");
             }
@@ -176,33 +234,44 @@ mod tests {
 
     #[test]
     fn kernel_line_is_valid_json_with_escaped_name() {
-        let entry = Entry {
-            call: call(),
-            record: Record::Kernel {
-                stream: 5,
-                name: Arc::from("k<\"x\\y\">(float const*)"),
-                pointers: vec![PointerArg { address: 0x1000, writes: false }],
-                api: "cuLaunchKernel",
-            },
-        };
-        let mut line = String::new();
-        entry.write_line(&mut line);
+        let mut batch = Batch::default();
+        batch.push(call(), Record::Function { index: 0, name: Arc::from("k<\"x\\y\">(float const*)") });
+        batch.pointers.extend([PointerArg { address: 0x9999, writes: true }, PointerArg { address: 0x1000, writes: false }]);
+        batch.push(call(), Record::Kernel { stream: 5, function: 0, first_pointer: 1, pointer_count: 1, api: "cuLaunchKernel" });
+        let (mut names, mut line) = (Vec::new(), String::new());
+        batch.write_lines(&mut names, &mut line);
+        assert_eq!(line.lines().count(), 1, "a function declaration writes no line");
         let value: serde_json::Value = serde_json::from_str(&line).expect("valid JSON");
         assert_eq!(value["name"], "k<\"x\\y\">(float const*)");
         assert_eq!(value["pointers"][0][0], "0x1000");
         assert_eq!(value["pointers"][0][1], "r");
+        assert_eq!(value["pointers"].as_array().map(Vec::len), Some(1));
         assert_eq!(value["thread"], 7);
     }
 
     #[test]
     fn query_and_sync_lines() {
+        let mut batch = Batch::default();
+        batch.push(call(), Record::Query { target: SyncTarget::Event(9), ready: true, api: "cuEventQuery" });
+        batch.push(call(), Record::Sync { target: SyncTarget::Context(1), api: "cuCtxSynchronize" });
         let mut line = String::new();
-        Entry { call: call(), record: Record::Query { target: SyncTarget::Event(9), ready: true, api: "cuEventQuery" } }
-            .write_line(&mut line);
-        Entry { call: call(), record: Record::Sync { target: SyncTarget::Context(1), api: "cuCtxSynchronize" } }.write_line(&mut line);
+        batch.write_lines(&mut Vec::new(), &mut line);
         let lines: Vec<serde_json::Value> = line.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
         assert_eq!(lines[0]["type"], "query");
         assert_eq!(lines[0]["ready"], true);
         assert_eq!(lines[1]["context"], 1);
+    }
+
+    #[test]
+    fn framework_records_take_the_calling_thread() {
+        let mut batch = Batch::default();
+        batch.push(call(), Record::OpBegin);
+        batch.push(call(), Record::Raw("{\"type\":\"op_end\",\"name\":\"a\nb\"}".into()));
+        let mut text = String::new();
+        batch.write_lines(&mut Vec::new(), &mut text);
+        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!((lines[0]["type"].as_str(), lines[0]["thread"].as_u64()), (Some("op_begin"), Some(7)));
+        assert_eq!((lines[1]["type"].as_str(), lines[1]["thread"].as_u64()), (Some("op_end"), Some(7)));
     }
 }

@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::ffi::c_void;
-use std::sync::Arc;
 
 use cudarc::driver::sys as cu;
 
+use crate::args::launch_pointers;
 use crate::functions::{describe, FunctionInfo};
-use crate::record::{Call, Entry, Record};
+use crate::record::{Batch, Call, Record};
 use crate::writer::Writer;
 
 /// Stream ids the trace uses for the default streams; real streams use their handle, a pointer far above these.
@@ -26,11 +26,15 @@ pub struct ProcessState {
     next_alloc: u64,
     /// Live allocations by start address: (id, bytes, kind).
     allocations: BTreeMap<u64, (u64, u64, &'static str)>,
-    functions: HashMap<usize, Arc<FunctionInfo>>,
+    /// Each kernel handle's index into `function_layouts`, which is also the index its `Function` record names.
+    functions: HashMap<usize, u32>,
+    function_layouts: Vec<FunctionInfo>,
     /// The device of each context, by context uid.
     pub devices: HashMap<u32, Option<u32>>,
     /// Records not yet written: the draining thread takes them every 100 ms.
-    pub pending: Vec<Entry>,
+    pub pending: Batch,
+    /// The last drained batch, emptied, so that the next one starts with room (no regrowth on the launch path).
+    pub spare: Option<Batch>,
 }
 
 impl ProcessState {
@@ -44,13 +48,21 @@ impl ProcessState {
             next_alloc: 1,
             allocations: BTreeMap::new(),
             functions: HashMap::default(),
+            function_layouts: Vec::new(),
             devices: HashMap::default(),
-            pending: Vec::with_capacity(4096),
+            pending: Batch::with_capacity(4096),
+            spare: None,
         }
     }
 
     pub fn emit(&mut self, call: Call, record: Record) {
-        self.pending.push(Entry { call, record });
+        self.pending.push(call, record);
+    }
+
+    /// Takes the records collected so far, leaving the spare batch (or a new one) to collect the next.
+    pub fn take_pending(&mut self) -> Batch {
+        let next = self.spare.take().unwrap_or_else(|| Batch::with_capacity(self.pending.entries.len()));
+        std::mem::replace(&mut self.pending, next)
     }
 
     /// The trace's id for a stream handle, declaring the stream on first sight. A null handle is the legacy
@@ -98,8 +110,29 @@ impl ProcessState {
         handle
     }
 
-    pub fn function(&mut self, handle: *mut c_void) -> Arc<FunctionInfo> {
-        self.functions.entry(handle as usize).or_insert_with(|| Arc::new(describe(handle))).clone()
+    /// Records a kernel launch: the kernel's pointer words go to the batch's pointer list.
+    ///
+    /// Safety: `kernel_params` and `extra` are the launch's arguments for kernel `handle`.
+    pub unsafe fn kernel(&mut self, call: Call, stream: u64, handle: *mut c_void, kernel_params: *mut *mut c_void, extra: *mut *mut c_void, api: &'static str) {
+        let function = self.function(call, handle);
+        let first_pointer = self.pending.pointers.len();
+        let layout = &self.function_layouts[function as usize].params;
+        launch_pointers(layout, kernel_params, extra, &mut self.pending.pointers);
+        let pointer_count = (self.pending.pointers.len() - first_pointer) as u32;
+        self.emit(call, Record::Kernel { stream, function, first_pointer: first_pointer as u32, pointer_count, api });
+    }
+
+    /// The index of a kernel handle's layout, described (and its name declared) on first sight.
+    fn function(&mut self, call: Call, handle: *mut c_void) -> u32 {
+        if let Some(&index) = self.functions.get(&(handle as usize)) {
+            return index;
+        }
+        let info = describe(handle);
+        let index = self.function_layouts.len() as u32;
+        self.emit(call, Record::Function { index, name: info.name.clone() });
+        self.function_layouts.push(info);
+        self.functions.insert(handle as usize, index);
+        index
     }
 
     pub fn allocated(&mut self, call: Call, address: u64, bytes: u64, kind: &'static str, stream: Option<u64>, api: &'static str) {

@@ -7,11 +7,17 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::record::Entry;
+use crate::record::Batch;
 
 pub struct Writer {
-    out: Arc<Mutex<BufWriter<File>>>,
+    file: Arc<Mutex<TraceFile>>,
     pub path: PathBuf,
+}
+
+/// The open file, and the kernel names declared so far (launch records carry only an index).
+struct TraceFile {
+    out: BufWriter<File>,
+    names: Vec<Arc<str>>,
 }
 
 /// `template` with `%p` replaced by the process id; a suffix `.N` is added before the extension if the file
@@ -43,22 +49,31 @@ impl Writer {
         let mut out = BufWriter::with_capacity(1 << 20, file);
         writeln!(out, "{{\"type\":\"streamtrace\",\"version\":1,\"comment\":\"recorded by streamtrace capture\"}}")?;
         out.flush()?;
-        Ok(Writer { out: Arc::new(Mutex::new(out)), path })
+        Ok(Writer { file: Arc::new(Mutex::new(TraceFile { out, names: Vec::new() })), path })
     }
 
     /// Another handle on the same file, for the draining thread.
     pub fn handle(&self) -> Writer {
-        Writer { out: Arc::clone(&self.out), path: self.path.clone() }
+        Writer { file: Arc::clone(&self.file), path: self.path.clone() }
     }
 
+    /// The file, for one writer at a time. Batches must be written in the order they were recorded (a launch
+    /// names its kernel by an index an earlier batch may have declared), so a drain takes this lock before it
+    /// lets go of the records' lock.
+    pub fn lock(&self) -> std::io::Result<WriterGuard<'_>> {
+        self.file.lock().map(WriterGuard).map_err(|_| std::io::Error::other("trace file lock poisoned"))
+    }
+}
+
+pub struct WriterGuard<'a>(std::sync::MutexGuard<'a, TraceFile>);
+
+impl WriterGuard<'_> {
     /// Formats and appends a batch, then flushes it to the file.
-    pub fn write(&self, batch: &[Entry]) -> std::io::Result<()> {
-        let mut line = String::with_capacity(batch.len() * 160);
-        for entry in batch {
-            entry.write_line(&mut line);
-        }
-        let mut out = self.out.lock().map_err(|_| std::io::Error::other("trace file lock poisoned"))?;
-        out.write_all(line.as_bytes())?;
+    pub fn write(&mut self, batch: &Batch) -> std::io::Result<()> {
+        let TraceFile { out, names } = &mut *self.0;
+        let mut lines = String::with_capacity(batch.entries.len() * 160);
+        batch.write_lines(names, &mut lines);
+        out.write_all(lines.as_bytes())?;
         out.flush()
     }
 }
@@ -86,7 +101,9 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         let writer = Writer::create(path.clone()).unwrap();
         let call = Call { tid: 1, time_ns: 2, correlation: 3 };
-        writer.handle().write(&[crate::record::Entry { call, record: Record::Event { handle: 9 } }]).unwrap();
+        let mut batch = Batch::default();
+        batch.push(call, Record::Event { handle: 9 });
+        writer.handle().lock().unwrap().write(&batch).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines[0]["type"], "streamtrace");

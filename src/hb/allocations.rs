@@ -1,23 +1,73 @@
 //! The allocations of one process that findings can name: every live block, and blocks freed stream-ordered
-//! until their range is reused (a use after such a free still names the old block).
+//! until their range is reused (a use after such a free still names the old block). A framework's caching
+//! allocator hands out blocks inside its device segments; those pool blocks are a layer of their own, which
+//! names memory before the segment under it does.
 
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 
 use crate::findings::AllocationRef;
-use crate::model::{AccessRange, AllocId, Allocation};
+use crate::model::{AccessRange, AllocId, AllocKind, Allocation};
 
 #[derive(Default)]
 pub struct AllocationTable {
+    /// Device, host, managed, stream-ordered and mapped memory: what the driver hands out.
+    device: BlockTable,
+    /// Caching-allocator blocks, each inside a device block. Freed ones stay nameable until reused.
+    pool: BlockTable,
+}
+
+impl AllocationTable {
+    /// Adds a block (a pool block to the pool layer). Returns false when it overlaps a live block of its layer.
+    pub fn insert(&mut self, alloc: Allocation) -> bool {
+        if alloc.kind == AllocKind::PoolBlock {
+            self.pool.insert(alloc)
+        } else {
+            self.device.insert(alloc)
+        }
+    }
+
+    /// Marks a block freed. With `keep`, it stays nameable until its range is reused; pool blocks always stay.
+    pub fn free(&mut self, id: AllocId, keep: bool) -> Option<Allocation> {
+        match self.pool.free(id, true) {
+            Some(block) => Some(block),
+            None => self.device.free(id, keep),
+        }
+    }
+
+    pub fn get(&self, id: AllocId) -> Option<&Allocation> {
+        self.pool.get(id).or_else(|| self.device.get(id))
+    }
+
+    /// The block holding the first byte of `range`: a pool block (live, or freed and not yet reused) if one
+    /// does, otherwise a device block.
+    pub fn containing(&self, range: AccessRange) -> Option<&Allocation> {
+        self.pool.containing(range).or_else(|| self.device.containing(range))
+    }
+
+    /// The range of the live block holding `address`, a pool block before the device block under it.
+    pub fn live_block_at(&self, address: u64) -> Option<AccessRange> {
+        self.pool.live_block_at(address).or_else(|| self.device.live_block_at(address))
+    }
+
+    /// Live device blocks (pool blocks live inside them).
+    pub fn live(&self) -> usize {
+        self.device.live
+    }
+}
+
+/// The blocks of one layer, by start address, with the ids of the live ones.
+#[derive(Default)]
+struct BlockTable {
     by_start: BTreeMap<u64, Allocation>,
     start_of: FxHashMap<AllocId, u64>,
     live: usize,
 }
 
-impl AllocationTable {
+impl BlockTable {
     /// Adds a block, dropping any freed block it reuses. Returns false when it overlaps a live block.
-    pub fn insert(&mut self, alloc: Allocation) -> bool {
+    fn insert(&mut self, alloc: Allocation) -> bool {
         let range = alloc.range;
         let overlapping: Vec<u64> = self.overlapping(range).map(|a| a.range.start).collect();
         let mut clean = true;
@@ -36,7 +86,7 @@ impl AllocationTable {
     }
 
     /// Marks a block freed. With `keep`, it stays nameable until its range is reused.
-    pub fn free(&mut self, id: AllocId, keep: bool) -> Option<Allocation> {
+    fn free(&mut self, id: AllocId, keep: bool) -> Option<Allocation> {
         let start = self.start_of.remove(&id)?;
         self.live -= 1;
         if keep {
@@ -46,24 +96,20 @@ impl AllocationTable {
         }
     }
 
-    pub fn get(&self, id: AllocId) -> Option<&Allocation> {
+    fn get(&self, id: AllocId) -> Option<&Allocation> {
         self.start_of.get(&id).and_then(|start| self.by_start.get(start))
     }
 
     /// The block holding the first byte of `range`, live or freed stream-ordered.
-    pub fn containing(&self, range: AccessRange) -> Option<&Allocation> {
+    fn containing(&self, range: AccessRange) -> Option<&Allocation> {
         let (_, alloc) = self.by_start.range(..=range.start).next_back()?;
         (alloc.range.end() > range.start).then_some(alloc)
     }
 
     /// The range of the live block holding `address`.
-    pub fn live_block_at(&self, address: u64) -> Option<AccessRange> {
+    fn live_block_at(&self, address: u64) -> Option<AccessRange> {
         let (_, alloc) = self.by_start.range(..=address).next_back()?;
         (alloc.range.end() > address && self.start_of.contains_key(&alloc.id)).then_some(alloc.range)
-    }
-
-    pub fn live(&self) -> usize {
-        self.live
     }
 
     fn overlapping(&self, range: AccessRange) -> impl Iterator<Item = &Allocation> {

@@ -460,6 +460,9 @@ impl Engine {
                 let live = self.processes[op.process.index()].allocations.live();
                 self.stats.peak_live_allocations = self.stats.peak_live_allocations.max(live);
                 match (alloc_kind, stream) {
+                    // A pool block only names memory: the accesses made there before stay in the shadow, so that
+                    // a block handed out again while another stream still uses it is seen (CSAN forgets them).
+                    (AllocKind::PoolBlock, _) => {}
                     (AllocKind::StreamOrdered, Some(stream)) => {
                         // rule 8: a stream-ordered allocation writes the whole block at its place in the stream.
                         let site = self.site("alloc", label.as_deref().unwrap_or("cudaMallocAsync"), Some(*stream), op);
@@ -655,6 +658,10 @@ impl Engine {
             return Err(EngineError { origin: op.origin, message: format!("free of unknown allocation {}", alloc.0) });
         };
         match (kind, stream) {
+            (FreeKind::PoolBlock, _) => {
+                // Given back to the framework's pool: nothing happens on the device.
+                self.processes[process.index()].allocations.free(alloc, true);
+            }
             (FreeKind::StreamOrdered, Some(stream)) => {
                 // rule 8: the free is a write of the whole block at its place in the stream.
                 let site = self.site("free", "cudaFreeAsync", Some(stream), op);

@@ -276,18 +276,30 @@ struct JsonTraceParser {
     contexts: HashMap<(ProcessId, u64), ContextId>,
     names: HashSet<Arc<str>>,
     sources: HashMap<String, SourceLocation>,
-    /// Framework operations open on each thread (tier T2), innermost last, with the kernels launched in them.
-    open_ops: HashMap<ThreadId, Vec<FrameworkOp>>,
+    /// Framework operations and calls open on each thread (tier T2), innermost last.
+    open_ops: HashMap<ThreadId, Vec<FrameworkFrame>>,
+    /// Caching-allocator blocks (`pool_block`), whose ids are their own namespace.
+    blocks: HandleMap<AllocId>,
 }
 
-/// A framework operation (a PyTorch op) between its `op_begin` and `op_end` records. Its kernels are held until
-/// `op_end`, when the op's whole read and write sets (outputs included) are known, and then take those exact
-/// extents instead of their pointer arguments.
-struct FrameworkOp {
-    name: Arc<str>,
+/// What a framework frame is.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum FrameKind {
+    /// A framework operation (a PyTorch op) between `op_begin` and `op_end`. Its name, source line and whole
+    /// read and write sets (outputs included) may come only with `op_end`, so the operations issued inside it
+    /// are held until then; its kernels then take those exact extents instead of their pointer arguments.
+    Op,
+    /// A framework call that orders streams or the host (`Event.record`, `Stream.wait_stream`...) between
+    /// `call_begin` and `call_end`. Its name and line come first; the CUDA calls inside take them as they pass.
+    Call,
+}
+
+struct FrameworkFrame {
+    kind: FrameKind,
+    name: Option<Arc<str>>,
     accesses: Vec<Access>,
     source: Option<SourceLocation>,
-    kernels: Vec<Operation>,
+    held: Vec<Operation>,
 }
 
 impl JsonTraceParser {
@@ -310,6 +322,7 @@ impl JsonTraceParser {
             names: HashSet::default(),
             sources: HashMap::default(),
             open_ops: HashMap::default(),
+            blocks: HandleMap::default(),
         }
     }
 
@@ -319,11 +332,9 @@ impl JsonTraceParser {
 
     fn finish(&mut self, out: &mut Batch) {
         // Ops still open at the end (the program died inside one): their kernels keep their pointer arguments.
-        for (_, ops) in self.open_ops.drain() {
-            for op in ops {
-                out.extend(op.kernels.into_iter().map(|k| Ok(TraceRecord::Op(k))));
-            }
-        }
+        let mut held: Vec<Operation> = self.open_ops.drain().flat_map(|(_, frames)| frames).flat_map(|f| f.held).collect();
+        held.sort_by_key(|op| op.seq);
+        out.extend(held.into_iter().map(|op| Ok(TraceRecord::Op(op))));
         if !self.seen_header {
             out.push(Err(IngestError::new(
                 &self.path,
@@ -440,29 +451,47 @@ impl JsonTraceParser {
                 return Ok(());
             }
             "process" => return Ok(()),
-            "op_begin" => {
+            "op_begin" | "call_begin" => {
+                let kind = if raw.kind == "op_begin" { FrameKind::Op } else { FrameKind::Call };
                 let mut accesses = Vec::with_capacity(raw.reads.len() + raw.writes.len());
                 read_write_accesses(&raw.reads, &raw.writes, &mut accesses)?;
-                let name = self.intern(&raw.name.ok_or("op_begin without `name`")?);
+                let name = raw.name.as_deref().map(|n| self.intern(n));
+                if kind == FrameKind::Call && name.is_none() {
+                    return Err("call_begin without `name`".into());
+                }
                 let source = raw.src.as_deref().map(|text| self.source(text));
-                self.open_ops.entry(thread).or_default().push(FrameworkOp { name, accesses, source, kernels: Vec::new() });
-                self.counters.bump("json.framework_ops", Severity::Info, "framework operations (tier T2)", 1);
+                self.open_ops.entry(thread).or_default().push(FrameworkFrame { kind, name, accesses, source, held: Vec::new() });
+                if kind == FrameKind::Op {
+                    self.counters.bump("json.framework_ops", Severity::Info, "framework operations (tier T2)", 1);
+                } else {
+                    self.counters.bump("json.framework_calls", Severity::Info, "framework calls that order streams or the host", 1);
+                }
                 return Ok(());
             }
-            "op_end" => {
-                let Some(mut op) = self.open_ops.get_mut(&thread).and_then(Vec::pop) else {
-                    return Err("op_end without an open op_begin on this thread".into());
+            "op_end" | "call_end" => {
+                let kind = if raw.kind == "op_end" { FrameKind::Op } else { FrameKind::Call };
+                let Some(mut frame) = self.open_ops.get_mut(&thread).and_then(Vec::pop) else {
+                    return Err(format!("{} without an open {} on this thread", raw.kind, if kind == FrameKind::Op { "op_begin" } else { "call_begin" }));
                 };
-                // Outputs are known only now: they join the write set.
-                read_write_accesses(&raw.reads, &raw.writes, &mut op.accesses)?;
-                for mut kernel in op.kernels {
-                    if let OpKind::Kernel { accesses, pointers, .. } = &mut kernel.kind {
-                        accesses.clone_from(&op.accesses);
+                if frame.kind != kind {
+                    return Err(format!("{} closes a frame opened by {}", raw.kind, if frame.kind == FrameKind::Op { "op_begin" } else { "call_begin" }));
+                }
+                // What the op was, its line and its outputs may be known only now.
+                read_write_accesses(&raw.reads, &raw.writes, &mut frame.accesses)?;
+                if let Some(name) = raw.name.as_deref() {
+                    frame.name = Some(self.intern(name));
+                }
+                if let Some(text) = raw.src.as_deref() {
+                    frame.source = Some(self.source(text));
+                }
+                for mut held in std::mem::take(&mut frame.held) {
+                    if let OpKind::Kernel { accesses, pointers, .. } = &mut held.kind {
+                        accesses.clone_from(&frame.accesses);
                         pointers.clear();
                     }
-                    kernel.region = kernel.region.or_else(|| Some(op.name.clone()));
-                    kernel.source = kernel.source.or_else(|| op.source.clone());
-                    out.push(Ok(TraceRecord::Op(kernel)));
+                    held.region = held.region.or_else(|| frame.name.clone());
+                    held.source = held.source.or_else(|| frame.source.clone());
+                    self.place(thread, held, out);
                 }
                 return Ok(());
             }
@@ -593,42 +622,45 @@ impl JsonTraceParser {
                     Some("virtual_map") => AllocKind::VirtualMap,
                     Some("host") => AllocKind::Host,
                     Some("managed") => AllocKind::Managed,
+                    Some("pool_block") => AllocKind::PoolBlock,
                     Some(other) => {
                         return Err(format!(
-                            "unknown alloc_kind `{other}` (expected device, stream_ordered, virtual_map, host or managed)"
+                            "unknown alloc_kind `{other}` (expected device, stream_ordered, virtual_map, host, managed or pool_block)"
                         ))
                     }
                 };
                 let stream = match alloc_kind {
                     AllocKind::StreamOrdered => Some(self.stream(process, raw.stream)?),
+                    // The stream a block was handed out on only describes it: one not yet seen is left out.
+                    AllocKind::PoolBlock => raw.stream.and_then(|s| self.streams.get(process, s)),
                     _ => None,
                 };
-                if self.allocs.get(process, handle).is_some() {
+                let ids = if alloc_kind == AllocKind::PoolBlock { &mut self.blocks } else { &mut self.allocs };
+                if ids.get(process, handle).is_some() {
                     return Err(format!("allocation {handle} is still live: free it before reusing its id"));
                 }
                 let alloc = AllocId(self.next_alloc);
                 self.next_alloc += 1;
-                self.allocs.ids.insert((process, handle), alloc);
+                ids.ids.insert((process, handle), alloc);
                 OpKind::Alloc { alloc, handle, range, alloc_kind, stream, label: raw.label.or(raw.name).map(Cow::into_owned) }
             }
             "free" => {
                 let handle = raw.id.ok_or("free record without `id`")?;
-                let alloc = self
-                    .allocs
-                    .ids
-                    .remove(&(process, handle))
-                    .ok_or_else(|| format!("free of allocation {handle}, which is not live"))?;
                 let free_kind = match raw.free_kind.as_deref() {
                     None | Some("synchronous") => FreeKind::Synchronous,
                     Some("stream_ordered") => FreeKind::StreamOrdered,
                     Some("virtual_unmap") => FreeKind::VirtualUnmap,
                     Some("host") => FreeKind::Host,
+                    Some("pool_block") => FreeKind::PoolBlock,
                     Some(other) => {
                         return Err(format!(
-                            "unknown free_kind `{other}` (expected synchronous, stream_ordered, virtual_unmap or host)"
+                            "unknown free_kind `{other}` (expected synchronous, stream_ordered, virtual_unmap, host or pool_block)"
                         ))
                     }
                 };
+                let ids = if free_kind == FreeKind::PoolBlock { &mut self.blocks } else { &mut self.allocs };
+                let alloc =
+                    ids.ids.remove(&(process, handle)).ok_or_else(|| format!("free of allocation {handle}, which is not live"))?;
                 let stream = match free_kind {
                     FreeKind::StreamOrdered => Some(self.stream(process, raw.stream)?),
                     _ => None,
@@ -680,19 +712,35 @@ impl JsonTraceParser {
             kind,
         };
         self.seq += 1;
-        let mut op = op;
-        if let Some(open) = self.open_ops.get_mut(&thread).and_then(|ops| ops.last_mut()) {
-            if matches!(op.kind, OpKind::Kernel { .. }) {
+        let naming_only = matches!(op.kind, OpKind::Alloc { alloc_kind: AllocKind::PoolBlock, .. } | OpKind::Free { free_kind: FreeKind::PoolBlock, .. });
+        if naming_only {
+            // A caching-allocator block only names memory; it orders nothing, so it need not wait for its op.
+            out.push(Ok(TraceRecord::Op(op)));
+        } else {
+            if matches!(op.kind, OpKind::Kernel { .. }) && self.open_ops.get(&thread).is_some_and(|f| f.iter().any(|f| f.kind == FrameKind::Op)) {
                 self.counters.bump("json.kernels_in_framework_ops", Severity::Info, "kernels attributed to a framework operation's read and write sets", 1);
-                open.kernels.push(op);
-                return Ok(());
             }
-            // Copies and sets keep their own exact addresses, and take the op's name and source line.
-            op.region = op.region.or_else(|| Some(open.name.clone()));
-            op.source = op.source.or_else(|| open.source.clone());
+            self.place(thread, op, out);
+        }
+        Ok(())
+    }
+
+    /// Hands an operation on: held by the innermost open op of its thread, or out, named by the innermost open
+    /// call. Copies and sets keep their own exact addresses; kernels take an op's sets when it ends.
+    fn place(&mut self, thread: ThreadId, mut op: Operation, out: &mut Batch) {
+        if let Some(frame) = self.open_ops.get_mut(&thread).and_then(|frames| frames.last_mut()) {
+            match frame.kind {
+                FrameKind::Op => {
+                    frame.held.push(op);
+                    return;
+                }
+                FrameKind::Call => {
+                    op.region = op.region.or_else(|| frame.name.clone());
+                    op.source = op.source.or_else(|| frame.source.clone());
+                }
+            }
         }
         out.push(Ok(TraceRecord::Op(op)));
-        Ok(())
     }
 }
 

@@ -81,6 +81,9 @@ pub enum AllocKind {
     Host,
     /// `cudaMallocManaged`.
     Managed,
+    /// A block a framework's caching allocator (PyTorch's) hands out inside one of its segments: it names the
+    /// memory of one tensor and orders nothing. Its stream is the one it was handed out on.
+    PoolBlock,
 }
 
 impl AllocKind {
@@ -91,6 +94,7 @@ impl AllocKind {
             AllocKind::VirtualMap => "cuMemMap",
             AllocKind::Host => "host",
             AllocKind::Managed => "managed",
+            AllocKind::PoolBlock => "caching-allocator block",
         }
     }
 }
@@ -107,6 +111,9 @@ pub enum FreeKind {
     VirtualUnmap,
     /// `cudaFreeHost`: synchronizes the device, like `cudaFree`.
     Host,
+    /// A caching-allocator block given back to its pool: nothing happens on the device, and the accesses made
+    /// to its memory stay in the shadow (forgetting them is how a reuse of the block goes unseen).
+    PoolBlock,
 }
 
 /// One lifetime of a block of memory.

@@ -219,7 +219,7 @@ pub enum OpKind {
         handle: u64,
         range: AccessRange,
         alloc_kind: AllocKind,
-        /// The stream of a stream-ordered allocation.
+        /// The stream of a stream-ordered allocation, or the one a pool block was handed out on.
         stream: Option<StreamId>,
         label: Option<String>,
     },
@@ -243,6 +243,8 @@ impl OpKind {
             | OpKind::StreamWait { stream, .. }
             | OpKind::StreamWaitUnknownRecord { stream, .. }
             | OpKind::GraphLaunch { stream, .. } => Some(*stream),
+            // A pool block is handed out by the host-side allocator, not enqueued on its stream.
+            OpKind::Alloc { alloc_kind: AllocKind::PoolBlock, .. } => None,
             OpKind::Alloc { stream, .. } | OpKind::Free { stream, .. } => *stream,
             OpKind::HostSync(_) | OpKind::Query { .. } => None,
         }

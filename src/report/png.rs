@@ -13,8 +13,51 @@ const LANE_H: u32 = 26;
 const LABEL_W: u32 = 300;
 const WIDTH: u32 = 1600;
 
+/// Where a TrueType font for the pictures' text may be, before a search of the font folders.
+const FONT_CANDIDATES: &[&str] = &[
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+    "/usr/share/fonts/liberation-sans/LiberationSans-Regular.ttf",
+    "/usr/share/fonts/truetype/freefont/FreeSans.ttf",
+    "/System/Library/Fonts/Supplemental/Arial.ttf",
+];
+const FONT_DIRS: &[&str] = &["/usr/share/fonts", "/usr/local/share/fonts"];
+
+/// Finds a TrueType font and gives it to plotters as "sans-serif", once per process. Text is drawn with a
+/// pure-Rust rasterizer, so that the streamtrace binary needs no fontconfig or FreeType on the machine
+/// (capture runs on minimal GPU servers); only the pictures need a font file, named by STREAMTRACE_FONT or
+/// found in the usual places.
+fn ensure_font() -> anyhow::Result<()> {
+    static FONT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    FONT.get_or_init(|| {
+        let named = std::env::var_os("STREAMTRACE_FONT").map(std::path::PathBuf::from);
+        let path = named
+            .or_else(|| FONT_CANDIDATES.iter().map(std::path::PathBuf::from).find(|p| p.is_file()))
+            .or_else(|| FONT_DIRS.iter().find_map(|dir| first_ttf(Path::new(dir), 4)))
+            .ok_or_else(|| "no TrueType font found for the pictures' text: install one (fonts-dejavu-core) or set STREAMTRACE_FONT to a .ttf file".to_string())?;
+        let bytes = std::fs::read(&path).map_err(|e| format!("cannot read the font {}: {e}", path.display()))?;
+        // plotters keeps registered fonts for the life of the process.
+        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+        plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+            .map_err(|_| format!("{} is not a font plotters can draw with (STREAMTRACE_FONT)", path.display()))
+    })
+    .clone()
+    .map_err(anyhow::Error::msg)
+}
+
+/// The first `.ttf` file under `dir`, searching at most `depth` folders down, in name order.
+fn first_ttf(dir: &Path, depth: u32) -> Option<std::path::PathBuf> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).ok()?.filter_map(Result::ok).map(|e| e.path()).collect();
+    entries.sort();
+    let file = entries.iter().find(|p| p.is_file() && p.extension().is_some_and(|e| e.eq_ignore_ascii_case("ttf")));
+    file.cloned().or_else(|| (depth > 0).then(|| entries.iter().filter(|p| p.is_dir()).find_map(|d| first_ttf(d, depth - 1))).flatten())
+}
+
 /// Renders to a temporary file beside `path`, then renames it into place.
 fn render(path: &Path, size: (u32, u32), draw: impl FnOnce(&DrawingArea<BitMapBackend, plotters::coord::Shift>) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    ensure_font()?;
     let tmp = path.with_extension("tmp.png");
     {
         let root = BitMapBackend::new(&tmp, size).into_drawing_area();
