@@ -201,6 +201,45 @@ fn tier_t2_findings_name_python_lines_and_ops() {
 }
 
 #[test]
+fn tier_t2_names_the_allocator_block_and_the_freed_block_it_reuses() {
+    let (_, json) = analyze("samples/capture/torch-t2/block_reuse_without_record_stream.json");
+    let allocation = &json["races"][0]["allocation"];
+    let line = |source: &Value| source["line"].as_u64();
+    assert_eq!(allocation["kind"], "pool_block");
+    assert_eq!(line(&allocation["source"]), Some(15), "b = torch.empty(...) created the block");
+    assert_eq!(allocation["range"]["len"], 4 << 20);
+    let reused = &allocation["reuses"];
+    assert_eq!(line(&reused["source"]), Some(9), "a = torch.randn(...) created the block it reuses");
+    assert_eq!(line(&reused["freed_at"]), Some(14), "del a gave it back");
+}
+
+#[test]
+fn tier_t2_names_the_python_line_of_event_and_stream_calls() {
+    // wait_event issued before the record: the wait's CUDA call carries the line of the Python call.
+    let text = std::fs::read_to_string("samples/capture/torch-t2/wait_before_record.json").expect("trace");
+    let calls: Vec<Value> =
+        text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter(|r| r["type"] == "call_begin").collect();
+    let names: Vec<&str> = calls.iter().filter_map(|c| c["name"].as_str()).collect();
+    assert!(names.contains(&"Stream.wait_event") && names.contains(&"Event.record"), "{names:?}");
+    let (_, json) = analyze("samples/capture/torch-t2/wait_before_record.json");
+    let counters = json["import"].as_array().expect("counters");
+    assert!(counters.iter().any(|c| c["name"] == "json.framework_calls" && c["count"].as_u64() >= Some(2)));
+}
+
+#[test]
+fn tier_t2_follows_ops_on_threads_started_after_import() {
+    // threads_queue_handover.py: a producer and a consumer thread, started after `import torch`.
+    let text = std::fs::read_to_string("samples/capture/torch-t2/threads_queue_handover.json").expect("trace");
+    let threads: std::collections::BTreeSet<u64> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["type"] == "op_begin")
+        .filter_map(|r| r["thread"].as_u64())
+        .collect();
+    assert!(threads.len() >= 3, "ops recorded on the main, producer and consumer threads: {threads:?}");
+}
+
+#[test]
 fn triton_kernel_outside_any_op_keeps_tier_t1() {
     let (_, json) = analyze("samples/capture/torch-t2/triton_kernel_race.json");
     let names: Vec<String> = json["races"].as_array().expect("races").iter().map(|r| format!("{} -> {}", r["earlier"]["site"]["name"], r["later"]["site"]["name"])).collect();

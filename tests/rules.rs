@@ -432,3 +432,51 @@ fn unordered_pairs_are_counted_exactly_per_stream_pair() {
     let ordered = kernel(1, "a", "", "").repeat(3) + &rec(1, 1) + &wait(2, 1) + &kernel(2, "b", "", "").repeat(2);
     assert!(run(&ordered).findings.stream_pairs.is_empty());
 }
+
+// Caching-allocator blocks (tier T2): a block given back to the pool keeps the accesses made to its memory, so
+// a new block handed out over it while another stream still reads it is a race; an event hand-over makes the
+// reuse safe. The finding names the new block and the freed one.
+const BLOCK: &str = "[\"0x1000\", 128]";
+
+fn pool_alloc(id: u32, line: u32) -> String {
+    format!("{{\"type\":\"alloc\",\"id\":{id},\"addr\":\"0x1000\",\"size\":128,\"alloc_kind\":\"pool_block\",\"src\":\"t.py:{line}\"}}\n")
+}
+
+fn pool_free(id: u32, line: u32) -> String {
+    format!("{{\"type\":\"free\",\"id\":{id},\"free_kind\":\"pool_block\",\"src\":\"t.py:{line}\"}}\n")
+}
+
+#[test]
+fn pool_block_reuse_while_another_stream_reads_is_a_race() {
+    let body = pool_alloc(1, 9) + &read(1, "sum", BLOCK) + &pool_free(1, 14) + &pool_alloc(2, 15) + &write(0, "fill", BLOCK);
+    let found = races(&body);
+    assert_one_race(&found, RaceKind::WriteAfterRead, "sum", "fill");
+    let alloc = found[0].allocation.as_ref().expect("allocation named");
+    assert_eq!((alloc.kind, alloc.handle, alloc.range.len), (streamtrace::model::AllocKind::PoolBlock, 2, 128));
+    assert_eq!(alloc.source.as_ref().and_then(|s| s.line), Some(15));
+    let reused = alloc.reuses.as_ref().expect("the freed block is named");
+    assert_eq!((reused.handle, reused.freed_at.as_ref().and_then(|s| s.line)), (1, Some(14)));
+}
+
+#[test]
+fn pool_block_reuse_after_an_event_hand_over_is_clean() {
+    let body = pool_alloc(1, 9)
+        + &read(1, "sum", BLOCK)
+        + &rec(1, 1)
+        + &pool_free(1, 14)
+        + &pool_alloc(2, 15)
+        + &wait(0, 1)
+        + &write(0, "fill", BLOCK);
+    assert!(races(&body).is_empty());
+}
+
+#[test]
+fn pointer_arguments_resolve_to_the_pool_block_not_the_segment() {
+    // A tier-T1 kernel (a Triton kernel outside any op) passing a pointer into a pool block accesses that block.
+    let body = pool_alloc(1, 9)
+        + &write(1, "torch_op", BLOCK)
+        + "{\"type\":\"kernel\",\"stream\":2,\"name\":\"triton\",\"pointers\":[[\"0x1010\",\"r\"]]}\n";
+    let found = races(&body);
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "torch_op", "triton");
+    assert_eq!((found[0].range.start, found[0].range.len), (0x1000, 128), "the block, not the 256-byte X under it");
+}

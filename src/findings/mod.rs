@@ -121,6 +121,22 @@ pub struct AllocationRef {
     pub kind: AllocKind,
     pub label: Option<String>,
     pub source: Option<SourceLocation>,
+    /// For a caching-allocator block handed out after the earlier access: the freed block whose memory it
+    /// took over, which the earlier access used. This is the block-reuse bug (a tensor freed while another
+    /// stream still used it, without `record_stream`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reuses: Option<Box<ReusedBlock>>,
+}
+
+/// A freed caching-allocator block whose memory a later block took over.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReusedBlock {
+    pub handle: u64,
+    pub range: AccessRange,
+    /// Where it was allocated.
+    pub source: Option<SourceLocation>,
+    /// Where it was freed (given back to the pool).
+    pub freed_at: Option<SourceLocation>,
 }
 
 /// Two accesses to overlapping bytes, at least one a write, with nothing ordering them.

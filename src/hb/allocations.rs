@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 
-use crate::findings::AllocationRef;
-use crate::model::{AccessRange, AllocId, AllocKind, Allocation};
+use crate::findings::{AllocationRef, ReusedBlock};
+use crate::model::{AccessRange, AllocId, AllocKind, Allocation, SourceLocation};
 
 #[derive(Default)]
 pub struct AllocationTable {
@@ -16,22 +16,45 @@ pub struct AllocationTable {
     device: BlockTable,
     /// Caching-allocator blocks, each inside a device block. Freed ones stay nameable until reused.
     pool: BlockTable,
+    /// Per pool block in the table: when it was handed out, where it was freed, and the freed block whose
+    /// memory it took over. Entries leave with their block, so this follows live state.
+    pool_history: FxHashMap<AllocId, PoolHistory>,
+}
+
+#[derive(Default)]
+struct PoolHistory {
+    handed_out: u64,
+    freed_at: Option<SourceLocation>,
+    previous: Option<ReusedBlock>,
 }
 
 impl AllocationTable {
-    /// Adds a block (a pool block to the pool layer). Returns false when it overlaps a live block of its layer.
-    pub fn insert(&mut self, alloc: Allocation) -> bool {
-        if alloc.kind == AllocKind::PoolBlock {
-            self.pool.insert(alloc)
-        } else {
-            self.device.insert(alloc)
+    /// Adds a block (a pool block to the pool layer) handed out by operation `seq`. Returns false when it
+    /// overlaps a live block of its layer.
+    pub fn insert(&mut self, alloc: Allocation, seq: u64) -> bool {
+        if alloc.kind != AllocKind::PoolBlock {
+            return self.device.insert(alloc).0;
         }
+        let id = alloc.id;
+        let (clean, replaced) = self.pool.insert(alloc);
+        let previous = replaced.into_iter().fold(None, |kept, old| {
+            let history = self.pool_history.remove(&old.id).unwrap_or_default();
+            kept.or(Some(ReusedBlock { handle: old.handle, range: old.range, source: old.source, freed_at: history.freed_at }))
+        });
+        self.pool_history.insert(id, PoolHistory { handed_out: seq, freed_at: None, previous });
+        clean
     }
 
-    /// Marks a block freed. With `keep`, it stays nameable until its range is reused; pool blocks always stay.
-    pub fn free(&mut self, id: AllocId, keep: bool) -> Option<Allocation> {
+    /// Marks a block freed at `source`. With `keep`, it stays nameable until its range is reused; pool blocks
+    /// always stay.
+    pub fn free(&mut self, id: AllocId, keep: bool, source: Option<&SourceLocation>) -> Option<Allocation> {
         match self.pool.free(id, true) {
-            Some(block) => Some(block),
+            Some(block) => {
+                if let Some(history) = self.pool_history.get_mut(&id) {
+                    history.freed_at = source.cloned();
+                }
+                Some(block)
+            }
             None => self.device.free(id, keep),
         }
     }
@@ -44,6 +67,19 @@ impl AllocationTable {
     /// does, otherwise a device block.
     pub fn containing(&self, range: AccessRange) -> Option<&Allocation> {
         self.pool.containing(range).or_else(|| self.device.containing(range))
+    }
+
+    /// What a finding says of the memory at `range`. With the earlier access's operation `earlier_seq`, a pool
+    /// block handed out after it also names the freed block that access used.
+    pub fn describe(&self, range: AccessRange, earlier_seq: Option<u64>) -> Option<AllocationRef> {
+        let alloc = self.containing(range)?;
+        let mut described = AllocationRef::from(alloc);
+        if let (Some(history), Some(earlier)) = (self.pool_history.get(&alloc.id), earlier_seq) {
+            if history.handed_out > earlier {
+                described.reuses = history.previous.clone().map(Box::new);
+            }
+        }
+        Some(described)
     }
 
     /// The range of the live block holding `address`, a pool block before the device block under it.
@@ -66,23 +102,27 @@ struct BlockTable {
 }
 
 impl BlockTable {
-    /// Adds a block, dropping any freed block it reuses. Returns false when it overlaps a live block.
-    fn insert(&mut self, alloc: Allocation) -> bool {
+    /// Adds a block, dropping the blocks it overlaps. Returns false when one of them was still live (the trace
+    /// is inconsistent), and the freed blocks it took the place of.
+    fn insert(&mut self, alloc: Allocation) -> (bool, Vec<Allocation>) {
         let range = alloc.range;
         let overlapping: Vec<u64> = self.overlapping(range).map(|a| a.range.start).collect();
         let mut clean = true;
+        let mut replaced = Vec::new();
         for start in overlapping {
             if let Some(old) = self.by_start.remove(&start) {
                 if self.start_of.remove(&old.id).is_some() {
-                    clean = false; // still live: the trace is inconsistent
+                    clean = false;
                     self.live -= 1;
+                } else {
+                    replaced.push(old);
                 }
             }
         }
         self.start_of.insert(alloc.id, range.start);
         self.by_start.insert(range.start, alloc);
         self.live += 1;
-        clean
+        (clean, replaced)
     }
 
     /// Marks a block freed. With `keep`, it stays nameable until its range is reused.
@@ -120,6 +160,6 @@ impl BlockTable {
 
 impl From<&Allocation> for AllocationRef {
     fn from(a: &Allocation) -> AllocationRef {
-        AllocationRef { handle: a.handle, range: a.range, kind: a.kind, label: a.label.clone(), source: a.source.clone() }
+        AllocationRef { handle: a.handle, range: a.range, kind: a.kind, label: a.label.clone(), source: a.source.clone(), reuses: None }
     }
 }

@@ -12,7 +12,7 @@ use super::clock::{Epoch, VectorClock, VersionedClock};
 use super::shadow::{Conflict, Effect, ShadowMemory, Stamp};
 use super::sites::{SiteId, SiteTable};
 use crate::findings::{
-    AccessAction, AllocationRef, EdgeKind, FindingCollector, Findings, Fix, OpOccurrence, RaceFinding, RaceKey,
+    AccessAction, EdgeKind, FindingCollector, Findings, Fix, OpOccurrence, RaceFinding, RaceKey,
     RaceKind, StreamRef, ThreadRef, Unordered, UnorderedPairGroup, UnrecordedWait,
 };
 use crate::model::{
@@ -456,7 +456,7 @@ impl Engine {
                     label: label.clone(),
                     source: op.source.clone(),
                 };
-                self.process_mut(op.process).allocations.insert(allocation);
+                self.process_mut(op.process).allocations.insert(allocation, op.seq);
                 let live = self.processes[op.process.index()].allocations.live();
                 self.stats.peak_live_allocations = self.stats.peak_live_allocations.max(live);
                 match (alloc_kind, stream) {
@@ -660,14 +660,14 @@ impl Engine {
         match (kind, stream) {
             (FreeKind::PoolBlock, _) => {
                 // Given back to the framework's pool: nothing happens on the device.
-                self.processes[process.index()].allocations.free(alloc, true);
+                self.processes[process.index()].allocations.free(alloc, true, op.source.as_ref());
             }
             (FreeKind::StreamOrdered, Some(stream)) => {
                 // rule 8: the free is a write of the whole block at its place in the stream.
                 let site = self.site("free", "cudaFreeAsync", Some(stream), op);
                 let epoch = self.tick(stream, site, op, true);
                 self.access(op, epoch, site, Access { range, mode: AccessMode::Write }, Effect::Free);
-                self.processes[process.index()].allocations.free(alloc, true);
+                self.processes[process.index()].allocations.free(alloc, true, None);
             }
             _ => {
                 if matches!(kind, FreeKind::Synchronous | FreeKind::Host) {
@@ -688,7 +688,7 @@ impl Engine {
                 processes[process.index()].shadow.release(range, &host_clocks[host].clock, conflicts);
                 let later = Later { site, seq: op.seq, origin: op.origin, position: None, action: AccessAction::Free };
                 self.report(process, &later, Known::Host(host));
-                self.processes[process.index()].allocations.free(alloc, false);
+                self.processes[process.index()].allocations.free(alloc, false, None);
             }
         }
         Ok(())
@@ -754,7 +754,7 @@ impl Engine {
                 RaceFinding {
                     kind,
                     range: conflict.range,
-                    allocation: allocations.containing(conflict.range).map(AllocationRef::from),
+                    allocation: allocations.describe(conflict.range, Some(earlier.seq)),
                     why: Unordered::CrossStream { known: known_clock.get(earlier.epoch.stream), position: earlier.epoch.tick },
                     fix,
                     count: 1,
@@ -817,7 +817,7 @@ impl Engine {
                         let earlier = occurrence(node_sites[i], a.mode);
                         let later = occurrence(node_sites[j], b.mode);
                         let allocation =
-                            self.processes[op.process.index()].allocations.containing(range).map(AllocationRef::from);
+                            self.processes[op.process.index()].allocations.describe(range, None);
                         self.collector.race(key, || RaceFinding {
                             kind,
                             range,

@@ -863,6 +863,51 @@ mod tests {
         assert!(read_all(&text).unwrap_err().to_string().contains("op_end without an open op_begin"));
     }
 
+    fn ops(records: &[TraceRecord]) -> Vec<&Operation> {
+        records.iter().filter_map(|r| if let TraceRecord::Op(op) = r { Some(op) } else { None }).collect()
+    }
+
+    #[test]
+    fn an_op_named_only_at_its_end_names_the_copies_it_held() {
+        // What the capture's bootstrap writes: a bare op_begin, the op's CUDA calls, then everything at op_end.
+        let text = format!(
+            "{HEADER}{{\"type\":\"stream\",\"id\":1}}\n\
+             {{\"type\":\"op_begin\",\"thread\":5}}\n\
+             {{\"type\":\"memcpy\",\"thread\":5,\"stream\":1,\"from\":[4096,64],\"to\":[8192,64]}}\n\
+             {{\"type\":\"alloc\",\"thread\":5,\"id\":1,\"addr\":8192,\"size\":64,\"alloc_kind\":\"pool_block\",\"src\":\"t.py:7\"}}\n\
+             {{\"type\":\"op_end\",\"thread\":5,\"name\":\"copy_\",\"reads\":[[4096,64]],\"writes\":[[8192,64]],\"src\":\"t.py:7\"}}\n"
+        );
+        let records = read_all(&text).unwrap();
+        let ops = ops(&records);
+        assert_eq!(ops.len(), 2);
+        assert!(matches!(ops[0].kind, OpKind::Alloc { alloc_kind: AllocKind::PoolBlock, .. }), "a block is not held: it names memory first");
+        assert!(matches!(ops[1].kind, OpKind::Memcpy { .. }), "the copy, released at op_end");
+        assert_eq!(ops[1].region.as_deref(), Some("copy_"));
+        assert_eq!(ops[1].source.as_ref().and_then(|s| s.line), Some(7));
+    }
+
+    #[test]
+    fn calls_name_the_cuda_calls_inside_them_as_they_pass() {
+        let text = format!(
+            "{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"event\",\"id\":2}}\n\
+             {{\"type\":\"call_begin\",\"thread\":5,\"name\":\"Stream.wait_event\",\"src\":\"t.py:12\"}}\n\
+             {{\"type\":\"wait\",\"thread\":5,\"stream\":1,\"event\":2}}\n"
+        );
+        // Not held: the wait comes out before its call ends (here, never).
+        let records = read_all(&text).unwrap();
+        let wait = ops(&records)[0];
+        assert_eq!(wait.region.as_deref(), Some("Stream.wait_event"));
+        assert_eq!(wait.source.as_ref().and_then(|s| s.line), Some(12));
+    }
+
+    #[test]
+    fn frames_must_close_in_kind() {
+        let text = format!("{HEADER}{{\"type\":\"op_begin\",\"thread\":5}}\n{{\"type\":\"call_end\",\"thread\":5}}\n");
+        assert!(read_all(&text).unwrap_err().to_string().contains("call_end closes a frame opened by op_begin"));
+        let text = format!("{HEADER}{{\"type\":\"call_begin\",\"thread\":5}}\n");
+        assert!(read_all(&text).unwrap_err().to_string().contains("call_begin without `name`"));
+    }
+
     #[test]
     fn unknown_field_is_refused() {
         let text = format!("{HEADER}{{\"type\":\"stream\",\"id\":1,\"raeds\":[]}}\n");

@@ -78,6 +78,14 @@ fn write_race(out: &mut dyn io::Write, race: &RaceFinding) -> io::Result<()> {
                 "  Location is allocation {}{label} {} ({} bytes, {}){source}",
                 alloc.handle, alloc.range, alloc.range.len, alloc.kind.as_str()
             )?;
+            if let Some(old) = &alloc.reuses {
+                let at = |label: &str, s: &Option<crate::model::SourceLocation>| s.as_ref().map_or(String::new(), |s| format!(", {label} {s}"));
+                writeln!(
+                    out,
+                    "  It reuses the memory of allocation {} {}{}{}, which the previous access used: that block went back to the pool while its stream could still use it (in PyTorch, `tensor.record_stream(stream)` before freeing keeps it)",
+                    old.handle, old.range, at("allocated at", &old.source), at("freed at", &old.freed_at)
+                )?;
+            }
         }
         None => writeln!(out, "  Location {} is in no allocation the trace recorded", race.range)?,
     }
