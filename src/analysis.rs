@@ -62,12 +62,17 @@ fn run(
     if with_timeline {
         engine.log_edges();
     }
-    for record in source.by_ref() {
+    let mut records = source.by_ref().peekable();
+    while let Some(record) = records.next() {
         let record = record?;
+        // The shadow lookups of the next operation start now, overlapping this one's (engine.rs).
+        if let Some(Ok(next)) = records.peek() {
+            engine.prefetch(next);
+        }
         if let Some(timeline) = timeline.as_mut() {
             timeline.observe(&record);
         }
-        engine.apply(record).map_err(|source| AnalysisError::Engine { path: name.to_string(), source })?;
+        engine.apply(&record).map_err(|source| AnalysisError::Engine { path: name.to_string(), source })?;
     }
     let import = source.finish();
     if let Some(timeline) = timeline.as_mut() {

@@ -209,13 +209,27 @@ impl Engine {
     }
 
     /// Applies one record.
-    pub fn apply(&mut self, record: TraceRecord) -> Result<(), EngineError> {
+    pub fn apply(&mut self, record: &TraceRecord) -> Result<(), EngineError> {
         match record {
-            TraceRecord::Thread(info) => self.add_thread(info),
-            TraceRecord::Stream(info) => self.add_stream(info),
-            TraceRecord::Event(info) => self.add_event(info),
-            TraceRecord::Op(op) => self.apply_op(&op),
+            TraceRecord::Thread(info) => self.add_thread(info.clone()),
+            TraceRecord::Stream(info) => self.add_stream(info.clone()),
+            TraceRecord::Event(info) => self.add_event(info.clone()),
+            TraceRecord::Op(op) => self.apply_op(op),
             TraceRecord::GpuTime { .. } => Ok(()),
+        }
+    }
+
+    /// Starts loading the shadow state `record` will touch, without using it. The engine is bound by memory
+    /// latency (one random shadow lookup per access among ~100,000 segments); touching the next operation's
+    /// segments while the current one is analyzed lets those cache misses overlap.
+    pub fn prefetch(&self, record: &TraceRecord) {
+        let TraceRecord::Op(op) = record else { return };
+        let Some(process) = self.processes.get(op.process.index()) else { return };
+        match &op.kind {
+            OpKind::Kernel { accesses, .. } => accesses.iter().for_each(|a| process.shadow.prefetch(a.range.start)),
+            OpKind::Memcpy { src, dst, .. } => src.iter().chain(dst).for_each(|r| process.shadow.prefetch(r.start)),
+            OpKind::Memset { dst: Some(range), .. } => process.shadow.prefetch(range.start),
+            _ => {}
         }
     }
 
@@ -874,7 +888,7 @@ where
 {
     let mut engine = Engine::new(options);
     for record in records {
-        engine.apply(record?)?;
+        engine.apply(&record?)?;
     }
     Ok(engine.finish())
 }

@@ -5,8 +5,10 @@
 //! one epoch (O(1) to compare), and reads stay one epoch until two unordered reads coexist.
 
 use std::collections::BTreeSet;
+use std::hash::BuildHasher;
 
-use rustc_hash::FxHashMap;
+use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
 
 use super::clock::{Epoch, VectorClock};
 use super::sites::SiteId;
@@ -65,12 +67,17 @@ struct Segment {
     reads: Reads,
 }
 
-/// Segments by start address: a hash map for the common exact-range lookup (one probe instead of a walk down
-/// a tree of 100,000 entries), and an ordered set of starts for splitting and range walks.
+/// Segments by start address: a hash table for the common exact-range lookup (one probe instead of a walk down
+/// a tree of 100,000 entries), and an ordered set of starts for splitting and range walks. The table is
+/// hashbrown's raw `HashTable` rather than a map so that a lookup can be started ahead of time (`prefetch`).
 #[derive(Default)]
 struct SegmentMap {
     starts: BTreeSet<u64>,
-    by_start: FxHashMap<u64, Segment>,
+    by_start: HashTable<(u64, Segment)>,
+}
+
+fn hash(start: u64) -> u64 {
+    FxBuildHasher.hash_one(start)
 }
 
 impl SegmentMap {
@@ -78,20 +85,42 @@ impl SegmentMap {
         self.by_start.len()
     }
 
-    fn get_mut(&mut self, start: &u64) -> Option<&mut Segment> {
-        self.by_start.get_mut(start)
+    fn get(&self, start: u64) -> Option<&Segment> {
+        self.by_start.find(hash(start), |(s, _)| *s == start).map(|(_, seg)| seg)
+    }
+
+    fn get_mut(&mut self, start: u64) -> Option<&mut Segment> {
+        self.by_start.find_mut(hash(start), |(s, _)| *s == start).map(|(_, seg)| seg)
+    }
+
+    fn contains(&self, start: u64) -> bool {
+        self.get(start).is_some()
     }
 
     fn insert(&mut self, start: u64, segment: Segment) {
-        if self.by_start.insert(start, segment).is_none() {
-            self.starts.insert(start);
+        match self.get_mut(start) {
+            Some(existing) => *existing = segment,
+            None => {
+                self.by_start.insert_unique(hash(start), (start, segment), |(s, _)| hash(*s));
+                self.starts.insert(start);
+            }
         }
     }
 
-    fn remove(&mut self, start: &u64) -> Option<Segment> {
-        let segment = self.by_start.remove(start)?;
-        self.starts.remove(start);
+    fn remove(&mut self, start: u64) -> Option<Segment> {
+        let entry = self.by_start.find_entry(hash(start), |(s, _)| *s == start).ok()?;
+        let ((_, segment), _) = entry.remove();
+        self.starts.remove(&start);
         Some(segment)
+    }
+
+    /// Asks the processor to load the entry of the segment at `start` (if the table has a candidate for it)
+    /// without waiting for it: the hash table's control bytes are small and cached, the entries are not.
+    fn prefetch(&self, start: u64) {
+        let _ = self.by_start.find(hash(start), |entry| {
+            prefetch_read(entry);
+            false
+        });
     }
 
     /// Starts of the segments that begin inside `[start, end)`.
@@ -102,8 +131,19 @@ impl SegmentMap {
     /// The segment that begins last before `at`.
     fn last_before(&mut self, at: u64) -> Option<&mut Segment> {
         let start = *self.starts.range(..at).next_back()?;
-        self.by_start.get_mut(&start)
+        self.get_mut(start)
     }
+}
+
+/// A hint to load `value`'s cache line; a no-op where the target has no such instruction.
+fn prefetch_read<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // Safety: a prefetch is only a hint: it never faults and does not change memory.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(value as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
 }
 
 /// The shadow state of one address space.
@@ -139,6 +179,11 @@ impl ShadowMemory {
         self.segments.len()
     }
 
+    /// Loads the segment starting at `start`, if any, into the cache: an access there comes soon.
+    pub fn prefetch(&self, start: u64) {
+        self.segments.prefetch(start);
+    }
+
     /// Checks an access by the operation stamped `current`, whose stream's clock is `clock`, against what the
     /// range saw before, appends the conflicts to `out`, and records the access.
     pub fn access(&mut self, range: AccessRange, current: Stamp, clock: &VectorClock, out: &mut Vec<Conflict>) {
@@ -147,7 +192,7 @@ impl ShadowMemory {
         }
         let (start, end) = (range.start, range.end());
         // Fast path: the range is exactly one existing segment (the common case for block-granular accesses).
-        if let Some(seg) = self.segments.get_mut(&start) {
+        if let Some(seg) = self.segments.get_mut(start) {
             if seg.end == end {
                 Self::check_and_record(seg, start, current, clock, out);
                 return;
@@ -166,12 +211,12 @@ impl ShadowMemory {
             for i in 0..self.keys.len() {
                 let key = self.keys[i];
                 if key == start {
-                    if let Some(seg) = self.segments.get_mut(&key) {
+                    if let Some(seg) = self.segments.get_mut(key) {
                         Self::check_and_record(seg, key, current, clock, out);
                         seg.end = end;
                         kept_first = true;
                     }
-                } else if let Some(mut seg) = self.segments.remove(&key) {
+                } else if let Some(mut seg) = self.segments.remove(key) {
                     Self::check_and_record(&mut seg, key, current, clock, out);
                 }
             }
@@ -186,7 +231,7 @@ impl ShadowMemory {
             if key > cursor {
                 self.gaps.push((cursor, key));
             }
-            if let Some(seg) = self.segments.get_mut(&key) {
+            if let Some(seg) = self.segments.get_mut(key) {
                 Self::check_and_record(seg, key, current, clock, out);
                 cursor = seg.end;
             }
@@ -212,7 +257,7 @@ impl ShadowMemory {
         self.keys.clear();
         let mut cursor = start;
         while cursor < end {
-            match self.segments.by_start.get(&cursor) {
+            match self.segments.get(cursor) {
                 Some(seg) => {
                     self.keys.push(cursor);
                     cursor = seg.end;
@@ -222,7 +267,7 @@ impl ShadowMemory {
         }
         if cursor > end {
             let Some(&last) = self.keys.last() else { return false };
-            if let Some(seg) = self.segments.get_mut(&last) {
+            if let Some(seg) = self.segments.get_mut(last) {
                 let right = Segment { end: seg.end, write: seg.write, reads: seg.reads.clone() };
                 seg.end = end;
                 self.segments.insert(end, right);
@@ -238,10 +283,10 @@ impl ShadowMemory {
         if self.keys.len() < 2 || self.keys[0] != start {
             return;
         }
-        let Some(first) = self.segments.by_start.get(&start) else { return };
+        let Some(first) = self.segments.get(start) else { return };
         let mut expected_start = first.end;
         for key in &self.keys[1..] {
-            let Some(seg) = self.segments.by_start.get(key) else { return };
+            let Some(seg) = self.segments.get(*key) else { return };
             if *key != expected_start || seg.write != first.write || seg.reads != first.reads {
                 return;
             }
@@ -251,9 +296,9 @@ impl ShadowMemory {
             return;
         }
         for key in &self.keys[1..] {
-            self.segments.remove(key);
+            self.segments.remove(*key);
         }
-        if let Some(first) = self.segments.get_mut(&start) {
+        if let Some(first) = self.segments.get_mut(start) {
             first.end = end;
         }
     }
@@ -266,7 +311,7 @@ impl ShadowMemory {
         self.keys.clear();
         self.keys.extend(self.segments.starts_in(range.start, range.end()));
         for &key in &self.keys {
-            let Some(seg) = self.segments.remove(&key) else { continue };
+            let Some(seg) = self.segments.remove(key) else { continue };
             let stamps = seg.write.iter().chain(match &seg.reads {
                 Reads::None => [].iter(),
                 Reads::One(r) => std::slice::from_ref(r).iter(),
@@ -287,14 +332,14 @@ impl ShadowMemory {
         self.keys.clear();
         self.keys.extend(self.segments.starts_in(range.start, range.end()));
         for key in &self.keys {
-            self.segments.remove(key);
+            self.segments.remove(*key);
         }
     }
 
     /// Splits the segment that straddles `at`, if any, so that a segment starts there.
     fn split_at(&mut self, at: u64) {
         // Segments never overlap: if one starts at `at`, none straddles it.
-        if self.segments.by_start.contains_key(&at) {
+        if self.segments.contains(at) {
             return;
         }
         let Some(seg) = self.segments.last_before(at) else { return };

@@ -1,0 +1,48 @@
+//! The happens-before engine alone, on one thread: the trace is parsed into memory first, then fed to the
+//! engine `ROUNDS` times (a fresh engine each round), so that parsing and the parser thread do not blur what
+//! the engine costs. Prints the best and median rounds.
+//!
+//!     cargo bench --bench engine -- TRACE [ROUNDS]
+
+use std::time::Instant;
+
+use streamtrace::hb::{Engine, EngineOptions};
+use streamtrace::model::TraceRecord;
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let Some(path) = args.first() else { anyhow::bail!("usage: cargo bench --bench engine -- TRACE [ROUNDS]") };
+    let rounds: usize = args.get(1).map(|r| r.parse()).transpose()?.unwrap_or(5);
+    let parse_start = Instant::now();
+    let records: Vec<TraceRecord> = streamtrace::ingest::open(std::path::Path::new(path))?.collect::<Result<_, _>>()?;
+    let parse = parse_start.elapsed().as_secs_f64();
+    println!("parse (its own thread, collected in memory): {} records in {parse:.3} s ({:.2} M/s)", records.len(), records.len() as f64 / parse / 1e6);
+    let prefetch = std::env::var_os("STREAMTRACE_BENCH_NO_PREFETCH").is_none();
+    let mut seconds = Vec::new();
+    for _ in 0..rounds {
+        let mut engine = Engine::new(EngineOptions::default());
+        let round = records.clone();
+        let start = Instant::now();
+        let mut round = round.into_iter().peekable();
+        while let Some(record) = round.next() {
+            if let (true, Some(next)) = (prefetch, round.peek()) {
+                engine.prefetch(next);
+            }
+            engine.apply(&record)?;
+        }
+        seconds.push(start.elapsed().as_secs_f64());
+        drop(engine);
+    }
+    seconds.sort_by(f64::total_cmp);
+    let rate = |s: f64| records.len() as f64 / s / 1e6;
+    println!(
+        "engine{}: {} records, best {:.3} s ({:.2} M/s), median {:.3} s ({:.2} M/s)",
+        if prefetch { "" } else { " (no prefetch)" },
+        records.len(),
+        seconds[0],
+        rate(seconds[0]),
+        seconds[seconds.len() / 2],
+        rate(seconds[seconds.len() / 2])
+    );
+    Ok(())
+}
