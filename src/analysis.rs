@@ -62,11 +62,12 @@ fn run(
     if with_timeline {
         engine.log_edges();
     }
-    let mut records = source.by_ref().peekable();
-    while let Some(record) = records.next() {
+    let mut upcoming = source.next();
+    while let Some(record) = upcoming.take() {
         let record = record?;
+        upcoming = source.next();
         // The shadow lookups of the next operation start now, overlapping this one's (engine.rs).
-        if let Some(Ok(next)) = records.peek() {
+        if let Some(Ok(next)) = &upcoming {
             engine.prefetch(next);
         }
         if let Some(timeline) = timeline.as_mut() {

@@ -146,7 +146,8 @@ impl<'de> Deserialize<'de> for Address {
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Address, E> {
                 let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-                    Some(hex) => u64::from_str_radix(&hex.replace('_', ""), 16),
+                    Some(hex) if hex.contains('_') => u64::from_str_radix(&hex.replace('_', ""), 16),
+                    Some(hex) => u64::from_str_radix(hex, 16),
                     None => v.parse(),
                 };
                 parsed.map(Address).map_err(|_| E::custom(format!("`{v}` is not an address")))
