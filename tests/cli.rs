@@ -222,3 +222,19 @@ fn synthetic_trace_round_trips_through_analyze() {
     assert_eq!(json["stats"]["peak_live_allocations"], 500);
     let _ = Path::new(&trace);
 }
+
+#[test]
+fn capture_stats_become_import_counters_and_the_cost_per_call() {
+    let path = tempdir().join("stats.json");
+    std::fs::write(
+        &path,
+        format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"kernel\",\"stream\":1,\"name\":\"k\"}}\n{{\"type\":\"capture_stats\",\"calls\":4,\"callback_ns\":6000}}\n"),
+    )
+    .expect("trace written");
+    let out = streamtrace(&["analyze", path.to_str().expect("utf-8 path")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Capture cost: 4 driver calls recorded, 0.01 ms in the capture library (1.50 us a call"), "{text}");
+    let (_, json) = analyze_json(path.to_str().expect("utf-8 path"));
+    let counters = json["import"].as_array().expect("counters");
+    assert!(counters.iter().any(|c| c["name"] == "capture.callback_ns" && c["count"] == 6000));
+}

@@ -23,7 +23,7 @@ use std::cell::Cell;
 use rustc_hash::FxHashMap as HashMap;
 use std::ffi::c_void;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -46,6 +46,10 @@ static STATE: Mutex<Option<ProcessState>> = Mutex::new(None);
 /// This process's id, kept here because getpid is a system call and every callback needs it; the child side
 /// of a fork sets it anew.
 static PID: AtomicU32 = AtomicU32::new(0);
+/// What capture cost the program: recorded calls, and the time spent in the callback for them (written into
+/// the trace at exit, so that every capture says what it cost).
+static RECORDED_CALLS: AtomicU64 = AtomicU64::new(0);
+static CALLBACK_NS: AtomicU64 = AtomicU64::new(0);
 /// The CUPTI library, kept loaded for the life of the process.
 static CUPTI_LIBRARY: OnceLock<Option<libloading::Library>> = OnceLock::new();
 
@@ -231,6 +235,8 @@ unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDo
         if let Some(writer) = flush {
             drain_into(&writer);
         }
+        RECORDED_CALLS.fetch_add(1, Ordering::Relaxed);
+        CALLBACK_NS.fetch_add(now_ns().saturating_sub(call.time_ns), Ordering::Relaxed);
     });
     IN_CALLBACK.with(|flag| flag.set(false));
     if outcome.is_err() {
@@ -295,9 +301,16 @@ extern "C" fn flush_at_exit() {
     }
     let _ = std::panic::catch_unwind(|| {
         let writer = {
-            let Ok(slot) = STATE.lock() else { return };
-            match slot.as_ref() {
-                Some(state) if state.pid == current_pid() => state.writer.handle(),
+            let Ok(mut slot) = STATE.lock() else { return };
+            match slot.as_mut() {
+                Some(state) if state.pid == current_pid() => {
+                    let stats = record::Record::CaptureStats {
+                        calls: RECORDED_CALLS.load(Ordering::Relaxed),
+                        callback_ns: CALLBACK_NS.load(Ordering::Relaxed),
+                    };
+                    state.emit(Call { tid: thread_id(), time_ns: now_ns(), correlation: 0 }, stats);
+                    state.writer.handle()
+                }
                 _ => return,
             }
         };

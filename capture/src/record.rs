@@ -40,6 +40,8 @@ pub enum Record {
     Free { id: u64, kind: &'static str, stream: Option<u64>, api: &'static str },
     GraphLaunch { stream: u64 },
     GpuTime { correlation: u32, start: u64, end: u64 },
+    /// At exit: the driver calls recorded in this process and the time the callback spent on them.
+    CaptureStats { calls: u64, callback_ns: u64 },
     /// A record written by a framework hook (the PyTorch bootstrap): one JSON object, passed through with the
     /// calling thread's id added.
     Raw(String),
@@ -216,6 +218,9 @@ impl Entry {
                 let _ = write!(out, "{{\"type\":\"op_begin\",\"thread\":{}", call.tid);
             }
             Record::Function { .. } => return,
+            Record::CaptureStats { calls, callback_ns } => {
+                let _ = write!(out, "{{\"type\":\"capture_stats\",\"calls\":{calls},\"callback_ns\":{callback_ns}");
+            }
             Record::GpuTime { correlation, start, end } => {
                 let _ = write!(out, "{{\"type\":\"gpu_time\",\"corr\":{correlation},\"gpu_start\":{start},\"gpu_end\":{end}");
             }

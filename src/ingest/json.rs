@@ -194,6 +194,9 @@ struct RawRecord<'a> {
     thread: Option<u64>,
     time: Option<u64>,
     gpu_start: Option<u64>,
+    // capture_stats
+    calls: Option<u64>,
+    callback_ns: Option<u64>,
     gpu_end: Option<u64>,
     corr: Option<u64>,
     time_end: Option<u64>,
@@ -494,6 +497,15 @@ impl JsonTraceParser {
                     held.source = held.source.or_else(|| frame.source.clone());
                     self.place(thread, held, out);
                 }
+                return Ok(());
+            }
+            "capture_stats" => {
+                // What the capture cost the program, said once per process at exit.
+                let (Some(calls), Some(ns)) = (raw.calls, raw.callback_ns) else {
+                    return Err("capture_stats needs `calls` and `callback_ns`".into());
+                };
+                self.counters.bump("capture.recorded_calls", Severity::Info, "driver calls the capture library recorded", calls);
+                self.counters.bump("capture.callback_ns", Severity::Info, "nanoseconds the capture library spent recording them, on the program's threads", ns);
                 return Ok(());
             }
             "gpu_time" => {

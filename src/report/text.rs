@@ -142,6 +142,16 @@ impl Report for TextReport {
             }
         }
         let total_pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
+        let recorded_calls = analysis.import.get("capture.recorded_calls");
+        if recorded_calls > 0 {
+            let ns = analysis.import.get("capture.callback_ns");
+            writeln!(
+                out,
+                "Capture cost: {recorded_calls} driver calls recorded, {:.2} ms in the capture library ({:.2} us a call, on the program's threads).",
+                ns as f64 / 1e6,
+                ns as f64 / 1e3 / recorded_calls as f64
+            )?;
+        }
         let framework_ops = analysis.import.get("json.framework_ops");
         if framework_ops > 0 {
             writeln!(
