@@ -222,6 +222,33 @@ def _install(torch):
             if method is not None:
                 setattr(owner, name, bracketed(prefix + name, method))
 
+    # Hand-written Triton kernels are not dispatcher ops: their launches keep tier T1, and take the Python line
+    # of the launch through a call bracket named after the kernel.
+    def patch_triton(triton):
+        from triton.runtime.jit import JITFunction
+
+        nonlocal skip_dirs
+        skip_dirs = skip_dirs + (os.path.dirname(triton.__file__),)  # the user's line, not Triton's launcher
+        user_files.clear()
+
+        launch = JITFunction.run
+
+        def run(kernel, *args, **kwargs):
+            if getattr(depth, "inside", False):
+                return launch(kernel, *args, **kwargs)
+            name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "kernel")
+            emit('{"type":"call_begin","name":"triton %s","src":%s}' % (name, source_line()))
+            depth.inside = True
+            try:
+                return launch(kernel, *args, **kwargs)
+            finally:
+                depth.inside = False
+                emit('{"type":"call_end"}')
+
+        JITFunction.run = run
+
+    after_import("triton", patch_triton, "Triton launches keep no Python line")
+
     # Dispatch modes are per thread: every thread started from now on enters one before it runs.
     bootstrap_inner = getattr(threading.Thread, "_bootstrap_inner", None)
     if bootstrap_inner is not None:
@@ -247,11 +274,14 @@ def _install(torch):
     return mode
 
 
-class _AfterTorchImport(importlib.abc.MetaPathFinder):
-    """Waits for `import torch` to finish, then installs the recording mode."""
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Waits for `import <name>` to finish, then calls install(module); says `what` failed if it raises."""
+
+    def __init__(self, name, install, what):
+        self.name, self.install, self.what = name, install, what
 
     def find_spec(self, name, path, target=None):
-        if name != "torch":
+        if name != self.name:
             return None
         sys.meta_path.remove(self)
         spec = importlib.util.find_spec(name)
@@ -262,14 +292,25 @@ class _AfterTorchImport(importlib.abc.MetaPathFinder):
         def exec_module(module):
             original(module)
             try:
-                _install(module)
+                self.install(module)
             except Exception as error:  # recording must never break the program
-                _say("PyTorch recording failed to start (%s): capture stays at tier T1" % error)
+                _say("%s (%s)" % (self.what, error))
 
         spec.loader.exec_module = exec_module
         return spec
 
 
+def after_import(name, install, what):
+    """Runs install(module) once `name` is imported, or now if it already is."""
+    if name in sys.modules:
+        try:
+            install(sys.modules[name])
+        except Exception as error:
+            _say("%s (%s)" % (what, error))
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, install, what))
+
+
 if os.environ.get("CUDA_INJECTION64_PATH") and os.environ.get("STREAMTRACE_OUTPUT"):
-    sys.meta_path.insert(0, _AfterTorchImport())
+    after_import("torch", _install, "PyTorch recording failed to start: capture stays at tier T1")
 _chain_sitecustomize()
