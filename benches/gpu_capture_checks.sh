@@ -1,24 +1,13 @@
 #!/usr/bin/env bash
-# On the GPU machine: overhead of capture in three modes (plain, CUPTI callbacks that record nothing, full
-# capture), capture beside another CUPTI client (nsys), and a program that forks and execs. Results in $OUT.
+# On the GPU machine: overhead of capture (benches/gpu_overhead_rounds.sh, with CSAN beside), capture beside
+# another CUPTI client (nsys), and a program that forks and execs. Results in $OUT.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 source benches/gpu_env.sh
 st=.gpu/bin/streamtrace
-nvcc -O2 -arch=sm_90 -o /tmp/launches benches/capture_launches.cu
 nvcc -O2 -arch=sm_90 -std=c++17 -o /tmp/race samples/cuda/two_streams_race.cu
-{
-for round in 1 2 3 4 5; do
-  /tmp/launches 100000 | sed "s/^/plain    /"
-  STREAMTRACE_CALLBACK_NOOP=1 $st capture --no-analyze -o /tmp/b1 -- /tmp/launches 100000 | sed "s/^/noop     /"
-  $st capture --no-analyze -o /tmp/b2 -- /tmp/launches 100000 | sed "s/^/captured /"
-  python3 benches/torch_train_loop.py | sed "s/^/plain    /"
-  STREAMTRACE_CALLBACK_NOOP=1 $st capture --no-analyze -o /tmp/b3 -- python3 benches/torch_train_loop.py | sed "s/^/noop     /"
-  $st capture --no-analyze -o /tmp/b4 -- python3 benches/torch_train_loop.py | sed "s/^/captured /"
-  TORCH_CUDA_SANITIZER=1 python3 benches/torch_train_loop.py 2>/dev/null | sed "s/^/csan     /"
-done
-} > "$OUT/overhead.txt" 2>&1
+CSAN=1 bash benches/gpu_overhead_rounds.sh 5 > "$OUT/overhead.txt" 2>&1
 cat "$OUT/overhead.txt"
 echo "== beside nsys (another CUPTI client)"
 H=/opt/nvidia/nsight-compute/2025.3.1/host
