@@ -194,20 +194,21 @@ def _install(torch):
                     func.__name__, ",".join(reads), ",".join(writes), src))
 
     # Calls that order streams or the host: each is bracketed so that its CUDA calls take its Python line.
-    depth = threading.local()
+    in_call = threading.local()  # set while a bracketed call runs: calls it makes are not bracketed again
 
-    def bracketed(name, method):
+    def bracketed(name_of, method):
+        """method, recording a call_begin named name_of(args) with the caller's line, and a call_end."""
         def call(*args, **kwargs):
-            if getattr(depth, "inside", False):
+            if getattr(in_call, "active", False):
                 return method(*args, **kwargs)
-            emit('{"type":"call_begin","name":"%s","src":%s}' % (name, source_line()))
-            depth.inside = True
+            emit('{"type":"call_begin","name":"%s","src":%s}' % (name_of(args), source_line()))
+            in_call.active = True
             try:
                 return method(*args, **kwargs)
             finally:
-                depth.inside = False
+                in_call.active = False
                 emit('{"type":"call_end"}')
-        call.__name__ = getattr(method, "__name__", name)
+        call.__name__ = getattr(method, "__name__", "call")
         call.__doc__ = getattr(method, "__doc__", None)
         return call
 
@@ -220,7 +221,7 @@ def _install(torch):
         for name in names:
             method = getattr(owner, name, None)
             if method is not None:
-                setattr(owner, name, bracketed(prefix + name, method))
+                setattr(owner, name, bracketed(lambda args, fixed=prefix + name: fixed, method))
 
     # Hand-written Triton kernels are not dispatcher ops: their launches keep tier T1, and take the Python line
     # of the launch through a call bracket named after the kernel.
@@ -231,21 +232,11 @@ def _install(torch):
         skip_dirs = skip_dirs + (os.path.dirname(triton.__file__),)  # the user's line, not Triton's launcher
         user_files.clear()
 
-        launch = JITFunction.run
+        def kernel_name(args):
+            kernel = args[0]
+            return "triton " + (getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "kernel"))
 
-        def run(kernel, *args, **kwargs):
-            if getattr(depth, "inside", False):
-                return launch(kernel, *args, **kwargs)
-            name = getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "kernel")
-            emit('{"type":"call_begin","name":"triton %s","src":%s}' % (name, source_line()))
-            depth.inside = True
-            try:
-                return launch(kernel, *args, **kwargs)
-            finally:
-                depth.inside = False
-                emit('{"type":"call_end"}')
-
-        JITFunction.run = run
+        JITFunction.run = bracketed(kernel_name, JITFunction.run)
 
     after_import("triton", patch_triton, "Triton launches keep no Python line")
 
