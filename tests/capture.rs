@@ -211,6 +211,15 @@ fn tier_t2_names_the_allocator_block_and_the_freed_block_it_reuses() {
     let reused = &allocation["reuses"];
     assert_eq!(line(&reused["source"]), Some(9), "a = torch.randn(...) created the block it reuses");
     assert_eq!(line(&reused["freed_at"]), Some(14), "del a gave it back");
+    // The text report says it in words, and the HTML report's finding panel uses the same sentences.
+    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+        .args(["analyze", "samples/capture/torch-t2/block_reuse_without_record_stream.json"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("caching-allocator block), allocated at "), "{text}");
+    assert!(text.contains("It reuses the memory of allocation 1 ") && text.contains("block_reuse_without_record_stream.py:14, which"), "{text}");
 }
 
 #[test]

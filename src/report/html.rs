@@ -8,7 +8,7 @@ use std::io;
 use serde::Serialize;
 
 use super::timeline::Timeline;
-use super::{describe_op, describe_why, Report};
+use super::{describe_location, describe_op, describe_why, Report};
 use crate::analysis::Analysis;
 use crate::findings::EdgeKind;
 
@@ -91,17 +91,7 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
                     lines.push(format!("{label} issued at {source}"));
                 }
             }
-            match &race.allocation {
-                Some(a) => lines.push(format!(
-                    "range {} in allocation {}{} {} ({} bytes)",
-                    race.range,
-                    a.handle,
-                    a.label.as_deref().map(|l| format!(" `{l}`")).unwrap_or_default(),
-                    a.range,
-                    a.range.len
-                )),
-                None => lines.push(format!("range {}", race.range)),
-            }
+            lines.extend(describe_location(race));
             lines.push(format!("why: {}", describe_why(race)));
             lines.push(format!("fix: {}", race.fix));
             if race.count > 1 {

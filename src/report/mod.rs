@@ -48,6 +48,35 @@ pub fn describe_op(op: &OpOccurrence) -> String {
     text
 }
 
+/// Where the racing bytes are, as sentences: the block holding them (its kind and where it was created), and
+/// for a caching-allocator block handed out again while the earlier access still used the memory, the freed
+/// block it took over.
+pub fn describe_location(race: &RaceFinding) -> Vec<String> {
+    let Some(alloc) = &race.allocation else {
+        return vec![format!("Location {} is in no allocation the trace recorded", race.range)];
+    };
+    let label = alloc.label.as_deref().map_or(String::new(), |l| format!(" `{l}`"));
+    let source = alloc.source.as_ref().map_or(String::new(), |s| format!(", allocated at {s}"));
+    let mut lines = vec![format!(
+        "Location is allocation {}{label} {} ({} bytes, {}){source}",
+        alloc.handle,
+        alloc.range,
+        alloc.range.len,
+        alloc.kind.as_str()
+    )];
+    if let Some(old) = &alloc.reuses {
+        let at = |label: &str, s: &Option<crate::model::SourceLocation>| s.as_ref().map_or(String::new(), |s| format!(", {label} {s}"));
+        lines.push(format!(
+            "It reuses the memory of allocation {} {}{}{}, which the previous access used: that block went back to the pool while its stream could still use it (in PyTorch, `tensor.record_stream(stream)` before freeing keeps it)",
+            old.handle,
+            old.range,
+            at("allocated at", &old.source),
+            at("freed at", &old.freed_at)
+        ));
+    }
+    lines
+}
+
 /// Why nothing orders the two operations of a race, as a sentence.
 pub fn describe_why(race: &RaceFinding) -> String {
     let earlier = &race.earlier;

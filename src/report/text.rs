@@ -2,7 +2,7 @@
 
 use std::io;
 
-use super::{describe_op, describe_why, ordinal, Report};
+use super::{describe_location, describe_op, describe_why, ordinal, Report};
 use crate::analysis::Analysis;
 use crate::findings::{AccessAction, EdgeKind, OpOccurrence, RaceFinding};
 use crate::ingest::Severity;
@@ -69,25 +69,8 @@ fn write_race(out: &mut dyn io::Write, race: &RaceFinding) -> io::Result<()> {
     let previous = format!("Previous {}", access_word(race.earlier.action).to_lowercase());
     write_occurrence(out, &previous, &race.earlier, bytes, at)?;
     writeln!(out)?;
-    match &race.allocation {
-        Some(alloc) => {
-            let label = alloc.label.as_deref().map_or(String::new(), |l| format!(" `{l}`"));
-            let source = alloc.source.as_ref().map_or(String::new(), |s| format!(", allocated at {s}"));
-            writeln!(
-                out,
-                "  Location is allocation {}{label} {} ({} bytes, {}){source}",
-                alloc.handle, alloc.range, alloc.range.len, alloc.kind.as_str()
-            )?;
-            if let Some(old) = &alloc.reuses {
-                let at = |label: &str, s: &Option<crate::model::SourceLocation>| s.as_ref().map_or(String::new(), |s| format!(", {label} {s}"));
-                writeln!(
-                    out,
-                    "  It reuses the memory of allocation {} {}{}{}, which the previous access used: that block went back to the pool while its stream could still use it (in PyTorch, `tensor.record_stream(stream)` before freeing keeps it)",
-                    old.handle, old.range, at("allocated at", &old.source), at("freed at", &old.freed_at)
-                )?;
-            }
-        }
-        None => writeln!(out, "  Location {} is in no allocation the trace recorded", race.range)?,
+    for line in describe_location(race) {
+        writeln!(out, "  {line}")?;
     }
     writeln!(out)?;
     writeln!(out, "  Why: {}", describe_why(race))?;
