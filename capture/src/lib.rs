@@ -247,19 +247,19 @@ unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDo
 /// Takes the records collected so far and writes them with `writer`. False when this process's capture has
 /// ended (or the process forked and this thread belongs to the parent's state).
 fn drain_into(writer: &Writer) -> bool {
-    let (mut batch, mut file) = {
+    // The file first, then the records: batches reach the file in the order they were taken even when the
+    // writer thread and a synchronizing thread drain at once, and no thread waits for the file while holding
+    // the state lock that every recorded call needs.
+    let Ok(mut file) = writer.lock() else {
+        disable("cannot write the trace any more");
+        return false;
+    };
+    let mut batch = {
         let Ok(mut slot) = STATE.lock() else { return false };
-        let batch = match slot.as_mut() {
+        match slot.as_mut() {
             Some(state) if state.pid == current_pid() && state.writer.path == writer.path => state.take_pending(),
             _ => return false,
-        };
-        // The file is taken before the records are let go, so that batches reach it in the order they were
-        // taken even when the writer thread and a synchronizing thread drain at once.
-        let Ok(file) = writer.lock() else {
-            disable("cannot write the trace any more");
-            return false;
-        };
-        (batch, file)
+        }
     };
     if let Ok(mut queue) = GPU_TIME_QUEUE.lock() {
         batch.entries.append(&mut queue);

@@ -59,7 +59,7 @@ impl Writer {
 
     /// The file, for one writer at a time. Batches must be written in the order they were recorded (a launch
     /// names its kernel by an index an earlier batch may have declared), so a drain takes this lock before it
-    /// lets go of the records' lock.
+    /// takes the records.
     pub fn lock(&self) -> std::io::Result<WriterGuard<'_>> {
         self.file.lock().map(WriterGuard).map_err(|_| std::io::Error::other("trace file lock poisoned"))
     }
