@@ -62,18 +62,24 @@ fn run(
     if with_timeline {
         engine.log_edges();
     }
-    let mut upcoming = source.next();
-    while let Some(record) = upcoming.take() {
-        let record = record?;
-        upcoming = source.next();
-        // The shadow lookups of the next operation start now, overlapping this one's (engine.rs).
-        if let Some(Ok(next)) = &upcoming {
-            engine.prefetch(next);
+    while let Some(mut batch) = source.next_batch() {
+        // Bad input ends the analysis: report it before analyzing the batch.
+        if let Some(bad) = batch.iter().position(Result::is_err) {
+            if let Err(error) = batch.swap_remove(bad) {
+                return Err(error.into());
+            }
         }
-        if let Some(timeline) = timeline.as_mut() {
-            timeline.observe(&record);
+        for (i, record) in batch.iter().enumerate() {
+            let Ok(record) = record else { continue };
+            // The shadow lookups of the next operation start now, overlapping this one's (engine.rs).
+            if let Some(Ok(next)) = batch.get(i + 1) {
+                engine.prefetch(next);
+            }
+            if let Some(timeline) = timeline.as_mut() {
+                timeline.observe(record);
+            }
+            engine.apply(record).map_err(|source| AnalysisError::Engine { path: name.to_string(), source })?;
         }
-        engine.apply(&record).map_err(|source| AnalysisError::Engine { path: name.to_string(), source })?;
     }
     let import = source.finish();
     if let Some(timeline) = timeline.as_mut() {

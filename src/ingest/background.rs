@@ -59,6 +59,17 @@ impl RecordSource for BackgroundReader {
         self.format
     }
 
+    fn next_batch(&mut self) -> Option<Batch> {
+        if self.failed {
+            return None;
+        }
+        let rest: Batch = self.current.by_ref().collect();
+        let batch = if rest.is_empty() { self.batches.recv().ok()? } else { rest };
+        // An error ends the stream, as it does for the iterator.
+        self.failed = batch.iter().any(Result::is_err);
+        Some(batch)
+    }
+
     fn finish(mut self: Box<Self>) -> ImportCounters {
         // Dropping the receiver first lets a worker blocked on a full queue see the hang-up and stop.
         let worker = self.worker.take();

@@ -49,6 +49,18 @@ pub trait RecordSource: Iterator<Item = Result<TraceRecord, IngestError>> {
     fn format(&self) -> &'static str;
     /// Counters for the records read so far (all of them, once the iterator is exhausted).
     fn finish(self: Box<Self>) -> ImportCounters;
+    /// The next records as one batch (None at the end), for a caller that reads them in place rather than
+    /// moving each one out: a record is a few hundred bytes.
+    fn next_batch(&mut self) -> Option<Vec<Result<TraceRecord, IngestError>>> {
+        let mut batch = Vec::new();
+        while batch.len() < 4096 {
+            match self.next() {
+                Some(record) => batch.push(record),
+                None => break,
+            }
+        }
+        (!batch.is_empty()).then_some(batch)
+    }
 }
 
 /// The first bytes of an SQLite database.
