@@ -16,6 +16,8 @@ pub struct TraceStats {
     pub tables: Vec<(&'static str, DataFrame)>,
     /// Operations read, for the header line.
     pub operations: u64,
+    /// Kernels without GPU start and end times (a capture made without `--gpu-times`): counted, not timed.
+    pub kernels_without_gpu_time: u64,
 }
 
 /// Why stats could not be computed.
@@ -38,7 +40,7 @@ struct StreamWork {
 #[derive(Default)]
 struct Columns {
     kernel_name: Vec<String>,
-    kernel_ns: Vec<u64>,
+    kernel_ns: Vec<Option<u64>>,
     copy_kind: Vec<&'static str>,
     copy_bytes: Vec<u64>,
     copy_ns: Vec<Option<u64>>,
@@ -86,10 +88,8 @@ pub fn compute(path: &Path) -> Result<TraceStats, StatsError> {
         let duration = gpu.map(|(s, e)| e - s);
         match &op.kind {
             OpKind::Kernel { name, .. } => {
-                if let Some(ns) = duration {
-                    columns.kernel_name.push(name.to_string());
-                    columns.kernel_ns.push(ns);
-                }
+                columns.kernel_name.push(name.to_string());
+                columns.kernel_ns.push(duration);
             }
             OpKind::Memcpy { copy, bytes, .. } => {
                 columns.copy_kind.push(copy.as_str());
@@ -115,18 +115,19 @@ pub fn compute(path: &Path) -> Result<TraceStats, StatsError> {
         ("syncs", sync_summary(&columns).map_err(|source| StatsError::Table { table: "syncs", source })?),
         ("memcpy", memcpy_summary(&columns).map_err(|source| StatsError::Table { table: "memcpy", source })?),
     ];
-    Ok(TraceStats { tables, operations })
+    let kernels_without_gpu_time = columns.kernel_ns.iter().filter(|ns| ns.is_none()).count() as u64;
+    Ok(TraceStats { tables, operations, kernels_without_gpu_time })
 }
 
 /// As nsys's cuda_gpu_kern_sum: one row per kernel name, most total time first.
 fn kernel_summary(c: &Columns) -> PolarsResult<DataFrame> {
     let df = df!("name" => &c.kernel_name, "ns" => &c.kernel_ns)?;
-    let total: u64 = c.kernel_ns.iter().sum();
+    let total: u64 = c.kernel_ns.iter().flatten().sum();
     df.lazy()
         .group_by([col("name")])
         .agg([
             col("ns").sum().alias("total_ns"),
-            col("ns").count().alias("instances"),
+            col("name").count().alias("instances"),
             col("ns").mean().alias("avg_ns"),
             col("ns").median().alias("med_ns"),
             col("ns").min().alias("min_ns"),
@@ -143,7 +144,10 @@ fn kernel_summary(c: &Columns) -> PolarsResult<DataFrame> {
             col("max_ns"),
             col("name"),
         ])
-        .sort_by_exprs([col("total_ns"), col("name")], SortMultipleOptions::default().with_order_descending_multi([true, false]))
+        .sort_by_exprs(
+            [col("total_ns"), col("instances"), col("name")],
+            SortMultipleOptions::default().with_order_descending_multi([true, true, false]),
+        )
         .collect()
 }
 

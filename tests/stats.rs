@@ -112,3 +112,20 @@ fn stats_png_draws_both_charts() {
     // Three streams and three kernels: the taller chart has three rows.
     assert_eq!((width, height), (1600, streamtrace::report::png::stats_height(3)));
 }
+
+#[test]
+fn kernels_without_gpu_times_are_counted_and_said_so() {
+    // A capture made without --gpu-times: the two racing kernels of the CUDA sample have no GPU interval.
+    let trace = "samples/capture/cuda/two_streams_race.json";
+    let out = stats(&[trace]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("2 kernels have no GPU times"), "{text}");
+    let dir = out_dir("no-gpu-times");
+    let out = stats(&[trace, "--format", "json", "-o", dir.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0));
+    let kernels: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("kernels.json")).expect("kernels.json")).expect("json");
+    let rows = kernels.as_array().expect("rows");
+    assert_eq!(rows.iter().map(|r| r["instances"].as_u64().unwrap_or(0)).sum::<u64>(), 2);
+    assert!(rows.iter().all(|r| r["avg_ns"].is_null()), "no time is made up: {rows:?}");
+}

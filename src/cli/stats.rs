@@ -8,7 +8,7 @@ use anyhow::Context;
 use polars::prelude::*;
 
 use super::args::{StatsArgs, StatsFormat};
-use crate::stats::compute;
+use crate::stats::{compute, TraceStats};
 
 pub fn run(args: &StatsArgs) -> anyhow::Result<()> {
     let mut stats = compute(&args.trace)?;
@@ -19,12 +19,12 @@ pub fn run(args: &StatsArgs) -> anyhow::Result<()> {
     match (args.format, &args.output) {
         (StatsFormat::Table, None) => {
             let stdout = io::stdout();
-            write_tables(&args.trace, &stats.tables, stats.operations, &mut stdout.lock()).context("writing the tables")
+            write_tables(&args.trace, &stats, &mut stdout.lock()).context("writing the tables")
         }
         (StatsFormat::Table, Some(path)) => {
             let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
             let mut out = BufWriter::new(file);
-            write_tables(&args.trace, &stats.tables, stats.operations, &mut out)
+            write_tables(&args.trace, &stats, &mut out)
                 .and_then(|()| out.flush())
                 .with_context(|| format!("writing {}", path.display()))
         }
@@ -65,15 +65,22 @@ fn chart_rows(tables: &[(&'static str, DataFrame)]) -> PolarsResult<(Vec<(String
     Ok((busy, kernels))
 }
 
-fn write_tables(trace: &Path, tables: &[(&'static str, DataFrame)], operations: u64, out: &mut dyn Write) -> io::Result<()> {
+fn write_tables(trace: &Path, stats: &TraceStats, out: &mut dyn Write) -> io::Result<()> {
     // Show every row and column, however many: the terminal table is the report.
     std::env::set_var("POLARS_FMT_MAX_ROWS", "-1");
     std::env::set_var("POLARS_FMT_MAX_COLS", "-1");
     std::env::set_var("POLARS_FMT_STR_LEN", "160");
     std::env::set_var("POLARS_TABLE_WIDTH", "400");
     std::env::set_var("POLARS_FMT_TABLE_ROUNDED_CORNERS", "1");
-    writeln!(out, "streamtrace stats: {} ({operations} operations)", trace.display())?;
-    for (name, df) in tables {
+    writeln!(out, "streamtrace stats: {} ({} operations)", trace.display(), stats.operations)?;
+    if stats.kernels_without_gpu_time > 0 {
+        writeln!(
+            out,
+            "{} kernels have no GPU times: they are counted, but kernel and stream times stay empty (record them with `streamtrace capture --gpu-times`)",
+            stats.kernels_without_gpu_time
+        )?;
+    }
+    for (name, df) in &stats.tables {
         writeln!(out, "\n{name}:")?;
         if df.height() == 0 {
             writeln!(out, "  (none)")?;
