@@ -18,6 +18,16 @@ fn analyze(trace: &str) -> (i32, Value) {
 }
 
 /// (kind, earlier name prefix, later name prefix) of each race, sorted.
+/// The text report of `streamtrace analyze` on a trace of the repository.
+fn analyze_text(trace: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+        .args(["analyze", trace])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn races(json: &Value) -> Vec<(String, String, String)> {
     let mut found: Vec<_> = json["races"]
         .as_array()
@@ -212,12 +222,7 @@ fn tier_t2_names_the_allocator_block_and_the_freed_block_it_reuses() {
     assert_eq!(line(&reused["source"]), Some(9), "a = torch.randn(...) created the block it reuses");
     assert_eq!(line(&reused["freed_at"]), Some(14), "del a gave it back");
     // The text report says it in words, and the HTML report's finding panel uses the same sentences.
-    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
-        .args(["analyze", "samples/capture/torch-t2/block_reuse_without_record_stream.json"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("runs");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = analyze_text("samples/capture/torch-t2/block_reuse_without_record_stream.json");
     assert!(text.contains("caching-allocator block), allocated at "), "{text}");
     assert!(text.contains("It reuses the memory of allocation 1 ") && text.contains("block_reuse_without_record_stream.py:14, which"), "{text}");
 }
@@ -233,6 +238,19 @@ fn tier_t2_names_the_python_line_of_event_and_stream_calls() {
     let (_, json) = analyze("samples/capture/torch-t2/wait_before_record.json");
     let counters = json["import"].as_array().expect("counters");
     assert!(counters.iter().any(|c| c["name"] == "json.framework_calls" && c["count"].as_u64() >= Some(2)));
+}
+
+#[test]
+fn tier_t2_fix_names_python_lines_and_pytorch_calls() {
+    let (_, json) = analyze("samples/capture/torch-t2/wait_before_record.json");
+    let fix = &json["races"][0]["fix"];
+    assert_eq!(fix["kind"], "record_and_wait");
+    assert!(fix["after_at"].as_str().is_some_and(|p| p.ends_with("wait_before_record.py:15")), "{fix}");
+    assert!(fix["before_at"].as_str().is_some_and(|p| p.ends_with("wait_before_record.py:18")), "{fix}");
+    let text = analyze_text("samples/capture/torch-t2/wait_before_record.json");
+    let fix_line = text.lines().find(|l| l.trim_start().starts_with("Fix:")).expect("a fix line");
+    assert!(fix_line.contains("after `fill_.Scalar` at ") && fix_line.contains("torch.cuda.Event()"), "{fix_line}");
+    assert!(fix_line.contains("wait_event(ev)"), "{fix_line}");
 }
 
 #[test]

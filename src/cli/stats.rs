@@ -59,7 +59,7 @@ fn chart_rows(tables: &[(&'static str, DataFrame)]) -> PolarsResult<(Vec<(String
     if let Some(df) = table("kernels") {
         let (name, ns) = (df.column("name")?.str()?, df.column("total_ns")?.u64()?);
         for i in 0..df.height().min(10) {
-            kernels.push((crate::report::text::shorten(name.get(i).unwrap_or("")), ns.get(i).unwrap_or(0) as f64 / 1e6));
+            kernels.push((crate::report::shorten(name.get(i).unwrap_or("")), ns.get(i).unwrap_or(0) as f64 / 1e6));
         }
     }
     Ok((busy, kernels))

@@ -11,7 +11,17 @@ use super::{OpOccurrence, StreamRef};
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Fix {
     /// Record an event on `record_on` right after `after`, and make `wait_on` wait on it before `before`.
-    RecordAndWait { record_on: StreamRef, after: String, wait_on: StreamRef, before: String },
+    /// `after_at` and `before_at` are the two operations' source lines, when the trace has them.
+    RecordAndWait {
+        record_on: StreamRef,
+        after: String,
+        wait_on: StreamRef,
+        before: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        after_at: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        before_at: Option<String>,
+    },
     /// A stream-ordered free was issued before a use on another stream: the free must come after the use.
     FreeAfterUse { free_stream: StreamRef, use_stream: StreamRef, use_op: String },
     /// The host released memory that `after` on `stream` could still be using: synchronize first.
@@ -38,9 +48,16 @@ impl Fix {
                 after: label(earlier),
                 wait_on: later_stream,
                 before: label(later),
+                after_at: earlier.site.source.as_ref().map(ToString::to_string),
+                before_at: later.site.source.as_ref().map(ToString::to_string),
             }),
         }
     }
+}
+
+/// Whether a source location ("file:line") is in a Python file.
+fn is_python(place: &str) -> bool {
+    place.rsplit_once(':').map_or(place, |(file, _)| file).ends_with(".py")
 }
 
 /// A stream's number for people: in hex when it is a handle (a pointer) rather than a small id.
@@ -61,11 +78,25 @@ impl fmt::Display for StreamRef {
 impl fmt::Display for Fix {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Fix::RecordAndWait { record_on, after, wait_on, before } => write!(
-                f,
-                "record an event on stream {} right after `{after}` (cudaEventRecord), and make stream {} wait on it before `{before}` (cudaStreamWaitEvent)",
-                record_on, wait_on
-            ),
+            Fix::RecordAndWait { record_on, after, wait_on, before, after_at, before_at } => {
+                let at = |place: &Option<String>| place.as_ref().map_or(String::new(), |p| format!(" at {p}"));
+                if [after_at, before_at].iter().all(|p| p.as_ref().is_some_and(|p| is_python(p))) {
+                    // A PyTorch program: say it with PyTorch's calls.
+                    write!(
+                        f,
+                        "after `{after}`{}, record an event on its stream {record_on} (`ev = torch.cuda.Event(); ev.record()` on that stream), and before `{before}`{} make stream {wait_on} wait on it (`torch.cuda.current_stream().wait_event(ev)` there, or `wait_stream` on the whole stream)",
+                        at(after_at),
+                        at(before_at)
+                    )
+                } else {
+                    write!(
+                        f,
+                        "record an event on stream {record_on} right after `{after}`{} (cudaEventRecord), and make stream {wait_on} wait on it before `{before}`{} (cudaStreamWaitEvent)",
+                        at(after_at),
+                        at(before_at)
+                    )
+                }
+            }
             Fix::FreeAfterUse { free_stream, use_stream, use_op } => write!(
                 f,
                 "the block is freed on stream {free_stream} before `{use_op}` on stream {use_stream} is done with it: issue the free after `{use_op}`, and order it (record an event on stream {use_stream} after `{use_op}` and make stream {free_stream} wait on it before cudaFreeAsync, or free on stream {use_stream})"

@@ -30,11 +30,72 @@ pub fn ordinal(n: u64) -> String {
     format!("{n}{suffix}")
 }
 
+/// Demangled template names run to hundreds of characters: a listing line drops the return type, namespace
+/// qualifiers, integer casts and the parameter list, which keeps what tells kernels apart (the functor).
+pub fn shorten(name: &str) -> String {
+    const MAX: usize = 140;
+    let mut text = name.strip_prefix("void ").unwrap_or(name).to_string();
+    for cast in ["(int)", "(unsigned long)", "(long)", "(unsigned int)", "(bool)"] {
+        text = text.replace(cast, "");
+    }
+    if text.ends_with(')') {
+        // The parameter list: from the parenthesis that matches the last one.
+        let mut depth = 0usize;
+        let open = text.char_indices().rev().find(|&(_, c)| {
+            match c {
+                ')' => depth += 1,
+                '(' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            c == '(' && depth == 0
+        });
+        if let Some((open, _)) = open {
+            text.truncate(open);
+        }
+    }
+    let mut short = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(pos) = rest.find("::") {
+        let before = &rest[..pos];
+        let keep = before
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !(c.is_alphanumeric() || *c == '_'))
+            .map_or(0, |(i, c)| i + c.len_utf8());
+        short.push_str(&before[..keep]);
+        rest = &rest[pos + 2..];
+    }
+    short.push_str(rest);
+    match short.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}...", &short[..cut]),
+        None => short,
+    }
+}
+
+/// A kernel's name in a sentence: whole when it is short, [`shorten`]ed when it is a long template name. Reports
+/// for programs (JSON) keep the whole name.
+pub fn kernel_name(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.len() > 100 {
+        shorten(name).into()
+    } else {
+        name.into()
+    }
+}
+
+/// An operation's name for a sentence: the framework op it belongs to (`sum.default`) when it has one,
+/// otherwise its own name.
+fn op_label(op: &OpOccurrence) -> std::borrow::Cow<'_, str> {
+    match &op.site.region {
+        Some(region) => region.as_ref().into(),
+        None => kernel_name(&op.site.name),
+    }
+}
+
 /// Who did it, in one phrase: "kernel `scale` on stream 13 (non-blocking), host thread 1".
 pub fn describe_op(op: &OpOccurrence) -> String {
     let site = &op.site;
     let mut text = match site.class {
-        "kernel" | "graph node" | "graph launch" => format!("{} `{}`", site.class, site.name),
+        "kernel" | "graph node" | "graph launch" => format!("{} `{}`", site.class, kernel_name(&site.name)),
         _ => site.name.clone(),
     };
     match &site.stream {
@@ -77,6 +138,22 @@ pub fn describe_location(race: &RaceFinding) -> Vec<String> {
     lines
 }
 
+#[cfg(test)]
+mod tests {
+    use super::{kernel_name, shorten};
+
+    #[test]
+    fn shorten_keeps_the_functor() {
+        let name = "void at::native::vectorized_elementwise_kernel<(int)4, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float>>, std::array<char *, (unsigned long)2>>(int, T2, T3)";
+        assert_eq!(shorten(name), "vectorized_elementwise_kernel<4, AUnaryFunctor<float, float, float, MulFunctor<float>>, array<char *, 2>>");
+        assert_eq!(shorten("add_parallel(const float *, float *, int)"), "add_parallel");
+        let with_casts = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, (unsigned long)1> >(int, at::native::FillFunctor<float>, std::array<char*, (unsigned long)1>)";
+        assert_eq!(shorten(with_casts), "vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, 1> >");
+        assert_eq!(kernel_name(name), shorten(name), "long names are shortened in sentences");
+        assert_eq!(kernel_name("write_kernel(float*, int, float)"), "write_kernel(float*, int, float)", "short names stay whole");
+    }
+}
+
 /// Why nothing orders the two operations of a race, as a sentence.
 pub fn describe_why(race: &RaceFinding) -> String {
     let earlier = &race.earlier;
@@ -106,7 +183,7 @@ pub fn describe_why(race: &RaceFinding) -> String {
             };
             format!(
                 "{seen} when {what}; `{}` is stream {earlier_stream}'s {} operation. No event recorded after it was waited on, and no host synchronization covered it.",
-                earlier.site.name,
+                op_label(earlier),
                 ordinal(*position)
             )
         }

@@ -2,7 +2,7 @@
 
 use std::io;
 
-use super::{describe_location, describe_op, describe_why, ordinal, Report};
+use super::{describe_location, describe_op, describe_why, ordinal, shorten, Report};
 use crate::analysis::Analysis;
 use crate::findings::{AccessAction, EdgeKind, OpOccurrence, RaceFinding};
 use crate::ingest::Severity;
@@ -11,38 +11,6 @@ use crate::ingest::Severity;
 const PAIR_GROUPS_SHOWN: usize = 10;
 
 pub struct TextReport;
-
-/// Demangled template names run to hundreds of characters: a listing line drops the return type, namespace
-/// qualifiers, integer casts and the parameter list, which keeps what tells kernels apart (the functor).
-pub fn shorten(name: &str) -> String {
-    const MAX: usize = 140;
-    let mut text = name.strip_prefix("void ").unwrap_or(name).to_string();
-    if text.ends_with(')') {
-        if let Some(open) = text.rfind('(') {
-            text.truncate(open);
-        }
-    }
-    for cast in ["(int)", "(unsigned long)", "(long)", "(unsigned int)", "(bool)"] {
-        text = text.replace(cast, "");
-    }
-    let mut short = String::with_capacity(text.len());
-    let mut rest = text.as_str();
-    while let Some(pos) = rest.find("::") {
-        let before = &rest[..pos];
-        let keep = before
-            .char_indices()
-            .rev()
-            .find(|(_, c)| !(c.is_alphanumeric() || *c == '_'))
-            .map_or(0, |(i, c)| i + c.len_utf8());
-        short.push_str(&before[..keep]);
-        rest = &rest[pos + 2..];
-    }
-    short.push_str(rest);
-    match short.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}...", &short[..cut]),
-        None => short,
-    }
-}
 
 fn access_word(action: AccessAction) -> &'static str {
     match action {
@@ -196,17 +164,5 @@ impl Report for TextReport {
             stats.streams,
             analysis.trace
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::shorten;
-
-    #[test]
-    fn shorten_keeps_the_functor() {
-        let name = "void at::native::vectorized_elementwise_kernel<(int)4, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float>>, std::array<char *, (unsigned long)2>>(int, T2, T3)";
-        assert_eq!(shorten(name), "vectorized_elementwise_kernel<4, AUnaryFunctor<float, float, float, MulFunctor<float>>, array<char *, 2>>");
-        assert_eq!(shorten("add_parallel(const float *, float *, int)"), "add_parallel");
     }
 }
