@@ -738,10 +738,11 @@ impl JsonTraceParser {
         Ok(())
     }
 
-    /// Hands an operation on: held by the innermost open op of its thread, or out, named by the innermost open
-    /// call. Copies and sets keep their own exact addresses; kernels take an op's sets when it ends.
+    /// Hands an operation on: named by the open calls inside the innermost open op of its thread (the
+    /// innermost call first) and held by that op, or out when no op is open. Copies and sets keep their own
+    /// exact addresses; kernels take an op's sets when it ends.
     fn place(&mut self, thread: ThreadId, mut op: Operation, out: &mut Batch) {
-        if let Some(frame) = self.open_ops.get_mut(&thread).and_then(|frames| frames.last_mut()) {
+        for frame in self.open_ops.get_mut(&thread).into_iter().flatten().rev() {
             match frame.kind {
                 FrameKind::Op => {
                     frame.held.push(op);
@@ -911,6 +912,30 @@ mod tests {
         let wait = ops(&records)[0];
         assert_eq!(wait.region.as_deref(), Some("Stream.wait_event"));
         assert_eq!(wait.source.as_ref().and_then(|s| s.line), Some(12));
+    }
+
+    #[test]
+    fn a_call_inside_an_op_names_its_kernel_and_the_op_holds_it() {
+        // A custom op written in Python that launches a Triton kernel: the launch bracket sits inside the op.
+        let text = format!(
+            "{HEADER}{{\"type\":\"stream\",\"id\":1}}\n\
+             {{\"type\":\"op_begin\",\"thread\":5}}\n\
+             {{\"type\":\"call_begin\",\"thread\":5,\"name\":\"triton k\",\"src\":\"t.py:4\"}}\n\
+             {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"k\",\"pointers\":[[\"0x1000\",\"w\"]]}}\n\
+             {{\"type\":\"call_end\",\"thread\":5}}\n\
+             {{\"type\":\"op_end\",\"thread\":5,\"name\":\"my_op\",\"writes\":[[4096,64]],\"src\":\"t.py:9\"}}\n"
+        );
+        let records = read_all(&text).unwrap();
+        let kernel = ops(&records)[0];
+        assert_eq!(kernel.region.as_deref(), Some("triton k"));
+        assert_eq!(kernel.source.as_ref().and_then(|s| s.line), Some(4));
+        match &kernel.kind {
+            OpKind::Kernel { accesses, pointers, .. } => {
+                assert!(pointers.is_empty(), "held by the op, it takes the op's extents");
+                assert_eq!(accesses, &[Access { range: AccessRange { start: 4096, len: 64 }, mode: AccessMode::Write }]);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
     }
 
     #[test]
