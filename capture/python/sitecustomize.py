@@ -154,12 +154,11 @@ def _install(torch):
         del blocks[:]
 
     blocks_recorded = False
-    activate = getattr(torch._C, "_activate_gpu_trace", None)
     try:
         gpu_trace = importlib.import_module("torch.cuda._gpu_trace")
         gpu_trace.register_callback_for_memory_allocation(on_block_alloc)
         gpu_trace.register_callback_for_memory_deallocation(on_block_free)
-        activate()
+        torch._C._activate_gpu_trace()
         blocks_recorded = True
     except Exception as error:
         _say("no caching-allocator block events (%s): findings name cudaMalloc segments" % error)

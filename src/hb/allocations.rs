@@ -21,7 +21,6 @@ pub struct AllocationTable {
     pool_history: FxHashMap<AllocId, PoolHistory>,
 }
 
-#[derive(Default)]
 struct PoolHistory {
     handed_out: u64,
     freed_at: Option<SourceLocation>,
@@ -37,10 +36,14 @@ impl AllocationTable {
         }
         let id = alloc.id;
         let (clean, replaced) = self.pool.insert(alloc);
-        let previous = replaced.into_iter().fold(None, |kept, old| {
-            let history = self.pool_history.remove(&old.id).unwrap_or_default();
-            kept.or(Some(ReusedBlock { handle: old.handle, range: old.range, source: old.source, freed_at: history.freed_at }))
-        });
+        // The blocks it replaces leave the table with their history; the first (lowest) is the one it reuses.
+        let mut previous = None;
+        for old in replaced {
+            let freed_at = self.pool_history.remove(&old.id).and_then(|history| history.freed_at);
+            if previous.is_none() {
+                previous = Some(ReusedBlock { handle: old.handle, range: old.range, source: old.source, freed_at });
+            }
+        }
         self.pool_history.insert(id, PoolHistory { handed_out: seq, freed_at: None, previous });
         clean
     }

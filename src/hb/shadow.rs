@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::hash::BuildHasher;
 
-use hashbrown::HashTable;
+use hashbrown::hash_table::{Entry, HashTable};
 use rustc_hash::FxBuildHasher;
 
 use super::clock::{Epoch, VectorClock};
@@ -98,10 +98,10 @@ impl SegmentMap {
     }
 
     fn insert(&mut self, start: u64, segment: Segment) {
-        match self.get_mut(start) {
-            Some(existing) => *existing = segment,
-            None => {
-                self.by_start.insert_unique(hash(start), (start, segment), |(s, _)| hash(*s));
+        match self.by_start.entry(hash(start), |(s, _)| *s == start, |(s, _)| hash(*s)) {
+            Entry::Occupied(mut existing) => existing.get_mut().1 = segment,
+            Entry::Vacant(vacant) => {
+                vacant.insert((start, segment));
                 self.starts.insert(start);
             }
         }
