@@ -15,7 +15,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
 use super::background::{Batch, BackgroundReader};
-use super::{ImportCounters, IngestError, Severity};
+use super::{ImportCounters, IngestError, Severity, BATCH};
 use crate::model::{
     Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind,
     GraphNode, HostSync, OpKind, PointerArg, normalize_region, Operation, ProcessId, QueryTarget, SourceLocation, StreamId, StreamInfo, StreamKind,
@@ -26,8 +26,6 @@ use crate::model::{
 pub const HEADER_TYPE: &str = "streamtrace";
 /// The format version this reader understands.
 pub const FORMAT_VERSION: u32 = 1;
-
-const BATCH: usize = 4096;
 
 /// Reads a JSON trace on a background thread.
 pub struct JsonTraceReader;

@@ -53,7 +53,7 @@ pub trait RecordSource: Iterator<Item = Result<TraceRecord, IngestError>> {
     /// moving each one out: a record is a few hundred bytes.
     fn next_batch(&mut self) -> Option<Vec<Result<TraceRecord, IngestError>>> {
         let mut batch = Vec::new();
-        while batch.len() < 4096 {
+        while batch.len() < BATCH {
             match self.next() {
                 Some(record) => batch.push(record),
                 None => break,
@@ -62,6 +62,9 @@ pub trait RecordSource: Iterator<Item = Result<TraceRecord, IngestError>> {
         (!batch.is_empty()).then_some(batch)
     }
 }
+
+/// Records a reader hands over at a time.
+const BATCH: usize = 4096;
 
 /// The first bytes of an SQLite database.
 const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";

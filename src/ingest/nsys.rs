@@ -15,13 +15,12 @@ use rusqlite::{Connection, OpenFlags, Row};
 use rustc_hash::FxHashMap;
 
 use super::background::{Batch, BackgroundReader};
-use super::{ImportCounters, IngestError, Severity};
+use super::{ImportCounters, IngestError, Severity, BATCH};
 use crate::model::{
     normalize_region, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind, HostSync, OpKind,
     Operation, ProcessId, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo, TraceRecord,
 };
 
-const BATCH: usize = 4096;
 /// CUPTI's "not applicable" for event ids.
 const NOT_APPLICABLE: i64 = 4_294_967_295;
 
