@@ -1,10 +1,12 @@
-"""What the tier-T2 recording dispatch mode costs per op, measured on the CPU (no GPU needed).
+"""What tier-T2 op recording costs per op, measured on the CPU (no GPU needed).
 
-Runs a tiny MLP training loop (tiny so that dispatch overhead, not arithmetic, dominates) three ways: plain,
-under a pass-through TorchDispatchMode, and under streamtrace's recording mode from capture/python/
-sitecustomize.py. CPU tensors stand in for CUDA ones (the bench swaps the mode's `is_cuda` test for True), and
-records go to the real capture library, which drops them because no CUDA program initialized it: what is
-measured is the Python side, the part the GPU bench cannot separate.
+Runs a tiny MLP training loop (tiny so that dispatch overhead, not arithmetic, dominates) four ways: plain,
+under a pass-through TorchDispatchMode, under streamtrace's Python recording mode and under its native observer
+(both from capture/python/). CPU tensors stand in for CUDA ones (the bench swaps the Python mode's `is_cuda` test
+for True and starts the native observer with all devices), and records go to the real capture library, which
+drops them because no CUDA program initialized it: what is measured is the op observation itself, the part the
+GPU bench cannot separate. The native observer is built (or taken from the cache) on first use and cannot be
+removed once started, so it runs last.
 
     python benches/t2_mode_cost.py target/release/libstreamtrace_capture.so [steps]
 """
@@ -65,6 +67,7 @@ with PassThrough():
 
 # The bootstrap as a module, with CPU tensors counted as CUDA ones and its mode left for us to enter.
 os.environ["CUDA_INJECTION64_PATH"] = library
+os.environ["STREAMTRACE_TORCH_OBSERVER"] = "python"
 source = open(bootstrap).read().replace("value.is_cuda", "True")
 spec = importlib.util.spec_from_loader("streamtrace_bootstrap", loader=None)
 module = importlib.util.module_from_spec(spec)
@@ -76,7 +79,13 @@ if mode is None:
 recording = timed(steps)
 mode.__exit__(None, None, None)
 
+import ctypes  # noqa: E402
+
+module._start_native_observer(torch, ctypes.CDLL(library), module._SourceLines(()), all_devices=True)
+native = timed(steps)
+
 ops = ops_per_step * steps
-print(f"{steps} steps x {ops_per_step} ops: plain {plain:.3f} s, pass-through mode {passthrough:.3f} s, recording mode {recording:.3f} s")
-print(f"per op: pass-through {1e6 * (passthrough - plain) / ops:.1f} us, recording {1e6 * (recording - plain) / ops:.1f} us "
-      f"(of which streamtrace's own {1e6 * (recording - passthrough) / ops:.1f} us)")
+print(f"{steps} steps x {ops_per_step} ops (as the dispatch mode sees them): plain {plain:.3f} s, pass-through mode "
+      f"{passthrough:.3f} s, Python recording mode {recording:.3f} s, native observer {native:.3f} s")
+print(f"per op: pass-through {1e6 * (passthrough - plain) / ops:.1f} us, Python recording {1e6 * (recording - plain) / ops:.1f} us "
+      f"(of which streamtrace's own {1e6 * (recording - passthrough) / ops:.1f} us), native {1e6 * (native - plain) / ops:.1f} us")

@@ -1,17 +1,25 @@
 """streamtrace's PyTorch bootstrap (tier T2), put in front of the interpreter by `streamtrace capture`.
 
-It changes nothing in the program: once the program imports torch, a TorchDispatchMode records, for every op
-that touches CUDA tensors, the op's name, the exact byte extents it reads and writes (from the op schema, the
-tensors' storage offset, sizes, strides and element size) and the Python file and line that called it. Each
-record goes to the capture library, which writes it in order with the CUDA calls the op makes, so the analyzer
-gives the op's kernels the op's read and write sets. Without torch, or with a torch lacking what this needs,
-capture stays at tier T1 and says so once.
+It changes nothing in the program: once the program imports torch, it records, for every op that touches CUDA
+tensors, the op's name, the exact byte extents it reads and writes (from the op schema, the tensors' storage
+offset, sizes, strides and element size) and the Python file and line that called it, and every block the
+caching allocator hands out and takes back. Each record goes to the capture library, which writes it in order
+with the CUDA calls the op makes, so the analyzer gives the op's kernels the op's read and write sets.
+
+Ops are observed natively where possible: torch_observer.cpp, beside this file, is built once against the
+program's libtorch (cached) and hooks PyTorch's RecordFunction and allocator tracker. Where it cannot be built
+(no C++ compiler, no CUDA headers) or STREAMTRACE_TORCH_OBSERVER=python asks for it, a Python TorchDispatchMode
+does the same work at several times the cost. Without torch, or with a torch lacking what this needs, capture
+stays at tier T1 and says so once.
 """
 import ctypes
+import hashlib
 import importlib.abc
 import importlib.util
 import json
 import os
+import shutil
+import subprocess
 import sys
 import threading
 
@@ -35,13 +43,8 @@ def _say(message):
 
 
 def _install(torch):
-    """Starts tier T2 recording on this thread and on every thread started later. Returns this thread's mode,
-    or None when recording could not start (capture then stays at tier T1)."""
-    try:
-        from torch.utils._python_dispatch import TorchDispatchMode
-    except Exception as error:  # a torch without dispatch modes
-        _say("this torch has no TorchDispatchMode (%s): capture stays at tier T1 (pointer arguments)" % error)
-        return None
+    """Starts tier T2 recording. Returns what records the ops (the native observer's library, or this thread's
+    dispatch mode), or None when recording could not start (capture then stays at tier T1)."""
     library = os.environ.get("CUDA_INJECTION64_PATH")
     try:
         capture = ctypes.CDLL(library)
@@ -60,13 +63,141 @@ def _install(torch):
         data = line.encode()
         record(data, len(data))
 
-    skip_dirs = (os.path.dirname(torch.__file__), _HERE, os.path.dirname(threading.__file__))
+    lines = _SourceLines((os.path.dirname(torch.__file__), _HERE, os.path.dirname(threading.__file__)))
+    observer = None
+    if os.environ.get("STREAMTRACE_TORCH_OBSERVER", "native") != "python":
+        try:
+            observer = _start_native_observer(torch, capture, lines)
+            how = "native observer"
+        except Exception as error:
+            _say("no native PyTorch observer (%s): recording ops in Python, which costs more" % error)
+    if observer is None:
+        observer = _start_dispatch_mode(torch, begin, emit, lines)
+        how = "Python dispatch mode"
+        if observer is None:
+            return None
+    _bracket_ordering_calls(torch, emit, lines)
+    _say("PyTorch %s: recording op read/write sets, allocator blocks and Python lines (tier T2, %s)" % (
+        torch.__version__, how))
+    return observer
+
+
+class _SourceLines:
+    """Finds the Python line that called into torch: the innermost frame outside the library directories."""
+
+    def __init__(self, library_dirs):
+        self.library_dirs = tuple(library_dirs)
+        self.listeners = []  # called with each directory added later
+        self.user_files = {}  # file -> is it the user's
+        self.quoted_files = {}  # file -> its JSON-escaped name
+
+    def add_library_dir(self, path):
+        self.library_dirs += (path,)
+        self.user_files.clear()
+        for listener in self.listeners:
+            listener(path)
+
+    def at(self, depth=2):
+        """The line of the caller `depth` frames up or further out, as a JSON string, or null."""
+        frame = sys._getframe(depth)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            user = self.user_files.get(filename)
+            if user is None:
+                user = not filename.startswith(self.library_dirs) and not filename.startswith("<")
+                self.user_files[filename] = user
+                self.quoted_files[filename] = json.dumps(filename)[1:-1]
+            if user:
+                return '"%s:%d"' % (self.quoted_files[filename], frame.f_lineno)
+            frame = frame.f_back
+        return "null"
+
+
+def _observer_library(torch):
+    """The native observer (torch_observer.cpp) built for this torch: from the cache, or compiled into it now
+    (a few seconds, once per torch version and compiler). Raises with the reason when it cannot be built."""
+    source = os.path.join(_HERE, "torch_observer.cpp")
+    torch_dir = os.path.dirname(torch.__file__)
+    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+    if not compiler:
+        raise RuntimeError("no C++ compiler (c++, g++ or $CXX)")
+    cuda_include = _cuda_include(torch_dir)
+    # NDEBUG as libtorch was built: RecordFunction has debug-only members, and their layout must match.
+    flags = ["-O2", "-DNDEBUG", "-std=c++20", "-shared", "-fPIC", "-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI),
+             "-I", os.path.join(torch_dir, "include"), "-I", cuda_include]
+    libs = ["-L", os.path.join(torch_dir, "lib"), "-lc10", "-lc10_cuda", "-ltorch_cpu",
+            "-Wl,-rpath," + os.path.join(torch_dir, "lib")]
+    with open(source, "rb") as f:
+        key = hashlib.sha256(f.read())
+    key.update("\0".join([torch.__version__, compiler] + flags + libs).encode())
+    cache = os.environ.get("STREAMTRACE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "streamtrace")
+    built = os.path.join(cache, "torch_observer-%s.so" % key.hexdigest()[:16])
+    if not os.path.exists(built):
+        os.makedirs(cache, exist_ok=True)
+        _say("building the native PyTorch observer for torch %s (once, cached in %s)" % (torch.__version__, cache))
+        partial = "%s.%d.tmp" % (built, os.getpid())  # processes building at once each rename a whole file
+        result = subprocess.run([compiler] + flags + [source, "-o", partial] + libs,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if result.returncode != 0:
+            errors = [l for l in result.stdout.decode(errors="replace").splitlines() if "error" in l]
+            raise RuntimeError("%s failed: %s" % (os.path.basename(compiler), (errors or ["exit %d" % result.returncode])[0]))
+        os.replace(partial, built)
+    return ctypes.PyDLL(built)  # PyDLL: its functions are called with the GIL held
+
+
+def _cuda_include(torch_dir):
+    """A directory with the CUDA runtime headers (the allocator's header needs them)."""
+    candidates = [os.path.join(os.environ[name], "include") for name in ("CUDA_HOME", "CUDA_PATH") if name in os.environ]
+    candidates.append("/usr/local/cuda/include")
+    site = os.path.dirname(torch_dir)
+    candidates += [os.path.join(site, "nvidia", name, "include") for name in ("cu13", "cuda_runtime")]
+    candidates.append(os.path.join(site, "triton", "backends", "nvidia", "include"))  # Triton ships them too
+    for candidate in candidates:
+        if os.path.exists(os.path.join(candidate, "cuda_runtime_api.h")) and \
+                os.path.exists(os.path.join(candidate, "crt", "host_config.h")):
+            return candidate
+    raise RuntimeError("no CUDA headers (set CUDA_HOME)")
+
+
+def _start_native_observer(torch, capture, lines, all_devices=False):
+    """Starts the native observer on every thread; allocator blocks follow once CUDA is initialized."""
+    observer = _observer_library(torch)
+    error = ctypes.create_string_buffer(512)
+    observe = observer.streamtrace_torch_observe
+    observe.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t)
+    begin, record = (ctypes.cast(f, ctypes.c_void_p).value
+                     for f in (capture.streamtrace_framework_op_begin, capture.streamtrace_framework_record))
+    if observe(begin, record, int(all_devices), error, len(error)) != 0:
+        raise RuntimeError(error.value.decode(errors="replace"))
+    library_files = observer.streamtrace_torch_library_files
+    library_files.argtypes = (ctypes.c_char_p,)
+    for path in lines.library_dirs:
+        library_files(path.encode())
+    lines.listeners.append(lambda path: library_files(path.encode()))
+
+    def observe_blocks():
+        outcome = observer.streamtrace_torch_observe_blocks(error, len(error))
+        if outcome < 0:
+            _say("no caching-allocator block events (%s): findings name cudaMalloc segments" % error.value.decode())
+        elif outcome > 0:
+            _say("this torch's allocator history differs from the ones known: blocks freed outside ops have no line")
+
+    torch.cuda._lazy_call(observe_blocks)  # the allocator tracks devices only once CUDA is initialized
+    return observer
+
+
+def _start_dispatch_mode(torch, begin, emit, lines):
+    """Records ops with a Python TorchDispatchMode entered on this thread and every thread started later.
+    Returns this thread's mode, or None when it could not start."""
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except Exception as error:  # a torch without dispatch modes
+        _say("this torch has no TorchDispatchMode (%s): capture stays at tier T1 (pointer arguments)" % error)
+        return None
     Tensor = torch.Tensor
     get_thread = threading.get_ident
-    # Per-op and per-file facts are computed once: the mode runs for every op of the program.
-    schemas = {}
-    user_files = {}
-    quoted_files = {}
+    schemas = {}  # per-op facts are computed once: the mode runs for every op of the program
 
     def arguments_of(func):
         """(index, name, written) of each of the op's arguments that can hold tensors."""
@@ -100,21 +231,6 @@ def _install(torch):
             for item in value:
                 add_extents(item, out)
 
-    def source_line(depth=2):
-        """The innermost frame outside torch and the standard library, as a JSON string, or null."""
-        frame = sys._getframe(depth)
-        while frame is not None:
-            filename = frame.f_code.co_filename
-            user = user_files.get(filename)
-            if user is None:
-                user = not filename.startswith(skip_dirs) and not filename.startswith("<")
-                user_files[filename] = user
-                quoted_files[filename] = json.dumps(filename)[1:-1]
-            if user:
-                return '"%s:%d"' % (quoted_files[filename], frame.f_lineno)
-            frame = frame.f_back
-        return "null"
-
     # Caching-allocator blocks: torch reports each block it hands out and takes back (the hooks CSAN uses).
     # A block handed out during an op is recorded when the op returns it as an output, which gives its size,
     # its stream and the line that created it; blocks an op uses internally and frees are not recorded.
@@ -131,7 +247,7 @@ def _install(torch):
     def on_block_free(address):
         block = live_blocks.pop(address, None)
         if block is not None:
-            emit('{"type":"free","id":%d,"free_kind":"pool_block","src":%s}' % (block, source_line()))
+            emit('{"type":"free","id":%d,"free_kind":"pool_block","src":%s}' % (block, lines.at()))
         else:
             blocks = new_blocks.get(get_thread())
             if blocks and address in blocks:
@@ -186,13 +302,38 @@ def _install(torch):
                     if value is not None:
                         add_extents(value, writes if written else reads)
                 add_extents(out, writes)
-                src = source_line()
+                src = lines.at()
                 if blocks:
                     record_new_blocks(blocks, out, src)
                 emit('{"type":"op_end","name":"%s","reads":[%s],"writes":[%s],"src":%s}' % (
                     func.__name__, ",".join(reads), ",".join(writes), src))
 
-    # Calls that order streams or the host: each is bracketed so that its CUDA calls take its Python line.
+    # Dispatch modes are per thread: every thread started from now on enters one before it runs.
+    bootstrap_inner = getattr(threading.Thread, "_bootstrap_inner", None)
+    if bootstrap_inner is not None:
+        def run_recorded(thread):
+            try:
+                StreamtraceMode().__enter__()
+            except Exception:
+                pass  # this thread's ops stay at tier T1
+            bootstrap_inner(thread)
+
+        threading.Thread._bootstrap_inner = run_recorded
+    else:
+        _say("ops on threads other than the main one stay at tier T1 (no Thread._bootstrap_inner)")
+
+    mode = StreamtraceMode()
+    try:
+        mode.__enter__()
+    except Exception as error:
+        _say("cannot enter the recording dispatch mode (%s): capture stays at tier T1" % error)
+        return None
+    return mode
+
+
+def _bracket_ordering_calls(torch, emit, lines):
+    """Brackets the calls that order streams or the host (and Triton launches) with call_begin/call_end, so that
+    the CUDA calls inside take their Python line."""
     in_call = threading.local()  # set while a bracketed call runs: calls it makes are not bracketed again
 
     def bracketed(name_of, method):
@@ -200,7 +341,7 @@ def _install(torch):
         def call(*args, **kwargs):
             if getattr(in_call, "active", False):
                 return method(*args, **kwargs)
-            emit('{"type":"call_begin","name":"%s","src":%s}' % (name_of(args), source_line()))
+            emit('{"type":"call_begin","name":"%s","src":%s}' % (name_of(args), lines.at()))
             in_call.active = True
             try:
                 return method(*args, **kwargs)
@@ -227,9 +368,7 @@ def _install(torch):
     def patch_triton(triton):
         from triton.runtime.jit import JITFunction
 
-        nonlocal skip_dirs
-        skip_dirs = skip_dirs + (os.path.dirname(triton.__file__),)  # the user's line, not Triton's launcher
-        user_files.clear()
+        lines.add_library_dir(os.path.dirname(triton.__file__))  # the user's line, not Triton's launcher
 
         def kernel_name(args):
             kernel = args[0]
@@ -238,30 +377,6 @@ def _install(torch):
         JITFunction.run = bracketed(kernel_name, JITFunction.run)
 
     after_import("triton", patch_triton, "Triton launches keep no Python line")
-
-    # Dispatch modes are per thread: every thread started from now on enters one before it runs.
-    bootstrap_inner = getattr(threading.Thread, "_bootstrap_inner", None)
-    if bootstrap_inner is not None:
-        def run_recorded(thread):
-            try:
-                StreamtraceMode().__enter__()
-            except Exception:
-                pass  # this thread's ops stay at tier T1
-            bootstrap_inner(thread)
-
-        threading.Thread._bootstrap_inner = run_recorded
-    else:
-        _say("ops on threads other than the main one stay at tier T1 (no Thread._bootstrap_inner)")
-
-    mode = StreamtraceMode()
-    try:
-        mode.__enter__()
-    except Exception as error:
-        _say("cannot enter the recording dispatch mode (%s): capture stays at tier T1" % error)
-        return None
-    _say("PyTorch %s: recording op read/write sets, %sPython lines (tier T2)" % (
-        torch.__version__, "allocator blocks and " if blocks_recorded else ""))
-    return mode
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):

@@ -12,8 +12,12 @@ use crate::analysis::analyze_path;
 use crate::hb::EngineOptions;
 use crate::report::{text::TextReport, Report};
 
-/// The PyTorch bootstrap (tier T2): put in front of the interpreter as `sitecustomize`.
-const PYTHON_BOOTSTRAP: &str = include_str!("../../capture/python/sitecustomize.py");
+/// The PyTorch bootstrap (tier T2), put in front of the interpreter as `sitecustomize`, with the source of the
+/// native op observer it builds against the program's libtorch.
+const PYTHON_BOOTSTRAP: [(&str, &str); 2] = [
+    ("sitecustomize.py", include_str!("../../capture/python/sitecustomize.py")),
+    ("torch_observer.cpp", include_str!("../../capture/python/torch_observer.cpp")),
+];
 
 /// The injected library's file name, looked for beside the streamtrace binary.
 const LIBRARY: &str = "libstreamtrace_capture.so";
@@ -138,8 +142,10 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
     // Python programs pick the bootstrap up as sitecustomize; it chains to the program's own sitecustomize, if any.
     let python_dir = dir.join("python");
     std::fs::create_dir_all(&python_dir).with_context(|| format!("cannot create {}", python_dir.display()))?;
-    std::fs::write(python_dir.join("sitecustomize.py"), PYTHON_BOOTSTRAP)
-        .with_context(|| format!("cannot write the Python bootstrap into {}", python_dir.display()))?;
+    for (name, text) in PYTHON_BOOTSTRAP {
+        std::fs::write(python_dir.join(name), text)
+            .with_context(|| format!("cannot write the Python bootstrap's {name} into {}", python_dir.display()))?;
+    }
     let python_path = match std::env::var_os("PYTHONPATH") {
         Some(existing) if !existing.is_empty() => {
             let mut joined = python_dir.clone().into_os_string();

@@ -1,0 +1,503 @@
+// streamtrace's native PyTorch observer (tier T2), built by the bootstrap (sitecustomize.py) against the
+// program's own libtorch the first time a program imports it, and loaded into that program.
+//
+// It does in C++ what the bootstrap's Python dispatch mode does in Python, at a fraction of the cost: a global
+// RecordFunction callback sees every top-level dispatcher op on every thread, takes the read and write extents
+// of its CUDA tensors from the op schema (inputs at the end, once an op that resizes its output has run),
+// and the Python line that called it; the caching allocator's trace tracker reports each block it hands out and
+// takes back. Records go to the capture library through the two entry points the bootstrap passes in, in order
+// with the CUDA calls each op makes. Nested ops are not observed: RecordFunction is switched off on the thread
+// for the outer op's duration, so its kernels take the outer op's sets and the inner ops cost nothing.
+//
+// Nothing here may throw into PyTorch: every callback catches everything and records less instead.
+
+#include <ATen/core/function_schema.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/record_function.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+// The few CPython functions used to find the calling Python line, declared here (all in CPython's stable ABI since
+// 3.10) so that building needs no Python headers; they resolve against the running interpreter.
+extern "C" {
+struct _object;
+struct _frame;
+struct _ts;
+int PyGILState_Ensure(void);
+void PyGILState_Release(int);
+int PyGILState_Check(void);
+struct _ts* PyGILState_GetThisThreadState(void);
+struct _frame* PyEval_GetFrame(void);
+struct _frame* PyFrame_GetBack(struct _frame*);
+struct _object* PyFrame_GetCode(struct _frame*);
+int PyFrame_GetLineNumber(struct _frame*);
+struct _object* PyObject_GetAttrString(struct _object*, const char*);
+const char* PyUnicode_AsUTF8(struct _object*);
+void PyErr_Clear(void);
+void Py_IncRef(struct _object*);
+void Py_DecRef(struct _object*);
+int Py_IsInitialized(void);
+}
+
+namespace {
+
+using OpBeginFn = int (*)();
+using RecordFn = int (*)(const char*, size_t);
+
+OpBeginFn op_begin = nullptr;
+RecordFn record = nullptr;
+bool cuda_only = true;  // off only in the CPU benchmark, where CPU tensors stand in for CUDA ones
+int (*is_finalizing)() = nullptr;
+
+void emit(const std::string& text) {
+  record(text.data(), text.size());
+}
+
+void append_json_string(std::string& out, const char* text) {
+  out += '"';
+  for (const char* c = text; *c; ++c) {
+    unsigned char byte = static_cast<unsigned char>(*c);
+    if (byte == '"' || byte == '\\') {
+      out += '\\';
+      out += *c;
+    } else if (byte < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", byte);
+      out += escaped;
+    } else {
+      out += *c;
+    }
+  }
+  out += '"';
+}
+
+void append_number(std::string& out, uint64_t value) {
+  char digits[24];
+  auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  out.append(digits, end);
+}
+
+// ---- Python lines ---------------------------------------------------------------------------------------------
+
+struct CodeFacts {
+  bool user;            // outside torch, the standard library's threading and streamtrace's own files
+  std::string file;     // the file name, JSON-escaped without quotes
+};
+
+// Guarded by the GIL: only touched while this thread holds it.
+std::vector<std::string> library_prefixes;
+std::unordered_map<struct _object*, CodeFacts> code_facts;  // code objects are kept alive once seen
+
+const CodeFacts& facts_of(struct _object* code) {
+  auto found = code_facts.find(code);
+  if (found != code_facts.end()) {
+    return found->second;
+  }
+  CodeFacts facts{false, ""};
+  if (struct _object* name = PyObject_GetAttrString(code, "co_filename")) {
+    if (const char* text = PyUnicode_AsUTF8(name)) {
+      facts.user = text[0] != '<';
+      for (const auto& prefix : library_prefixes) {
+        if (std::strncmp(text, prefix.data(), prefix.size()) == 0) {
+          facts.user = false;
+        }
+      }
+      append_json_string(facts.file, text);
+      facts.file = facts.file.substr(1, facts.file.size() - 2);
+    }
+    Py_DecRef(name);
+  }
+  PyErr_Clear();
+  Py_IncRef(code);  // its address keys the cache, so it must never be reused
+  return code_facts.emplace(code, std::move(facts)).first->second;
+}
+
+// The innermost user frame of the calling thread's Python stack as a JSON string ("file:line"), or null. Needs
+// the GIL.
+void append_python_line(std::string& out) {
+  struct _frame* frame = PyEval_GetFrame();
+  if (frame) {
+    Py_IncRef(reinterpret_cast<struct _object*>(frame));
+  }
+  while (frame) {
+    struct _object* code = PyFrame_GetCode(frame);
+    const CodeFacts& facts = facts_of(code);
+    Py_DecRef(code);
+    if (facts.user) {
+      out += '"';
+      out += facts.file;
+      out += ':';
+      append_number(out, static_cast<uint64_t>(PyFrame_GetLineNumber(frame)));
+      out += '"';
+      Py_DecRef(reinterpret_cast<struct _object*>(frame));
+      return;
+    }
+    struct _frame* back = PyFrame_GetBack(frame);
+    Py_DecRef(reinterpret_cast<struct _object*>(frame));
+    frame = back;
+  }
+  out += "null";
+}
+
+bool python_usable() {
+  // A thread that never ran Python (the autograd engine's workers) has no Python stack to look at.
+  return Py_IsInitialized() && !(is_finalizing && is_finalizing()) && PyGILState_GetThisThreadState() != nullptr;
+}
+
+// The calling Python line, taking the GIL if this thread released it (most ops release it before dispatching).
+void append_source(std::string& out) {
+  if (!python_usable()) {
+    out += "null";
+    return;
+  }
+  int state = PyGILState_Ensure();
+  append_python_line(out);
+  PyGILState_Release(state);
+}
+
+// ---- Ops ------------------------------------------------------------------------------------------------------
+
+struct OpFacts {
+  std::string schema_name;       // "aten::addmm", to confirm a cache hit
+  std::string name;              // "addmm.default", as the Python dispatch mode names ops
+  std::vector<bool> written;     // per schema argument: does the op write it (Tensor(a!))
+};
+
+thread_local std::unordered_map<const char*, OpFacts> op_facts;  // keyed by the schema's own name string
+
+// The observed op running on this thread. Its inputs are boxed only for the start callback, so what is needed
+// of them is taken there: the extents it reads, and the arguments it writes (their extents are taken at the
+// end, after an op that resizes its output has moved it).
+struct ThreadOp {
+  bool active = false;
+  int nested = 0;                       // ops started inside it all the same (RecordFunction re-enabled)
+  const OpFacts* facts = nullptr;
+  std::string source;                   // its Python line, as JSON (also for the blocks it allocates)
+  std::string reads;                    // "[[first,length],...]"
+  std::vector<c10::IValue> written;     // the written arguments
+};
+thread_local ThreadOp current_op;
+
+const OpFacts* facts_of(const at::RecordFunction& fn) {
+  const char* key = fn.name();
+  auto found = op_facts.find(key);
+  if (found != op_facts.end() && found->second.schema_name == key) {
+    return &found->second;
+  }
+  std::optional<c10::FunctionSchema> schema = fn.operator_schema();
+  if (!schema) {
+    return nullptr;  // a named range, not a dispatcher op
+  }
+  OpFacts facts;
+  facts.schema_name = schema->name();
+  auto colons = facts.schema_name.find("::");
+  facts.name = colons == std::string::npos ? facts.schema_name : facts.schema_name.substr(colons + 2);
+  facts.name += '.';
+  facts.name += schema->overload_name().empty() ? "default" : schema->overload_name();
+  for (const auto& argument : schema->arguments()) {
+    const c10::AliasInfo* alias = argument.alias_info();
+    facts.written.push_back(alias != nullptr && alias->isWrite());
+  }
+  op_facts.erase(key);
+  return &op_facts.emplace(key, std::move(facts)).first->second;
+}
+
+// Appends "[first byte,length]" for a CUDA tensor (its extent: a strided view spans from its first to its last
+// element), preceded by a comma unless it is the list's first.
+void append_extent(std::string& out, const at::Tensor& tensor) {
+  if (!tensor.defined() || (cuda_only && !tensor.is_cuda()) || !tensor.has_storage()) {
+    return;
+  }
+  uint64_t span = 1;
+  for (int64_t dim = 0; dim < tensor.dim(); ++dim) {
+    int64_t size = tensor.size(dim);
+    int64_t stride = tensor.stride(dim);
+    if (size == 0 || stride < 0) {
+      return;
+    }
+    span += static_cast<uint64_t>(size - 1) * static_cast<uint64_t>(stride);
+  }
+  if (out.back() != '[') {
+    out += ',';
+  }
+  out += '[';
+  append_number(out, reinterpret_cast<uintptr_t>(tensor.const_data_ptr()));
+  out += ',';
+  append_number(out, span * tensor.element_size());
+  out += ']';
+}
+
+void append_extents(std::string& out, const c10::IValue& value) {
+  if (value.isTensor()) {
+    append_extent(out, value.toTensor());
+  } else if (value.isTensorList()) {
+    for (const at::Tensor& tensor : value.toTensorList()) {
+      append_extent(out, tensor);
+    }
+  } else if (value.isList()) {  // Tensor?[] and other lists that may hold tensors
+    for (const c10::IValue& item : value.toListRef()) {
+      if (item.isTensor()) {
+        append_extent(out, item.toTensor());
+      }
+    }
+  }
+}
+
+std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
+  ThreadOp& op = current_op;
+  if (op.active) {
+    ++op.nested;
+    return nullptr;
+  }
+  try {
+    const OpFacts* facts = facts_of(fn);
+    if (!facts) {
+      return nullptr;
+    }
+    // The ops this one calls run unobserved: their kernels take this op's sets.
+    at::enableRecordFunction(false);
+    op.active = true;
+    op.facts = facts;
+    op.reads.assign("[");
+    op.written.clear();
+    auto inputs = fn.inputs();
+    for (size_t index = 0; index < inputs.size(); ++index) {
+      if (index < facts->written.size() && facts->written[index]) {
+        op.written.push_back(inputs[index]);
+      } else {
+        append_extents(op.reads, inputs[index]);
+      }
+    }
+    op.reads += ']';
+    op.source.clear();
+    append_source(op.source);
+    op_begin();
+  } catch (...) {
+    if (op.active) {
+      op.reads.assign("[]");
+      op.written.clear();
+      op_begin();
+    }
+  }
+  return nullptr;
+}
+
+void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  ThreadOp& op = current_op;
+  if (op.nested > 0) {
+    --op.nested;
+    return;
+  }
+  if (!op.active) {
+    return;  // a named range: its start was not observed
+  }
+  op.active = false;
+  at::enableRecordFunction(true);
+  thread_local std::string writes, text;
+  try {
+    writes.assign("[");
+    for (const c10::IValue& argument : op.written) {
+      append_extents(writes, argument);
+    }
+    for (const c10::IValue& output : fn.outputs()) {
+      append_extents(writes, output);
+    }
+    writes += ']';
+  } catch (...) {
+    writes.assign("[]");
+  }
+  op.written.clear();
+  try {
+    text.assign("{\"type\":\"op_end\",\"name\":");
+    append_json_string(text, op.facts->name.c_str());
+    text += ",\"reads\":";
+    text += op.reads;
+    text += ",\"writes\":";
+    text += writes;
+    text += ",\"src\":";
+    text += op.source.empty() ? "null" : op.source;
+    text += '}';
+    emit(text);
+  } catch (...) {
+  }
+}
+
+// ---- Caching-allocator blocks ---------------------------------------------------------------------------------
+
+using TraceEntry = c10::cuda::CUDACachingAllocator::TraceEntry;
+
+std::mutex blocks_lock;  // the tracker runs under one allocator lock per device
+std::unordered_map<uint64_t, uint64_t> live_blocks;  // address -> block id
+uint64_t next_block = 1;
+
+template <typename Stream>
+uint64_t stream_handle(const Stream& stream) {
+  if constexpr (std::is_pointer_v<Stream>) {
+    return reinterpret_cast<uintptr_t>(stream);
+  } else if constexpr (std::is_same_v<Stream, c10::Stream>) {
+    return reinterpret_cast<uintptr_t>(c10::cuda::CUDAStream(c10::cuda::CUDAStream::UNCHECKED, stream).stream());
+  } else {
+    return 0;
+  }
+}
+
+// The Python line of a block event outside any op (a tensor dropped by Python code). Torch releases the GIL
+// before it frees a block, and its trace tracker runs under the allocator's lock, where taking the GIL could
+// deadlock; but the allocator asks its history context recorder, outside that lock, just before each
+// allocation and free on the same thread. That is where the line is read (taking the GIL, as torch's own
+// recorder does), to be picked up by the tracker.
+thread_local std::string pending_block_source;
+
+std::shared_ptr<c10::GatheredContext> note_block_source() {
+  if (!current_op.active) {
+    pending_block_source.clear();
+    try {
+      append_source(pending_block_source);
+    } catch (...) {
+      pending_block_source.clear();
+    }
+  }
+  return nullptr;
+}
+
+// The line a block event belongs to: the running op's, or the one noted just before the allocator took its lock.
+void append_block_source(std::string& out) {
+  if (current_op.active) {
+    out += current_op.source;
+  } else if (!pending_block_source.empty()) {
+    out += pending_block_source;
+    pending_block_source.clear();
+  } else {
+    out += "null";
+  }
+}
+
+// Asks the allocator for its history context recorder at every allocation and free (the smallest history:
+// one entry). Its signature differs between torch versions; returns false where none of the known ones fits.
+template <typename When>
+bool record_block_sources(When when) {
+  namespace allocator = c10::cuda::CUDACachingAllocator;
+  std::vector<std::string> skip_actions;
+  if constexpr (requires { allocator::recordHistory(true, note_block_source, size_t{1}, when, false, skip_actions); }) {
+    allocator::recordHistory(true, note_block_source, 1, when, false, skip_actions);
+    return true;
+  } else if constexpr (requires { allocator::recordHistory(true, note_block_source, size_t{1}, when, false); }) {
+    allocator::recordHistory(true, note_block_source, 1, when, false);
+    return true;
+  } else {
+    return false;
+  }
+}
+
+void on_allocator_event(const TraceEntry& entry) {
+  try {
+    thread_local std::string text;
+    if (entry.action_ == TraceEntry::ALLOC) {
+      uint64_t id;
+      {
+        std::lock_guard<std::mutex> guard(blocks_lock);
+        id = next_block++;
+        live_blocks[entry.addr_] = id;
+      }
+      text.assign("{\"type\":\"alloc\",\"id\":");
+      append_number(text, id);
+      text += ",\"addr\":";
+      append_number(text, entry.addr_);
+      text += ",\"size\":";
+      append_number(text, entry.size_);
+      text += ",\"alloc_kind\":\"pool_block\"";
+      if (uint64_t stream = stream_handle(entry.stream_)) {
+        text += ",\"stream\":";
+        append_number(text, stream);
+      }
+    } else if (entry.action_ == TraceEntry::FREE_REQUESTED) {
+      uint64_t id;
+      {
+        std::lock_guard<std::mutex> guard(blocks_lock);
+        auto found = live_blocks.find(entry.addr_);
+        if (found == live_blocks.end()) {
+          return;  // handed out before recording started
+        }
+        id = found->second;
+        live_blocks.erase(found);
+      }
+      text.assign("{\"type\":\"free\",\"id\":");
+      append_number(text, id);
+      text += ",\"free_kind\":\"pool_block\"";
+    } else {
+      return;
+    }
+    text += ",\"src\":";
+    append_block_source(text);
+    text += '}';
+    emit(text);
+  } catch (...) {
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+// Starts observing ops on every thread: `begin` and `write` are the capture library's entry points, and
+// `all_devices` counts CPU tensors too (for the CPU benchmark). Returns 0, or -1 with a reason in `error`.
+int streamtrace_torch_observe(OpBeginFn begin, RecordFn write, int all_devices, char* error, size_t error_len) {
+  try {
+    op_begin = begin;
+    record = write;
+    cuda_only = all_devices == 0;
+    void* finalizing = dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
+    if (!finalizing) {
+      finalizing = dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
+    }
+    is_finalizing = reinterpret_cast<int (*)()>(finalizing);
+    at::addGlobalCallback(at::RecordFunctionCallback(on_op_start, on_op_end)
+                              .needsInputs(true)
+                              .needsOutputs(true)
+                              .scopes({at::RecordScope::FUNCTION}));
+    return 0;
+  } catch (const std::exception& e) {
+    std::snprintf(error, error_len, "%s", e.what());
+  } catch (...) {
+    std::snprintf(error, error_len, "unknown C++ exception");
+  }
+  return -1;
+}
+
+// Starts recording caching-allocator blocks; call once CUDA is initialized (the allocator attaches trackers only
+// to the devices it has set up). Returns 0 (1 when blocks freed outside ops will have no Python line), or -1
+// with a reason in `error`.
+int streamtrace_torch_observe_blocks(char* error, size_t error_len) {
+  try {
+    c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker(on_allocator_event);
+    return record_block_sources(c10::cuda::CUDACachingAllocator::RecordContext::ALL) ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::snprintf(error, error_len, "%s", e.what());
+  } catch (...) {
+    std::snprintf(error, error_len, "unknown C++ exception");
+  }
+  return -1;
+}
+
+// Counts files under `prefix` as library code: the Python line of an op is the innermost frame outside them.
+// Called with the GIL held.
+void streamtrace_torch_library_files(const char* prefix) {
+  library_prefixes.emplace_back(prefix);
+  for (auto& entry : code_facts) {
+    Py_DecRef(entry.first);
+  }
+  code_facts.clear();
+}
+
+}  // extern "C"
