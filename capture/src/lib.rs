@@ -39,6 +39,9 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 /// `STREAMTRACE_CALLBACK_NOOP=1`: subscribe and take every callback but record nothing, to measure what CUPTI's
 /// callbacks cost by themselves (docs/performance.md).
 static NOOP: AtomicBool = AtomicBool::new(false);
+/// `STREAMTRACE_DISCARD=1`: record everything but drop each batch instead of writing it, to measure what the
+/// writer thread costs the program (docs/performance.md). The trace keeps only its header.
+static DISCARD: AtomicBool = AtomicBool::new(false);
 /// Whether CUPTI activity records (GPU start and end times) are collected.
 static GPU_TIMES: AtomicBool = AtomicBool::new(false);
 /// The state of the current process; replaced after a fork.
@@ -264,7 +267,7 @@ fn drain_into(writer: &Writer) -> bool {
     if let Ok(mut queue) = GPU_TIME_QUEUE.lock() {
         batch.entries.append(&mut queue);
     }
-    let written = batch.is_empty() || file.write(&batch).is_ok();
+    let written = batch.is_empty() || DISCARD.load(Ordering::Relaxed) || file.write(&batch).is_ok();
     drop(file);
     if !written {
         disable("cannot write the trace any more");
@@ -333,6 +336,7 @@ fn initialize() -> Result<(), String> {
     // Safety: registers a plain extern "C" function with no arguments.
     unsafe { libc::atexit(flush_at_exit) };
     NOOP.store(std::env::var_os("STREAMTRACE_CALLBACK_NOOP").is_some(), Ordering::SeqCst);
+    DISCARD.store(std::env::var_os("STREAMTRACE_DISCARD").is_some(), Ordering::SeqCst);
     if std::env::var_os("STREAMTRACE_GPU_TIMES").is_some() {
         match activity::enable() {
             Ok(()) => GPU_TIMES.store(true, Ordering::SeqCst),

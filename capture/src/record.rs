@@ -82,16 +82,19 @@ impl Batch {
         self.pointers.clear();
     }
 
-    /// Appends every record as one JSON line. `names` holds the kernel names declared so far (this batch's
-    /// `Function` records join it).
-    pub fn write_lines(&self, names: &mut Vec<Arc<str>>, out: &mut String) {
+    /// Appends every record as one JSON line. `names` holds the kernel names declared so far, escaped for JSON
+    /// once (this batch's `Function` records join it): a launch copies its kernel's name, often hundreds of
+    /// bytes of template arguments, as it is.
+    pub fn write_lines(&self, names: &mut Vec<String>, out: &mut String) {
         for entry in &self.entries {
             if let Record::Function { index, name } = &entry.record {
                 let index = *index as usize;
                 if names.len() <= index {
-                    names.resize(index + 1, Arc::from("kernel"));
+                    names.resize(index + 1, "kernel".to_string());
                 }
-                names[index] = name.clone();
+                let mut escaped = String::with_capacity(name.len());
+                escape(name, &mut escaped);
+                names[index] = escaped;
                 continue;
             }
             entry.write_line(self, names, out);
@@ -100,10 +103,42 @@ impl Batch {
 }
 
 fn common(out: &mut String, call: &Call, api: Option<&str>) {
-    let _ = write!(out, ",\"thread\":{},\"time\":{},\"corr\":{}", call.tid, call.time_ns, call.correlation);
+    out.push_str(",\"thread\":");
+    push_number(out, call.tid);
+    out.push_str(",\"time\":");
+    push_number(out, call.time_ns);
+    out.push_str(",\"corr\":");
+    push_number(out, call.correlation);
     if let Some(api) = api {
-        let _ = write!(out, ",\"api\":\"{api}\"");
+        out.push_str(",\"api\":\"");
+        out.push_str(api);
+        out.push('"');
     }
+}
+
+/// Decimal digits of an integer (the formatting machinery of `write!` costs several times more, and the writer
+/// formats every launch).
+fn push_number(out: &mut String, value: impl itoa::Integer) {
+    out.push_str(itoa::Buffer::new().format(value));
+}
+
+/// An address as a JSON string, "0x" and lower-case hex digits.
+fn push_address(out: &mut String, value: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [0u8; 16];
+    let mut start = digits.len();
+    let mut rest = value;
+    loop {
+        start -= 1;
+        digits[start] = DIGITS[(rest & 0xf) as usize];
+        rest >>= 4;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.push_str("\"0x");
+    out.extend(digits[start..].iter().map(|&d| d as char));
+    out.push('"');
 }
 
 /// JSON string contents: kernel names can hold quotes or backslashes in template arguments.
@@ -122,7 +157,7 @@ fn escape(text: &str, out: &mut String) {
 
 impl Entry {
     /// Appends the record as one JSON line; `batch` holds its pointer words and `names` its kernel's name.
-    fn write_line(&self, batch: &Batch, names: &[Arc<str>], out: &mut String) {
+    fn write_line(&self, batch: &Batch, names: &[String], out: &mut String) {
         let call = &self.call;
         match &self.record {
             Record::Stream { handle, kind, priority, context, device } => {
@@ -139,13 +174,17 @@ impl Entry {
                 let _ = write!(out, "{{\"type\":\"event\",\"id\":{handle},\"thread\":{}", call.tid);
             }
             Record::Kernel { stream, function, first_pointer, pointer_count, api } => {
-                let _ = write!(out, "{{\"type\":\"kernel\",\"stream\":{stream},\"name\":\"");
-                escape(names.get(*function as usize).map_or("kernel", |n| n), out);
+                out.push_str("{\"type\":\"kernel\",\"stream\":");
+                push_number(out, *stream);
+                out.push_str(",\"name\":\"");
+                out.push_str(names.get(*function as usize).map_or("kernel", |n| n));
                 out.push_str("\",\"pointers\":[");
                 let first = *first_pointer as usize;
                 let pointers = batch.pointers.get(first..first + *pointer_count as usize).unwrap_or(&[]);
                 for (i, p) in pointers.iter().enumerate() {
-                    let _ = write!(out, "{}[\"{:#x}\",\"{}\"]", if i > 0 { "," } else { "" }, p.address, if p.writes { "w" } else { "r" });
+                    out.push_str(if i > 0 { ",[" } else { "[" });
+                    push_address(out, p.address);
+                    out.push_str(if p.writes { ",\"w\"]" } else { ",\"r\"]" });
                 }
                 out.push(']');
                 common(out, call, Some(api));
@@ -162,11 +201,17 @@ impl Entry {
                 common(out, call, Some(api));
             }
             Record::EventRecord { event, stream } => {
-                let _ = write!(out, "{{\"type\":\"record\",\"event\":{event},\"stream\":{stream}");
+                out.push_str("{\"type\":\"record\",\"event\":");
+                push_number(out, *event);
+                out.push_str(",\"stream\":");
+                push_number(out, *stream);
                 common(out, call, Some("cuEventRecord"));
             }
             Record::Wait { stream, event } => {
-                let _ = write!(out, "{{\"type\":\"wait\",\"stream\":{stream},\"event\":{event}");
+                out.push_str("{\"type\":\"wait\",\"stream\":");
+                push_number(out, *stream);
+                out.push_str(",\"event\":");
+                push_number(out, *event);
                 common(out, call, Some("cuStreamWaitEvent"));
             }
             Record::Sync { target, api } | Record::Query { target, api, .. } => {
@@ -209,8 +254,14 @@ impl Entry {
             Record::Raw(text) => {
                 // The hook's object with the thread in front; one record, one line: a stray newline would split it.
                 let fields = text.trim_start().strip_prefix('{').unwrap_or(text);
-                let _ = write!(out, "{{\"thread\":{},", call.tid);
-                out.extend(fields.chars().map(|c| if c == '\n' || c == '\r' { ' ' } else { c }));
+                out.push_str("{\"thread\":");
+                push_number(out, call.tid);
+                out.push(',');
+                if fields.contains(['\n', '\r']) {
+                    out.extend(fields.chars().map(|c| if c == '\n' || c == '\r' { ' ' } else { c }));
+                } else {
+                    out.push_str(fields);
+                }
                 out.push('\n');
                 return;
             }
@@ -252,6 +303,17 @@ mod tests {
         assert_eq!(value["pointers"][0][1], "r");
         assert_eq!(value["pointers"].as_array().map(Vec::len), Some(1));
         assert_eq!(value["thread"], 7);
+    }
+
+    #[test]
+    fn numbers_and_addresses_format_as_the_standard_formatter_would() {
+        for value in [0u64, 1, 9, 10, 0xabc, 0x7f00_1234_5678, u64::MAX] {
+            let (mut address, mut number) = (String::new(), String::new());
+            push_address(&mut address, value);
+            push_number(&mut number, value);
+            assert_eq!(address, format!("\"{value:#x}\""));
+            assert_eq!(number, value.to_string());
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! the file or wake another thread per record. 100 ms bounds what a SIGKILL loses.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -14,10 +14,13 @@ pub struct Writer {
     pub path: PathBuf,
 }
 
-/// The open file, and the kernel names declared so far (launch records carry only an index).
+/// The open file, the kernel names declared so far (launch records carry only an index), escaped for JSON, and
+/// the text of the last batch, whose room the next one reuses (a fresh buffer of megabytes every 100 ms costs
+/// page faults).
 struct TraceFile {
-    out: BufWriter<File>,
-    names: Vec<Arc<str>>,
+    out: File,
+    names: Vec<String>,
+    lines: String,
 }
 
 /// `template` with `%p` replaced by the process id; a suffix `.N` is added before the extension if the file
@@ -45,11 +48,9 @@ fn create(path: &Path) -> std::io::Result<File> {
 impl Writer {
     /// Creates the trace file and writes the header.
     pub fn create(path: PathBuf) -> std::io::Result<Writer> {
-        let file = create(&path)?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
-        writeln!(out, "{{\"type\":\"streamtrace\",\"version\":1,\"comment\":\"recorded by streamtrace capture\"}}")?;
-        out.flush()?;
-        Ok(Writer { file: Arc::new(Mutex::new(TraceFile { out, names: Vec::new() })), path })
+        let mut out = create(&path)?;
+        out.write_all(b"{\"type\":\"streamtrace\",\"version\":1,\"comment\":\"recorded by streamtrace capture\"}\n")?;
+        Ok(Writer { file: Arc::new(Mutex::new(TraceFile { out, names: Vec::new(), lines: String::new() })), path })
     }
 
     /// Another handle on the same file, for the draining thread.
@@ -68,13 +69,12 @@ impl Writer {
 pub struct WriterGuard<'a>(std::sync::MutexGuard<'a, TraceFile>);
 
 impl WriterGuard<'_> {
-    /// Formats and appends a batch, then flushes it to the file.
+    /// Formats a batch and appends it to the file.
     pub fn write(&mut self, batch: &Batch) -> std::io::Result<()> {
-        let TraceFile { out, names } = &mut *self.0;
-        let mut lines = String::with_capacity(batch.entries.len() * 160);
-        batch.write_lines(names, &mut lines);
-        out.write_all(lines.as_bytes())?;
-        out.flush()
+        let TraceFile { out, names, lines } = &mut *self.0;
+        lines.clear();
+        batch.write_lines(names, lines);
+        out.write_all(lines.as_bytes())
     }
 }
 
