@@ -183,7 +183,10 @@ def _start_native_observer(torch, capture, lines, all_devices=False):
         elif outcome > 0:
             _say("this torch's allocator history differs from the ones known: blocks freed outside ops have no line")
 
-    torch.cuda._lazy_call(observe_blocks)  # the allocator tracks devices only once CUDA is initialized
+    try:
+        torch.cuda._lazy_call(observe_blocks)  # the allocator tracks devices only once CUDA is initialized
+    except Exception as error:  # ops are observed already: a failure here must not start the Python mode too
+        _say("no caching-allocator block events (%s): findings name cudaMalloc segments" % error)
     return observer
 
 
