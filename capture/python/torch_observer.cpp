@@ -2,10 +2,10 @@
 // program's own libtorch the first time a program imports it, and loaded into that program.
 //
 // It does in C++ what the bootstrap's Python dispatch mode does in Python, at a fraction of the cost: a global
-// RecordFunction callback sees every top-level dispatcher op on every thread, takes the read and write extents
-// of its CUDA tensors from the op schema (inputs at the end, once an op that resizes its output has run),
-// and the Python line that called it; the caching allocator's trace tracker reports each block it hands out and
-// takes back. Records go to the capture library through the two entry points the bootstrap passes in, in order
+// RecordFunction callback sees every top-level dispatcher op on every thread, takes the extents of the CUDA
+// tensors it reads when it starts and of those it writes when it returns (the op schema says which; an op that
+// resizes its output moves it), and the Python line that called it; the caching allocator's trace tracker
+// reports each block it hands out and takes back. Records go to the capture library through the two entry points the bootstrap passes in, in order
 // with the CUDA calls each op makes. Nested ops are not observed: RecordFunction is switched off on the thread
 // for the outer op's duration, so its kernels take the outer op's sets and the inner ops cost nothing.
 //
@@ -18,11 +18,12 @@
 
 #include <dlfcn.h>
 
-#include <atomic>
 #include <charconv>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -284,9 +285,10 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     append_source(op.source);
     op_begin();
   } catch (...) {
-    if (op.active) {
+    if (op.active) {  // the op is observed with what could be had: its end still closes the frame
       op.reads.assign("[]");
       op.written.clear();
+      op.source.clear();
       op_begin();
     }
   }
