@@ -194,6 +194,23 @@ fn torch_samples_at_tier_t2_match_their_ground_truth() {
 }
 
 #[test]
+fn tier_t2_native_observer_records_top_level_ops_only() {
+    // The training loop, recorded by the native observer: `linear` is one op (the dispatch mode saw `t` and
+    // `addmm` below it), every op_begin has its op_end, and backward's ops on autograd's thread are recorded too.
+    let text = std::fs::read_to_string("samples/capture/torch-t2/train_loop.json").expect("trace");
+    let records: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).collect();
+    let ends: Vec<&Value> = records.iter().filter(|r| r["type"] == "op_end").collect();
+    let begins = records.iter().filter(|r| r["type"] == "op_begin").count();
+    assert_eq!(begins, ends.len());
+    let named = |name: &str| ends.iter().filter(|r| r["name"] == name).count();
+    assert_eq!(named("linear.default"), 600, "two layers a step, 300 steps");
+    assert_eq!(named("addmm.default"), 0, "addmm runs inside linear and is not an op of its own");
+
+    let threads: std::collections::BTreeSet<u64> = ends.iter().filter_map(|r| r["thread"].as_u64()).collect();
+    assert!(threads.len() >= 2, "the main thread and autograd's: {threads:?}");
+}
+
+#[test]
 fn tier_t2_findings_name_python_lines_and_ops() {
     let (_, json) = analyze("samples/capture/torch-t2/block_reuse_without_record_stream.json");
     let race = &json["races"][0];
