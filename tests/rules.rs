@@ -167,6 +167,20 @@ fn rule5_device_synchronize_orders_everything_before_and_nothing_after() {
 }
 
 #[test]
+fn rule5_device_synchronize_orders_only_its_own_device() {
+    // Two GPUs: cudaDeviceSynchronize waits for the current device's streams, not the other device's (peer
+    // memory is reachable from both). Stream 7 runs on device 1.
+    let body = |device: u32| {
+        "{\"type\":\"stream\",\"id\":7,\"stream_kind\":\"non_blocking\",\"device\":1,\"context\":1}\n".to_string()
+            + &write(7, "on_device_1", "$X")
+            + &sync("device", device)
+            + &read(1, "on_device_0", "$X")
+    };
+    assert!(races(&body(1)).is_empty(), "synchronizing device 1 orders its stream");
+    assert_one_race(&races(&body(0)), RaceKind::ReadAfterWrite, "on_device_1", "on_device_0");
+}
+
+#[test]
 fn rule5_context_synchronize_orders_the_context() {
     assert!(races(&(write(1, "a", "$X") + &sync("context", 0) + &read(2, "b", "$X"))).is_empty());
 }
