@@ -211,6 +211,28 @@ fn tier_t2_native_observer_records_top_level_ops_only() {
 }
 
 #[test]
+fn tier_t2_python_mode_fallback_gives_the_same_verdicts() {
+    // The Python dispatch mode, where the native observer cannot be built: blocks, Triton, threads.
+    const DIR: &str = "samples/capture/torch-t2-python-mode";
+    let (_, json) = analyze(&format!("{DIR}/block_reuse_without_record_stream.json"));
+    let race = &json["races"][0];
+    assert_eq!((race["earlier"]["site"]["region"].as_str(), race["later"]["site"]["region"].as_str()), (Some("sum.default"), Some("fill_.Scalar")));
+    assert_eq!(race["allocation"]["reuses"]["freed_at"]["line"].as_u64(), Some(14), "del a gave the block back");
+    let (_, json) = analyze(&format!("{DIR}/triton_kernel_race.json"));
+    assert_eq!(json["races"][0]["earlier"]["site"]["region"], "triton scale_kernel");
+    let (_, json) = analyze(&format!("{DIR}/threads_queue_handover.json"));
+    assert_eq!(json["races"].as_array().map(Vec::len), Some(0));
+    let text = std::fs::read_to_string(format!("{DIR}/threads_queue_handover.json")).expect("trace");
+    let threads: std::collections::BTreeSet<u64> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["type"] == "op_begin")
+        .filter_map(|r| r["thread"].as_u64())
+        .collect();
+    assert!(threads.len() >= 3, "the mode entered on the producer and consumer threads: {threads:?}");
+}
+
+#[test]
 fn tier_t2_findings_name_python_lines_and_ops() {
     let (_, json) = analyze("samples/capture/torch-t2/block_reuse_without_record_stream.json");
     let race = &json["races"][0];
