@@ -140,6 +140,8 @@ def _observer_library(torch):
         result = subprocess.run([compiler] + flags + [source, "-o", partial] + libs,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         if result.returncode != 0:
+            if os.path.exists(partial):
+                os.remove(partial)
             errors = [l for l in result.stdout.decode(errors="replace").splitlines() if "error" in l]
             raise RuntimeError("%s failed: %s" % (os.path.basename(compiler), (errors or ["exit %d" % result.returncode])[0]))
         os.replace(partial, built)
@@ -163,6 +165,12 @@ def _cuda_include(torch_dir):
 def _start_native_observer(torch, capture, lines, all_devices=False):
     """Starts the native observer on every thread; allocator blocks follow once CUDA is initialized."""
     observer = _observer_library(torch)
+    library_files = observer.streamtrace_torch_library_files
+    library_files.argtypes = (ctypes.c_char_p,)
+    for path in lines.library_dirs:
+        library_files(path.encode())
+    lines.listeners.append(lambda path: library_files(path.encode()))
+    # Last: once ops are observed, nothing here may fail (the caller would start the Python mode beside it).
     error = ctypes.create_string_buffer(512)
     observe = observer.streamtrace_torch_observe
     observe.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t)
@@ -170,11 +178,6 @@ def _start_native_observer(torch, capture, lines, all_devices=False):
                      for f in (capture.streamtrace_framework_op_begin, capture.streamtrace_framework_record))
     if observe(begin, record, int(all_devices), error, len(error)) != 0:
         raise RuntimeError(error.value.decode(errors="replace"))
-    library_files = observer.streamtrace_torch_library_files
-    library_files.argtypes = (ctypes.c_char_p,)
-    for path in lines.library_dirs:
-        library_files(path.encode())
-    lines.listeners.append(lambda path: library_files(path.encode()))
 
     def observe_blocks():
         outcome = observer.streamtrace_torch_observe_blocks(error, len(error))
