@@ -66,12 +66,19 @@ impl Writer {
     }
 }
 
+/// The most text buffer room kept from one batch to the next when a batch needs much less.
+const KEPT_BUFFER: usize = 16 << 20;
+
 pub struct WriterGuard<'a>(std::sync::MutexGuard<'a, TraceFile>);
 
 impl WriterGuard<'_> {
     /// Formats a batch and appends it to the file.
     pub fn write(&mut self, batch: &Batch) -> std::io::Result<()> {
         let TraceFile { out, names, lines } = &mut *self.0;
+        // A burst (a graph of a million launches) must not keep its buffer for the rest of the run.
+        if lines.capacity() > KEPT_BUFFER && lines.len() < lines.capacity() / 4 {
+            lines.shrink_to(KEPT_BUFFER);
+        }
         lines.clear();
         batch.write_lines(names, lines);
         out.write_all(lines.as_bytes())
