@@ -222,13 +222,7 @@ fn tier_t2_python_mode_fallback_gives_the_same_verdicts() {
     assert_eq!(json["races"][0]["earlier"]["site"]["region"], "triton scale_kernel");
     let (_, json) = analyze(&format!("{DIR}/threads_queue_handover.json"));
     assert_eq!(json["races"].as_array().map(Vec::len), Some(0));
-    let text = std::fs::read_to_string(format!("{DIR}/threads_queue_handover.json")).expect("trace");
-    let threads: std::collections::BTreeSet<u64> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|r| r["type"] == "op_begin")
-        .filter_map(|r| r["thread"].as_u64())
-        .collect();
+    let threads = op_threads(&format!("{DIR}/threads_queue_handover.json"));
     assert!(threads.len() >= 3, "the mode entered on the producer and consumer threads: {threads:?}");
 }
 
@@ -295,14 +289,18 @@ fn tier_t2_fix_names_python_lines_and_pytorch_calls() {
 #[test]
 fn tier_t2_follows_ops_on_threads_started_after_import() {
     // threads_queue_handover.py: a producer and a consumer thread, started after `import torch`.
-    let text = std::fs::read_to_string("samples/capture/torch-t2/threads_queue_handover.json").expect("trace");
-    let threads: std::collections::BTreeSet<u64> = text
-        .lines()
+    let threads = op_threads("samples/capture/torch-t2/threads_queue_handover.json");
+    assert!(threads.len() >= 3, "ops recorded on the main, producer and consumer threads: {threads:?}");
+}
+
+/// The host threads that began framework ops in a trace.
+fn op_threads(trace: &str) -> std::collections::BTreeSet<u64> {
+    let text = std::fs::read_to_string(trace).expect("trace");
+    text.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|r| r["type"] == "op_begin")
         .filter_map(|r| r["thread"].as_u64())
-        .collect();
-    assert!(threads.len() >= 3, "ops recorded on the main, producer and consumer threads: {threads:?}");
+        .collect()
 }
 
 #[test]
