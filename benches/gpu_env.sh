@@ -1,5 +1,8 @@
 # Sourced by the benches/gpu_*.sh scripts on the GPU machine: unpacks the streamtrace binary and the capture
 # library carried in .gpu/ (built on the development machine) into .gpu/bin, and puts nvcc on the PATH.
-mkdir -p .gpu/bin && gunzip -c .gpu/streamtrace.gz > .gpu/bin/streamtrace && chmod +x .gpu/bin/streamtrace
-cp .gpu/libstreamtrace_capture.so .gpu/bin/
+# Once per carried build: the scripts source this from each other.
+if [ ! .gpu/bin/streamtrace -nt .gpu/streamtrace.gz ] || [ ! .gpu/bin/libstreamtrace_capture.so -nt .gpu/libstreamtrace_capture.so ]; then
+  mkdir -p .gpu/bin && gunzip -c .gpu/streamtrace.gz > .gpu/bin/streamtrace && chmod +x .gpu/bin/streamtrace
+  cp .gpu/libstreamtrace_capture.so .gpu/bin/
+fi
 export PATH=/usr/local/cuda/bin:$PATH

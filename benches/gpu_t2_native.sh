@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine: tier-T2 capture with the native op observer (capture/python/torch_observer.cpp). Builds
 # the observer once (timed), re-captures every PyTorch sample (with CSAN beside it when CSAN=1, through
-# samples/torch/compare_csan.sh), and runs the training-loop overhead rounds: plain, native observer, and with
-# PYTHON_MODE=1 the Python dispatch mode. Output in $OUT/torch-t2.tgz.
+# samples/torch/compare_csan.sh), and runs the training-loop overhead rounds (benches/gpu_train_rounds.sh, which
+# reads PYTHON_MODE and CSAN too). Output in $OUT/torch-t2.tgz.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -23,13 +23,7 @@ else
     echo "$name: $(grep -o 'GROUND_TRUTH [a-z]*' "$work/$name.capture.log") / $(grep -o 'SUMMARY: streamtrace: [0-9]* race' "$work/$name.capture.log")"
   done
 fi
-for round in $(seq 1 "${ROUNDS:-5}"); do
-  python3 benches/torch_train_loop.py | sed "s/^/plain    /"
-  $st capture --no-analyze -o /tmp/t2loop -- python3 benches/torch_train_loop.py 2>/dev/null | sed "s/^/native   /"
-  if [ -n "${PYTHON_MODE:-}" ]; then
-    STREAMTRACE_TORCH_OBSERVER=python $st capture --no-analyze -o /tmp/t2py -- python3 benches/torch_train_loop.py 2>/dev/null | sed "s/^/python   /"
-  fi
-done | tee $work/overhead-t2.txt
+bash benches/gpu_train_rounds.sh "${ROUNDS:-5}" | tee $work/overhead-t2.txt
 $st analyze /tmp/t2loop/trace.*.json | tail -4 | tee -a $work/overhead-t2.txt
 cp /tmp/t2loop/trace.*.json $work/train_loop.json
 cd /tmp && tar czf "$OUT/torch-t2.tgz" torch-t2
