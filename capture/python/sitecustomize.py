@@ -42,6 +42,10 @@ def _say(message):
     sys.stderr.write("streamtrace: %s\n" % message)
 
 
+def _say_no_blocks(reason):
+    _say("no caching-allocator block events (%s): findings name cudaMalloc segments" % reason)
+
+
 def _install(torch):
     """Starts tier T2 recording. Returns what records the ops (the native observer's library, or this thread's
     dispatch mode), or None when recording could not start (capture then stays at tier T1)."""
@@ -182,14 +186,14 @@ def _start_native_observer(torch, capture, lines, all_devices=False):
     def observe_blocks():
         outcome = observer.streamtrace_torch_observe_blocks(error, len(error))
         if outcome < 0:
-            _say("no caching-allocator block events (%s): findings name cudaMalloc segments" % error.value.decode())
+            _say_no_blocks(error.value.decode())
         elif outcome > 0:
             _say("this torch's allocator history differs from the ones known: blocks freed outside ops have no line")
 
     try:
         torch.cuda._lazy_call(observe_blocks)  # the allocator tracks devices only once CUDA is initialized
     except Exception as error:  # ops are observed already: a failure here must not start the Python mode too
-        _say("no caching-allocator block events (%s): findings name cudaMalloc segments" % error)
+        _say_no_blocks(error)
     return observer
 
 
@@ -283,7 +287,7 @@ def _start_dispatch_mode(torch, begin, emit, lines):
         torch._C._activate_gpu_trace()
         blocks_recorded = True
     except Exception as error:
-        _say("no caching-allocator block events (%s): findings name cudaMalloc segments" % error)
+        _say_no_blocks(error)
 
     class StreamtraceMode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):

@@ -65,8 +65,8 @@ void emit(const std::string& text) {
   record(text.data(), text.size());
 }
 
-void append_json_string(std::string& out, const char* text) {
-  out += '"';
+// The contents of a JSON string: quotes, backslashes and control characters escaped.
+void append_json_escaped(std::string& out, const char* text) {
   for (const char* c = text; *c; ++c) {
     unsigned char byte = static_cast<unsigned char>(*c);
     if (byte == '"' || byte == '\\') {
@@ -80,6 +80,11 @@ void append_json_string(std::string& out, const char* text) {
       out += *c;
     }
   }
+}
+
+void append_json_string(std::string& out, const char* text) {
+  out += '"';
+  append_json_escaped(out, text);
   out += '"';
 }
 
@@ -114,8 +119,7 @@ const CodeFacts& facts_of(struct _object* code) {
           facts.user = false;
         }
       }
-      append_json_string(facts.file, text);
-      facts.file = facts.file.substr(1, facts.file.size() - 2);
+      append_json_escaped(facts.file, text);
     }
     Py_DecRef(name);
   }
