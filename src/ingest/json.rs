@@ -296,6 +296,16 @@ enum FrameKind {
     Call,
 }
 
+impl FrameKind {
+    /// The record type that opens a frame of this kind.
+    fn opening_record(self) -> &'static str {
+        match self {
+            FrameKind::Op => "op_begin",
+            FrameKind::Call => "call_begin",
+        }
+    }
+}
+
 struct FrameworkFrame {
     kind: FrameKind,
     name: Option<Arc<str>>,
@@ -473,10 +483,10 @@ impl JsonTraceParser {
             "op_end" | "call_end" => {
                 let kind = if raw.kind == "op_end" { FrameKind::Op } else { FrameKind::Call };
                 let Some(mut frame) = self.open_ops.get_mut(&thread).and_then(Vec::pop) else {
-                    return Err(format!("{} without an open {} on this thread", raw.kind, if kind == FrameKind::Op { "op_begin" } else { "call_begin" }));
+                    return Err(format!("{} without an open {} on this thread", raw.kind, kind.opening_record()));
                 };
                 if frame.kind != kind {
-                    return Err(format!("{} closes a frame opened by {}", raw.kind, if frame.kind == FrameKind::Op { "op_begin" } else { "call_begin" }));
+                    return Err(format!("{} closes a frame opened by {}", raw.kind, frame.kind.opening_record()));
                 }
                 // What the op was, its line and its outputs may be known only now.
                 read_write_accesses(&raw.reads, &raw.writes, &mut frame.accesses)?;
