@@ -1,8 +1,9 @@
 //! What the capture writes: one line of the streamtrace JSON trace format (docs/trace-format.md) per record.
 //! Records are built on the application's threads (cheap, no I/O) and formatted on the writer thread.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
+
+use streamtrace_format::{push_escaped, push_number, AccessFlag, Field, RecordKind, RecordLine};
 
 use crate::args::PointerArg;
 
@@ -93,7 +94,7 @@ impl Batch {
                     names.resize(index + 1, "kernel".to_string());
                 }
                 let mut escaped = String::with_capacity(name.len());
-                escape(name, &mut escaped);
+                push_escaped(&mut escaped, name);
                 names[index] = escaped;
                 continue;
             }
@@ -102,56 +103,11 @@ impl Batch {
     }
 }
 
-fn common(out: &mut String, call: &Call, api: Option<&str>) {
-    out.push_str(",\"thread\":");
-    push_number(out, call.tid);
-    out.push_str(",\"time\":");
-    push_number(out, call.time_ns);
-    out.push_str(",\"corr\":");
-    push_number(out, call.correlation);
+/// The fields every recorded call carries: the thread, host time and correlation id, and the API called.
+fn common(line: &mut RecordLine, call: &Call, api: Option<&str>) {
+    line.number(Field::Thread, call.tid).number(Field::Time, call.time_ns).number(Field::Corr, call.correlation);
     if let Some(api) = api {
-        out.push_str(",\"api\":\"");
-        out.push_str(api);
-        out.push('"');
-    }
-}
-
-/// Decimal digits of an integer (the formatting machinery of `write!` costs several times more, and the writer
-/// formats every launch).
-fn push_number(out: &mut String, value: impl itoa::Integer) {
-    out.push_str(itoa::Buffer::new().format(value));
-}
-
-/// An address as a JSON string, "0x" and lower-case hex digits.
-fn push_address(out: &mut String, value: u64) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut digits = [0u8; 16];
-    let mut start = digits.len();
-    let mut rest = value;
-    loop {
-        start -= 1;
-        digits[start] = DIGITS[(rest & 0xf) as usize];
-        rest >>= 4;
-        if rest == 0 {
-            break;
-        }
-    }
-    out.push_str("\"0x");
-    out.extend(digits[start..].iter().map(|&d| d as char));
-    out.push('"');
-}
-
-/// JSON string contents: kernel names can hold quotes or backslashes in template arguments.
-fn escape(text: &str, out: &mut String) {
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
+        line.name(Field::Api, api);
     }
 }
 
@@ -159,97 +115,103 @@ impl Entry {
     /// Appends the record as one JSON line; `batch` holds its pointer words and `names` its kernel's name.
     fn write_line(&self, batch: &Batch, names: &[String], out: &mut String) {
         let call = &self.call;
-        match &self.record {
+        let line = match &self.record {
             Record::Stream { handle, kind, priority, context, device } => {
-                let _ = write!(out, "{{\"type\":\"stream\",\"id\":{handle},\"stream_kind\":\"{kind}\",\"context\":{context}");
+                let mut line = RecordLine::begin(out, RecordKind::Stream);
+                line.number(Field::Id, *handle).name(Field::StreamKind, kind).number(Field::Context, *context);
                 if let Some(p) = priority {
-                    let _ = write!(out, ",\"priority\":{p}");
+                    line.number(Field::Priority, *p);
                 }
                 if let Some(d) = device {
-                    let _ = write!(out, ",\"device\":{d}");
+                    line.number(Field::Device, *d);
                 }
-                let _ = write!(out, ",\"thread\":{}", call.tid);
+                line.number(Field::Thread, call.tid);
+                line
             }
             Record::Event { handle } => {
-                let _ = write!(out, "{{\"type\":\"event\",\"id\":{handle},\"thread\":{}", call.tid);
+                let mut line = RecordLine::begin(out, RecordKind::Event);
+                line.number(Field::Id, *handle).number(Field::Thread, call.tid);
+                line
             }
             Record::Kernel { stream, function, first_pointer, pointer_count, api } => {
-                out.push_str("{\"type\":\"kernel\",\"stream\":");
-                push_number(out, *stream);
-                out.push_str(",\"name\":\"");
-                out.push_str(names.get(*function as usize).map_or("kernel", |n| n));
-                out.push_str("\",\"pointers\":[");
                 let first = *first_pointer as usize;
                 let pointers = batch.pointers.get(first..first + *pointer_count as usize).unwrap_or(&[]);
-                for (i, p) in pointers.iter().enumerate() {
-                    out.push_str(if i > 0 { ",[" } else { "[" });
-                    push_address(out, p.address);
-                    out.push_str(if p.writes { ",\"w\"]" } else { ",\"r\"]" });
-                }
-                out.push(']');
-                common(out, call, Some(api));
+                let mut line = RecordLine::begin(out, RecordKind::Kernel);
+                line.number(Field::Stream, *stream)
+                    .name(Field::Name, names.get(*function as usize).map_or("kernel", |n| n))
+                    .pointers(
+                        Field::Pointers,
+                        pointers.iter().map(|p| (p.address, if p.writes { AccessFlag::Write } else { AccessFlag::Read })),
+                    );
+                common(&mut line, call, Some(api));
+                line
             }
             Record::Memcpy { stream, copy, src, dst, bytes, synchronous, api } => {
-                let _ = write!(
-                    out,
-                    "{{\"type\":\"memcpy\",\"stream\":{stream},\"copy\":\"{copy}\",\"from\":[\"{src:#x}\",{bytes}],\"to\":[\"{dst:#x}\",{bytes}],\"sync\":{synchronous}"
-                );
-                common(out, call, Some(api));
+                let mut line = RecordLine::begin(out, RecordKind::Memcpy);
+                line.number(Field::Stream, *stream)
+                    .name(Field::Copy, copy)
+                    .range(Field::From, *src, *bytes)
+                    .range(Field::To, *dst, *bytes)
+                    .boolean(Field::Sync, *synchronous);
+                common(&mut line, call, Some(api));
+                line
             }
             Record::Memset { stream, dst, bytes, synchronous, api } => {
-                let _ = write!(out, "{{\"type\":\"memset\",\"stream\":{stream},\"to\":[\"{dst:#x}\",{bytes}],\"sync\":{synchronous}");
-                common(out, call, Some(api));
+                let mut line = RecordLine::begin(out, RecordKind::Memset);
+                line.number(Field::Stream, *stream).range(Field::To, *dst, *bytes).boolean(Field::Sync, *synchronous);
+                common(&mut line, call, Some(api));
+                line
             }
             Record::EventRecord { event, stream } => {
-                out.push_str("{\"type\":\"record\",\"event\":");
-                push_number(out, *event);
-                out.push_str(",\"stream\":");
-                push_number(out, *stream);
-                common(out, call, Some("cuEventRecord"));
+                let mut line = RecordLine::begin(out, RecordKind::Record);
+                line.number(Field::Event, *event).number(Field::Stream, *stream);
+                common(&mut line, call, Some("cuEventRecord"));
+                line
             }
             Record::Wait { stream, event } => {
-                out.push_str("{\"type\":\"wait\",\"stream\":");
-                push_number(out, *stream);
-                out.push_str(",\"event\":");
-                push_number(out, *event);
-                common(out, call, Some("cuStreamWaitEvent"));
+                let mut line = RecordLine::begin(out, RecordKind::Wait);
+                line.number(Field::Stream, *stream).number(Field::Event, *event);
+                common(&mut line, call, Some("cuStreamWaitEvent"));
+                line
             }
             Record::Sync { target, api } | Record::Query { target, api, .. } => {
-                let kind = if matches!(self.record, Record::Sync { .. }) { "sync" } else { "query" };
-                let _ = write!(out, "{{\"type\":\"{kind}\"");
+                let kind = if matches!(self.record, Record::Sync { .. }) { RecordKind::Sync } else { RecordKind::Query };
+                let mut line = RecordLine::begin(out, kind);
                 match target {
-                    SyncTarget::Stream(s) => {
-                        let _ = write!(out, ",\"stream\":{s}");
-                    }
-                    SyncTarget::Event(e) => {
-                        let _ = write!(out, ",\"event\":{e}");
-                    }
-                    SyncTarget::Context(c) => {
-                        let _ = write!(out, ",\"context\":{c}");
-                    }
-                }
+                    SyncTarget::Stream(s) => line.number(Field::Stream, *s),
+                    SyncTarget::Event(e) => line.number(Field::Event, *e),
+                    SyncTarget::Context(c) => line.number(Field::Context, *c),
+                };
                 if let Record::Query { ready, .. } = &self.record {
-                    let _ = write!(out, ",\"ready\":{ready}");
+                    line.boolean(Field::Ready, *ready);
                 }
-                common(out, call, Some(api));
+                common(&mut line, call, Some(api));
+                line
             }
             Record::Alloc { id, address, bytes, kind, stream, api } => {
-                let _ = write!(out, "{{\"type\":\"alloc\",\"id\":{id},\"addr\":\"{address:#x}\",\"size\":{bytes},\"alloc_kind\":\"{kind}\"");
+                let mut line = RecordLine::begin(out, RecordKind::Alloc);
+                line.number(Field::Id, *id).address(Field::Addr, *address).number(Field::Size, *bytes).name(Field::AllocKind, kind);
                 if let Some(s) = stream {
-                    let _ = write!(out, ",\"stream\":{s}");
+                    line.number(Field::Stream, *s);
                 }
-                common(out, call, Some(api));
+                common(&mut line, call, Some(api));
+                line
             }
             Record::Free { id, kind, stream, api } => {
-                let _ = write!(out, "{{\"type\":\"free\",\"id\":{id},\"free_kind\":\"{kind}\"");
+                let mut line = RecordLine::begin(out, RecordKind::Free);
+                line.number(Field::Id, *id).name(Field::FreeKind, kind);
                 if let Some(s) = stream {
-                    let _ = write!(out, ",\"stream\":{s}");
+                    line.number(Field::Stream, *s);
                 }
-                common(out, call, Some(api));
+                common(&mut line, call, Some(api));
+                line
             }
             Record::GraphLaunch { stream } => {
-                let _ = write!(out, "{{\"type\":\"graph\",\"stream\":{stream},\"name\":\"cuGraphLaunch\",\"nodes\":[]");
-                common(out, call, Some("cuGraphLaunch"));
+                let mut line = RecordLine::begin(out, RecordKind::Graph);
+                line.number(Field::Stream, *stream).name(Field::Name, "cuGraphLaunch");
+                line.empty_list(Field::Nodes);
+                common(&mut line, call, Some("cuGraphLaunch"));
+                line
             }
             Record::Raw(text) => {
                 // The hook's object with the thread in front; one record, one line: a stray newline would split it.
@@ -266,17 +228,23 @@ impl Entry {
                 return;
             }
             Record::OpBegin => {
-                let _ = write!(out, "{{\"type\":\"op_begin\",\"thread\":{}", call.tid);
+                let mut line = RecordLine::begin(out, RecordKind::OpBegin);
+                line.number(Field::Thread, call.tid);
+                line
             }
             Record::Function { .. } => return,
             Record::CaptureStats { calls, callback_ns } => {
-                let _ = write!(out, "{{\"type\":\"capture_stats\",\"calls\":{calls},\"callback_ns\":{callback_ns}");
+                let mut line = RecordLine::begin(out, RecordKind::CaptureStats);
+                line.number(Field::Calls, *calls).number(Field::CallbackNs, *callback_ns);
+                line
             }
             Record::GpuTime { correlation, start, end } => {
-                let _ = write!(out, "{{\"type\":\"gpu_time\",\"corr\":{correlation},\"gpu_start\":{start},\"gpu_end\":{end}");
+                let mut line = RecordLine::begin(out, RecordKind::GpuTime);
+                line.number(Field::Corr, *correlation).number(Field::GpuStart, *start).number(Field::GpuEnd, *end);
+                line
             }
-        }
-        out.push_str("}\n");
+        };
+        line.end();
     }
 }
 
@@ -303,17 +271,6 @@ mod tests {
         assert_eq!(value["pointers"][0][1], "r");
         assert_eq!(value["pointers"].as_array().map(Vec::len), Some(1));
         assert_eq!(value["thread"], 7);
-    }
-
-    #[test]
-    fn numbers_and_addresses_format_as_the_standard_formatter_would() {
-        for value in [0u64, 1, 9, 10, 0xabc, 0x7f00_1234_5678, u64::MAX] {
-            let (mut address, mut number) = (String::new(), String::new());
-            push_address(&mut address, value);
-            push_number(&mut number, value);
-            assert_eq!(address, format!("\"{value:#x}\""));
-            assert_eq!(number, value.to_string());
-        }
     }
 
     #[test]

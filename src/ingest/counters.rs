@@ -20,6 +20,10 @@ pub struct ImportCounter {
     pub severity: Severity,
     pub count: u64,
     pub meaning: &'static str,
+    /// Where it first happened and what was wrong there (`trace.json:88: op_end without ...`), for counters of
+    /// records skipped or repaired.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first: Option<String>,
 }
 
 /// All counters of one import, in the order they were first bumped.
@@ -32,10 +36,34 @@ pub struct ImportCounters {
 impl ImportCounters {
     /// Adds `by` to the counter `name`, creating it on first use.
     pub fn bump(&mut self, name: &'static str, severity: Severity, meaning: &'static str, by: u64) {
-        match self.counters.iter_mut().find(|c| c.name == name) {
-            Some(counter) => counter.count += by,
-            None => self.counters.push(ImportCounter { name, severity, count: by, meaning }),
+        self.counter(name, severity, meaning).count += by;
+    }
+
+    /// Like [`bump`](Self::bump), and keeps `first()` as the counter's first occurrence when it has none yet.
+    pub fn bump_noting(
+        &mut self,
+        name: &'static str,
+        severity: Severity,
+        meaning: &'static str,
+        by: u64,
+        first: impl FnOnce() -> String,
+    ) {
+        let counter = self.counter(name, severity, meaning);
+        counter.count += by;
+        if counter.first.is_none() {
+            counter.first = Some(first());
         }
+    }
+
+    fn counter(&mut self, name: &'static str, severity: Severity, meaning: &'static str) -> &mut ImportCounter {
+        let index = match self.counters.iter().position(|c| c.name == name) {
+            Some(index) => index,
+            None => {
+                self.counters.push(ImportCounter { name, severity, count: 0, meaning, first: None });
+                self.counters.len() - 1
+            }
+        };
+        &mut self.counters[index]
     }
 
     pub fn get(&self, name: &str) -> u64 {

@@ -1,0 +1,55 @@
+//! What `streamtrace capture` and the injected capture library agree on besides the trace file: the
+//! environment variables the command sets for the program, and where libcupti is looked for.
+
+use std::path::{Path, PathBuf};
+
+/// Where each process writes its trace; `%p` stands for the process id.
+pub const ENV_OUTPUT: &str = "STREAMTRACE_OUTPUT";
+/// The libcupti the command found; the library tries it first.
+pub const ENV_CUPTI: &str = "STREAMTRACE_CUPTI";
+/// Collect GPU start and end times (CUPTI activity records).
+pub const ENV_GPU_TIMES: &str = "STREAMTRACE_GPU_TIMES";
+/// Leave the program alone: the library returns at once from its initialization.
+pub const ENV_DISABLE: &str = "STREAMTRACE_DISABLE";
+
+/// libcupti's file names, newest CUDA first.
+const CUPTI_NAMES: [&str; 3] = ["libcupti.so.13", "libcupti.so.12", "libcupti.so"];
+/// Folders of a CUDA toolkit that hold libcupti.
+const TOOLKIT_DIRS: [&str; 3] = ["targets/x86_64-linux/lib", "extras/CUPTI/lib64", "lib64"];
+/// Folders of the distribution's CUDA packages.
+const SYSTEM_DIRS: [&str; 2] = ["/usr/lib/x86_64-linux-gnu", "/usr/lib64"];
+
+/// Where libcupti may be, in order: each CUDA toolkit root given (`CUDA_HOME`, `CUDA_PATH`), then
+/// /usr/local/cuda, then the distribution's folders. The caller picks the first that exists.
+pub fn cupti_candidates(toolkit_roots: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = toolkit_roots.into_iter().collect();
+    roots.push(PathBuf::from("/usr/local/cuda"));
+    let mut paths = Vec::new();
+    for root in &roots {
+        for dir in TOOLKIT_DIRS {
+            paths.extend(CUPTI_NAMES.iter().map(|name| root.join(dir).join(name)));
+        }
+    }
+    for dir in SYSTEM_DIRS {
+        paths.extend(CUPTI_NAMES.iter().map(|name| Path::new(dir).join(name)));
+    }
+    paths
+}
+
+/// The CUDA toolkit roots the environment names (`CUDA_HOME`, then `CUDA_PATH`).
+pub fn toolkit_roots_from_env() -> Vec<PathBuf> {
+    ["CUDA_HOME", "CUDA_PATH"].iter().filter_map(std::env::var_os).map(PathBuf::from).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_roots_come_before_the_usual_places() {
+        let paths = cupti_candidates([PathBuf::from("/opt/cuda")]);
+        assert_eq!(paths[0], PathBuf::from("/opt/cuda/targets/x86_64-linux/lib/libcupti.so.13"));
+        assert!(paths.contains(&PathBuf::from("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.12")));
+        assert_eq!(paths.last(), Some(&PathBuf::from("/usr/lib64/libcupti.so")));
+    }
+}

@@ -1,0 +1,195 @@
+//! Writing one record as one JSON line, with field names from the vocabulary.
+//!
+//! The capture library formats every kernel launch of the user's program with this, so it appends to a
+//! `String` the caller reuses, formats integers with `itoa` and hex by hand (`write!` costs several times more),
+//! and never allocates.
+
+use crate::vocabulary::{AccessFlag, Field, RecordKind};
+
+/// One record being appended to `out`: `begin` writes `{"type":"kind"`, each field call appends `,"field":value`,
+/// `end` closes the object and the line.
+pub struct RecordLine<'a> {
+    out: &'a mut String,
+}
+
+impl<'a> RecordLine<'a> {
+    pub fn begin(out: &'a mut String, kind: RecordKind) -> RecordLine<'a> {
+        out.push_str("{\"type\":\"");
+        out.push_str(kind.as_str());
+        out.push('"');
+        RecordLine { out }
+    }
+
+    /// Closes the record and its line.
+    pub fn end(self) {
+        self.out.push_str("}\n");
+    }
+
+    pub fn number(&mut self, field: Field, value: impl itoa::Integer) -> &mut Self {
+        self.out.push_str(field.key());
+        push_number(self.out, value);
+        self
+    }
+
+    pub fn boolean(&mut self, field: Field, value: bool) -> &mut Self {
+        self.out.push_str(field.key());
+        self.out.push_str(if value { "true" } else { "false" });
+        self
+    }
+
+    /// An address, as a hex string.
+    pub fn address(&mut self, field: Field, value: u64) -> &mut Self {
+        self.out.push_str(field.key());
+        push_address(self.out, value);
+        self
+    }
+
+    /// A byte range `[address, size]`.
+    pub fn range(&mut self, field: Field, address: u64, size: u64) -> &mut Self {
+        self.out.push_str(field.key());
+        self.out.push('[');
+        push_address(self.out, address);
+        self.out.push(',');
+        push_number(self.out, size);
+        self.out.push(']');
+        self
+    }
+
+    /// A string, escaped for JSON.
+    pub fn string(&mut self, field: Field, text: &str) -> &mut Self {
+        self.out.push_str(field.key());
+        self.out.push('"');
+        push_escaped(self.out, text);
+        self.out.push('"');
+        self
+    }
+
+    /// A string that needs no escaping: a vocabulary name (`as_str` of an enum of this crate), an API name, or
+    /// text the caller escaped once with [`push_escaped`] (a kernel name written for every launch).
+    pub fn name(&mut self, field: Field, text: &str) -> &mut Self {
+        self.out.push_str(field.key());
+        self.out.push('"');
+        self.out.push_str(text);
+        self.out.push('"');
+        self
+    }
+
+    /// A kernel's pointer arguments: `[[address, "r" | "w"], ...]`.
+    pub fn pointers(&mut self, field: Field, pointers: impl IntoIterator<Item = (u64, AccessFlag)>) -> &mut Self {
+        self.out.push_str(field.key());
+        self.out.push('[');
+        for (i, (address, flag)) in pointers.into_iter().enumerate() {
+            self.out.push_str(if i > 0 { ",[" } else { "[" });
+            push_address(self.out, address);
+            self.out.push_str(match flag {
+                AccessFlag::Read => ",\"r\"]",
+                AccessFlag::Write => ",\"w\"]",
+            });
+        }
+        self.out.push(']');
+        self
+    }
+
+    /// An empty list (a graph launch whose nodes the capture does not know).
+    pub fn empty_list(&mut self, field: Field) -> &mut Self {
+        self.out.push_str(field.key());
+        self.out.push_str("[]");
+        self
+    }
+
+    /// A list of byte ranges: `[[address, size], ...]`.
+    pub fn ranges(&mut self, field: Field, ranges: impl IntoIterator<Item = (u64, u64)>) -> &mut Self {
+        self.out.push_str(field.key());
+        self.out.push('[');
+        for (i, (address, size)) in ranges.into_iter().enumerate() {
+            self.out.push_str(if i > 0 { ",[" } else { "[" });
+            push_address(self.out, address);
+            self.out.push(',');
+            push_number(self.out, size);
+            self.out.push(']');
+        }
+        self.out.push(']');
+        self
+    }
+}
+
+/// Decimal digits of an integer.
+pub fn push_number(out: &mut String, value: impl itoa::Integer) {
+    out.push_str(itoa::Buffer::new().format(value));
+}
+
+/// An address as a JSON string, "0x" and lower-case hex digits.
+pub fn push_address(out: &mut String, value: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [0u8; 16];
+    let mut start = digits.len();
+    let mut rest = value;
+    loop {
+        start -= 1;
+        digits[start] = DIGITS[(rest & 0xf) as usize];
+        rest >>= 4;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.push_str("\"0x");
+    out.extend(digits[start..].iter().map(|&d| d as char));
+    out.push('"');
+}
+
+/// JSON string contents: kernel names can hold quotes or backslashes in template arguments, and file names
+/// anything.
+pub fn push_escaped(out: &mut String, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                out.push_str("\\u00");
+                out.push(HEX[(c as usize) >> 4] as char);
+                out.push(HEX[(c as usize) & 0xf] as char);
+            }
+            c => out.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_addresses_format_as_the_standard_formatter_would() {
+        for value in [0u64, 1, 9, 10, 0xabc, 0x7f00_1234_5678, u64::MAX] {
+            let (mut address, mut number) = (String::new(), String::new());
+            push_address(&mut address, value);
+            push_number(&mut number, value);
+            assert_eq!(address, format!("\"{value:#x}\""));
+            assert_eq!(number, value.to_string());
+        }
+    }
+
+    #[test]
+    fn escapes_quotes_backslashes_and_control_characters() {
+        let mut out = String::new();
+        push_escaped(&mut out, "k<\"x\\y\">\n\u{1b}é");
+        assert_eq!(out, "k<\\\"x\\\\y\\\">\\u000a\\u001bé");
+    }
+
+    #[test]
+    fn a_record_line() {
+        let mut out = String::new();
+        let mut line = RecordLine::begin(&mut out, RecordKind::Kernel);
+        line.number(Field::Stream, 7u64)
+            .string(Field::Name, "k")
+            .pointers(Field::Pointers, [(0x10, AccessFlag::Read), (0x20, AccessFlag::Write)])
+            .range(Field::To, 0x40, 8)
+            .boolean(Field::Sync, true);
+        line.end();
+        assert_eq!(
+            out,
+            "{\"type\":\"kernel\",\"stream\":7,\"name\":\"k\",\"pointers\":[[\"0x10\",\"r\"],[\"0x20\",\"w\"]],\"to\":[\"0x40\",8],\"sync\":true}\n"
+        );
+    }
+}

@@ -1,0 +1,408 @@
+//! Every name a trace may contain: record kinds, the fields each kind may carry, and the values of the
+//! enumerated fields. A name is spelled here once; writers take it from here and the reader parses through here.
+
+use std::fmt;
+
+/// A name the trace gave that this vocabulary does not have, with what it could have been.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownName {
+    /// What was being named (`stream_kind`, `record type`).
+    pub what: &'static str,
+    pub found: String,
+    pub expected: &'static [&'static str],
+}
+
+impl fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown {} `{}` (expected ", self.what, self.found)?;
+        for (i, name) in self.expected.iter().enumerate() {
+            let separator = match i {
+                0 => "",
+                i if i + 1 == self.expected.len() => " or ",
+                _ => ", ",
+            };
+            write!(f, "{separator}{name}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+impl std::error::Error for UnknownName {}
+
+/// Declares a set of names: an enum whose variants are spelled `$text` in the trace, with `as_str`, `parse` and
+/// the list of all of them.
+macro_rules! names {
+    ($(#[$doc:meta])* $name:ident, $what:literal {
+        $($(#[$variant_doc:meta])* $variant:ident = $text:literal),+ $(,)?
+    }) => {
+        $(#[$doc])*
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$variant_doc])* $variant),+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            /// Every spelling, in declaration order.
+            pub const NAMES: &'static [&'static str] = &[$($text),+];
+            /// Every spelling as a JSON object key that follows an earlier one (`,"name":`), in declaration
+            /// order: writers append these without building them per record.
+            pub const KEYS: &'static [&'static str] = &[$(concat!(",\"", $text, "\":")),+];
+
+            /// How the trace spells it.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            /// The value the trace spelled `text`.
+            pub fn parse(text: &str) -> Result<$name, UnknownName> {
+                match text {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(UnknownName { what: $what, found: text.to_string(), expected: $name::NAMES }),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+names!(
+    /// The `type` of a record.
+    RecordKind, "record type" {
+        /// The first record of every trace: `{"type": "streamtrace", "version": 1}`.
+        Header = "streamtrace",
+        Stream = "stream",
+        Event = "event",
+        /// Names a host thread.
+        Thread = "thread",
+        /// Names a process (informative only).
+        Process = "process",
+        Kernel = "kernel",
+        Memcpy = "memcpy",
+        Memset = "memset",
+        /// `cudaEventRecord`.
+        Record = "record",
+        /// `cudaStreamWaitEvent`.
+        Wait = "wait",
+        Sync = "sync",
+        Query = "query",
+        Alloc = "alloc",
+        Free = "free",
+        Graph = "graph",
+        /// A GPU start and end delivered after the fact.
+        GpuTime = "gpu_time",
+        /// What the capture cost, at exit.
+        CaptureStats = "capture_stats",
+        /// A framework operation (a PyTorch op) starts on a thread (tier T2).
+        OpBegin = "op_begin",
+        OpEnd = "op_end",
+        /// A framework call that orders streams or the host starts (`Event.record`, ...).
+        CallBegin = "call_begin",
+        CallEnd = "call_end",
+    }
+);
+
+names!(
+    /// A field of a record.
+    Field, "field" {
+        Type = "type",
+        Version = "version",
+        /// Header: who wrote the trace (see [`Producer`]).
+        Producer = "producer",
+        Comment = "comment",
+        Pid = "pid",
+        Thread = "thread",
+        Time = "time",
+        TimeEnd = "time_end",
+        GpuStart = "gpu_start",
+        GpuEnd = "gpu_end",
+        Corr = "corr",
+        Api = "api",
+        Region = "region",
+        Src = "src",
+        Id = "id",
+        Name = "name",
+        StreamKind = "stream_kind",
+        Priority = "priority",
+        Device = "device",
+        Context = "context",
+        Stream = "stream",
+        Event = "event",
+        Reads = "reads",
+        Writes = "writes",
+        Pointers = "pointers",
+        Copy = "copy",
+        From = "from",
+        To = "to",
+        Bytes = "bytes",
+        Sync = "sync",
+        Ready = "ready",
+        Addr = "addr",
+        Size = "size",
+        AllocKind = "alloc_kind",
+        FreeKind = "free_kind",
+        Label = "label",
+        Nodes = "nodes",
+        Deps = "deps",
+        Calls = "calls",
+        CallbackNs = "callback_ns",
+    }
+);
+
+impl Field {
+    /// The field as it follows an earlier one in a JSON object: `,"name":`.
+    pub fn key(self) -> &'static str {
+        Field::KEYS[self as usize]
+    }
+}
+
+/// Fields every record but the header may carry: where and when the call was made.
+pub const COMMON_FIELDS: &[Field] = &[
+    Field::Pid,
+    Field::Thread,
+    Field::Time,
+    Field::TimeEnd,
+    Field::GpuStart,
+    Field::GpuEnd,
+    Field::Corr,
+    Field::Api,
+    Field::Region,
+    Field::Src,
+    Field::Comment,
+];
+
+/// Fields of one node of a `graph` record's `nodes` list.
+pub const GRAPH_NODE_FIELDS: &[Field] = &[Field::Name, Field::Reads, Field::Writes, Field::Deps, Field::Comment];
+
+/// A set of fields, one bit each: which fields a record carries, or may carry.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct FieldSet(u64);
+
+impl FieldSet {
+    pub const EMPTY: FieldSet = FieldSet(0);
+
+    pub const fn of(fields: &[Field]) -> FieldSet {
+        let mut bits = 0u64;
+        let mut i = 0;
+        while i < fields.len() {
+            bits |= 1 << fields[i] as u32;
+            i += 1;
+        }
+        FieldSet(bits)
+    }
+
+    pub const fn with(self, field: Field) -> FieldSet {
+        FieldSet(self.0 | 1 << field as u32)
+    }
+
+    pub const fn union(self, other: FieldSet) -> FieldSet {
+        FieldSet(self.0 | other.0)
+    }
+
+    pub const fn contains(self, field: Field) -> bool {
+        self.0 & (1 << field as u32) != 0
+    }
+
+    /// The fields of `self` that `allowed` does not hold.
+    pub const fn outside(self, allowed: FieldSet) -> FieldSet {
+        FieldSet(self.0 & !allowed.0)
+    }
+
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub fn iter(self) -> impl Iterator<Item = Field> {
+        Field::ALL.iter().copied().filter(move |field| self.contains(*field))
+    }
+}
+
+// One bit per field.
+const _: () = assert!(Field::ALL.len() <= 64);
+
+/// The fields each record kind may carry, `type` and the common fields included, by kind.
+static ALLOWED_FIELDS: [FieldSet; RecordKind::ALL.len()] = {
+    let mut sets = [FieldSet::EMPTY; RecordKind::ALL.len()];
+    let mut i = 0;
+    while i < RecordKind::ALL.len() {
+        let kind = RecordKind::ALL[i];
+        let mut set = FieldSet::of(kind.fields()).with(Field::Type);
+        if !matches!(kind, RecordKind::Header) {
+            set = set.union(FieldSet::of(COMMON_FIELDS));
+        }
+        sets[i] = set;
+        i += 1;
+    }
+    sets
+};
+
+impl RecordKind {
+    /// The fields a record of this kind may carry besides `type` and [`COMMON_FIELDS`].
+    pub const fn fields(self) -> &'static [Field] {
+        use Field as F;
+        match self {
+            RecordKind::Header => &[F::Version, F::Producer, F::Comment],
+            RecordKind::Stream => &[F::Id, F::StreamKind, F::Priority, F::Device, F::Context],
+            RecordKind::Event => &[F::Id],
+            RecordKind::Thread | RecordKind::Process => &[F::Name],
+            RecordKind::Kernel => &[F::Stream, F::Name, F::Reads, F::Writes, F::Pointers],
+            RecordKind::Memcpy => &[F::Stream, F::Copy, F::From, F::To, F::Bytes, F::Sync],
+            RecordKind::Memset => &[F::Stream, F::To, F::Bytes, F::Sync],
+            RecordKind::Record | RecordKind::Wait => &[F::Stream, F::Event],
+            RecordKind::Sync => &[F::Stream, F::Event, F::Device, F::Context],
+            RecordKind::Query => &[F::Stream, F::Event, F::Ready],
+            RecordKind::Alloc => &[F::Id, F::Addr, F::Size, F::AllocKind, F::Stream, F::Label, F::Name],
+            RecordKind::Free => &[F::Id, F::FreeKind, F::Stream],
+            RecordKind::Graph => &[F::Stream, F::Name, F::Nodes],
+            RecordKind::GpuTime => &[],
+            RecordKind::CaptureStats => &[F::Calls, F::CallbackNs],
+            RecordKind::OpBegin | RecordKind::OpEnd => &[F::Name, F::Reads, F::Writes],
+            RecordKind::CallBegin => &[F::Name],
+            RecordKind::CallEnd => &[],
+        }
+    }
+
+    /// Every field a record of this kind may carry.
+    pub fn allowed_fields(self) -> FieldSet {
+        ALLOWED_FIELDS[self as usize]
+    }
+
+    /// Whether a record of this kind may carry `field`.
+    pub fn allows(self, field: Field) -> bool {
+        self.allowed_fields().contains(field)
+    }
+}
+
+names!(
+    /// Who wrote a trace, said by the header's `producer`. A trace without one was written by hand or by a
+    /// generator.
+    Producer, "producer" {
+        /// `streamtrace capture`: a recording of a live program, which the reader takes as it is (an
+        /// inconsistency inside it is counted and skipped, not fatal).
+        Capture = "capture",
+    }
+);
+
+names!(
+    /// How a stream takes part in the legacy default stream's implicit synchronization.
+    StreamKind, "stream_kind" {
+        LegacyDefault = "legacy_default",
+        PerThreadDefault = "per_thread_default",
+        Blocking = "blocking",
+        NonBlocking = "non_blocking",
+    }
+);
+
+impl Default for StreamKind {
+    fn default() -> Self {
+        StreamKind::Blocking
+    }
+}
+
+names!(
+    /// The direction of a copy, as the API call named it.
+    CopyKind, "copy kind" {
+        HtoD = "HtoD",
+        DtoH = "DtoH",
+        DtoD = "DtoD",
+        HtoH = "HtoH",
+        PtoP = "PtoP",
+        Default = "Default",
+    }
+);
+
+names!(
+    /// How a block of memory came to be.
+    AllocKind, "alloc_kind" {
+        Device = "device",
+        StreamOrdered = "stream_ordered",
+        VirtualMap = "virtual_map",
+        Host = "host",
+        Managed = "managed",
+        PoolBlock = "pool_block",
+    }
+);
+
+impl Default for AllocKind {
+    fn default() -> Self {
+        AllocKind::Device
+    }
+}
+
+names!(
+    /// How a block of memory ends.
+    FreeKind, "free_kind" {
+        Synchronous = "synchronous",
+        StreamOrdered = "stream_ordered",
+        VirtualUnmap = "virtual_unmap",
+        Host = "host",
+        PoolBlock = "pool_block",
+    }
+);
+
+impl Default for FreeKind {
+    fn default() -> Self {
+        FreeKind::Synchronous
+    }
+}
+
+names!(
+    /// How a kernel's pointer argument may touch memory: `[address, "r" | "w"]`.
+    AccessFlag, "pointer access" {
+        Read = "r",
+        Write = "w",
+    }
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_parses_back() {
+        for kind in RecordKind::ALL {
+            assert_eq!(RecordKind::parse(kind.as_str()), Ok(*kind));
+        }
+        for field in Field::ALL {
+            assert_eq!(Field::parse(field.as_str()), Ok(*field));
+            assert_eq!(field.key(), format!(",\"{}\":", field.as_str()), "key of {field:?}");
+        }
+        for kind in StreamKind::ALL {
+            assert_eq!(StreamKind::parse(kind.as_str()), Ok(*kind));
+        }
+    }
+
+    #[test]
+    fn unknown_names_say_what_was_expected() {
+        let error = StreamKind::parse("green").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "unknown stream_kind `green` (expected legacy_default, per_thread_default, blocking or non_blocking)"
+        );
+    }
+
+    #[test]
+    fn fields_belong_to_their_kinds() {
+        assert!(RecordKind::Kernel.allows(Field::Pointers));
+        assert!(RecordKind::Kernel.allows(Field::Thread));
+        assert!(!RecordKind::Memcpy.allows(Field::Reads), "a copy's ranges are `from` and `to`");
+        assert!(!RecordKind::Memset.allows(Field::Writes));
+        assert!(!RecordKind::Kernel.allows(Field::From));
+        assert!(!RecordKind::Header.allows(Field::Thread));
+        for kind in RecordKind::ALL {
+            assert!(kind.allows(Field::Type));
+            let mut seen = kind.fields().to_vec();
+            seen.sort_by_key(|f| *f as usize);
+            seen.dedup();
+            assert_eq!(seen.len(), kind.fields().len(), "{kind:?} lists a field twice");
+        }
+    }
+}

@@ -1,0 +1,464 @@
+//! The stateful part of reading a JSON trace: the header, the id maps, and what to do with a record that
+//! cannot be taken as it is.
+//!
+//! Two readings, chosen by the header. A trace written by hand or by a generator is read strictly: the first
+//! record that is malformed, of an unknown kind, carries a field of another kind or contradicts the records
+//! before it ends the reading with an error naming its line (exit status 2). A recording (`"producer":
+//! "capture"`) is what a live program did, and one odd record must not cost the user the whole analysis: such a
+//! record is skipped (or its unknown fields dropped), counted under an import counter of severity data loss
+//! with the first place it happened, and the rest is analyzed. docs/trace-format.md says which is which.
+
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use serde::Deserialize;
+use streamtrace_format::{Field, Producer, RecordKind, FORMAT_VERSION};
+
+use super::frames::{EndMatch, EndMismatch, FrameFacts, FrameKind, OpenFrames};
+use super::raw::{without_unknown_fields, RawRecord};
+use super::Batch;
+use crate::ingest::{ImportCounters, IngestError, Severity};
+use crate::model::{
+    AllocId, ContextId, DeviceId, EventId, OpKind, Operation, ProcessId, SourceLocation, StreamId, ThreadId, ThreadInfo,
+    TraceRecord, normalize_region,
+};
+use std::borrow::Cow;
+use std::path::PathBuf;
+
+/// Maps the handles of one process-scoped namespace (streams, events, allocations) to dense ids.
+pub(super) struct HandleMap<Id> {
+    pub ids: HashMap<(ProcessId, u64), Id>,
+}
+
+impl<Id> Default for HandleMap<Id> {
+    fn default() -> Self {
+        HandleMap { ids: HashMap::default() }
+    }
+}
+
+impl<Id: Copy> HandleMap<Id> {
+    pub fn get(&self, process: ProcessId, handle: u64) -> Option<Id> {
+        self.ids.get(&(process, handle)).copied()
+    }
+}
+
+/// Why a record could not be taken, and under which counter a recording's reading counts it.
+#[derive(Debug)]
+pub(super) struct Problem {
+    pub kind: ProblemKind,
+    pub message: String,
+}
+
+#[derive(Copy, Clone, Debug)]
+pub(super) enum ProblemKind {
+    /// Not valid JSON, or a value of the wrong type or out of range.
+    Malformed,
+    /// A record type this build does not know.
+    UnknownKind,
+    /// It refers to what the trace before it never introduced (an undeclared stream, a block not live), or
+    /// declares again what exists.
+    Inconsistent,
+    /// An `op_end` or `call_end` with no open op or call to end.
+    UnmatchedFrameEnd,
+}
+
+impl ProblemKind {
+    /// The import counter a recording's reading counts a skipped record under, and what it means.
+    fn counter(self) -> (&'static str, &'static str) {
+        match self {
+            ProblemKind::Malformed => ("json.skipped_malformed", "records that are not valid JSON or hold a value of the wrong type, skipped"),
+            ProblemKind::UnknownKind => ("json.skipped_unknown_kind", "records of a kind this build does not know (from a newer capture?), skipped"),
+            ProblemKind::Inconsistent => (
+                "json.skipped_inconsistent",
+                "records that contradict the trace before them (an undeclared stream or event, a block not live, a second declaration), skipped",
+            ),
+            ProblemKind::UnmatchedFrameEnd => (
+                "json.skipped_unmatched_frame_ends",
+                "op_end or call_end records with no open op or call to end (their begin was lost), skipped",
+            ),
+        }
+    }
+}
+
+impl From<String> for Problem {
+    fn from(message: String) -> Problem {
+        Problem { kind: ProblemKind::Inconsistent, message }
+    }
+}
+
+impl From<&str> for Problem {
+    fn from(message: &str) -> Problem {
+        Problem::malformed(message)
+    }
+}
+
+impl Problem {
+    pub fn malformed(message: impl Into<String>) -> Problem {
+        Problem { kind: ProblemKind::Malformed, message: message.into() }
+    }
+}
+
+pub(super) struct JsonTraceParser {
+    pub path: PathBuf,
+    pub counters: ImportCounters,
+    seen_header: bool,
+    /// Strict (hand-written, generated) or tolerant (a recording); see the module doc.
+    strict: bool,
+    pub seq: u64,
+    processes: HashMap<u64, ProcessId>,
+    threads: HashMap<(ProcessId, u64), ThreadId>,
+    pub streams: HandleMap<StreamId>,
+    pub events: HandleMap<EventId>,
+    pub allocs: HandleMap<AllocId>,
+    /// Caching-allocator blocks (`pool_block`), whose ids are their own namespace.
+    pub blocks: HandleMap<AllocId>,
+    pub next_stream: u32,
+    pub next_event: u32,
+    pub next_alloc: u32,
+    pub devices: HashMap<(ProcessId, u64), DeviceId>,
+    pub contexts: HashMap<(ProcessId, u64), ContextId>,
+    names: HashSet<Arc<str>>,
+    sources: HashMap<String, SourceLocation>,
+    pub frames: OpenFrames,
+}
+
+impl JsonTraceParser {
+    pub fn new(path: PathBuf) -> Self {
+        JsonTraceParser {
+            path,
+            counters: ImportCounters::default(),
+            seen_header: false,
+            strict: true,
+            seq: 0,
+            processes: HashMap::default(),
+            threads: HashMap::default(),
+            streams: HandleMap::default(),
+            events: HandleMap::default(),
+            allocs: HandleMap::default(),
+            blocks: HandleMap::default(),
+            next_stream: 0,
+            next_event: 0,
+            next_alloc: 0,
+            devices: HashMap::default(),
+            contexts: HashMap::default(),
+            names: HashSet::default(),
+            sources: HashMap::default(),
+            frames: OpenFrames::default(),
+        }
+    }
+
+    pub fn error(&self, line: u64, message: impl Into<String>) -> IngestError {
+        IngestError::new(&self.path, Some(format!("{line}")), message)
+    }
+
+    pub fn finish(&mut self, out: &mut Batch) {
+        let open = self.frames.finish(out);
+        self.counters.bump(
+            "json.frames_left_open",
+            Severity::DataLoss,
+            "framework ops or calls that never ended (the program exited inside them, or their end was lost): their kernels keep their pointer arguments",
+            open,
+        );
+        if !self.seen_header {
+            out.push(Err(IngestError::new(
+                &self.path,
+                None,
+                "empty: a streamtrace JSON trace starts with a header record {\"type\": \"streamtrace\", \"version\": 1}",
+            )));
+        }
+    }
+
+    /// Takes one record, whose text `text` starts at `line`, as serde decoded it (or the reason it could not).
+    pub fn accept(
+        &mut self,
+        line: u64,
+        text: &[u8],
+        decoded: Result<RawRecord, serde_json::Error>,
+        out: &mut Batch,
+    ) -> Result<(), IngestError> {
+        let cleaned: serde_json::Value;
+        let raw = match decoded {
+            Ok(raw) => raw,
+            Err(e) if self.strict || !self.seen_header => return Err(self.decode_error(line, &e)),
+            Err(e) => {
+                // A recording: a newer capture may have written fields this build does not know.
+                let Some((value, dropped)) = without_unknown_fields(text).filter(|(_, dropped)| !dropped.is_empty()) else {
+                    return self.skip(line, Problem::malformed(decode_message(&e)));
+                };
+                cleaned = value;
+                match RawRecord::deserialize(&cleaned) {
+                    Ok(raw) => {
+                        let path = &self.path;
+                        self.counters.bump_noting(
+                            "json.dropped_unknown_fields",
+                            Severity::DataLoss,
+                            "fields this build does not know (from a newer capture?), dropped from their records",
+                            dropped.len() as u64,
+                            || format!("{}:{line}: field `{}`", path.display(), dropped[0]),
+                        );
+                        raw
+                    }
+                    Err(e) => return self.skip(line, Problem::malformed(e.to_string())),
+                }
+            }
+        };
+        if !self.seen_header {
+            return self.header(line, &raw);
+        }
+        let kind = match RecordKind::parse(&raw.kind) {
+            Ok(RecordKind::Header) => Err(Problem::malformed("a second header record")),
+            Ok(kind) => Ok(kind),
+            Err(unknown) => Err(Problem { kind: ProblemKind::UnknownKind, message: unknown.to_string() }),
+        };
+        let kind = match kind {
+            Ok(kind) => kind,
+            Err(problem) => return self.skip(line, problem),
+        };
+        let foreign = raw.fields_present().outside(kind.allowed_fields());
+        if let Some(field) = foreign.iter().next() {
+            let message = format!(
+                "field `{field}` does not belong to a {kind} record (it may carry {})",
+                kind.fields().iter().map(|f| f.as_str()).collect::<Vec<_>>().join(", ")
+            );
+            if self.strict {
+                return Err(self.error(line, message));
+            }
+            let path = &self.path;
+            self.counters.bump_noting(
+                "json.ignored_foreign_fields",
+                Severity::DataLoss,
+                "fields that belong to another record kind, ignored",
+                foreign.iter().count() as u64,
+                || format!("{}:{line}: {message}", path.display()),
+            );
+        }
+        match self.convert(line, kind, raw, out) {
+            Ok(()) => Ok(()),
+            Err(problem) => self.skip(line, problem),
+        }
+    }
+
+    /// A record that cannot be taken: the end of a strict reading, a counted skip in a tolerant one.
+    fn skip(&mut self, line: u64, problem: Problem) -> Result<(), IngestError> {
+        if self.strict {
+            return Err(self.error(line, problem.message));
+        }
+        let (name, meaning) = problem.kind.counter();
+        let path = &self.path;
+        self.counters.bump_noting(name, Severity::DataLoss, meaning, 1, || format!("{}:{line}: {}", path.display(), problem.message));
+        Ok(())
+    }
+
+    fn decode_error(&self, line: u64, e: &serde_json::Error) -> IngestError {
+        let what = if self.seen_header {
+            "malformed record"
+        } else {
+            "not a trace streamtrace reads (a streamtrace JSON trace, an nsys .sqlite export or an .nsys-rep report): not a streamtrace JSON trace"
+        };
+        // serde_json counts lines from the start of this record's text; say the position once, in file terms.
+        let at = line + e.line().saturating_sub(1) as u64;
+        self.error(at, format!("{what}: {} (column {})", decode_message(e), e.column()))
+    }
+
+    fn header(&mut self, line: u64, raw: &RawRecord) -> Result<(), IngestError> {
+        let header = RecordKind::Header.as_str();
+        if raw.kind != header {
+            return Err(self.error(
+                line,
+                format!(
+                    "not a streamtrace JSON trace: the first record must be {{\"type\": \"{header}\", \"version\": {FORMAT_VERSION}}}, found type `{}`",
+                    raw.kind
+                ),
+            ));
+        }
+        if let Some(field) = raw.fields_present().outside(RecordKind::Header.allowed_fields()).iter().next() {
+            return Err(self.error(line, format!("field `{field}` does not belong to the header")));
+        }
+        match raw.version {
+            Some(FORMAT_VERSION) => {}
+            Some(v) => return Err(self.error(line, format!("unsupported format version {v} (this build reads {FORMAT_VERSION})"))),
+            None => return Err(self.error(line, "header without `version`")),
+        }
+        let producer = raw.producer.as_deref().map(Producer::parse).transpose().map_err(|e| self.error(line, e.to_string()))?;
+        self.strict = producer != Some(Producer::Capture);
+        self.seen_header = true;
+        Ok(())
+    }
+
+    fn process(&mut self, pid: Option<u64>) -> ProcessId {
+        let next = ProcessId(self.processes.len() as u32);
+        *self.processes.entry(pid.unwrap_or(0)).or_insert(next)
+    }
+
+    fn thread(&mut self, process: ProcessId, tid: Option<u64>, out: &mut Batch) -> ThreadId {
+        let tid = tid.unwrap_or(1);
+        let next = ThreadId(self.threads.len() as u32);
+        let id = *self.threads.entry((process, tid)).or_insert(next);
+        if id == next {
+            out.push(Ok(TraceRecord::Thread(ThreadInfo { id, process, tid, name: None })));
+        }
+        id
+    }
+
+    /// One shared copy of each kernel name: traces repeat a few names millions of times.
+    pub fn intern(&mut self, name: &str) -> Arc<str> {
+        match self.names.get(name) {
+            Some(interned) => interned.clone(),
+            None => {
+                let interned: Arc<str> = name.into();
+                self.names.insert(interned.clone());
+                interned
+            }
+        }
+    }
+
+    pub fn source(&mut self, text: &str) -> SourceLocation {
+        match self.sources.get(text) {
+            Some(location) => location.clone(),
+            None => {
+                let location = SourceLocation::parse(text);
+                self.sources.insert(text.to_string(), location.clone());
+                location
+            }
+        }
+    }
+
+    /// Turns a record of a known kind into what it means: an entity, a frame boundary, or an operation.
+    fn convert(&mut self, line: u64, kind: RecordKind, raw: RawRecord, out: &mut Batch) -> Result<(), Problem> {
+        let process = self.process(raw.pid);
+        let thread = self.thread(process, raw.thread, out);
+        self.counters.bump("json.records", Severity::Info, "records read", 1);
+        let op = match kind {
+            RecordKind::Thread => {
+                // Threads appear on first use; a thread record only names one.
+                if let Some(Ok(TraceRecord::Thread(info))) = out.last_mut() {
+                    if info.id == thread {
+                        info.name = raw.name.map(Cow::into_owned);
+                    }
+                }
+                return Ok(());
+            }
+            RecordKind::Header | RecordKind::Process => return Ok(()),
+            RecordKind::OpBegin | RecordKind::CallBegin => return self.frame_begin(kind, process, thread, raw),
+            RecordKind::OpEnd | RecordKind::CallEnd => return self.frame_end(kind, process, thread, raw, out),
+            RecordKind::CaptureStats => {
+                // What the capture cost the program, said once per process at exit.
+                let (Some(calls), Some(ns)) = (raw.calls, raw.callback_ns) else {
+                    return Err("capture_stats needs `calls` and `callback_ns`".into());
+                };
+                self.counters.bump("capture.recorded_calls", Severity::Info, "driver calls the capture library recorded", calls);
+                self.counters.bump("capture.callback_ns", Severity::Info, "nanoseconds the capture library spent recording them, on the program's threads", ns);
+                return Ok(());
+            }
+            RecordKind::GpuTime => {
+                // GPU start and end of an operation, delivered by CUPTI after the fact: for timelines, not for
+                // deciding ordering.
+                self.counters.bump("json.gpu_times", Severity::Info, "GPU time records (placed on timelines)", 1);
+                let (Some(correlation), Some(start_ns), Some(end_ns)) = (raw.corr, raw.gpu_start, raw.gpu_end) else {
+                    return Err("gpu_time needs `corr`, `gpu_start` and `gpu_end`".into());
+                };
+                out.push(Ok(TraceRecord::GpuTime { correlation, start_ns, end_ns }));
+                return Ok(());
+            }
+            RecordKind::Stream => return self.stream_record(process, thread, &raw, out),
+            RecordKind::Event => return self.event_record(process, &raw, out),
+            _ => self.operation(kind, process, &raw)?,
+        };
+        if let (Some(start), Some(end)) = (raw.gpu_start, raw.gpu_end) {
+            if end < start {
+                return Err(Problem::malformed(format!("gpu_end {end} is before gpu_start {start}")));
+            }
+        }
+        let op = Operation {
+            seq: self.seq,
+            process,
+            thread,
+            host_time_ns: raw.time,
+            gpu_start_ns: raw.gpu_start,
+            gpu_end_ns: raw.gpu_end,
+            correlation_id: raw.corr,
+            host_end_ns: raw.time_end,
+            api: raw.api.as_deref().map(|a| self.intern(a)),
+            region: raw.region.as_deref().map(|r| self.intern(normalize_region(r))),
+            source: raw.src.as_deref().map(|text| self.source(text)),
+            origin: line,
+            kind: op,
+        };
+        self.seq += 1;
+        let naming_only = matches!(
+            op.kind,
+            OpKind::Alloc { alloc_kind: crate::model::AllocKind::PoolBlock, .. }
+                | OpKind::Free { free_kind: crate::model::FreeKind::PoolBlock, .. }
+        );
+        if naming_only {
+            // A caching-allocator block only names memory; it orders nothing, so it need not wait for its op.
+            out.push(Ok(TraceRecord::Op(op)));
+        } else {
+            if matches!(op.kind, OpKind::Kernel { .. }) && self.frames.inside_op(thread) {
+                self.counters.bump("json.kernels_in_framework_ops", Severity::Info, "kernels attributed to a framework operation's read and write sets", 1);
+            }
+            self.frames.place(thread, op, out);
+        }
+        Ok(())
+    }
+
+    fn frame_begin(&mut self, kind: RecordKind, process: ProcessId, thread: ThreadId, raw: RawRecord) -> Result<(), Problem> {
+        let frame_kind = if kind == RecordKind::OpBegin { FrameKind::Op } else { FrameKind::Call };
+        let facts = self.frame_facts(&raw)?;
+        if frame_kind == FrameKind::Call && facts.name.is_none() {
+            return Err(Problem::malformed(format!("{kind} without `{}`", Field::Name)));
+        }
+        self.frames.open(thread, process, frame_kind, facts);
+        if frame_kind == FrameKind::Op {
+            self.counters.bump("json.framework_ops", Severity::Info, "framework operations (tier T2)", 1);
+        } else {
+            self.counters.bump("json.framework_calls", Severity::Info, "framework calls that order streams or the host", 1);
+        }
+        Ok(())
+    }
+
+    fn frame_end(&mut self, kind: RecordKind, process: ProcessId, thread: ThreadId, raw: RawRecord, out: &mut Batch) -> Result<(), Problem> {
+        let frame_kind = if kind == RecordKind::OpEnd { FrameKind::Op } else { FrameKind::Call };
+        let facts = self.frame_facts(&raw)?;
+        match self.frames.close(thread, process, frame_kind, facts, self.strict, out) {
+            Ok(EndMatch::Innermost) => {}
+            Ok(EndMatch::Outer { unended }) => self.counters.bump(
+                "json.frames_without_end",
+                Severity::DataLoss,
+                "framework ops or calls whose end was lost inside an enclosing one (their kernels take the enclosing op's extents)",
+                unended as u64,
+            ),
+            Ok(EndMatch::OtherThread) => self.counters.bump(
+                "json.frames_ended_on_other_thread",
+                Severity::Info,
+                "framework ops or calls that ended on another thread than the one they began on",
+                1,
+            ),
+            Err(EndMismatch::NothingOpen) => {
+                let opening = frame_kind.opening_record();
+                return Err(Problem { kind: ProblemKind::UnmatchedFrameEnd, message: format!("{kind} without an open {opening} on this thread") });
+            }
+            Err(EndMismatch::WrongKind(open)) => {
+                return Err(Problem {
+                    kind: ProblemKind::UnmatchedFrameEnd,
+                    message: format!("{kind} closes a frame opened by {}", open.opening_record()),
+                })
+            }
+        }
+        Ok(())
+    }
+
+    fn frame_facts(&mut self, raw: &RawRecord) -> Result<FrameFacts, Problem> {
+        let mut accesses = Vec::with_capacity(raw.reads().len() + raw.writes().len());
+        super::records::read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
+        let name = raw.name.as_deref().map(|n| self.intern(n));
+        let source = raw.src.as_deref().map(|text| self.source(text));
+        Ok(FrameFacts { name, accesses, source })
+    }
+}
+
+/// serde_json's message without its own position (the caller says where, in file terms).
+fn decode_message(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    text.rsplit_once(" at line ").map_or(text.clone(), |(message, _)| message.to_string())
+}

@@ -1,0 +1,231 @@
+//! One record of the JSON trace as it was written: every field any record kind may carry, decoded without
+//! interpretation (which fields a kind needs is checked by the parser, so that a missing field gets a message
+//! naming the record kind), and which of them the record actually carried.
+
+use std::borrow::Cow;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+use streamtrace_format::{Field, FieldSet};
+
+/// A byte address: a JSON number or a string in hex (`"0x7f00"`) or decimal.
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Address(pub u64);
+
+impl<'de> Deserialize<'de> for Address {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct AddressVisitor;
+        impl Visitor<'_> for AddressVisitor {
+            type Value = Address;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an address: a non-negative integer or a string like \"0x7f0000\"")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Address, E> {
+                Ok(Address(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Address, E> {
+                u64::try_from(v).map(Address).map_err(|_| E::custom(format!("negative address {v}")))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Address, E> {
+                let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+                    Some(hex) if hex.contains('_') => u64::from_str_radix(&hex.replace('_', ""), 16),
+                    Some(hex) => u64::from_str_radix(hex, 16),
+                    None => v.parse(),
+                };
+                parsed.map(Address).map_err(|_| E::custom(format!("`{v}` is not an address")))
+            }
+        }
+        d.deserialize_any(AddressVisitor)
+    }
+}
+
+/// `[address, "r" | "w"]`: a pointer argument of a kernel.
+#[derive(Deserialize, Debug)]
+pub(super) struct RawPointer<'a>(pub Address, #[serde(borrow)] pub Cow<'a, str>);
+
+/// `[address, size]`.
+#[derive(Deserialize, Debug, Clone, Copy)]
+pub(super) struct RawRange(pub Address, pub Address);
+
+/// One node of a `graph` record (its fields are `GRAPH_NODE_FIELDS` of the format).
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGraphNode<'a> {
+    #[serde(borrow)]
+    pub name: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub reads: Vec<RawRange>,
+    #[serde(default)]
+    pub writes: Vec<RawRange>,
+    #[serde(default)]
+    pub deps: Vec<usize>,
+    #[allow(dead_code)]
+    pub comment: Option<serde_json::Value>,
+}
+
+/// Every field any record kind may carry (the format's `Field`s, by the same names). Unknown fields are refused
+/// here; fields of another kind by [`RawRecord::fields_present`] and the parser.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRecord<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: Cow<'a, str>,
+    pub version: Option<u32>,
+    #[serde(borrow)]
+    pub producer: Option<Cow<'a, str>>,
+    pub comment: Option<serde_json::Value>,
+    pub pid: Option<u64>,
+    pub thread: Option<u64>,
+    pub time: Option<u64>,
+    pub time_end: Option<u64>,
+    pub gpu_start: Option<u64>,
+    pub gpu_end: Option<u64>,
+    pub corr: Option<u64>,
+    #[serde(borrow)]
+    pub api: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub region: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub src: Option<Cow<'a, str>>,
+    pub id: Option<u64>,
+    #[serde(borrow)]
+    pub name: Option<Cow<'a, str>>,
+    /// `flags` is what the first hand-written traces called it.
+    #[serde(borrow, alias = "flags")]
+    pub stream_kind: Option<Cow<'a, str>>,
+    pub priority: Option<i32>,
+    pub device: Option<u64>,
+    pub context: Option<u64>,
+    pub stream: Option<u64>,
+    pub event: Option<u64>,
+    pub reads: Option<Vec<RawRange>>,
+    pub writes: Option<Vec<RawRange>>,
+    #[serde(borrow)]
+    pub pointers: Option<Vec<RawPointer<'a>>>,
+    #[serde(borrow)]
+    pub copy: Option<Cow<'a, str>>,
+    pub from: Option<RawRange>,
+    pub to: Option<RawRange>,
+    pub bytes: Option<u64>,
+    pub sync: Option<bool>,
+    pub ready: Option<bool>,
+    pub addr: Option<Address>,
+    pub size: Option<Address>,
+    #[serde(borrow)]
+    pub alloc_kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub free_kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub label: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub nodes: Option<Vec<RawGraphNode<'a>>>,
+    pub calls: Option<u64>,
+    pub callback_ns: Option<u64>,
+}
+
+impl RawRecord<'_> {
+    /// The fields this record carried.
+    pub fn fields_present(&self) -> FieldSet {
+        let mut present = FieldSet::EMPTY.with(Field::Type);
+        let mut note = |carried: bool, field: Field| {
+            if carried {
+                present = present.with(field);
+            }
+        };
+        note(self.version.is_some(), Field::Version);
+        note(self.producer.is_some(), Field::Producer);
+        note(self.comment.is_some(), Field::Comment);
+        note(self.pid.is_some(), Field::Pid);
+        note(self.thread.is_some(), Field::Thread);
+        note(self.time.is_some(), Field::Time);
+        note(self.time_end.is_some(), Field::TimeEnd);
+        note(self.gpu_start.is_some(), Field::GpuStart);
+        note(self.gpu_end.is_some(), Field::GpuEnd);
+        note(self.corr.is_some(), Field::Corr);
+        note(self.api.is_some(), Field::Api);
+        note(self.region.is_some(), Field::Region);
+        note(self.src.is_some(), Field::Src);
+        note(self.id.is_some(), Field::Id);
+        note(self.name.is_some(), Field::Name);
+        note(self.stream_kind.is_some(), Field::StreamKind);
+        note(self.priority.is_some(), Field::Priority);
+        note(self.device.is_some(), Field::Device);
+        note(self.context.is_some(), Field::Context);
+        note(self.stream.is_some(), Field::Stream);
+        note(self.event.is_some(), Field::Event);
+        note(self.reads.is_some(), Field::Reads);
+        note(self.writes.is_some(), Field::Writes);
+        note(self.pointers.is_some(), Field::Pointers);
+        note(self.copy.is_some(), Field::Copy);
+        note(self.from.is_some(), Field::From);
+        note(self.to.is_some(), Field::To);
+        note(self.bytes.is_some(), Field::Bytes);
+        note(self.sync.is_some(), Field::Sync);
+        note(self.ready.is_some(), Field::Ready);
+        note(self.addr.is_some(), Field::Addr);
+        note(self.size.is_some(), Field::Size);
+        note(self.alloc_kind.is_some(), Field::AllocKind);
+        note(self.free_kind.is_some(), Field::FreeKind);
+        note(self.label.is_some(), Field::Label);
+        note(self.nodes.is_some(), Field::Nodes);
+        note(self.calls.is_some(), Field::Calls);
+        note(self.callback_ns.is_some(), Field::CallbackNs);
+        present
+    }
+
+    pub fn reads(&self) -> &[RawRange] {
+        self.reads.as_deref().unwrap_or(&[])
+    }
+
+    pub fn writes(&self) -> &[RawRange] {
+        self.writes.as_deref().unwrap_or(&[])
+    }
+}
+
+/// A record of a newer capture may carry fields this build does not know. The tolerant reader keeps the record
+/// and drops those fields: it decodes the text as a JSON object, removes every key that is no field of the
+/// format, and decodes what is left. Returns the cleaned object and the names dropped; `None` when the text is
+/// not an object.
+pub(super) fn without_unknown_fields(text: &[u8]) -> Option<(serde_json::Value, Vec<String>)> {
+    let mut value: serde_json::Value = serde_json::from_slice(text).ok()?;
+    let object = value.as_object_mut()?;
+    // `flags` is an alias the reader accepts for `stream_kind`.
+    let unknown: Vec<String> =
+        object.keys().filter(|key| Field::parse(key).is_err() && key.as_str() != "flags").cloned().collect();
+    for key in &unknown {
+        object.remove(key);
+    }
+    Some((value, unknown))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_field_of_the_format_is_a_field_here() {
+        // A field the format gains must be decoded here too, or every record carrying it would be refused.
+        for field in Field::ALL {
+            let text = match field {
+                // `deps` belongs to graph nodes only.
+                Field::Type | Field::Deps => continue,
+                Field::Reads | Field::Writes | Field::Pointers | Field::Nodes => format!("{{\"type\":\"x\",\"{field}\":[]}}"),
+                Field::From | Field::To => format!("{{\"type\":\"x\",\"{field}\":[1,2]}}"),
+                Field::Sync | Field::Ready => format!("{{\"type\":\"x\",\"{field}\":true}}"),
+                Field::Comment => format!("{{\"type\":\"x\",\"{field}\":{{}}}}"),
+                Field::Producer | Field::Api | Field::Region | Field::Src | Field::Name | Field::StreamKind
+                | Field::Copy | Field::AllocKind | Field::FreeKind | Field::Label => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
+                _ => format!("{{\"type\":\"x\",\"{field}\":1}}"),
+            };
+            let raw: RawRecord = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{field}: {e}"));
+            assert!(raw.fields_present().contains(*field), "{field} is decoded but not noted as present");
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_dropped_and_named() {
+        let (value, dropped) = without_unknown_fields(b"{\"type\":\"kernel\",\"stream\":1,\"shiny\":2}").expect("an object");
+        assert_eq!(dropped, vec!["shiny".to_string()]);
+        assert!(value.get("shiny").is_none() && value.get("stream").is_some());
+    }
+}

@@ -1,0 +1,243 @@
+//! What each entity and operation record of the JSON trace means in the model: the fields a kind needs, its
+//! enumerated values parsed through the format's vocabulary, and its references to streams, events and
+//! allocations resolved to dense ids.
+
+use std::borrow::Cow;
+
+use streamtrace_format as format;
+use streamtrace_format::{AccessFlag, Field, RecordKind};
+
+use super::parser::{JsonTraceParser, Problem};
+use super::raw::{RawPointer, RawRange, RawRecord};
+use super::Batch;
+use crate::model::{
+    Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind,
+    GraphNode, HostSync, OpKind, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId,
+    TraceRecord,
+};
+
+impl JsonTraceParser {
+    pub(super) fn stream_record(&mut self, process: ProcessId, thread: ThreadId, raw: &RawRecord, out: &mut Batch) -> Result<(), Problem> {
+        let handle = raw.id.ok_or("stream record without `id`")?;
+        if self.streams.get(process, handle).is_some() {
+            return Err(format!("stream {handle} declared twice").into());
+        }
+        let kind = match raw.stream_kind.as_deref() {
+            None => format::StreamKind::default(),
+            Some(text) => format::StreamKind::parse(text).map_err(|e| Problem::malformed(e.to_string()))?,
+        };
+        let kind = match kind {
+            format::StreamKind::LegacyDefault => StreamKind::LegacyDefault,
+            format::StreamKind::PerThreadDefault => StreamKind::PerThreadDefault,
+            format::StreamKind::Blocking => StreamKind::Blocking,
+            format::StreamKind::NonBlocking => StreamKind::NonBlocking,
+        };
+        let id = StreamId(self.next_stream);
+        self.next_stream += 1;
+        self.streams.ids.insert((process, handle), id);
+        let next_device = DeviceId(self.devices.len() as u32);
+        let device = *self.devices.entry((process, raw.device.unwrap_or(0))).or_insert(next_device);
+        let next_context = ContextId(self.contexts.len() as u32);
+        let context = *self.contexts.entry((process, raw.context.unwrap_or(0))).or_insert(next_context);
+        let created_by = (kind != StreamKind::LegacyDefault).then_some(thread);
+        out.push(Ok(TraceRecord::Stream(StreamInfo { id, handle, kind, priority: raw.priority, process, device, context, created_by })));
+        Ok(())
+    }
+
+    pub(super) fn event_record(&mut self, process: ProcessId, raw: &RawRecord, out: &mut Batch) -> Result<(), Problem> {
+        let handle = raw.id.ok_or("event record without `id`")?;
+        if self.events.get(process, handle).is_some() {
+            return Err(format!("event {handle} declared twice").into());
+        }
+        let id = EventId(self.next_event);
+        self.next_event += 1;
+        self.events.ids.insert((process, handle), id);
+        out.push(Ok(TraceRecord::Event(EventInfo { id, handle, process })));
+        Ok(())
+    }
+
+    /// The operation an operation record describes (a launch, copy, set, event call, synchronization,
+    /// allocation or graph launch).
+    pub(super) fn operation(&mut self, kind: RecordKind, process: ProcessId, raw: &RawRecord) -> Result<OpKind, Problem> {
+        Ok(match kind {
+            RecordKind::Kernel => {
+                let stream = self.stream(process, raw.stream)?;
+                let mut accesses = Vec::with_capacity(raw.reads().len() + raw.writes().len());
+                read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
+                let name = self.intern(raw.name.as_deref().ok_or("kernel without `name`")?);
+                let raw_pointers = raw.pointers.as_deref().unwrap_or(&[]);
+                let mut pointers = Vec::with_capacity(raw_pointers.len());
+                for RawPointer(address, flag) in raw_pointers {
+                    pointers.push(PointerArg { address: address.0, mode: pointer_mode(flag)? });
+                }
+                OpKind::Kernel { stream, name, accesses, pointers }
+            }
+            RecordKind::Memcpy => {
+                let stream = self.stream(process, raw.stream)?;
+                let src = raw.from.map(range).transpose()?;
+                let dst = raw.to.map(range).transpose()?;
+                let bytes = raw.bytes.or(src.map(|r| r.len)).or(dst.map(|r| r.len)).unwrap_or(0);
+                let copy = match raw.copy.as_deref() {
+                    None => format::CopyKind::Default,
+                    Some(text) => format::CopyKind::parse(text).map_err(|e| Problem::malformed(e.to_string()))?,
+                };
+                let copy = match copy {
+                    format::CopyKind::HtoD => CopyKind::HtoD,
+                    format::CopyKind::DtoH => CopyKind::DtoH,
+                    format::CopyKind::DtoD => CopyKind::DtoD,
+                    format::CopyKind::HtoH => CopyKind::HtoH,
+                    format::CopyKind::PtoP => CopyKind::PtoP,
+                    format::CopyKind::Default => CopyKind::Default,
+                };
+                OpKind::Memcpy { stream, copy, bytes, src, dst, synchronous: raw.sync.unwrap_or(false) }
+            }
+            RecordKind::Memset => {
+                let stream = self.stream(process, raw.stream)?;
+                let dst = raw.to.map(range).transpose()?;
+                let bytes = raw.bytes.or(dst.map(|r| r.len)).unwrap_or(0);
+                OpKind::Memset { stream, bytes, dst, synchronous: raw.sync.unwrap_or(false) }
+            }
+            RecordKind::Record => OpKind::EventRecord { event: self.event(process, raw.event)?, stream: self.stream(process, raw.stream)? },
+            RecordKind::Wait => OpKind::StreamWait { stream: self.stream(process, raw.stream)?, event: self.event(process, raw.event)? },
+            RecordKind::Sync => OpKind::HostSync(match (raw.stream, raw.event, raw.device, raw.context) {
+                (Some(_), None, None, None) => HostSync::Stream(self.stream(process, raw.stream)?),
+                (None, Some(_), None, None) => HostSync::Event(self.event(process, raw.event)?),
+                (None, None, Some(d), None) => {
+                    HostSync::Device(*self.devices.get(&(process, d)).ok_or_else(|| format!("device {d} has no streams"))?)
+                }
+                (None, None, None, Some(c)) => {
+                    HostSync::Context(*self.contexts.get(&(process, c)).ok_or_else(|| format!("context {c} has no streams"))?)
+                }
+                _ => return Err("a sync record names exactly one of `stream`, `event`, `device` or `context`".into()),
+            }),
+            RecordKind::Query => {
+                let target = match (raw.stream, raw.event) {
+                    (Some(_), None) => QueryTarget::Stream(self.stream(process, raw.stream)?),
+                    (None, Some(_)) => QueryTarget::Event(self.event(process, raw.event)?),
+                    _ => return Err("a query record names exactly one of `stream` or `event`".into()),
+                };
+                OpKind::Query { target, ready: raw.ready.ok_or("query without `ready` (true when it returned cudaSuccess)")? }
+            }
+            RecordKind::Alloc => self.alloc(process, raw)?,
+            RecordKind::Free => self.free(process, raw)?,
+            RecordKind::Graph => {
+                let stream = self.stream(process, raw.stream)?;
+                let raw_nodes = raw.nodes.as_deref().ok_or("graph without `nodes`")?;
+                let mut nodes = Vec::with_capacity(raw_nodes.len());
+                for (index, node) in raw_nodes.iter().enumerate() {
+                    if let Some(&dep) = node.deps.iter().find(|&&d| d >= index) {
+                        return Err(Problem::malformed(format!(
+                            "graph node {index} depends on node {dep}; a node may depend only on earlier nodes"
+                        )));
+                    }
+                    let mut accesses = Vec::new();
+                    read_write_accesses(&node.reads, &node.writes, &mut accesses)?;
+                    nodes.push(GraphNode {
+                        name: node.name.as_deref().map_or_else(|| format!("node {index}"), str::to_string),
+                        accesses,
+                        depends_on: node.deps.clone(),
+                    });
+                }
+                let name = raw.name.as_deref().map_or_else(|| "graph".into(), str::to_string);
+                OpKind::GraphLaunch { stream, name, nodes }
+            }
+            other => return Err(Problem::malformed(format!("{other} is not an operation record"))),
+        })
+    }
+
+    fn alloc(&mut self, process: ProcessId, raw: &RawRecord) -> Result<OpKind, Problem> {
+        let handle = raw.id.ok_or("alloc record without `id`")?;
+        let start = raw.addr.ok_or("alloc without `addr`")?.0;
+        let size = raw.size.ok_or("alloc without `size`")?.0;
+        let range = AccessRange::new(start, size).map_err(|e| Problem::malformed(e.to_string()))?;
+        let alloc_kind = match raw.alloc_kind.as_deref() {
+            None => format::AllocKind::default(),
+            Some(text) => format::AllocKind::parse(text).map_err(|e| Problem::malformed(e.to_string()))?,
+        };
+        let alloc_kind = match alloc_kind {
+            format::AllocKind::Device => AllocKind::Device,
+            format::AllocKind::StreamOrdered => AllocKind::StreamOrdered,
+            format::AllocKind::VirtualMap => AllocKind::VirtualMap,
+            format::AllocKind::Host => AllocKind::Host,
+            format::AllocKind::Managed => AllocKind::Managed,
+            format::AllocKind::PoolBlock => AllocKind::PoolBlock,
+        };
+        let stream = match alloc_kind {
+            AllocKind::StreamOrdered => Some(self.stream(process, raw.stream)?),
+            // The stream a block was handed out on only describes it: one not yet seen is left out.
+            AllocKind::PoolBlock => raw.stream.and_then(|s| self.streams.get(process, s)),
+            _ => None,
+        };
+        let ids = if alloc_kind == AllocKind::PoolBlock { &mut self.blocks } else { &mut self.allocs };
+        if ids.get(process, handle).is_some() {
+            return Err(format!("allocation {handle} is still live: free it before reusing its id").into());
+        }
+        let alloc = AllocId(self.next_alloc);
+        self.next_alloc += 1;
+        ids.ids.insert((process, handle), alloc);
+        let label = raw.label.as_ref().or(raw.name.as_ref()).map(|l| Cow::to_string(l));
+        Ok(OpKind::Alloc { alloc, handle, range, alloc_kind, stream, label })
+    }
+
+    fn free(&mut self, process: ProcessId, raw: &RawRecord) -> Result<OpKind, Problem> {
+        let handle = raw.id.ok_or("free record without `id`")?;
+        let free_kind = match raw.free_kind.as_deref() {
+            None => format::FreeKind::default(),
+            Some(text) => format::FreeKind::parse(text).map_err(|e| Problem::malformed(e.to_string()))?,
+        };
+        let free_kind = match free_kind {
+            format::FreeKind::Synchronous => FreeKind::Synchronous,
+            format::FreeKind::StreamOrdered => FreeKind::StreamOrdered,
+            format::FreeKind::VirtualUnmap => FreeKind::VirtualUnmap,
+            format::FreeKind::Host => FreeKind::Host,
+            format::FreeKind::PoolBlock => FreeKind::PoolBlock,
+        };
+        // The stream first: a record that cannot be taken leaves the block live.
+        let stream = match free_kind {
+            FreeKind::StreamOrdered => Some(self.stream(process, raw.stream)?),
+            _ => None,
+        };
+        let ids = if free_kind == FreeKind::PoolBlock { &mut self.blocks } else { &mut self.allocs };
+        let alloc = ids.ids.remove(&(process, handle)).ok_or_else(|| format!("free of allocation {handle}, which is not live"))?;
+        Ok(OpKind::Free { alloc, free_kind, stream })
+    }
+
+    fn stream(&self, process: ProcessId, handle: Option<u64>) -> Result<StreamId, Problem> {
+        let handle = handle.ok_or_else(|| Problem::malformed(format!("missing field `{}`", Field::Stream)))?;
+        self.streams.get(process, handle).ok_or_else(|| {
+            format!("unknown stream {handle}: declare it first with {{\"type\": \"stream\", \"id\": {handle}, \"stream_kind\": ...}}").into()
+        })
+    }
+
+    fn event(&self, process: ProcessId, handle: Option<u64>) -> Result<EventId, Problem> {
+        let handle = handle.ok_or_else(|| Problem::malformed(format!("missing field `{}`", Field::Event)))?;
+        self.events
+            .get(process, handle)
+            .ok_or_else(|| format!("event {handle} used before it exists: declare it with {{\"type\": \"event\", \"id\": {handle}}}").into())
+    }
+}
+
+/// A pointer argument's access: `"r"` or `"w"` (`"read"` and `"write"` as the first hand-written traces had them).
+fn pointer_mode(flag: &str) -> Result<AccessMode, Problem> {
+    match AccessFlag::parse(flag) {
+        Ok(AccessFlag::Read) => Ok(AccessMode::Read),
+        Ok(AccessFlag::Write) => Ok(AccessMode::Write),
+        Err(_) if flag == "read" => Ok(AccessMode::Read),
+        Err(_) if flag == "write" => Ok(AccessMode::Write),
+        Err(_) => Err(Problem::malformed(format!("pointer mode `{flag}` (expected \"r\" or \"w\")"))),
+    }
+}
+
+fn range(raw: RawRange) -> Result<AccessRange, Problem> {
+    AccessRange::new(raw.0 .0, raw.1 .0).map_err(|e| Problem::malformed(e.to_string()))
+}
+
+/// A record's `reads` and `writes` lists as accesses.
+pub(super) fn read_write_accesses(reads: &[RawRange], writes: &[RawRange], out: &mut Vec<Access>) -> Result<(), Problem> {
+    for (list, mode) in [(reads, AccessMode::Read), (writes, AccessMode::Write)] {
+        for r in list {
+            out.push(Access { range: range(*r)?, mode });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,182 @@
+//! The JSON reader on small traces: what each record means, and what a strict and a tolerant reading do with a
+//! record that cannot be taken.
+
+use super::*;
+use crate::model::{Access, AccessMode, AccessRange, AllocKind, OpKind, Operation, TraceRecord};
+
+fn read_all(text: &str) -> Result<Vec<TraceRecord>, IngestError> {
+    JsonTraceReader::from_text("t.json", text.to_string()).collect()
+}
+
+const HEADER: &str = "{\"type\":\"streamtrace\",\"version\":1}\n";
+
+#[test]
+fn reads_multi_line_records_and_hex_addresses() {
+    let text = format!(
+        "{HEADER}{{\"type\":\"stream\",\"id\":7,\"stream_kind\":\"non_blocking\"}}\n\n{{\n \"type\": \"kernel\", \"stream\": 7, \"name\": \"k\",\n \"writes\": [[\"0x1000\", 256]]\n}}\n"
+    );
+    let records = read_all(&text).unwrap();
+    let op = records.iter().find_map(|r| match r {
+        TraceRecord::Op(op) => Some(op),
+        _ => None,
+    });
+    let op = op.expect("one operation");
+    assert_eq!(op.origin, 4);
+    match &op.kind {
+        OpKind::Kernel { accesses, .. } => {
+            assert_eq!(accesses[0].range, AccessRange { start: 0x1000, len: 256 })
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn unknown_stream_names_the_line() {
+    let text = format!("{HEADER}{{\"type\":\"kernel\",\"stream\":3,\"name\":\"k\"}}\n");
+    let err = read_all(&text).unwrap_err().to_string();
+    assert!(err.starts_with("t.json:2: unknown stream 3"), "{err}");
+}
+
+#[test]
+fn event_before_declaration_is_an_error() {
+    let text = format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"record\",\"stream\":1,\"event\":5}}\n");
+    let err = read_all(&text).unwrap_err().to_string();
+    assert!(err.contains("t.json:3: event 5 used before it exists"), "{err}");
+}
+
+#[test]
+fn overflowing_and_negative_ranges_are_refused() {
+    let over = format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"kernel\",\"stream\":1,\"name\":\"k\",\"reads\":[[\"0xffffffffffffffff\",2]]}}\n");
+    assert!(read_all(&over).unwrap_err().to_string().contains("runs past the end"));
+    let negative = format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"kernel\",\"stream\":1,\"name\":\"k\",\"reads\":[[16,-2]]}}\n");
+    let err = read_all(&negative).unwrap_err().to_string();
+    assert!(err.contains("t.json:3") && err.contains("negative"), "{err}");
+}
+
+#[test]
+fn missing_header_and_foreign_json_are_named() {
+    let err = read_all("{\"hello\": 1}\n").unwrap_err().to_string();
+    assert!(err.contains("not a streamtrace JSON trace"), "{err}");
+    let err = read_all("").unwrap_err().to_string();
+    assert!(err.contains("empty"), "{err}");
+    let err = read_all("\u{0}\u{1}binary").unwrap_err().to_string();
+    assert!(err.contains("not a streamtrace JSON trace"), "{err}");
+}
+
+#[test]
+fn truncated_record_is_reported_not_hung() {
+    let text = format!("{HEADER}{{\"type\":\"stream\",\"id\":1,");
+    let err = read_all(&text).unwrap_err().to_string();
+    assert!(err.contains("t.json:2: malformed record"), "{err}");
+}
+
+#[test]
+fn kernels_inside_a_framework_op_take_its_exact_extents() {
+    let text = format!(
+        "{HEADER}{{\"type\":\"stream\",\"id\":1}}\n\
+         {{\"type\":\"op_begin\",\"thread\":5,\"name\":\"mul_\",\"reads\":[[4096,64]],\"writes\":[],\"src\":\"t.py:3\"}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"k\",\"pointers\":[[\"0x1000\",\"w\"]]}}\n\
+         {{\"type\":\"op_end\",\"thread\":5,\"writes\":[[8192,32]]}}\n"
+    );
+    let records = read_all(&text).unwrap();
+    let kernel = records
+        .iter()
+        .find_map(|r| match r {
+            TraceRecord::Op(op) => Some(op),
+            _ => None,
+        })
+        .expect("the kernel, released at op_end");
+    match &kernel.kind {
+        OpKind::Kernel { accesses, pointers, .. } => {
+            assert!(pointers.is_empty(), "tier T2 replaces the pointer arguments");
+            assert_eq!(accesses.len(), 2);
+            assert!(accesses.contains(&Access { range: AccessRange { start: 4096, len: 64 }, mode: AccessMode::Read }));
+            assert!(accesses.contains(&Access { range: AccessRange { start: 8192, len: 32 }, mode: AccessMode::Write }));
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(kernel.region.as_deref(), Some("mul_"));
+    assert_eq!(kernel.source.as_ref().map(|s| s.to_string()).as_deref(), Some("t.py:3"));
+}
+
+#[test]
+fn op_end_without_op_begin_is_an_error() {
+    let text = format!("{HEADER}{{\"type\":\"op_end\",\"thread\":5}}\n");
+    assert!(read_all(&text).unwrap_err().to_string().contains("op_end without an open op_begin"));
+}
+
+fn ops(records: &[TraceRecord]) -> Vec<&Operation> {
+    records.iter().filter_map(|r| if let TraceRecord::Op(op) = r { Some(op) } else { None }).collect()
+}
+
+#[test]
+fn an_op_named_only_at_its_end_names_the_copies_it_held() {
+    // What the capture's bootstrap writes: a bare op_begin, the op's CUDA calls, then everything at op_end.
+    let text = format!(
+        "{HEADER}{{\"type\":\"stream\",\"id\":1}}\n\
+         {{\"type\":\"op_begin\",\"thread\":5}}\n\
+         {{\"type\":\"memcpy\",\"thread\":5,\"stream\":1,\"from\":[4096,64],\"to\":[8192,64]}}\n\
+         {{\"type\":\"alloc\",\"thread\":5,\"id\":1,\"addr\":8192,\"size\":64,\"alloc_kind\":\"pool_block\",\"src\":\"t.py:7\"}}\n\
+         {{\"type\":\"op_end\",\"thread\":5,\"name\":\"copy_\",\"reads\":[[4096,64]],\"writes\":[[8192,64]],\"src\":\"t.py:7\"}}\n"
+    );
+    let records = read_all(&text).unwrap();
+    let ops = ops(&records);
+    assert_eq!(ops.len(), 2);
+    assert!(matches!(ops[0].kind, OpKind::Alloc { alloc_kind: AllocKind::PoolBlock, .. }), "a block is not held: it names memory first");
+    assert!(matches!(ops[1].kind, OpKind::Memcpy { .. }), "the copy, released at op_end");
+    assert_eq!(ops[1].region.as_deref(), Some("copy_"));
+    assert_eq!(ops[1].source.as_ref().and_then(|s| s.line), Some(7));
+}
+
+#[test]
+fn calls_name_the_cuda_calls_inside_them_as_they_pass() {
+    let text = format!(
+        "{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"event\",\"id\":2}}\n\
+         {{\"type\":\"call_begin\",\"thread\":5,\"name\":\"Stream.wait_event\",\"src\":\"t.py:12\"}}\n\
+         {{\"type\":\"wait\",\"thread\":5,\"stream\":1,\"event\":2}}\n"
+    );
+    // Not held: the wait comes out before its call ends (here, never).
+    let records = read_all(&text).unwrap();
+    let wait = ops(&records)[0];
+    assert_eq!(wait.region.as_deref(), Some("Stream.wait_event"));
+    assert_eq!(wait.source.as_ref().and_then(|s| s.line), Some(12));
+}
+
+#[test]
+fn a_call_inside_an_op_names_its_kernel_and_the_op_holds_it() {
+    // A custom op written in Python that launches a Triton kernel: the launch bracket sits inside the op.
+    let text = format!(
+        "{HEADER}{{\"type\":\"stream\",\"id\":1}}\n\
+         {{\"type\":\"op_begin\",\"thread\":5}}\n\
+         {{\"type\":\"call_begin\",\"thread\":5,\"name\":\"triton k\",\"src\":\"t.py:4\"}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"k\",\"pointers\":[[\"0x1000\",\"w\"]]}}\n\
+         {{\"type\":\"call_end\",\"thread\":5}}\n\
+         {{\"type\":\"op_end\",\"thread\":5,\"name\":\"my_op\",\"writes\":[[4096,64]],\"src\":\"t.py:9\"}}\n"
+    );
+    let records = read_all(&text).unwrap();
+    let kernel = ops(&records)[0];
+    assert_eq!(kernel.region.as_deref(), Some("triton k"));
+    assert_eq!(kernel.source.as_ref().and_then(|s| s.line), Some(4));
+    match &kernel.kind {
+        OpKind::Kernel { accesses, pointers, .. } => {
+            assert!(pointers.is_empty(), "held by the op, it takes the op's extents");
+            assert_eq!(accesses, &[Access { range: AccessRange { start: 4096, len: 64 }, mode: AccessMode::Write }]);
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn frames_must_close_in_kind() {
+    let text = format!("{HEADER}{{\"type\":\"op_begin\",\"thread\":5}}\n{{\"type\":\"call_end\",\"thread\":5}}\n");
+    assert!(read_all(&text).unwrap_err().to_string().contains("call_end closes a frame opened by op_begin"));
+    let text = format!("{HEADER}{{\"type\":\"call_begin\",\"thread\":5}}\n");
+    assert!(read_all(&text).unwrap_err().to_string().contains("call_begin without `name`"));
+}
+
+#[test]
+fn unknown_field_is_refused() {
+    let text = format!("{HEADER}{{\"type\":\"stream\",\"id\":1,\"raeds\":[]}}\n");
+    let err = read_all(&text).unwrap_err().to_string();
+    assert!(err.contains("unknown field `raeds`"), "{err}");
+}
