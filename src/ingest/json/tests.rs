@@ -180,3 +180,126 @@ fn unknown_field_is_refused() {
     let err = read_all(&text).unwrap_err().to_string();
     assert!(err.contains("unknown field `raeds`"), "{err}");
 }
+
+const RECORDING: &str = "{\"type\":\"streamtrace\",\"version\":1,\"producer\":\"capture\"}\n";
+
+fn read_with_counters(text: &str) -> (Result<Vec<TraceRecord>, IngestError>, crate::ingest::ImportCounters) {
+    let mut reader = JsonTraceReader::from_text("t.json", text.to_string());
+    let records: Result<Vec<TraceRecord>, IngestError> = reader.by_ref().collect();
+    (records, crate::ingest::RecordSource::finish(Box::new(reader)))
+}
+
+#[test]
+fn a_recording_skips_what_it_cannot_take_counts_it_and_reads_the_rest() {
+    let text = format!(
+        "{RECORDING}{{\"type\":\"stream\",\"id\":1}}\n\
+         {{\"type\":\"op_end\",\"thread\":5,\"name\":\"lost\"}}\n\
+         {{\"type\":\"green_context\",\"id\":3}}\n\
+         {{\"type\":\"kernel\",\"stream\":9,\"name\":\"nowhere\"}}\n\
+         {{\"type\":\"kernel\",\"stream\":1,\"name\":\"k\",\"shiny\":true}}\n\
+         {{\"type\":\"memcpy\",\"stream\":1,\"from\":[4096,64],\"to\":[8192,64],\"reads\":[[0,1]]}}\n\
+         {{\"type\":\"kernel\",\"stream\":1,\n"
+    );
+    let (records, counters) = read_with_counters(&text);
+    let records = records.expect("a recording is read whole");
+    let ops = ops(&records);
+    assert_eq!(ops.len(), 2, "the kernel with an unknown field and the copy remain");
+    assert!(matches!(ops[0].kind, OpKind::Kernel { .. }));
+    assert_eq!(counters.get("json.skipped_unmatched_frame_ends"), 1);
+    assert_eq!(counters.get("json.skipped_unknown_kind"), 1);
+    assert_eq!(counters.get("json.skipped_inconsistent"), 1);
+    assert_eq!(counters.get("json.dropped_unknown_fields"), 1);
+    assert_eq!(counters.get("json.ignored_foreign_fields"), 1);
+    assert_eq!(counters.get("json.skipped_malformed"), 1, "the record cut off at the end");
+    let first = |name: &str| counters.iter().find(|c| c.name == name).and_then(|c| c.first.clone()).unwrap_or_default();
+    assert_eq!(first("json.skipped_unmatched_frame_ends"), "t.json:3: op_end without an open op_begin on this thread");
+    assert!(first("json.skipped_inconsistent").starts_with("t.json:5: unknown stream 9"));
+    assert!(counters.data_loss().count() >= 6);
+}
+
+#[test]
+fn a_hand_written_trace_stops_at_the_same_records_with_their_line() {
+    for (record, message) in [
+        ("{\"type\":\"op_end\",\"thread\":5}", "t.json:3: op_end without an open op_begin on this thread"),
+        ("{\"type\":\"green_context\"}", "t.json:3: unknown record type `green_context`"),
+        ("{\"type\":\"kernel\",\"stream\":9,\"name\":\"k\"}", "t.json:3: unknown stream 9"),
+        ("{\"type\":\"kernel\",\"stream\":1,\"name\":\"k\",\"shiny\":1}", "t.json:3: malformed record: unknown field `shiny`"),
+        ("{\"type\":\"streamtrace\",\"version\":1}", "t.json:3: a second header record"),
+    ] {
+        let text = format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{record}\n");
+        let err = read_all(&text).unwrap_err().to_string();
+        assert!(err.starts_with(message), "{record}: {err}");
+    }
+}
+
+#[test]
+fn fields_of_another_record_kind_are_refused_not_dropped() {
+    // A copy given `reads`/`writes` instead of `from`/`to` would otherwise read as touching nothing.
+    for (record, field) in [
+        ("{\"type\":\"memcpy\",\"stream\":1,\"reads\":[[0,8]],\"writes\":[[64,8]]}", "reads"),
+        ("{\"type\":\"memset\",\"stream\":1,\"writes\":[[0,8]]}", "writes"),
+        ("{\"type\":\"kernel\",\"stream\":1,\"name\":\"k\",\"from\":[0,8]}", "from"),
+    ] {
+        let text = format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{record}\n");
+        let err = read_all(&text).unwrap_err().to_string();
+        assert!(err.contains(&format!("t.json:3: field `{field}` does not belong to a")), "{record}: {err}");
+    }
+}
+
+#[test]
+fn an_op_that_ends_on_another_thread_gives_its_kernels_its_extents() {
+    let text = format!(
+        "{RECORDING}{{\"type\":\"stream\",\"id\":1}}\n\
+         {{\"type\":\"op_begin\",\"thread\":5}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"k\",\"pointers\":[[\"0x1000\",\"w\"]]}}\n\
+         {{\"type\":\"op_end\",\"thread\":6,\"name\":\"add_\",\"writes\":[[4096,64]],\"src\":\"t.py:3\"}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"after\"}}\n"
+    );
+    let (records, counters) = read_with_counters(&text);
+    let records = records.expect("read");
+    let ops = ops(&records);
+    assert_eq!(ops.len(), 2);
+    match &ops[0].kind {
+        OpKind::Kernel { accesses, pointers, .. } => {
+            assert!(pointers.is_empty());
+            assert_eq!(accesses, &[Access { range: AccessRange { start: 4096, len: 64 }, mode: AccessMode::Write }]);
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(ops[0].region.as_deref(), Some("add_"));
+    assert_eq!(counters.get("json.frames_ended_on_other_thread"), 1);
+    assert_eq!(counters.get("json.frames_left_open"), 0);
+}
+
+#[test]
+fn a_call_whose_end_was_lost_inside_an_op_ends_with_the_op() {
+    let text = format!(
+        "{RECORDING}{{\"type\":\"stream\",\"id\":1}}\n\
+         {{\"type\":\"op_begin\",\"thread\":5}}\n\
+         {{\"type\":\"call_begin\",\"thread\":5,\"name\":\"Event.record\",\"src\":\"t.py:2\"}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"inner\"}}\n\
+         {{\"type\":\"op_end\",\"thread\":5,\"name\":\"outer\",\"reads\":[[0,8]]}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"after\"}}\n"
+    );
+    let (records, counters) = read_with_counters(&text);
+    let ops_out = ops(records.as_ref().expect("read"));
+    assert_eq!(ops_out.len(), 2, "the op's kernel is released at its end, the next one is not held");
+    assert_eq!(ops_out[0].region.as_deref(), Some("Event.record"), "named by the call it was issued in");
+    assert!(matches!(&ops_out[0].kind, OpKind::Kernel { accesses, .. } if accesses.len() == 1), "the op's extents");
+    assert_eq!(ops_out[1].region, None, "the call ended with the op");
+    assert_eq!(counters.get("json.frames_without_end"), 1);
+    assert_eq!(counters.get("json.frames_left_open"), 0);
+}
+
+#[test]
+fn frames_open_at_the_end_are_counted_and_their_operations_kept() {
+    let text = format!(
+        "{HEADER}{{\"type\":\"stream\",\"id\":1}}\n\
+         {{\"type\":\"op_begin\",\"thread\":5}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"k\",\"pointers\":[[\"0x1000\",\"w\"]]}}\n"
+    );
+    let (records, counters) = read_with_counters(&text);
+    let ops_out = ops(records.as_ref().expect("read"));
+    assert!(matches!(&ops_out[0].kind, OpKind::Kernel { pointers, .. } if pointers.len() == 1), "tier T1 stays");
+    assert_eq!(counters.get("json.frames_left_open"), 1);
+}
