@@ -3,7 +3,8 @@
 use serde::Serialize;
 
 use super::ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
-use super::ops::{AccessRange, SourceLocation};
+use super::range::AccessRange;
+use super::source::SourceLocation;
 
 /// How a stream takes part in the legacy default stream's implicit synchronization (DESIGN.md rule 7).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
