@@ -87,7 +87,13 @@ impl Engine {
 
     /// A block comes to be: filed in its process's allocations, then what its kind does to memory. `label` is
     /// the trace's name for it, which names a stream-ordered allocation's site.
-    pub(super) fn alloc(&mut self, op: &Operation, allocation: Allocation, stream: Option<StreamId>, label: Option<&str>) {
+    pub(super) fn alloc(
+        &mut self,
+        op: &Operation,
+        allocation: Allocation,
+        stream: Option<StreamId>,
+        label: Option<&str>,
+    ) {
         let (range, kind) = (allocation.range, allocation.kind);
         self.process_mut(op.process).allocations.insert(allocation, op.seq);
         let live = self.processes[op.process.index()].allocations.live();
@@ -176,8 +182,8 @@ impl Engine {
         if conflicts.is_empty() {
             return;
         }
-        let later =
-            Later { site, seq: op.seq, origin: op.origin, position: Some(epoch.tick), action: action_of(effect, access.mode) };
+        let action = action_of(effect, access.mode);
+        let later = Later { site, seq: op.seq, origin: op.origin, position: Some(epoch.tick), action };
         self.report(process, &later, Known::Stream(epoch.stream));
     }
 }

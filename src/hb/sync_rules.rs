@@ -185,7 +185,13 @@ impl Engine {
     }
 
     /// rule 5: a host synchronization joins what it waited for into the calling thread's host clock.
-    pub(super) fn host_sync(&mut self, host: usize, sync: HostSync, at_seq: u64, origin: u64) -> Result<(), EngineError> {
+    pub(super) fn host_sync(
+        &mut self,
+        host: usize,
+        sync: HostSync,
+        at_seq: u64,
+        origin: u64,
+    ) -> Result<(), EngineError> {
         match sync {
             HostSync::Stream(stream) => {
                 self.check_stream(stream, origin)?;

@@ -16,7 +16,13 @@ impl Engine {
     // Once the body of the stream step (`tick`), called from it alone on every memory-touching operation:
     // inlined back into it across the module boundary.
     #[inline]
-    pub(super) fn count_unordered_pairs(&mut self, stream: StreamId, site: SiteId, op: &Operation, has_addresses: bool) {
+    pub(super) fn count_unordered_pairs(
+        &mut self,
+        stream: StreamId,
+        site: SiteId,
+        op: &Operation,
+        has_addresses: bool,
+    ) {
         let s = stream.index();
         let Engine { streams, processes, collector, sites, .. } = self;
         for &other in &processes[op.process.index()].active_streams {
