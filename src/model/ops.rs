@@ -74,7 +74,7 @@ impl CopyKind {
     }
 }
 
-/// What a host synchronization waits for (DESIGN.md rule 5).
+/// What a host synchronization waits for (DESIGN.md, host synchronization).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "on", content = "id")]
 pub enum HostSync {
@@ -122,7 +122,7 @@ pub enum OpKind {
         bytes: u64,
         src: Option<AccessRange>,
         dst: Option<AccessRange>,
-        /// A synchronous `cudaMemcpy` also joins the stream into the host thread (rule 6).
+        /// A synchronous `cudaMemcpy` also joins the stream into the host thread (DESIGN.md, blocking APIs).
         synchronous: bool,
     },
     Memset { stream: StreamId, bytes: u64, dst: Option<AccessRange>, synchronous: bool },
