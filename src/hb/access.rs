@@ -2,8 +2,9 @@
 //! a set, an allocation or a free touches, kernel pointer arguments resolved to the allocations they fall in
 //! (tier T1), and each access checked against the shadow memory of its process. It decides, never prints.
 //!
-//! It touches each process's shadow memory and allocation table and the access counters; it orders nothing
-//! itself (the stream step and blocking calls are `sync_rules`'), and hands conflicts to `race_report`.
+//! It touches each process's shadow memory and allocation table and the access counters. It orders nothing
+//! itself: the stream step (`tick`) and the device synchronization of a `cudaFree` are applied in `sync_rules`;
+//! conflicts go to `race_report`.
 
 use super::clock::Epoch;
 use super::engine::{Engine, EngineError};

@@ -3,8 +3,9 @@
 //! stream, event record and wait, host synchronization and successful queries, blocking API calls, and how host
 //! threads are ordered among themselves. Each rule is marked `rule N` where it is applied.
 //!
-//! It touches the clocks of streams, host threads and events, each stream's latest operation, and the edges and
-//! wait findings it hands to the collector; never shadow memory or allocations (`access` owns those).
+//! It touches the clocks of streams, host threads and events, each stream's latest operation, the streams a
+//! process has run work on, and the edges and wait findings it hands to the collector; never shadow memory or
+//! allocations (`access` owns those). The stream step hands its unordered-pair count to `unordered_pairs`.
 
 use super::clock::{Epoch, VersionedClock};
 use super::engine::{Engine, EngineError, HbEdge, HostOrder};
