@@ -3,9 +3,11 @@
 use serde::Serialize;
 
 use super::ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
-use super::ops::{AccessRange, SourceLocation};
+use super::range::AccessRange;
+use super::source::SourceLocation;
 
-/// How a stream takes part in the legacy default stream's implicit synchronization (DESIGN.md rule 7).
+/// How a stream takes part in the legacy default stream's implicit synchronization (DESIGN.md, the legacy default
+/// stream).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StreamKind {
@@ -20,7 +22,7 @@ pub enum StreamKind {
 }
 
 impl StreamKind {
-    /// Whether the legacy default stream of the same context orders this stream (rule 7).
+    /// Whether the legacy default stream of the same context orders this stream.
     pub fn syncs_with_legacy_default(self) -> bool {
         matches!(self, StreamKind::PerThreadDefault | StreamKind::Blocking)
     }
@@ -73,7 +75,8 @@ pub struct ThreadInfo {
 pub enum AllocKind {
     /// `cudaMalloc` / `cuMemAlloc`: ordered by the host, not by any stream.
     Device,
-    /// `cudaMallocAsync` / `cuMemAllocFromPoolAsync`: a write of the whole block on its stream (rule 8).
+    /// `cudaMallocAsync` / `cuMemAllocFromPoolAsync`: a write of the whole block on its stream (DESIGN.md,
+    /// stream-ordered allocation).
     StreamOrdered,
     /// `cuMemMap` of a virtual-memory range (PyTorch's expandable segments).
     VirtualMap,
@@ -103,7 +106,7 @@ impl AllocKind {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FreeKind {
-    /// `cudaFree` / `cuMemFree`: synchronizes the device before freeing (rule 6).
+    /// `cudaFree` / `cuMemFree`: synchronizes the device before freeing (DESIGN.md, blocking APIs).
     Synchronous,
     /// `cudaFreeAsync`: a write of the whole block on its stream; later unordered accesses are use-after-free.
     StreamOrdered,

@@ -6,13 +6,14 @@
 mod entities;
 mod ids;
 mod ops;
+mod range;
 mod record;
+mod source;
 
 pub use entities::{AllocKind, Allocation, EventInfo, FreeKind, StreamInfo, StreamKind, ThreadInfo};
 pub use ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
-pub use ops::{
-    Access, AccessMode, AccessRange, CopyKind, GraphNode, HostSync, OpKind, Operation, PointerArg, QueryTarget,
-    RangeError, SourceLocation,
-};
+pub use ops::{Access, AccessMode, CopyKind, GraphNode, HostSync, OpKind, Operation, PointerArg, QueryTarget};
+pub use range::{AccessRange, RangeError};
+pub use source::SourceLocation;
 pub use ops::normalize_region;
 pub use record::TraceRecord;

@@ -1,63 +1,13 @@
 //! Operations: what the host asked CUDA to do, one per API call, and the memory each one touches.
 
-use std::fmt;
 use std::sync::Arc;
 
 use serde::Serialize;
-use thiserror::Error;
 
 use super::entities::{AllocKind, FreeKind};
 use super::ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
-
-/// A half-open byte range `[start, start + len)` of device memory in one process's address space.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct AccessRange {
-    pub start: u64,
-    pub len: u64,
-}
-
-/// Why a range could not be built.
-#[derive(Debug, Error, PartialEq, Eq)]
-pub enum RangeError {
-    #[error("range starting at {start:#x} with {len} bytes runs past the end of the address space")]
-    Overflow { start: u64, len: u64 },
-}
-
-impl AccessRange {
-    /// A range, refusing one whose end does not fit in 64 bits.
-    pub fn new(start: u64, len: u64) -> Result<AccessRange, RangeError> {
-        match start.checked_add(len) {
-            Some(_) => Ok(AccessRange { start, len }),
-            None => Err(RangeError::Overflow { start, len }),
-        }
-    }
-
-    /// One past the last byte. Cannot overflow: [`AccessRange::new`] checked it.
-    pub fn end(self) -> u64 {
-        self.start + self.len
-    }
-
-    pub fn is_empty(self) -> bool {
-        self.len == 0
-    }
-
-    /// The bytes both ranges cover, if any.
-    pub fn intersection(self, other: AccessRange) -> Option<AccessRange> {
-        let start = self.start.max(other.start);
-        let end = self.end().min(other.end());
-        (start < end).then(|| AccessRange { start, len: end - start })
-    }
-
-    pub fn contains(self, other: AccessRange) -> bool {
-        other.start >= self.start && other.end() <= self.end()
-    }
-}
-
-impl fmt::Display for AccessRange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[{:#x}, {:#x})", self.start, self.end())
-    }
-}
+use super::range::AccessRange;
+use super::source::SourceLocation;
 
 /// Whether an access reads or (may) write.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -79,35 +29,6 @@ pub struct Access {
 pub struct PointerArg {
     pub address: u64,
     pub mode: AccessMode,
-}
-
-/// Where in the program's source an operation was issued.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct SourceLocation {
-    pub file: Arc<str>,
-    pub line: Option<u32>,
-}
-
-impl SourceLocation {
-    /// Parses `file:line` (or a bare `file`).
-    pub fn parse(text: &str) -> SourceLocation {
-        match text.rsplit_once(':') {
-            Some((file, line)) if !file.is_empty() => match line.parse() {
-                Ok(line) => SourceLocation { file: file.into(), line: Some(line) },
-                Err(_) => SourceLocation { file: text.into(), line: None },
-            },
-            _ => SourceLocation { file: text.into(), line: None },
-        }
-    }
-}
-
-impl fmt::Display for SourceLocation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.line {
-            Some(line) => write!(f, "{}:{}", self.file, line),
-            None => write!(f, "{}", self.file),
-        }
-    }
 }
 
 /// A region name without its per-call counters: `aten::mul, seq = 12, op_id = 7` -> `aten::mul`.
@@ -153,7 +74,7 @@ impl CopyKind {
     }
 }
 
-/// What a host synchronization waits for (DESIGN.md rule 5).
+/// What a host synchronization waits for (DESIGN.md, host synchronization).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "on", content = "id")]
 pub enum HostSync {
@@ -201,7 +122,7 @@ pub enum OpKind {
         bytes: u64,
         src: Option<AccessRange>,
         dst: Option<AccessRange>,
-        /// A synchronous `cudaMemcpy` also joins the stream into the host thread (rule 6).
+        /// A synchronous `cudaMemcpy` also joins the stream into the host thread (DESIGN.md, blocking APIs).
         synchronous: bool,
     },
     Memset { stream: StreamId, bytes: u64, dst: Option<AccessRange>, synchronous: bool },
@@ -297,33 +218,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn range_rejects_overflow() {
-        assert!(AccessRange::new(u64::MAX, 1).is_err());
-        assert!(AccessRange::new(u64::MAX - 1, 1).is_ok());
-    }
-
-    #[test]
-    fn intersection_is_half_open() {
-        let a = AccessRange::new(0, 10).unwrap();
-        let b = AccessRange::new(10, 5).unwrap();
-        assert_eq!(a.intersection(b), None);
-        let c = AccessRange::new(8, 5).unwrap();
-        assert_eq!(a.intersection(c), Some(AccessRange { start: 8, len: 2 }));
-    }
-
-    #[test]
     fn region_counters_are_dropped() {
         assert_eq!(normalize_region("aten::mul, seq = 12, op_id = 7"), "aten::mul");
         assert_eq!(normalize_region("forward, layer 3"), "forward, layer 3");
         assert_eq!(normalize_region("plain"), "plain");
-    }
-
-    #[test]
-    fn source_location_parses_line() {
-        let loc = SourceLocation::parse("train.py:12");
-        assert_eq!(&*loc.file, "train.py");
-        assert_eq!(loc.line, Some(12));
-        assert_eq!(SourceLocation::parse("weird").line, None);
-        assert_eq!(SourceLocation::parse("C:/x.cu:7").line, Some(7));
     }
 }

@@ -1,0 +1,199 @@
+//! Memory operations and the access check (as TSan's `tsan_rtl_access.cpp`): which ranges a kernel launch, a copy,
+//! a set, an allocation or a free touches, kernel pointer arguments resolved to the allocations they fall in
+//! (tier T1), and each access checked against the shadow memory of its process. It decides, never prints.
+//!
+//! It touches each process's shadow memory and allocation table and the access counters. It orders nothing
+//! itself: the stream step (`tick`) and the device synchronization of a `cudaFree` are applied in `sync_rules`;
+//! conflicts go to `race_report`.
+
+use super::clock::Epoch;
+use super::engine::{Engine, EngineError};
+use super::race_report::{action_of, Known, Later};
+use super::shadow::{Effect, Stamp};
+use super::sites::SiteId;
+use super::sync_rules::BlockedOn;
+use crate::findings::AccessAction;
+use crate::model::{
+    Access, AccessMode, AccessRange, AllocId, AllocKind, Allocation, FreeKind, Operation, PointerArg, ProcessId,
+    StreamId,
+};
+
+impl Engine {
+    /// A kernel launch accesses what its tier gives: exact ranges (tier T2, hand-written traces) and the blocks
+    /// its pointer arguments fall in (tier T1).
+    pub(super) fn kernel_launch(
+        &mut self,
+        op: &Operation,
+        stream: StreamId,
+        name: &str,
+        accesses: &[Access],
+        pointers: &[PointerArg],
+    ) {
+        let site = self.site("kernel", name, Some(stream), op);
+        let epoch = self.tick(stream, site, op, !accesses.is_empty() || !pointers.is_empty());
+        // Pointer arguments (tier T1) become block accesses in a scratch list; exact accesses are used as they
+        // are, without a copy per launch.
+        let resolved = if pointers.is_empty() {
+            None
+        } else {
+            self.stats.kernels_with_pointers += 1;
+            let mut all = std::mem::take(&mut self.pointer_scratch);
+            all.clear();
+            all.extend_from_slice(accesses);
+            self.resolve_pointers(op.process, pointers, &mut all);
+            Some(all)
+        };
+        for access in effective_accesses(resolved.as_deref().unwrap_or(accesses)) {
+            self.access(op, epoch, site, *access, Effect::Access);
+        }
+        if let Some(all) = resolved {
+            self.pointer_scratch = all;
+        }
+    }
+
+    /// Tier T1: a pointer argument that falls in a live allocation accesses that whole block. Words that point
+    /// nowhere (sizes, flags, host pointers, freed memory) are ignored and counted.
+    fn resolve_pointers(&mut self, process: ProcessId, pointers: &[PointerArg], out: &mut Vec<Access>) {
+        let Some(state) = self.processes.get(process.index()) else { return };
+        for pointer in pointers {
+            match state.allocations.live_block_at(pointer.address) {
+                Some(range) => {
+                    if !out.iter().any(|a| a.range == range && a.mode == pointer.mode) {
+                        out.push(Access { range, mode: pointer.mode });
+                    }
+                }
+                None => self.stats.unresolved_pointers += 1,
+            }
+        }
+    }
+
+    /// rule 11: a copy reads its source range and writes its destination range; a set (no source) writes its
+    /// range. Kernels access what their tier gives ([`Engine::kernel_launch`]).
+    pub(super) fn copy_or_set(
+        &mut self,
+        op: &Operation,
+        stream: StreamId,
+        site: SiteId,
+        src: Option<AccessRange>,
+        dst: Option<AccessRange>,
+    ) {
+        let epoch = self.tick(stream, site, op, src.is_some() || dst.is_some());
+        if let Some(range) = src {
+            self.access(op, epoch, site, Access { range, mode: AccessMode::Read }, Effect::Access);
+        }
+        if let Some(range) = dst {
+            self.access(op, epoch, site, Access { range, mode: AccessMode::Write }, Effect::Access);
+        }
+    }
+
+    /// A block comes to be: filed in its process's allocations, then what its kind does to memory. `label` is
+    /// the trace's name for it, which names a stream-ordered allocation's site.
+    pub(super) fn alloc(
+        &mut self,
+        op: &Operation,
+        allocation: Allocation,
+        stream: Option<StreamId>,
+        label: Option<&str>,
+    ) {
+        let (range, kind) = (allocation.range, allocation.kind);
+        self.process_mut(op.process).allocations.insert(allocation, op.seq);
+        let live = self.processes[op.process.index()].allocations.live();
+        self.stats.peak_live_allocations = self.stats.peak_live_allocations.max(live);
+        match (kind, stream) {
+            // A pool block only names memory: the accesses made there before stay in the shadow, so that a block
+            // handed out again while another stream still uses it is seen (CSAN forgets them).
+            (AllocKind::PoolBlock, _) => {}
+            (AllocKind::StreamOrdered, Some(stream)) => {
+                let name = label.unwrap_or("cudaMallocAsync");
+                self.stream_ordered_block_write(op, stream, "alloc", name, range, Effect::Alloc);
+            }
+            _ => self.processes[op.process.index()].shadow.forget(range),
+        }
+    }
+
+    /// A block ends. A stream-ordered free is an access on its stream; any other free happens on the host, at
+    /// the host thread's clock, after the device synchronization a `cudaFree` implies.
+    pub(super) fn free(
+        &mut self,
+        op: &Operation,
+        host: usize,
+        alloc: AllocId,
+        kind: FreeKind,
+        stream: Option<StreamId>,
+    ) -> Result<(), EngineError> {
+        let process = op.process;
+        let Some(range) = self.process_mut(process).allocations.get(alloc).map(|a| a.range) else {
+            return Err(EngineError { origin: op.origin, message: format!("free of unknown allocation {}", alloc.0) });
+        };
+        match (kind, stream) {
+            (FreeKind::PoolBlock, _) => {
+                // Given back to the framework's pool: nothing happens on the device.
+                self.processes[process.index()].allocations.free(alloc, true, op.source.as_ref());
+            }
+            (FreeKind::StreamOrdered, Some(stream)) => {
+                self.stream_ordered_block_write(op, stream, "free", "cudaFreeAsync", range, Effect::Free);
+                self.processes[process.index()].allocations.free(alloc, true, None);
+            }
+            _ => {
+                if matches!(kind, FreeKind::Synchronous | FreeKind::Host) {
+                    self.blocking_call_returns(host, BlockedOn::Process(process), op.seq);
+                }
+                let name = match kind {
+                    FreeKind::VirtualUnmap => "cuMemUnmap",
+                    FreeKind::Host => "cudaFreeHost",
+                    _ => "cudaFree",
+                };
+                let site = self.site("free", name, None, op);
+                let Engine { processes, host_clocks, conflicts, .. } = self;
+                conflicts.clear();
+                processes[process.index()].shadow.release(range, &host_clocks[host].clock, conflicts);
+                let later = Later { site, seq: op.seq, origin: op.origin, position: None, action: AccessAction::Free };
+                self.report(process, &later, Known::Host(host));
+                self.processes[process.index()].allocations.free(alloc, false, None);
+            }
+        }
+        Ok(())
+    }
+
+    /// rule 8: a stream-ordered allocation or free writes the whole block at its place in the stream, so an
+    /// access unordered with the free is a use-after-free.
+    fn stream_ordered_block_write(
+        &mut self,
+        op: &Operation,
+        stream: StreamId,
+        class: &'static str,
+        name: &str,
+        range: AccessRange,
+        effect: Effect,
+    ) {
+        let site = self.site(class, name, Some(stream), op);
+        let epoch = self.tick(stream, site, op, true);
+        self.access(op, epoch, site, Access { range, mode: AccessMode::Write }, effect);
+    }
+
+    /// The race check: one access of `op`, at `epoch`, against the shadow of its process.
+    pub(super) fn access(&mut self, op: &Operation, epoch: Epoch, site: SiteId, access: Access, effect: Effect) {
+        self.stats.accesses += 1;
+        let stamp = Stamp { epoch, seq: op.seq, origin: op.origin, site, mode: access.mode, effect };
+        let process = op.process;
+        let Engine { processes, streams, conflicts, .. } = self;
+        conflicts.clear();
+        let clock = &streams[epoch.stream.index()].clock.clock;
+        processes[process.index()].shadow.access(access.range, stamp, clock, conflicts);
+        if conflicts.is_empty() {
+            return;
+        }
+        let action = action_of(effect, access.mode);
+        let later = Later { site, seq: op.seq, origin: op.origin, position: Some(epoch.tick), action };
+        self.report(process, &later, Known::Stream(epoch.stream));
+    }
+}
+
+/// The accesses of one operation that can race: a read inside a range the same operation writes adds nothing
+/// (the write conflicts with everything the read would), and would report one bug twice.
+pub(super) fn effective_accesses(accesses: &[Access]) -> impl Iterator<Item = &Access> {
+    accesses.iter().filter(move |a| {
+        a.mode == AccessMode::Write
+            || !accesses.iter().any(|w| w.mode == AccessMode::Write && w.range.contains(a.range))
+    })
+}

@@ -1,0 +1,88 @@
+//! Conflicts made race findings: the later party as the engine knew it, the race kind, why nothing ordered the
+//! two, and the fix. It decides nothing about ordering (the access check found the conflicts) and formats
+//! nothing (findings are plain data); it reads the engine's state and writes only the collector and counters.
+
+use super::engine::Engine;
+use super::shadow::Effect;
+use super::sites::SiteId;
+use crate::findings::{AccessAction, Fix, OpOccurrence, RaceFinding, RaceKind, Unordered};
+use crate::model::{AccessMode, ProcessId, StreamId};
+
+/// The later party of a conflict, as the engine knows it at the time.
+pub(super) struct Later {
+    pub(super) site: SiteId,
+    pub(super) seq: u64,
+    pub(super) origin: u64,
+    pub(super) position: Option<u64>,
+    pub(super) action: AccessAction,
+}
+
+/// Whose clock a conflict's later party had.
+#[derive(Copy, Clone)]
+pub(super) enum Known {
+    Stream(StreamId),
+    Host(usize),
+}
+
+impl Engine {
+    /// Turns the conflicts in `self.conflicts` into race findings.
+    pub(super) fn report(&mut self, process: ProcessId, later: &Later, known: Known) {
+        let Engine { conflicts, sites, collector, processes, streams, host_clocks, stats, .. } = self;
+        let known_clock = match known {
+            Known::Stream(s) => &streams[s.index()].clock.clock,
+            Known::Host(h) => &host_clocks[h].clock,
+        };
+        let allocations = &processes[process.index()].allocations;
+        for conflict in conflicts.iter() {
+            let earlier = conflict.earlier;
+            let earlier_action = action_of(earlier.effect, earlier.mode);
+            let kind = match (earlier_action, later.action) {
+                (AccessAction::Free, _) | (_, AccessAction::Free) => RaceKind::UseAfterFree,
+                (AccessAction::Read, _) => RaceKind::WriteAfterRead,
+                (_, AccessAction::Read) => RaceKind::ReadAfterWrite,
+                _ => RaceKind::WriteAfterWrite,
+            };
+            stats.race_occurrences += 1;
+            collector.race((kind, earlier.site.0, later.site.0), || {
+                let earlier_occurrence = OpOccurrence {
+                    site: sites.get(earlier.site).clone(),
+                    action: earlier_action,
+                    seq: earlier.seq,
+                    origin: earlier.origin,
+                    stream_position: Some(earlier.epoch.tick),
+                };
+                let later_occurrence = OpOccurrence {
+                    site: sites.get(later.site).clone(),
+                    action: later.action,
+                    seq: later.seq,
+                    origin: later.origin,
+                    stream_position: later.position,
+                };
+                let fix = Fix::for_race(&earlier_occurrence, &later_occurrence).unwrap_or(Fix::SyncBeforeRelease {
+                    stream: streams[earlier.epoch.stream.index()].sref.clone(),
+                    after: earlier_occurrence.site.name.clone(),
+                });
+                RaceFinding {
+                    kind,
+                    range: conflict.range,
+                    allocation: allocations.describe(conflict.range, Some(earlier.seq)),
+                    why: Unordered::CrossStream { known: known_clock.get(earlier.epoch.stream), position: earlier.epoch.tick },
+                    fix,
+                    count: 1,
+                    earlier: earlier_occurrence,
+                    later: later_occurrence,
+                }
+            });
+        }
+    }
+}
+
+/// What an access did, as findings name it.
+pub(super) fn action_of(effect: Effect, mode: AccessMode) -> AccessAction {
+    match (effect, mode) {
+        (Effect::Free, _) => AccessAction::Free,
+        (Effect::Alloc, _) => AccessAction::Alloc,
+        (Effect::Access, AccessMode::Read) => AccessAction::Read,
+        (Effect::Access, AccessMode::Write) => AccessAction::Write,
+    }
+}

@@ -1,0 +1,288 @@
+//! Every synchronization the engine models, and nothing else (as TSan's `tsan_rtl_mutex.cpp` holds its sync
+//! events): a stream's own order, what an enqueue inherits from the host thread and from the legacy default
+//! stream, event record and wait, host synchronization and successful queries, blocking API calls, and how host
+//! threads are ordered among themselves. Each rule is marked `rule N` where it is applied.
+//!
+//! It touches the clocks of streams, host threads and events, each stream's latest operation, the streams a
+//! process has run work on, and the edges and wait findings it hands to the collector; never shadow memory or
+//! allocations (`access` owns those). The stream step hands its unordered-pair count to `unordered_pairs`.
+
+use super::clock::{Epoch, VersionedClock};
+use super::engine::{Engine, EngineError, HbEdge, HostOrder};
+use super::sites::SiteId;
+use crate::findings::{AccessAction, EdgeKind, OpOccurrence, UnrecordedWait};
+use crate::model::{EventId, HostSync, Operation, ProcessId, QueryTarget, StreamId, StreamKind, ThreadId};
+
+/// What a blocking API call waited for before it returned to the host.
+#[derive(Copy, Clone)]
+pub(super) enum BlockedOn {
+    /// A synchronous copy or set: its own stream.
+    Stream(StreamId),
+    /// `cudaFree` and `cudaFreeHost`: every stream of the process.
+    Process(ProcessId),
+}
+
+impl Engine {
+    /// rule 1: operations on one stream run in issue order. A memory-touching operation advances its stream's own
+    /// clock component, so that every later operation of the stream covers it; on the way, the operations of other
+    /// streams it is unordered with are counted.
+    pub(super) fn tick(&mut self, stream: StreamId, site: SiteId, op: &Operation, has_addresses: bool) -> Epoch {
+        let s = stream.index();
+        let epoch = self.streams[s].clock.tick(stream);
+        self.stats.has_addresses |= has_addresses;
+        if epoch.tick == 1 {
+            self.process_mut(op.process).active_streams.push(stream);
+        }
+        self.count_unordered_pairs(stream, site, op, has_addresses);
+        let state = &mut self.streams[s];
+        state.last_site = Some(site);
+        state.last_seq = op.seq;
+        epoch
+    }
+
+    /// What every enqueue does before the operation itself: the host thread's knowledge, then the legacy default
+    /// stream's barrier.
+    pub(super) fn enqueue(&mut self, stream: StreamId, host: usize) {
+        let s = stream.index();
+        // rule 2: the stream runs the operation after everything the host thread had observed complete.
+        let host_clock = &self.host_clocks[host];
+        let state = &mut self.streams[s];
+        if state.seen_host.get(host) != Some(&host_clock.version) {
+            state.clock.join(&host_clock.clock);
+            set_grow(&mut state.seen_host, host, host_clock.version);
+        }
+        // rule 7: the legacy default stream waits for every blocking stream of its context, and blocking streams
+        // wait for it.
+        let ctx = state.info.context.index();
+        match state.info.kind {
+            StreamKind::LegacyDefault => {
+                for i in 0..self.contexts[ctx].blocking.len() {
+                    let from = self.contexts[ctx].blocking[i];
+                    self.stream_joins_stream(s, from.index());
+                }
+            }
+            kind if kind.syncs_with_legacy_default() => {
+                if let Some(legacy) = self.contexts[ctx].legacy {
+                    self.stream_joins_stream(s, legacy.index());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A new stream starts from what its creator had observed: work on it runs after that.
+    pub(super) fn clock_of_new_stream(&mut self, created_by: Option<ThreadId>) -> Result<VersionedClock, EngineError> {
+        let mut clock = VersionedClock::default();
+        if let Some(creator) = created_by {
+            let thread = index_mut(&mut self.threads, creator.index(), "thread", 0)?;
+            clock.join(&self.host_clocks[thread.host_clock].clock);
+        }
+        Ok(clock)
+    }
+
+    /// rule 10: the host clock a new thread's calls are ordered by. Host-side synchronization between threads is
+    /// invisible to tracing, so by default the threads of a process share one clock (their calls are taken in
+    /// timestamp order); in per-thread mode each thread gets its own, and only CUDA synchronization orders them.
+    pub(super) fn host_clock_for_thread(&mut self, process: ProcessId) -> usize {
+        let host_clock = match self.options.host_order {
+            HostOrder::PerThread => None,
+            HostOrder::Global => self.process_mut(process).host_clock,
+        }
+        .unwrap_or_else(|| {
+            self.host_clocks.push(VersionedClock::default());
+            self.host_clocks.len() - 1
+        });
+        if self.options.host_order == HostOrder::Global {
+            self.process_mut(process).host_clock = Some(host_clock);
+        }
+        host_clock
+    }
+
+    fn stream_joins_stream(&mut self, to: usize, from: usize) {
+        if to == from {
+            return;
+        }
+        let (dst, src) = pair_mut(&mut self.streams, to, from);
+        if dst.seen_stream.get(from) == Some(&src.clock.version) {
+            return;
+        }
+        let before = dst.clock.version;
+        dst.clock.join(&src.clock.clock);
+        set_grow(&mut dst.seen_stream, from, src.clock.version);
+        if dst.clock.version != before {
+            self.collector.edge(EdgeKind::LegacyDefault, &src.sref, Some(&dst.sref));
+        }
+    }
+
+    /// The host thread observes everything issued on `stream` so far, at the operation `at_seq`.
+    fn host_joins_stream(&mut self, host: usize, stream: StreamId, at_seq: u64) {
+        let state = &self.streams[stream.index()];
+        self.host_clocks[host].join(&state.clock.clock);
+        self.collector.edge(EdgeKind::HostSync, &state.sref, None);
+        if let Some(log) = self.edge_log.as_mut() {
+            if state.clock.clock.get(stream) > 0 {
+                log.push(HbEdge { kind: EdgeKind::HostSync, from_seq: state.last_seq, at_seq, to_stream: None });
+            }
+        }
+    }
+
+    /// rule 3: the record captures the stream's clock; a later record replaces it.
+    pub(super) fn event_record(&mut self, event: EventId, stream: StreamId, origin: u64) -> Result<(), EngineError> {
+        let ev = index_mut(&mut self.events, event.index(), "event", origin)?;
+        let clock = &self.streams[stream.index()].clock.clock;
+        match &mut ev.snapshot {
+            Some(snapshot) => snapshot.assign(clock),
+            None => ev.snapshot = Some(clock.clone()),
+        }
+        ev.recorded_on = Some(stream);
+        let recording = &self.streams[stream.index()];
+        ev.recorded_after = (recording.clock.clock.get(stream) > 0).then_some(recording.last_seq);
+        Ok(())
+    }
+
+    /// rule 4: the wait joins the event's snapshot as it is now; a never-recorded event orders nothing, and the
+    /// wait is reported.
+    pub(super) fn stream_wait(&mut self, op: &Operation, stream: StreamId, event: EventId) -> Result<(), EngineError> {
+        let ev = index_mut(&mut self.events, event.index(), "event", op.origin)?;
+        match (&ev.snapshot, ev.recorded_on) {
+            (Some(snapshot), Some(from)) => {
+                self.streams[stream.index()].clock.join(snapshot);
+                if let (Some(log), Some(from_seq)) = (self.edge_log.as_mut(), ev.recorded_after) {
+                    log.push(HbEdge { kind: EdgeKind::EventWait, from_seq, at_seq: op.seq, to_stream: Some(stream) });
+                }
+                self.collector.edge(
+                    EdgeKind::EventWait,
+                    &self.streams[from.index()].sref,
+                    Some(&self.streams[stream.index()].sref),
+                );
+            }
+            _ => {
+                let handle = ev.info.handle;
+                let (site, occurrence) = self.wait_occurrence(op, stream);
+                self.collector.unrecorded_wait(site.0, || UnrecordedWait { wait: occurrence, event: handle, count: 1 });
+            }
+        }
+        Ok(())
+    }
+
+    /// A wait whose event record the trace does not hold orders nothing; the report says so.
+    pub(super) fn wait_with_unknown_record(&mut self, op: &Operation, stream: StreamId, event: u64) {
+        let (site, occurrence) = self.wait_occurrence(op, stream);
+        self.collector.wait_with_unknown_record(site.0, || UnrecordedWait { wait: occurrence, event, count: 1 });
+    }
+
+    /// The wait `op` on `stream` as findings show it: its site and its place in the stream.
+    fn wait_occurrence(&mut self, op: &Operation, stream: StreamId) -> (SiteId, OpOccurrence) {
+        let site = self.site("stream wait", "cudaStreamWaitEvent", Some(stream), op);
+        let position = self.streams[stream.index()].clock.clock.get(stream);
+        let occurrence = OpOccurrence {
+            site: self.sites.get(site).clone(),
+            action: AccessAction::Read,
+            seq: op.seq,
+            origin: op.origin,
+            stream_position: Some(position),
+        };
+        (site, occurrence)
+    }
+
+    /// rule 5: a host synchronization joins what it waited for into the calling thread's host clock.
+    pub(super) fn host_sync(
+        &mut self,
+        host: usize,
+        sync: HostSync,
+        at_seq: u64,
+        origin: u64,
+    ) -> Result<(), EngineError> {
+        match sync {
+            HostSync::Stream(stream) => {
+                self.check_stream(stream, origin)?;
+                self.host_joins_stream(host, stream, at_seq);
+            }
+            HostSync::Event(event) => {
+                let ev = index_mut(&mut self.events, event.index(), "event", origin)?;
+                // An event synchronize gives the event's snapshot, not the stream's later work.
+                if let (Some(snapshot), Some(from)) = (&ev.snapshot, ev.recorded_on) {
+                    self.host_clocks[host].join(snapshot);
+                    self.collector.edge(EdgeKind::HostSync, &self.streams[from.index()].sref, None);
+                    if let (Some(log), Some(from_seq)) = (self.edge_log.as_mut(), ev.recorded_after) {
+                        log.push(HbEdge { kind: EdgeKind::HostSync, from_seq, at_seq, to_stream: None });
+                    }
+                }
+            }
+            HostSync::Device(device) => {
+                let targets: Vec<StreamId> =
+                    self.streams.iter().filter(|s| s.info.device == device).map(|s| s.info.id).collect();
+                for stream in targets {
+                    self.host_joins_stream(host, stream, at_seq);
+                }
+            }
+            HostSync::Context(context) => {
+                let targets: Vec<StreamId> =
+                    self.streams.iter().filter(|s| s.info.context == context).map(|s| s.info.id).collect();
+                for stream in targets {
+                    self.host_joins_stream(host, stream, at_seq);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Only a query that returned success tells the host the work is done: it is then a host synchronization on
+    /// what it asked about.
+    pub(super) fn query(
+        &mut self,
+        host: usize,
+        target: QueryTarget,
+        ready: bool,
+        at_seq: u64,
+        origin: u64,
+    ) -> Result<(), EngineError> {
+        if !ready {
+            return Ok(());
+        }
+        let sync = match target {
+            QueryTarget::Stream(s) => HostSync::Stream(s),
+            QueryTarget::Event(e) => HostSync::Event(e),
+        };
+        self.host_sync(host, sync, at_seq, origin)
+    }
+
+    /// rule 6: a blocking API call returns only once what it waited for has run, so the host thread joins it: a
+    /// synchronous copy or set its stream, `cudaFree` the whole device. Which calls block is the ingester's
+    /// reading of CUDA's "API synchronization behavior" page.
+    pub(super) fn blocking_call_returns(&mut self, host: usize, blocked_on: BlockedOn, at_seq: u64) {
+        match blocked_on {
+            BlockedOn::Stream(stream) => self.host_joins_stream(host, stream, at_seq),
+            BlockedOn::Process(process) => {
+                let targets: Vec<StreamId> = self.process_mut(process).streams.clone();
+                for stream in targets {
+                    self.host_joins_stream(host, stream, at_seq);
+                }
+            }
+        }
+    }
+}
+
+fn index_mut<'a, T>(v: &'a mut [T], index: usize, what: &str, origin: u64) -> Result<&'a mut T, EngineError> {
+    let len = v.len();
+    v.get_mut(index).ok_or_else(|| EngineError { origin, message: format!("{what} {index} unknown ({len} known)") })
+}
+
+/// Mutable references to two distinct elements.
+fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
+    debug_assert_ne!(a, b);
+    if a < b {
+        let (left, right) = v.split_at_mut(b);
+        (&mut left[a], &mut right[0])
+    } else {
+        let (left, right) = v.split_at_mut(a);
+        (&mut right[0], &mut left[b])
+    }
+}
+
+fn set_grow(v: &mut Vec<u64>, index: usize, value: u64) {
+    if index >= v.len() {
+        v.resize(index + 1, 0);
+    }
+    v[index] = value;
+}
