@@ -12,7 +12,9 @@ mod activity;
 pub mod args;
 mod callback;
 pub mod cbid;
+mod control;
 mod functions;
+mod origin;
 pub mod params;
 pub mod record;
 pub mod signature;
@@ -23,32 +25,21 @@ use std::cell::Cell;
 use rustc_hash::FxHashMap as HashMap;
 use std::ffi::c_void;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use cudarc::cupti::result as cupti;
 use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData, CUpti_CallbackDomain, CUpti_SubscriberHandle};
 
+use control::{disable, say_once, DISCARD, ENABLED, GPU_TIMES, NOOP};
+use origin::{current_pid, now_ns, thread_id};
 use record::Call;
 use state::ProcessState;
 use writer::Writer;
 
-/// Whether callbacks record anything. Cleared for good after a failure.
-static ENABLED: AtomicBool = AtomicBool::new(false);
-/// `STREAMTRACE_CALLBACK_NOOP=1`: subscribe and take every callback but record nothing, to measure what CUPTI's
-/// callbacks cost by themselves (docs/performance.md).
-static NOOP: AtomicBool = AtomicBool::new(false);
-/// `STREAMTRACE_DISCARD=1`: record everything but drop each batch instead of writing it, to measure what the
-/// writer thread costs the program (docs/performance.md). The trace keeps only its header.
-static DISCARD: AtomicBool = AtomicBool::new(false);
-/// Whether CUPTI activity records (GPU start and end times) are collected.
-static GPU_TIMES: AtomicBool = AtomicBool::new(false);
 /// The state of the current process; replaced after a fork.
 static STATE: Mutex<Option<ProcessState>> = Mutex::new(None);
-/// This process's id, kept here because getpid is a system call and every callback needs it; the child side
-/// of a fork sets it anew.
-static PID: AtomicU32 = AtomicU32::new(0);
 /// What capture cost the program: recorded calls, and the time spent in the callback for them (written into
 /// the trace at exit, so that every capture says what it cost).
 static RECORDED_CALLS: AtomicU64 = AtomicU64::new(0);
@@ -78,50 +69,13 @@ extern "C" fn after_fork_in_parent() {
 /// In the child: note the new process id and release the lock. The child's first recorded call then finds a
 /// state of another process and starts its own trace file.
 extern "C" fn after_fork_in_child() {
-    PID.store(std::process::id(), Ordering::SeqCst);
+    origin::note_pid();
     after_fork_in_parent();
-}
-
-fn current_pid() -> u32 {
-    PID.load(Ordering::Relaxed)
 }
 
 thread_local! {
     /// Set while this thread runs the callback: driver calls the capture makes itself must not be recorded.
     static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Says why capture stopped, once, and stops it.
-fn disable(reason: &str) {
-    if ENABLED.swap(false, Ordering::SeqCst) {
-        eprintln!("streamtrace: capture stopped: {reason}; the program runs on without it");
-    }
-}
-
-fn say_once(reason: &str) {
-    static SAID: AtomicBool = AtomicBool::new(false);
-    if !SAID.swap(true, Ordering::SeqCst) {
-        eprintln!("streamtrace: capture disabled: {reason}; the program runs on without it");
-    }
-}
-
-thread_local! {
-    /// gettid is a system call: ask once per thread.
-    static THREAD_ID: u64 = {
-        // Safety: gettid has no preconditions.
-        unsafe { libc::gettid() as u64 }
-    };
-}
-
-fn thread_id() -> u64 {
-    THREAD_ID.with(|tid| *tid)
-}
-
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // Safety: writes the current time into a local.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Where libcupti may be: the path the `streamtrace capture` command found, then the usual CUDA locations.
@@ -322,7 +276,7 @@ extern "C" fn flush_at_exit() {
 }
 
 fn initialize() -> Result<(), String> {
-    PID.store(std::process::id(), Ordering::SeqCst);
+    origin::note_pid();
     load_cupti()?;
     let mut subscriber: CUpti_SubscriberHandle = std::ptr::null_mut();
     // Safety: registers a callback with the signature CUPTI expects; no user data.
