@@ -1,13 +1,18 @@
 //! GPU start and end times from CUPTI activity records (kernels, copies, sets), joined to the recorded calls by
 //! correlation id in the trace (`gpu_time` records). Opt-in (`STREAMTRACE_GPU_TIMES=1`, `streamtrace capture
 //! --gpu-times`): activity tracing costs more than the callbacks themselves, and ordering needs no times.
+//! The records wait in this file's queue until the writer's drain takes them; this file touches only CUPTI's
+//! activity API, the queue and the on/off switch.
 
 use std::alloc::{alloc, dealloc, Layout};
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
 
 use cudarc::cupti::result::activity;
 use cudarc::cupti::sys::{CUpti_Activity, CUpti_ActivityKind};
 
-use crate::record::{Call, Record};
+use crate::control::ENABLED;
+use crate::record::{Call, Entry, Record};
 
 const BUFFER_SIZE: usize = 8 << 20;
 const BUFFER_ALIGN: usize = 8;
@@ -56,7 +61,7 @@ extern "C" fn buffer_completed(_context: cudarc::driver::sys::CUcontext, _stream
                 }
             }
         }
-        crate::emit_records(times);
+        queue(times);
         if let Ok(layout) = Layout::from_size_align(BUFFER_SIZE, BUFFER_ALIGN) {
             // Safety: allocated in `buffer_requested` with this layout.
             unsafe { dealloc(buffer, layout) };
@@ -82,7 +87,28 @@ pub fn flush() {
     let _ = activity::flush_all(1);
 }
 
+/// GPU times waiting to be written. Their own lock: CUPTI may deliver them on a thread that is inside the
+/// driver-API callback, which holds the state lock.
+static QUEUE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+/// Queues records that come from outside a driver call (GPU times); the next drain writes them.
+fn queue(records: Vec<Record>) {
+    if records.is_empty() || !ENABLED.load(Ordering::Relaxed) {
+        return;
+    }
+    if let Ok(mut queue) = QUEUE.lock() {
+        queue.extend(records.into_iter().map(|record| Entry { call: no_call(), record }));
+    }
+}
+
+/// Moves the queued GPU times to the end of `entries` (the batch a drain is about to write).
+pub fn take_queued(entries: &mut Vec<Entry>) {
+    if let Ok(mut queue) = QUEUE.lock() {
+        entries.append(&mut queue);
+    }
+}
+
 /// The call a GPU-time record is attributed to: none (it is written as it arrives).
-pub fn no_call() -> Call {
+fn no_call() -> Call {
     Call { tid: 0, time_ns: 0, correlation: 0 }
 }

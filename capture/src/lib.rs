@@ -26,8 +26,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::OnceLock;
 
 use cudarc::cupti::result as cupti;
 use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData, CUpti_CallbackDomain, CUpti_SubscriberHandle};
@@ -35,11 +34,8 @@ use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData, CUpti_Callba
 use control::{disable, say_once, DISCARD, ENABLED, GPU_TIMES, NOOP};
 use origin::{current_pid, now_ns, thread_id};
 use record::Call;
-use state::ProcessState;
-use writer::Writer;
+use state::{drain_into, state_for_this_process, ProcessState, STATE};
 
-/// The state of the current process; replaced after a fork.
-static STATE: Mutex<Option<ProcessState>> = Mutex::new(None);
 /// What capture cost the program: recorded calls, and the time spent in the callback for them (written into
 /// the trace at exit, so that every capture says what it cost).
 static RECORDED_CALLS: AtomicU64 = AtomicU64::new(0);
@@ -125,37 +121,6 @@ fn device_of(devices: &mut HashMap<u32, Option<u32>>, data: &CUpti_CallbackData)
     })
 }
 
-/// Starts a writer for this process if none runs for it (first call, or the first after a fork).
-fn state_for_this_process(slot: &mut Option<ProcessState>) -> Option<&mut ProcessState> {
-    let pid = current_pid();
-    if slot.as_ref().is_some_and(|s| s.pid == pid) {
-        return slot.as_mut();
-    }
-    let template = std::env::var("STREAMTRACE_OUTPUT").unwrap_or_else(|_| "streamtrace.%p.json".into());
-    let path = writer::trace_path(&template, pid);
-    match Writer::create(path.clone()) {
-        Ok(writer) => {
-            let drain = writer.handle();
-            let started = std::thread::Builder::new().name("streamtrace-writer".into()).spawn(move || loop {
-                std::thread::sleep(Duration::from_millis(100));
-                if !drain_into(&drain) {
-                    break;
-                }
-            });
-            if let Err(e) = started {
-                disable(&format!("cannot start the writer thread: {e}"));
-                return None;
-            }
-            *slot = Some(ProcessState::new(pid, writer));
-            slot.as_mut()
-        }
-        Err(e) => {
-            disable(&format!("cannot create {}: {e}", path.display()));
-            None
-        }
-    }
-}
-
 /// CUPTI's callback for every enabled driver call.
 unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDomain, cbid: u32, data: *const c_void) {
     if !ENABLED.load(Ordering::Relaxed)
@@ -198,55 +163,6 @@ unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDo
     IN_CALLBACK.with(|flag| flag.set(false));
     if outcome.is_err() {
         disable("an internal error in the capture library");
-    }
-}
-
-/// Takes the records collected so far and writes them with `writer`. False when this process's capture has
-/// ended (or the process forked and this thread belongs to the parent's state).
-fn drain_into(writer: &Writer) -> bool {
-    // The file first, then the records: batches reach the file in the order they were taken even when the
-    // writer thread and a synchronizing thread drain at once, and no thread waits for the file while holding
-    // the state lock that every recorded call needs.
-    let Ok(mut file) = writer.lock() else {
-        disable("cannot write the trace any more");
-        return false;
-    };
-    let mut batch = {
-        let Ok(mut slot) = STATE.lock() else { return false };
-        match slot.as_mut() {
-            Some(state) if state.pid == current_pid() && state.writer.path == writer.path => state.take_pending(),
-            _ => return false,
-        }
-    };
-    if let Ok(mut queue) = GPU_TIME_QUEUE.lock() {
-        batch.entries.append(&mut queue);
-    }
-    let written = batch.is_empty() || DISCARD.load(Ordering::Relaxed) || file.write(&batch).is_ok();
-    drop(file);
-    if !written {
-        disable("cannot write the trace any more");
-        return false;
-    }
-    batch.clear();
-    if let Ok(mut slot) = STATE.lock() {
-        if let Some(state) = slot.as_mut().filter(|state| state.pid == current_pid()) {
-            state.spare = Some(batch);
-        }
-    }
-    true
-}
-
-/// GPU times waiting to be written. Their own lock: CUPTI may deliver them on a thread that is inside the
-/// driver-API callback, which holds the state lock.
-static GPU_TIME_QUEUE: Mutex<Vec<record::Entry>> = Mutex::new(Vec::new());
-
-/// Queues records that come from outside a driver call (GPU times); the next drain writes them.
-fn emit_records(records: Vec<record::Record>) {
-    if records.is_empty() || !ENABLED.load(Ordering::Relaxed) {
-        return;
-    }
-    if let Ok(mut queue) = GPU_TIME_QUEUE.lock() {
-        queue.extend(records.into_iter().map(|record| record::Entry { call: activity::no_call(), record }));
     }
 }
 
