@@ -13,6 +13,7 @@ pub mod args;
 mod callback;
 pub mod cbid;
 mod control;
+mod fork;
 mod functions;
 mod origin;
 pub mod params;
@@ -34,7 +35,7 @@ use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData, CUpti_Callba
 use control::{disable, say_once, DISCARD, ENABLED, GPU_TIMES, NOOP};
 use origin::{current_pid, now_ns, thread_id};
 use record::Call;
-use state::{drain_into, state_for_this_process, ProcessState, STATE};
+use state::{drain_into, state_for_this_process, STATE};
 
 /// What capture cost the program: recorded calls, and the time spent in the callback for them (written into
 /// the trace at exit, so that every capture says what it cost).
@@ -42,32 +43,6 @@ static RECORDED_CALLS: AtomicU64 = AtomicU64::new(0);
 static CALLBACK_NS: AtomicU64 = AtomicU64::new(0);
 /// The CUPTI library, kept loaded for the life of the process.
 static CUPTI_LIBRARY: OnceLock<Option<libloading::Library>> = OnceLock::new();
-
-thread_local! {
-    /// The state lock, held by the forking thread across fork(): the child must not inherit it locked by a
-    /// thread that does not exist there.
-    static FORK_GUARD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Option<ProcessState>>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-extern "C" fn before_fork() {
-    let _ = std::panic::catch_unwind(|| {
-        let guard = STATE.lock().ok();
-        FORK_GUARD.with(|slot| *slot.borrow_mut() = guard);
-    });
-}
-
-/// In the parent: release the lock taken before the fork.
-extern "C" fn after_fork_in_parent() {
-    let _ = std::panic::catch_unwind(|| FORK_GUARD.with(|slot| slot.borrow_mut().take()));
-}
-
-/// In the child: note the new process id and release the lock. The child's first recorded call then finds a
-/// state of another process and starts its own trace file.
-extern "C" fn after_fork_in_child() {
-    origin::note_pid();
-    after_fork_in_parent();
-}
 
 thread_local! {
     /// Set while this thread runs the callback: driver calls the capture makes itself must not be recorded.
@@ -213,8 +188,7 @@ fn initialize() -> Result<(), String> {
             Err(e) => eprintln!("streamtrace: no GPU times ({e}); capture goes on without them"),
         }
     }
-    // Safety: registers plain extern "C" functions that take and release the state lock around fork().
-    unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_in_parent), Some(after_fork_in_child)) };
+    fork::register_handlers();
     ENABLED.store(true, Ordering::SeqCst);
     Ok(())
 }
