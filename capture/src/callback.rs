@@ -1,12 +1,94 @@
 //! The CUPTI driver-API callback: turns one call into records. Runs on the application's threads, so it only
-//! reads the call's parameters and hands records to the writer; it never blocks on I/O.
+//! reads the call's parameters and hands records to the process's state under its lock; it never blocks on
+//! I/O (a synchronizing call drains what is pending: the program is about to wait anyway). Touches the state,
+//! the switches and CUPTI's callback data; counts what it costs for the `capture_stats` record.
 
-use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData};
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cudarc::cupti::result as cupti;
+use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData, CUpti_CallbackDomain};
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::cbid::*;
+use crate::control::{disable, ENABLED, NOOP};
+use crate::origin::{now_ns, thread_id};
 use crate::params::*;
 use crate::record::{Call, Record, SyncTarget};
-use crate::state::ProcessState;
+use crate::state::{drain_into, state_for_this_process, ProcessState, STATE};
+
+/// What capture cost the program: recorded calls, and the time spent in the callback for them (written into
+/// the trace at exit, so that every capture says what it cost).
+static RECORDED_CALLS: AtomicU64 = AtomicU64::new(0);
+static CALLBACK_NS: AtomicU64 = AtomicU64::new(0);
+
+/// The `capture_stats` record: what the callback has cost so far.
+pub fn capture_stats() -> Record {
+    Record::CaptureStats { calls: RECORDED_CALLS.load(Ordering::Relaxed), callback_ns: CALLBACK_NS.load(Ordering::Relaxed) }
+}
+
+thread_local! {
+    /// Set while this thread runs the callback: driver calls the capture makes itself must not be recorded.
+    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// CUPTI's callback for every enabled driver call.
+pub unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDomain, cbid: u32, data: *const c_void) {
+    if !ENABLED.load(Ordering::Relaxed)
+        || NOOP.load(Ordering::Relaxed)
+        || data.is_null()
+        || domain != CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API
+    {
+        return;
+    }
+    // CUPTI calls at entry and at exit; each call is recorded at one of them. The other returns here, before
+    // the clock, the thread id or the lock.
+    // Safety: CUPTI passes driver-API callback data for the driver domain.
+    let at_exit = unsafe { (*(data as *const CUpti_CallbackData)).callbackSite } == CUpti_ApiCallbackSite::CUPTI_API_EXIT;
+    if at_exit != recorded_at_exit(cbid) {
+        return;
+    }
+    if IN_CALLBACK.with(|flag| flag.replace(true)) {
+        return;
+    }
+    let outcome = std::panic::catch_unwind(|| {
+        // Safety: CUPTI passes driver-API callback data for the driver domain.
+        let data = unsafe { &*(data as *const CUpti_CallbackData) };
+        let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: data.correlationId };
+        let flush = {
+            let Ok(mut slot) = STATE.lock() else { return };
+            let Some(state) = state_for_this_process(&mut slot) else { return };
+            let device = device_of(&mut state.devices, data);
+            // Safety: `data` belongs to the call `cbid`.
+            unsafe { on_call(state, cbid, data, call, device) };
+            // The program is about to wait anyway: write what is pending, so that a process ending in _exit
+            // (multiprocessing workers do) loses nothing recorded before its last synchronization.
+            is_synchronization(cbid).then(|| state.writer.handle())
+        };
+        if let Some(writer) = flush {
+            drain_into(&writer);
+        }
+        RECORDED_CALLS.fetch_add(1, Ordering::Relaxed);
+        CALLBACK_NS.fetch_add(now_ns().saturating_sub(call.time_ns), Ordering::Relaxed);
+    });
+    IN_CALLBACK.with(|flag| flag.set(false));
+    if outcome.is_err() {
+        disable("an internal error in the capture library");
+    }
+}
+
+/// The device of the call's context, looked up once per context (under the state lock).
+fn device_of(devices: &mut HashMap<u32, Option<u32>>, data: &CUpti_CallbackData) -> Option<u32> {
+    *devices.entry(data.contextUid).or_insert_with(|| {
+        if data.context.is_null() {
+            return None;
+        }
+        let mut device = 0u32;
+        // Safety: the context of the call being traced; out-pointer to a local.
+        unsafe { cupti::get_device_id(data.context, &mut device) }.ok().map(|()| device)
+    })
+}
 
 /// Reads the parameter block of the call as `T`.
 ///

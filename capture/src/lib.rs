@@ -9,6 +9,7 @@
 //! subscribed) is said once on standard error while the program runs on untouched.
 
 mod activity;
+mod at_exit;
 pub mod args;
 mod callback;
 pub mod cbid;
@@ -22,32 +23,20 @@ pub mod signature;
 mod state;
 pub mod writer;
 
-use std::cell::Cell;
-use rustc_hash::FxHashMap as HashMap;
-use std::ffi::c_void;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
 use cudarc::cupti::result as cupti;
-use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData, CUpti_CallbackDomain, CUpti_SubscriberHandle};
+use cudarc::cupti::sys::{CUpti_CallbackDomain, CUpti_SubscriberHandle};
 
-use control::{disable, say_once, DISCARD, ENABLED, GPU_TIMES, NOOP};
-use origin::{current_pid, now_ns, thread_id};
+use control::{say_once, DISCARD, ENABLED, GPU_TIMES, NOOP};
+use origin::{now_ns, thread_id};
 use record::Call;
-use state::{drain_into, state_for_this_process, STATE};
+use state::{state_for_this_process, STATE};
 
-/// What capture cost the program: recorded calls, and the time spent in the callback for them (written into
-/// the trace at exit, so that every capture says what it cost).
-static RECORDED_CALLS: AtomicU64 = AtomicU64::new(0);
-static CALLBACK_NS: AtomicU64 = AtomicU64::new(0);
 /// The CUPTI library, kept loaded for the life of the process.
 static CUPTI_LIBRARY: OnceLock<Option<libloading::Library>> = OnceLock::new();
-
-thread_local! {
-    /// Set while this thread runs the callback: driver calls the capture makes itself must not be recorded.
-    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
-}
 
 /// Where libcupti may be: the path the `streamtrace capture` command found, then the usual CUDA locations.
 fn cupti_candidates() -> Vec<PathBuf> {
@@ -84,94 +73,12 @@ fn load_cupti() -> Result<(), String> {
     }
 }
 
-/// The device of the call's context, looked up once per context (under the state lock).
-fn device_of(devices: &mut HashMap<u32, Option<u32>>, data: &CUpti_CallbackData) -> Option<u32> {
-    *devices.entry(data.contextUid).or_insert_with(|| {
-        if data.context.is_null() {
-            return None;
-        }
-        let mut device = 0u32;
-        // Safety: the context of the call being traced; out-pointer to a local.
-        unsafe { cupti::get_device_id(data.context, &mut device) }.ok().map(|()| device)
-    })
-}
-
-/// CUPTI's callback for every enabled driver call.
-unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDomain, cbid: u32, data: *const c_void) {
-    if !ENABLED.load(Ordering::Relaxed)
-        || NOOP.load(Ordering::Relaxed)
-        || data.is_null()
-        || domain != CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API
-    {
-        return;
-    }
-    // CUPTI calls at entry and at exit; each call is recorded at one of them. The other returns here, before
-    // the clock, the thread id or the lock.
-    // Safety: CUPTI passes driver-API callback data for the driver domain.
-    let at_exit = unsafe { (*(data as *const CUpti_CallbackData)).callbackSite } == CUpti_ApiCallbackSite::CUPTI_API_EXIT;
-    if at_exit != cbid::recorded_at_exit(cbid) {
-        return;
-    }
-    if IN_CALLBACK.with(|flag| flag.replace(true)) {
-        return;
-    }
-    let outcome = std::panic::catch_unwind(|| {
-        // Safety: CUPTI passes driver-API callback data for the driver domain.
-        let data = unsafe { &*(data as *const CUpti_CallbackData) };
-        let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: data.correlationId };
-        let flush = {
-            let Ok(mut slot) = STATE.lock() else { return };
-            let Some(state) = state_for_this_process(&mut slot) else { return };
-            let device = device_of(&mut state.devices, data);
-            // Safety: `data` belongs to the call `cbid`.
-            unsafe { callback::on_call(state, cbid, data, call, device) };
-            // The program is about to wait anyway: write what is pending, so that a process ending in _exit
-            // (multiprocessing workers do) loses nothing recorded before its last synchronization.
-            cbid::is_synchronization(cbid).then(|| state.writer.handle())
-        };
-        if let Some(writer) = flush {
-            drain_into(&writer);
-        }
-        RECORDED_CALLS.fetch_add(1, Ordering::Relaxed);
-        CALLBACK_NS.fetch_add(now_ns().saturating_sub(call.time_ns), Ordering::Relaxed);
-    });
-    IN_CALLBACK.with(|flag| flag.set(false));
-    if outcome.is_err() {
-        disable("an internal error in the capture library");
-    }
-}
-
-/// Writes out everything recorded, at exit.
-extern "C" fn flush_at_exit() {
-    if GPU_TIMES.load(Ordering::Relaxed) {
-        // Outside the state lock: CUPTI delivers the last buffers through `emit_records`, which takes it.
-        let _ = std::panic::catch_unwind(activity::flush);
-    }
-    let _ = std::panic::catch_unwind(|| {
-        let writer = {
-            let Ok(mut slot) = STATE.lock() else { return };
-            match slot.as_mut() {
-                Some(state) if state.pid == current_pid() => {
-                    let stats = record::Record::CaptureStats {
-                        calls: RECORDED_CALLS.load(Ordering::Relaxed),
-                        callback_ns: CALLBACK_NS.load(Ordering::Relaxed),
-                    };
-                    state.emit(Call { tid: thread_id(), time_ns: now_ns(), correlation: 0 }, stats);
-                    state.writer.handle()
-                }
-                _ => return,
-            }
-        };
-        drain_into(&writer);
-    });
-}
-
 fn initialize() -> Result<(), String> {
     origin::note_pid();
     load_cupti()?;
     let mut subscriber: CUpti_SubscriberHandle = std::ptr::null_mut();
     // Safety: registers a callback with the signature CUPTI expects; no user data.
-    unsafe { cupti::subscribe(&mut subscriber, Some(on_driver_call), std::ptr::null_mut()) }.map_err(|e| {
+    unsafe { cupti::subscribe(&mut subscriber, Some(callback::on_driver_call), std::ptr::null_mut()) }.map_err(|e| {
         format!("cuptiSubscribe failed ({e:?}): another CUPTI client (nsys, ncu, a profiler) may already be attached")
     })?;
     for &id in cbid::ENABLED {
@@ -179,7 +86,7 @@ fn initialize() -> Result<(), String> {
         let _ = unsafe { cupti::enable_callback(1, subscriber, CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API, id) };
     }
     // Safety: registers a plain extern "C" function with no arguments.
-    unsafe { libc::atexit(flush_at_exit) };
+    unsafe { libc::atexit(at_exit::flush_at_exit) };
     NOOP.store(std::env::var_os("STREAMTRACE_CALLBACK_NOOP").is_some(), Ordering::SeqCst);
     DISCARD.store(std::env::var_os("STREAMTRACE_DISCARD").is_some(), Ordering::SeqCst);
     if std::env::var_os("STREAMTRACE_GPU_TIMES").is_some() {
