@@ -29,18 +29,22 @@ fn time_fields(kind: CUpti_ActivityKind) -> Option<(usize, usize, usize)> {
     }
 }
 
+/// CUPTI asks for a buffer to fill; it hands it back to `buffer_completed`, which frees it.
 extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
     let _ = std::panic::catch_unwind(|| {
         let Ok(layout) = Layout::from_size_align(BUFFER_SIZE, BUFFER_ALIGN) else { return };
-        // Safety: a non-zero-sized layout; CUPTI hands the buffer back to `buffer_completed`, which frees it.
+        // Safety: a non-zero-sized layout.
+        let allocated = unsafe { alloc(layout) };
+        // Safety: CUPTI passes three out-pointers to its own variables.
         unsafe {
-            *buffer = alloc(layout);
-            *size = if (*buffer).is_null() { 0 } else { BUFFER_SIZE };
+            *buffer = allocated;
+            *size = if allocated.is_null() { 0 } else { BUFFER_SIZE };
             *max_records = 0;
         }
     });
 }
 
+/// CUPTI hands back a buffer it filled with `valid` bytes of activity records.
 extern "C" fn buffer_completed(_context: cudarc::driver::sys::CUcontext, _stream: u32, buffer: *mut u8, _size: usize, valid: usize) {
     let _ = std::panic::catch_unwind(|| {
         if buffer.is_null() {
@@ -48,17 +52,22 @@ extern "C" fn buffer_completed(_context: cudarc::driver::sys::CUcontext, _stream
         }
         let mut times = Vec::new();
         let mut record: *mut CUpti_Activity = std::ptr::null_mut();
-        // Safety: CUPTI filled `valid` bytes of the buffer it asked for; each record pointer it returns points
-        // into them, at least as long as the layout of its kind.
-        unsafe {
-            while activity::get_next_record(buffer, valid, &mut record).is_ok() && !record.is_null() {
-                if let Some((start, end, correlation)) = time_fields((*record).kind) {
+        // Safety: the buffer CUPTI filled with `valid` bytes; `record` is null or the record it returned last.
+        while unsafe { activity::get_next_record(buffer, valid, &mut record) }.is_ok() && !record.is_null() {
+            // Safety: a record CUPTI returned, inside the buffer; every record starts with its kind.
+            let kind = unsafe { (*record).kind };
+            if let Some((start, end, correlation)) = time_fields(kind) {
+                // Safety: the record is at least as long as the layout of its kind, which has these fields at
+                // these offsets (`time_fields`); reads need no alignment.
+                let time = unsafe {
                     let base = record as *const u8;
-                    let start = std::ptr::read_unaligned(base.add(start) as *const u64);
-                    let end = std::ptr::read_unaligned(base.add(end) as *const u64);
-                    let correlation = std::ptr::read_unaligned(base.add(correlation) as *const u32);
-                    times.push(Record::GpuTime { correlation, start, end });
-                }
+                    Record::GpuTime {
+                        correlation: base.add(correlation).cast::<u32>().read_unaligned(),
+                        start: base.add(start).cast::<u64>().read_unaligned(),
+                        end: base.add(end).cast::<u64>().read_unaligned(),
+                    }
+                };
+                times.push(time);
             }
         }
         queue(times);

@@ -10,6 +10,8 @@
 //! entry point catches), and any setup failure (no CUPTI, another CUPTI client such as nsys or ncu already
 //! subscribed) is said once on standard error while the program runs on untouched.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 mod activity;
 pub mod args;
 mod at_exit;

@@ -139,8 +139,10 @@ impl ProcessState {
                     return raw;
                 }
                 let (mut flags, mut priority) = (0u32, 0i32);
-                // Safety: a live stream handle from the call being traced; out-pointers to locals.
+                // Safety: a stream handle from the call being traced (an invalid one returns an error code);
+                // out-pointer to a local.
                 let known = unsafe { cu::cuStreamGetFlags(handle as cu::CUstream, &mut flags) } == cu::CUresult::CUDA_SUCCESS;
+                // Safety: as above.
                 let _ = unsafe { cu::cuStreamGetPriority(handle as cu::CUstream, &mut priority) };
                 let kind = if known && flags & 1 == 0 { "blocking" } else { "non_blocking" };
                 (raw, kind, Some(priority))
@@ -169,12 +171,14 @@ impl ProcessState {
 
     /// Records a kernel launch: the kernel's pointer words go to the batch's pointer list.
     ///
-    /// Safety: `kernel_params` and `extra` are the launch's arguments for kernel `handle`.
+    /// # Safety
+    /// `kernel_params` and `extra` are the launch's arguments for kernel `handle`, valid for the call.
     pub unsafe fn kernel(&mut self, call: Call, stream: u64, handle: *mut c_void, kernel_params: *mut *mut c_void, extra: *mut *mut c_void, api: &'static str) {
         let function = self.function(call, handle);
         let first_pointer = self.pending.pointers.len();
         let layout = &self.function_layouts[function as usize].params;
-        launch_pointers(layout, kernel_params, extra, &mut self.pending.pointers);
+        // Safety: the launch's arguments (the caller), and `layout` is the driver's layout of kernel `handle`.
+        unsafe { launch_pointers(layout, kernel_params, extra, &mut self.pending.pointers) };
         let pointer_count = (self.pending.pointers.len() - first_pointer) as u32;
         self.emit(call, Record::Kernel { stream, function, first_pointer: first_pointer as u32, pointer_count, api });
     }
