@@ -1,4 +1,5 @@
-//! Kernel arguments: which 8-byte words of the parameter buffer may be device pointers.
+//! Kernel arguments: which 8-byte words of the parameter buffer may be device pointers. Reads only the launch's
+//! own argument memory, and of a malformed `extra` array no more than a well-formed one would take.
 
 use std::ffi::c_void;
 

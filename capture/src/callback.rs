@@ -1,7 +1,8 @@
 //! The CUPTI driver-API callback: turns one call into records. Runs on the application's threads, so it only
 //! reads the call's parameters and hands records to the process's state under its lock; it never blocks on
 //! I/O (a synchronizing call drains what is pending: the program is about to wait anyway). Touches the state,
-//! the switches and CUPTI's callback data; counts what it costs for the `capture_stats` record.
+//! the switches, CUPTI's callback data and its device query; counts what it costs for the `capture_stats`
+//! record.
 
 use std::cell::Cell;
 use std::ffi::c_void;

@@ -1,6 +1,6 @@
 //! The capture's switches: whether it records at all (cleared for good after a failure), and the measurement
-//! and GPU-time modes set once at start-up. Every other module reads them; this file touches nothing else
-//! and is the one place that says why capture stopped.
+//! and GPU-time modes set once at start-up. Every other module reads them; this file touches nothing but
+//! standard error, where it says, once, why capture stopped or never started.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -1,6 +1,7 @@
 //! Turning capture on, once, when the driver initializes the injection: loading libcupti, subscribing to its
 //! driver-API callbacks, enabling the ids capture records, and registering the at-exit flush and the fork
-//! handlers. Touches CUPTI, libc's registration functions and the switches.
+//! handlers, and activity tracing when GPU times are asked for. Touches CUPTI, libc's registration functions
+//! and the switches.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
