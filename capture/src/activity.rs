@@ -1,13 +1,18 @@
 //! GPU start and end times from CUPTI activity records (kernels, copies, sets), joined to the recorded calls by
 //! correlation id in the trace (`gpu_time` records). Opt-in (`STREAMTRACE_GPU_TIMES=1`, `streamtrace capture
 //! --gpu-times`): activity tracing costs more than the callbacks themselves, and ordering needs no times.
+//! The records wait in this file's queue until the writer's drain takes them; this file touches only CUPTI's
+//! activity API, the queue and the on/off switch.
 
 use std::alloc::{alloc, dealloc, Layout};
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
 
 use cudarc::cupti::result::activity;
 use cudarc::cupti::sys::{CUpti_Activity, CUpti_ActivityKind};
 
-use crate::record::{Call, Record};
+use crate::control::ENABLED;
+use crate::record::{Call, Entry, Record};
 
 const BUFFER_SIZE: usize = 8 << 20;
 const BUFFER_ALIGN: usize = 8;
@@ -24,18 +29,22 @@ fn time_fields(kind: CUpti_ActivityKind) -> Option<(usize, usize, usize)> {
     }
 }
 
+/// CUPTI asks for a buffer to fill; it hands it back to `buffer_completed`, which frees it.
 extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
     let _ = std::panic::catch_unwind(|| {
         let Ok(layout) = Layout::from_size_align(BUFFER_SIZE, BUFFER_ALIGN) else { return };
-        // Safety: a non-zero-sized layout; CUPTI hands the buffer back to `buffer_completed`, which frees it.
+        // Safety: a non-zero-sized layout.
+        let allocated = unsafe { alloc(layout) };
+        // Safety: CUPTI passes three out-pointers to its own variables.
         unsafe {
-            *buffer = alloc(layout);
-            *size = if (*buffer).is_null() { 0 } else { BUFFER_SIZE };
+            *buffer = allocated;
+            *size = if allocated.is_null() { 0 } else { BUFFER_SIZE };
             *max_records = 0;
         }
     });
 }
 
+/// CUPTI hands back a buffer it filled with `valid` bytes of activity records.
 extern "C" fn buffer_completed(_context: cudarc::driver::sys::CUcontext, _stream: u32, buffer: *mut u8, _size: usize, valid: usize) {
     let _ = std::panic::catch_unwind(|| {
         if buffer.is_null() {
@@ -43,20 +52,25 @@ extern "C" fn buffer_completed(_context: cudarc::driver::sys::CUcontext, _stream
         }
         let mut times = Vec::new();
         let mut record: *mut CUpti_Activity = std::ptr::null_mut();
-        // Safety: CUPTI filled `valid` bytes of the buffer it asked for; each record pointer it returns points
-        // into them, at least as long as the layout of its kind.
-        unsafe {
-            while activity::get_next_record(buffer, valid, &mut record).is_ok() && !record.is_null() {
-                if let Some((start, end, correlation)) = time_fields((*record).kind) {
+        // Safety: the buffer CUPTI filled with `valid` bytes; `record` is null or the record it returned last.
+        while unsafe { activity::get_next_record(buffer, valid, &mut record) }.is_ok() && !record.is_null() {
+            // Safety: a record CUPTI returned, inside the buffer; every record starts with its kind.
+            let kind = unsafe { (*record).kind };
+            if let Some((start, end, correlation)) = time_fields(kind) {
+                // Safety: the record is at least as long as the layout of its kind, which has these fields at
+                // these offsets (`time_fields`); reads need no alignment.
+                let time = unsafe {
                     let base = record as *const u8;
-                    let start = std::ptr::read_unaligned(base.add(start) as *const u64);
-                    let end = std::ptr::read_unaligned(base.add(end) as *const u64);
-                    let correlation = std::ptr::read_unaligned(base.add(correlation) as *const u32);
-                    times.push(Record::GpuTime { correlation, start, end });
-                }
+                    Record::GpuTime {
+                        correlation: base.add(correlation).cast::<u32>().read_unaligned(),
+                        start: base.add(start).cast::<u64>().read_unaligned(),
+                        end: base.add(end).cast::<u64>().read_unaligned(),
+                    }
+                };
+                times.push(time);
             }
         }
-        crate::emit_records(times);
+        queue(times);
         if let Ok(layout) = Layout::from_size_align(BUFFER_SIZE, BUFFER_ALIGN) {
             // Safety: allocated in `buffer_requested` with this layout.
             unsafe { dealloc(buffer, layout) };
@@ -82,7 +96,28 @@ pub fn flush() {
     let _ = activity::flush_all(1);
 }
 
+/// GPU times waiting to be written. Their own lock: CUPTI may deliver them on a thread that is inside the
+/// driver-API callback, which holds the state lock.
+static QUEUE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+/// Queues records that come from outside a driver call (GPU times); the next drain writes them.
+fn queue(records: Vec<Record>) {
+    if records.is_empty() || !ENABLED.load(Ordering::Relaxed) {
+        return;
+    }
+    if let Ok(mut queue) = QUEUE.lock() {
+        queue.extend(records.into_iter().map(|record| Entry { call: no_call(), record }));
+    }
+}
+
+/// Moves the queued GPU times to the end of `entries` (the batch a drain is about to write).
+pub fn take_queued(entries: &mut Vec<Entry>) {
+    if let Ok(mut queue) = QUEUE.lock() {
+        entries.append(&mut queue);
+    }
+}
+
 /// The call a GPU-time record is attributed to: none (it is written as it arrives).
-pub fn no_call() -> Call {
+fn no_call() -> Call {
     Call { tid: 0, time_ns: 0, correlation: 0 }
 }

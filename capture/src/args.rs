@@ -1,4 +1,5 @@
-//! Kernel arguments: which 8-byte words of the parameter buffer may be device pointers.
+//! Kernel arguments: which 8-byte words of the parameter buffer may be device pointers. Reads only the launch's
+//! own argument memory, and of a malformed `extra` array no more than a well-formed one would take.
 
 use std::ffi::c_void;
 
@@ -32,47 +33,87 @@ pub fn scan_parameter(bytes: &[u8], offset: usize, read_only: bool, out: &mut Ve
     }
 }
 
-/// CU_LAUNCH_PARAM_BUFFER_POINTER and CU_LAUNCH_PARAM_BUFFER_SIZE in a launch's `extra` array.
+/// The keys of a launch's `extra` array (cuda.h): CU_LAUNCH_PARAM_END, CU_LAUNCH_PARAM_BUFFER_POINTER and
+/// CU_LAUNCH_PARAM_BUFFER_SIZE. CUDA defines no others.
+const LAUNCH_PARAM_END: usize = 0;
 const LAUNCH_PARAM_BUFFER_POINTER: usize = 1;
 const LAUNCH_PARAM_BUFFER_SIZE: usize = 2;
+/// The most words of an `extra` array read: 31 (key, value) pairs and the END, ten times what the three keys
+/// need. An array with no END within them is malformed, and capture reads no further into the program's memory.
+const MAX_EXTRA_WORDS: usize = 64;
 
 /// Appends to `out` the pointer words of one launch's arguments, each marked read-only when its parameter is
 /// `const T*`. `params` is the kernel's layout: (offset, size, read_only) per parameter.
 ///
-/// Safety: `kernel_params` and `extra` are the launch's own arguments, valid for the duration of the call.
+/// # Safety
+/// `kernel_params` and `extra` are the launch's own arguments, valid for the duration of the call: when
+/// `kernel_params` is not null it holds one pointer per parameter of `params`, each to that parameter's bytes;
+/// otherwise `extra`, when not null, is readable up to its CU_LAUNCH_PARAM_END or `MAX_EXTRA_WORDS` words,
+/// whichever comes first.
 pub unsafe fn launch_pointers(params: &[(usize, usize, bool)], kernel_params: *mut *mut c_void, extra: *mut *mut c_void, out: &mut Vec<PointerArg>) {
     let start = out.len();
     if !kernel_params.is_null() {
         for (index, &(offset, size, read_only)) in params.iter().enumerate() {
-            let value = *kernel_params.add(index);
+            // Safety: the caller vouches for one parameter pointer per entry of `params`.
+            let value = unsafe { *kernel_params.add(index) };
             if value.is_null() || size == 0 {
                 continue;
             }
-            let bytes = std::slice::from_raw_parts(value as *const u8, size);
+            // Safety: parameter `index` points to its `size` bytes (the size the driver gave for it).
+            let bytes = unsafe { std::slice::from_raw_parts(value as *const u8, size) };
             scan_parameter(bytes, offset, read_only, out, start);
         }
     } else if !extra.is_null() {
-        // The packed form: `extra` holds (key, value) pairs ending with CU_LAUNCH_PARAM_END (0).
-        let (mut buffer, mut size) = (std::ptr::null::<u8>(), 0usize);
-        let mut i = 0;
-        while !(*extra.add(i)).is_null() && i < 64 {
-            let key = *extra.add(i) as usize;
-            let value = *extra.add(i + 1);
-            if key == LAUNCH_PARAM_BUFFER_POINTER {
-                buffer = value as *const u8;
-            } else if key == LAUNCH_PARAM_BUFFER_SIZE && !value.is_null() {
-                size = *(value as *const usize);
-            }
-            i += 2;
-        }
-        if !buffer.is_null() && size > 0 {
-            for &(offset, psize, read_only) in params {
-                if offset + psize <= size {
-                    scan_parameter(std::slice::from_raw_parts(buffer.add(offset), psize), offset, read_only, out, start);
-                }
+        // Safety: the caller vouches for `extra` up to its END or MAX_EXTRA_WORDS words.
+        let Some((buffer, size)) = (unsafe { packed_buffer(extra) }) else { return };
+        for &(offset, psize, read_only) in params {
+            // Only parameters inside the buffer the launch declares; a layout entry that would overflow is none.
+            if offset.checked_add(psize).is_some_and(|end| end <= size) {
+                // Safety: `buffer` holds `size` bytes (the launch says so), and [offset, offset + psize) lies in them.
+                let bytes = unsafe { std::slice::from_raw_parts(buffer.add(offset), psize) };
+                scan_parameter(bytes, offset, read_only, out, start);
             }
         }
     }
+}
+
+/// The packed parameter buffer and its size from a launch's `extra` array: (key, value) pairs ending with
+/// CU_LAUNCH_PARAM_END. None when the array names no buffer, no size, or is malformed: no END within
+/// `MAX_EXTRA_WORDS` words, a key CUDA does not define, or a value that cannot be a pointer (a null or a small
+/// number: the END or a key of a list of odd length). Reading stops there, so a malformed array is never read
+/// past what a well-formed one would be.
+///
+/// # Safety
+/// `extra` is readable up to its CU_LAUNCH_PARAM_END or `MAX_EXTRA_WORDS` words, whichever comes first.
+unsafe fn packed_buffer(extra: *const *mut c_void) -> Option<(*const u8, usize)> {
+    let (mut buffer, mut size) = (None, None);
+    let mut i = 0;
+    loop {
+        if i >= MAX_EXTRA_WORDS {
+            return None;
+        }
+        // Safety: i < MAX_EXTRA_WORDS and no word before it was the END.
+        let key = unsafe { extra.add(i).read() } as usize;
+        if key == LAUNCH_PARAM_END {
+            break;
+        }
+        if i + 1 >= MAX_EXTRA_WORDS {
+            return None;
+        }
+        // Safety: i + 1 < MAX_EXTRA_WORDS and the word before it, a key, was not the END.
+        let value = unsafe { extra.add(i + 1).read() };
+        if (value as u64) < MIN_ADDRESS {
+            return None;
+        }
+        match key {
+            LAUNCH_PARAM_BUFFER_POINTER => buffer = Some(value as *const u8),
+            // Safety: the value of CU_LAUNCH_PARAM_BUFFER_SIZE points to a size_t; it need not be aligned.
+            LAUNCH_PARAM_BUFFER_SIZE => size = Some(unsafe { (value as *const usize).read_unaligned() }),
+            _ => return None,
+        }
+        i += 2;
+    }
+    Some((buffer?, size.filter(|&size| size > 0)?))
 }
 
 #[cfg(test)]
@@ -130,5 +171,167 @@ mod tests {
         // Safety: a packed parameter buffer of the layout's size, ended by CU_LAUNCH_PARAM_END.
         unsafe { launch_pointers(&layout, std::ptr::null_mut(), extra.as_mut_ptr(), &mut packed) };
         assert_eq!(packed, [PointerArg { address: a, writes: false }, PointerArg { address: b, writes: true }]);
+    }
+
+    /// Bytes placed so that they end where an inaccessible page begins: a read one byte past them faults, so a
+    /// test that reads out of bounds dies instead of passing.
+    struct BeforeGuardPage {
+        map: *mut c_void,
+        map_len: usize,
+        start: *mut u8,
+    }
+
+    impl BeforeGuardPage {
+        fn new(bytes: &[u8]) -> BeforeGuardPage {
+            // Safety: sysconf has no preconditions.
+            let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+            let data_pages = bytes.len().div_ceil(page).max(1);
+            let map_len = (data_pages + 1) * page;
+            let (read_write, private_anonymous) = (libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS);
+            // Safety: a fresh private anonymous mapping; no existing memory is touched.
+            let map = unsafe { libc::mmap(std::ptr::null_mut(), map_len, read_write, private_anonymous, -1, 0) };
+            assert_ne!(map, libc::MAP_FAILED);
+            let guard = (map as usize + data_pages * page) as *mut c_void;
+            // Safety: the last page of the mapping just made.
+            assert_eq!(unsafe { libc::mprotect(guard, page, libc::PROT_NONE) }, 0);
+            let start = (guard as usize - bytes.len()) as *mut u8;
+            // Safety: `bytes.len()` writable bytes of the mapping, right before the guard page.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), start, bytes.len()) };
+            BeforeGuardPage { map, map_len, start }
+        }
+
+        /// An `extra` array of these words, ending at the guard page.
+        fn words(words: &[*mut c_void]) -> BeforeGuardPage {
+            let bytes: Vec<u8> = words.iter().flat_map(|w| (*w as usize).to_ne_bytes()).collect();
+            BeforeGuardPage::new(&bytes)
+        }
+    }
+
+    impl Drop for BeforeGuardPage {
+        fn drop(&mut self) {
+            // Safety: the mapping made in `new`, unmapped once.
+            unsafe { libc::munmap(self.map, self.map_len) };
+        }
+    }
+
+    const POINTER: *mut c_void = LAUNCH_PARAM_BUFFER_POINTER as *mut c_void;
+    const SIZE: *mut c_void = LAUNCH_PARAM_BUFFER_SIZE as *mut c_void;
+    const END: *mut c_void = std::ptr::null_mut();
+    const LAYOUT: [(usize, usize, bool); 3] = [(0, 8, true), (8, 8, false), (16, 8, false)];
+    const A: u64 = 0x7f00_0000_1000;
+    const B: u64 = 0x7f00_0000_2000;
+
+    /// A 24-byte packed parameter buffer of LAYOUT (A, 7, B), ending at a guard page.
+    fn packed_arguments() -> BeforeGuardPage {
+        let mut buffer = [0u8; 24];
+        buffer[0..8].copy_from_slice(&A.to_le_bytes());
+        buffer[8..16].copy_from_slice(&7u64.to_le_bytes());
+        buffer[16..24].copy_from_slice(&B.to_le_bytes());
+        BeforeGuardPage::new(&buffer)
+    }
+
+    /// The pointer words `launch_pointers` finds for LAYOUT through this `extra` array.
+    fn from_extra(extra: &BeforeGuardPage) -> Vec<PointerArg> {
+        let mut out = Vec::new();
+        // Safety: the array ends at a guard page: a read past it faults rather than passes.
+        unsafe { launch_pointers(&LAYOUT, std::ptr::null_mut(), extra.start as *mut *mut c_void, &mut out) };
+        out
+    }
+
+    #[test]
+    fn a_well_formed_extra_at_a_page_end_is_read_to_its_end_and_no_further() {
+        let buffer = packed_arguments();
+        let mut size = 24usize;
+        let extra = BeforeGuardPage::words(&[POINTER, buffer.start as *mut c_void, SIZE, &mut size as *mut usize as *mut c_void, END]);
+        assert_eq!(from_extra(&extra), [PointerArg { address: A, writes: false }, PointerArg { address: B, writes: true }]);
+    }
+
+    #[test]
+    fn an_extra_without_end_is_read_for_at_most_64_words() {
+        let buffer = packed_arguments();
+        let mut size = 24usize;
+        let size_at = &mut size as *mut usize as *mut c_void;
+        // 32 well-formed pairs and no END: the 64th word is the last one read.
+        let words: Vec<*mut c_void> = (0..32).flat_map(|i| if i % 2 == 0 { [POINTER, buffer.start as *mut c_void] } else { [SIZE, size_at] }).collect();
+        assert_eq!(words.len(), MAX_EXTRA_WORDS);
+        assert!(from_extra(&BeforeGuardPage::words(&words)).is_empty(), "no END: malformed, nothing read from the buffer");
+    }
+
+    #[test]
+    fn the_end_may_be_the_last_of_the_64_words_and_no_later() {
+        let buffer = packed_arguments();
+        let mut size = 24usize;
+        let size_at = &mut size as *mut usize as *mut c_void;
+        let mut words: Vec<*mut c_void> = (0..31).flat_map(|i| if i % 2 == 0 { [POINTER, buffer.start as *mut c_void] } else { [SIZE, size_at] }).collect();
+        words.push(END);
+        assert_eq!(words.len(), MAX_EXTRA_WORDS - 1, "the END at index 62, the last key slot");
+        assert_eq!(from_extra(&BeforeGuardPage::words(&words)).len(), 2);
+        // One pair more puts the END at index 64, past the bound: malformed, and word 64 is never read.
+        words.pop();
+        words.extend([POINTER, buffer.start as *mut c_void]);
+        assert!(from_extra(&BeforeGuardPage::words(&words)).is_empty());
+    }
+
+    #[test]
+    fn an_extra_of_odd_length_is_not_read_past_its_end() {
+        let buffer = packed_arguments();
+        let mut size = 24usize;
+        let size_at = &mut size as *mut usize as *mut c_void;
+        // A key whose value slot holds the END: the word after it is past the array.
+        assert!(from_extra(&BeforeGuardPage::words(&[POINTER, buffer.start as *mut c_void, SIZE, END])).is_empty());
+        // A key missing in front: every value slot holds a key, and the END sits in a value slot.
+        assert!(from_extra(&BeforeGuardPage::words(&[POINTER, SIZE, size_at, END])).is_empty());
+    }
+
+    #[test]
+    fn a_size_without_a_pointer_or_a_pointer_without_a_size_reads_nothing() {
+        let buffer = packed_arguments();
+        let mut size = 24usize;
+        assert!(from_extra(&BeforeGuardPage::words(&[SIZE, &mut size as *mut usize as *mut c_void, END])).is_empty());
+        assert!(from_extra(&BeforeGuardPage::words(&[POINTER, buffer.start as *mut c_void, END])).is_empty());
+        let mut zero = 0usize;
+        let extra = BeforeGuardPage::words(&[POINTER, buffer.start as *mut c_void, SIZE, &mut zero as *mut usize as *mut c_void, END]);
+        assert!(from_extra(&extra).is_empty());
+    }
+
+    #[test]
+    fn an_undefined_key_ends_the_reading() {
+        let buffer = packed_arguments();
+        let mut size = 24usize;
+        let extra = BeforeGuardPage::words(&[
+            3 as *mut c_void,
+            buffer.start as *mut c_void,
+            POINTER,
+            buffer.start as *mut c_void,
+            SIZE,
+            &mut size as *mut usize as *mut c_void,
+            END,
+        ]);
+        assert!(from_extra(&extra).is_empty());
+    }
+
+    #[test]
+    fn a_huge_size_reads_only_the_kernels_own_parameters() {
+        let buffer = packed_arguments();
+        for mut size in [usize::MAX, usize::MAX - 4, 1 << 40] {
+            let extra = BeforeGuardPage::words(&[POINTER, buffer.start as *mut c_void, SIZE, &mut size as *mut usize as *mut c_void, END]);
+            assert_eq!(from_extra(&extra), [PointerArg { address: A, writes: false }, PointerArg { address: B, writes: true }]);
+        }
+        // A size smaller than the layout: the parameters past it are not read.
+        let mut size = 16usize;
+        let extra = BeforeGuardPage::words(&[POINTER, buffer.start as *mut c_void, SIZE, &mut size as *mut usize as *mut c_void, END]);
+        assert_eq!(from_extra(&extra), [PointerArg { address: A, writes: false }]);
+    }
+
+    #[test]
+    fn a_layout_entry_whose_end_overflows_is_skipped() {
+        let buffer = packed_arguments();
+        let mut size = usize::MAX;
+        let extra = BeforeGuardPage::words(&[POINTER, buffer.start as *mut c_void, SIZE, &mut size as *mut usize as *mut c_void, END]);
+        let layout = [(usize::MAX - 3, 8usize, false), (0, 8, false)];
+        let mut out = Vec::new();
+        // Safety: the arrays end at guard pages.
+        unsafe { launch_pointers(&layout, std::ptr::null_mut(), extra.start as *mut *mut c_void, &mut out) };
+        assert_eq!(out, [PointerArg { address: A, writes: true }]);
     }
 }

@@ -1,24 +1,144 @@
 //! The CUPTI driver-API callback: turns one call into records. Runs on the application's threads, so it only
-//! reads the call's parameters and hands records to the writer; it never blocks on I/O.
+//! reads the call's parameters and hands records to the process's state under its lock; it never blocks on
+//! I/O (a synchronizing call drains what is pending: the program is about to wait anyway). Touches the state,
+//! the switches, CUPTI's callback data and its device query; counts what it costs for the `capture_stats`
+//! record.
 
-use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData};
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cudarc::cupti::result as cupti;
+use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData, CUpti_CallbackDomain};
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::cbid::*;
+use crate::control::{disable, ENABLED, NOOP};
+use crate::origin::{now_ns, thread_id};
 use crate::params::*;
 use crate::record::{Call, Record, SyncTarget};
-use crate::state::ProcessState;
+use crate::state::{drain_into, state_for_this_process, ProcessState, STATE};
 
-/// Reads the parameter block of the call as `T`.
-///
-/// Safety: `data.functionParams` must point to the parameter block of the call `cbid` names, and `T` must be a
-/// prefix of that block's layout (params.rs).
-unsafe fn params<T>(data: &CUpti_CallbackData) -> &T {
-    &*(data.functionParams as *const T)
+/// What capture cost the program: recorded calls, and the time spent in the callback for them (written into
+/// the trace at exit, so that every capture says what it cost).
+static RECORDED_CALLS: AtomicU64 = AtomicU64::new(0);
+static CALLBACK_NS: AtomicU64 = AtomicU64::new(0);
+
+/// The `capture_stats` record: what the callback has cost so far.
+pub fn capture_stats() -> Record {
+    Record::CaptureStats { calls: RECORDED_CALLS.load(Ordering::Relaxed), callback_ns: CALLBACK_NS.load(Ordering::Relaxed) }
 }
 
-/// The call's return value at API exit (CUresult 0 is success).
-unsafe fn succeeded(data: &CUpti_CallbackData) -> bool {
-    !data.functionReturnValue.is_null() && *(data.functionReturnValue as *const i32) == 0
+thread_local! {
+    /// Set while this thread runs the callback: driver calls the capture makes itself must not be recorded.
+    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// CUPTI's callback for every enabled driver call.
+///
+/// # Safety
+/// Called by CUPTI only: `data`, for the driver-API domain, is the callback data of the call `cbid`.
+pub unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDomain, cbid: u32, data: *const c_void) {
+    if !ENABLED.load(Ordering::Relaxed)
+        || NOOP.load(Ordering::Relaxed)
+        || data.is_null()
+        || domain != CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API
+    {
+        return;
+    }
+    // CUPTI calls at entry and at exit; each call is recorded at one of them. The other returns here, before
+    // the clock, the thread id or the lock.
+    // Safety: CUPTI passes driver-API callback data for the driver domain; `data` is not null.
+    let at_exit = unsafe { (*(data as *const CUpti_CallbackData)).callbackSite } == CUpti_ApiCallbackSite::CUPTI_API_EXIT;
+    if at_exit != recorded_at_exit(cbid) {
+        return;
+    }
+    if IN_CALLBACK.with(|flag| flag.replace(true)) {
+        return;
+    }
+    let outcome = std::panic::catch_unwind(|| {
+        // Safety: CUPTI passes driver-API callback data for the driver domain; `data` is not null.
+        let data = unsafe { &*(data as *const CUpti_CallbackData) };
+        // Safety: that data is CUPTI's for the call `cbid`, and lives until this callback returns.
+        let data = unsafe { CallData::new(cbid, data) };
+        let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: data.data.correlationId };
+        let flush = {
+            let Ok(mut slot) = STATE.lock() else { return };
+            let Some(state) = state_for_this_process(&mut slot) else { return };
+            let device = device_of(&mut state.devices, &data);
+            on_call(state, &data, call, device);
+            // The program is about to wait anyway: write what is pending, so that a process ending in _exit
+            // (multiprocessing workers do) loses nothing recorded before its last synchronization.
+            is_synchronization(cbid).then(|| state.writer.handle())
+        };
+        if let Some(writer) = flush {
+            drain_into(&writer);
+        }
+        RECORDED_CALLS.fetch_add(1, Ordering::Relaxed);
+        CALLBACK_NS.fetch_add(now_ns().saturating_sub(call.time_ns), Ordering::Relaxed);
+    });
+    IN_CALLBACK.with(|flag| flag.set(false));
+    if outcome.is_err() {
+        disable("an internal error in the capture library");
+    }
+}
+
+/// CUPTI's callback data for one driver call, with the call's id. Making one vouches that the pointers in it
+/// are CUPTI's for that call (the only unchecked step), so what reads them needs only say which parameter
+/// block the call has.
+pub struct CallData<'a> {
+    cbid: u32,
+    data: &'a CUpti_CallbackData,
+}
+
+impl<'a> CallData<'a> {
+    /// # Safety
+    /// `data` is the callback data CUPTI passed for the call `cbid`, valid for `'a`.
+    unsafe fn new(cbid: u32, data: &'a CUpti_CallbackData) -> CallData<'a> {
+        CallData { cbid, data }
+    }
+
+    /// The call's parameter block as `T`; None when CUPTI passed none.
+    ///
+    /// # Safety
+    /// `T` is the layout of the parameter block of the call `self.cbid`, or a prefix of it (params.rs).
+    unsafe fn params<T>(&self) -> Option<&'a T> {
+        // Safety: `functionParams` is null or points to the call's block (`new`), which `T` describes (the
+        // caller), valid for 'a.
+        unsafe { (self.data.functionParams as *const T).as_ref() }
+    }
+
+    /// Whether the call returned CUDA_SUCCESS: only known at API exit.
+    fn succeeded(&self) -> bool {
+        let result = self.data.functionReturnValue as *const i32;
+        if self.data.callbackSite != CUpti_ApiCallbackSite::CUPTI_API_EXIT || result.is_null() {
+            return false;
+        }
+        // Safety: at API exit CUPTI points `functionReturnValue` at the call's CUresult (`new`).
+        unsafe { result.read() == 0 }
+    }
+}
+
+/// The device of the call's context, looked up once per context (under the state lock).
+fn device_of(devices: &mut HashMap<u32, Option<u32>>, data: &CallData) -> Option<u32> {
+    let context = data.data.context;
+    *devices.entry(data.data.contextUid).or_insert_with(|| {
+        if context.is_null() {
+            return None;
+        }
+        let mut device = 0u32;
+        // Safety: the context of the call being traced (`CallData::new`); out-pointer to a local.
+        unsafe { cupti::get_device_id(context, &mut device) }.ok().map(|()| device)
+    })
+}
+
+/// Reads through an out-parameter of a call that succeeded; None when it is null.
+///
+/// # Safety
+/// `out` is null or points to a `T` the driver wrote (the call returned CUDA_SUCCESS).
+unsafe fn written<T: Copy>(out: *const T) -> Option<T> {
+    // Safety: the caller vouches for `out`; null is checked by `as_ref`.
+    unsafe { out.as_ref() }.copied()
 }
 
 fn copy_kind(cbid: u32) -> &'static str {
@@ -39,37 +159,43 @@ fn memset_width(cbid: u32) -> u64 {
     }
 }
 
-/// Records one driver call.
-///
-/// Safety: `data` is the callback data CUPTI passed for the call `cbid`, valid for the duration of the callback.
-pub unsafe fn on_call(state: &mut ProcessState, cbid: u32, data: &CUpti_CallbackData, call: Call, device: Option<u32>) {
-    let enter = data.callbackSite == CUpti_ApiCallbackSite::CUPTI_API_ENTER;
-    let context = data.contextUid;
+/// Records one driver call. Each arm reads the parameter block of its calls (the one unsafe step: naming the
+/// block's layout, params.rs) and records in safe code.
+fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option<u32>) {
+    let cbid = data.cbid;
+    let enter = data.data.callbackSite == CUpti_ApiCallbackSite::CUPTI_API_ENTER;
+    let context = data.data.contextUid;
     let pt = per_thread(cbid);
     match cbid {
         CU_LAUNCH_KERNEL | CU_LAUNCH_KERNEL_PTSZ if enter => {
-            let p = params::<LaunchKernel>(data);
+            // Safety: cuLaunchKernel's block is LaunchKernel.
+            let Some(p) = (unsafe { data.params::<LaunchKernel>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
-            state.kernel(call, stream, p.f, p.kernelParams, p.extra, "cuLaunchKernel");
+            // Safety: the launch's own argument arrays, valid while the driver is in the call.
+            unsafe { state.kernel(call, stream, p.f, p.kernelParams, p.extra, "cuLaunchKernel") };
         }
         CU_LAUNCH_COOPERATIVE_KERNEL | CU_LAUNCH_COOPERATIVE_KERNEL_PTSZ if enter => {
-            let p = params::<LaunchKernel>(data);
+            // Safety: cuLaunchCooperativeKernel's block is LaunchKernel without `extra`, which is not read.
+            let Some(p) = (unsafe { data.params::<LaunchKernel>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
-            state.kernel(call, stream, p.f, p.kernelParams, std::ptr::null_mut(), "cuLaunchCooperativeKernel");
+            // Safety: the launch's own parameter array, valid while the driver is in the call.
+            unsafe { state.kernel(call, stream, p.f, p.kernelParams, std::ptr::null_mut(), "cuLaunchCooperativeKernel") };
         }
         CU_LAUNCH_KERNEL_EX | CU_LAUNCH_KERNEL_EX_PTSZ if enter => {
-            let p = params::<LaunchKernelEx>(data);
-            if p.config.is_null() {
-                return;
-            }
-            let stream = state.stream(call, context, device, (*p.config).hStream, pt);
-            state.kernel(call, stream, p.f, p.kernelParams, p.extra, "cuLaunchKernelEx");
+            // Safety: cuLaunchKernelEx's block is LaunchKernelEx.
+            let Some(p) = (unsafe { data.params::<LaunchKernelEx>() }) else { return };
+            // Safety: `config` is null or the launch's CUlaunchConfig, whose leading fields LaunchConfig declares.
+            let Some(config) = (unsafe { p.config.as_ref() }) else { return };
+            let stream = state.stream(call, context, device, config.hStream, pt);
+            // Safety: the launch's own argument arrays, valid while the driver is in the call.
+            unsafe { state.kernel(call, stream, p.f, p.kernelParams, p.extra, "cuLaunchKernelEx") };
         }
         CU_MEMCPY | CU_MEMCPY_PTDS | CU_MEMCPY_HTOD_V2 | CU_MEMCPY_HTOD_V2_PTDS | CU_MEMCPY_DTOH_V2
         | CU_MEMCPY_DTOH_V2_PTDS | CU_MEMCPY_DTOD_V2 | CU_MEMCPY_DTOD_V2_PTDS
             if enter =>
         {
-            let p = params::<Memcpy>(data);
+            // Safety: the synchronous copies' blocks start (dst, src, ByteCount): Memcpy.
+            let Some(p) = (unsafe { data.params::<Memcpy>() }) else { return };
             let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
             state.emit(call, Record::Memcpy { stream, copy: copy_kind(cbid), src: p.src, dst: p.dst, bytes: p.ByteCount as u64, synchronous: true, api: "cuMemcpy" });
         }
@@ -77,51 +203,60 @@ pub unsafe fn on_call(state: &mut ProcessState, cbid: u32, data: &CUpti_Callback
         | CU_MEMCPY_DTOH_ASYNC_V2 | CU_MEMCPY_DTOH_ASYNC_V2_PTSZ | CU_MEMCPY_DTOD_ASYNC_V2 | CU_MEMCPY_DTOD_ASYNC_V2_PTSZ
             if enter =>
         {
-            let p = params::<MemcpyAsync>(data);
+            // Safety: the asynchronous copies' blocks are (dst, src, ByteCount, hStream): MemcpyAsync.
+            let Some(p) = (unsafe { data.params::<MemcpyAsync>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
             state.emit(call, Record::Memcpy { stream, copy: copy_kind(cbid), src: p.src, dst: p.dst, bytes: p.ByteCount as u64, synchronous: false, api: "cuMemcpyAsync" });
         }
         CU_MEMCPY_PEER if enter => {
-            let p = params::<MemcpyPeer>(data);
+            // Safety: cuMemcpyPeer's block is MemcpyPeer.
+            let Some(p) = (unsafe { data.params::<MemcpyPeer>() }) else { return };
             let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
             state.emit(call, Record::Memcpy { stream, copy: "PtoP", src: p.srcDevice, dst: p.dstDevice, bytes: p.ByteCount as u64, synchronous: true, api: "cuMemcpyPeer" });
         }
         CU_MEMCPY_PEER_ASYNC | CU_MEMCPY_PEER_ASYNC_PTSZ if enter => {
-            let p = params::<MemcpyPeerAsync>(data);
+            // Safety: cuMemcpyPeerAsync's block is MemcpyPeerAsync.
+            let Some(p) = (unsafe { data.params::<MemcpyPeerAsync>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
             state.emit(call, Record::Memcpy { stream, copy: "PtoP", src: p.srcDevice, dst: p.dstDevice, bytes: p.ByteCount as u64, synchronous: false, api: "cuMemcpyPeerAsync" });
         }
         CU_MEMSET_D8_V2 | CU_MEMSET_D16_V2 | CU_MEMSET_D32_V2 | CU_MEMSET_D8_V2_PTDS | CU_MEMSET_D32_V2_PTDS if enter => {
-            let p = params::<Memset>(data);
+            // Safety: the synchronous sets' blocks are (dstDevice, value, N), the value padded alike: Memset.
+            let Some(p) = (unsafe { data.params::<Memset>() }) else { return };
             let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
             let bytes = p.N as u64 * memset_width(cbid);
             state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: true, api: "cuMemset" });
         }
         CU_MEMSET_D8_ASYNC | CU_MEMSET_D16_ASYNC | CU_MEMSET_D32_ASYNC | CU_MEMSET_D8_ASYNC_PTSZ | CU_MEMSET_D32_ASYNC_PTSZ if enter => {
-            let p = params::<MemsetAsync>(data);
+            // Safety: the asynchronous sets' blocks are (dstDevice, value, N, hStream): MemsetAsync.
+            let Some(p) = (unsafe { data.params::<MemsetAsync>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
             let bytes = p.N as u64 * memset_width(cbid);
             state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: false, api: "cuMemsetAsync" });
         }
         CU_EVENT_RECORD | CU_EVENT_RECORD_PTSZ | CU_EVENT_RECORD_WITH_FLAGS | CU_EVENT_RECORD_WITH_FLAGS_PTSZ if enter => {
-            let p = params::<EventRecord>(data);
+            // Safety: cuEventRecord's block, and the start of cuEventRecordWithFlags's, is EventRecord.
+            let Some(p) = (unsafe { data.params::<EventRecord>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
             let event = state.event(call, p.hEvent as u64);
             state.emit(call, Record::EventRecord { event, stream });
         }
         CU_STREAM_WAIT_EVENT | CU_STREAM_WAIT_EVENT_PTSZ if enter => {
-            let p = params::<StreamWaitEvent>(data);
+            // Safety: cuStreamWaitEvent's block is StreamWaitEvent.
+            let Some(p) = (unsafe { data.params::<StreamWaitEvent>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
             let event = state.event(call, p.hEvent as u64);
             state.emit(call, Record::Wait { stream, event });
         }
         CU_STREAM_SYNCHRONIZE | CU_STREAM_SYNCHRONIZE_PTSZ if enter => {
-            let p = params::<OneHandle>(data);
+            // Safety: cuStreamSynchronize's block is its stream handle.
+            let Some(p) = (unsafe { data.params::<OneHandle>() }) else { return };
             let stream = state.stream(call, context, device, p.handle, pt);
             state.emit(call, Record::Sync { target: SyncTarget::Stream(stream), api: "cuStreamSynchronize" });
         }
         CU_EVENT_SYNCHRONIZE if enter => {
-            let p = params::<OneHandle>(data);
+            // Safety: cuEventSynchronize's block is its event handle.
+            let Some(p) = (unsafe { data.params::<OneHandle>() }) else { return };
             let event = state.event(call, p.handle as u64);
             state.emit(call, Record::Sync { target: SyncTarget::Event(event), api: "cuEventSynchronize" });
         }
@@ -131,72 +266,90 @@ pub unsafe fn on_call(state: &mut ProcessState, cbid: u32, data: &CUpti_Callback
             state.emit(call, Record::Sync { target: SyncTarget::Context(context), api: "cuCtxSynchronize" });
         }
         CU_STREAM_QUERY | CU_STREAM_QUERY_PTSZ if !enter => {
-            let p = params::<OneHandle>(data);
+            // Safety: cuStreamQuery's block is its stream handle.
+            let Some(p) = (unsafe { data.params::<OneHandle>() }) else { return };
             let stream = state.stream(call, context, device, p.handle, pt);
-            state.emit(call, Record::Query { target: SyncTarget::Stream(stream), ready: succeeded(data), api: "cuStreamQuery" });
+            state.emit(call, Record::Query { target: SyncTarget::Stream(stream), ready: data.succeeded(), api: "cuStreamQuery" });
         }
         CU_EVENT_QUERY if !enter => {
-            let p = params::<OneHandle>(data);
+            // Safety: cuEventQuery's block is its event handle.
+            let Some(p) = (unsafe { data.params::<OneHandle>() }) else { return };
             let event = state.event(call, p.handle as u64);
-            state.emit(call, Record::Query { target: SyncTarget::Event(event), ready: succeeded(data), api: "cuEventQuery" });
+            state.emit(call, Record::Query { target: SyncTarget::Event(event), ready: data.succeeded(), api: "cuEventQuery" });
         }
-        CU_STREAM_CREATE | CU_STREAM_CREATE_WITH_PRIORITY if !enter && succeeded(data) => {
-            let p = params::<StreamCreate>(data);
-            if !p.phStream.is_null() {
+        CU_STREAM_CREATE | CU_STREAM_CREATE_WITH_PRIORITY if !enter && data.succeeded() => {
+            // Safety: cuStreamCreate's block is StreamCreate less `priority`, read only for cuStreamCreateWithPriority.
+            let Some(p) = (unsafe { data.params::<StreamCreate>() }) else { return };
+            // Safety: the call succeeded, so the driver wrote the new stream through `phStream`.
+            if let Some(handle) = unsafe { written(p.phStream) } {
                 let priority = (cbid == CU_STREAM_CREATE_WITH_PRIORITY).then_some(p.priority);
-                state.created_stream(call, context, device, *p.phStream as u64, p.Flags, priority);
+                state.created_stream(call, context, device, handle as u64, p.Flags, priority);
             }
         }
-        CU_MEM_ALLOC_V2 | CU_MEM_ALLOC_MANAGED if !enter && succeeded(data) => {
-            let p = params::<MemAlloc>(data);
-            if !p.dptr.is_null() {
+        CU_MEM_ALLOC_V2 | CU_MEM_ALLOC_MANAGED if !enter && data.succeeded() => {
+            // Safety: cuMemAlloc's block, and the start of cuMemAllocManaged's, is MemAlloc.
+            let Some(p) = (unsafe { data.params::<MemAlloc>() }) else { return };
+            // Safety: the call succeeded, so the driver wrote the address through `dptr`.
+            if let Some(address) = unsafe { written(p.dptr) } {
                 let kind = if cbid == CU_MEM_ALLOC_MANAGED { "managed" } else { "device" };
-                state.allocated(call, *p.dptr, p.bytesize as u64, kind, None, "cuMemAlloc");
+                state.allocated(call, address, p.bytesize as u64, kind, None, "cuMemAlloc");
             }
         }
-        CU_MEM_ALLOC_ASYNC | CU_MEM_ALLOC_ASYNC_PTSZ if !enter && succeeded(data) => {
-            let p = params::<MemAllocAsync>(data);
-            if !p.dptr.is_null() {
+        CU_MEM_ALLOC_ASYNC | CU_MEM_ALLOC_ASYNC_PTSZ if !enter && data.succeeded() => {
+            // Safety: cuMemAllocAsync's block is MemAllocAsync.
+            let Some(p) = (unsafe { data.params::<MemAllocAsync>() }) else { return };
+            // Safety: the call succeeded, so the driver wrote the address through `dptr`.
+            if let Some(address) = unsafe { written(p.dptr) } {
                 let stream = state.stream(call, context, device, p.hStream, pt);
-                state.allocated(call, *p.dptr, p.bytesize as u64, "stream_ordered", Some(stream), "cuMemAllocAsync");
+                state.allocated(call, address, p.bytesize as u64, "stream_ordered", Some(stream), "cuMemAllocAsync");
             }
         }
-        CU_MEM_ALLOC_FROM_POOL_ASYNC | CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ if !enter && succeeded(data) => {
-            let p = params::<MemAllocFromPoolAsync>(data);
-            if !p.dptr.is_null() {
+        CU_MEM_ALLOC_FROM_POOL_ASYNC | CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ if !enter && data.succeeded() => {
+            // Safety: cuMemAllocFromPoolAsync's block is MemAllocFromPoolAsync.
+            let Some(p) = (unsafe { data.params::<MemAllocFromPoolAsync>() }) else { return };
+            // Safety: the call succeeded, so the driver wrote the address through `dptr`.
+            if let Some(address) = unsafe { written(p.dptr) } {
                 let stream = state.stream(call, context, device, p.hStream, pt);
-                state.allocated(call, *p.dptr, p.bytesize as u64, "stream_ordered", Some(stream), "cuMemAllocFromPoolAsync");
+                state.allocated(call, address, p.bytesize as u64, "stream_ordered", Some(stream), "cuMemAllocFromPoolAsync");
             }
         }
-        CU_MEM_HOST_ALLOC | CU_MEM_ALLOC_HOST_V2 if !enter && succeeded(data) => {
-            let p = params::<MemHostAlloc>(data);
-            if !p.pp.is_null() {
-                state.allocated(call, *p.pp as u64, p.bytesize as u64, "host", None, "cuMemHostAlloc");
+        CU_MEM_HOST_ALLOC | CU_MEM_ALLOC_HOST_V2 if !enter && data.succeeded() => {
+            // Safety: cuMemHostAlloc's block, and the start of cuMemAllocHost's, is MemHostAlloc.
+            let Some(p) = (unsafe { data.params::<MemHostAlloc>() }) else { return };
+            // Safety: the call succeeded, so the driver wrote the host address through `pp`.
+            if let Some(address) = unsafe { written(p.pp) } {
+                state.allocated(call, address as u64, p.bytesize as u64, "host", None, "cuMemHostAlloc");
             }
         }
-        CU_MEM_MAP if !enter && succeeded(data) => {
-            let p = params::<MemMap>(data);
+        CU_MEM_MAP if !enter && data.succeeded() => {
+            // Safety: cuMemMap's block starts (ptr, size): MemMap.
+            let Some(p) = (unsafe { data.params::<MemMap>() }) else { return };
             state.allocated(call, p.ptr, p.size as u64, "virtual_map", None, "cuMemMap");
         }
         CU_MEM_FREE_V2 if enter => {
-            let p = params::<MemFree>(data);
+            // Safety: cuMemFree's block is MemFree.
+            let Some(p) = (unsafe { data.params::<MemFree>() }) else { return };
             state.freed(call, p.dptr, "synchronous", None, "cuMemFree");
         }
         CU_MEM_FREE_HOST if enter => {
-            let p = params::<OneHandle>(data);
+            // Safety: cuMemFreeHost's block is its host pointer.
+            let Some(p) = (unsafe { data.params::<OneHandle>() }) else { return };
             state.freed(call, p.handle as u64, "host", None, "cuMemFreeHost");
         }
         CU_MEM_FREE_ASYNC | CU_MEM_FREE_ASYNC_PTSZ if enter => {
-            let p = params::<MemFreeAsync>(data);
+            // Safety: cuMemFreeAsync's block is MemFreeAsync.
+            let Some(p) = (unsafe { data.params::<MemFreeAsync>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
             state.freed(call, p.dptr, "stream_ordered", Some(stream), "cuMemFreeAsync");
         }
         CU_MEM_UNMAP if enter => {
-            let p = params::<MemMap>(data);
+            // Safety: cuMemUnmap's block is (ptr, size): MemMap.
+            let Some(p) = (unsafe { data.params::<MemMap>() }) else { return };
             state.unmapped(call, p.ptr, p.size as u64);
         }
         CU_GRAPH_LAUNCH | CU_GRAPH_LAUNCH_PTSZ if enter => {
-            let p = params::<GraphLaunch>(data);
+            // Safety: cuGraphLaunch's block is GraphLaunch.
+            let Some(p) = (unsafe { data.params::<GraphLaunch>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
             state.emit(call, Record::GraphLaunch { stream });
         }

@@ -1,5 +1,5 @@
 //! The driver-API callback ids streamtrace enables (cupti_driver_cbid.h). Only these are enabled: a PyTorch
-//! start-up makes thousands of calls streamtrace has no use for.
+//! start-up makes thousands of calls streamtrace has no use for. Constants and predicates; touches nothing.
 
 pub const CU_CTX_SYNCHRONIZE: u32 = 17;
 pub const CU_MEM_FREE_HOST: u32 = 38;

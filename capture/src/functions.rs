@@ -1,5 +1,6 @@
 //! What a kernel handle's parameters look like: its demangled name, each parameter's offset and size, and which
-//! parameters are `const T*`. Looked up once per handle through the driver and cached.
+//! parameters are `const T*`. Looked up once per handle through the driver (its name and parameter queries,
+//! the only thing this file touches) and cached by state.rs.
 
 use std::ffi::{c_void, CStr};
 use std::sync::Arc;
@@ -33,9 +34,11 @@ pub fn describe(handle: *mut c_void) -> FunctionInfo {
 
 fn name_of(handle: *mut c_void) -> Option<String> {
     let mut name: *const std::ffi::c_char = std::ptr::null();
-    // Safety: the driver writes a pointer to a string it owns; the handle came from the launch being traced.
-    let ok = unsafe { cu::cuFuncGetName(&mut name, handle as cu::CUfunction) } == cu::CUresult::CUDA_SUCCESS
-        || unsafe { cu::cuKernelGetName(&mut name, handle as cu::CUkernel) } == cu::CUresult::CUDA_SUCCESS;
+    // Safety: the driver writes a pointer to a string it owns; the handle came from the launch being traced, and
+    // one of the wrong kind returns an error code.
+    let function_named = unsafe { cu::cuFuncGetName(&mut name, handle as cu::CUfunction) } == cu::CUresult::CUDA_SUCCESS;
+    // Safety: as above, for the CUkernel form.
+    let ok = function_named || unsafe { cu::cuKernelGetName(&mut name, handle as cu::CUkernel) } == cu::CUresult::CUDA_SUCCESS;
     if !ok || name.is_null() {
         return None;
     }
@@ -46,10 +49,11 @@ fn name_of(handle: *mut c_void) -> Option<String> {
 fn param_info(handle: *mut c_void, index: usize) -> Option<(usize, usize)> {
     let (mut offset, mut size) = (0usize, 0usize);
     // Safety: out-pointers to locals; an invalid index or handle returns an error code.
-    let ok = unsafe { cu::cuFuncGetParamInfo(handle as cu::CUfunction, index, &mut offset, &mut size) }
-        == cu::CUresult::CUDA_SUCCESS
-        || unsafe { cu::cuKernelGetParamInfo(handle as cu::CUkernel, index, &mut offset, &mut size) }
-            == cu::CUresult::CUDA_SUCCESS;
+    let function_param = unsafe { cu::cuFuncGetParamInfo(handle as cu::CUfunction, index, &mut offset, &mut size) }
+        == cu::CUresult::CUDA_SUCCESS;
+    // Safety: as above, for the CUkernel form.
+    let ok = function_param
+        || unsafe { cu::cuKernelGetParamInfo(handle as cu::CUkernel, index, &mut offset, &mut size) } == cu::CUresult::CUDA_SUCCESS;
     ok.then_some((offset, size))
 }
 

@@ -1,353 +1,39 @@
 //! The streamtrace capture library, injected into a CUDA program through `CUDA_INJECTION64_PATH`.
 //!
 //! The CUDA driver calls [`InitializeInjection`] while it initializes. The library subscribes to CUPTI's
-//! driver-API callbacks for the calls that order or touch memory (cbid.rs), turns each into a record of the
-//! streamtrace JSON trace format (record.rs) and hands it to a writer thread (writer.rs).
+//! driver-API callbacks for the calls that order or touch memory (setup.rs, cbid.rs), turns each into a record
+//! of the streamtrace JSON trace format (callback.rs, state.rs, record.rs) and hands it to a writer thread
+//! (writer.rs). The PyTorch bootstrap adds its records through the two `streamtrace_framework_*` functions.
+//! This file holds only the exported entry points.
 //!
 //! Capture must never change what the program does: nothing panics or unwinds across the FFI boundary (every
 //! entry point catches), and any setup failure (no CUPTI, another CUPTI client such as nsys or ncu already
 //! subscribed) is said once on standard error while the program runs on untouched.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
 mod activity;
 pub mod args;
+mod at_exit;
 mod callback;
 pub mod cbid;
+mod control;
+mod fork;
 mod functions;
+mod origin;
 pub mod params;
 pub mod record;
+mod setup;
 pub mod signature;
 mod state;
 pub mod writer;
 
-use std::cell::Cell;
-use rustc_hash::FxHashMap as HashMap;
-use std::ffi::c_void;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
-use cudarc::cupti::result as cupti;
-use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData, CUpti_CallbackDomain, CUpti_SubscriberHandle};
-
-use record::Call;
-use state::ProcessState;
-use writer::Writer;
-
-/// Whether callbacks record anything. Cleared for good after a failure.
-static ENABLED: AtomicBool = AtomicBool::new(false);
-/// `STREAMTRACE_CALLBACK_NOOP=1`: subscribe and take every callback but record nothing, to measure what CUPTI's
-/// callbacks cost by themselves (docs/performance.md).
-static NOOP: AtomicBool = AtomicBool::new(false);
-/// `STREAMTRACE_DISCARD=1`: record everything but drop each batch instead of writing it, to measure what the
-/// writer thread costs the program (docs/performance.md). The trace keeps only its header.
-static DISCARD: AtomicBool = AtomicBool::new(false);
-/// Whether CUPTI activity records (GPU start and end times) are collected.
-static GPU_TIMES: AtomicBool = AtomicBool::new(false);
-/// The state of the current process; replaced after a fork.
-static STATE: Mutex<Option<ProcessState>> = Mutex::new(None);
-/// This process's id, kept here because getpid is a system call and every callback needs it; the child side
-/// of a fork sets it anew.
-static PID: AtomicU32 = AtomicU32::new(0);
-/// What capture cost the program: recorded calls, and the time spent in the callback for them (written into
-/// the trace at exit, so that every capture says what it cost).
-static RECORDED_CALLS: AtomicU64 = AtomicU64::new(0);
-static CALLBACK_NS: AtomicU64 = AtomicU64::new(0);
-/// The CUPTI library, kept loaded for the life of the process.
-static CUPTI_LIBRARY: OnceLock<Option<libloading::Library>> = OnceLock::new();
-
-thread_local! {
-    /// The state lock, held by the forking thread across fork(): the child must not inherit it locked by a
-    /// thread that does not exist there.
-    static FORK_GUARD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Option<ProcessState>>>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-extern "C" fn before_fork() {
-    let _ = std::panic::catch_unwind(|| {
-        let guard = STATE.lock().ok();
-        FORK_GUARD.with(|slot| *slot.borrow_mut() = guard);
-    });
-}
-
-/// In the parent: release the lock taken before the fork.
-extern "C" fn after_fork_in_parent() {
-    let _ = std::panic::catch_unwind(|| FORK_GUARD.with(|slot| slot.borrow_mut().take()));
-}
-
-/// In the child: note the new process id and release the lock. The child's first recorded call then finds a
-/// state of another process and starts its own trace file.
-extern "C" fn after_fork_in_child() {
-    PID.store(std::process::id(), Ordering::SeqCst);
-    after_fork_in_parent();
-}
-
-fn current_pid() -> u32 {
-    PID.load(Ordering::Relaxed)
-}
-
-thread_local! {
-    /// Set while this thread runs the callback: driver calls the capture makes itself must not be recorded.
-    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Says why capture stopped, once, and stops it.
-fn disable(reason: &str) {
-    if ENABLED.swap(false, Ordering::SeqCst) {
-        eprintln!("streamtrace: capture stopped: {reason}; the program runs on without it");
-    }
-}
-
-fn say_once(reason: &str) {
-    static SAID: AtomicBool = AtomicBool::new(false);
-    if !SAID.swap(true, Ordering::SeqCst) {
-        eprintln!("streamtrace: capture disabled: {reason}; the program runs on without it");
-    }
-}
-
-thread_local! {
-    /// gettid is a system call: ask once per thread.
-    static THREAD_ID: u64 = {
-        // Safety: gettid has no preconditions.
-        unsafe { libc::gettid() as u64 }
-    };
-}
-
-fn thread_id() -> u64 {
-    THREAD_ID.with(|tid| *tid)
-}
-
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // Safety: writes the current time into a local.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Where libcupti may be: the path the `streamtrace capture` command found, then the usual CUDA locations.
-fn cupti_candidates() -> Vec<PathBuf> {
-    let mut paths = Vec::new();
-    if let Some(path) = std::env::var_os("STREAMTRACE_CUPTI") {
-        paths.push(PathBuf::from(path));
-    }
-    for root in ["/usr/local/cuda/targets/x86_64-linux/lib", "/usr/local/cuda/extras/CUPTI/lib64", "/usr/local/cuda/lib64"] {
-        for name in ["libcupti.so.13", "libcupti.so.12", "libcupti.so"] {
-            paths.push(PathBuf::from(root).join(name));
-        }
-    }
-    paths
-}
-
-/// Loads libcupti by path so that cudarc, which looks it up by name, finds the loaded copy.
-fn load_cupti() -> Result<(), String> {
-    let loaded = CUPTI_LIBRARY.get_or_init(|| {
-        for path in cupti_candidates() {
-            if path.exists() {
-                // Safety: loading CUPTI runs its initializers, which expect to be loaded into a CUDA process.
-                if let Ok(lib) = unsafe { libloading::os::unix::Library::open(Some(&path), libc::RTLD_NOW | libc::RTLD_GLOBAL) } {
-                    return Some(lib.into());
-                }
-            }
-        }
-        None
-    });
-    // Safety: probing for the library has no side effect beyond loading it.
-    if loaded.is_some() || unsafe { cudarc::cupti::sys::is_culib_present() } {
-        Ok(())
-    } else {
-        Err("libcupti not found (set STREAMTRACE_CUPTI to its path)".into())
-    }
-}
-
-/// The device of the call's context, looked up once per context (under the state lock).
-fn device_of(devices: &mut HashMap<u32, Option<u32>>, data: &CUpti_CallbackData) -> Option<u32> {
-    *devices.entry(data.contextUid).or_insert_with(|| {
-        if data.context.is_null() {
-            return None;
-        }
-        let mut device = 0u32;
-        // Safety: the context of the call being traced; out-pointer to a local.
-        unsafe { cupti::get_device_id(data.context, &mut device) }.ok().map(|()| device)
-    })
-}
-
-/// Starts a writer for this process if none runs for it (first call, or the first after a fork).
-fn state_for_this_process(slot: &mut Option<ProcessState>) -> Option<&mut ProcessState> {
-    let pid = current_pid();
-    if slot.as_ref().is_some_and(|s| s.pid == pid) {
-        return slot.as_mut();
-    }
-    let template = std::env::var("STREAMTRACE_OUTPUT").unwrap_or_else(|_| "streamtrace.%p.json".into());
-    let path = writer::trace_path(&template, pid);
-    match Writer::create(path.clone()) {
-        Ok(writer) => {
-            let drain = writer.handle();
-            let started = std::thread::Builder::new().name("streamtrace-writer".into()).spawn(move || loop {
-                std::thread::sleep(Duration::from_millis(100));
-                if !drain_into(&drain) {
-                    break;
-                }
-            });
-            if let Err(e) = started {
-                disable(&format!("cannot start the writer thread: {e}"));
-                return None;
-            }
-            *slot = Some(ProcessState::new(pid, writer));
-            slot.as_mut()
-        }
-        Err(e) => {
-            disable(&format!("cannot create {}: {e}", path.display()));
-            None
-        }
-    }
-}
-
-/// CUPTI's callback for every enabled driver call.
-unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDomain, cbid: u32, data: *const c_void) {
-    if !ENABLED.load(Ordering::Relaxed)
-        || NOOP.load(Ordering::Relaxed)
-        || data.is_null()
-        || domain != CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API
-    {
-        return;
-    }
-    // CUPTI calls at entry and at exit; each call is recorded at one of them. The other returns here, before
-    // the clock, the thread id or the lock.
-    // Safety: CUPTI passes driver-API callback data for the driver domain.
-    let at_exit = unsafe { (*(data as *const CUpti_CallbackData)).callbackSite } == CUpti_ApiCallbackSite::CUPTI_API_EXIT;
-    if at_exit != cbid::recorded_at_exit(cbid) {
-        return;
-    }
-    if IN_CALLBACK.with(|flag| flag.replace(true)) {
-        return;
-    }
-    let outcome = std::panic::catch_unwind(|| {
-        // Safety: CUPTI passes driver-API callback data for the driver domain.
-        let data = unsafe { &*(data as *const CUpti_CallbackData) };
-        let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: data.correlationId };
-        let flush = {
-            let Ok(mut slot) = STATE.lock() else { return };
-            let Some(state) = state_for_this_process(&mut slot) else { return };
-            let device = device_of(&mut state.devices, data);
-            // Safety: `data` belongs to the call `cbid`.
-            unsafe { callback::on_call(state, cbid, data, call, device) };
-            // The program is about to wait anyway: write what is pending, so that a process ending in _exit
-            // (multiprocessing workers do) loses nothing recorded before its last synchronization.
-            cbid::is_synchronization(cbid).then(|| state.writer.handle())
-        };
-        if let Some(writer) = flush {
-            drain_into(&writer);
-        }
-        RECORDED_CALLS.fetch_add(1, Ordering::Relaxed);
-        CALLBACK_NS.fetch_add(now_ns().saturating_sub(call.time_ns), Ordering::Relaxed);
-    });
-    IN_CALLBACK.with(|flag| flag.set(false));
-    if outcome.is_err() {
-        disable("an internal error in the capture library");
-    }
-}
-
-/// Takes the records collected so far and writes them with `writer`. False when this process's capture has
-/// ended (or the process forked and this thread belongs to the parent's state).
-fn drain_into(writer: &Writer) -> bool {
-    // The file first, then the records: batches reach the file in the order they were taken even when the
-    // writer thread and a synchronizing thread drain at once, and no thread waits for the file while holding
-    // the state lock that every recorded call needs.
-    let Ok(mut file) = writer.lock() else {
-        disable("cannot write the trace any more");
-        return false;
-    };
-    let mut batch = {
-        let Ok(mut slot) = STATE.lock() else { return false };
-        match slot.as_mut() {
-            Some(state) if state.pid == current_pid() && state.writer.path == writer.path => state.take_pending(),
-            _ => return false,
-        }
-    };
-    if let Ok(mut queue) = GPU_TIME_QUEUE.lock() {
-        batch.entries.append(&mut queue);
-    }
-    let written = batch.is_empty() || DISCARD.load(Ordering::Relaxed) || file.write(&batch).is_ok();
-    drop(file);
-    if !written {
-        disable("cannot write the trace any more");
-        return false;
-    }
-    batch.clear();
-    if let Ok(mut slot) = STATE.lock() {
-        if let Some(state) = slot.as_mut().filter(|state| state.pid == current_pid()) {
-            state.spare = Some(batch);
-        }
-    }
-    true
-}
-
-/// GPU times waiting to be written. Their own lock: CUPTI may deliver them on a thread that is inside the
-/// driver-API callback, which holds the state lock.
-static GPU_TIME_QUEUE: Mutex<Vec<record::Entry>> = Mutex::new(Vec::new());
-
-/// Queues records that come from outside a driver call (GPU times); the next drain writes them.
-fn emit_records(records: Vec<record::Record>) {
-    if records.is_empty() || !ENABLED.load(Ordering::Relaxed) {
-        return;
-    }
-    if let Ok(mut queue) = GPU_TIME_QUEUE.lock() {
-        queue.extend(records.into_iter().map(|record| record::Entry { call: activity::no_call(), record }));
-    }
-}
-
-/// Writes out everything recorded, at exit.
-extern "C" fn flush_at_exit() {
-    if GPU_TIMES.load(Ordering::Relaxed) {
-        // Outside the state lock: CUPTI delivers the last buffers through `emit_records`, which takes it.
-        let _ = std::panic::catch_unwind(activity::flush);
-    }
-    let _ = std::panic::catch_unwind(|| {
-        let writer = {
-            let Ok(mut slot) = STATE.lock() else { return };
-            match slot.as_mut() {
-                Some(state) if state.pid == current_pid() => {
-                    let stats = record::Record::CaptureStats {
-                        calls: RECORDED_CALLS.load(Ordering::Relaxed),
-                        callback_ns: CALLBACK_NS.load(Ordering::Relaxed),
-                    };
-                    state.emit(Call { tid: thread_id(), time_ns: now_ns(), correlation: 0 }, stats);
-                    state.writer.handle()
-                }
-                _ => return,
-            }
-        };
-        drain_into(&writer);
-    });
-}
-
-fn initialize() -> Result<(), String> {
-    PID.store(std::process::id(), Ordering::SeqCst);
-    load_cupti()?;
-    let mut subscriber: CUpti_SubscriberHandle = std::ptr::null_mut();
-    // Safety: registers a callback with the signature CUPTI expects; no user data.
-    unsafe { cupti::subscribe(&mut subscriber, Some(on_driver_call), std::ptr::null_mut()) }.map_err(|e| {
-        format!("cuptiSubscribe failed ({e:?}): another CUPTI client (nsys, ncu, a profiler) may already be attached")
-    })?;
-    for &id in cbid::ENABLED {
-        // Safety: a subscriber handle just returned by CUPTI; ids from cupti_driver_cbid.h.
-        let _ = unsafe { cupti::enable_callback(1, subscriber, CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API, id) };
-    }
-    // Safety: registers a plain extern "C" function with no arguments.
-    unsafe { libc::atexit(flush_at_exit) };
-    NOOP.store(std::env::var_os("STREAMTRACE_CALLBACK_NOOP").is_some(), Ordering::SeqCst);
-    DISCARD.store(std::env::var_os("STREAMTRACE_DISCARD").is_some(), Ordering::SeqCst);
-    if std::env::var_os("STREAMTRACE_GPU_TIMES").is_some() {
-        match activity::enable() {
-            Ok(()) => GPU_TIMES.store(true, Ordering::SeqCst),
-            Err(e) => eprintln!("streamtrace: no GPU times ({e}); capture goes on without them"),
-        }
-    }
-    // Safety: registers plain extern "C" functions that take and release the state lock around fork().
-    unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_in_parent), Some(after_fork_in_child)) };
-    ENABLED.store(true, Ordering::SeqCst);
-    Ok(())
-}
+use control::{say_once, ENABLED};
+use origin::{now_ns, thread_id};
+use record::{Call, Record};
+use state::{state_for_this_process, STATE};
 
 /// Entry point the CUDA driver calls for a library named in `CUDA_INJECTION64_PATH`. Returns 1 (success) in every
 /// case: a failed capture must not fail the program's CUDA initialization.
@@ -356,7 +42,7 @@ pub extern "C" fn InitializeInjection() -> i32 {
     if std::env::var_os("STREAMTRACE_DISABLE").is_some() {
         return 1;
     }
-    match std::panic::catch_unwind(initialize) {
+    match std::panic::catch_unwind(setup::initialize) {
         Ok(Ok(())) => {}
         Ok(Err(reason)) => say_once(&reason),
         Err(_) => say_once("an internal error while setting up CUPTI"),
@@ -378,7 +64,7 @@ pub unsafe extern "C" fn streamtrace_framework_record(text: *const u8, len: usiz
     // Safety: the caller passes `len` readable bytes.
     let bytes = unsafe { std::slice::from_raw_parts(text, len) };
     match std::str::from_utf8(bytes) {
-        Ok(line) if line.trim_start().starts_with('{') => framework_record(|| record::Record::Raw(line.to_string())),
+        Ok(line) if line.trim_start().starts_with('{') => framework_record(|| Record::Raw(line.to_string())),
         _ => -1,
     }
 }
@@ -390,10 +76,12 @@ pub extern "C" fn streamtrace_framework_op_begin() -> i32 {
     if !ENABLED.load(Ordering::Relaxed) {
         return -1;
     }
-    framework_record(|| record::Record::OpBegin)
+    framework_record(|| Record::OpBegin)
 }
 
-fn framework_record(make: impl FnOnce() -> record::Record + std::panic::UnwindSafe) -> i32 {
+/// Records `make()`'s record for the calling thread, in order with its CUDA calls. Catches: the caller is
+/// the program's Python.
+fn framework_record(make: impl FnOnce() -> Record + std::panic::UnwindSafe) -> i32 {
     let outcome = std::panic::catch_unwind(|| {
         let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: 0 };
         let Ok(mut slot) = STATE.lock() else { return -1 };

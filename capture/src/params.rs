@@ -1,5 +1,6 @@
 //! The parameter blocks CUPTI hands to a driver-API callback (`functionParams`), laid out as in CUPTI's
-//! generated_cuda_meta.h. Only the calls streamtrace records are declared. Every field is read, never written.
+//! generated_cuda_meta.h. Only the calls streamtrace records are declared. Every field is read, never written;
+//! declarations only (callback.rs reads them), this file touches nothing.
 
 #![allow(non_snake_case, dead_code)]
 

@@ -1,5 +1,5 @@
 //! Which kernel parameters are read-only: a parameter declared `const T*` in the kernel's demangled signature
-//! is a read; any other pointer may write (DESIGN.md tier T1).
+//! is a read; any other pointer may write (DESIGN.md tier T1). String work only; touches nothing.
 
 /// The top-level parameter types of a demangled function signature such as
 /// `void scale<float>(float const*, float*, int)` or `add(const float *, float *, int)`.

@@ -1,8 +1,11 @@
 //! The capture's state in one process: the writer, and what it has already declared (streams, events,
 //! allocations, kernel layouts). One mutex guards it, which also makes the order of records in the file the
-//! order in which the calls were made.
+//! order in which the calls were made. The slot holding it (`STATE`) is here too, with what starts a process's
+//! trace and what hands its records to the writer. Touches the writer, the driver (stream flags, kernel
+//! layouts) and the switches.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::ffi::c_void;
@@ -10,9 +13,63 @@ use std::ffi::c_void;
 use cudarc::driver::sys as cu;
 
 use crate::args::launch_pointers;
+use crate::control::disable;
 use crate::functions::{describe, FunctionInfo};
+use crate::origin::current_pid;
 use crate::record::{Batch, Call, Record};
-use crate::writer::Writer;
+use crate::writer::{self, Writer};
+
+/// The state of the current process; replaced after a fork.
+pub static STATE: Mutex<Option<ProcessState>> = Mutex::new(None);
+
+/// Starts a writer for this process if none runs for it (first call, or the first after a fork).
+pub fn state_for_this_process(slot: &mut Option<ProcessState>) -> Option<&mut ProcessState> {
+    let pid = current_pid();
+    if slot.as_ref().is_some_and(|s| s.pid == pid) {
+        return slot.as_mut();
+    }
+    let template = std::env::var("STREAMTRACE_OUTPUT").unwrap_or_else(|_| "streamtrace.%p.json".into());
+    let path = writer::trace_path(&template, pid);
+    match Writer::create(path.clone()) {
+        Ok(writer) => {
+            let drained = writer.handle();
+            if let Err(e) = writer::start_thread(move || drain_into(&drained)) {
+                disable(&format!("cannot start the writer thread: {e}"));
+                return None;
+            }
+            *slot = Some(ProcessState::new(pid, writer));
+            slot.as_mut()
+        }
+        Err(e) => {
+            disable(&format!("cannot create {}: {e}", path.display()));
+            None
+        }
+    }
+}
+
+/// Takes the records collected so far and writes them with `writer`. False when this process's capture has
+/// ended (or the process forked and this thread belongs to the parent's state).
+pub fn drain_into(writer: &Writer) -> bool {
+    writer::drain(writer, || take_pending_for(writer), keep_spare)
+}
+
+/// The records collected so far, if `writer` is this process's current writer.
+fn take_pending_for(writer: &Writer) -> Option<Batch> {
+    let mut slot = STATE.lock().ok()?;
+    match slot.as_mut() {
+        Some(state) if state.pid == current_pid() && state.writer.path == writer.path => Some(state.take_pending()),
+        _ => None,
+    }
+}
+
+/// Gives a written, emptied batch back to this process's state, to collect the next records in.
+fn keep_spare(batch: Batch) {
+    if let Ok(mut slot) = STATE.lock() {
+        if let Some(state) = slot.as_mut().filter(|state| state.pid == current_pid()) {
+            state.spare = Some(batch);
+        }
+    }
+}
 
 /// Stream ids the trace uses for the default streams; real streams use their handle, a pointer far above these.
 const PER_THREAD_BASE: u64 = 1 << 31;
@@ -82,8 +139,10 @@ impl ProcessState {
                     return raw;
                 }
                 let (mut flags, mut priority) = (0u32, 0i32);
-                // Safety: a live stream handle from the call being traced; out-pointers to locals.
+                // Safety: a stream handle from the call being traced (an invalid one returns an error code);
+                // out-pointer to a local.
                 let known = unsafe { cu::cuStreamGetFlags(handle as cu::CUstream, &mut flags) } == cu::CUresult::CUDA_SUCCESS;
+                // Safety: as above.
                 let _ = unsafe { cu::cuStreamGetPriority(handle as cu::CUstream, &mut priority) };
                 let kind = if known && flags & 1 == 0 { "blocking" } else { "non_blocking" };
                 (raw, kind, Some(priority))
@@ -112,12 +171,14 @@ impl ProcessState {
 
     /// Records a kernel launch: the kernel's pointer words go to the batch's pointer list.
     ///
-    /// Safety: `kernel_params` and `extra` are the launch's arguments for kernel `handle`.
+    /// # Safety
+    /// `kernel_params` and `extra` are the launch's arguments for kernel `handle`, valid for the call.
     pub unsafe fn kernel(&mut self, call: Call, stream: u64, handle: *mut c_void, kernel_params: *mut *mut c_void, extra: *mut *mut c_void, api: &'static str) {
         let function = self.function(call, handle);
         let first_pointer = self.pending.pointers.len();
         let layout = &self.function_layouts[function as usize].params;
-        launch_pointers(layout, kernel_params, extra, &mut self.pending.pointers);
+        // Safety: the launch's arguments (the caller), and `layout` is the driver's layout of kernel `handle`.
+        unsafe { launch_pointers(layout, kernel_params, extra, &mut self.pending.pointers) };
         let pointer_count = (self.pending.pointers.len() - first_pointer) as u32;
         self.emit(call, Record::Kernel { stream, function, first_pointer: first_pointer as u32, pointer_count, api });
     }

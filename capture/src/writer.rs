@@ -1,13 +1,22 @@
 //! The trace file of one process. Records collect in a buffer under the capture's state lock; a background
 //! thread drains it every 100 ms and formats and writes the batch, so the application's threads never touch
-//! the file or wake another thread per record. 100 ms bounds what a SIGKILL loses.
+//! the file or wake another thread per record. 100 ms bounds what a SIGKILL loses. A thread about to wait for
+//! the GPU drains at once, too. This file touches the file, the GPU times queued by activity.rs and the
+//! switches; which records a drain takes is its caller's (state.rs).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use crate::activity;
+use crate::control::{disable, DISCARD};
 use crate::record::Batch;
+
+/// How often the writer thread drains; bounds what a SIGKILL loses.
+const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
 
 pub struct Writer {
     file: Arc<Mutex<TraceFile>>,
@@ -83,6 +92,43 @@ impl WriterGuard<'_> {
         batch.write_lines(names, lines);
         out.write_all(lines.as_bytes())
     }
+}
+
+/// Starts the writer thread of one trace: it runs `drain` every 100 ms until `drain` says this trace has ended.
+pub(crate) fn start_thread(mut drain: impl FnMut() -> bool + Send + 'static) -> std::io::Result<()> {
+    let thread = std::thread::Builder::new().name("streamtrace-writer".into());
+    thread.spawn(move || loop {
+        std::thread::sleep(DRAIN_INTERVAL);
+        if !drain() {
+            break;
+        }
+    })?;
+    Ok(())
+}
+
+/// Writes the records collected so far with `writer`, and the GPU times queued since the last drain.
+/// `take_records` hands over the batch collected so far, None when `writer`'s capture has ended (or the
+/// process forked and this thread belongs to the parent's state); `keep_spare` gets the emptied batch back
+/// for reuse. False when nothing more is to be written with `writer`.
+pub(crate) fn drain(writer: &Writer, take_records: impl FnOnce() -> Option<Batch>, keep_spare: impl FnOnce(Batch)) -> bool {
+    // The file first, then the records: batches reach the file in the order they were taken even when the
+    // writer thread and a synchronizing thread drain at once, and no thread waits for the file while holding
+    // the state lock that every recorded call needs.
+    let Ok(mut file) = writer.lock() else {
+        disable("cannot write the trace any more");
+        return false;
+    };
+    let Some(mut batch) = take_records() else { return false };
+    activity::take_queued(&mut batch.entries);
+    let written = batch.is_empty() || DISCARD.load(Ordering::Relaxed) || file.write(&batch).is_ok();
+    drop(file);
+    if !written {
+        disable("cannot write the trace any more");
+        return false;
+    }
+    batch.clear();
+    keep_spare(batch);
+    true
 }
 
 #[cfg(test)]

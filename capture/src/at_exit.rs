@@ -1,0 +1,33 @@
+//! At exit: the last GPU times, the `capture_stats` record, and every record not yet written. Registered with
+//! atexit by setup.rs; touches the state, the writer's drain and CUPTI's activity buffers.
+
+use std::sync::atomic::Ordering;
+
+use crate::activity;
+use crate::callback::capture_stats;
+use crate::control::GPU_TIMES;
+use crate::origin::{current_pid, now_ns, thread_id};
+use crate::record::Call;
+use crate::state::{drain_into, STATE};
+
+/// Writes out everything recorded, at exit.
+pub extern "C" fn flush_at_exit() {
+    if GPU_TIMES.load(Ordering::Relaxed) {
+        // First, outside the state lock: CUPTI hands over its last buffers, whose GPU times join activity.rs's
+        // queue and so the drain below.
+        let _ = std::panic::catch_unwind(activity::flush);
+    }
+    let _ = std::panic::catch_unwind(|| {
+        let writer = {
+            let Ok(mut slot) = STATE.lock() else { return };
+            match slot.as_mut() {
+                Some(state) if state.pid == current_pid() => {
+                    state.emit(Call { tid: thread_id(), time_ns: now_ns(), correlation: 0 }, capture_stats());
+                    state.writer.handle()
+                }
+                _ => return,
+            }
+        };
+        drain_into(&writer);
+    });
+}

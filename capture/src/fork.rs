@@ -1,0 +1,39 @@
+//! fork() in a captured program: the state lock is held across the fork, so that the child does not inherit
+//! it locked by a thread that does not exist there, and the child notes its own process id, so that its first
+//! recorded call starts its own trace file (state.rs). Touches the state lock and the process id only.
+
+use std::cell::RefCell;
+use std::sync::MutexGuard;
+
+use crate::origin;
+use crate::state::{ProcessState, STATE};
+
+thread_local! {
+    /// The state lock, held by the forking thread across fork().
+    static FORK_GUARD: RefCell<Option<MutexGuard<'static, Option<ProcessState>>>> = const { RefCell::new(None) };
+}
+
+/// Registers the handlers with pthread_atfork (at start-up, once capture is subscribed).
+pub fn register_handlers() {
+    // Safety: registers plain extern "C" functions that take and release the state lock around fork().
+    unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork_in_parent), Some(after_fork_in_child)) };
+}
+
+extern "C" fn before_fork() {
+    let _ = std::panic::catch_unwind(|| {
+        let guard = STATE.lock().ok();
+        FORK_GUARD.with(|slot| *slot.borrow_mut() = guard);
+    });
+}
+
+/// In the parent: release the lock taken before the fork.
+extern "C" fn after_fork_in_parent() {
+    let _ = std::panic::catch_unwind(|| FORK_GUARD.with(|slot| slot.borrow_mut().take()));
+}
+
+/// In the child: note the new process id and release the lock. The child's first recorded call then finds a
+/// state of another process and starts its own trace file.
+extern "C" fn after_fork_in_child() {
+    let _ = std::panic::catch_unwind(origin::note_pid);
+    after_fork_in_parent();
+}
