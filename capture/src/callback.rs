@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use cudarc::cupti::result as cupti;
 use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData, CUpti_CallbackDomain};
 use rustc_hash::FxHashMap as HashMap;
+use streamtrace_format::{AllocKind, CopyKind, FreeKind};
 
 use crate::cbid::*;
 use crate::control::{disable, ENABLED, NOOP};
@@ -141,13 +142,13 @@ unsafe fn written<T: Copy>(out: *const T) -> Option<T> {
     unsafe { out.as_ref() }.copied()
 }
 
-fn copy_kind(cbid: u32) -> &'static str {
+fn copy_kind(cbid: u32) -> CopyKind {
     match cbid {
-        CU_MEMCPY_HTOD_V2 | CU_MEMCPY_HTOD_ASYNC_V2 | CU_MEMCPY_HTOD_V2_PTDS | CU_MEMCPY_HTOD_ASYNC_V2_PTSZ => "HtoD",
-        CU_MEMCPY_DTOH_V2 | CU_MEMCPY_DTOH_ASYNC_V2 | CU_MEMCPY_DTOH_V2_PTDS | CU_MEMCPY_DTOH_ASYNC_V2_PTSZ => "DtoH",
-        CU_MEMCPY_DTOD_V2 | CU_MEMCPY_DTOD_ASYNC_V2 | CU_MEMCPY_DTOD_V2_PTDS | CU_MEMCPY_DTOD_ASYNC_V2_PTSZ => "DtoD",
-        CU_MEMCPY_PEER | CU_MEMCPY_PEER_ASYNC | CU_MEMCPY_PEER_ASYNC_PTSZ => "PtoP",
-        _ => "Default",
+        CU_MEMCPY_HTOD_V2 | CU_MEMCPY_HTOD_ASYNC_V2 | CU_MEMCPY_HTOD_V2_PTDS | CU_MEMCPY_HTOD_ASYNC_V2_PTSZ => CopyKind::HtoD,
+        CU_MEMCPY_DTOH_V2 | CU_MEMCPY_DTOH_ASYNC_V2 | CU_MEMCPY_DTOH_V2_PTDS | CU_MEMCPY_DTOH_ASYNC_V2_PTSZ => CopyKind::DtoH,
+        CU_MEMCPY_DTOD_V2 | CU_MEMCPY_DTOD_ASYNC_V2 | CU_MEMCPY_DTOD_V2_PTDS | CU_MEMCPY_DTOD_ASYNC_V2_PTSZ => CopyKind::DtoD,
+        CU_MEMCPY_PEER | CU_MEMCPY_PEER_ASYNC | CU_MEMCPY_PEER_ASYNC_PTSZ => CopyKind::PtoP,
+        _ => CopyKind::Default,
     }
 }
 
@@ -212,13 +213,13 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: cuMemcpyPeer's block is MemcpyPeer.
             let Some(p) = (unsafe { data.params::<MemcpyPeer>() }) else { return };
             let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
-            state.emit(call, Record::Memcpy { stream, copy: "PtoP", src: p.srcDevice, dst: p.dstDevice, bytes: p.ByteCount as u64, synchronous: true, api: "cuMemcpyPeer" });
+            state.emit(call, Record::Memcpy { stream, copy: CopyKind::PtoP, src: p.srcDevice, dst: p.dstDevice, bytes: p.ByteCount as u64, synchronous: true, api: "cuMemcpyPeer" });
         }
         CU_MEMCPY_PEER_ASYNC | CU_MEMCPY_PEER_ASYNC_PTSZ if enter => {
             // Safety: cuMemcpyPeerAsync's block is MemcpyPeerAsync.
             let Some(p) = (unsafe { data.params::<MemcpyPeerAsync>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
-            state.emit(call, Record::Memcpy { stream, copy: "PtoP", src: p.srcDevice, dst: p.dstDevice, bytes: p.ByteCount as u64, synchronous: false, api: "cuMemcpyPeerAsync" });
+            state.emit(call, Record::Memcpy { stream, copy: CopyKind::PtoP, src: p.srcDevice, dst: p.dstDevice, bytes: p.ByteCount as u64, synchronous: false, api: "cuMemcpyPeerAsync" });
         }
         CU_MEMSET_D8_V2 | CU_MEMSET_D16_V2 | CU_MEMSET_D32_V2 | CU_MEMSET_D8_V2_PTDS | CU_MEMSET_D32_V2_PTDS if enter => {
             // Safety: the synchronous sets' blocks are (dstDevice, value, N), the value padded alike: Memset.
@@ -291,7 +292,7 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             let Some(p) = (unsafe { data.params::<MemAlloc>() }) else { return };
             // Safety: the call succeeded, so the driver wrote the address through `dptr`.
             if let Some(address) = unsafe { written(p.dptr) } {
-                let kind = if cbid == CU_MEM_ALLOC_MANAGED { "managed" } else { "device" };
+                let kind = if cbid == CU_MEM_ALLOC_MANAGED { AllocKind::Managed } else { AllocKind::Device };
                 state.allocated(call, address, p.bytesize as u64, kind, None, "cuMemAlloc");
             }
         }
@@ -301,7 +302,7 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: the call succeeded, so the driver wrote the address through `dptr`.
             if let Some(address) = unsafe { written(p.dptr) } {
                 let stream = state.stream(call, context, device, p.hStream, pt);
-                state.allocated(call, address, p.bytesize as u64, "stream_ordered", Some(stream), "cuMemAllocAsync");
+                state.allocated(call, address, p.bytesize as u64, AllocKind::StreamOrdered, Some(stream), "cuMemAllocAsync");
             }
         }
         CU_MEM_ALLOC_FROM_POOL_ASYNC | CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ if !enter && data.succeeded() => {
@@ -310,7 +311,7 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: the call succeeded, so the driver wrote the address through `dptr`.
             if let Some(address) = unsafe { written(p.dptr) } {
                 let stream = state.stream(call, context, device, p.hStream, pt);
-                state.allocated(call, address, p.bytesize as u64, "stream_ordered", Some(stream), "cuMemAllocFromPoolAsync");
+                state.allocated(call, address, p.bytesize as u64, AllocKind::StreamOrdered, Some(stream), "cuMemAllocFromPoolAsync");
             }
         }
         CU_MEM_HOST_ALLOC | CU_MEM_ALLOC_HOST_V2 if !enter && data.succeeded() => {
@@ -318,29 +319,29 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             let Some(p) = (unsafe { data.params::<MemHostAlloc>() }) else { return };
             // Safety: the call succeeded, so the driver wrote the host address through `pp`.
             if let Some(address) = unsafe { written(p.pp) } {
-                state.allocated(call, address as u64, p.bytesize as u64, "host", None, "cuMemHostAlloc");
+                state.allocated(call, address as u64, p.bytesize as u64, AllocKind::Host, None, "cuMemHostAlloc");
             }
         }
         CU_MEM_MAP if !enter && data.succeeded() => {
             // Safety: cuMemMap's block starts (ptr, size): MemMap.
             let Some(p) = (unsafe { data.params::<MemMap>() }) else { return };
-            state.allocated(call, p.ptr, p.size as u64, "virtual_map", None, "cuMemMap");
+            state.allocated(call, p.ptr, p.size as u64, AllocKind::VirtualMap, None, "cuMemMap");
         }
         CU_MEM_FREE_V2 if enter => {
             // Safety: cuMemFree's block is MemFree.
             let Some(p) = (unsafe { data.params::<MemFree>() }) else { return };
-            state.freed(call, p.dptr, "synchronous", None, "cuMemFree");
+            state.freed(call, p.dptr, FreeKind::Synchronous, None, "cuMemFree");
         }
         CU_MEM_FREE_HOST if enter => {
             // Safety: cuMemFreeHost's block is its host pointer.
             let Some(p) = (unsafe { data.params::<OneHandle>() }) else { return };
-            state.freed(call, p.handle as u64, "host", None, "cuMemFreeHost");
+            state.freed(call, p.handle as u64, FreeKind::Host, None, "cuMemFreeHost");
         }
         CU_MEM_FREE_ASYNC | CU_MEM_FREE_ASYNC_PTSZ if enter => {
             // Safety: cuMemFreeAsync's block is MemFreeAsync.
             let Some(p) = (unsafe { data.params::<MemFreeAsync>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
-            state.freed(call, p.dptr, "stream_ordered", Some(stream), "cuMemFreeAsync");
+            state.freed(call, p.dptr, FreeKind::StreamOrdered, Some(stream), "cuMemFreeAsync");
         }
         CU_MEM_UNMAP if enter => {
             // Safety: cuMemUnmap's block is (ptr, size): MemMap.

@@ -39,7 +39,7 @@ use state::{state_for_this_process, STATE};
 /// case: a failed capture must not fail the program's CUDA initialization.
 #[no_mangle]
 pub extern "C" fn InitializeInjection() -> i32 {
-    if std::env::var_os("STREAMTRACE_DISABLE").is_some() {
+    if std::env::var_os(streamtrace_format::launch::ENV_DISABLE).is_some() {
         return 1;
     }
     match std::panic::catch_unwind(setup::initialize) {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use streamtrace_format::{push_escaped, push_number, AccessFlag, Field, RecordKind, RecordLine};
+use streamtrace_format::{push_escaped, push_number, AccessFlag, AllocKind, CopyKind, Field, FreeKind, RecordKind, RecordLine, StreamKind};
 
 use crate::args::PointerArg;
 
@@ -24,21 +24,21 @@ pub enum SyncTarget {
 
 #[derive(Clone, Debug)]
 pub enum Record {
-    Stream { handle: u64, kind: &'static str, priority: Option<i32>, context: u32, device: Option<u32> },
+    Stream { handle: u64, kind: StreamKind, priority: Option<i32>, context: u32, device: Option<u32> },
     Event { handle: u64 },
     /// A launch of the kernel declared by the `Function` record `function`; its pointer words are
     /// `pointers[first_pointer..first_pointer + pointer_count]` of the batch (no allocation per launch).
     Kernel { stream: u64, function: u32, first_pointer: u32, pointer_count: u32, api: &'static str },
     /// Names kernel `index` for the writer, which keeps the names across batches; writes no line.
     Function { index: u32, name: Arc<str> },
-    Memcpy { stream: u64, copy: &'static str, src: u64, dst: u64, bytes: u64, synchronous: bool, api: &'static str },
+    Memcpy { stream: u64, copy: CopyKind, src: u64, dst: u64, bytes: u64, synchronous: bool, api: &'static str },
     Memset { stream: u64, dst: u64, bytes: u64, synchronous: bool, api: &'static str },
     EventRecord { event: u64, stream: u64 },
     Wait { stream: u64, event: u64 },
     Sync { target: SyncTarget, api: &'static str },
     Query { target: SyncTarget, ready: bool, api: &'static str },
-    Alloc { id: u64, address: u64, bytes: u64, kind: &'static str, stream: Option<u64>, api: &'static str },
-    Free { id: u64, kind: &'static str, stream: Option<u64>, api: &'static str },
+    Alloc { id: u64, address: u64, bytes: u64, kind: AllocKind, stream: Option<u64>, api: &'static str },
+    Free { id: u64, kind: FreeKind, stream: Option<u64>, api: &'static str },
     GraphLaunch { stream: u64 },
     GpuTime { correlation: u32, start: u64, end: u64 },
     /// At exit: the driver calls recorded in this process and the time the callback spent on them.
@@ -118,7 +118,7 @@ impl Entry {
         let line = match &self.record {
             Record::Stream { handle, kind, priority, context, device } => {
                 let mut line = RecordLine::begin(out, RecordKind::Stream);
-                line.number(Field::Id, *handle).name(Field::StreamKind, kind).number(Field::Context, *context);
+                line.number(Field::Id, *handle).name(Field::StreamKind, kind.as_str()).number(Field::Context, *context);
                 if let Some(p) = priority {
                     line.number(Field::Priority, *p);
                 }
@@ -149,7 +149,7 @@ impl Entry {
             Record::Memcpy { stream, copy, src, dst, bytes, synchronous, api } => {
                 let mut line = RecordLine::begin(out, RecordKind::Memcpy);
                 line.number(Field::Stream, *stream)
-                    .name(Field::Copy, copy)
+                    .name(Field::Copy, copy.as_str())
                     .range(Field::From, *src, *bytes)
                     .range(Field::To, *dst, *bytes)
                     .boolean(Field::Sync, *synchronous);
@@ -190,7 +190,7 @@ impl Entry {
             }
             Record::Alloc { id, address, bytes, kind, stream, api } => {
                 let mut line = RecordLine::begin(out, RecordKind::Alloc);
-                line.number(Field::Id, *id).address(Field::Addr, *address).number(Field::Size, *bytes).name(Field::AllocKind, kind);
+                line.number(Field::Id, *id).address(Field::Addr, *address).number(Field::Size, *bytes).name(Field::AllocKind, kind.as_str());
                 if let Some(s) = stream {
                     line.number(Field::Stream, *s);
                 }
@@ -199,7 +199,7 @@ impl Entry {
             }
             Record::Free { id, kind, stream, api } => {
                 let mut line = RecordLine::begin(out, RecordKind::Free);
-                line.number(Field::Id, *id).name(Field::FreeKind, kind);
+                line.number(Field::Id, *id).name(Field::FreeKind, kind.as_str());
                 if let Some(s) = stream {
                     line.number(Field::Stream, *s);
                 }

@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 
 use cudarc::cupti::result as cupti;
 use cudarc::cupti::sys::{CUpti_CallbackDomain, CUpti_SubscriberHandle};
+use streamtrace_format::launch;
 
 use crate::control::{DISCARD, ENABLED, GPU_TIMES, NOOP};
 use crate::{activity, at_exit, callback, cbid, fork, origin};
@@ -18,16 +19,8 @@ static CUPTI_LIBRARY: OnceLock<Option<libloading::Library>> = OnceLock::new();
 
 /// Where libcupti may be: the path the `streamtrace capture` command found, then the usual CUDA locations.
 fn cupti_candidates() -> Vec<PathBuf> {
-    let mut paths = Vec::new();
-    if let Some(path) = std::env::var_os("STREAMTRACE_CUPTI") {
-        paths.push(PathBuf::from(path));
-    }
-    for root in ["/usr/local/cuda/targets/x86_64-linux/lib", "/usr/local/cuda/extras/CUPTI/lib64", "/usr/local/cuda/lib64"] {
-        for name in ["libcupti.so.13", "libcupti.so.12", "libcupti.so"] {
-            paths.push(PathBuf::from(root).join(name));
-        }
-    }
-    paths
+    let named = std::env::var_os(launch::ENV_CUPTI).map(PathBuf::from);
+    named.into_iter().chain(launch::cupti_candidates(launch::toolkit_roots_from_env())).collect()
 }
 
 /// Loads libcupti by path so that cudarc, which looks it up by name, finds the loaded copy.
@@ -47,7 +40,7 @@ fn load_cupti() -> Result<(), String> {
     if loaded.is_some() || unsafe { cudarc::cupti::sys::is_culib_present() } {
         Ok(())
     } else {
-        Err("libcupti not found (set STREAMTRACE_CUPTI to its path)".into())
+        Err(format!("libcupti not found (set {} to its path)", launch::ENV_CUPTI))
     }
 }
 
@@ -70,7 +63,7 @@ pub fn initialize() -> Result<(), String> {
     unsafe { libc::atexit(at_exit::flush_at_exit) };
     NOOP.store(std::env::var_os("STREAMTRACE_CALLBACK_NOOP").is_some(), Ordering::SeqCst);
     DISCARD.store(std::env::var_os("STREAMTRACE_DISCARD").is_some(), Ordering::SeqCst);
-    if std::env::var_os("STREAMTRACE_GPU_TIMES").is_some() {
+    if std::env::var_os(launch::ENV_GPU_TIMES).is_some() {
         match activity::enable() {
             Ok(()) => GPU_TIMES.store(true, Ordering::SeqCst),
             Err(e) => eprintln!("streamtrace: no GPU times ({e}); capture goes on without them"),

@@ -11,6 +11,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::ffi::c_void;
 
 use cudarc::driver::sys as cu;
+use streamtrace_format::{AllocKind, FreeKind, StreamKind};
 
 use crate::args::launch_pointers;
 use crate::control::disable;
@@ -28,7 +29,7 @@ pub fn state_for_this_process(slot: &mut Option<ProcessState>) -> Option<&mut Pr
     if slot.as_ref().is_some_and(|s| s.pid == pid) {
         return slot.as_mut();
     }
-    let template = std::env::var("STREAMTRACE_OUTPUT").unwrap_or_else(|_| "streamtrace.%p.json".into());
+    let template = std::env::var(streamtrace_format::launch::ENV_OUTPUT).unwrap_or_else(|_| "streamtrace.%p.json".into());
     let path = writer::trace_path(&template, pid);
     match Writer::create(path.clone()) {
         Ok(writer) => {
@@ -82,7 +83,7 @@ pub struct ProcessState {
     events: HashSet<u64>,
     next_alloc: u64,
     /// Live allocations by start address: (id, bytes, kind).
-    allocations: BTreeMap<u64, (u64, u64, &'static str)>,
+    allocations: BTreeMap<u64, (u64, u64, AllocKind)>,
     /// Each kernel handle's index into `function_layouts`, which is also the index its `Function` record names.
     functions: HashMap<usize, u32>,
     function_layouts: Vec<FunctionInfo>,
@@ -127,12 +128,12 @@ impl ProcessState {
     pub fn stream(&mut self, call: Call, context: u32, device: Option<u32>, handle: *mut c_void, per_thread_call: bool) -> u64 {
         let raw = handle as u64;
         let (id, kind, priority) = match raw {
-            0 if !per_thread_call => (context as u64, "legacy_default", None),
-            1 => (context as u64, "legacy_default", None),
+            0 if !per_thread_call => (context as u64, StreamKind::LegacyDefault, None),
+            1 => (context as u64, StreamKind::LegacyDefault, None),
             0 | 2 => {
                 let next = PER_THREAD_BASE + self.per_thread_streams.len() as u64;
                 let id = *self.per_thread_streams.entry((context, call.tid)).or_insert(next);
-                (id, "per_thread_default", None)
+                (id, StreamKind::PerThreadDefault, None)
             }
             _ => {
                 if self.streams.contains(&raw) {
@@ -144,7 +145,7 @@ impl ProcessState {
                 let known = unsafe { cu::cuStreamGetFlags(handle as cu::CUstream, &mut flags) } == cu::CUresult::CUDA_SUCCESS;
                 // Safety: as above.
                 let _ = unsafe { cu::cuStreamGetPriority(handle as cu::CUstream, &mut priority) };
-                let kind = if known && flags & 1 == 0 { "blocking" } else { "non_blocking" };
+                let kind = if known && flags & 1 == 0 { StreamKind::Blocking } else { StreamKind::NonBlocking };
                 (raw, kind, Some(priority))
             }
         };
@@ -157,7 +158,7 @@ impl ProcessState {
     /// Declares a stream from its creation call.
     pub fn created_stream(&mut self, call: Call, context: u32, device: Option<u32>, handle: u64, flags: u32, priority: Option<i32>) {
         if handle > 2 && self.streams.insert(handle) {
-            let kind = if flags & 1 == 0 { "blocking" } else { "non_blocking" };
+            let kind = if flags & 1 == 0 { StreamKind::Blocking } else { StreamKind::NonBlocking };
             self.emit(call, Record::Stream { handle, kind, priority, context, device });
         }
     }
@@ -196,18 +197,18 @@ impl ProcessState {
         index
     }
 
-    pub fn allocated(&mut self, call: Call, address: u64, bytes: u64, kind: &'static str, stream: Option<u64>, api: &'static str) {
+    pub fn allocated(&mut self, call: Call, address: u64, bytes: u64, kind: AllocKind, stream: Option<u64>, api: &'static str) {
         let id = self.next_alloc;
         self.next_alloc += 1;
         // A block at an address still marked live was freed by a path the capture does not see: retire it first.
         if let Some((old, _, old_kind)) = self.allocations.insert(address, (id, bytes, kind)) {
-            let free_kind = if old_kind == "virtual_map" { "virtual_unmap" } else { "synchronous" };
+            let free_kind = if old_kind == AllocKind::VirtualMap { FreeKind::VirtualUnmap } else { FreeKind::Synchronous };
             self.emit(call, Record::Free { id: old, kind: free_kind, stream: None, api: "implicit" });
         }
         self.emit(call, Record::Alloc { id, address, bytes, kind, stream, api });
     }
 
-    pub fn freed(&mut self, call: Call, address: u64, kind: &'static str, stream: Option<u64>, api: &'static str) {
+    pub fn freed(&mut self, call: Call, address: u64, kind: FreeKind, stream: Option<u64>, api: &'static str) {
         if let Some((id, _, _)) = self.allocations.remove(&address) {
             self.emit(call, Record::Free { id, kind, stream, api });
         }
@@ -218,7 +219,7 @@ impl ProcessState {
         let end = address.saturating_add(bytes);
         let starts: Vec<u64> = self.allocations.range(address..end).map(|(start, _)| *start).collect();
         for start in starts {
-            self.freed(call, start, "virtual_unmap", None, "cuMemUnmap");
+            self.freed(call, start, FreeKind::VirtualUnmap, None, "cuMemUnmap");
         }
     }
 }

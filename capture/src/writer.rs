@@ -11,8 +11,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use streamtrace_format::Producer;
+
 use crate::activity;
 use crate::control::{disable, DISCARD};
+
 use crate::record::Batch;
 
 /// How often the writer thread drains; bounds what a SIGKILL loses.
@@ -58,7 +61,9 @@ impl Writer {
     /// Creates the trace file and writes the header.
     pub fn create(path: PathBuf) -> std::io::Result<Writer> {
         let mut out = create(&path)?;
-        out.write_all(b"{\"type\":\"streamtrace\",\"version\":1,\"comment\":\"recorded by streamtrace capture\"}\n")?;
+        // A recording: the analyzer counts and skips a record it cannot take instead of refusing the trace.
+        let header = streamtrace_format::header_line(Some(Producer::Capture), Some("recorded by streamtrace capture"));
+        out.write_all(header.as_bytes())?;
         Ok(Writer { file: Arc::new(Mutex::new(TraceFile { out, names: Vec::new(), lines: String::new() })), path })
     }
 

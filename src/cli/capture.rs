@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context};
+use streamtrace_format::launch;
 
 use super::args::CaptureArgs;
 use crate::analysis::analyze_path;
@@ -40,24 +41,7 @@ fn capture_library() -> anyhow::Result<PathBuf> {
 /// The libcupti matching the driver: CUDA toolkit locations, then the PyPI wheels (nvidia-cuda-cupti) of the
 /// Python environments on the machine.
 fn find_cupti() -> Option<PathBuf> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    let mut roots = vec![PathBuf::from("/usr/local/cuda")];
-    if let Some(home) = std::env::var_os("CUDA_HOME").or_else(|| std::env::var_os("CUDA_PATH")) {
-        roots.insert(0, PathBuf::from(home));
-    }
-    for root in &roots {
-        for dir in ["targets/x86_64-linux/lib", "extras/CUPTI/lib64", "lib64"] {
-            for name in ["libcupti.so.13", "libcupti.so.12", "libcupti.so"] {
-                candidates.push(root.join(dir).join(name));
-            }
-        }
-    }
-    for dir in ["/usr/lib/x86_64-linux-gnu", "/usr/lib64"] {
-        for name in ["libcupti.so.13", "libcupti.so.12"] {
-            candidates.push(Path::new(dir).join(name));
-        }
-    }
-    if let Some(found) = candidates.into_iter().find(|p| p.exists()) {
+    if let Some(found) = launch::cupti_candidates(launch::toolkit_roots_from_env()).into_iter().find(|p| p.exists()) {
         return Some(found);
     }
     // PyPI wheels: .../site-packages/nvidia/{cu13,cuda_cupti}/lib/libcupti.so.*
@@ -159,14 +143,14 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
     command
         .args(program_args)
         .env("CUDA_INJECTION64_PATH", &library)
-        .env("STREAMTRACE_OUTPUT", &template)
+        .env(launch::ENV_OUTPUT, &template)
         .env("PYTHONPATH", python_path);
     if args.gpu_times {
-        command.env("STREAMTRACE_GPU_TIMES", "1");
+        command.env(launch::ENV_GPU_TIMES, "1");
     }
     match &cupti {
         Some(path) => {
-            command.env("STREAMTRACE_CUPTI", path);
+            command.env(launch::ENV_CUPTI, path);
         }
         None => eprintln!("streamtrace: libcupti not found in the usual places; the capture library will search again (pass --cupti PATH)"),
     }
