@@ -6,6 +6,8 @@
 //! API name of their call, since `syncType` disagrees with its own enum in many versions (MANIFEST.md).
 //! Reading runs on a background thread; memory grows with streams and events, not with rows.
 
+pub(super) mod rep;
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::SyncSender;
