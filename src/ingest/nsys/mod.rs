@@ -6,6 +6,9 @@
 //! API name of their call, since `syncType` disagrees with its own enum in many versions (MANIFEST.md).
 //! Reading runs on a background thread; memory grows with streams and events, not with rows.
 
+mod calls;
+mod nvtx;
+mod progress;
 pub(super) mod rep;
 
 use std::collections::HashSet;
@@ -17,9 +20,12 @@ use rusqlite::{Connection, OpenFlags, Row};
 use rustc_hash::FxHashMap;
 
 use super::background::{Batch, BackgroundReader};
+use calls::{base_name, blocks_device, classify_sync, SyncKind};
+use nvtx::RegionCursor;
+use progress::Progress;
 use super::{ImportCounters, IngestError, Severity, BATCH};
 use crate::model::{
-    normalize_region, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind, HostSync, OpKind,
+    AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind, HostSync, OpKind,
     Operation, ProcessId, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo, TraceRecord,
 };
 
@@ -244,36 +250,8 @@ impl Export {
         for cursor in cursors.iter_mut() {
             cursor.advance(&self.path, &mut self.counters)?;
         }
-        let mut region_stmt = match self.tables.contains("NVTX_EVENTS") {
-            true => {
-                let pid = if self.every_table_has_pid { "((globalTid >> 24) & 16777215)" } else { "0" };
-                let text = if self.tables.contains("StringIds") {
-                    "COALESCE(text, (SELECT value FROM StringIds WHERE id = textId))"
-                } else {
-                    "text"
-                };
-                let sql = format!(
-                    "SELECT {pid}, start, end, globalTid, {text} FROM NVTX_EVENTS \
-                     WHERE eventType IN (59, 60) AND end IS NOT NULL ORDER BY 1, 2"
-                );
-                match conn.prepare(&sql) {
-                    Ok(stmt) => Some(stmt),
-                    Err(_) => {
-                        self.counters.bump("nsys.nvtx_unreadable", Severity::Info, "NVTX table in an unknown shape: no region labels", 1);
-                        None
-                    }
-                }
-            }
-            false => None,
-        };
-        let mut regions = match region_stmt.as_mut().map(|stmt| stmt.query([])) {
-            Some(Ok(rows)) => {
-                let mut cursor = RegionCursor { rows, peeked: None, process: None, open: FxHashMap::default() };
-                cursor.advance();
-                Some(cursor)
-            }
-            _ => None,
-        };
+        let mut region_stmt = nvtx::prepare(conn, &self.tables, self.every_table_has_pid, &mut self.counters);
+        let mut regions = region_stmt.as_mut().and_then(RegionCursor::start);
         let mut group: Vec<Activity> = Vec::new();
         let mut progress = Progress::new();
         loop {
@@ -804,39 +782,6 @@ impl Export {
     }
 }
 
-/// A progress line on standard error for loads that take more than two seconds, when it is a terminal.
-struct Progress {
-    started: std::time::Instant,
-    rows: u64,
-    next_check: u64,
-    shown: bool,
-}
-
-impl Progress {
-    fn new() -> Progress {
-        Progress { started: std::time::Instant::now(), rows: 0, next_check: 1 << 18, shown: false }
-    }
-
-    fn rows(&mut self, n: u64, path: &Path) {
-        use std::io::IsTerminal;
-        self.rows += n;
-        if self.rows < self.next_check {
-            return;
-        }
-        self.next_check = self.rows + (1 << 18);
-        if self.started.elapsed().as_secs() >= 2 && std::io::stderr().is_terminal() {
-            eprint!("\rstreamtrace: {}: {} rows read in {:.0} s", path.display(), self.rows, self.started.elapsed().as_secs_f64());
-            self.shown = true;
-        }
-    }
-
-    fn done(&self) {
-        if self.shown {
-            eprintln!();
-        }
-    }
-}
-
 /// What the API call behind a group of activities tells about each of them.
 struct CallContext {
     process: ProcessId,
@@ -846,113 +791,6 @@ struct CallContext {
     host_end: Option<u64>,
     api: Option<Arc<str>>,
     region: Option<Arc<str>>,
-}
-
-/// NVTX push/pop and start/end ranges in (process, start) order, with the ranges open on each thread.
-struct RegionCursor<'s> {
-    rows: rusqlite::Rows<'s>,
-    peeked: Option<(i64, i64, i64, i64, Arc<str>)>,
-    process: Option<i64>,
-    open: FxHashMap<i64, Vec<(i64, Arc<str>)>>,
-}
-
-impl<'s> RegionCursor<'s> {
-    fn advance(&mut self) {
-        self.peeked = loop {
-            match self.rows.next() {
-                Ok(Some(row)) => {
-                    let fields = (|| -> rusqlite::Result<_> {
-                        Ok((int(row, 0)?, int(row, 1)?, int(row, 2)?, int(row, 3)?, row.get::<_, Option<String>>(4)?))
-                    })();
-                    if let Ok((Some(pid), Some(start), Some(end), Some(tid), Some(text))) = fields {
-                        break Some((pid, start, end, tid, Arc::from(normalize_region(&text))));
-                    }
-                }
-                // A broken NVTX table costs labels, not the analysis.
-                _ => break None,
-            }
-        };
-    }
-
-    /// The innermost range open on `global_tid` of process `pid` at host time `time`. Calls come in time order
-    /// within a process.
-    fn region_at(&mut self, pid: i64, global_tid: i64, time: i64) -> Option<Arc<str>> {
-        if self.process != Some(pid) {
-            self.open.clear();
-            self.process = Some(pid);
-            while self.peeked.as_ref().is_some_and(|p| p.0 < pid) {
-                self.advance();
-            }
-        }
-        while let Some((p, start, end, tid, text)) = self.peeked.clone() {
-            if p != pid || start > time {
-                break;
-            }
-            self.open.entry(tid).or_default().push((end, text));
-            self.advance();
-        }
-        let stack = self.open.get_mut(&global_tid)?;
-        while stack.last().is_some_and(|(end, _)| *end < time) {
-            stack.pop();
-        }
-        stack.last().map(|(_, text)| text.clone())
-    }
-}
-
-/// `cudaStreamWaitEvent_v3020` -> `cudaStreamWaitEvent`.
-fn base_name(api: &str) -> &str {
-    match api.rfind("_v") {
-        Some(i) if api[i + 2..].chars().all(|c| c.is_ascii_digit()) && i + 2 < api.len() => &api[..i],
-        _ => api,
-    }
-}
-
-/// Whether an API call waits for all work of the device or context (rules 5 and 6).
-fn blocks_device(api: &str) -> bool {
-    matches!(
-        api,
-        "cudaDeviceSynchronize" | "cuCtxSynchronize" | "cudaFree" | "cuMemFree" | "cudaFreeHost" | "cuMemFreeHost"
-            | "cudaThreadSynchronize"
-    )
-}
-
-enum SyncKind {
-    StreamWait,
-    Stream,
-    Event,
-    Context,
-}
-
-struct SyncClass {
-    kind: SyncKind,
-    by_type: bool,
-}
-
-/// Classifies a synchronization row by its API's name; by `syncType` only when the name says nothing.
-fn classify_sync(api: &str, sync_type: i64) -> SyncClass {
-    let by_name = if api.contains("StreamWaitEvent") {
-        Some(SyncKind::StreamWait)
-    } else if api.contains("StreamSynchronize") || api.contains("StreamQuery") {
-        Some(SyncKind::Stream)
-    } else if api.contains("EventSynchronize") || api.contains("EventQuery") {
-        Some(SyncKind::Event)
-    } else if api.contains("DeviceSynchronize") || api.contains("CtxSynchronize") || api.contains("ThreadSynchronize") {
-        Some(SyncKind::Context)
-    } else {
-        None
-    };
-    match by_name {
-        Some(kind) => SyncClass { kind, by_type: false },
-        None => SyncClass {
-            kind: match sync_type {
-                1 => SyncKind::Event,
-                2 => SyncKind::StreamWait,
-                3 => SyncKind::Stream,
-                _ => SyncKind::Context,
-            },
-            by_type: true,
-        },
-    }
 }
 
 /// `column` when the table has it, else a literal stand-in (reduced exports drop columns).
@@ -1008,26 +846,5 @@ impl Cursor<'_, '_> {
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base_name_strips_version_suffix() {
-        assert_eq!(base_name("cudaStreamWaitEvent_v3020"), "cudaStreamWaitEvent");
-        assert_eq!(base_name("cudaLaunchKernel"), "cudaLaunchKernel");
-        assert_eq!(base_name("cuMemcpy_v2x"), "cuMemcpy_v2x");
-    }
-
-    #[test]
-    fn sync_rows_are_classified_by_api_name_first() {
-        // 2025.3 stores cudaStreamSynchronize with syncType 2, the label of a stream wait.
-        assert!(matches!(classify_sync("cudaStreamSynchronize", 2).kind, SyncKind::Stream));
-        assert!(matches!(classify_sync("cudaStreamWaitEvent", 0).kind, SyncKind::StreamWait));
-        assert!(matches!(classify_sync("", 2).kind, SyncKind::StreamWait));
-        assert!(classify_sync("", 2).by_type);
     }
 }
