@@ -9,7 +9,8 @@ pub(super) fn base_name(api: &str) -> &str {
     }
 }
 
-/// Whether an API call waits for all work of the device or context (rules 5 and 6).
+/// Whether an API call waits for all work of the device or context: a device synchronization, or a free, which
+/// synchronizes the device (DESIGN.md's host-synchronization and blocking-API rules; the engine applies them).
 pub(super) fn blocks_device(api: &str) -> bool {
     matches!(
         api,

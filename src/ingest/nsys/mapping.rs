@@ -366,7 +366,8 @@ impl Mapper {
         }
         // API calls whose effect nsys records no activity for.
         if !emitted && api.is_some() && blocks_device(name) {
-            // rule 6 (cudaFree, cudaFreeHost) and device synchronizations without a SYNCHRONIZATION row.
+            // cudaFree and cudaFreeHost synchronize the device (DESIGN.md's blocking-API rule), and a device
+            // synchronization may come without a SYNCHRONIZATION row: the host joins every context of the process.
             let contexts: Vec<ContextId> = self
                 .contexts
                 .iter()
