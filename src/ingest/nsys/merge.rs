@@ -73,7 +73,12 @@ impl<'s> Merge<'s> {
     }
 
     /// Fills `group` with the rows of the next (process, correlation id), in table order; false at the end.
-    pub(super) fn next_group(&mut self, group: &mut Vec<Activity>, path: &Path, counters: &mut ImportCounters) -> Result<bool, IngestError> {
+    pub(super) fn next_group(
+        &mut self,
+        group: &mut Vec<Activity>,
+        path: &Path,
+        counters: &mut ImportCounters,
+    ) -> Result<bool, IngestError> {
         group.clear();
         let Some(key) = self.cursors.iter().filter_map(TableCursor::key).min() else {
             return Ok(false);

@@ -86,7 +86,12 @@ const CONTEXT_COLUMNS: [Column; 4] =
     [Column::required("processId"), Column::required("contextId"), Column::required("nullStreamId"), Column::required("deviceId")];
 
 impl Lookups {
-    pub(super) fn read(conn: &Connection, tables: &HashSet<String>, path: &Path, counters: &mut ImportCounters) -> Result<Lookups, IngestError> {
+    pub(super) fn read(
+        conn: &Connection,
+        tables: &HashSet<String>,
+        path: &Path,
+        counters: &mut ImportCounters,
+    ) -> Result<Lookups, IngestError> {
         let mut lookups = Lookups::default();
         let mut skipped = 0;
         if tables.contains("TARGET_INFO_CUDA_STREAM") {
