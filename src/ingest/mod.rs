@@ -7,7 +7,7 @@ mod background;
 mod counters;
 pub mod json;
 pub mod nsys;
-mod nsys_rep;
+use nsys::rep as nsys_rep;
 
 use std::path::Path;
 

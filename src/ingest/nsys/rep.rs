@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::IngestError;
+use crate::ingest::IngestError;
 
 /// The first bytes of an Nsight Systems report.
 pub const MAGIC: &[u8] = b"NVIDIA Tegra Profiler Report ";

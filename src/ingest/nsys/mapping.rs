@@ -1,0 +1,402 @@
+//! Mapping rows to model records: each group of activities that one API call caused becomes operations on
+//! streams, events and allocations, declared as they first appear. Synchronization rows are classified by the
+//! API name of their call, since `syncType` disagrees with its own enum in many versions (MANIFEST.md).
+//! Memory grows with streams and events, not with rows.
+
+use std::sync::mpsc::SyncSender;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use super::calls::{base_name, blocks_device, classify_sync, SyncKind};
+use super::nvtx::RegionCursor;
+use super::schema::Lookups;
+use super::tables::{Activity, ActivityRow, NOT_APPLICABLE};
+use crate::ingest::background::Batch;
+use crate::ingest::{ImportCounters, Severity, BATCH};
+use crate::model::{
+    AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind, HostSync, OpKind, Operation,
+    ProcessId, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo, TraceRecord,
+};
+
+/// The ids given so far and the records not yet handed over.
+pub(super) struct Mapper {
+    tx: SyncSender<Batch>,
+    batch: Batch,
+    pub(super) counters: ImportCounters,
+    pub(super) lookups: Lookups,
+    /// Whether the export recorded event records (a wait without one is then a wait on a never-recorded event).
+    pub(super) has_event_table: bool,
+    seq: u64,
+    processes: FxHashMap<i64, ProcessId>,
+    threads: FxHashMap<i64, ThreadId>,
+    unknown_threads: FxHashMap<ProcessId, ThreadId>,
+    streams: FxHashMap<(i64, i64, i64), StreamId>,
+    contexts: FxHashMap<(i64, i64), ContextId>,
+    devices: FxHashMap<(i64, i64), DeviceId>,
+    /// Events by (pid, eventSyncId) when the export has sync ids, else by (pid, eventId): the latest record.
+    events: FxHashMap<(i64, i64), EventId>,
+    next_event: u32,
+    live_allocations: FxHashMap<(i64, i64), (AllocId, u64)>,
+    next_alloc: u32,
+    api_names: FxHashMap<i64, Arc<str>>,
+}
+
+/// What the API call behind a group of activities tells about each of them.
+struct CallContext {
+    process: ProcessId,
+    thread: ThreadId,
+    correlation: i64,
+    host_start: Option<u64>,
+    host_end: Option<u64>,
+    api: Option<Arc<str>>,
+    region: Option<Arc<str>>,
+}
+
+impl Mapper {
+    pub(super) fn new(tx: SyncSender<Batch>) -> Mapper {
+        Mapper {
+            tx,
+            batch: Vec::with_capacity(BATCH),
+            counters: ImportCounters::default(),
+            lookups: Lookups::default(),
+            has_event_table: false,
+            seq: 0,
+            processes: FxHashMap::default(),
+            threads: FxHashMap::default(),
+            unknown_threads: FxHashMap::default(),
+            streams: FxHashMap::default(),
+            contexts: FxHashMap::default(),
+            devices: FxHashMap::default(),
+            events: FxHashMap::default(),
+            next_event: 0,
+            live_allocations: FxHashMap::default(),
+            next_alloc: 0,
+            api_names: FxHashMap::default(),
+        }
+    }
+
+    /// Hands over the last records, then `error` if reading failed; the counters of what was read.
+    pub(super) fn finish(mut self, error: Option<crate::ingest::IngestError>) -> ImportCounters {
+        if let Some(error) = error {
+            self.batch.push(Err(error));
+        }
+        self.flush();
+        self.counters
+    }
+
+    fn push(&mut self, record: TraceRecord) {
+        self.batch.push(Ok(record));
+        if self.batch.len() >= BATCH {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        // A closed receiver means the consumer stopped early (an error downstream): nothing left to do.
+        let _ = self.tx.send(batch);
+    }
+
+    fn process(&mut self, pid: i64) -> ProcessId {
+        let next = ProcessId(self.processes.len() as u32);
+        *self.processes.entry(pid).or_insert(next)
+    }
+
+    fn thread(&mut self, process: ProcessId, global_tid: Option<i64>) -> ThreadId {
+        let next = ThreadId((self.threads.len() + self.unknown_threads.len()) as u32);
+        let (id, fresh, tid) = match global_tid {
+            Some(g) => {
+                let id = *self.threads.entry(g).or_insert(next);
+                (id, id == next, (g & 0xFF_FFFF) as u64)
+            }
+            None => {
+                let id = *self.unknown_threads.entry(process).or_insert(next);
+                (id, id == next, 0)
+            }
+        };
+        if fresh {
+            self.push(TraceRecord::Thread(ThreadInfo { id, process, tid, name: None }));
+        }
+        id
+    }
+
+    fn device(&mut self, pid: i64, device: i64) -> DeviceId {
+        let next = DeviceId(self.devices.len() as u32);
+        *self.devices.entry((pid, device)).or_insert(next)
+    }
+
+    /// The stream (pid, context, stream), declared on first use from TARGET_INFO's flags.
+    fn stream(&mut self, pid: i64, context: i64, stream: i64, device: Option<i64>) -> StreamId {
+        if let Some(&id) = self.streams.get(&(pid, context, stream)) {
+            return id;
+        }
+        let process = self.process(pid);
+        let id = StreamId(self.streams.len() as u32);
+        self.streams.insert((pid, context, stream), id);
+        let null = self.lookups.null_streams.get(&(pid, context)).copied();
+        let kind = match (self.lookups.stream_flags.get(&(pid, context, stream)), null) {
+            (_, Some((null_stream, _))) if null_stream == stream => StreamKind::LegacyDefault,
+            (Some((3, _)), _) => StreamKind::LegacyDefault,
+            (Some((1, _)), _) => StreamKind::Blocking,
+            (Some((2, _)), _) => StreamKind::NonBlocking,
+            _ => {
+                self.counters.bump(
+                    "nsys.stream_flags_unknown",
+                    Severity::DataLoss,
+                    "streams missing from TARGET_INFO_CUDA_STREAM, taken as non-blocking (legacy default stream ordering may be missed)",
+                    1,
+                );
+                StreamKind::NonBlocking
+            }
+        };
+        let priority = self.lookups.stream_flags.get(&(pid, context, stream)).map(|&(_, p)| p as i32);
+        let device_number = null.map(|(_, d)| d).or(device).unwrap_or(0);
+        let device = self.device(pid, device_number);
+        let next_context = ContextId(self.contexts.len() as u32);
+        let context_id = *self.contexts.entry((pid, context)).or_insert(next_context);
+        self.push(TraceRecord::Stream(StreamInfo {
+            id,
+            handle: stream as u64,
+            kind,
+            priority,
+            process,
+            device,
+            context: context_id,
+            created_by: None,
+        }));
+        id
+    }
+
+    /// The API function's name without its version suffix, for a StringIds id.
+    fn api_name(&mut self, id: i64) -> Arc<str> {
+        if let Some(api) = self.api_names.get(&id) {
+            return api.clone();
+        }
+        let full = self.lookups.strings.get(&id).cloned().unwrap_or_else(|| Arc::from("unknown API"));
+        let api: Arc<str> = Arc::from(base_name(&full));
+        self.api_names.insert(id, api.clone());
+        api
+    }
+
+    fn new_event(&mut self, pid: i64, handle: i64) -> EventId {
+        let process = self.process(pid);
+        let id = EventId(self.next_event);
+        self.next_event += 1;
+        self.push(TraceRecord::Event(EventInfo { id, handle: handle as u64, process }));
+        id
+    }
+
+    /// The key an event record and its waits share: the sync id where the export has one, else the event id.
+    fn event_key(event: i64, event_sync: i64) -> Option<i64> {
+        match event_sync {
+            sync if sync != NOT_APPLICABLE => Some(sync),
+            _ if event != NOT_APPLICABLE => Some(-1 - event), // a separate key space for plain event ids
+            _ => None,
+        }
+    }
+
+    /// Maps one group of the merge: the rows of one (process, correlation id).
+    pub(super) fn emit_group(&mut self, group: &mut [Activity], regions: &mut Option<RegionCursor>) {
+        let Some(first) = group.first() else { return };
+        let (pid, correlation) = (first.pid, first.correlation);
+        let process = self.process(pid);
+        let api = group.iter().find_map(|a| match &a.row {
+            ActivityRow::Api { start, end, global_tid, name } => Some((*start, *end, *global_tid, *name)),
+            _ => None,
+        });
+        let thread = self.thread(process, api.as_ref().map(|a| a.2));
+        let api_name = api.as_ref().map(|a| self.api_name(a.3));
+        let region = match (regions.as_mut(), &api) {
+            (Some(cursor), Some((start, _, global_tid, _))) => cursor.region_at(pid, *global_tid, *start),
+            _ => None,
+        };
+        let call = CallContext {
+            process,
+            thread,
+            correlation,
+            host_start: api.as_ref().map(|a| a.0.max(0) as u64),
+            host_end: api.as_ref().map(|a| a.1.max(0) as u64),
+            api: api_name.clone(),
+            region,
+        };
+        let gpu_rows = group.iter().filter(|a| !matches!(a.row, ActivityRow::Api { .. })).count();
+        if api.is_none() {
+            self.counters.bump(
+                "nsys.activity_without_api_call",
+                Severity::Info,
+                "GPU activities whose API call is outside the capture window: host thread unknown",
+                gpu_rows as u64,
+            );
+        }
+        let name = api_name.as_deref().unwrap_or("");
+        let mut emitted = false;
+        for activity in group.iter_mut() {
+            let row = std::mem::replace(&mut activity.row, ActivityRow::Api { start: 0, end: 0, global_tid: 0, name: -1 });
+            let kind = match row {
+                ActivityRow::Api { .. } => continue,
+                ActivityRow::Kernel { start, end, device, context, stream, name: kernel } => {
+                    self.counters.bump("nsys.kernels", Severity::Info, "kernel rows read", 1);
+                    let stream = self.stream(pid, context, stream, Some(device));
+                    let name = self.lookups.strings.get(&kernel).cloned().unwrap_or_else(|| Arc::from("kernel"));
+                    let op = OpKind::Kernel { stream, name, accesses: Vec::new(), pointers: Vec::new() };
+                    self.push_op(&call, Some((start, end)), op);
+                    emitted = true;
+                    continue;
+                }
+                ActivityRow::Memcpy { start, end, device, context, stream, bytes, copy_kind } => {
+                    self.counters.bump("nsys.memcpys", Severity::Info, "memcpy rows read", 1);
+                    let stream = self.stream(pid, context, stream, Some(device));
+                    let copy = match copy_kind {
+                        1 => CopyKind::HtoD,
+                        2 => CopyKind::DtoH,
+                        8 => CopyKind::DtoD,
+                        9 => CopyKind::HtoH,
+                        10 => CopyKind::PtoP,
+                        _ => CopyKind::Default,
+                    };
+                    let synchronous = name.starts_with("cudaMemcpy") && !name.contains("Async")
+                        || name.starts_with("cuMemcpy") && !name.contains("Async");
+                    let op = OpKind::Memcpy { stream, copy, bytes: bytes.max(0) as u64, src: None, dst: None, synchronous };
+                    self.push_op(&call, Some((start, end)), op);
+                    emitted = true;
+                    continue;
+                }
+                ActivityRow::Memset { start, end, device, context, stream, bytes } => {
+                    self.counters.bump("nsys.memsets", Severity::Info, "memset rows read", 1);
+                    let stream = self.stream(pid, context, stream, Some(device));
+                    let synchronous = name.starts_with("cudaMemset") && !name.contains("Async");
+                    let op = OpKind::Memset { stream, bytes: bytes.max(0) as u64, dst: None, synchronous };
+                    self.push_op(&call, Some((start, end)), op);
+                    emitted = true;
+                    continue;
+                }
+                ActivityRow::EventRecord { device, context, stream, event, event_sync } => {
+                    self.counters.bump("nsys.event_records", Severity::Info, "event record rows read", 1);
+                    let stream = self.stream(pid, context, stream, Some(device));
+                    let Some(key) = Self::event_key(event, event_sync) else {
+                        self.counters.bump("nsys.event_without_id", Severity::DataLoss, "event records without an event id, skipped", 1);
+                        continue;
+                    };
+                    // With sync ids every record is its own event; without, a record replaces the last one.
+                    let id = match (event_sync != NOT_APPLICABLE, self.events.get(&(pid, key))) {
+                        (false, Some(&id)) => id,
+                        _ => {
+                            let id = self.new_event(pid, event);
+                            self.events.insert((pid, key), id);
+                            id
+                        }
+                    };
+                    OpKind::EventRecord { event: id, stream }
+                }
+                ActivityRow::Sync { context, stream, sync_type, event, event_sync } => {
+                    self.counters.bump("nsys.syncs", Severity::Info, "synchronization rows read", 1);
+                    let class = classify_sync(name, sync_type);
+                    if api.is_none() || class.by_type {
+                        self.counters.bump("nsys.sync_classified_by_type", Severity::Info, "synchronization rows classified by syncType (no API name)", 1);
+                    }
+                    match class.kind {
+                        SyncKind::StreamWait => {
+                            let waiting = self.stream(pid, context, stream, None);
+                            let key = Self::event_key(event, event_sync);
+                            match key.and_then(|k| self.events.get(&(pid, k)).copied()) {
+                                Some(id) => OpKind::StreamWait { stream: waiting, event: id },
+                                None if self.has_event_table => {
+                                    // The export records event records, and none came before this wait.
+                                    let id = self.new_event(pid, event);
+                                    OpKind::StreamWait { stream: waiting, event: id }
+                                }
+                                None => {
+                                    self.counters.bump(
+                                        "nsys.wait_record_unknown",
+                                        Severity::DataLoss,
+                                        "stream waits whose recording stream is unknown (no CUPTI_ACTIVITY_KIND_CUDA_EVENT table): they order nothing here",
+                                        1,
+                                    );
+                                    OpKind::StreamWaitUnknownRecord { stream: waiting, event: event.max(0) as u64 }
+                                }
+                            }
+                        }
+                        SyncKind::Stream => OpKind::HostSync(HostSync::Stream(self.stream(pid, context, stream, None))),
+                        SyncKind::Event => {
+                            let key = Self::event_key(event, event_sync);
+                            match key.and_then(|k| self.events.get(&(pid, k)).copied()) {
+                                Some(id) => OpKind::HostSync(HostSync::Event(id)),
+                                None => {
+                                    self.counters.bump(
+                                        "nsys.event_sync_record_unknown",
+                                        Severity::DataLoss,
+                                        "event synchronizations whose record is not in the export: they order nothing here",
+                                        1,
+                                    );
+                                    continue;
+                                }
+                            }
+                        }
+                        SyncKind::Context => {
+                            let next = ContextId(self.contexts.len() as u32);
+                            let ctx = *self.contexts.entry((pid, context)).or_insert(next);
+                            OpKind::HostSync(HostSync::Context(ctx))
+                        }
+                    }
+                }
+                ActivityRow::Memory { address, bytes, free, name: label } => {
+                    self.counters.bump("nsys.memory_events", Severity::Info, "device memory allocation and free rows read", 1);
+                    if free {
+                        match self.live_allocations.remove(&(pid, address)) {
+                            Some((alloc, _)) => OpKind::Free { alloc, free_kind: FreeKind::VirtualUnmap, stream: None },
+                            None => continue, // allocated before the capture started
+                        }
+                    } else {
+                        let Ok(range) = AccessRange::new(address as u64, bytes.max(0) as u64) else {
+                            self.counters.bump("nsys.bad_memory_range", Severity::DataLoss, "allocations whose range overflows, skipped", 1);
+                            continue;
+                        };
+                        let alloc = AllocId(self.next_alloc);
+                        self.next_alloc += 1;
+                        if let Some((old, _)) = self.live_allocations.insert((pid, address), (alloc, bytes as u64)) {
+                            self.push_op(&call, None, OpKind::Free { alloc: old, free_kind: FreeKind::VirtualUnmap, stream: None });
+                        }
+                        OpKind::Alloc { alloc, handle: alloc.0 as u64, range, alloc_kind: AllocKind::Device, stream: None, label }
+                    }
+                }
+            };
+            self.push_op(&call, None, kind);
+            emitted = true;
+        }
+        // API calls whose effect nsys records no activity for.
+        if !emitted && api.is_some() && blocks_device(name) {
+            // cudaFree and cudaFreeHost synchronize the device (DESIGN.md's blocking-API rule), and a device
+            // synchronization may come without a SYNCHRONIZATION row: the host joins every context of the process.
+            let contexts: Vec<ContextId> = self
+                .contexts
+                .iter()
+                .filter(|((p, _), _)| *p == pid)
+                .map(|(_, &c)| c)
+                .collect();
+            for ctx in contexts {
+                self.push_op(&call, None, OpKind::HostSync(HostSync::Context(ctx)));
+            }
+        }
+    }
+
+    fn push_op(&mut self, call: &CallContext, gpu: Option<(i64, i64)>, kind: OpKind) {
+        let op = Operation {
+            seq: self.seq,
+            process: call.process,
+            thread: call.thread,
+            host_time_ns: call.host_start,
+            gpu_start_ns: gpu.map(|g| g.0.max(0) as u64),
+            gpu_end_ns: gpu.map(|g| g.1.max(0) as u64),
+            correlation_id: Some(call.correlation as u64),
+            host_end_ns: call.host_end,
+            api: call.api.clone(),
+            region: call.region.clone(),
+            source: None,
+            origin: call.correlation as u64,
+            kind,
+        };
+        self.seq += 1;
+        self.push(TraceRecord::Op(op));
+    }
+}

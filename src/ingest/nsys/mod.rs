@@ -1,0 +1,78 @@
+//! Nsight Systems SQLite exports (`nsys export --type sqlite`), schema 2.9 to 3.25+.
+//!
+//! Host issue order is rebuilt from correlation ids: every activity table is read sorted by (process,
+//! correlation id) and merged (merge.rs). The API call (RUNTIME row) gives the host thread and time, the activity
+//! rows the stream and what ran (mapping.rs). Which tables and columns are read, and how, is said once per table
+//! (tables.rs, columns.rs). Reading runs on a background thread.
+
+mod calls;
+mod columns;
+mod mapping;
+mod merge;
+mod nvtx;
+mod progress;
+pub(super) mod rep;
+mod schema;
+mod tables;
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::background::BackgroundReader;
+use super::IngestError;
+use mapping::Mapper;
+use merge::Merge;
+use nvtx::RegionCursor;
+use progress::Progress;
+use schema::Lookups;
+
+/// Reads an nsys SQLite export on a background thread.
+pub struct NsysReader;
+
+impl NsysReader {
+    pub fn open(path: &Path) -> Result<BackgroundReader, IngestError> {
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .map_err(|e| IngestError::new(path, None, format!("cannot open as SQLite: {e}")))?;
+        let tables =
+            schema::table_names(&conn).map_err(|e| IngestError::new(path, None, format!("not a readable SQLite database: {e}")))?;
+        if !tables.iter().any(|t| t.starts_with("CUPTI_ACTIVITY_KIND_") || t == "META_DATA_EXPORT" || t == "EXPORT_META_DATA") {
+            return Err(IngestError::new(
+                path,
+                None,
+                "SQLite, but not an Nsight Systems export: no CUPTI_ACTIVITY_KIND_* or META_DATA_EXPORT table",
+            ));
+        }
+        let path = path.to_path_buf();
+        BackgroundReader::spawn("nsys-ingest", "Nsight Systems SQLite export", move |tx| {
+            let mut mapper = Mapper::new(tx);
+            let error = read(&conn, &tables, &path, &mut mapper).err();
+            mapper.finish(error)
+        })
+    }
+}
+
+/// Reads the whole export into `mapper`, which hands the records over as they come.
+fn read(conn: &Connection, tables: &HashSet<String>, path: &Path, mapper: &mut Mapper) -> Result<(), IngestError> {
+    mapper.has_event_table = schema::has_event_records(conn, tables, path)?;
+    schema::check_version(conn, tables, &mut mapper.counters);
+    mapper.lookups = Lookups::read(conn, tables, path, &mut mapper.counters)?;
+    let plan = tables::plan(conn, tables, path, &mut mapper.counters)?;
+    let mut statements = Vec::with_capacity(plan.queries.len());
+    for (table, sql) in &plan.queries {
+        let stmt = conn.prepare(sql).map_err(|e| IngestError::new(path, Some(table.table().to_string()), format!("cannot query: {e}")))?;
+        statements.push((*table, stmt));
+    }
+    let mut merge = Merge::start(&mut statements, path, &mut mapper.counters)?;
+    let mut region_stmt = nvtx::prepare(conn, tables, plan.per_process, &mut mapper.counters);
+    let mut regions = region_stmt.as_mut().and_then(RegionCursor::start);
+    let mut group = Vec::new();
+    let mut progress = Progress::new();
+    while merge.next_group(&mut group, path, &mut mapper.counters)? {
+        progress.rows(group.len() as u64, path);
+        mapper.emit_group(&mut group, &mut regions);
+    }
+    progress.done();
+    Ok(())
+}

@@ -1,0 +1,241 @@
+//! The activity tables an export may hold and how each is read: its columns, declared once, and the activity a
+//! row becomes. Every table is read sorted by (process, correlation id), the key the merge joins them on.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use rusqlite::{Connection, Row};
+
+use super::columns::{read_ints, read_text, select_list, BadValue, Column};
+use super::schema::column_names;
+use crate::ingest::{ImportCounters, IngestError, Severity};
+
+/// CUPTI's "not applicable" for event ids.
+pub(super) const NOT_APPLICABLE: i64 = 4_294_967_295;
+
+/// One row of any table, keyed for the merge by (process id, correlation id).
+#[derive(Debug)]
+pub(super) struct Activity {
+    pub(super) pid: i64,
+    pub(super) correlation: i64,
+    pub(super) row: ActivityRow,
+}
+
+/// What one row says. Names are StringIds ids (-1 when NULL); `event_sync` is [`NOT_APPLICABLE`] where the export
+/// has no sync ids.
+#[derive(Debug)]
+pub(super) enum ActivityRow {
+    Api { start: i64, end: i64, global_tid: i64, name: i64 },
+    Kernel { start: i64, end: i64, device: i64, context: i64, stream: i64, name: i64 },
+    Memcpy { start: i64, end: i64, device: i64, context: i64, stream: i64, bytes: i64, copy_kind: i64 },
+    Memset { start: i64, end: i64, device: i64, context: i64, stream: i64, bytes: i64 },
+    Sync { context: i64, stream: i64, sync_type: i64, event: i64, event_sync: i64 },
+    EventRecord { device: i64, context: i64, stream: i64, event: i64, event_sync: i64 },
+    Memory { address: i64, bytes: i64, free: bool, name: Option<String> },
+}
+
+/// How one table is read.
+pub(super) struct ActivityTable<const N: usize> {
+    name: &'static str,
+    /// The column whose bits 24 to 47 are the process id: globalPid, or globalTid for API calls.
+    process: &'static str,
+    /// The columns after (process, correlation id), in the order `decode` takes their values.
+    columns: [Column; N],
+    /// A text column read after them (memory events name their allocation).
+    label: Option<&'static str>,
+    /// Which rows to read.
+    filter: Option<&'static str>,
+    /// What orders the rows of one (process, correlation id).
+    ties: Option<&'static str>,
+    decode: fn([i64; N], Option<String>) -> ActivityRow,
+}
+
+/// A table's reading without its column count, so that the merge can hold every table in one list.
+pub(super) trait ActivityQuery: Sync {
+    fn table(&self) -> &'static str;
+    /// The query for a table with the `present` columns; `per_process`: whether processes are told apart.
+    fn sql(&self, present: &HashSet<String>, per_process: bool) -> Result<String, String>;
+    /// The activity of one row of that query; `None` when a NULL in a NOT NULL column skips it.
+    fn read(&self, row: &Row) -> Result<Option<Activity>, BadValue>;
+}
+
+impl<const N: usize> ActivityQuery for ActivityTable<N> {
+    fn table(&self) -> &'static str {
+        self.name
+    }
+
+    fn sql(&self, present: &HashSet<String>, per_process: bool) -> Result<String, String> {
+        let process = if per_process { format!("(({} >> 24) & 16777215)", self.process) } else { "0".to_string() };
+        let mut columns = select_list(&self.columns, present)?;
+        if let Some(label) = self.label {
+            if !present.contains(label) {
+                return Err(format!("no column {label}"));
+            }
+            columns = format!("{columns}, {label}");
+        }
+        let filter = self.filter.map(|f| format!(" WHERE {f}")).unwrap_or_default();
+        let ties = self.ties.map(|t| format!(", {t}")).unwrap_or_default();
+        Ok(format!("SELECT {process}, correlationId, {columns} FROM {}{filter} ORDER BY 1, 2{ties}", self.name))
+    }
+
+    #[inline]
+    fn read(&self, row: &Row) -> Result<Option<Activity>, BadValue> {
+        let key = [Column::required(self.process), CORRELATION];
+        let Some([pid, correlation]) = read_ints(row, 0, &key)? else { return Ok(None) };
+        let Some(values) = read_ints(row, 2, &self.columns)? else { return Ok(None) };
+        let label = match self.label {
+            Some(column) => read_text(row, 2 + N, column)?,
+            None => None,
+        };
+        Ok(Some(Activity { pid, correlation, row: (self.decode)(values, label) }))
+    }
+}
+
+const CORRELATION: Column = Column::required("correlationId");
+const START: Column = Column::required("start");
+const END: Column = Column::required("end");
+const DEVICE: Column = Column::required("deviceId").or_literal("0");
+const CONTEXT: Column = Column::required("contextId").or_literal("0");
+const STREAM: Column = Column::required("streamId").or_literal("0");
+const BYTES: Column = Column::required("bytes");
+/// Absent from older exports: events are then joined on eventId.
+const EVENT_SYNC_ID: Column = Column::required("eventSyncId").or_literal("NULL").null_reads(NOT_APPLICABLE);
+
+static RUNTIME: ActivityTable<4> = ActivityTable {
+    name: "CUPTI_ACTIVITY_KIND_RUNTIME",
+    process: "globalTid",
+    columns: [START, END, Column::required("globalTid"), Column::required("nameId").null_reads(-1)],
+    label: None,
+    filter: None,
+    ties: Some("start"),
+    decode: |[start, end, global_tid, name], _| ActivityRow::Api { start, end, global_tid, name },
+};
+
+static KERNEL: ActivityTable<6> = ActivityTable {
+    name: "CUPTI_ACTIVITY_KIND_KERNEL",
+    process: "globalPid",
+    columns: [
+        START,
+        END,
+        DEVICE,
+        CONTEXT,
+        STREAM,
+        // The demangled name tells PyTorch's many `vectorized_elementwise_kernel`s apart (fill, mul, add, ...).
+        Column::required("demangledName").or_column("shortName").null_reads(-1),
+    ],
+    label: None,
+    filter: None,
+    ties: Some("start"),
+    decode: |[start, end, device, context, stream, name], _| ActivityRow::Kernel { start, end, device, context, stream, name },
+};
+
+static MEMCPY: ActivityTable<7> = ActivityTable {
+    name: "CUPTI_ACTIVITY_KIND_MEMCPY",
+    process: "globalPid",
+    columns: [START, END, DEVICE, CONTEXT, STREAM, BYTES, Column::required("copyKind")],
+    label: None,
+    filter: None,
+    ties: Some("start"),
+    decode: |[start, end, device, context, stream, bytes, copy_kind], _| ActivityRow::Memcpy {
+        start,
+        end,
+        device,
+        context,
+        stream,
+        bytes,
+        copy_kind,
+    },
+};
+
+static MEMSET: ActivityTable<6> = ActivityTable {
+    name: "CUPTI_ACTIVITY_KIND_MEMSET",
+    process: "globalPid",
+    columns: [START, END, DEVICE, CONTEXT, STREAM, BYTES],
+    label: None,
+    filter: None,
+    ties: Some("start"),
+    decode: |[start, end, device, context, stream, bytes], _| ActivityRow::Memset { start, end, device, context, stream, bytes },
+};
+
+static SYNCHRONIZATION: ActivityTable<7> = ActivityTable {
+    name: "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+    process: "globalPid",
+    // deviceId is not read: it can be wrong in these rows (MANIFEST.md). start and end are read for their
+    // NOT NULL promise only.
+    columns: [
+        START,
+        END,
+        CONTEXT,
+        STREAM,
+        Column::required("syncType").null_reads(0),
+        Column::required("eventId").null_reads(NOT_APPLICABLE),
+        EVENT_SYNC_ID,
+    ],
+    label: None,
+    filter: None,
+    ties: Some("start"),
+    decode: |[_start, _end, context, stream, sync_type, event, event_sync], _| ActivityRow::Sync {
+        context,
+        stream,
+        sync_type,
+        event,
+        event_sync,
+    },
+};
+
+static CUDA_EVENT: ActivityTable<5> = ActivityTable {
+    name: "CUPTI_ACTIVITY_KIND_CUDA_EVENT",
+    process: "globalPid",
+    columns: [DEVICE, CONTEXT, STREAM, Column::required("eventId"), EVENT_SYNC_ID],
+    label: None,
+    filter: None,
+    ties: None,
+    decode: |[device, context, stream, event, event_sync], _| ActivityRow::EventRecord { device, context, stream, event, event_sync },
+};
+
+static MEMORY_USAGE: ActivityTable<4> = ActivityTable {
+    name: "CUDA_GPU_MEMORY_USAGE_EVENTS",
+    process: "globalPid",
+    columns: [START, Column::required("address"), BYTES, Column::required("memoryOperationType")],
+    label: Some("name"),
+    // Device memory only.
+    filter: Some("memKind = 2"),
+    ties: Some("start"),
+    // Operation type 1 is a free.
+    decode: |[_start, address, bytes, operation], name| ActivityRow::Memory { address, bytes, free: operation == 1, name },
+};
+
+/// Every table the merge reads, in the order a group's rows are mapped (the API call first).
+static ACTIVITY_TABLES: [&dyn ActivityQuery; 7] =
+    [&RUNTIME, &KERNEL, &MEMCPY, &MEMSET, &SYNCHRONIZATION, &CUDA_EVENT, &MEMORY_USAGE];
+
+/// What to read from one export: the query of each table it has.
+pub(super) struct Plan {
+    pub(super) queries: Vec<(&'static dyn ActivityQuery, String)>,
+    /// Whether processes are told apart (every activity table has globalPid).
+    pub(super) per_process: bool,
+}
+
+/// The queries for the tables this export has, each sorted by (process, correlation id).
+pub(super) fn plan(conn: &Connection, tables: &HashSet<String>, path: &Path, counters: &mut ImportCounters) -> Result<Plan, IngestError> {
+    let error = |table: &str, message: String| IngestError::new(path, Some(table.to_string()), message);
+    let mut present = Vec::new();
+    for table in ACTIVITY_TABLES.iter().copied().filter(|t| tables.contains(t.table())) {
+        let columns = column_names(conn, table.table()).map_err(|e| error(table.table(), e.to_string()))?;
+        present.push((table, columns));
+    }
+    // Processes are told apart by globalPid; an export whose activity tables lack it is read as one process.
+    let per_process = present.iter().filter(|(t, _)| t.table() != RUNTIME.name).all(|(_, columns)| columns.contains("globalPid"));
+    if !per_process {
+        counters.bump("nsys.no_global_pid", Severity::Info, "activity tables without globalPid: read as one process", 1);
+    }
+    if !tables.contains(RUNTIME.name) {
+        counters.bump("nsys.no_runtime_table", Severity::DataLoss, "export without CUDA API calls: host threads and host order unknown", 1);
+    }
+    let mut queries = Vec::new();
+    for (table, columns) in present {
+        let sql = table.sql(&columns, per_process).map_err(|m| error(table.table(), format!("cannot query: {m}")))?;
+        queries.push((table, sql));
+    }
+    Ok(Plan { queries, per_process })
+}
