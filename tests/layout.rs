@@ -8,11 +8,6 @@ use std::path::{Path, PathBuf};
 /// The rules DESIGN.md lists that the engine applies (rule 12, host accesses, is not implemented yet).
 const APPLIED_RULES: std::ops::RangeInclusive<u32> = 1..=11;
 
-/// Mentions of a rule outside its application site whose files belong to another branch's work, to be reworded
-/// there; each is matched by its whole trimmed line. Delete an entry once its rewording has been merged.
-const PENDING_REWORDING: &[&str] =
-    &["// rule 6 (cudaFree, cudaFreeHost) and device synchronizations without a SYNCHRONIZATION row."];
-
 /// Whether `line` holds `rule N` as a whole number, as `grep "rule N\b"` finds it: `rule 1` is not `rule 10`.
 fn mentions_rule(line: &str, rule: u32) -> bool {
     let token = format!("rule {rule}");
@@ -47,9 +42,6 @@ fn rule_markers(root: &Path) -> Vec<Vec<String>> {
         let shown = path.strip_prefix(root).unwrap_or(&path).display().to_string();
         let non_test = text.lines().enumerate().take_while(|(_, line)| !line.trim_start().starts_with("#[cfg(test)]"));
         for (index, line) in non_test {
-            if PENDING_REWORDING.contains(&line.trim()) {
-                continue;
-            }
             for rule in APPLIED_RULES {
                 if mentions_rule(line, rule) {
                     markers[rule as usize].push(format!("{shown}:{}", index + 1));

@@ -2,7 +2,7 @@
 //! (its standard streams, exit status and signals stay its own), then analyzes the trace of each of its
 //! processes.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{bail, Context};
