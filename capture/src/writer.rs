@@ -104,8 +104,14 @@ pub(crate) fn start_thread(mut drain: impl FnMut() -> bool + Send + 'static) -> 
     let thread = std::thread::Builder::new().name("streamtrace-writer".into());
     thread.spawn(move || loop {
         std::thread::sleep(DRAIN_INTERVAL);
-        if !drain() {
-            break;
+        // A panic here would end the thread silently and leave the file's lock poisoned: say so, and stop capture.
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut drain)) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(_) => {
+                disable("an internal error in the writer thread");
+                break;
+            }
         }
     })?;
     Ok(())

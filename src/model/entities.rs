@@ -38,7 +38,7 @@ impl StreamKind {
 }
 
 /// A stream as created by the program.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct StreamInfo {
     pub id: StreamId,
     /// The handle or number the trace used for it; shown to the user.
@@ -53,7 +53,7 @@ pub struct StreamInfo {
 }
 
 /// An event as created by the program.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct EventInfo {
     pub id: EventId,
     pub handle: u64,
@@ -61,7 +61,7 @@ pub struct EventInfo {
 }
 
 /// A host thread, with the id the trace gave it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ThreadInfo {
     pub id: ThreadId,
     pub process: ProcessId,

@@ -97,7 +97,7 @@ pub enum QueryTarget {
 }
 
 /// One node of a CUDA graph: its own accesses and the nodes it depends on (indexes into the launch's nodes).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct GraphNode {
     pub name: String,
     pub accesses: Vec<Access>,
@@ -105,7 +105,7 @@ pub struct GraphNode {
 }
 
 /// What one API call did.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum OpKind {
     Kernel {
@@ -189,7 +189,7 @@ impl OpKind {
 }
 
 /// One API call as the host issued it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Operation {
     /// Position in host issue order, counted from 0 over all operations of the trace.
     pub seq: u64,

@@ -4,7 +4,7 @@ use super::entities::{EventInfo, StreamInfo, ThreadInfo};
 use super::ops::Operation;
 
 /// One item of a trace in host issue order: an entity coming into existence, or an operation.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceRecord {
     /// A stream is created. Its clock starts from the creating thread's knowledge (so a stream created after a
     /// device synchronize starts ordered after it).

@@ -325,22 +325,9 @@ impl JsonTraceParser {
 
     /// Turns a record of a known kind into what it means: an entity, a frame boundary, or an operation.
     fn convert(&mut self, line: u64, kind: RecordKind, raw: RawRecord, out: &mut Batch) -> Result<(), Problem> {
-        let process = self.process(raw.pid);
-        let thread = self.thread(process, raw.thread, out);
         self.counters.bump("json.records", Severity::Info, "records read", 1);
-        let op = match kind {
-            RecordKind::Thread => {
-                // Threads appear on first use; a thread record only names one.
-                if let Some(Ok(TraceRecord::Thread(info))) = out.last_mut() {
-                    if info.id == thread {
-                        info.name = raw.name.map(Cow::into_owned);
-                    }
-                }
-                return Ok(());
-            }
-            RecordKind::Header | RecordKind::Process => return Ok(()),
-            RecordKind::OpBegin | RecordKind::CallBegin => return self.frame_begin(kind, process, thread, raw),
-            RecordKind::OpEnd | RecordKind::CallEnd => return self.frame_end(kind, process, thread, raw, out),
+        // Records that are no thread's call: they introduce no thread.
+        match kind {
             RecordKind::CaptureStats => {
                 // What the capture cost the program, said once per process at exit.
                 let (Some(calls), Some(ns)) = (raw.calls, raw.callback_ns) else {
@@ -360,6 +347,23 @@ impl JsonTraceParser {
                 out.push(Ok(TraceRecord::GpuTime { correlation, start_ns, end_ns }));
                 return Ok(());
             }
+            _ => {}
+        }
+        let process = self.process(raw.pid);
+        let thread = self.thread(process, raw.thread, out);
+        let op = match kind {
+            RecordKind::Thread => {
+                // Threads appear on first use; a thread record only names one.
+                if let Some(Ok(TraceRecord::Thread(info))) = out.last_mut() {
+                    if info.id == thread {
+                        info.name = raw.name.map(Cow::into_owned);
+                    }
+                }
+                return Ok(());
+            }
+            RecordKind::Header | RecordKind::Process | RecordKind::CaptureStats | RecordKind::GpuTime => return Ok(()),
+            RecordKind::OpBegin | RecordKind::CallBegin => return self.frame_begin(kind, process, thread, raw),
+            RecordKind::OpEnd | RecordKind::CallEnd => return self.frame_end(kind, process, thread, raw, out),
             RecordKind::Stream => return self.stream_record(process, thread, &raw, out),
             RecordKind::Event => return self.event_record(process, &raw, out),
             _ => self.operation(kind, process, &raw)?,

@@ -1,0 +1,260 @@
+//! The trace format's round trip: every record the capture library can write goes through its real writer and
+//! back through the analyzer's JSON reader, and comes out as what it recorded; so do the op and call frames the
+//! PyTorch observers write, including a frame that ends on another thread and one whose begin was lost.
+
+use std::sync::Arc;
+
+use streamtrace::ingest::json::JsonTraceReader;
+use streamtrace::ingest::{ImportCounters, RecordSource};
+use streamtrace::model::{
+    Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind,
+    HostSync, OpKind, Operation, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId,
+    ThreadInfo, TraceRecord,
+};
+use streamtrace_capture::args::PointerArg as CapturedPointer;
+use streamtrace_capture::record::{Batch, Call, Record, SyncTarget};
+use streamtrace_format as format;
+
+/// What the capture library writes for `batch`: its header, then the batch's lines.
+fn written(batch: &Batch) -> String {
+    let mut text = format::header_line(Some(format::Producer::Capture), Some("recorded by streamtrace capture"));
+    batch.write_lines(&mut Vec::new(), &mut text);
+    text
+}
+
+fn read(text: String) -> (Vec<TraceRecord>, ImportCounters) {
+    let mut reader = JsonTraceReader::from_text("roundtrip.json", text);
+    let records = reader.by_ref().collect::<Result<Vec<_>, _>>().unwrap_or_else(|e| panic!("the reader refused the writer's trace: {e}"));
+    (records, Box::new(reader).finish())
+}
+
+fn operations(records: &[TraceRecord]) -> Vec<&Operation> {
+    records.iter().filter_map(|r| if let TraceRecord::Op(op) = r { Some(op) } else { None }).collect()
+}
+
+fn range(start: u64, len: u64) -> AccessRange {
+    AccessRange::new(start, len).expect("a valid range")
+}
+
+/// A call with edge values: the largest thread id, host time and correlation id the writer can be given.
+const EDGE_CALL: Call = Call { tid: u64::MAX, time_ns: u64::MAX, correlation: u32::MAX };
+const CALL: Call = Call { tid: 4242, time_ns: 1_000, correlation: 7 };
+
+/// Stream handles: the legacy default stream of context 3, a per-thread default stream, and two created streams
+/// whose handles are pointers (one at the top of the address space).
+const LEGACY: u64 = 3;
+const PER_THREAD: u64 = 1 << 31;
+const SIDE: u64 = 0x5600_0000_1230;
+const TOP: u64 = u64::MAX;
+const EVENT: u64 = 0x7f00_dead_beef;
+const NAME: &str = "void k<\"q\\\\\", 2>(float const*, float*)\n\u{1b}[31m\u{e9}";
+
+#[test]
+fn every_capture_record_reads_back_as_what_was_recorded() {
+    let mut batch = Batch::default();
+    let stream = |handle, kind, priority, device| Record::Stream { handle, kind, priority, context: 3, device };
+    batch.push(CALL, stream(LEGACY, format::StreamKind::LegacyDefault, None, Some(0)));
+    batch.push(CALL, stream(PER_THREAD, format::StreamKind::PerThreadDefault, None, None));
+    batch.push(EDGE_CALL, stream(SIDE, format::StreamKind::NonBlocking, Some(i32::MIN), Some(u32::MAX)));
+    batch.push(CALL, stream(TOP, format::StreamKind::Blocking, Some(i32::MAX), Some(0)));
+    batch.push(CALL, Record::Event { handle: EVENT });
+    batch.push(CALL, Record::Function { index: 0, name: Arc::from(NAME) });
+    batch.pointers.extend([
+        CapturedPointer { address: 0, writes: false },
+        CapturedPointer { address: u64::MAX, writes: true },
+    ]);
+    batch.push(EDGE_CALL, Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 2, api: "cuLaunchKernelEx" });
+    batch.push(CALL, Record::Kernel { stream: TOP, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" });
+    for (copy, synchronous) in [(format::CopyKind::HtoD, true), (format::CopyKind::DtoH, false), (format::CopyKind::DtoD, false), (format::CopyKind::HtoH, true), (format::CopyKind::PtoP, false), (format::CopyKind::Default, true)] {
+        batch.push(CALL, Record::Memcpy { stream: LEGACY, copy, src: 0, dst: u64::MAX - 4096, bytes: 4096, synchronous, api: "cuMemcpyAsync" });
+    }
+    batch.push(CALL, Record::Memset { stream: PER_THREAD, dst: 0x7f00_0000_0000, bytes: 0, synchronous: true, api: "cuMemsetD8" });
+    batch.push(CALL, Record::EventRecord { event: EVENT, stream: SIDE });
+    batch.push(CALL, Record::Wait { stream: TOP, event: EVENT });
+    batch.push(CALL, Record::Sync { target: SyncTarget::Stream(SIDE), api: "cuStreamSynchronize" });
+    batch.push(CALL, Record::Sync { target: SyncTarget::Event(EVENT), api: "cuEventSynchronize" });
+    batch.push(CALL, Record::Sync { target: SyncTarget::Context(3), api: "cuCtxSynchronize" });
+    batch.push(CALL, Record::Query { target: SyncTarget::Stream(TOP), ready: false, api: "cuStreamQuery" });
+    batch.push(CALL, Record::Query { target: SyncTarget::Event(EVENT), ready: true, api: "cuEventQuery" });
+    let allocs = [
+        (format::AllocKind::Device, None, format::FreeKind::Synchronous),
+        (format::AllocKind::Managed, None, format::FreeKind::Synchronous),
+        (format::AllocKind::StreamOrdered, Some(SIDE), format::FreeKind::StreamOrdered),
+        (format::AllocKind::Host, None, format::FreeKind::Host),
+        (format::AllocKind::VirtualMap, None, format::FreeKind::VirtualUnmap),
+    ];
+    for (id, (kind, stream, _)) in allocs.iter().enumerate() {
+        let address = 0x7f00_0000_0000 + ((id as u64) << 32);
+        batch.push(CALL, Record::Alloc { id: id as u64 + 1, address, bytes: u64::from(u32::MAX), kind: *kind, stream: *stream, api: "cuMemAlloc" });
+    }
+    for (id, (_, stream, kind)) in allocs.iter().enumerate() {
+        batch.push(CALL, Record::Free { id: id as u64 + 1, kind: *kind, stream: *stream, api: "cuMemFree" });
+    }
+    batch.push(CALL, Record::GraphLaunch { stream: SIDE });
+    batch.push(CALL, Record::GpuTime { correlation: u32::MAX, start: 0, end: u64::MAX });
+    batch.push(CALL, Record::CaptureStats { calls: u64::MAX, callback_ns: 0 });
+
+    let (records, counters) = read(written(&batch));
+
+    // Entities: streams with their kinds, priorities, devices and context; the event; the two calling threads.
+    let streams: Vec<&StreamInfo> = records.iter().filter_map(|r| if let TraceRecord::Stream(s) = r { Some(s) } else { None }).collect();
+    let expected_stream = |id, handle, kind, priority, device, created_by| StreamInfo {
+        id: StreamId(id),
+        handle,
+        kind,
+        priority,
+        process: ProcessId(0),
+        device: DeviceId(device),
+        context: ContextId(0),
+        created_by,
+    };
+    let (thread, edge_thread) = (ThreadId(0), ThreadId(1));
+    assert_eq!(
+        streams,
+        [
+            &expected_stream(0, LEGACY, StreamKind::LegacyDefault, None, 0, None),
+            &expected_stream(1, PER_THREAD, StreamKind::PerThreadDefault, None, 0, Some(thread)),
+            &expected_stream(2, SIDE, StreamKind::NonBlocking, Some(i32::MIN), 1, Some(edge_thread)),
+            &expected_stream(3, TOP, StreamKind::Blocking, Some(i32::MAX), 0, Some(thread)),
+        ]
+    );
+    assert!(records.contains(&TraceRecord::Event(EventInfo { id: EventId(0), handle: EVENT, process: ProcessId(0) })));
+    let threads: Vec<&ThreadInfo> = records.iter().filter_map(|r| if let TraceRecord::Thread(t) = r { Some(t) } else { None }).collect();
+    assert_eq!(threads.iter().map(|t| t.tid).collect::<Vec<_>>(), [CALL.tid, u64::MAX]);
+
+    // Operations, in the order they were recorded, each as it was recorded.
+    let ops = operations(&records);
+    let (side, top, legacy, per_thread) = (StreamId(2), StreamId(3), StreamId(0), StreamId(1));
+    let name: Arc<str> = Arc::from(NAME);
+    let mut expected = vec![
+        OpKind::Kernel {
+            stream: side,
+            name: name.clone(),
+            accesses: vec![],
+            pointers: vec![PointerArg { address: 0, mode: AccessMode::Read }, PointerArg { address: u64::MAX, mode: AccessMode::Write }],
+        },
+        OpKind::Kernel { stream: top, name, accesses: vec![], pointers: vec![] },
+    ];
+    for (copy, synchronous) in [(CopyKind::HtoD, true), (CopyKind::DtoH, false), (CopyKind::DtoD, false), (CopyKind::HtoH, true), (CopyKind::PtoP, false), (CopyKind::Default, true)] {
+        expected.push(OpKind::Memcpy { stream: legacy, copy, bytes: 4096, src: Some(range(0, 4096)), dst: Some(range(u64::MAX - 4096, 4096)), synchronous });
+    }
+    expected.extend([
+        OpKind::Memset { stream: per_thread, bytes: 0, dst: Some(range(0x7f00_0000_0000, 0)), synchronous: true },
+        OpKind::EventRecord { event: EventId(0), stream: side },
+        OpKind::StreamWait { stream: top, event: EventId(0) },
+        OpKind::HostSync(HostSync::Stream(side)),
+        OpKind::HostSync(HostSync::Event(EventId(0))),
+        OpKind::HostSync(HostSync::Context(ContextId(0))),
+        OpKind::Query { target: QueryTarget::Stream(top), ready: false },
+        OpKind::Query { target: QueryTarget::Event(EventId(0)), ready: true },
+    ]);
+    let model_allocs = [
+        (AllocKind::Device, None, FreeKind::Synchronous),
+        (AllocKind::Managed, None, FreeKind::Synchronous),
+        (AllocKind::StreamOrdered, Some(side), FreeKind::StreamOrdered),
+        (AllocKind::Host, None, FreeKind::Host),
+        (AllocKind::VirtualMap, None, FreeKind::VirtualUnmap),
+    ];
+    for (id, (alloc_kind, stream, _)) in model_allocs.iter().enumerate() {
+        let start = 0x7f00_0000_0000 + ((id as u64) << 32);
+        expected.push(OpKind::Alloc {
+            alloc: AllocId(id as u32),
+            handle: id as u64 + 1,
+            range: range(start, u64::from(u32::MAX)),
+            alloc_kind: *alloc_kind,
+            stream: *stream,
+            label: None,
+        });
+    }
+    for (id, (_, stream, free_kind)) in model_allocs.iter().enumerate() {
+        expected.push(OpKind::Free { alloc: AllocId(id as u32), free_kind: *free_kind, stream: *stream });
+    }
+    expected.push(OpKind::GraphLaunch { stream: side, name: "cuGraphLaunch".into(), nodes: vec![] });
+    assert_eq!(ops.len(), expected.len());
+    for (op, expected) in ops.iter().zip(&expected) {
+        assert_eq!(&op.kind, expected);
+    }
+
+    // Where and when each call was made.
+    let launch = ops[0];
+    assert_eq!((launch.thread, launch.host_time_ns, launch.correlation_id), (edge_thread, Some(u64::MAX), Some(u64::from(u32::MAX))));
+    assert_eq!(launch.api.as_deref(), Some("cuLaunchKernelEx"));
+    let sync = ops.iter().find(|op| matches!(op.kind, OpKind::HostSync(HostSync::Context(_)))).expect("the context sync");
+    assert_eq!((sync.thread, sync.host_time_ns, sync.correlation_id), (thread, Some(1_000), Some(7)));
+    assert_eq!(sync.api.as_deref(), Some("cuCtxSynchronize"));
+    assert!(records.contains(&TraceRecord::GpuTime { correlation: u64::from(u32::MAX), start_ns: 0, end_ns: u64::MAX }));
+    assert_eq!(counters.get("capture.recorded_calls"), u64::MAX);
+    assert_eq!(counters.data_loss().count(), 0, "nothing skipped: {:?}", counters.data_loss().collect::<Vec<_>>());
+}
+
+/// An `op_end` as the observers write it (sitecustomize.py, torch_observer.cpp), handed to the library.
+fn op_end(name: &str, reads: &str, writes: &str, src: &str) -> Record {
+    Record::Raw(format!("{{\"type\":\"op_end\",\"name\":\"{name}\",\"reads\":[{reads}],\"writes\":[{writes}],\"src\":\"{src}\"}}"))
+}
+
+fn on(thread: u64) -> Call {
+    Call { tid: thread, time_ns: 0, correlation: 0 }
+}
+
+#[test]
+fn framework_frames_read_back_around_the_calls_they_hold() {
+    let mut batch = Batch::default();
+    batch.push(on(1), Record::Stream { handle: SIDE, kind: format::StreamKind::NonBlocking, priority: None, context: 0, device: None });
+    batch.push(on(1), Record::Event { handle: EVENT });
+    batch.push(on(1), Record::Function { index: 0, name: Arc::from("add_kernel") });
+    batch.pointers.push(CapturedPointer { address: 0x9000, writes: true });
+    let launch = Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 1, api: "cuLaunchKernel" };
+    // An op on thread 1, with a call bracket inside it and a block allocated for its output.
+    batch.push(on(1), Record::OpBegin);
+    batch.push(on(1), Record::Raw("{\"type\":\"call_begin\",\"name\":\"Event.record\",\"src\":\"train.py:12\"}".into()));
+    batch.push(on(1), Record::EventRecord { event: EVENT, stream: SIDE });
+    batch.push(on(1), Record::Raw("{\"type\":\"call_end\"}".into()));
+    batch.push(on(1), Record::Raw("{\"type\":\"alloc\",\"id\":5,\"addr\":36864,\"size\":512,\"alloc_kind\":\"pool_block\",\"stream\":94489285168,\"src\":\"train.py:9\"}".into()));
+    batch.push(on(1), launch.clone());
+    batch.push(on(1), op_end("add_", "[4096,64]", "[36864,512]", "train.py:9"));
+    // An op that begins on thread 2 and ends on thread 3 (PyTorch can run an op's end callback elsewhere).
+    batch.push(on(2), Record::OpBegin);
+    batch.push(on(2), launch.clone());
+    batch.push(on(3), op_end("mul_", "", "[8192,8]", "train.py:20"));
+    // An op whose begin was lost: its end matches nothing and its kernel keeps its pointer arguments.
+    batch.push(on(4), launch);
+    batch.push(on(4), op_end("lost", "", "", "train.py:30"));
+
+    let (records, counters) = read(written(&batch));
+    let ops = operations(&records);
+    let summary: Vec<(&str, Option<&str>, Option<u32>)> = ops
+        .iter()
+        .map(|op| {
+            let kind = match op.kind {
+                OpKind::Kernel { .. } => "kernel",
+                OpKind::EventRecord { .. } => "record",
+                OpKind::Alloc { .. } => "alloc",
+                _ => "other",
+            };
+            (kind, op.region.as_deref(), op.source.as_ref().and_then(|s| s.line))
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("alloc", None, Some(9)),
+            ("record", Some("Event.record"), Some(12)),
+            ("kernel", Some("add_"), Some(9)),
+            ("kernel", Some("mul_"), Some(20)),
+            ("kernel", None, None),
+        ]
+    );
+    let accesses = |op: &Operation| match &op.kind {
+        OpKind::Kernel { accesses, pointers, .. } => (accesses.clone(), pointers.len()),
+        _ => (vec![], 0),
+    };
+    let write = |start, len| Access { range: range(start, len), mode: AccessMode::Write };
+    let read = |start, len| Access { range: range(start, len), mode: AccessMode::Read };
+    assert_eq!(accesses(ops[2]), (vec![read(4096, 64), write(36864, 512)], 0), "the op's exact extents replace the pointers");
+    assert_eq!(accesses(ops[3]), (vec![write(8192, 8)], 0), "ended on another thread, still the op's extents");
+    assert_eq!(accesses(ops[4]), (vec![], 1), "a kernel outside any op keeps its pointer arguments (tier T1)");
+    assert_eq!(counters.get("json.frames_ended_on_other_thread"), 1);
+    assert_eq!(counters.get("json.skipped_unmatched_frame_ends"), 1);
+    assert_eq!(counters.get("json.frames_left_open"), 0);
+    assert_eq!(counters.get("json.framework_ops"), 2);
+}
