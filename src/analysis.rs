@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::findings::Findings;
 use crate::hb::{Engine, EngineOptions, EngineStats, HostOrder};
 use crate::ingest::{self, ImportCounters, IngestError, RecordSource};
-use crate::report::timeline::Timeline;
+use crate::timeline::Timeline;
 
 /// Everything a report needs.
 #[derive(Debug, Serialize)]

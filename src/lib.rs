@@ -2,7 +2,8 @@
 //!
 //! Data flows through the modules in this order: [`ingest`] reads a trace into the [`model`]'s record stream,
 //! [`hb`] applies the happens-before rules and checks accesses, [`findings`] folds what it found, and
-//! [`report`] renders it. [`analysis`] ties them together for one trace file.
+//! [`report`] renders it. [`analysis`] ties them together for one trace file; a [`timeline`] of every operation
+//! and edge is collected beside it when a drawn report asks for one.
 
 pub mod analysis;
 pub mod cli;
@@ -13,3 +14,4 @@ pub mod model;
 pub mod report;
 pub mod stats;
 pub mod synth;
+pub mod timeline;

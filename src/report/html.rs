@@ -7,7 +7,7 @@ use std::io;
 
 use serde::Serialize;
 
-use super::timeline::Timeline;
+use crate::timeline::Timeline;
 use super::{describe_location, describe_op, describe_why, Report};
 use crate::analysis::Analysis;
 use crate::findings::EdgeKind;

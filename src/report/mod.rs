@@ -1,12 +1,13 @@
-//! Reports: render an [`Analysis`] for people (text) or programs (JSON). Reports never decide anything; the
-//! sentences shared by several formats live here.
+//! Reports: render an [`Analysis`] for people and programs: text in the terminal, JSON, a self-contained HTML
+//! timeline, a PNG picture and a Perfetto/Chrome trace (the last three draw the [`Timeline`](crate::timeline)
+//! collected beside the analysis). Reports never decide anything; the sentences shared by several formats live
+//! here.
 
 pub mod html;
 pub mod json;
 pub mod perfetto;
 pub mod png;
 pub mod text;
-pub mod timeline;
 
 use std::io;
 

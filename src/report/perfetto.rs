@@ -6,7 +6,7 @@ use std::io;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::timeline::Timeline;
+use crate::timeline::Timeline;
 use super::Report;
 use crate::analysis::Analysis;
 use crate::findings::EdgeKind;

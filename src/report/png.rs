@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Context;
 use plotters::prelude::*;
 
-use super::timeline::Timeline;
+use crate::timeline::Timeline;
 use crate::analysis::Analysis;
 
 const LANE_H: u32 = 26;

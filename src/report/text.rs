@@ -5,7 +5,6 @@ use std::io;
 use super::{describe_location, describe_op, describe_why, ordinal, shorten, Report};
 use crate::analysis::Analysis;
 use crate::findings::{AccessAction, EdgeKind, OpOccurrence, RaceFinding};
-use crate::ingest::Severity;
 
 /// How many unordered-pair groups the text report lists.
 const PAIR_GROUPS_SHOWN: usize = 10;
@@ -144,8 +143,9 @@ impl Report for TextReport {
                 }
             }
         }
-        for counter in analysis.import.iter().filter(|c| c.severity == Severity::DataLoss && c.count > 0) {
-            writeln!(out, "warning: {} {} ({}): findings may be incomplete", counter.count, counter.meaning, counter.name)?;
+        for counter in analysis.import.data_loss() {
+            let first = counter.first.as_deref().map(|at| format!("; first at {at}")).unwrap_or_default();
+            writeln!(out, "warning: {} {} ({}{first}): findings may be incomplete", counter.count, counter.meaning, counter.name)?;
         }
         let stats = &analysis.stats;
         let occurrences: u64 = findings.races.iter().map(|r| r.count).sum();
