@@ -8,7 +8,7 @@ use streamtrace::ingest::json::JsonTraceReader;
 use streamtrace::ingest::{ImportCounters, RecordSource};
 use streamtrace::model::{
     Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind,
-    HostSync, OpKind, Operation, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId,
+    HostSync, MemoryKind, OpKind, Operation, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId,
     ThreadInfo, TraceRecord,
 };
 use streamtrace_capture::args::PointerArg as CapturedPointer;
@@ -65,10 +65,19 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
     ]);
     batch.push(EDGE_CALL, Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 2, api: "cuLaunchKernelEx" });
     batch.push(CALL, Record::Kernel { stream: TOP, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" });
-    for (copy, synchronous) in [(format::CopyKind::HtoD, true), (format::CopyKind::DtoH, false), (format::CopyKind::DtoD, false), (format::CopyKind::HtoH, true), (format::CopyKind::PtoP, false), (format::CopyKind::Default, true)] {
-        batch.push(CALL, Record::Memcpy { stream: LEGACY, copy, src: 0, dst: u64::MAX - 4096, bytes: 4096, synchronous, api: "cuMemcpyAsync" });
+    use format::MemoryKind as M;
+    let copies = [
+        (format::CopyKind::HtoD, true, (M::Pageable, M::Device)),
+        (format::CopyKind::DtoH, false, (M::Device, M::Pinned)),
+        (format::CopyKind::DtoD, false, (M::Device, M::Device)),
+        (format::CopyKind::HtoH, true, (M::Pinned, M::Pageable)),
+        (format::CopyKind::PtoP, false, (M::Device, M::Device)),
+        (format::CopyKind::Default, true, (M::Managed, M::Pinned)),
+    ];
+    for (copy, synchronous, memory) in copies {
+        batch.push(CALL, Record::Memcpy { stream: LEGACY, copy, src: 0, dst: u64::MAX - 4096, bytes: 4096, synchronous, memory, api: "cuMemcpyAsync" });
     }
-    batch.push(CALL, Record::Memset { stream: PER_THREAD, dst: 0x7f00_0000_0000, bytes: 0, synchronous: true, api: "cuMemsetD8" });
+    batch.push(CALL, Record::Memset { stream: PER_THREAD, dst: 0x7f00_0000_0000, bytes: 0, synchronous: true, memory: M::Managed, api: "cuMemsetD8" });
     batch.push(CALL, Record::EventRecord { event: EVENT, stream: SIDE });
     batch.push(CALL, Record::Wait { stream: TOP, event: EVENT });
     batch.push(CALL, Record::Sync { target: SyncTarget::Stream(SIDE), api: "cuStreamSynchronize" });
@@ -135,11 +144,21 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
         },
         OpKind::Kernel { stream: top, name, accesses: vec![], pointers: vec![] },
     ];
-    for (copy, synchronous) in [(CopyKind::HtoD, true), (CopyKind::DtoH, false), (CopyKind::DtoD, false), (CopyKind::HtoH, true), (CopyKind::PtoP, false), (CopyKind::Default, true)] {
-        expected.push(OpKind::Memcpy { stream: legacy, copy, bytes: 4096, src: Some(range(0, 4096)), dst: Some(range(u64::MAX - 4096, 4096)), synchronous });
+    use MemoryKind::{Device, Managed, Pageable, Pinned};
+    let copies = [
+        (CopyKind::HtoD, true, Pageable, Device),
+        (CopyKind::DtoH, false, Device, Pinned),
+        (CopyKind::DtoD, false, Device, Device),
+        (CopyKind::HtoH, true, Pinned, Pageable),
+        (CopyKind::PtoP, false, Device, Device),
+        (CopyKind::Default, true, Managed, Pinned),
+    ];
+    for (copy, synchronous, src_memory, dst_memory) in copies {
+        let (src, dst) = (Some(range(0, 4096)), Some(range(u64::MAX - 4096, 4096)));
+        expected.push(OpKind::Memcpy { stream: legacy, copy, bytes: 4096, src, dst, synchronous, src_memory, dst_memory });
     }
     expected.extend([
-        OpKind::Memset { stream: per_thread, bytes: 0, dst: Some(range(0x7f00_0000_0000, 0)), synchronous: true },
+        OpKind::Memset { stream: per_thread, bytes: 0, dst: Some(range(0x7f00_0000_0000, 0)), synchronous: true, dst_memory: Managed },
         OpKind::EventRecord { event: EventId(0), stream: side },
         OpKind::StreamWait { stream: top, event: EventId(0) },
         OpKind::HostSync(HostSync::Stream(side)),

@@ -223,14 +223,74 @@ fn rule5_stream_created_after_device_synchronize_starts_ordered_after_it() {
     assert_eq!(run_with(&body(false), HostOrder::PerThread).findings.races.len(), 1);
 }
 
-// rule 6: blocking APIs join into the host.
+// rule 6: blocking APIs follow CUDA's "API synchronization behavior" page, not their names.
+/// A copy on `stream` whose host side is `host` (a range outside X and Y, the host's buffer).
+fn copy(stream: u32, copy: &str, from: (&str, &str), to: (&str, &str), sync: bool) -> String {
+    format!(
+        "{{\"type\":\"memcpy\",\"stream\":{stream},\"copy\":\"{copy}\",\"from\":{},\"to\":{},\"from_memory\":\"{}\",\"to_memory\":\"{}\",\"sync\":{sync}}}\n",
+        from.0, to.0, from.1, to.1
+    )
+}
+
+const HOST: &str = "[\"0x90000\", 256]";
+
 #[test]
-fn rule6_synchronous_memcpy_joins_the_host() {
-    let copy = |sync: bool| {
-        format!("{{\"type\":\"memcpy\",\"stream\":1,\"copy\":\"DtoH\",\"from\":$X,\"to\":[\"0x90000\",256],\"sync\":{sync}}}\n")
-    };
-    assert!(races(&(copy(true) + &write(2, "overwrite", "$X"))).is_empty());
-    assert_one_race(&races(&(copy(false) + &write(2, "overwrite", "$X"))), RaceKind::WriteAfterRead, "memcpy DtoH", "overwrite");
+fn rule6_copy_to_the_host_returns_when_done() {
+    // Device to pageable host memory: both forms return only once the copy is done.
+    for sync in [true, false] {
+        let body = copy(1, "DtoH", ("$X", "device"), (HOST, "pageable"), sync) + &write(2, "overwrite", "$X");
+        assert!(races(&body).is_empty(), "sync {sync}");
+    }
+    // To pinned host memory only the plain form waits.
+    assert!(races(&(copy(1, "DtoH", ("$X", "device"), (HOST, "pinned"), true) + &write(2, "overwrite", "$X"))).is_empty());
+    let body = copy(1, "DtoH", ("$X", "device"), (HOST, "pinned"), false) + &write(2, "overwrite", "$X");
+    assert_one_race(&races(&body), RaceKind::WriteAfterRead, "memcpy DtoH", "overwrite");
+}
+
+#[test]
+fn rule6_plain_copy_from_pageable_memory_returns_before_its_dma() {
+    // The copy waits for the default stream's earlier work (the host joins that), is staged, and returns: its
+    // write of X is not known complete, so a non-blocking stream reading X races with it.
+    let body = write(0, "earlier", "$Y") + &copy(0, "HtoD", (HOST, "pageable"), ("$X", "device"), true)
+        + &read(2, "reader", "$X") + &write(2, "after_earlier", "$Y");
+    assert_one_race(&races(&body), RaceKind::ReadAfterWrite, "memcpy HtoD", "reader");
+    // From pinned memory the plain copy returns when done.
+    let body = copy(0, "HtoD", (HOST, "pinned"), ("$X", "device"), true) + &read(2, "reader", "$X");
+    assert!(races(&body).is_empty());
+    // The Async form from pinned memory does not wait at all.
+    let body = copy(1, "HtoD", (HOST, "pinned"), ("$X", "device"), false) + &read(2, "reader", "$X");
+    assert_one_race(&races(&body), RaceKind::ReadAfterWrite, "memcpy HtoD", "reader");
+}
+
+#[test]
+fn rule6_device_to_device_copies_do_not_make_the_host_wait() {
+    let body = copy(0, "DtoD", ("$Y", "device"), ("$X", "device"), true) + &read(2, "reader", "$X");
+    assert_one_race(&races(&body), RaceKind::ReadAfterWrite, "memcpy DtoD", "reader");
+}
+
+#[test]
+fn rule6_host_to_host_copies_are_synchronous_in_both_forms() {
+    for sync in [true, false] {
+        let body = copy(1, "HtoH", ("$X", "pinned"), ("$Y", "pageable"), sync) + &write(2, "reuse", "$X") + &read(2, "use", "$Y");
+        assert!(races(&body).is_empty(), "sync {sync}");
+    }
+}
+
+#[test]
+fn rule6_plain_memset_waits_only_on_host_or_managed_memory() {
+    let set = |memory: &str| format!("{{\"type\":\"memset\",\"stream\":0,\"to\":$X,\"to_memory\":\"{memory}\",\"sync\":true}}\n");
+    assert_one_race(&races(&(set("device") + &write(2, "fill", "$X"))), RaceKind::WriteAfterWrite, "memset", "fill");
+    for memory in ["pinned", "managed"] {
+        assert!(races(&(set(memory) + &write(2, "fill", "$X"))).is_empty(), "{memory}");
+    }
+}
+
+#[test]
+fn rule6_a_copy_of_unknown_memory_blocks_as_its_name_says() {
+    // cudaMemcpyDefault with no memory kinds (an older trace): the plain form is taken to block.
+    let body = "{\"type\":\"memcpy\",\"stream\":0,\"copy\":\"Default\",\"from\":$Y,\"to\":$X,\"sync\":true}\n".to_string()
+        + &read(2, "reader", "$X");
+    assert!(races(&body).is_empty());
 }
 
 #[test]

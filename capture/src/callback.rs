@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use cudarc::cupti::result as cupti;
 use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData, CUpti_CallbackDomain};
 use rustc_hash::FxHashMap as HashMap;
-use streamtrace_format::{AllocKind, CopyKind, FreeKind};
+use streamtrace_format::{AllocKind, CopyKind, FreeKind, MemoryKind};
 
 use crate::cbid::*;
 use crate::control::{disable, ENABLED, NOOP};
@@ -198,7 +198,8 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: the synchronous copies' blocks start (dst, src, ByteCount): Memcpy.
             let Some(p) = (unsafe { data.params::<Memcpy>() }) else { return };
             let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
-            state.emit(call, Record::Memcpy { stream, copy: copy_kind(cbid), src: p.src, dst: p.dst, bytes: p.ByteCount as u64, synchronous: true, api: "cuMemcpy" });
+            let memory = state.copy_memory(copy_kind(cbid), p.src, p.dst);
+            state.emit(call, Record::Memcpy { stream, copy: copy_kind(cbid), src: p.src, dst: p.dst, bytes: p.ByteCount as u64, synchronous: true, memory, api: "cuMemcpy" });
         }
         CU_MEMCPY_ASYNC | CU_MEMCPY_ASYNC_PTSZ | CU_MEMCPY_HTOD_ASYNC_V2 | CU_MEMCPY_HTOD_ASYNC_V2_PTSZ
         | CU_MEMCPY_DTOH_ASYNC_V2 | CU_MEMCPY_DTOH_ASYNC_V2_PTSZ | CU_MEMCPY_DTOD_ASYNC_V2 | CU_MEMCPY_DTOD_ASYNC_V2_PTSZ
@@ -207,33 +208,36 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: the asynchronous copies' blocks are (dst, src, ByteCount, hStream): MemcpyAsync.
             let Some(p) = (unsafe { data.params::<MemcpyAsync>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
-            state.emit(call, Record::Memcpy { stream, copy: copy_kind(cbid), src: p.src, dst: p.dst, bytes: p.ByteCount as u64, synchronous: false, api: "cuMemcpyAsync" });
+            let memory = state.copy_memory(copy_kind(cbid), p.src, p.dst);
+            state.emit(call, Record::Memcpy { stream, copy: copy_kind(cbid), src: p.src, dst: p.dst, bytes: p.ByteCount as u64, synchronous: false, memory, api: "cuMemcpyAsync" });
         }
         CU_MEMCPY_PEER if enter => {
             // Safety: cuMemcpyPeer's block is MemcpyPeer.
             let Some(p) = (unsafe { data.params::<MemcpyPeer>() }) else { return };
             let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
-            state.emit(call, Record::Memcpy { stream, copy: CopyKind::PtoP, src: p.srcDevice, dst: p.dstDevice, bytes: p.ByteCount as u64, synchronous: true, api: "cuMemcpyPeer" });
+            state.emit(call, Record::Memcpy { stream, copy: CopyKind::PtoP, src: p.srcDevice, dst: p.dstDevice, bytes: p.ByteCount as u64, synchronous: true, memory: (MemoryKind::Device, MemoryKind::Device), api: "cuMemcpyPeer" });
         }
         CU_MEMCPY_PEER_ASYNC | CU_MEMCPY_PEER_ASYNC_PTSZ if enter => {
             // Safety: cuMemcpyPeerAsync's block is MemcpyPeerAsync.
             let Some(p) = (unsafe { data.params::<MemcpyPeerAsync>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
-            state.emit(call, Record::Memcpy { stream, copy: CopyKind::PtoP, src: p.srcDevice, dst: p.dstDevice, bytes: p.ByteCount as u64, synchronous: false, api: "cuMemcpyPeerAsync" });
+            state.emit(call, Record::Memcpy { stream, copy: CopyKind::PtoP, src: p.srcDevice, dst: p.dstDevice, bytes: p.ByteCount as u64, synchronous: false, memory: (MemoryKind::Device, MemoryKind::Device), api: "cuMemcpyPeerAsync" });
         }
         CU_MEMSET_D8_V2 | CU_MEMSET_D16_V2 | CU_MEMSET_D32_V2 | CU_MEMSET_D8_V2_PTDS | CU_MEMSET_D32_V2_PTDS if enter => {
             // Safety: the synchronous sets' blocks are (dstDevice, value, N), the value padded alike: Memset.
             let Some(p) = (unsafe { data.params::<Memset>() }) else { return };
             let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
             let bytes = p.N as u64 * memset_width(cbid);
-            state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: true, api: "cuMemset" });
+            let memory = state.memory_at(p.dstDevice);
+            state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: true, memory, api: "cuMemset" });
         }
         CU_MEMSET_D8_ASYNC | CU_MEMSET_D16_ASYNC | CU_MEMSET_D32_ASYNC | CU_MEMSET_D8_ASYNC_PTSZ | CU_MEMSET_D32_ASYNC_PTSZ if enter => {
             // Safety: the asynchronous sets' blocks are (dstDevice, value, N, hStream): MemsetAsync.
             let Some(p) = (unsafe { data.params::<MemsetAsync>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
             let bytes = p.N as u64 * memset_width(cbid);
-            state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: false, api: "cuMemsetAsync" });
+            let memory = state.memory_at(p.dstDevice);
+            state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: false, memory, api: "cuMemsetAsync" });
         }
         CU_EVENT_RECORD | CU_EVENT_RECORD_PTSZ | CU_EVENT_RECORD_WITH_FLAGS | CU_EVENT_RECORD_WITH_FLAGS_PTSZ if enter => {
             // Safety: cuEventRecord's block, and the start of cuEventRecordWithFlags's, is EventRecord.
@@ -321,6 +325,16 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             if let Some(address) = unsafe { written(p.pp) } {
                 state.allocated(call, address as u64, p.bytesize as u64, AllocKind::Host, None, "cuMemHostAlloc");
             }
+        }
+        CU_MEM_HOST_REGISTER | CU_MEM_HOST_REGISTER_V2 if !enter && data.succeeded() => {
+            // Safety: cuMemHostRegister's block (both versions) is MemHostRegister.
+            let Some(p) = (unsafe { data.params::<MemHostRegister>() }) else { return };
+            state.allocated(call, p.p as u64, p.bytesize as u64, AllocKind::Host, None, "cuMemHostRegister");
+        }
+        CU_MEM_HOST_UNREGISTER if enter => {
+            // Safety: cuMemHostUnregister's block is its host pointer.
+            let Some(p) = (unsafe { data.params::<OneHandle>() }) else { return };
+            state.freed(call, p.handle as u64, FreeKind::Host, None, "cuMemHostUnregister");
         }
         CU_MEM_MAP if !enter && data.succeeded() => {
             // Safety: cuMemMap's block starts (ptr, size): MemMap.

@@ -25,6 +25,8 @@ pub const CU_MEMCPY_DTOH_ASYNC_V2: u32 = 279;
 pub const CU_MEMCPY_DTOD_V2: u32 = 280;
 pub const CU_MEMCPY_DTOD_ASYNC_V2: u32 = 281;
 pub const CU_MEM_ALLOC_HOST_V2: u32 = 294;
+pub const CU_MEM_HOST_REGISTER: u32 = 301;
+pub const CU_MEM_HOST_UNREGISTER: u32 = 302;
 pub const CU_STREAM_WAIT_EVENT: u32 = 295;
 pub const CU_MEMCPY: u32 = 305;
 pub const CU_MEMCPY_ASYNC: u32 = 306;
@@ -33,6 +35,7 @@ pub const CU_MEMCPY_PEER: u32 = 318;
 pub const CU_MEMCPY_PEER_ASYNC: u32 = 319;
 pub const CU_STREAM_CREATE_WITH_PRIORITY: u32 = 367;
 pub const CU_MEM_ALLOC_MANAGED: u32 = 371;
+pub const CU_MEM_HOST_REGISTER_V2: u32 = 379;
 pub const CU_MEMCPY_HTOD_V2_PTDS: u32 = 397;
 pub const CU_MEMCPY_DTOH_V2_PTDS: u32 = 398;
 pub const CU_MEMCPY_DTOD_V2_PTDS: u32 = 399;
@@ -85,7 +88,7 @@ pub const ENABLED: &[u32] = &[
     CU_GRAPH_LAUNCH_PTSZ, CU_MEM_MAP, CU_MEM_UNMAP, CU_EVENT_RECORD_WITH_FLAGS, CU_EVENT_RECORD_WITH_FLAGS_PTSZ,
     CU_MEM_ALLOC_ASYNC, CU_MEM_ALLOC_ASYNC_PTSZ, CU_MEM_FREE_ASYNC, CU_MEM_FREE_ASYNC_PTSZ,
     CU_MEM_ALLOC_FROM_POOL_ASYNC, CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ, CU_LAUNCH_KERNEL_EX, CU_LAUNCH_KERNEL_EX_PTSZ,
-    CU_CTX_SYNCHRONIZE_V2,
+    CU_CTX_SYNCHRONIZE_V2, CU_MEM_HOST_REGISTER, CU_MEM_HOST_REGISTER_V2, CU_MEM_HOST_UNREGISTER,
 ];
 
 /// Whether the call is a per-thread-default-stream form (`_ptsz` / `_ptds`): a null stream handle then means
@@ -144,6 +147,8 @@ pub fn recorded_at_exit(cbid: u32) -> bool {
             | CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ
             | CU_MEM_HOST_ALLOC
             | CU_MEM_ALLOC_HOST_V2
+            | CU_MEM_HOST_REGISTER
+            | CU_MEM_HOST_REGISTER_V2
             | CU_MEM_MAP
     )
 }

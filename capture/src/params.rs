@@ -168,6 +168,14 @@ pub struct MemHostAlloc {
     pub bytesize: usize,
 }
 
+/// cuMemHostRegister (both versions): (p, bytesize, Flags).
+#[repr(C)]
+pub struct MemHostRegister {
+    pub p: *mut c_void,
+    pub bytesize: usize,
+    pub Flags: u32,
+}
+
 #[repr(C)]
 pub struct GraphLaunch {
     pub hGraph: Handle,

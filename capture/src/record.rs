@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use streamtrace_format::{push_escaped, push_number, AccessFlag, AllocKind, CopyKind, Field, FreeKind, RecordKind, RecordLine, StreamKind};
+use streamtrace_format::{
+    push_escaped, push_number, AccessFlag, AllocKind, CopyKind, Field, FreeKind, MemoryKind, RecordKind, RecordLine, StreamKind,
+};
 
 use crate::args::PointerArg;
 
@@ -31,8 +33,10 @@ pub enum Record {
     Kernel { stream: u64, function: u32, first_pointer: u32, pointer_count: u32, api: &'static str },
     /// Names kernel `index` for the writer, which keeps the names across batches; writes no line.
     Function { index: u32, name: Arc<str> },
-    Memcpy { stream: u64, copy: CopyKind, src: u64, dst: u64, bytes: u64, synchronous: bool, api: &'static str },
-    Memset { stream: u64, dst: u64, bytes: u64, synchronous: bool, api: &'static str },
+    /// `memory`: what the source and the destination are (pageable or pinned host, device, managed), which
+    /// decides whether the call makes the host wait.
+    Memcpy { stream: u64, copy: CopyKind, src: u64, dst: u64, bytes: u64, synchronous: bool, memory: (MemoryKind, MemoryKind), api: &'static str },
+    Memset { stream: u64, dst: u64, bytes: u64, synchronous: bool, memory: MemoryKind, api: &'static str },
     EventRecord { event: u64, stream: u64 },
     Wait { stream: u64, event: u64 },
     Sync { target: SyncTarget, api: &'static str },
@@ -146,19 +150,24 @@ impl Entry {
                 common(&mut line, call, Some(api));
                 line
             }
-            Record::Memcpy { stream, copy, src, dst, bytes, synchronous, api } => {
+            Record::Memcpy { stream, copy, src, dst, bytes, synchronous, memory: (from, to), api } => {
                 let mut line = RecordLine::begin(out, RecordKind::Memcpy);
                 line.number(Field::Stream, *stream)
                     .name(Field::Copy, copy.as_str())
                     .range(Field::From, *src, *bytes)
                     .range(Field::To, *dst, *bytes)
+                    .name(Field::FromMemory, from.as_str())
+                    .name(Field::ToMemory, to.as_str())
                     .boolean(Field::Sync, *synchronous);
                 common(&mut line, call, Some(api));
                 line
             }
-            Record::Memset { stream, dst, bytes, synchronous, api } => {
+            Record::Memset { stream, dst, bytes, synchronous, memory, api } => {
                 let mut line = RecordLine::begin(out, RecordKind::Memset);
-                line.number(Field::Stream, *stream).range(Field::To, *dst, *bytes).boolean(Field::Sync, *synchronous);
+                line.number(Field::Stream, *stream)
+                    .range(Field::To, *dst, *bytes)
+                    .name(Field::ToMemory, memory.as_str())
+                    .boolean(Field::Sync, *synchronous);
                 common(&mut line, call, Some(api));
                 line
             }

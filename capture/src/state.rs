@@ -11,7 +11,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::ffi::c_void;
 
 use cudarc::driver::sys as cu;
-use streamtrace_format::{AllocKind, FreeKind, StreamKind};
+use streamtrace_format::{AllocKind, CopyKind, FreeKind, MemoryKind, StreamKind};
 
 use crate::args::launch_pointers;
 use crate::control::disable;
@@ -211,6 +211,47 @@ impl ProcessState {
     pub fn freed(&mut self, call: Call, address: u64, kind: FreeKind, stream: Option<u64>, api: &'static str) {
         if let Some((id, _, _)) = self.allocations.remove(&address) {
             self.emit(call, Record::Free { id, kind, stream, api });
+        }
+    }
+
+    /// What memory `address` is: the kind of the capture's own block that holds it, or else what the driver says
+    /// of the pointer (memory pinned or mapped before the capture saw it); memory the driver does not know is
+    /// ordinary pageable host memory.
+    pub fn memory_at(&self, address: u64) -> MemoryKind {
+        let block = self.allocations.range(..=address).next_back();
+        if let Some((_, &(_, _, kind))) = block.filter(|(start, (_, bytes, _))| address - **start < *bytes) {
+            return match kind {
+                AllocKind::Host => MemoryKind::Pinned,
+                AllocKind::Managed => MemoryKind::Managed,
+                _ => MemoryKind::Device,
+            };
+        }
+        let mut memory_type = 0u32;
+        // Safety: asks the driver about a pointer value (it need not be valid) and writes the answer, a
+        // CUmemorytype (unsigned int), into a local. The capture's re-entry guard keeps this call unrecorded.
+        let known = unsafe {
+            cu::cuPointerGetAttribute(
+                (&mut memory_type as *mut u32).cast(),
+                cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                address,
+            )
+        } == cu::CUresult::CUDA_SUCCESS;
+        match memory_type {
+            _ if !known => MemoryKind::Pageable,
+            t if t == cu::CUmemorytype::CU_MEMORYTYPE_HOST as u32 => MemoryKind::Pinned,
+            t if t == cu::CUmemorytype::CU_MEMORYTYPE_UNIFIED as u32 => MemoryKind::Managed,
+            _ => MemoryKind::Device,
+        }
+    }
+
+    /// The memory a copy reads and writes. A direction the call names fixes its device side; host sides and
+    /// `cuMemcpy`'s unified pointers are looked up.
+    pub fn copy_memory(&self, copy: CopyKind, src: u64, dst: u64) -> (MemoryKind, MemoryKind) {
+        match copy {
+            CopyKind::HtoD => (self.memory_at(src), MemoryKind::Device),
+            CopyKind::DtoH => (MemoryKind::Device, self.memory_at(dst)),
+            CopyKind::DtoD | CopyKind::PtoP => (MemoryKind::Device, MemoryKind::Device),
+            CopyKind::HtoH | CopyKind::Default => (self.memory_at(src), self.memory_at(dst)),
         }
     }
 

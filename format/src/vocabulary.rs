@@ -140,6 +140,10 @@ names!(
         Writes = "writes",
         Pointers = "pointers",
         Copy = "copy",
+        /// The kind of memory a copy reads (see [`MemoryKind`]).
+        FromMemory = "from_memory",
+        /// The kind of memory a copy or set writes.
+        ToMemory = "to_memory",
         From = "from",
         To = "to",
         Bytes = "bytes",
@@ -254,8 +258,8 @@ impl RecordKind {
             RecordKind::Event => &[F::Id],
             RecordKind::Thread | RecordKind::Process => &[F::Name],
             RecordKind::Kernel => &[F::Stream, F::Name, F::Reads, F::Writes, F::Pointers],
-            RecordKind::Memcpy => &[F::Stream, F::Copy, F::From, F::To, F::Bytes, F::Sync],
-            RecordKind::Memset => &[F::Stream, F::To, F::Bytes, F::Sync],
+            RecordKind::Memcpy => &[F::Stream, F::Copy, F::From, F::To, F::FromMemory, F::ToMemory, F::Bytes, F::Sync],
+            RecordKind::Memset => &[F::Stream, F::To, F::ToMemory, F::Bytes, F::Sync],
             RecordKind::Record | RecordKind::Wait => &[F::Stream, F::Event],
             RecordKind::Sync => &[F::Stream, F::Event, F::Device, F::Context],
             RecordKind::Query => &[F::Stream, F::Event, F::Ready],
@@ -316,6 +320,20 @@ names!(
         HtoH = "HtoH",
         PtoP = "PtoP",
         Default = "Default",
+    }
+);
+
+names!(
+    /// The kind of memory a copy or set touches, which decides whether a non-Async call makes the host wait
+    /// (CUDA's "API synchronization behavior"; DESIGN.md, blocking APIs).
+    MemoryKind, "memory kind" {
+        Device = "device",
+        /// Ordinary host memory (`malloc`, the stack): copies from it are staged by the driver.
+        Pageable = "pageable",
+        /// Page-locked host memory (`cudaHostAlloc`, `cudaMallocHost`, `cudaHostRegister`).
+        Pinned = "pinned",
+        /// `cudaMallocManaged`.
+        Managed = "managed",
     }
 );
 

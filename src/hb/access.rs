@@ -11,7 +11,7 @@ use super::engine::{Engine, EngineError};
 use super::race_report::{action_of, Known, Later};
 use super::shadow::{Effect, Stamp};
 use super::sites::SiteId;
-use super::sync_rules::BlockedOn;
+use super::sync_rules::{host_wait, HostWait};
 use crate::findings::AccessAction;
 use crate::model::{
     Access, AccessMode, AccessRange, AllocId, AllocKind, Allocation, FreeKind, Operation, PointerArg, ProcessId,
@@ -86,6 +86,27 @@ impl Engine {
         }
     }
 
+    /// A copy or set, with what its call makes the host wait for: its stream's earlier work (joined before the
+    /// copy's own step) or its own work (after).
+    pub(super) fn copy_or_set_waited(
+        &mut self,
+        op: &Operation,
+        host: usize,
+        stream: StreamId,
+        site: SiteId,
+        src: Option<AccessRange>,
+        dst: Option<AccessRange>,
+    ) {
+        let wait = host_wait(&op.kind);
+        if wait == HostWait::EarlierWork {
+            self.host_waited(host, wait, Some(stream), op.process, op.seq);
+        }
+        self.copy_or_set(op, stream, site, src, dst);
+        if wait == HostWait::OwnWork {
+            self.host_waited(host, wait, Some(stream), op.process, op.seq);
+        }
+    }
+
     /// A block comes to be: filed in its process's allocations, then what its kind does to memory. `label` is
     /// the trace's name for it, which names a stream-ordered allocation's site.
     pub(super) fn alloc(
@@ -135,9 +156,7 @@ impl Engine {
                 self.processes[process.index()].allocations.free(alloc, true, None);
             }
             _ => {
-                if matches!(kind, FreeKind::Synchronous | FreeKind::Host) {
-                    self.blocking_call_returns(host, BlockedOn::Process(process), op.seq);
-                }
+                self.host_waited(host, host_wait(&op.kind), None, process, op.seq);
                 let name = match kind {
                     FreeKind::VirtualUnmap => "cuMemUnmap",
                     FreeKind::Host => "cudaFreeHost",

@@ -15,7 +15,6 @@ use super::allocations::AllocationTable;
 use super::clock::{VectorClock, VersionedClock};
 use super::shadow::{Conflict, ShadowMemory};
 use super::sites::{SiteId, SiteTable};
-use super::sync_rules::BlockedOn;
 use crate::findings::{EdgeKind, FindingCollector, Findings, RaceKey, StreamRef, ThreadRef};
 use crate::model::{
     Access, Allocation, EventInfo, OpKind, Operation, ProcessId, StreamId, StreamInfo, StreamKind, ThreadId,
@@ -310,20 +309,14 @@ impl Engine {
             OpKind::Kernel { stream, name, accesses, pointers } => {
                 self.kernel_launch(op, *stream, name, accesses, pointers);
             }
-            OpKind::Memcpy { stream, copy, src, dst, synchronous, .. } => {
+            OpKind::Memcpy { stream, copy, src, dst, .. } => {
                 let name = format!("memcpy {}", copy.as_str());
                 let site = self.site("memcpy", &name, Some(*stream), op);
-                self.copy_or_set(op, *stream, site, *src, *dst);
-                if *synchronous {
-                    self.blocking_call_returns(host, BlockedOn::Stream(*stream), op.seq);
-                }
+                self.copy_or_set_waited(op, host, *stream, site, *src, *dst);
             }
-            OpKind::Memset { stream, dst, synchronous, .. } => {
+            OpKind::Memset { stream, dst, .. } => {
                 let site = self.site("memset", "memset", Some(*stream), op);
-                self.copy_or_set(op, *stream, site, None, *dst);
-                if *synchronous {
-                    self.blocking_call_returns(host, BlockedOn::Stream(*stream), op.seq);
-                }
+                self.copy_or_set_waited(op, host, *stream, site, None, *dst);
             }
             OpKind::EventRecord { event, stream } => self.event_record(*event, *stream, origin)?,
             OpKind::StreamWait { stream, event } => self.stream_wait(op, *stream, *event)?,

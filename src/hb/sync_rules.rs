@@ -11,15 +11,54 @@ use super::clock::{Epoch, VersionedClock};
 use super::engine::{Engine, EngineError, HbEdge, HostOrder};
 use super::sites::SiteId;
 use crate::findings::{AccessAction, EdgeKind, OpOccurrence, UnrecordedWait};
-use crate::model::{EventId, HostSync, Operation, ProcessId, QueryTarget, StreamId, StreamKind, ThreadId};
+use crate::model::{
+    EventId, FreeKind, HostSync, MemoryKind, OpKind, Operation, ProcessId, QueryTarget, StreamId, StreamKind, ThreadId,
+};
 
-/// What a blocking API call waited for before it returned to the host.
-#[derive(Copy, Clone)]
-pub(super) enum BlockedOn {
-    /// A synchronous copy or set: its own stream.
-    Stream(StreamId),
-    /// `cudaFree` and `cudaFreeHost`: every stream of the process.
-    Process(ProcessId),
+/// How long a call that touches memory keeps its host thread waiting, and so what the host has learned when it
+/// returns.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum HostWait {
+    /// It returns at once: the host learns nothing.
+    Nothing,
+    /// It waits for its stream's earlier work, then returns before its own is done (a copy from pageable memory
+    /// returns once the data is staged; the DMA into the destination finishes later).
+    EarlierWork,
+    /// It returns once its own work is done.
+    OwnWork,
+    /// It waits for the whole device (`cudaFree`, `cudaFreeHost`).
+    Device,
+}
+
+/// rule 6: blocking APIs follow CUDA's "API synchronization behavior" page, not their names. Whether a copy or
+/// set makes the host wait depends on the call's form and on the memory on both sides; a free synchronizes the
+/// device first.
+pub(super) fn host_wait(kind: &OpKind) -> HostWait {
+    match *kind {
+        OpKind::Memcpy { synchronous, src_memory, dst_memory, .. } => {
+            use MemoryKind::{Pageable, Unknown};
+            if src_memory == Unknown || dst_memory == Unknown {
+                // The trace does not say what memory it was: a non-Async call is taken to block, as its name says.
+                return if synchronous { HostWait::OwnWork } else { HostWait::Nothing };
+            }
+            match (src_memory.is_host(), dst_memory.is_host(), synchronous) {
+                // Host to host: synchronous in both forms.
+                (true, true, _) => HostWait::OwnWork,
+                // Device to pageable host: returns when done, in both forms; to pinned host, the plain form.
+                (false, true, _) if dst_memory == Pageable => HostWait::OwnWork,
+                (false, true, true) => HostWait::OwnWork,
+                // Pageable host to device: waits for the stream's earlier work, returns once staged.
+                (true, false, true) if src_memory == Pageable => HostWait::EarlierWork,
+                (true, false, true) => HostWait::OwnWork,
+                // Device to device, and every other Async form.
+                _ => HostWait::Nothing,
+            }
+        }
+        // A set is asynchronous on device memory, synchronous on pinned host or managed memory.
+        OpKind::Memset { synchronous: true, dst_memory, .. } if dst_memory != MemoryKind::Device => HostWait::OwnWork,
+        OpKind::Free { free_kind: FreeKind::Synchronous | FreeKind::Host, .. } => HostWait::Device,
+        _ => HostWait::Nothing,
+    }
 }
 
 impl Engine {
@@ -247,18 +286,18 @@ impl Engine {
         self.host_sync(host, sync, at_seq, origin)
     }
 
-    /// rule 6: a blocking API call returns only once what it waited for has run, so the host thread joins it: a
-    /// synchronous copy or set its stream, `cudaFree` the whole device. Which calls block is the ingester's
-    /// reading of CUDA's "API synchronization behavior" page.
-    pub(super) fn blocking_call_returns(&mut self, host: usize, blocked_on: BlockedOn, at_seq: u64) {
-        match blocked_on {
-            BlockedOn::Stream(stream) => self.host_joins_stream(host, stream, at_seq),
-            BlockedOn::Process(process) => {
+    /// A blocking call returns only once what it waited for has run, so the host thread joins it: a copy or
+    /// set its stream (before or after its own work, as [`host_wait`] says), a free every stream of the process.
+    pub(super) fn host_waited(&mut self, host: usize, wait: HostWait, stream: Option<StreamId>, process: ProcessId, at_seq: u64) {
+        match (wait, stream) {
+            (HostWait::EarlierWork | HostWait::OwnWork, Some(stream)) => self.host_joins_stream(host, stream, at_seq),
+            (HostWait::Device, _) => {
                 let targets: Vec<StreamId> = self.process_mut(process).streams.clone();
                 for stream in targets {
                     self.host_joins_stream(host, stream, at_seq);
                 }
             }
+            _ => {}
         }
     }
 }

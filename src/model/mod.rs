@@ -12,7 +12,7 @@ mod source;
 
 pub use entities::{AllocKind, Allocation, EventInfo, FreeKind, StreamInfo, StreamKind, ThreadInfo};
 pub use ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
-pub use ops::{Access, AccessMode, CopyKind, GraphNode, HostSync, OpKind, Operation, PointerArg, QueryTarget};
+pub use ops::{Access, AccessMode, CopyKind, GraphNode, HostSync, MemoryKind, OpKind, Operation, PointerArg, QueryTarget};
 pub use range::{AccessRange, RangeError};
 pub use source::SourceLocation;
 pub use ops::normalize_region;

@@ -50,6 +50,38 @@ pub fn normalize_region(text: &str) -> &str {
     &text[..end]
 }
 
+/// The kind of memory a copy or set touches: whether a non-Async call makes the host wait depends on it
+/// (DESIGN.md, blocking APIs).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryKind {
+    Device,
+    /// Ordinary host memory: a copy from it is staged by the driver.
+    Pageable,
+    /// Page-locked host memory.
+    Pinned,
+    Managed,
+    /// The trace does not say (an nsys export that did not record it, a `cudaMemcpyDefault` copy).
+    Unknown,
+}
+
+impl MemoryKind {
+    /// Host memory, as the blocking rules see it.
+    pub fn is_host(self) -> bool {
+        matches!(self, MemoryKind::Pageable | MemoryKind::Pinned)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryKind::Device => "device",
+            MemoryKind::Pageable => "pageable",
+            MemoryKind::Pinned => "pinned",
+            MemoryKind::Managed => "managed",
+            MemoryKind::Unknown => "unknown",
+        }
+    }
+}
+
 /// The direction of a copy, as CUDA names it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum CopyKind {
@@ -62,6 +94,19 @@ pub enum CopyKind {
 }
 
 impl CopyKind {
+    /// The memory a copy of this direction reads and writes, when the trace does not say: host memory taken
+    /// as pageable (plain `malloc`), and unknown for `cudaMemcpyDefault`, whose direction the pointers decide.
+    pub fn default_memory(self) -> (MemoryKind, MemoryKind) {
+        use MemoryKind::{Device, Pageable, Unknown};
+        match self {
+            CopyKind::HtoD => (Pageable, Device),
+            CopyKind::DtoH => (Device, Pageable),
+            CopyKind::DtoD | CopyKind::PtoP => (Device, Device),
+            CopyKind::HtoH => (Pageable, Pageable),
+            CopyKind::Default => (Unknown, Unknown),
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             CopyKind::HtoD => "HtoD",
@@ -122,10 +167,13 @@ pub enum OpKind {
         bytes: u64,
         src: Option<AccessRange>,
         dst: Option<AccessRange>,
-        /// A synchronous `cudaMemcpy` also joins the stream into the host thread (DESIGN.md, blocking APIs).
+        /// The non-Async form (`cudaMemcpy`): whether the host waits for it depends on the memory on both sides
+        /// (DESIGN.md, blocking APIs).
         synchronous: bool,
+        src_memory: MemoryKind,
+        dst_memory: MemoryKind,
     },
-    Memset { stream: StreamId, bytes: u64, dst: Option<AccessRange>, synchronous: bool },
+    Memset { stream: StreamId, bytes: u64, dst: Option<AccessRange>, synchronous: bool, dst_memory: MemoryKind },
     EventRecord { event: EventId, stream: StreamId },
     StreamWait { stream: StreamId, event: EventId },
     /// A stream wait whose event record the trace does not hold (an nsys export without event records): it

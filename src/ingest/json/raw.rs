@@ -104,6 +104,10 @@ pub(super) struct RawRecord<'a> {
     pub pointers: Option<Vec<RawPointer<'a>>>,
     #[serde(borrow)]
     pub copy: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub from_memory: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub to_memory: Option<Cow<'a, str>>,
     pub from: Option<RawRange>,
     pub to: Option<RawRange>,
     pub bytes: Option<u64>,
@@ -157,6 +161,8 @@ impl RawRecord<'_> {
         note(self.writes.is_some(), Field::Writes);
         note(self.pointers.is_some(), Field::Pointers);
         note(self.copy.is_some(), Field::Copy);
+        note(self.from_memory.is_some(), Field::FromMemory);
+        note(self.to_memory.is_some(), Field::ToMemory);
         note(self.from.is_some(), Field::From);
         note(self.to.is_some(), Field::To);
         note(self.bytes.is_some(), Field::Bytes);
@@ -214,7 +220,7 @@ mod tests {
                 Field::Sync | Field::Ready => format!("{{\"type\":\"x\",\"{field}\":true}}"),
                 Field::Comment => format!("{{\"type\":\"x\",\"{field}\":{{}}}}"),
                 Field::Producer | Field::Api | Field::Region | Field::Src | Field::Name | Field::StreamKind
-                | Field::Copy | Field::AllocKind | Field::FreeKind | Field::Label => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
+                | Field::Copy | Field::FromMemory | Field::ToMemory | Field::AllocKind | Field::FreeKind | Field::Label => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
                 _ => format!("{{\"type\":\"x\",\"{field}\":1}}"),
             };
             let raw: RawRecord = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{field}: {e}"));

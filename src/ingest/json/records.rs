@@ -12,7 +12,7 @@ use super::raw::{RawPointer, RawRange, RawRecord};
 use super::Batch;
 use crate::model::{
     Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind,
-    GraphNode, HostSync, OpKind, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId,
+    GraphNode, HostSync, MemoryKind, OpKind, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId,
     TraceRecord,
 };
 
@@ -89,13 +89,18 @@ impl JsonTraceParser {
                     format::CopyKind::PtoP => CopyKind::PtoP,
                     format::CopyKind::Default => CopyKind::Default,
                 };
-                OpKind::Memcpy { stream, copy, bytes, src, dst, synchronous: raw.sync.unwrap_or(false) }
+                let (default_src, default_dst) = copy.default_memory();
+                let src_memory = memory_kind(raw.from_memory.as_deref(), default_src)?;
+                let dst_memory = memory_kind(raw.to_memory.as_deref(), default_dst)?;
+                OpKind::Memcpy { stream, copy, bytes, src, dst, synchronous: raw.sync.unwrap_or(false), src_memory, dst_memory }
             }
             RecordKind::Memset => {
                 let stream = self.stream(process, raw.stream)?;
                 let dst = raw.to.map(range).transpose()?;
                 let bytes = raw.bytes.or(dst.map(|r| r.len)).unwrap_or(0);
-                OpKind::Memset { stream, bytes, dst, synchronous: raw.sync.unwrap_or(false) }
+                // A set without a memory kind is on device memory, where nearly all are.
+                let dst_memory = memory_kind(raw.to_memory.as_deref(), MemoryKind::Device)?;
+                OpKind::Memset { stream, bytes, dst, synchronous: raw.sync.unwrap_or(false), dst_memory }
             }
             RecordKind::Record => OpKind::EventRecord { event: self.event(process, raw.event)?, stream: self.stream(process, raw.stream)? },
             RecordKind::Wait => OpKind::StreamWait { stream: self.stream(process, raw.stream)?, event: self.event(process, raw.event)? },
@@ -215,6 +220,17 @@ impl JsonTraceParser {
             .get(process, handle)
             .ok_or_else(|| format!("event {handle} used before it exists: declare it with {{\"type\": \"event\", \"id\": {handle}}}").into())
     }
+}
+
+/// A copy's or set's memory kind as the trace named it, or `default` when it did not.
+fn memory_kind(text: Option<&str>, default: MemoryKind) -> Result<MemoryKind, Problem> {
+    let Some(text) = text else { return Ok(default) };
+    Ok(match format::MemoryKind::parse(text).map_err(|e| Problem::malformed(e.to_string()))? {
+        format::MemoryKind::Device => MemoryKind::Device,
+        format::MemoryKind::Pageable => MemoryKind::Pageable,
+        format::MemoryKind::Pinned => MemoryKind::Pinned,
+        format::MemoryKind::Managed => MemoryKind::Managed,
+    })
 }
 
 /// A pointer argument's access: `"r"` or `"w"` (`"read"` and `"write"` as the first hand-written traces had them).

@@ -15,7 +15,7 @@ use super::tables::{Activity, ActivityRow, NOT_APPLICABLE};
 use crate::ingest::background::Batch;
 use crate::ingest::{ImportCounters, Severity, BATCH};
 use crate::model::{
-    AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind, HostSync, OpKind, Operation,
+    AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind, HostSync, MemoryKind, OpKind, Operation,
     ProcessId, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo, TraceRecord,
 };
 
@@ -244,7 +244,7 @@ impl Mapper {
                     emitted = true;
                     continue;
                 }
-                ActivityRow::Memcpy { start, end, device, context, stream, bytes, copy_kind } => {
+                ActivityRow::Memcpy { start, end, device, context, stream, bytes, copy_kind, src_kind, dst_kind } => {
                     self.counters.bump("nsys.memcpys", Severity::Info, "memcpy rows read", 1);
                     let stream = self.stream(pid, context, stream, Some(device));
                     let copy = match copy_kind {
@@ -257,16 +257,17 @@ impl Mapper {
                     };
                     let synchronous = name.starts_with("cudaMemcpy") && !name.contains("Async")
                         || name.starts_with("cuMemcpy") && !name.contains("Async");
-                    let op = OpKind::Memcpy { stream, copy, bytes: bytes.max(0) as u64, src: None, dst: None, synchronous };
+                    let (src_memory, dst_memory) = (memory_kind(src_kind), memory_kind(dst_kind));
+                    let op = OpKind::Memcpy { stream, copy, bytes: bytes.max(0) as u64, src: None, dst: None, synchronous, src_memory, dst_memory };
                     self.push_op(&call, Some((start, end)), op);
                     emitted = true;
                     continue;
                 }
-                ActivityRow::Memset { start, end, device, context, stream, bytes } => {
+                ActivityRow::Memset { start, end, device, context, stream, bytes, mem_kind } => {
                     self.counters.bump("nsys.memsets", Severity::Info, "memset rows read", 1);
                     let stream = self.stream(pid, context, stream, Some(device));
                     let synchronous = name.starts_with("cudaMemset") && !name.contains("Async");
-                    let op = OpKind::Memset { stream, bytes: bytes.max(0) as u64, dst: None, synchronous };
+                    let op = OpKind::Memset { stream, bytes: bytes.max(0) as u64, dst: None, synchronous, dst_memory: memory_kind(mem_kind) };
                     self.push_op(&call, Some((start, end)), op);
                     emitted = true;
                     continue;
@@ -398,5 +399,17 @@ impl Mapper {
         };
         self.seq += 1;
         self.push(TraceRecord::Op(op));
+    }
+}
+
+/// ENUM_CUDA_MEM_KIND (0-based: 0 pageable, 1 pinned, 2 device, 3 array, 4 managed, 5 device static, 6 managed
+/// static, 7 unknown) as the blocking rules see it.
+fn memory_kind(value: i64) -> MemoryKind {
+    match value {
+        0 => MemoryKind::Pageable,
+        1 => MemoryKind::Pinned,
+        2 | 3 | 5 => MemoryKind::Device,
+        4 | 6 => MemoryKind::Managed,
+        _ => MemoryKind::Unknown,
     }
 }

@@ -27,8 +27,8 @@ pub(super) struct Activity {
 pub(super) enum ActivityRow {
     Api { start: i64, end: i64, global_tid: i64, name: i64 },
     Kernel { start: i64, end: i64, device: i64, context: i64, stream: i64, name: i64 },
-    Memcpy { start: i64, end: i64, device: i64, context: i64, stream: i64, bytes: i64, copy_kind: i64 },
-    Memset { start: i64, end: i64, device: i64, context: i64, stream: i64, bytes: i64 },
+    Memcpy { start: i64, end: i64, device: i64, context: i64, stream: i64, bytes: i64, copy_kind: i64, src_kind: i64, dst_kind: i64 },
+    Memset { start: i64, end: i64, device: i64, context: i64, stream: i64, bytes: i64, mem_kind: i64 },
     Sync { context: i64, stream: i64, sync_type: i64, event: i64, event_sync: i64 },
     EventRecord { device: i64, context: i64, stream: i64, event: i64, event_sync: i64 },
     Memory { address: i64, bytes: i64, free: bool, name: Option<String> },
@@ -129,14 +129,27 @@ static KERNEL: ActivityTable<6> = ActivityTable {
     decode: |[start, end, device, context, stream, name], _| ActivityRow::Kernel { start, end, device, context, stream, name },
 };
 
-static MEMCPY: ActivityTable<7> = ActivityTable {
+/// ENUM_CUDA_MEM_KIND's "unknown": what an export that did not record a memory kind reads as.
+pub(super) const MEM_KIND_UNKNOWN: i64 = 7;
+
+static MEMCPY: ActivityTable<9> = ActivityTable {
     name: "CUPTI_ACTIVITY_KIND_MEMCPY",
     process: "globalPid",
-    columns: [START, END, DEVICE, CONTEXT, STREAM, BYTES, Column::required("copyKind")],
+    columns: [
+        START,
+        END,
+        DEVICE,
+        CONTEXT,
+        STREAM,
+        BYTES,
+        Column::required("copyKind"),
+        Column::required("srcKind").or_literal("7").null_reads(MEM_KIND_UNKNOWN),
+        Column::required("dstKind").or_literal("7").null_reads(MEM_KIND_UNKNOWN),
+    ],
     label: None,
     filter: None,
     ties: Some("start"),
-    decode: |[start, end, device, context, stream, bytes, copy_kind], _| ActivityRow::Memcpy {
+    decode: |[start, end, device, context, stream, bytes, copy_kind, src_kind, dst_kind], _| ActivityRow::Memcpy {
         start,
         end,
         device,
@@ -144,17 +157,27 @@ static MEMCPY: ActivityTable<7> = ActivityTable {
         stream,
         bytes,
         copy_kind,
+        src_kind,
+        dst_kind,
     },
 };
 
-static MEMSET: ActivityTable<6> = ActivityTable {
+static MEMSET: ActivityTable<7> = ActivityTable {
     name: "CUPTI_ACTIVITY_KIND_MEMSET",
     process: "globalPid",
-    columns: [START, END, DEVICE, CONTEXT, STREAM, BYTES],
+    columns: [START, END, DEVICE, CONTEXT, STREAM, BYTES, Column::required("memKind").or_literal("7").null_reads(MEM_KIND_UNKNOWN)],
     label: None,
     filter: None,
     ties: Some("start"),
-    decode: |[start, end, device, context, stream, bytes], _| ActivityRow::Memset { start, end, device, context, stream, bytes },
+    decode: |[start, end, device, context, stream, bytes, mem_kind], _| ActivityRow::Memset {
+        start,
+        end,
+        device,
+        context,
+        stream,
+        bytes,
+        mem_kind,
+    },
 };
 
 static SYNCHRONIZATION: ActivityTable<7> = ActivityTable {
