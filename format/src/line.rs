@@ -13,6 +13,7 @@ pub struct RecordLine<'a> {
 }
 
 impl<'a> RecordLine<'a> {
+    #[inline]
     pub fn begin(out: &'a mut String, kind: RecordKind) -> RecordLine<'a> {
         out.push_str("{\"type\":\"");
         out.push_str(kind.as_str());
@@ -21,16 +22,19 @@ impl<'a> RecordLine<'a> {
     }
 
     /// Closes the record and its line.
+    #[inline]
     pub fn end(self) {
         self.out.push_str("}\n");
     }
 
+    #[inline]
     pub fn number(&mut self, field: Field, value: impl itoa::Integer) -> &mut Self {
         self.out.push_str(field.key());
         push_number(self.out, value);
         self
     }
 
+    #[inline]
     pub fn boolean(&mut self, field: Field, value: bool) -> &mut Self {
         self.out.push_str(field.key());
         self.out.push_str(if value { "true" } else { "false" });
@@ -38,6 +42,7 @@ impl<'a> RecordLine<'a> {
     }
 
     /// An address, as a hex string.
+    #[inline]
     pub fn address(&mut self, field: Field, value: u64) -> &mut Self {
         self.out.push_str(field.key());
         push_address(self.out, value);
@@ -45,6 +50,7 @@ impl<'a> RecordLine<'a> {
     }
 
     /// A byte range `[address, size]`.
+    #[inline]
     pub fn range(&mut self, field: Field, address: u64, size: u64) -> &mut Self {
         self.out.push_str(field.key());
         self.out.push('[');
@@ -56,6 +62,7 @@ impl<'a> RecordLine<'a> {
     }
 
     /// A string, escaped for JSON.
+    #[inline]
     pub fn string(&mut self, field: Field, text: &str) -> &mut Self {
         self.out.push_str(field.key());
         self.out.push('"');
@@ -66,6 +73,7 @@ impl<'a> RecordLine<'a> {
 
     /// A string that needs no escaping: a vocabulary name (`as_str` of an enum of this crate), an API name, or
     /// text the caller escaped once with [`push_escaped`] (a kernel name written for every launch).
+    #[inline]
     pub fn name(&mut self, field: Field, text: &str) -> &mut Self {
         self.out.push_str(field.key());
         self.out.push('"');
@@ -75,6 +83,7 @@ impl<'a> RecordLine<'a> {
     }
 
     /// A kernel's pointer arguments: `[[address, "r" | "w"], ...]`.
+    #[inline]
     pub fn pointers(&mut self, field: Field, pointers: impl IntoIterator<Item = (u64, AccessFlag)>) -> &mut Self {
         self.out.push_str(field.key());
         self.out.push('[');
@@ -91,6 +100,7 @@ impl<'a> RecordLine<'a> {
     }
 
     /// An empty list (a graph launch whose nodes the capture does not know).
+    #[inline]
     pub fn empty_list(&mut self, field: Field) -> &mut Self {
         self.out.push_str(field.key());
         self.out.push_str("[]");
@@ -98,6 +108,7 @@ impl<'a> RecordLine<'a> {
     }
 
     /// A list of byte ranges: `[[address, size], ...]`.
+    #[inline]
     pub fn ranges(&mut self, field: Field, ranges: impl IntoIterator<Item = (u64, u64)>) -> &mut Self {
         self.out.push_str(field.key());
         self.out.push('[');
@@ -114,11 +125,13 @@ impl<'a> RecordLine<'a> {
 }
 
 /// Decimal digits of an integer.
+#[inline]
 pub fn push_number(out: &mut String, value: impl itoa::Integer) {
     out.push_str(itoa::Buffer::new().format(value));
 }
 
 /// An address as a JSON string, "0x" and lower-case hex digits.
+#[inline]
 pub fn push_address(out: &mut String, value: u64) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut digits = [0u8; 16];
@@ -139,6 +152,7 @@ pub fn push_address(out: &mut String, value: u64) {
 
 /// JSON string contents: kernel names can hold quotes or backslashes in template arguments, and file names
 /// anything.
+#[inline]
 pub fn push_escaped(out: &mut String, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     for c in text.chars() {

@@ -51,6 +51,7 @@ macro_rules! names {
             pub const KEYS: &'static [&'static str] = &[$(concat!(",\"", $text, "\":")),+];
 
             /// How the trace spells it.
+            #[inline]
             pub const fn as_str(self) -> &'static str {
                 match self {
                     $($name::$variant => $text),+
@@ -163,6 +164,7 @@ names!(
 
 impl Field {
     /// The field as it follows an earlier one in a JSON object: `,"name":`.
+    #[inline]
     pub fn key(self) -> &'static str {
         Field::KEYS[self as usize]
     }
