@@ -312,6 +312,40 @@ fn rule6_unmap_does_not_synchronize() {
     assert!(races(&synced).is_empty());
 }
 
+// rule 12: the host is an accessor of pinned memory.
+/// A pinned host buffer at 0x90000 and the host thread's access to it.
+const PINNED: &str = "{\"type\":\"alloc\",\"id\":7,\"addr\":\"0x90000\",\"size\":256,\"alloc_kind\":\"host\",\"label\":\"staging\"}\n";
+
+fn host(name: &str, mode: &str) -> String {
+    format!("{{\"type\":\"host_access\",\"name\":\"{name}\",\"{mode}\":[{HOST}],\"src\":\"train.py:9\"}}\n")
+}
+
+#[test]
+fn rule12_host_reading_a_copy_before_waiting_for_it_races() {
+    let download = copy(1, "DtoH", ("$X", "device"), (HOST, "pinned"), false);
+    let found = races(&(PINNED.to_string() + &download + &host("numpy", "reads")));
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "memcpy DtoH", "numpy");
+    assert!(found[0].fix.to_string().contains("synchronize"), "{}", found[0].fix);
+    // After the host waited for the stream (or an event recorded after the copy), the read is ordered.
+    assert!(races(&(PINNED.to_string() + &download + &sync("stream", 1) + &host("numpy", "reads"))).is_empty());
+    let event_sync = rec(1, 1) + &sync("event", 1);
+    assert!(races(&(PINNED.to_string() + &download + &event_sync + &host("numpy", "reads"))).is_empty());
+}
+
+#[test]
+fn rule12_refilling_a_staging_buffer_while_its_upload_may_run_races() {
+    let upload = copy(1, "HtoD", (HOST, "pinned"), ("$X", "device"), false);
+    assert_one_race(&races(&(PINNED.to_string() + &upload + &host("fill_", "writes"))), RaceKind::WriteAfterRead, "memcpy HtoD", "fill_");
+    assert!(races(&(PINNED.to_string() + &upload + &sync("stream", 1) + &host("fill_", "writes"))).is_empty());
+}
+
+#[test]
+fn rule12_work_issued_after_a_host_access_is_ordered_after_it() {
+    // The host fills the buffer, then uploads it: the upload runs after the fill (rule 2 through the host clock).
+    let upload = copy(1, "HtoD", (HOST, "pinned"), ("$X", "device"), false);
+    assert!(races(&(PINNED.to_string() + &host("fill_", "writes") + &upload)).is_empty());
+}
+
 // rule 7: the legacy default stream.
 #[test]
 fn rule7_legacy_default_waits_for_blocking_streams() {

@@ -108,6 +108,9 @@ names!(
         /// A framework call that orders streams or the host starts (`Event.record`, ...).
         CallBegin = "call_begin",
         CallEnd = "call_end",
+        /// The host thread reads or writes host memory the GPU also touches (pinned, registered or managed):
+        /// a framework op on a CPU tensor there, `.numpy()`, `.item()` (tier T2).
+        HostAccess = "host_access",
     }
 );
 
@@ -273,6 +276,7 @@ impl RecordKind {
             RecordKind::OpBegin | RecordKind::OpEnd => &[F::Name, F::Reads, F::Writes],
             RecordKind::CallBegin => &[F::Name],
             RecordKind::CallEnd => &[],
+            RecordKind::HostAccess => &[F::Name, F::Reads, F::Writes],
         }
     }
 

@@ -5,6 +5,7 @@ use std::fmt;
 use serde::Serialize;
 
 use super::{OpOccurrence, StreamRef};
+use crate::model::StreamKind;
 
 /// A concrete change to the program that orders the earlier operation before the later one.
 #[derive(Clone, Debug, Serialize)]
@@ -26,6 +27,20 @@ pub enum Fix {
     FreeAfterUse { free_stream: StreamRef, use_stream: StreamRef, use_op: String },
     /// The host released memory that `after` on `stream` could still be using: synchronize first.
     SyncBeforeRelease { stream: StreamRef, after: String },
+    /// The host touched memory that `after` on `stream` could still be using (a copy to or from pinned host
+    /// memory): the host must wait for it first.
+    HostWaitsFirst {
+        stream: StreamRef,
+        after: String,
+        touch: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        after_at: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        touch_at: Option<String>,
+    },
+    /// Work was issued that touches memory another host thread is still reading or writing (`touch`): that
+    /// thread's access must be handed over first.
+    AfterHostAccess { touch: String, stream: StreamRef, before: String },
     /// Add a dependency between two nodes of a graph.
     GraphDependency { graph: String, from: String, to: String },
 }
@@ -38,6 +53,23 @@ impl Fix {
         // A framework op (`mul_.Tensor`) says more to its author than the kernel it launched.
         let label = |op: &OpOccurrence| op.site.region.as_deref().map_or_else(|| op.site.name.clone(), str::to_string);
         let earlier_stream = earlier.site.stream.clone()?;
+        let source = |op: &OpOccurrence| op.site.source.as_ref().map(ToString::to_string);
+        if earlier_stream.kind == StreamKind::HostThread {
+            return Some(Fix::AfterHostAccess {
+                touch: label(earlier),
+                stream: later.site.stream.clone().unwrap_or(earlier_stream),
+                before: label(later),
+            });
+        }
+        if later.site.stream.as_ref().is_some_and(|s| s.kind == StreamKind::HostThread) {
+            return Some(Fix::HostWaitsFirst {
+                stream: earlier_stream,
+                after: label(earlier),
+                touch: label(later),
+                after_at: source(earlier),
+                touch_at: source(later),
+            });
+        }
         match later.site.stream.clone() {
             None => Some(Fix::SyncBeforeRelease { stream: earlier_stream, after: label(earlier) }),
             Some(later_stream) if earlier.action == Free => {
@@ -104,6 +136,28 @@ impl fmt::Display for Fix {
             Fix::SyncBeforeRelease { stream, after } => write!(
                 f,
                 "synchronize stream {stream} (or an event recorded after `{after}`) before releasing the memory"
+            ),
+            Fix::HostWaitsFirst { stream, after, touch, after_at, touch_at } => {
+                let at = |place: &Option<String>| place.as_ref().map_or(String::new(), |p| format!(" at {p}"));
+                if touch_at.as_ref().is_some_and(|p| is_python(p)) {
+                    write!(
+                        f,
+                        "the host touches the buffer in `{touch}`{} while `{after}`{} on stream {stream} may still be running: wait for it first (`ev.synchronize()` on an event recorded after it, or `torch.cuda.current_stream().synchronize()` / that stream's `synchronize()`), or make the copy blocking (`non_blocking=False`)",
+                        at(touch_at),
+                        at(after_at)
+                    )
+                } else {
+                    write!(
+                        f,
+                        "the host touches the buffer in `{touch}`{} while `{after}`{} on stream {stream} may still be running: call cudaEventSynchronize on an event recorded after it, or cudaStreamSynchronize({stream}), before the host touches it, or use a blocking copy",
+                        at(touch_at),
+                        at(after_at)
+                    )
+                }
+            }
+            Fix::AfterHostAccess { touch, stream, before } => write!(
+                f,
+                "issue `{before}` on stream {stream} only after the host thread's `{touch}` is done with the buffer (hand it over between the threads first)"
             ),
             Fix::GraphDependency { graph, from, to } => {
                 write!(f, "add a dependency edge from node `{from}` to node `{to}` in graph `{graph}`")

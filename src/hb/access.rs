@@ -107,6 +107,19 @@ impl Engine {
         }
     }
 
+    /// rule 12: the host is an accessor too. Its own reads and writes of memory the GPU also touches happen at
+    /// the host thread's clock: its lane (enqueued like a stream, so it runs after everything the host had
+    /// observed complete) takes a step, the accesses are checked like a stream's, and the host thread then knows
+    /// its own accesses, so that the work it issues afterwards is ordered after them.
+    pub(super) fn host_access(&mut self, op: &Operation, host: usize, lane: StreamId, name: &str, accesses: &[Access]) {
+        let site = self.site("host", name, Some(lane), op);
+        let epoch = self.tick(lane, site, op, !accesses.is_empty());
+        for access in effective_accesses(accesses) {
+            self.access(op, epoch, site, *access, Effect::Access);
+        }
+        self.host_knows_its_lane(host, lane);
+    }
+
     /// A block comes to be: filed in its process's allocations, then what its kind does to memory. `label` is
     /// the trace's name for it, which names a stream-ordered allocation's site.
     pub(super) fn alloc(

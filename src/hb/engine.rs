@@ -318,6 +318,7 @@ impl Engine {
                 let site = self.site("memset", "memset", Some(*stream), op);
                 self.copy_or_set_waited(op, host, *stream, site, None, *dst);
             }
+            OpKind::HostAccess { lane, name, accesses } => self.host_access(op, host, *lane, name, accesses),
             OpKind::EventRecord { event, stream } => self.event_record(*event, *stream, origin)?,
             OpKind::StreamWait { stream, event } => self.stream_wait(op, *stream, *event)?,
             OpKind::StreamWaitUnknownRecord { stream, event } => self.wait_with_unknown_record(op, *stream, *event),

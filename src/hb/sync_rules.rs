@@ -165,6 +165,11 @@ impl Engine {
         }
     }
 
+    /// The host thread knows its own accesses once it has made them (no edge: nothing was waited for).
+    pub(super) fn host_knows_its_lane(&mut self, host: usize, lane: StreamId) {
+        self.host_clocks[host].join(&self.streams[lane.index()].clock.clock);
+    }
+
     /// rule 3: the record captures the stream's clock; a later record replaces it.
     pub(super) fn event_record(&mut self, event: EventId, stream: StreamId, origin: u64) -> Result<(), EngineError> {
         let ev = index_mut(&mut self.events, event.index(), "event", origin)?;

@@ -19,6 +19,9 @@ pub enum StreamKind {
     Blocking,
     /// Created with `cudaStreamNonBlocking`: takes no part in the legacy default stream's barrier.
     NonBlocking,
+    /// Not a CUDA stream: a host thread's own reads and writes of memory the GPU also touches (pinned host
+    /// memory), kept as a lane of their own so that they are checked like a stream's accesses.
+    HostThread,
 }
 
 impl StreamKind {
@@ -33,6 +36,7 @@ impl StreamKind {
             StreamKind::PerThreadDefault => "per-thread default",
             StreamKind::Blocking => "blocking",
             StreamKind::NonBlocking => "non-blocking",
+            StreamKind::HostThread => "host thread",
         }
     }
 }

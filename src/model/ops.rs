@@ -199,6 +199,10 @@ pub enum OpKind {
         stream: Option<StreamId>,
     },
     GraphLaunch { stream: StreamId, name: String, nodes: Vec<GraphNode> },
+    /// The host thread itself reads or writes memory the GPU also touches (pinned host memory): a framework op
+    /// on a CPU tensor, `.numpy()`, `.item()`. `lane` is the thread's host-access lane (a stream of kind
+    /// `HostThread`), which holds its place among the streams' accesses.
+    HostAccess { lane: StreamId, name: Arc<str>, accesses: Vec<Access> },
 }
 
 impl OpKind {
@@ -212,6 +216,7 @@ impl OpKind {
             | OpKind::StreamWait { stream, .. }
             | OpKind::StreamWaitUnknownRecord { stream, .. }
             | OpKind::GraphLaunch { stream, .. } => Some(*stream),
+            OpKind::HostAccess { lane, .. } => Some(*lane),
             // A pool block is handed out by the host-side allocator, not enqueued on its stream.
             OpKind::Alloc { alloc_kind: AllocKind::PoolBlock, .. } => None,
             OpKind::Alloc { stream, .. } | OpKind::Free { stream, .. } => *stream,
@@ -232,6 +237,7 @@ impl OpKind {
             OpKind::Alloc { .. } => "alloc",
             OpKind::Free { .. } => "free",
             OpKind::GraphLaunch { .. } => "graph launch",
+            OpKind::HostAccess { .. } => "host access",
         }
     }
 }

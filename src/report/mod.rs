@@ -12,6 +12,7 @@ pub mod text;
 use std::io;
 
 use crate::analysis::Analysis;
+use crate::model::StreamKind;
 use crate::findings::{AccessAction, OpOccurrence, RaceFinding, Unordered};
 
 /// An output format.
@@ -100,6 +101,7 @@ pub fn describe_op(op: &OpOccurrence) -> String {
         _ => site.name.clone(),
     };
     match &site.stream {
+        Some(stream) if stream.kind == StreamKind::HostThread => text.push_str(" on the host"),
         Some(stream) => text.push_str(&format!(" on stream {stream} ({})", stream.kind.as_str())),
         None => text.push_str(" on the host"),
     }
@@ -167,8 +169,8 @@ pub fn describe_why(race: &RaceFinding) -> String {
         Unordered::CrossStream { known, position } => {
             let earlier_stream = earlier.site.stream.as_ref().map_or("?".to_string(), |s| s.to_string());
             let observer = match &later.site.stream {
-                Some(s) => format!("stream {s}"),
-                None => "the host thread".to_string(),
+                Some(s) if s.kind != StreamKind::HostThread => format!("stream {s}"),
+                _ => "the host thread".to_string(),
             };
             let seen = if *known == 0 {
                 format!("{observer} was never ordered after any operation of stream {earlier_stream}")

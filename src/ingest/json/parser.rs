@@ -120,6 +120,8 @@ pub(super) struct JsonTraceParser {
     names: HashSet<Arc<str>>,
     sources: HashMap<String, SourceLocation>,
     pub frames: OpenFrames,
+    /// Each host thread's host-access lane, declared at its first host access.
+    pub host_lanes: HashMap<ThreadId, StreamId>,
 }
 
 impl JsonTraceParser {
@@ -144,6 +146,7 @@ impl JsonTraceParser {
             names: HashSet::default(),
             sources: HashMap::default(),
             frames: OpenFrames::default(),
+            host_lanes: HashMap::default(),
         }
     }
 
@@ -366,6 +369,7 @@ impl JsonTraceParser {
             RecordKind::OpEnd | RecordKind::CallEnd => return self.frame_end(kind, process, thread, raw, out),
             RecordKind::Stream => return self.stream_record(process, thread, &raw, out),
             RecordKind::Event => return self.event_record(process, &raw, out),
+            RecordKind::HostAccess => self.host_access(process, thread, &raw, out)?,
             _ => self.operation(kind, process, &raw)?,
         };
         if let (Some(start), Some(end)) = (raw.gpu_start, raw.gpu_end) {

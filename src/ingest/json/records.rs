@@ -56,6 +56,30 @@ impl JsonTraceParser {
         Ok(())
     }
 
+    /// The host thread's own access (tier T2), on its host-access lane, which is declared at the thread's first.
+    pub(super) fn host_access(&mut self, process: ProcessId, thread: ThreadId, raw: &RawRecord, out: &mut Batch) -> Result<OpKind, Problem> {
+        let mut accesses = Vec::with_capacity(raw.reads().len() + raw.writes().len());
+        read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
+        let name = self.intern(raw.name.as_deref().unwrap_or("host access"));
+        let lane = match self.host_lanes.get(&thread) {
+            Some(&lane) => lane,
+            None => {
+                let id = StreamId(self.next_stream);
+                self.next_stream += 1;
+                self.host_lanes.insert(thread, id);
+                let next_device = DeviceId(self.devices.len() as u32);
+                let device = *self.devices.entry((process, 0)).or_insert(next_device);
+                let next_context = ContextId(self.contexts.len() as u32);
+                let context = *self.contexts.entry((process, 0)).or_insert(next_context);
+                // The lane's handle is the thread's id, which is how reports name it.
+                let info = StreamInfo { id, handle: raw.thread.unwrap_or(1), kind: StreamKind::HostThread, priority: None, process, device, context, created_by: Some(thread) };
+                out.push(Ok(TraceRecord::Stream(info)));
+                id
+            }
+        };
+        Ok(OpKind::HostAccess { lane, name, accesses })
+    }
+
     /// The operation an operation record describes (a launch, copy, set, event call, synchronization,
     /// allocation or graph launch).
     pub(super) fn operation(&mut self, kind: RecordKind, process: ProcessId, raw: &RawRecord) -> Result<OpKind, Problem> {
