@@ -103,7 +103,8 @@ pub struct StatsArgs {
 
 #[derive(Args, Debug)]
 pub struct CaptureArgs {
-    /// Directory for the traces, one per process (trace.PID.json); earlier traces in it are removed.
+    /// Directory for the traces, one per process (trace.PID.json). Traces an earlier capture wrote in it are
+    /// removed; a trace.*.json that capture did not write makes capture refuse to run.
     #[arg(short = 'o', long, default_value = "streamtrace-trace")]
     pub output: PathBuf,
     /// Record only; do not analyze afterwards.
