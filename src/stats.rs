@@ -27,6 +27,8 @@ pub enum StatsError {
     Input(#[from] IngestError),
     #[error("building the `{table}` table: {source}")]
     Table { table: &'static str, source: PolarsError },
+    #[error("{path}: the {column} add up to more than 2^64 ({total}): the trace's times or sizes cannot be real")]
+    SumTooLarge { path: String, column: &'static str, total: u128 },
 }
 
 /// GPU work of one stream, for busy time and overlap.
@@ -106,6 +108,7 @@ pub fn compute(path: &Path) -> Result<TraceStats, StatsError> {
         }
     }
     let _ = source.finish();
+    check_sums(path, &columns)?;
     // Each stream's busy intervals are sorted and merged once, for both stream tables.
     let unions = unions(&columns);
     let tables = vec![
@@ -119,10 +122,27 @@ pub fn compute(path: &Path) -> Result<TraceStats, StatsError> {
     Ok(TraceStats { tables, operations, kernels_without_gpu_time })
 }
 
+/// The tables sum nanoseconds and bytes in 64 bits (polars' sums of u64 columns wrap): refuses columns whose
+/// total does not fit, so that no table shows a wrapped total. No group's sum is larger than its column's.
+fn check_sums(path: &Path, c: &Columns) -> Result<(), StatsError> {
+    let optional = |values: &[Option<u64>]| values.iter().flatten().map(|&v| u128::from(v)).sum::<u128>();
+    let columns = [
+        ("kernel nanoseconds", optional(&c.kernel_ns)),
+        ("copy nanoseconds", optional(&c.copy_ns)),
+        ("copy bytes", c.copy_bytes.iter().map(|&v| u128::from(v)).sum()),
+        ("synchronization nanoseconds", optional(&c.sync_blocked_ns)),
+    ];
+    match columns.into_iter().find(|(_, total)| *total > u128::from(u64::MAX)) {
+        Some((column, total)) => Err(StatsError::SumTooLarge { path: path.display().to_string(), column, total }),
+        None => Ok(()),
+    }
+}
+
 /// As nsys's cuda_gpu_kern_sum: one row per kernel name, most total time first.
 fn kernel_summary(c: &Columns) -> PolarsResult<DataFrame> {
     let df = df!("name" => &c.kernel_name, "ns" => &c.kernel_ns)?;
-    let total: u64 = c.kernel_ns.iter().flatten().sum();
+    // Fits: check_sums saw to it.
+    let total: u64 = c.kernel_ns.iter().flatten().fold(0, |sum, &ns| sum.saturating_add(ns));
     df.lazy()
         .group_by([col("name")])
         .agg([
@@ -164,6 +184,7 @@ fn union(mut intervals: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     merged
 }
 
+/// Cannot wrap: the intervals of a union are disjoint and lie in 64-bit time.
 fn length(intervals: &[(u64, u64)]) -> u64 {
     intervals.iter().map(|(s, e)| e - s).sum()
 }
@@ -260,6 +281,15 @@ mod tests {
     #[test]
     fn union_merges_overlapping_and_touching_intervals() {
         assert_eq!(union(vec![(5, 9), (0, 3), (3, 4), (8, 12)]), vec![(0, 4), (5, 12)]);
+    }
+
+    #[test]
+    fn sums_past_two_to_the_64_are_refused_not_wrapped() {
+        let columns = Columns { kernel_ns: vec![Some(u64::MAX), Some(2)], ..Columns::default() };
+        let error = check_sums(Path::new("t.json"), &columns).expect_err("too large").to_string();
+        assert!(error.starts_with("t.json: the kernel nanoseconds add up to more than 2^64 (18446744073709551617)"), "{error}");
+        let columns = Columns { copy_bytes: vec![u64::MAX - 1, 1], ..Columns::default() };
+        assert!(check_sums(Path::new("t.json"), &columns).is_ok());
     }
 
     #[test]

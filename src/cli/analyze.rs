@@ -1,8 +1,6 @@
 //! `streamtrace analyze`: one trace in, one report out, and the exit status.
 
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -11,6 +9,7 @@ use super::args::{AnalyzeArgs, OutputFormat};
 use super::{EXIT_CLEAN, EXIT_FINDINGS};
 use crate::analysis::{analyze_path, analyze_path_with_timeline};
 use crate::hb::EngineOptions;
+use crate::output::write_atomically;
 use crate::report::{html::HtmlReport, json::JsonReport, perfetto::PerfettoReport, text::TextReport, Report};
 
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
@@ -57,27 +56,6 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
         );
     }
     Ok(if analysis.findings.has_problems() { EXIT_FINDINGS } else { EXIT_CLEAN })
-}
-
-/// Writes to a temporary file beside `path` and renames it into place, so that a failed run never leaves a
-/// partial report that looks whole.
-fn write_atomically(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> anyhow::Result<()> {
-    // A device or pipe (/dev/null, /dev/stdout, a FIFO) is written in place: renaming over it would replace it.
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-        let file = File::options().write(true).open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        let mut out = BufWriter::new(file);
-        return write(&mut out).and_then(|()| out.flush()).with_context(|| format!("writing {}", path.display()));
-    }
-    let file_name = path.file_name().with_context(|| format!("{} is not a file name", path.display()))?;
-    let tmp = path.with_file_name(format!(".{}.tmp", file_name.to_string_lossy()));
-    let file = File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-    let mut out = BufWriter::new(file);
-    let written = write(&mut out).and_then(|()| out.flush());
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("writing {}", path.display()));
-    }
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot move the report to {}", path.display()))
 }
 
 /// Peak resident memory of this process, from /proc (Linux).

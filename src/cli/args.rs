@@ -56,11 +56,13 @@ impl From<HostOrderArg> for HostOrder {
 
 #[derive(Args, Debug)]
 pub struct AnalyzeArgs {
-    /// The trace: a streamtrace JSON trace (docs/trace-format.md).
+    /// The trace: a streamtrace JSON trace (docs/trace-format.md), `-` for standard input, or an nsys .sqlite
+    /// export or .nsys-rep report.
     pub trace: PathBuf,
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
-    /// Write the report to this file instead of standard output.
+    /// Write the report to this file instead of standard output (replaced whole once written; a path that
+    /// exists and is not a regular file is refused, except the null device).
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = HostOrderArg::Global)]
@@ -103,7 +105,8 @@ pub struct StatsArgs {
 
 #[derive(Args, Debug)]
 pub struct CaptureArgs {
-    /// Directory for the traces, one per process (trace.PID.json); earlier traces in it are removed.
+    /// Directory for the traces, one per process (trace.PID.json). Traces an earlier capture wrote in it are
+    /// removed; a trace.*.json that capture did not write makes capture refuse to run.
     #[arg(short = 'o', long, default_value = "streamtrace-trace")]
     pub output: PathBuf,
     /// Record only; do not analyze afterwards.

@@ -2,13 +2,16 @@
 //! (its standard streams, exit status and signals stay its own), then analyzes the trace of each of its
 //! processes.
 
-use std::path::PathBuf;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context};
-use streamtrace_format::launch;
+use streamtrace_format::{launch, Producer, RecordKind};
 
 use super::args::CaptureArgs;
+use super::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND};
+use crate::output::{output_dir, write_atomically};
 use crate::analysis::analyze_path;
 use crate::hb::EngineOptions;
 use crate::report::{text::TextReport, Report};
@@ -102,7 +105,7 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
             other.to_string_lossy()
         );
         let status = {
-            let mut child = Command::new(program).args(program_args).spawn().with_context(|| format!("cannot run {program}"))?;
+            let mut child = Command::new(program).args(program_args).spawn().map_err(|e| ProgramNotStarted::new(program, e))?;
             let _ignore = IgnoreTerminalSignals::new();
             child.wait().with_context(|| format!("waiting for {program}"))?
         };
@@ -114,20 +117,14 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
         None => find_cupti(),
     };
     let dir = &args.output;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    // Traces of an earlier capture into the same directory would be analyzed as this run's.
-    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?.flatten() {
-        let name = entry.file_name().to_string_lossy().to_string();
-        if name.starts_with("trace.") && name.ends_with(".json") {
-            std::fs::remove_file(entry.path()).with_context(|| format!("cannot remove the old trace {}", entry.path().display()))?;
-        }
-    }
+    output_dir(dir)?;
+    remove_earlier_traces(dir)?;
     let template = dir.join("trace.%p.json");
     // Python programs pick the bootstrap up as sitecustomize; it chains to the program's own sitecustomize, if any.
     let python_dir = dir.join("python");
-    std::fs::create_dir_all(&python_dir).with_context(|| format!("cannot create {}", python_dir.display()))?;
+    output_dir(&python_dir)?;
     for (name, text) in PYTHON_BOOTSTRAP {
-        std::fs::write(python_dir.join(name), text)
+        write_atomically(&python_dir.join(name), |out| out.write_all(text.as_bytes()))
             .with_context(|| format!("cannot write the Python bootstrap's {name} into {}", python_dir.display()))?;
     }
     let python_path = match std::env::var_os("PYTHONPATH") {
@@ -154,7 +151,7 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
         }
         None => eprintln!("streamtrace: libcupti not found in the usual places; the capture library will search again (pass --cupti PATH)"),
     }
-    let mut child = command.spawn().with_context(|| format!("cannot run {program}"))?;
+    let mut child = command.spawn().map_err(|e| ProgramNotStarted::new(program, e))?;
     let status = {
         let _ignore = IgnoreTerminalSignals::new();
         child.wait().with_context(|| format!("waiting for {program}"))?
@@ -181,6 +178,74 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(exit_like(status))
+}
+
+/// The program could not be started. Exits as a shell does: 127 when it is not found, 126 when it is found but
+/// cannot be run (not executable, a directory, not a program), so that the program's own exit statuses (2 among
+/// them) keep their meaning.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot run {program}: {cause}")]
+pub struct ProgramNotStarted {
+    program: String,
+    cause: std::io::Error,
+}
+
+impl ProgramNotStarted {
+    fn new(program: &str, cause: std::io::Error) -> ProgramNotStarted {
+        ProgramNotStarted { program: program.to_string(), cause }
+    }
+
+    pub fn exit_status(&self) -> u8 {
+        match self.cause.kind() {
+            std::io::ErrorKind::NotFound => EXIT_NOT_FOUND,
+            _ => EXIT_NOT_EXECUTABLE,
+        }
+    }
+}
+
+/// Removes the traces an earlier capture wrote into `dir` (they would be analyzed as this run's), and refuses
+/// to run when `dir` holds a `trace.*.json` that capture did not write: it is not capture's to delete, and it
+/// would be analyzed as this run's. A trace is capture's when its header says `"producer": "capture"`. Nothing
+/// is removed unless everything can be. docs/capture.md says so.
+fn remove_earlier_traces(dir: &Path) -> anyhow::Result<()> {
+    let mut ours = Vec::new();
+    let mut foreign = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if !(name.starts_with("trace.") && name.ends_with(".json")) {
+            continue;
+        }
+        if entry.file_type().is_ok_and(|t| t.is_file()) && written_by_capture(&entry.path()) {
+            ours.push(entry.path());
+        } else {
+            foreign.push(name);
+        }
+    }
+    if !foreign.is_empty() {
+        foreign.sort();
+        anyhow::bail!(
+            "{} holds {} that streamtrace capture did not write (no \"producer\": \"capture\" header): capture would \
+             analyze it as this run's trace, and does not delete what it did not write; move it away or choose another -o DIR",
+            dir.display(),
+            foreign.join(", ")
+        );
+    }
+    for path in ours {
+        std::fs::remove_file(&path).with_context(|| format!("cannot remove the old trace {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Whether the file's first line is the header of a trace `streamtrace capture` recorded.
+fn written_by_capture(path: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(path) else { return false };
+    let mut first = Vec::new();
+    // A header is a few dozen bytes: a longer first line is no header of ours.
+    if BufReader::new(file.take(4096)).read_until(b'\n', &mut first).is_err() {
+        return false;
+    }
+    let Ok(header) = serde_json::from_slice::<serde_json::Value>(&first) else { return false };
+    header["type"] == RecordKind::Header.as_str() && header["producer"] == Producer::Capture.as_str()
 }
 
 /// The child's exit status; a child killed by a signal kills capture with the same signal.

@@ -18,6 +18,10 @@ pub const EXIT_CLEAN: u8 = 0;
 pub const EXIT_FINDINGS: u8 = 1;
 /// Exit status for bad input, bad usage or an I/O failure (clap uses it for usage errors too).
 pub const EXIT_ERROR: u8 = 2;
+/// `capture`: the program is found but cannot be run (as shells say it).
+pub const EXIT_NOT_EXECUTABLE: u8 = 126;
+/// `capture`: the program is not found (as shells say it).
+pub const EXIT_NOT_FOUND: u8 = 127;
 
 /// Parses the arguments, runs the command and maps the outcome to an exit status.
 pub fn main() -> ExitCode {
@@ -32,7 +36,10 @@ pub fn main() -> ExitCode {
         Ok(status) => ExitCode::from(status),
         Err(error) => {
             eprintln!("streamtrace: error: {error:#}");
-            ExitCode::from(EXIT_ERROR)
+            match error.downcast_ref::<capture::ProgramNotStarted>() {
+                Some(not_started) => ExitCode::from(not_started.exit_status()),
+                None => ExitCode::from(EXIT_ERROR),
+            }
         }
     }
 }

@@ -1,13 +1,14 @@
 //! `streamtrace stats`: computes the summary tables and writes them in the asked format.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::Context;
 use polars::prelude::*;
 
 use super::args::{StatsArgs, StatsFormat};
+use crate::output::write_atomically;
+use crate::report::printable;
 use crate::stats::{compute, TraceStats};
 
 pub fn run(args: &StatsArgs) -> anyhow::Result<()> {
@@ -21,13 +22,7 @@ pub fn run(args: &StatsArgs) -> anyhow::Result<()> {
             let stdout = io::stdout();
             write_tables(&args.trace, &stats, &mut stdout.lock()).context("writing the tables")
         }
-        (StatsFormat::Table, Some(path)) => {
-            let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-            let mut out = BufWriter::new(file);
-            write_tables(&args.trace, &stats, &mut out)
-                .and_then(|()| out.flush())
-                .with_context(|| format!("writing {}", path.display()))
-        }
+        (StatsFormat::Table, Some(path)) => write_atomically(path, |out| write_tables(&args.trace, &stats, out)),
         (format, output) => {
             let format = match format {
                 StatsFormat::Csv => FileFormat::Csv,
@@ -35,7 +30,7 @@ pub fn run(args: &StatsArgs) -> anyhow::Result<()> {
                 _ => FileFormat::Parquet,
             };
             let dir = output.as_deref().context("--format csv, json and parquet write one file per table: name a directory with -o")?;
-            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            crate::output::output_dir(dir)?;
             for (name, df) in stats.tables.iter_mut() {
                 write_table(dir, name, df, format)?;
             }
@@ -72,7 +67,7 @@ fn write_tables(trace: &Path, stats: &TraceStats, out: &mut dyn Write) -> io::Re
     std::env::set_var("POLARS_FMT_STR_LEN", "160");
     std::env::set_var("POLARS_TABLE_WIDTH", "400");
     std::env::set_var("POLARS_FMT_TABLE_ROUNDED_CORNERS", "1");
-    writeln!(out, "streamtrace stats: {} ({} operations)", trace.display(), stats.operations)?;
+    writeln!(out, "streamtrace stats: {} ({} operations)", printable(&trace.display().to_string()), stats.operations)?;
     if stats.kernels_without_gpu_time > 0 {
         writeln!(
             out,
@@ -85,10 +80,23 @@ fn write_tables(trace: &Path, stats: &TraceStats, out: &mut dyn Write) -> io::Re
         if df.height() == 0 {
             writeln!(out, "  (none)")?;
         } else {
-            writeln!(out, "{df}")?;
+            writeln!(out, "{}", printable_table(df).map_err(io::Error::other)?)?;
         }
     }
     Ok(())
+}
+
+/// The table with its text (kernel and API names from the trace) made safe for a terminal by
+/// [`printable`]; files of tables keep the names as they are (their formats quote them).
+fn printable_table(df: &DataFrame) -> PolarsResult<DataFrame> {
+    let mut shown = df.clone();
+    for column in df.columns() {
+        if column.dtype() == &DataType::String {
+            let escaped = column.str()?.apply_into_string_amortized(|value, buf| buf.push_str(&printable(value)));
+            shown.replace(column.name(), escaped.into_column())?;
+        }
+    }
+    Ok(shown)
 }
 
 /// A file format for one table per file.
@@ -106,11 +114,12 @@ fn write_table(dir: &Path, name: &str, df: &mut DataFrame, format: FileFormat) -
         FileFormat::Parquet => "parquet",
     };
     let path = dir.join(format!("{name}.{extension}"));
-    let file = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
-    let written = match format {
-        FileFormat::Csv => CsvWriter::new(file).finish(df),
-        FileFormat::Json => JsonWriter::new(file).with_json_format(JsonFormat::Json).finish(df),
-        FileFormat::Parquet => ParquetWriter::new(file).finish(df).map(|_| ()),
-    };
-    anyhow::Context::with_context(written, || format!("writing {}", path.display()))
+    write_atomically(&path, |file| {
+        let written = match format {
+            FileFormat::Csv => CsvWriter::new(file).finish(df),
+            FileFormat::Json => JsonWriter::new(file).with_json_format(JsonFormat::Json).finish(df),
+            FileFormat::Parquet => ParquetWriter::new(file).finish(df).map(|_| ()),
+        };
+        written.map_err(io::Error::other)
+    })
 }

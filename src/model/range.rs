@@ -21,10 +21,13 @@ pub enum RangeError {
 }
 
 impl AccessRange {
-    /// A range, refusing one whose end does not fit in 64 bits.
+    /// A range, refusing one that runs past the end of the 64-bit address space (its end, `start + len`, is
+    /// above 2^64). A range that ends exactly at 2^64 is taken without its last byte, the one at 2^64 - 1: ends
+    /// are kept in 64 bits, and that byte is never device memory (the top of the address space is the kernel's).
     pub fn new(start: u64, len: u64) -> Result<AccessRange, RangeError> {
         match start.checked_add(len) {
             Some(_) => Ok(AccessRange { start, len }),
+            None if start.wrapping_add(len) == 0 => Ok(AccessRange { start, len: len - 1 }),
             None => Err(RangeError::Overflow { start, len }),
         }
     }
@@ -62,8 +65,16 @@ mod tests {
 
     #[test]
     fn range_rejects_overflow() {
-        assert!(AccessRange::new(u64::MAX, 1).is_err());
+        assert!(AccessRange::new(u64::MAX, 2).is_err());
+        assert!(AccessRange::new(1 << 63, 1 << 63 | 1).is_err());
         assert!(AccessRange::new(u64::MAX - 1, 1).is_ok());
+    }
+
+    #[test]
+    fn a_range_ending_exactly_at_two_to_the_64_is_taken_without_its_last_byte() {
+        assert_eq!(AccessRange::new(u64::MAX - 15, 16), Ok(AccessRange { start: u64::MAX - 15, len: 15 }));
+        assert_eq!(AccessRange::new(1 << 63, 1 << 63).map(AccessRange::end), Ok(u64::MAX));
+        assert_eq!(AccessRange::new(u64::MAX, 1).map(AccessRange::is_empty), Ok(true));
     }
 
     #[test]

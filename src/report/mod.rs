@@ -32,6 +32,27 @@ pub fn ordinal(n: u64) -> String {
     format!("{n}{suffix}")
 }
 
+/// Text from the trace (names, labels, sources, paths) made safe for a terminal: every control character (C0
+/// such as ESC, CR, LF and NUL, DEL, C1) and every Unicode bidirectional control (which reorders what a line
+/// shows) is written as a `\u{..}` escape, so that a trace cannot move the cursor, clear the screen or fake
+/// report lines. Every text output (the text report, capture's report, `stats`' tables) passes trace text
+/// through it; JSON, HTML and CSV escape by their own rules.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(unsafe_char) {
+        return text.into();
+    }
+    let mut escaped = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            escaped.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            escaped.push(c);
+        }
+    }
+    escaped.into()
+}
+
 /// Demangled template names run to hundreds of characters: a listing line drops the return type, namespace
 /// qualifiers, integer casts and the parameter list, which keeps what tells kernels apart (the functor).
 pub fn shorten(name: &str) -> String {
@@ -143,7 +164,15 @@ pub fn describe_location(race: &RaceFinding) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{kernel_name, shorten};
+    use super::{kernel_name, printable, shorten};
+
+    #[test]
+    fn printable_escapes_what_a_terminal_would_obey() {
+        assert_eq!(printable("add_kernel<float>"), "add_kernel<float>");
+        assert_eq!(printable("a\u{1b}[2J\r\n\0b"), "a\\u{1b}[2J\\u{d}\\u{a}\\u{0}b");
+        assert_eq!(printable("x\u{202e}y\u{85}z\u{7f}"), "x\\u{202e}y\\u{85}z\\u{7f}");
+        assert_eq!(printable("été"), "été");
+    }
 
     #[test]
     fn shorten_keeps_the_functor() {

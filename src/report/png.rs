@@ -55,17 +55,15 @@ fn first_ttf(dir: &Path, depth: u32) -> Option<std::path::PathBuf> {
     file.cloned().or_else(|| (depth > 0).then(|| entries.iter().filter(|p| p.is_dir()).find_map(|d| first_ttf(d, depth - 1))).flatten())
 }
 
-/// Renders to a temporary file beside `path`, then renames it into place.
+/// Renders into `path` through [`crate::output::write_atomically_with`].
 fn render(path: &Path, size: (u32, u32), draw: impl FnOnce(&DrawingArea<BitMapBackend, plotters::coord::Shift>) -> anyhow::Result<()>) -> anyhow::Result<()> {
     ensure_font()?;
-    let tmp = path.with_extension("tmp.png");
-    {
-        let root = BitMapBackend::new(&tmp, size).into_drawing_area();
+    crate::output::write_atomically_with(path, "png", |tmp| {
+        let root = BitMapBackend::new(tmp, size).into_drawing_area();
         root.fill(&WHITE).context("filling the picture")?;
         draw(&root)?;
-        root.present().with_context(|| format!("writing {}", tmp.display()))?;
-    }
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot move the picture to {}", path.display()))
+        root.present().with_context(|| format!("writing {}", path.display()))
+    })
 }
 
 /// The timeline as a picture: one lane per stream, bars by GPU time (or issue order), the two operations of each

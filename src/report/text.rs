@@ -1,8 +1,9 @@
-//! The terminal report, in the manner of ThreadSanitizer: one block per finding, then a summary line.
+//! The terminal report, in the manner of ThreadSanitizer: one block per finding, then a summary line. Every
+//! piece of text that comes from the trace goes through [`printable`] on its way out.
 
 use std::io;
 
-use super::{describe_location, describe_op, describe_why, ordinal, shorten, Report};
+use super::{describe_location, describe_op, describe_why, ordinal, printable, shorten, Report};
 use crate::analysis::Analysis;
 use crate::findings::{AccessAction, EdgeKind, OpOccurrence, RaceFinding};
 
@@ -21,8 +22,8 @@ fn access_word(action: AccessAction) -> &'static str {
 }
 
 fn write_occurrence(out: &mut dyn io::Write, heading: &str, op: &OpOccurrence, bytes: u64, at: u64) -> io::Result<()> {
-    writeln!(out, "  {heading} of {bytes} bytes at {at:#x} by {}:", describe_op(op))?;
-    let source = op.site.source.as_ref().map_or("unknown source".to_string(), |s| s.to_string());
+    writeln!(out, "  {heading} of {bytes} bytes at {at:#x} by {}:", printable(&describe_op(op)))?;
+    let source = op.site.source.as_ref().map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned());
     let position = op.stream_position.map_or(String::new(), |p| format!(", {} on its stream", ordinal(p)));
     writeln!(out, "    at {source} (operation {}{position}, input line/row {})", op.seq, op.origin)
 }
@@ -37,11 +38,11 @@ fn write_race(out: &mut dyn io::Write, race: &RaceFinding) -> io::Result<()> {
     write_occurrence(out, &previous, &race.earlier, bytes, at)?;
     writeln!(out)?;
     for line in describe_location(race) {
-        writeln!(out, "  {line}")?;
+        writeln!(out, "  {}", printable(&line))?;
     }
     writeln!(out)?;
-    writeln!(out, "  Why: {}", describe_why(race))?;
-    writeln!(out, "  Fix: {}", race.fix)?;
+    writeln!(out, "  Why: {}", printable(&describe_why(race)))?;
+    writeln!(out, "  Fix: {}", printable(&race.fix.to_string()))?;
     if race.count > 1 {
         writeln!(out, "  Seen {} times (first occurrence shown).", race.count)?;
     }
@@ -57,8 +58,8 @@ impl Report for TextReport {
         for wait in &findings.unrecorded_waits {
             writeln!(out, "==================")?;
             writeln!(out, "WARNING: streamtrace: wait on an event that was never recorded")?;
-            writeln!(out, "  {} waits on event {}, which no record preceded:", describe_op(&wait.wait), wait.event)?;
-            let source = wait.wait.site.source.as_ref().map_or("unknown source".to_string(), |s| s.to_string());
+            writeln!(out, "  {} waits on event {}, which no record preceded:", printable(&describe_op(&wait.wait)), wait.event)?;
+            let source = wait.wait.site.source.as_ref().map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned());
             writeln!(out, "    at {source} (operation {}, input line/row {})", wait.wait.seq, wait.wait.origin)?;
             writeln!(out, "  The wait orders nothing. Record the event before waiting on it (check the order of record and wait).")?;
             if wait.count > 1 {
@@ -76,7 +77,7 @@ impl Report for TextReport {
                 if total == 1 { "" } else { "s" }
             )?;
             for wait in &findings.waits_with_unknown_record {
-                writeln!(out, "  {} x{}", describe_op(&wait.wait), wait.count)?;
+                writeln!(out, "  {} x{}", printable(&describe_op(&wait.wait)), wait.count)?;
             }
         }
         if !analysis.stats.has_addresses && !findings.edges.is_empty() {
@@ -129,10 +130,10 @@ impl Report for TextReport {
                         "  {:>10} pairs  {} `{}` (stream {}) || {} `{}` (stream {}), first at operations {} and {}",
                         group.pairs,
                         group.earlier.class,
-                        shorten(&group.earlier.name),
+                        printable(&shorten(&group.earlier.name)),
                         stream(&group.earlier),
                         group.later.class,
-                        shorten(&group.later.name),
+                        printable(&shorten(&group.later.name)),
                         stream(&group.later),
                         group.first.0,
                         group.first.1
@@ -144,7 +145,7 @@ impl Report for TextReport {
             }
         }
         for counter in analysis.import.data_loss() {
-            let first = counter.first.as_deref().map(|at| format!("; first at {at}")).unwrap_or_default();
+            let first = counter.first.as_deref().map(|at| format!("; first at {}", printable(at))).unwrap_or_default();
             writeln!(out, "warning: {} {} ({}{first}): findings may be incomplete", counter.count, counter.meaning, counter.name)?;
         }
         let stats = &analysis.stats;
@@ -162,7 +163,7 @@ impl Report for TextReport {
             stats.operations,
             stats.accesses,
             stats.streams,
-            analysis.trace
+            printable(&analysis.trace)
         )
     }
 }

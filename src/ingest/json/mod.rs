@@ -9,16 +9,18 @@
 //! taken (parser.rs), what each record means in the model (records.rs), and framework frames (frames.rs).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 mod frames;
+mod lines;
 mod parser;
 mod raw;
 mod records;
 
 use super::background::{BackgroundReader, Batch};
 use super::{IngestError, BATCH};
+use lines::LineRecords;
 use parser::JsonTraceParser;
 use raw::RawRecord;
 
@@ -29,8 +31,13 @@ impl JsonTraceReader {
     /// Opens `path` and starts parsing it. Fails at once when the file cannot be opened.
     pub fn open(path: &Path) -> Result<BackgroundReader, IngestError> {
         let file = File::open(path).map_err(|e| IngestError::new(path, None, format!("cannot open: {e}")))?;
-        let reader = BufReader::with_capacity(1 << 20, file);
-        JsonTraceReader::spawn(path.to_path_buf(), reader)
+        JsonTraceReader::from_reader(path.to_path_buf(), file)
+    }
+
+    /// Starts parsing a trace read from `input` (a pipe, standard input, a file already opened); `name` is how
+    /// errors name it.
+    pub fn from_reader(name: PathBuf, input: impl Read + Send + 'static) -> Result<BackgroundReader, IngestError> {
+        JsonTraceReader::spawn(name, BufReader::with_capacity(1 << 20, input))
     }
 
     /// Parses JSON trace text held in memory (tests, generated scenarios).
@@ -47,14 +54,31 @@ impl JsonTraceReader {
             loop {
                 let outcome = match lines.next_record() {
                     Ok(Some(line)) => loop {
-                        // A record may span lines: on running out of text, join the next line and retry.
-                        match serde_json::from_slice::<RawRecord>(lines.text()) {
-                            Err(e) if e.is_eof() => match lines.append_line() {
-                                Ok(true) => continue,
-                                Ok(false) => break parser.accept(line, lines.text(), Err(e), &mut batch),
-                                Err((at, message)) => break Err(parser.error(at, message)),
-                            },
-                            decoded => break parser.accept(line, lines.text(), decoded, &mut batch),
+                        // A record may span lines: it is parsed once it is closed, or at the end of the input;
+                        // one still open is probed now and then for an error (lines.rs).
+                        let closed = lines.closed();
+                        if closed || lines.probe_due() {
+                            let decoded = serde_json::from_slice::<RawRecord>(lines.text());
+                            match &decoded {
+                                Err(e) if e.is_eof() && !closed => {}
+                                Err(e) if !closed => {
+                                    // The error is on the record's `e.line()`th line: the lines after it may
+                                    // begin the next records.
+                                    let keep = e.line() as u64;
+                                    lines.give_back_after(keep);
+                                    let decoded = serde_json::from_slice::<RawRecord>(lines.text());
+                                    break parser.accept(line, lines.text(), decoded, &mut batch);
+                                }
+                                _ => break parser.accept(line, lines.text(), decoded, &mut batch),
+                            }
+                        }
+                        match lines.append_line() {
+                            Ok(true) => continue,
+                            Ok(false) => {
+                                let decoded = serde_json::from_slice::<RawRecord>(lines.text());
+                                break parser.accept(line, lines.text(), decoded, &mut batch);
+                            }
+                            Err((at, message)) => break Err(parser.error(at, message)),
                         }
                     },
                     Ok(None) => {
@@ -74,48 +98,6 @@ impl JsonTraceReader {
             let _ = tx.send(batch);
             parser.counters
         })
-    }
-}
-
-/// Reads the input line by line, skipping blank lines; a record that spans lines is joined on request.
-struct LineRecords<R> {
-    reader: R,
-    buf: Vec<u8>,
-    line: u64,
-}
-
-impl<R: BufRead> LineRecords<R> {
-    fn new(reader: R) -> Self {
-        LineRecords { reader, buf: Vec::with_capacity(4096), line: 0 }
-    }
-
-    /// Appends the next line to the current text; false at the end of the input.
-    fn append_line(&mut self) -> Result<bool, (u64, String)> {
-        match self.reader.read_until(b'\n', &mut self.buf) {
-            Ok(0) => Ok(false),
-            Ok(_) => {
-                self.line += 1;
-                Ok(true)
-            }
-            Err(e) => Err((self.line + 1, format!("cannot read: {e}"))),
-        }
-    }
-
-    /// Starts the next record at the next non-blank line and returns that line's number, or `None` at the end.
-    fn next_record(&mut self) -> Result<Option<u64>, (u64, String)> {
-        loop {
-            self.buf.clear();
-            if !self.append_line()? {
-                return Ok(None);
-            }
-            if !self.buf.iter().all(u8::is_ascii_whitespace) {
-                return Ok(Some(self.line));
-            }
-        }
-    }
-
-    fn text(&self) -> &[u8] {
-        &self.buf
     }
 }
 

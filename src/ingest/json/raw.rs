@@ -27,15 +27,30 @@ impl<'de> Deserialize<'de> for Address {
                 u64::try_from(v).map(Address).map_err(|_| E::custom(format!("negative address {v}")))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Address, E> {
-                let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-                    Some(hex) if hex.contains('_') => u64::from_str_radix(&hex.replace('_', ""), 16),
-                    Some(hex) => u64::from_str_radix(hex, 16),
-                    None => v.parse(),
-                };
-                parsed.map(Address).map_err(|_| E::custom(format!("`{v}` is not an address")))
+                parse_address(v).map(Address).ok_or_else(|| E::custom(format!("`{v}` is not an address")))
             }
         }
         d.deserialize_any(AddressVisitor)
+    }
+}
+
+/// An address string, strictly: `0x` and hex digits (`_` may separate them), or decimal digits. No sign, no
+/// space, nothing empty: Rust's integer parsing alone takes `"+10"`, and `"0x+10"` as 16.
+fn parse_address(text: &str) -> Option<u64> {
+    let (digits, radix) = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => (hex, 16),
+        None => (text, 10),
+    };
+    let is_digit = |c: char| c.is_digit(radix);
+    let separated = radix == 16 && digits.contains('_');
+    let valid = digits.starts_with(is_digit) && digits.chars().all(|c| is_digit(c) || (separated && c == '_'));
+    if !valid {
+        return None;
+    }
+    if separated {
+        u64::from_str_radix(&digits.replace('_', ""), radix).ok()
+    } else {
+        u64::from_str_radix(digits, radix).ok()
     }
 }
 
@@ -225,6 +240,16 @@ mod tests {
             };
             let raw: RawRecord = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{field}: {e}"));
             assert!(raw.fields_present().contains(*field), "{field} is decoded but not noted as present");
+        }
+    }
+
+    #[test]
+    fn addresses_are_parsed_strictly() {
+        for good in [("0x10", 16), ("0X7f_0000", 0x7f0000), ("4096", 4096), ("0", 0), ("0xffffffffffffffff", u64::MAX)] {
+            assert_eq!(parse_address(good.0), Some(good.1), "{}", good.0);
+        }
+        for bad in ["0x+10", "+4096", "-1", "0x", "", " ", " 16", "16 ", "0x 10", "0x_10", "1_000", "0x10000000000000000", "0b101"] {
+            assert_eq!(parse_address(bad), None, "`{bad}` was taken");
         }
     }
 

@@ -216,7 +216,7 @@ impl Mapper {
             thread,
             correlation,
             host_start: api.as_ref().map(|a| a.0.max(0) as u64),
-            host_end: api.as_ref().map(|a| a.1.max(0) as u64),
+            host_end: api.as_ref().and_then(|a| self.end_after_start(a.0, a.1)).map(|end| end.max(0) as u64),
             api: api_name.clone(),
             region,
         };
@@ -240,7 +240,8 @@ impl Mapper {
                     let stream = self.stream(pid, context, stream, Some(device));
                     let name = self.lookups.strings.get(&kernel).cloned().unwrap_or_else(|| Arc::from("kernel"));
                     let op = OpKind::Kernel { stream, name, accesses: Vec::new(), pointers: Vec::new() };
-                    self.push_op(&call, Some((start, end)), op);
+                    let gpu = self.gpu_times(start, end);
+                    self.push_op(&call, gpu, op);
                     emitted = true;
                     continue;
                 }
@@ -259,7 +260,8 @@ impl Mapper {
                         || name.starts_with("cuMemcpy") && !name.contains("Async");
                     let (src_memory, dst_memory) = (memory_kind(src_kind), memory_kind(dst_kind));
                     let op = OpKind::Memcpy { stream, copy, bytes: bytes.max(0) as u64, src: None, dst: None, synchronous, src_memory, dst_memory };
-                    self.push_op(&call, Some((start, end)), op);
+                    let gpu = self.gpu_times(start, end);
+                    self.push_op(&call, gpu, op);
                     emitted = true;
                     continue;
                 }
@@ -268,7 +270,8 @@ impl Mapper {
                     let stream = self.stream(pid, context, stream, Some(device));
                     let synchronous = name.starts_with("cudaMemset") && !name.contains("Async");
                     let op = OpKind::Memset { stream, bytes: bytes.max(0) as u64, dst: None, synchronous, dst_memory: memory_kind(mem_kind) };
-                    self.push_op(&call, Some((start, end)), op);
+                    let gpu = self.gpu_times(start, end);
+                    self.push_op(&call, gpu, op);
                     emitted = true;
                     continue;
                 }
@@ -379,6 +382,26 @@ impl Mapper {
                 self.push_op(&call, None, OpKind::HostSync(HostSync::Context(ctx)));
             }
         }
+    }
+
+    /// A row's GPU interval; `None`, counted, when its end is before its start (the JSON reader refuses such a
+    /// record; here the operation is kept, since it still orders and accesses, without its times).
+    fn gpu_times(&mut self, start: i64, end: i64) -> Option<(i64, i64)> {
+        self.end_after_start(start, end).map(|end| (start, end))
+    }
+
+    /// `end`, unless it is before `start` (then counted).
+    fn end_after_start(&mut self, start: i64, end: i64) -> Option<i64> {
+        if end < start {
+            self.counters.bump(
+                "nsys.end_before_start",
+                Severity::DataLoss,
+                "rows whose end is before their start: their times are dropped (the operations are kept)",
+                1,
+            );
+            return None;
+        }
+        Some(end)
     }
 
     fn push_op(&mut self, call: &CallContext, gpu: Option<(i64, i64)>, kind: OpKind) {

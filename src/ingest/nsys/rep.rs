@@ -1,5 +1,7 @@
 //! `.nsys-rep` reports: converted to an SQLite export by `nsys export`, cached beside the report (or in the temp
-//! directory when that is not writable), then read like any export.
+//! directory when that is not writable), then read like any export. `nsys export` writes to a temporary name
+//! that is renamed to the cache's only when it succeeded, so an export that failed half-way (disk full, killed)
+//! never leaves a partial database that the next run would take as the whole report.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,6 +17,12 @@ fn cache_paths(report: &Path) -> [PathBuf; 2] {
     let beside = report.with_file_name(format!("{name}.streamtrace.sqlite"));
     let temp = std::env::temp_dir().join(format!("{name}.{}.streamtrace.sqlite", std::process::id()));
     [beside, temp]
+}
+
+/// The name `nsys export` writes to before the export is known whole: `.NAME.PID.partial.sqlite` beside it.
+fn partial_path(output: &Path) -> PathBuf {
+    let name = output.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "export".into());
+    output.with_file_name(format!(".{name}.{}.partial.sqlite", std::process::id()))
 }
 
 fn is_fresh(cache: &Path, report: &Path) -> bool {
@@ -33,9 +41,10 @@ pub fn to_sqlite(report: &Path) -> Result<PathBuf, IngestError> {
     let mut last_error = None;
     for output in [beside, temp] {
         let started = std::time::Instant::now();
+        let partial = partial_path(&output);
         let run = Command::new(&nsys)
             .args(["export", "--type", "sqlite", "--force-overwrite", "true", "--output"])
-            .arg(&output)
+            .arg(&partial)
             .arg(report)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -59,15 +68,19 @@ pub fn to_sqlite(report: &Path) -> Result<PathBuf, IngestError> {
                 ))
             }
             Err(e) => return Err(IngestError::new(report, None, format!("cannot run {}: {e}", nsys.display()))),
-            Ok(out) if out.status.success() && output.exists() => {
-                eprintln!("streamtrace: converted in {:.1} s -> {}", started.elapsed().as_secs_f64(), output.display());
-                return Ok(output);
-            }
+            Ok(out) if out.status.success() && partial.exists() => match std::fs::rename(&partial, &output) {
+                Ok(()) => {
+                    eprintln!("streamtrace: converted in {:.1} s -> {}", started.elapsed().as_secs_f64(), output.display());
+                    return Ok(output);
+                }
+                Err(e) => last_error = Some(format!("cannot move the export to {}: {e}", output.display())),
+            },
             Ok(out) => {
                 let stderr = String::from_utf8_lossy(&out.stderr);
                 last_error = Some(format!("`nsys export` failed ({}): {}", out.status, stderr.trim()));
             }
         }
+        let _ = std::fs::remove_file(&partial);
     }
     Err(IngestError::new(report, None, last_error.unwrap_or_else(|| "`nsys export` produced nothing".into())))
 }

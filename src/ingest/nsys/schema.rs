@@ -115,6 +115,15 @@ impl Lookups {
         }
         if tables.contains("StringIds") {
             lookups.strings = read_strings(conn, path)?;
+        } else {
+            // Names are how API calls are told apart: without them, calls that synchronize without an activity
+            // row (cudaFree, cudaDeviceSynchronize) and synchronous copies cannot be recognized.
+            counters.bump(
+                "nsys.no_string_ids",
+                Severity::DataLoss,
+                "export without a StringIds table: API and kernel names unknown, so synchronizations implied by API calls (cudaFree, cudaDeviceSynchronize without a row, synchronous copies) are missed",
+                1,
+            );
         }
         Ok(lookups)
     }

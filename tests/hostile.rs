@@ -1,0 +1,312 @@
+//! Hostile input and hostile output paths (issue 16): each test is named after what it would break, and its
+//! input is a small file under tests/hostile/ or something made in a scratch directory (a FIFO, a link to
+//! /dev/null, a broken export). Every case ends in a clear error naming the file or a correct report; nothing is
+//! replaced that is not a regular file.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use rusqlite::Connection;
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn streamtrace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_streamtrace")).args(args).current_dir(repo()).output().expect("binary runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A fresh scratch directory for one test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("streamtrace-hostile-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn mkfifo(path: &Path) {
+    let made = Command::new("mkfifo").arg(path).status().expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+fn is_fifo(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+}
+
+fn text(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+const RACE: &str = "samples/json/two_streams_race.json";
+
+#[test]
+fn outputs_refuse_a_fifo_or_a_directory_and_replace_nothing() {
+    let dir = scratch("outputs");
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
+    let subdir = dir.join("dir");
+    std::fs::create_dir(&subdir).expect("dir");
+    for target in [&fifo, &subdir] {
+        for flag in ["-o", "--html", "--perfetto", "--png"] {
+            let out = streamtrace(&["analyze", RACE, flag, text(target)]);
+            assert_eq!(out.status.code(), Some(2), "{flag} {}: {}", target.display(), stderr(&out));
+            assert!(stderr(&out).contains("exists and is not a regular file"), "{flag}: {}", stderr(&out));
+        }
+        for args in [vec!["stats", RACE, "-o", text(target)], vec!["stats", RACE, "--png", text(target)]] {
+            let out = streamtrace(&args);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        }
+    }
+    assert!(is_fifo(&fifo), "the FIFO is still a FIFO");
+    assert!(std::fs::read_dir(&subdir).expect("dir").next().is_none(), "nothing was written into the directory");
+    // A directory of tables named where a file is.
+    let file = dir.join("plain.txt");
+    std::fs::write(&file, "mine").expect("write");
+    let out = streamtrace(&["stats", RACE, "--format", "csv", "-o", text(&file)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("is not a directory"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), "mine");
+}
+
+#[test]
+fn outputs_write_through_a_link_to_dev_null_and_keep_the_link() {
+    let dir = scratch("null");
+    let null = dir.join("null");
+    std::os::unix::fs::symlink("/dev/null", &null).expect("symlink");
+    for flag in ["-o", "--html", "--perfetto", "--png"] {
+        let out = streamtrace(&["analyze", RACE, flag, text(&null)]);
+        assert_eq!(out.status.code(), Some(1), "{flag}: {}", stderr(&out));
+    }
+    let link = std::fs::symlink_metadata(&null).expect("link");
+    assert!(link.file_type().is_symlink(), "the link to /dev/null is still a link");
+    assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 1, "no temporary file left");
+}
+
+#[test]
+fn fields_of_another_record_kind_are_refused_with_file_and_line() {
+    for (file, field, kind) in [
+        ("memcpy_given_reads_writes.json", "reads", "memcpy"),
+        ("memset_given_writes.json", "writes", "memset"),
+        ("kernel_given_from_to.json", "from", "kernel"),
+    ] {
+        let path = format!("tests/hostile/{file}");
+        let out = streamtrace(&["analyze", &path]);
+        assert_eq!(out.status.code(), Some(2), "{file} read clean: {}", String::from_utf8_lossy(&out.stdout));
+        let expected = format!("{path}:5: field `{field}` does not belong to a {kind} record");
+        assert!(stderr(&out).contains(&expected), "{file}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn dev_zero_is_a_line_too_long_not_an_allocation_abort() {
+    let out = streamtrace(&["analyze", "/dev/zero"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("/dev/zero:1: this line is longer than 64 MiB"), "{}", stderr(&out));
+}
+
+fn analyze_from_stdin(path_arg: &str, input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+        .args(["analyze", path_arg])
+        .current_dir(repo())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        // The reader may stop early (a refused SQLite input): a broken pipe is no failure here.
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("waits");
+    writer.join().expect("writer");
+    out
+}
+
+#[test]
+fn a_trace_through_a_pipe_a_fifo_or_stdin_is_read() {
+    let trace = std::fs::read(repo().join(RACE)).expect("sample");
+    for path_arg in ["-", "/dev/stdin"] {
+        let out = analyze_from_stdin(path_arg, &trace);
+        assert_eq!(out.status.code(), Some(1), "{path_arg}: {}", stderr(&out));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("SUMMARY: streamtrace: 1 race"), "{path_arg}");
+    }
+    let fifo = scratch("fifo").join("trace.fifo");
+    mkfifo(&fifo);
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(&fifo, trace).expect("write the FIFO"))
+    };
+    let out = streamtrace(&["analyze", text(&fifo)]);
+    writer.join().expect("writer");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // SQLite needs its file: through a pipe it is refused with a message, not misread.
+    let export = std::fs::read(repo().join("samples/nsys/torch_loop_race.sqlite")).expect("sample");
+    let out = analyze_from_stdin("-", &export);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("<stdin>: an nsys SQLite export that is not a regular file"), "{}", stderr(&out));
+}
+
+#[test]
+fn address_strings_are_parsed_strictly() {
+    for (file, address) in [
+        ("address_with_plus_sign.json", "+4096"),
+        ("address_hex_with_plus_sign.json", "0x+10"),
+        ("address_hex_without_digits.json", "0x"),
+        ("address_empty.json", ""),
+        ("address_with_space.json", " 4096"),
+    ] {
+        let path = format!("tests/hostile/{file}");
+        let out = streamtrace(&["analyze", &path]);
+        assert_eq!(out.status.code(), Some(2), "{file} was taken");
+        let expected = format!("{path}:4: malformed record: `{address}` is not an address");
+        assert!(stderr(&out).contains(&expected), "{file}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_range_ending_exactly_at_two_to_the_64_is_accepted() {
+    let out = streamtrace(&["analyze", "tests/hostile/range_ending_at_2_pow_64.json", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("json report");
+    assert_eq!(json["races"].as_array().map(Vec::len), Some(1), "the two writes at the top of the address space race");
+}
+
+#[test]
+fn control_characters_in_names_reach_the_terminal_escaped() {
+    let trace = "tests/hostile/control_characters_in_names.json";
+    let forbidden = |c: char| (c.is_control() && c != '\n') || ('\u{202a}'..='\u{202e}').contains(&c);
+    let out = streamtrace(&["analyze", trace]);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(!report.chars().any(forbidden), "raw control characters in the report: {report:?}");
+    assert_eq!(report.lines().filter(|l| l.starts_with("SUMMARY")).count(), 1, "a name faked a report line: {report}");
+    assert!(report.contains("fill\\u{1b}[2J\\u{d}\\u{0}SUMMARY"), "{report}");
+    let out = streamtrace(&["stats", trace]);
+    let tables = String::from_utf8_lossy(&out.stdout);
+    assert!(!tables.chars().any(forbidden), "raw control characters in the tables: {tables:?}");
+    assert!(tables.contains("scale\\u{a}SUMMARY"), "{tables}");
+}
+
+/// A copy of the nsys sample, changed by `sql`.
+fn broken_export(test: &str, sql: &str) -> PathBuf {
+    let path = scratch(test).join("export.sqlite");
+    std::fs::copy(repo().join("samples/nsys/torch_loop_race.sqlite"), &path).expect("copy");
+    Connection::open(&path).expect("opens").execute_batch(sql).expect("sql");
+    path
+}
+
+fn counter(json: &Value, name: &str) -> u64 {
+    json["import"].as_array().and_then(|cs| cs.iter().find(|c| c["name"] == name)).map_or(0, |c| c["count"].as_u64().unwrap_or(0))
+}
+
+#[test]
+fn an_export_without_string_ids_says_it_lost_names() {
+    let export = broken_export("no-strings", "DROP TABLE StringIds;");
+    let out = streamtrace(&["analyze", text(&export), "--format", "json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).expect("json report");
+    assert_eq!(counter(&json, "nsys.no_string_ids"), 1);
+    let out = streamtrace(&["analyze", text(&export)]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("warning: 1 export without a StringIds table"), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn export_rows_ending_before_they_start_are_counted() {
+    let export = broken_export(
+        "end-before-start",
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start - 5 WHERE rowid IN (SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 2);",
+    );
+    let out = streamtrace(&["analyze", text(&export), "--format", "json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    assert_eq!(counter(&json, "nsys.end_before_start"), 2);
+    assert_eq!(json["stream_pairs"][0]["pairs"], 9, "the operations are kept");
+}
+
+#[test]
+fn a_failed_nsys_export_leaves_no_partial_database() {
+    let dir = scratch("rep");
+    let report = dir.join("run.nsys-rep");
+    let mut bytes = b"NVIDIA Tegra Profiler Report ".to_vec();
+    bytes.extend_from_slice(&[0u8; 64]);
+    std::fs::write(&report, &bytes).expect("write");
+    // An `nsys` that writes half a database, then fails (disk full, killed).
+    let fake = dir.join("nsys");
+    std::fs::write(&fake, "#!/bin/sh\nwhile [ \"$1\" != --output ]; do shift; done\nhead -c 4096 /dev/urandom > \"$2\"\nexit 1\n").expect("write");
+    Command::new("chmod").arg("+x").arg(&fake).status().expect("chmod");
+    for _ in 0..2 {
+        let out = Command::new(env!("CARGO_BIN_EXE_streamtrace")).args(["analyze", text(&report)]).env("NSYS", &fake).output().expect("runs");
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains("`nsys export` failed"), "{}", stderr(&out));
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir).expect("dir").flatten().map(|e| e.file_name()).collect();
+    assert_eq!(left.len(), 2, "only the report and the fake nsys remain: {left:?}");
+}
+
+#[test]
+fn stats_sums_past_two_to_the_64_are_an_error_not_a_wrap() {
+    let out = streamtrace(&["stats", "tests/hostile/stats_kernel_times_past_2_pow_64.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("stats_kernel_times_past_2_pow_64.json: the kernel nanoseconds add up to more than 2^64"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_record_spread_over_lines_is_read_whole() {
+    let out = streamtrace(&["analyze", "tests/hostile/graph_one_node_per_line.json", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(json["stats"]["accesses"], 64);
+}
+
+#[test]
+fn a_recording_with_an_unclosed_record_keeps_the_records_after_it() {
+    let out = streamtrace(&["analyze", "tests/hostile/recording_with_an_unclosed_record_mid_file.json", "--format", "json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    assert_eq!(counter(&json, "json.skipped_malformed"), 1);
+    assert_eq!(json["stats"]["operations"], 2, "both kernels after the broken graph record are read");
+}
+
+fn capture(dir: &Path, program: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+        .args(["capture", "--no-analyze", "-o", text(dir), "--", program])
+        .env("STREAMTRACE_CAPTURE_LIB", "/nonexistent/libstreamtrace_capture.so")
+        .env_remove("CUDA_INJECTION64_PATH")
+        .output()
+        .expect("runs")
+}
+
+#[test]
+fn capture_exits_127_for_a_missing_program_and_126_for_one_that_cannot_run() {
+    let dir = scratch("capture-exit");
+    let not_executable = dir.join("script.sh");
+    std::fs::write(&not_executable, "echo hi\n").expect("write");
+    for (program, status) in [("/nonexistent/program", 127), (text(&not_executable), 126), (text(&dir), 126)] {
+        let out = capture(&dir.join("out"), program);
+        assert_eq!(out.status.code(), Some(status), "{program}: {}", stderr(&out));
+        assert!(stderr(&out).contains(&format!("cannot run {program}")), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn capture_removes_only_the_traces_it_wrote() {
+    let dir = scratch("capture-dir");
+    let hand_written = dir.join("trace.1.json");
+    std::fs::copy(repo().join(RACE), &hand_written).expect("copy");
+    let recorded = dir.join("trace.2.json");
+    std::fs::write(&recorded, "{\"type\":\"streamtrace\",\"version\":1,\"producer\":\"capture\"}\n").expect("write");
+    let out = capture(&dir, "true");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("trace.1.json that streamtrace capture did not write"), "{}", stderr(&out));
+    assert!(hand_written.exists() && recorded.exists(), "a refusal deletes nothing");
+    std::fs::rename(&hand_written, dir.join("mine.json")).expect("move");
+    let out = capture(&dir, "true");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!recorded.exists(), "the earlier capture's trace is removed");
+    assert!(dir.join("mine.json").exists());
+}

@@ -1,0 +1,227 @@
+//! A deterministic mutation test of the readers (issue 16, "Must hold"): the samples, changed a few thousand
+//! ways (bytes flipped, text cut, lines duplicated, dropped and swapped, numbers made extreme, the header made a
+//! recording's), go through reading and analysis in this process; so do the nsys samples, changed by SQL (tables
+//! dropped, NULLs, extreme and swapped values) and by flipped bytes. No input may panic (on any thread), and every
+//! error must name its file. The inputs are the same on every run (a fixed seed); docs/fuzzing.md gives the
+//! figures.
+
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Once;
+
+use rusqlite::Connection;
+use streamtrace::analysis::analyze_source;
+use streamtrace::hb::EngineOptions;
+use streamtrace::ingest::{self, json::JsonTraceReader, RecordSource};
+
+/// Mutated JSON traces run per sample.
+const JSON_MUTATIONS_PER_SAMPLE: usize = 300;
+/// Byte-flipped copies run per nsys export.
+const SQLITE_FLIPS_PER_SAMPLE: usize = 6;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// splitmix64: a small generator, the same numbers on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Panics on any thread (the readers parse on background threads), counted by a hook set once.
+static PANICS: AtomicUsize = AtomicUsize::new(0);
+
+fn count_panics() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.fetch_add(1, Ordering::SeqCst);
+            default(info);
+        }));
+    });
+}
+
+/// Reads and analyzes one input; an error must name `name`. Returns whether it was refused.
+fn run(name: &str, source: Result<Box<dyn RecordSource>, ingest::IngestError>) -> bool {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let source = source.map_err(|e| e.to_string())?;
+        analyze_source(name, source, EngineOptions::default()).map(|_| ()).map_err(|e| e.to_string())
+    }));
+    match outcome {
+        Ok(Ok(())) => false,
+        Ok(Err(message)) => {
+            assert!(message.contains(name), "an error that does not name the file {name}: {message}");
+            true
+        }
+        Err(_) => panic!("{name}: panicked"),
+    }
+}
+
+const TOKENS: [&[u8]; 14] = [
+    b"{", b"}", b"[", b"]", b"\"", b",", b":", b"\n", b"-1", b"18446744073709551615", b"\"0x\"", b"null", b"\\u0000", b"1e999",
+];
+
+/// One mutation of `text`.
+fn mutate(text: &[u8], rng: &mut Rng) -> Vec<u8> {
+    let mut out = text.to_vec();
+    let lines: Vec<&[u8]> = text.split_inclusive(|&b| b == b'\n').collect();
+    match rng.below(8) {
+        0 => {
+            for _ in 0..1 + rng.below(4) {
+                let at = rng.below(out.len());
+                out[at] = rng.next() as u8;
+            }
+        }
+        1 => out.truncate(rng.below(out.len())),
+        2 => {
+            let at = rng.below(out.len());
+            let token = TOKENS[rng.below(TOKENS.len())];
+            out.splice(at..at, token.iter().copied());
+        }
+        3 | 4 => {
+            // Whole lines: duplicated, dropped or swapped.
+            let mut lines = lines.clone();
+            let (a, b) = (rng.below(lines.len()), rng.below(lines.len()));
+            match rng.below(3) {
+                0 => lines.insert(a, lines[b]),
+                1 if lines.len() > 1 => {
+                    lines.remove(a);
+                }
+                _ => lines.swap(a, b),
+            }
+            out = lines.concat();
+        }
+        5 => {
+            // A number made extreme.
+            let digits: Vec<usize> = (0..out.len()).filter(|&i| out[i].is_ascii_digit()).collect();
+            if let Some(&at) = digits.get(rng.below(digits.len())) {
+                let extreme: &[u8] = [b"18446744073709551615".as_slice(), b"-9", b"99999999999999999999", b"0"][rng.below(4)];
+                out.splice(at..at + 1, extreme.iter().copied());
+            }
+        }
+        6 => {
+            // A field value of one record given to another key.
+            let keys = [&b"\"reads\""[..], b"\"writes\"", b"\"from\"", b"\"to\"", b"\"stream\"", b"\"event\"", b"\"id\"", b"\"nodes\""];
+            let (from, to) = (keys[rng.below(keys.len())], keys[rng.below(keys.len())]);
+            if let Some(at) = out.windows(from.len()).position(|w| w == from) {
+                out.splice(at..at + from.len(), to.iter().copied());
+            }
+        }
+        _ => {
+            // A recording: the same mutations read tolerantly.
+            let header = b"{\"type\":\"streamtrace\",\"version\":1,\"producer\":\"capture\"}\n";
+            let rest = lines.iter().skip(1).flat_map(|l| l.iter().copied());
+            out = header.iter().copied().chain(rest).collect();
+            let at = rng.below(out.len());
+            out[at] = TOKENS[rng.below(TOKENS.len())][0];
+        }
+    }
+    out
+}
+
+fn samples(dir: &Path, extension: &str) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn mutated_json_traces_never_panic_and_every_error_names_the_file() {
+    count_panics();
+    let mut rng = Rng(16);
+    let mut inputs = samples(&repo().join("samples/json"), "json");
+    inputs.extend(samples(&repo().join("tests/hostile"), "json"));
+    let (mut runs, mut refused) = (0, 0);
+    for sample in &inputs {
+        let text = std::fs::read(sample).expect("sample");
+        for i in 0..JSON_MUTATIONS_PER_SAMPLE {
+            let name = format!("mutant-{i}-{}", sample.file_name().and_then(|n| n.to_str()).unwrap_or("sample"));
+            let mutant = mutate(&text, &mut rng);
+            let source = JsonTraceReader::from_reader(PathBuf::from(&name), Cursor::new(mutant)).map(|r| Box::new(r) as Box<dyn RecordSource>);
+            refused += usize::from(run(&name, source));
+            runs += 1;
+        }
+    }
+    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a reader thread panicked (see above)");
+    eprintln!("JSON mutation test: {runs} inputs, {refused} refused with an error naming the file, 0 panics");
+    assert!(refused > runs / 4 && refused < runs, "the mutations should be neither all refused nor all taken");
+}
+
+/// SQL that breaks an export the way real exports break: a table or a name missing, NULLs, values out of range.
+const SQL_MUTATIONS: [&str; 16] = [
+    "DROP TABLE StringIds",
+    "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME",
+    "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL",
+    "DROP TABLE TARGET_INFO_CUDA_STREAM",
+    "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = end, end = start",
+    "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET streamId = NULL WHERE rowid % 2 = 0",
+    "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = -9223372036854775808, end = 9223372036854775807",
+    "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET correlationId = correlationId % 3",
+    "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = NULL WHERE rowid % 3 = 0",
+    "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = -5",
+    "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 'x'",
+    "UPDATE StringIds SET value = char(27) || '[2J' || char(0) || value",
+    "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL",
+    "DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE rowid % 2 = 1",
+    "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET copyKind = 99, bytes = -1",
+    "UPDATE TARGET_INFO_CUDA_STREAM SET flag = 77, priority = NULL",
+];
+
+#[test]
+fn mutated_nsys_exports_never_panic_and_every_error_names_the_file() {
+    count_panics();
+    let mut rng = Rng(64);
+    let mut exports = samples(&repo().join("samples/nsys"), "sqlite");
+    exports.extend(samples(&repo().join("samples/nsys/torch"), "sqlite"));
+    let dir = std::env::temp_dir().join(format!("streamtrace-mutation-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    let (mut runs, mut refused) = (0, 0);
+    for (n, export) in exports.iter().enumerate() {
+        let bytes = std::fs::read(export).expect("sample");
+        let mut one = |suffix: String, change: &dyn Fn(&Path)| {
+            let path = dir.join(format!("mutant-{n}-{suffix}.sqlite"));
+            std::fs::write(&path, &bytes).expect("copy");
+            change(&path);
+            let name = path.display().to_string();
+            refused += usize::from(run(&name, ingest::open(&path)));
+            runs += 1;
+            let _ = std::fs::remove_file(&path);
+        };
+        for (m, sql) in SQL_MUTATIONS.iter().enumerate() {
+            // A statement the export's schema does not allow (no such column) leaves it as it was.
+            one(format!("sql{m}"), &|path| drop(Connection::open(path).and_then(|c| c.execute_batch(sql))));
+        }
+        for f in 0..SQLITE_FLIPS_PER_SAMPLE {
+            let flips: Vec<(usize, u8)> = (0..8).map(|_| (rng.below(bytes.len()), rng.next() as u8)).collect();
+            one(format!("flip{f}"), &|path| {
+                let mut changed = std::fs::read(path).expect("copy");
+                for &(at, value) in &flips {
+                    changed[at] = value;
+                }
+                std::fs::write(path, changed).expect("write");
+            });
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a reader thread panicked (see above)");
+    eprintln!("nsys mutation test: {runs} exports, {refused} refused with an error naming the file, 0 panics");
+}
