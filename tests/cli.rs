@@ -43,6 +43,8 @@ fn expected(sample: &str) -> (Vec<(&'static str, &'static str, &'static str, u64
             ],
             0,
         ),
+        "host_read_before_copy_done.json" => (vec![("read-after-write", "memcpy DtoH", "numpy", 1)], 0),
+        "pageable_copy_then_side_stream.json" => (vec![("read-after-write", "memcpy HtoD", "use_weights", 1)], 0),
         other => panic!("sample {other} has no ground truth in tests/cli.rs"),
     }
 }

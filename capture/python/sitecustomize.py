@@ -81,6 +81,7 @@ def _install(torch):
         if observer is None:
             return None
     _bracket_ordering_calls(torch, emit, lines)
+    _record_host_reads(torch, emit, lines)
     _say("PyTorch %s: recording op read/write sets, allocator blocks and Python lines (tier T2, %s)" % (
         torch.__version__, how))
     return observer
@@ -115,6 +116,47 @@ class _SourceLines:
                 return '"%s:%d"' % (self.quoted_files[filename], frame.f_lineno)
             frame = frame.f_back
         return "null"
+
+
+def _extent(tensor):
+    """"[first byte,length]" of a tensor: a strided view spans from its first to its last element."""
+    size = tensor.nbytes
+    if not size:
+        return None
+    if tensor.is_contiguous():
+        return "[%d,%d]" % (tensor.data_ptr(), size)
+    span = 1
+    for n, stride in zip(tensor.shape, tensor.stride()):
+        if stride < 0:
+            return None
+        span += (n - 1) * stride
+    return "[%d,%d]" % (tensor.data_ptr(), span * tensor.element_size())
+
+
+def _record_host_reads(torch, emit, lines):
+    """`.numpy()` and `.tolist()` hand a pinned CPU tensor's bytes to the host without a dispatcher op: each is
+    recorded as a host read (rule 12), with the caller's line."""
+    Tensor = torch.Tensor
+
+    def reading(name, method):
+        def read(self, *args, **kwargs):
+            try:
+                if self.device.type == "cpu" and self.is_pinned():
+                    extent = _extent(self)
+                    if extent:
+                        emit('{"type":"host_access","name":"%s","reads":[%s],"writes":[],"src":%s}' % (
+                            name, extent, lines.at()))
+            except Exception:
+                pass  # recording must never change what the call does
+            return method(self, *args, **kwargs)
+        read.__name__ = getattr(method, "__name__", name)
+        read.__doc__ = getattr(method, "__doc__", None)
+        return read
+
+    for name in ("numpy", "tolist"):
+        method = getattr(Tensor, name, None)
+        if method is not None:
+            setattr(Tensor, name, reading(name, method))
 
 
 def _observer_library(torch):
@@ -221,25 +263,21 @@ def _start_dispatch_mode(torch, begin, emit, lines):
             schemas[func] = info
         return info
 
-    def add_extents(value, out):
-        """Appends "[first byte,length]" for each CUDA tensor in value (a tensor or a list of them)."""
+    def add_extents(value, out, host_out):
+        """Appends "[first byte,length]" for each CUDA tensor in value (a tensor or a list of them) to out, and
+        for each CPU tensor in pinned memory (which copies to and from the GPU touch) to host_out."""
         if isinstance(value, Tensor):
             if value.is_cuda:
-                size = value.nbytes
-                if not size:
-                    return
-                if value.is_contiguous():
-                    out.append("[%d,%d]" % (value.data_ptr(), size))
-                else:
-                    span = 1
-                    for n, stride in zip(value.shape, value.stride()):
-                        if stride < 0:
-                            return
-                        span += (n - 1) * stride
-                    out.append("[%d,%d]" % (value.data_ptr(), span * value.element_size()))
+                extent = _extent(value)
+                if extent:
+                    out.append(extent)
+            elif value.device.type == "cpu" and value.is_pinned():
+                extent = _extent(value)
+                if extent:
+                    host_out.append(extent)
         elif isinstance(value, (list, tuple)):
             for item in value:
-                add_extents(item, out)
+                add_extents(item, out, host_out)
 
     # Caching-allocator blocks: torch reports each block it hands out and takes back (the hooks CSAN uses).
     # A block handed out during an op is recorded when the op returns it as an output, which gives its size,
@@ -289,8 +327,13 @@ def _start_dispatch_mode(torch, begin, emit, lines):
     except Exception as error:
         _say_no_blocks(error)
 
+    is_pinned = torch.ops.aten.is_pinned.default
+
     class StreamtraceMode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is is_pinned:
+                # A question about memory, asked by the recording of .numpy() and .tolist() too.
+                return func(*args, **(kwargs or {}))
             begin()
             thread = get_thread()
             blocks = new_blocks.get(thread)
@@ -305,18 +348,26 @@ def _start_dispatch_mode(torch, begin, emit, lines):
                 return out
             finally:
                 # Extents are taken once the op has run: an op that resizes its output moves it.
-                reads, writes = [], []
+                reads, writes, host_reads, host_writes = [], [], [], []
                 count = len(args)
                 for index, name, written in arguments_of(func):
                     value = args[index] if index < count else kwargs.get(name) if kwargs else None
                     if value is not None:
-                        add_extents(value, writes if written else reads)
-                add_extents(out, writes)
+                        if written:
+                            add_extents(value, writes, host_writes)
+                        else:
+                            add_extents(value, reads, host_reads)
+                add_extents(out, writes, host_writes)
                 src = lines.at()
                 if blocks:
                     record_new_blocks(blocks, out, src)
                 emit('{"type":"op_end","name":"%s","reads":[%s],"writes":[%s],"src":%s}' % (
                     func.__name__, ",".join(reads), ",".join(writes), src))
+                if (host_reads or host_writes) and not (reads or writes):
+                    # A CPU op on pinned memory: the host itself read or wrote it (rule 12). In an op with CUDA
+                    # tensors too (a copy to or from the GPU) the pinned bytes are the copy's, not the host's.
+                    emit('{"type":"host_access","name":"%s","reads":[%s],"writes":[%s],"src":%s}' % (
+                        func.__name__, ",".join(host_reads), ",".join(host_writes), src))
 
     # Dispatch modes are per thread: every thread started from now on enters one before it runs.
     bootstrap_inner = getattr(threading.Thread, "_bootstrap_inner", None)

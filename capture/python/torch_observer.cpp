@@ -11,6 +11,7 @@
 //
 // Nothing here may throw into PyTorch: every callback catches everything and records less instead.
 
+#include <ATen/Context.h>
 #include <ATen/core/function_schema.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
@@ -190,6 +191,7 @@ struct ThreadOp {
   const OpFacts* facts = nullptr;
   std::string source;                   // its Python line, as JSON (also for the blocks it allocates)
   std::string reads;                    // "[[first,length],...]"
+  std::string host_reads;               // the same, of CPU tensors in pinned memory
   std::vector<c10::IValue> written;     // the written arguments
 };
 thread_local ThreadOp current_op;
@@ -203,6 +205,9 @@ const OpFacts* facts_of(const at::RecordFunction& fn) {
   std::optional<c10::FunctionSchema> schema = fn.operator_schema();
   if (!schema) {
     return nullptr;  // a named range, not a dispatcher op
+  }
+  if (schema->name() == "aten::is_pinned") {
+    return nullptr;  // a question about memory, asked by the recording of .numpy() and .tolist() too
   }
   OpFacts facts;
   facts.schema_name = schema->name();
@@ -218,11 +223,27 @@ const OpFacts* facts_of(const at::RecordFunction& fn) {
   return &op_facts.emplace(key, std::move(facts)).first->second;
 }
 
-// Appends "[first byte,length]" for a CUDA tensor (its extent: a strided view spans from its first to its last
+// Where an op's tensor extents go: CUDA tensors' into the op's read or write list; CPU tensors in pinned memory
+// (which copies to and from the GPU touch) into the host's, which become a host_access record; other CPU
+// tensors nowhere (the GPU never touches them).
+struct ExtentLists {
+  std::string& device;
+  std::string& host;
+};
+
+// Appends "[first byte,length]" for a tensor (its extent: a strided view spans from its first to its last
 // element), preceded by a comma unless it is the list's first.
-void append_extent(std::string& out, const at::Tensor& tensor) {
-  if (!tensor.defined() || (cuda_only && !tensor.is_cuda()) || !tensor.has_storage()) {
+void append_extent(ExtentLists out, const at::Tensor& tensor) {
+  if (!tensor.defined() || !tensor.has_storage()) {
     return;
+  }
+  std::string* list = &out.device;
+  if (!tensor.is_cuda() && cuda_only) {
+    // Asked of the context, not through the is_pinned op: no dispatch (and no RecordFunction) from inside one.
+    if (!tensor.is_cpu() || !at::globalContext().isPinnedPtr(tensor.const_data_ptr())) {
+      return;
+    }
+    list = &out.host;
   }
   uint64_t span = 1;
   for (int64_t dim = 0; dim < tensor.dim(); ++dim) {
@@ -233,17 +254,17 @@ void append_extent(std::string& out, const at::Tensor& tensor) {
     }
     span += static_cast<uint64_t>(size - 1) * static_cast<uint64_t>(stride);
   }
-  if (out.back() != '[') {
-    out += ',';
+  if (list->back() != '[') {
+    *list += ',';
   }
-  out += '[';
-  append_number(out, reinterpret_cast<uintptr_t>(tensor.const_data_ptr()));
-  out += ',';
-  append_number(out, span * tensor.element_size());
-  out += ']';
+  *list += '[';
+  append_number(*list, reinterpret_cast<uintptr_t>(tensor.const_data_ptr()));
+  *list += ',';
+  append_number(*list, span * tensor.element_size());
+  *list += ']';
 }
 
-void append_extents(std::string& out, const c10::IValue& value) {
+void append_extents(ExtentLists out, const c10::IValue& value) {
   if (value.isTensor()) {
     append_extent(out, value.toTensor());
   } else if (value.isTensorList()) {
@@ -275,22 +296,25 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     op.active = true;
     op.facts = facts;
     op.reads.assign("[");
+    op.host_reads.assign("[");
     op.written.clear();
     auto inputs = fn.inputs();
     for (size_t index = 0; index < inputs.size(); ++index) {
       if (index < facts->written.size() && facts->written[index]) {
         op.written.push_back(inputs[index]);
       } else {
-        append_extents(op.reads, inputs[index]);
+        append_extents({op.reads, op.host_reads}, inputs[index]);
       }
     }
     op.reads += ']';
+    op.host_reads += ']';
     op.source.clear();
     append_source(op.source);
     op_begin();
   } catch (...) {
     if (op.active) {  // the op is observed with what could be had: its end still closes the frame
       op.reads.assign("[]");
+      op.host_reads.assign("[]");
       op.written.clear();
       op.source.clear();
       op_begin();
@@ -309,20 +333,24 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
     return;  // a named range: its start was not observed
   }
   op.active = false;
-  at::enableRecordFunction(true);
-  thread_local std::string writes, text;
+  thread_local std::string writes, host_writes, text;
   try {
     writes.assign("[");
+    host_writes.assign("[");
     for (const c10::IValue& argument : op.written) {
-      append_extents(writes, argument);
+      append_extents({writes, host_writes}, argument);
     }
     for (const c10::IValue& output : fn.outputs()) {
-      append_extents(writes, output);
+      append_extents({writes, host_writes}, output);
     }
     writes += ']';
+    host_writes += ']';
   } catch (...) {
     writes.assign("[]");
+    host_writes.assign("[]");
   }
+  // Observed ops again, now that the op's extents are taken (nothing above may be observed as an op).
+  at::enableRecordFunction(true);
   op.written.clear();
   try {
     text.assign("{\"type\":\"op_end\",\"name\":");
@@ -335,6 +363,21 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
     text += op.source.empty() ? "null" : op.source;
     text += '}';
     emit(text);
+    bool touches_cuda = op.reads.size() > 2 || writes.size() > 2;
+    if (!touches_cuda && (op.host_reads.size() > 2 || host_writes.size() > 2)) {
+      // A CPU op on pinned memory: the host itself read or wrote it (rule 12), after the op, on this thread. In
+      // an op with CUDA tensors too (a copy to or from the GPU) the pinned bytes are the copy's, not the host's.
+      text.assign("{\"type\":\"host_access\",\"name\":");
+      append_json_string(text, op.facts->name.c_str());
+      text += ",\"reads\":";
+      text += op.host_reads;
+      text += ",\"writes\":";
+      text += host_writes;
+      text += ",\"src\":";
+      text += op.source.empty() ? "null" : op.source;
+      text += '}';
+      emit(text);
+    }
   } catch (...) {
   }
 }
