@@ -21,11 +21,12 @@ impl Default for SynthSpec {
     }
 }
 
-/// SplitMix64: small, fast and good enough to pick streams and ranges.
-struct Rng(u64);
+/// SplitMix64: small, fast and good enough to pick streams and ranges; the same numbers for the same seed
+/// (the mutation test uses it too).
+pub struct Rng(pub u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -33,8 +34,14 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    /// A number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
         ((self.next() >> 32) * n) >> 32
+    }
+
+    /// An index into a list of `len` items (0 when it is empty).
+    pub fn index(&mut self, len: usize) -> usize {
+        self.below(len as u64) as usize
     }
 }
 

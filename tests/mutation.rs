@@ -13,6 +13,7 @@ use std::sync::Once;
 use rusqlite::Connection;
 use streamtrace::analysis::analyze_source;
 use streamtrace::hb::EngineOptions;
+use streamtrace::synth::Rng;
 use streamtrace::ingest::{self, json::JsonTraceReader, RecordSource};
 
 /// Mutated JSON traces run per sample.
@@ -22,23 +23,6 @@ const SQLITE_FLIPS_PER_SAMPLE: usize = 6;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// splitmix64: a small generator, the same numbers on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
 }
 
 /// Panics on any thread (the readers parse on background threads), counted by a hook set once.
@@ -79,24 +63,24 @@ const TOKENS: [&[u8]; 14] = [
 fn mutate(text: &[u8], rng: &mut Rng) -> Vec<u8> {
     let mut out = text.to_vec();
     let lines: Vec<&[u8]> = text.split_inclusive(|&b| b == b'\n').collect();
-    match rng.below(8) {
+    match rng.index(8) {
         0 => {
-            for _ in 0..1 + rng.below(4) {
-                let at = rng.below(out.len());
+            for _ in 0..1 + rng.index(4) {
+                let at = rng.index(out.len());
                 out[at] = rng.next() as u8;
             }
         }
-        1 => out.truncate(rng.below(out.len())),
+        1 => out.truncate(rng.index(out.len())),
         2 => {
-            let at = rng.below(out.len());
-            let token = TOKENS[rng.below(TOKENS.len())];
+            let at = rng.index(out.len());
+            let token = TOKENS[rng.index(TOKENS.len())];
             out.splice(at..at, token.iter().copied());
         }
         3 | 4 => {
             // Whole lines: duplicated, dropped or swapped.
             let mut lines = lines.clone();
-            let (a, b) = (rng.below(lines.len()), rng.below(lines.len()));
-            match rng.below(3) {
+            let (a, b) = (rng.index(lines.len()), rng.index(lines.len()));
+            match rng.index(3) {
                 0 => lines.insert(a, lines[b]),
                 1 if lines.len() > 1 => {
                     lines.remove(a);
@@ -108,15 +92,15 @@ fn mutate(text: &[u8], rng: &mut Rng) -> Vec<u8> {
         5 => {
             // A number made extreme.
             let digits: Vec<usize> = (0..out.len()).filter(|&i| out[i].is_ascii_digit()).collect();
-            if let Some(&at) = digits.get(rng.below(digits.len())) {
-                let extreme: &[u8] = [b"18446744073709551615".as_slice(), b"-9", b"99999999999999999999", b"0"][rng.below(4)];
+            if let Some(&at) = digits.get(rng.index(digits.len())) {
+                let extreme: &[u8] = [b"18446744073709551615".as_slice(), b"-9", b"99999999999999999999", b"0"][rng.index(4)];
                 out.splice(at..at + 1, extreme.iter().copied());
             }
         }
         6 => {
             // A field value of one record given to another key.
             let keys = [&b"\"reads\""[..], b"\"writes\"", b"\"from\"", b"\"to\"", b"\"stream\"", b"\"event\"", b"\"id\"", b"\"nodes\""];
-            let (from, to) = (keys[rng.below(keys.len())], keys[rng.below(keys.len())]);
+            let (from, to) = (keys[rng.index(keys.len())], keys[rng.index(keys.len())]);
             if let Some(at) = out.windows(from.len()).position(|w| w == from) {
                 out.splice(at..at + from.len(), to.iter().copied());
             }
@@ -126,8 +110,8 @@ fn mutate(text: &[u8], rng: &mut Rng) -> Vec<u8> {
             let header = b"{\"type\":\"streamtrace\",\"version\":1,\"producer\":\"capture\"}\n";
             let rest = lines.iter().skip(1).flat_map(|l| l.iter().copied());
             out = header.iter().copied().chain(rest).collect();
-            let at = rng.below(out.len());
-            out[at] = TOKENS[rng.below(TOKENS.len())][0];
+            let at = rng.index(out.len());
+            out[at] = TOKENS[rng.index(TOKENS.len())][0];
         }
     }
     out
@@ -211,7 +195,7 @@ fn mutated_nsys_exports_never_panic_and_every_error_names_the_file() {
             one(format!("sql{m}"), &|path| drop(Connection::open(path).and_then(|c| c.execute_batch(sql))));
         }
         for f in 0..SQLITE_FLIPS_PER_SAMPLE {
-            let flips: Vec<(usize, u8)> = (0..8).map(|_| (rng.below(bytes.len()), rng.next() as u8)).collect();
+            let flips: Vec<(usize, u8)> = (0..8).map(|_| (rng.index(bytes.len()), rng.next() as u8)).collect();
             one(format!("flip{f}"), &|path| {
                 let mut changed = std::fs::read(path).expect("copy");
                 for &(at, value) in &flips {
