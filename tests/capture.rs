@@ -225,6 +225,14 @@ fn tier_t2_python_mode_fallback_gives_the_same_verdicts() {
     assert_eq!(json["races"].as_array().map(Vec::len), Some(0));
     let threads = op_threads(&format!("{DIR}/threads_queue_handover.json"));
     assert!(threads.len() >= 3, "the mode entered on the producer and consumer threads: {threads:?}");
+    // Host accesses of pinned memory (rule 12): the same two reads, the same refill, the same clean twin.
+    let (_, json) = analyze(&format!("{DIR}/host_read_too_early.json"));
+    let later: Vec<&str> = json["races"].as_array().expect("races").iter().filter_map(|r| r["later"]["site"]["name"].as_str()).collect();
+    assert_eq!(later, ["numpy", "sum.default"]);
+    let (_, json) = analyze(&format!("{DIR}/staging_refill_too_early.json"));
+    assert_eq!(json["races"][0]["later"]["site"]["stream"]["kind"], "host_thread");
+    let (_, json) = analyze(&format!("{DIR}/host_read_after_event.json"));
+    assert_eq!(json["races"].as_array().map(Vec::len), Some(0));
 }
 
 #[test]
@@ -326,4 +334,49 @@ fn gpu_times_from_cupti_activity_place_capture_bars() {
     let times: Vec<Value> = text.lines().filter(|l| l.contains("\"gpu_time\"")).map(|l| serde_json::from_str(l).expect("json")).collect();
     assert_eq!(times.len(), 4, "two memsets, the kernel and the copy");
     assert!(times.iter().all(|t| t["gpu_end"].as_u64() >= t["gpu_start"].as_u64()));
+}
+
+#[test]
+fn rule6_samples_follow_the_api_synchronization_page() {
+    // A plain cudaMemcpy from pageable memory returns before its DMA; from pinned or registered memory it returns
+    // when done. Every copy now says what memory it touched.
+    let json = expect_races("samples/capture/cuda/pageable_copy_then_nonblocking.json", &[("read-after-write", "memcpy HtoD", "read_kernel")]);
+    assert_eq!(json["races"][0]["earlier"]["site"]["stream"]["kind"], "legacy_default");
+    for clean in ["pinned_copy_then_nonblocking", "registered_copy_then_nonblocking", "d2h_copy_after_sync"] {
+        expect_races(&format!("samples/capture/cuda/{clean}.json"), &[]);
+    }
+    expect_races("samples/capture/cuda/memset_then_nonblocking.json", &[("write-after-write", "memset", "write_kernel")]);
+    expect_races("samples/capture/cuda/d2h_copy_unsynchronized.json", &[("read-after-write", "write_kernel", "memcpy DtoH")]);
+    let text = std::fs::read_to_string("samples/capture/cuda/pinned_copy_then_nonblocking.json").expect("trace");
+    assert!(text.contains("\"from_memory\":\"pinned\""), "the capture saw cudaMallocHost's memory as pinned");
+    let text = std::fs::read_to_string("samples/capture/cuda/registered_copy_then_nonblocking.json").expect("trace");
+    assert!(text.contains("cuMemHostRegister") && text.contains("\"from_memory\":\"pinned\""), "registered memory is pinned");
+    let text = std::fs::read_to_string("samples/capture/cuda/pageable_copy_then_nonblocking.json").expect("trace");
+    assert!(text.contains("\"from_memory\":\"pageable\""), "heap memory is pageable");
+}
+
+#[test]
+fn rule12_samples_find_the_host_reading_or_refilling_too_early() {
+    const DIR: &str = "samples/capture/torch-t2";
+    let (code, json) = analyze(&format!("{DIR}/host_read_too_early.json"));
+    assert_eq!(code, 1);
+    let races = json["races"].as_array().expect("races");
+    assert!(!races.is_empty());
+    let later: Vec<&str> = races.iter().filter_map(|r| r["later"]["site"]["name"].as_str()).collect();
+    assert_eq!(later, ["numpy", "sum.default"], "the two host reads; detach and other views touch no byte");
+    for race in races {
+        assert_eq!(race["later"]["site"]["stream"]["kind"], "host_thread", "{race:#}");
+        assert!(race["earlier"]["site"]["name"].as_str().is_some_and(|n| n.starts_with("memcpy DtoH")), "{race:#}");
+        assert_eq!(race["kind"], "read-after-write");
+    }
+    let text = analyze_text(&format!("{DIR}/host_read_too_early.json"));
+    assert!(text.contains("host_read_too_early.py:13") && text.contains("synchronize"), "{text}");
+    let (_, json) = analyze(&format!("{DIR}/staging_refill_too_early.json"));
+    let races = json["races"].as_array().expect("races");
+    assert!(races.iter().any(|r| r["kind"] == "write-after-read" && r["later"]["site"]["stream"]["kind"] == "host_thread"), "{races:#?}");
+    for clean in ["host_read_after_event", "staging_refill_after_wait", "pinned_fill_before_cuda"] {
+        let (code, json) = analyze(&format!("{DIR}/{clean}.json"));
+        assert!(json["races"].as_array().is_some_and(Vec::is_empty), "{clean}: {:#}", json["races"]);
+        assert_eq!(code, 0, "{clean}");
+    }
 }

@@ -263,6 +263,18 @@ def _start_dispatch_mode(torch, begin, emit, lines):
             schemas[func] = info
         return info
 
+    aliasing = {}
+
+    def outputs_alias(func):
+        """(outputs alias, view): whether the op's outputs are views of its arguments or the arguments it wrote
+        (no new bytes), and whether it is a view that writes no argument either (it touches no byte at all)."""
+        alias = aliasing.get(func)
+        if alias is None:
+            returns_alias = any(result.alias_info is not None for result in func._schema.returns)
+            writes = any(written for _, _, written in arguments_of(func))
+            alias = aliasing[func] = (returns_alias, returns_alias and not writes)
+        return alias
+
     def add_extents(value, out, host_out):
         """Appends "[first byte,length]" for each CUDA tensor in value (a tensor or a list of them) to out, and
         for each CPU tensor in pinned memory (which copies to and from the GPU touch) to host_out."""
@@ -357,13 +369,15 @@ def _start_dispatch_mode(torch, begin, emit, lines):
                             add_extents(value, writes, host_writes)
                         else:
                             add_extents(value, reads, host_reads)
-                add_extents(out, writes, host_writes)
+                returns_alias, view = outputs_alias(func)
+                if not returns_alias:  # a view touches no byte; an in-place op's are counted
+                    add_extents(out, writes, host_writes)
                 src = lines.at()
                 if blocks:
                     record_new_blocks(blocks, out, src)
                 emit('{"type":"op_end","name":"%s","reads":[%s],"writes":[%s],"src":%s}' % (
                     func.__name__, ",".join(reads), ",".join(writes), src))
-                if (host_reads or host_writes) and not (reads or writes):
+                if (host_reads or host_writes) and not (reads or writes or view):
                     # A CPU op on pinned memory: the host itself read or wrote it (rule 12). In an op with CUDA
                     # tensors too (a copy to or from the GPU) the pinned bytes are the copy's, not the host's.
                     emit('{"type":"host_access","name":"%s","reads":[%s],"writes":[%s],"src":%s}' % (

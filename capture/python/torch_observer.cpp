@@ -19,6 +19,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -178,6 +179,8 @@ struct OpFacts {
   std::string schema_name;       // "aten::addmm", to confirm a cache hit
   std::string name;              // "addmm.default", as the Python dispatch mode names ops
   std::vector<bool> written;     // per schema argument: does the op write it (Tensor(a!))
+  bool outputs_alias = false;    // its outputs are views of its arguments or the arguments it wrote: no new bytes
+  bool view = false;             // outputs_alias and no argument written: it touches no byte at all (detach, to)
 };
 
 thread_local std::unordered_map<const char*, OpFacts> op_facts;  // keyed by the schema's own name string
@@ -219,6 +222,10 @@ const OpFacts* facts_of(const at::RecordFunction& fn) {
     const c10::AliasInfo* alias = argument.alias_info();
     facts.written.push_back(alias != nullptr && alias->isWrite());
   }
+  for (const auto& result : schema->returns()) {
+    facts.outputs_alias = facts.outputs_alias || result.alias_info() != nullptr;
+  }
+  facts.view = facts.outputs_alias && std::find(facts.written.begin(), facts.written.end(), true) == facts.written.end();
   op_facts.erase(key);
   return &op_facts.emplace(key, std::move(facts)).first->second;
 }
@@ -340,8 +347,10 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
     for (const c10::IValue& argument : op.written) {
       append_extents({writes, host_writes}, argument);
     }
-    for (const c10::IValue& output : fn.outputs()) {
-      append_extents({writes, host_writes}, output);
+    if (!op.facts->outputs_alias) {  // a view (detach, slice) touches no byte; an in-place op's are counted
+      for (const c10::IValue& output : fn.outputs()) {
+        append_extents({writes, host_writes}, output);
+      }
     }
     writes += ']';
     host_writes += ']';
@@ -364,7 +373,7 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
     text += '}';
     emit(text);
     bool touches_cuda = op.reads.size() > 2 || writes.size() > 2;
-    if (!touches_cuda && (op.host_reads.size() > 2 || host_writes.size() > 2)) {
+    if (!touches_cuda && !op.facts->view && (op.host_reads.size() > 2 || host_writes.size() > 2)) {
       // A CPU op on pinned memory: the host itself read or wrote it (rule 12), after the op, on this thread. In
       // an op with CUDA tensors too (a copy to or from the GPU) the pinned bytes are the copy's, not the host's.
       text.assign("{\"type\":\"host_access\",\"name\":");
