@@ -4,11 +4,11 @@
 //!
 //! Until something is enqueued on it, a stream's clock is the one it was created with: a snapshot of its
 //! creator's host clock, shared by every stream created while that host clock stood still. So a synchronization
-//! of every stream of a device, context or process (rule 5's `cudaDeviceSynchronize`, rule 6's `cudaFree`)
+//! of every stream of a device, context or process (`cudaDeviceSynchronize`, `cuCtxSynchronize`, `cudaFree`)
 //! visits the streams that woke up one by one and, for the others, joins the latest creation snapshot of each
 //! host clock (host clocks only grow: the latest covers the earlier ones); the happens-before edge each idle
 //! stream would have counted at each such synchronization is counted when it wakes, or at the end, from how many
-//! happened since it was created. Which streams the legacy default stream's barrier (rule 7) visits is kept in
+//! happened since it was created. Which streams the legacy default stream's barrier visits is kept in
 //! `sync_rules`, next to the rule. The rules themselves are applied there; this file only keeps the books.
 
 use std::sync::Arc;
