@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Loading benchmark for nsys exports: an export of 2 million kernels made by replicating the rows of our own
 # capture (samples/nsys/torch_loop_race.sqlite), read by `streamtrace analyze` (which loads and analyzes every
-# row) and by a plain Python sqlite3 + pandas load of the same tables. Figures go to docs/performance.md.
+# row), by `streamtrace stats` (three runs: loads every row and builds its tables) and by a plain Python sqlite3 +
+# pandas load of the same tables. Figures go to docs/performance.md.
 #
 #   benches/nsys_load.sh [KERNELS]        default 2000000; PANDAS_PYTHON names a python with pandas
 set -euo pipefail
@@ -19,6 +20,9 @@ start=$(date +%s.%N)
 /usr/bin/time -f "streamtrace: wall %e s, max RSS %M kB" "$bin" analyze "$big" -o /dev/null
 end=$(date +%s.%N)
 echo "streamtrace: $(echo "$rows / ($end - $start)" | bc) rows/s (load and analysis)"
+for _ in 1 2 3; do
+  /usr/bin/time -f "streamtrace stats: wall %e s, max RSS %M kB" "$bin" stats "$big" -o /dev/null
+done
 python=${PANDAS_PYTHON:-python3}
 if "$python" -c 'import pandas' 2>/dev/null; then
   /usr/bin/time -f "pandas: wall %e s, max RSS %M kB" "$python" benches/pandas_load.py "$big"

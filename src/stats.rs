@@ -2,11 +2,17 @@
 //! (as `cuda_gpu_kern_sum`), per-stream busy time and the overlap of each pair of streams, synchronization calls
 //! and the host time they blocked, and copies by kind. Tables are polars DataFrames so that they can be written as
 //! a terminal table, CSV, JSON or Parquet alike.
+//!
+//! An nsys export of 2 million kernels is 2 million rows here: reading them does as little per row as it can
+//! (a kernel's name is an index into the distinct names, a stream's work is found by its id), and polars groups
+//! integers, not strings; names come back on the few grouped rows.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use polars::prelude::*;
+use rustc_hash::FxHashMap;
 
 use crate::ingest::{self, IngestError};
 use crate::model::{HostSync, OpKind, TraceRecord};
@@ -41,14 +47,43 @@ struct StreamWork {
 /// Columns gathered while reading, one vector per column.
 #[derive(Default)]
 struct Columns {
-    kernel_name: Vec<String>,
+    /// Each kernel's name, as an index into `names`.
+    kernel_name: Vec<u32>,
+    names: KernelNames,
     kernel_ns: Vec<Option<u64>>,
     copy_kind: Vec<&'static str>,
     copy_bytes: Vec<u64>,
     copy_ns: Vec<Option<u64>>,
     sync_api: Vec<String>,
     sync_blocked_ns: Vec<Option<u64>>,
-    streams: BTreeMap<(u32, u64), StreamWork>,
+    /// Work by stream id; streams that share a (process, handle) are summed when the tables are built.
+    streams: Vec<StreamWork>,
+}
+
+/// The distinct kernel names, each given an index once. Readers hand every launch of a kernel the same shared
+/// string, so the string's address finds its index without hashing 100-character C++ names; the map keeps a
+/// reference to each string, so that an address cannot be reused by another name while it is a key.
+#[derive(Default)]
+struct KernelNames {
+    by_address: FxHashMap<usize, (Arc<str>, u32)>,
+    by_text: FxHashMap<Arc<str>, u32>,
+    names: Vec<Arc<str>>,
+}
+
+impl KernelNames {
+    fn index(&mut self, name: &Arc<str>) -> u32 {
+        let address = Arc::as_ptr(name) as *const u8 as usize;
+        if let Some((_, index)) = self.by_address.get(&address) {
+            return *index;
+        }
+        let next = self.names.len() as u32;
+        let index = *self.by_text.entry(name.clone()).or_insert(next);
+        if index == next {
+            self.names.push(name.clone());
+        }
+        self.by_address.insert(address, (name.clone(), index));
+        index
+    }
 }
 
 fn sync_name(kind: &OpKind) -> Option<&'static str> {
@@ -67,12 +102,13 @@ fn sync_name(kind: &OpKind) -> Option<&'static str> {
 pub fn compute(path: &Path) -> Result<TraceStats, StatsError> {
     let mut source = ingest::open(path)?;
     let mut columns = Columns::default();
-    let mut stream_handles = BTreeMap::new();
+    // (process, handle) of each stream, by id.
+    let mut stream_handles: Vec<Option<(u32, u64)>> = Vec::new();
     let mut operations = 0;
     for record in source.by_ref() {
         let op = match record? {
             TraceRecord::Stream(info) => {
-                stream_handles.insert(info.id, (info.process.0, info.handle));
+                set_grow(&mut stream_handles, info.id.index(), Some((info.process.0, info.handle)));
                 continue;
             }
             TraceRecord::Op(op) => op,
@@ -81,8 +117,11 @@ pub fn compute(path: &Path) -> Result<TraceStats, StatsError> {
         operations += 1;
         let gpu = op.gpu_start_ns.zip(op.gpu_end_ns).filter(|(s, e)| e >= s);
         if let (Some(stream), Some((start, end))) = (op.kind.stream(), gpu) {
-            if let Some(&key) = stream_handles.get(&stream) {
-                let work = columns.streams.entry(key).or_default();
+            if let Some(Some(_)) = stream_handles.get(stream.index()) {
+                if stream.index() >= columns.streams.len() {
+                    columns.streams.resize_with(stream.index() + 1, StreamWork::default);
+                }
+                let work = &mut columns.streams[stream.index()];
                 work.intervals.push((start, end));
                 work.operations += 1;
             }
@@ -90,7 +129,8 @@ pub fn compute(path: &Path) -> Result<TraceStats, StatsError> {
         let duration = gpu.map(|(s, e)| e - s);
         match &op.kind {
             OpKind::Kernel { name, .. } => {
-                columns.kernel_name.push(name.to_string());
+                let index = columns.names.index(name);
+                columns.kernel_name.push(index);
                 columns.kernel_ns.push(duration);
             }
             OpKind::Memcpy { copy, bytes, .. } => {
@@ -110,7 +150,7 @@ pub fn compute(path: &Path) -> Result<TraceStats, StatsError> {
     let _ = source.finish();
     check_sums(path, &columns)?;
     // Each stream's busy intervals are sorted and merged once, for both stream tables.
-    let unions = unions(&columns);
+    let unions = unions(std::mem::take(&mut columns.streams), &stream_handles);
     let tables = vec![
         ("kernels", kernel_summary(&columns).map_err(|source| StatsError::Table { table: "kernels", source })?),
         ("streams", stream_busy(&unions).map_err(|source| StatsError::Table { table: "streams", source })?),
@@ -138,12 +178,14 @@ fn check_sums(path: &Path, c: &Columns) -> Result<(), StatsError> {
     }
 }
 
-/// As nsys's cuda_gpu_kern_sum: one row per kernel name, most total time first.
+/// As nsys's cuda_gpu_kern_sum: one row per kernel name, most total time first. Kernels are grouped by the
+/// index of their name; the names join the grouped rows.
 fn kernel_summary(c: &Columns) -> PolarsResult<DataFrame> {
     let df = df!("name" => &c.kernel_name, "ns" => &c.kernel_ns)?;
     // Fits: check_sums saw to it.
     let total: u64 = c.kernel_ns.iter().flatten().fold(0, |sum, &ns| sum.saturating_add(ns));
-    df.lazy()
+    let mut grouped = df
+        .lazy()
         .group_by([col("name")])
         .agg([
             col("ns").sum().alias("total_ns"),
@@ -153,6 +195,12 @@ fn kernel_summary(c: &Columns) -> PolarsResult<DataFrame> {
             col("ns").min().alias("min_ns"),
             col("ns").max().alias("max_ns"),
         ])
+        .collect()?;
+    let names: Vec<&str> =
+        grouped.column("name")?.u32()?.into_no_null_iter().map(|i| &*c.names.names[i as usize]).collect();
+    grouped.with_column(Column::new("name".into(), names))?;
+    grouped
+        .lazy()
         .with_column((col("total_ns").cast(DataType::Float64) * lit(100.0) / lit(total.max(1) as f64)).alias("time_pct"))
         .select([
             col("time_pct"),
@@ -210,8 +258,26 @@ fn overlap(a: &[(u64, u64)], b: &[(u64, u64)]) -> u64 {
 /// One stream's (process, handle), its operation count, and the union of its GPU work.
 type StreamUnion = ((u32, u64), u64, Vec<(u64, u64)>);
 
-fn unions(c: &Columns) -> Vec<StreamUnion> {
-    c.streams.iter().map(|(key, work)| (*key, work.operations, union(work.intervals.clone()))).collect()
+/// The streams' work by (process, handle), in that order: streams sharing one (in different contexts) are one.
+fn unions(streams: Vec<StreamWork>, handles: &[Option<(u32, u64)>]) -> Vec<StreamUnion> {
+    let mut by_key: BTreeMap<(u32, u64), StreamWork> = BTreeMap::new();
+    for (id, work) in streams.into_iter().enumerate() {
+        let Some(Some(key)) = handles.get(id) else { continue };
+        if work.operations == 0 {
+            continue;
+        }
+        let merged = by_key.entry(*key).or_default();
+        merged.operations += work.operations;
+        merged.intervals.extend(work.intervals);
+    }
+    by_key.into_iter().map(|(key, work)| (key, work.operations, union(work.intervals))).collect()
+}
+
+fn set_grow<T: Clone + Default>(v: &mut Vec<T>, index: usize, value: T) {
+    if index >= v.len() {
+        v.resize(index + 1, T::default());
+    }
+    v[index] = value;
 }
 
 fn stream_busy(unions: &[StreamUnion]) -> PolarsResult<DataFrame> {

@@ -81,10 +81,15 @@ impl FindingCollector {
 
     /// Counts a happens-before edge from stream `from` to stream `to` (or to the host).
     pub fn edge(&mut self, via: EdgeKind, from: &StreamRef, to: Option<&StreamRef>) {
+        self.edges(via, from, to, 1);
+    }
+
+    /// Counts `count` such edges at once (those of a stream that ran nothing, counted when it wakes).
+    pub fn edges(&mut self, via: EdgeKind, from: &StreamRef, to: Option<&StreamRef>, count: u64) {
         self.edges
             .entry((via, from.id, to.map(|t| t.id)))
             .or_insert_with(|| EdgeCount { via, from: from.clone(), to: to.cloned(), count: 0 })
-            .count += 1;
+            .count += count;
     }
 
     /// The findings, in the order of their first occurrence.

@@ -224,8 +224,85 @@ impl Engine {
 /// The accesses of one operation that can race: a read inside a range the same operation writes adds nothing
 /// (the write conflicts with everything the read would), and would report one bug twice.
 pub(super) fn effective_accesses(accesses: &[Access]) -> impl Iterator<Item = &Access> {
-    accesses.iter().filter(move |a| {
-        a.mode == AccessMode::Write
-            || !accesses.iter().any(|w| w.mode == AccessMode::Write && w.range.contains(a.range))
-    })
+    let writes = Writes::of(accesses);
+    accesses.iter().filter(move |a| a.mode == AccessMode::Write || !writes.contain(a.range))
+}
+
+/// Accesses up to which comparing every read with every write is cheaper than sorting the writes.
+const SCAN_AT_MOST: usize = 16;
+
+/// The write ranges of one operation, asked whether one of them contains a range. A kernel may carry 100,000
+/// ranges (a gather over a tensor's rows): comparing each read with each write would be quadratic.
+enum Writes<'a> {
+    /// Few accesses (a launch's usual two reads and a write): the list itself, scanned.
+    Few(&'a [Access]),
+    /// The writes' starts in order, and for each the furthest end among the writes starting there or before:
+    /// a range is inside a write exactly when the writes starting at or before it reach its end.
+    Sorted { starts: Vec<u64>, reach: Vec<u64> },
+}
+
+impl<'a> Writes<'a> {
+    fn of(accesses: &'a [Access]) -> Writes<'a> {
+        if accesses.len() <= SCAN_AT_MOST {
+            return Writes::Few(accesses);
+        }
+        let mut writes: Vec<(u64, u64)> =
+            accesses.iter().filter(|a| a.mode == AccessMode::Write).map(|a| (a.range.start, a.range.end())).collect();
+        writes.sort_unstable();
+        let mut furthest = 0;
+        let reach = writes.iter().map(|&(_, end)| {
+            furthest = furthest.max(end);
+            furthest
+        });
+        let reach = reach.collect();
+        Writes::Sorted { starts: writes.iter().map(|&(start, _)| start).collect(), reach }
+    }
+
+    fn contain(&self, range: AccessRange) -> bool {
+        match self {
+            Writes::Few(accesses) => accesses.iter().any(|w| w.mode == AccessMode::Write && w.range.contains(range)),
+            Writes::Sorted { starts, reach } => match starts.partition_point(|&start| start <= range.start) {
+                0 => false,
+                before => reach[before - 1] >= range.end(),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn access(start: u64, len: u64, mode: AccessMode) -> Access {
+        Access { range: AccessRange::new(start, len).unwrap(), mode }
+    }
+
+    /// The definition, read literally: a read is dropped when some write of the same operation contains it.
+    fn by_definition(accesses: &[Access]) -> Vec<Access> {
+        let inside_a_write =
+            |a: &Access| accesses.iter().any(|w| w.mode == AccessMode::Write && w.range.contains(a.range));
+        accesses.iter().filter(|a| a.mode == AccessMode::Write || !inside_a_write(a)).copied().collect()
+    }
+
+    #[test]
+    fn sorted_writes_drop_exactly_the_reads_inside_a_write() {
+        // Small coordinates, so that containment, touching edges, empty ranges and nesting all occur.
+        let mut seed = 7u64;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for len in [0, 1, 5, SCAN_AT_MOST, SCAN_AT_MOST + 1, 40, 300] {
+            for _ in 0..50 {
+                let accesses: Vec<Access> = (0..len)
+                    .map(|_| {
+                        let mode = if next(3) == 0 { AccessMode::Write } else { AccessMode::Read };
+                        access(next(64), next(24), mode)
+                    })
+                    .collect();
+                let kept: Vec<Access> = effective_accesses(&accesses).copied().collect();
+                assert_eq!(kept, by_definition(&accesses), "accesses {accesses:?}");
+            }
+        }
+    }
 }

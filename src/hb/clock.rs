@@ -2,17 +2,34 @@
 //!
 //! Only streams execute memory accesses, so only streams own a component. Host threads and events hold clocks
 //! too, but as sync objects: what they have observed complete, or what they captured.
+//!
+//! A stream's component is not its id but a [`Slot`], handed out when the stream runs its first memory-touching
+//! operation, as TSan hands a thread a slot when it starts rather than one per thread ever created. A program
+//! that declares 100,000 streams (PyTorch's pools, one per GPU and priority) and runs work on 100 has clocks of
+//! 100 components: a join, a copy and a snapshot cost what the active streams need, whatever the ids.
 
 use crate::model::StreamId;
 
-/// A point in one stream's history: its `tick`-th memory-touching operation.
+/// A stream's component in every clock: the order in which streams ran their first memory-touching operation.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Slot(pub u32);
+
+impl Slot {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A point in one stream's history: its `tick`-th memory-touching operation. `stream` names it for reports;
+/// `slot` is its component in clocks. (Both fit in the 16 bytes the epoch took with the stream alone.)
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Epoch {
     pub stream: StreamId,
+    pub slot: Slot,
     pub tick: u64,
 }
 
-/// For every stream, the last of its operations known to have happened before.
+/// For every stream that has run work, the last of its operations known to have happened before, by slot.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VectorClock {
     ticks: Vec<u64>,
@@ -23,29 +40,34 @@ impl VectorClock {
         VectorClock::default()
     }
 
-    /// The last tick of `stream` covered by this clock (0: none of its operations).
-    pub fn get(&self, stream: StreamId) -> u64 {
-        self.ticks.get(stream.index()).copied().unwrap_or(0)
+    /// The last tick of the stream at `slot` covered by this clock (0: none of its operations).
+    pub fn get(&self, slot: Slot) -> u64 {
+        self.ticks.get(slot.index()).copied().unwrap_or(0)
     }
 
     /// Whether the operation at `epoch` happened before whatever holds this clock: the O(1) epoch check.
     pub fn covers(&self, epoch: Epoch) -> bool {
-        self.get(epoch.stream) >= epoch.tick
+        self.get(epoch.slot) >= epoch.tick
     }
 
-    pub fn set(&mut self, stream: StreamId, tick: u64) {
-        let i = stream.index();
+    /// Whether no operation at all is covered.
+    pub fn is_empty(&self) -> bool {
+        self.ticks.iter().all(|t| *t == 0)
+    }
+
+    pub fn set(&mut self, slot: Slot, tick: u64) {
+        let i = slot.index();
         if i >= self.ticks.len() {
             self.ticks.resize(i + 1, 0);
         }
         self.ticks[i] = tick;
     }
 
-    /// Advances `stream`'s own component and returns the new epoch.
-    pub fn tick(&mut self, stream: StreamId) -> Epoch {
-        let tick = self.get(stream) + 1;
-        self.set(stream, tick);
-        Epoch { stream, tick }
+    /// Advances the own component of `stream`, whose slot is `slot`, and returns the new epoch.
+    pub fn tick(&mut self, stream: StreamId, slot: Slot) -> Epoch {
+        let tick = self.get(slot) + 1;
+        self.set(slot, tick);
+        Epoch { stream, slot, tick }
     }
 
     /// Pointwise maximum (acquire). Returns whether anything changed.
@@ -68,10 +90,6 @@ impl VectorClock {
         self.ticks.clone_from(&other.ticks);
     }
 
-    /// Streams with a non-zero component, and their ticks.
-    pub fn iter(&self) -> impl Iterator<Item = (StreamId, u64)> + '_ {
-        self.ticks.iter().enumerate().filter(|(_, t)| **t > 0).map(|(i, t)| (StreamId(i as u32), *t))
-    }
 }
 
 /// A clock with a version that changes whenever the clock does, so that a join from it can be skipped when the
@@ -90,9 +108,9 @@ impl VersionedClock {
         }
     }
 
-    pub fn tick(&mut self, stream: StreamId) -> Epoch {
+    pub fn tick(&mut self, stream: StreamId, slot: Slot) -> Epoch {
         self.version += 1;
-        self.clock.tick(stream)
+        self.clock.tick(stream, slot)
     }
 }
 
@@ -100,16 +118,16 @@ impl VersionedClock {
 mod tests {
     use super::*;
 
-    const A: StreamId = StreamId(0);
-    const B: StreamId = StreamId(3);
+    const A: Slot = Slot(0);
+    const B: Slot = Slot(3);
 
     #[test]
     fn covers_is_per_component() {
         let mut c = VectorClock::new();
         c.set(A, 4);
-        assert!(c.covers(Epoch { stream: A, tick: 4 }));
-        assert!(!c.covers(Epoch { stream: A, tick: 5 }));
-        assert!(!c.covers(Epoch { stream: B, tick: 1 }));
+        assert!(c.covers(Epoch { stream: StreamId(9), slot: A, tick: 4 }));
+        assert!(!c.covers(Epoch { stream: StreamId(9), slot: A, tick: 5 }));
+        assert!(!c.covers(Epoch { stream: StreamId(7), slot: B, tick: 1 }));
     }
 
     #[test]
@@ -127,8 +145,9 @@ mod tests {
     #[test]
     fn tick_advances_own_component() {
         let mut c = VectorClock::new();
-        assert_eq!(c.tick(B), Epoch { stream: B, tick: 1 });
-        assert_eq!(c.tick(B), Epoch { stream: B, tick: 2 });
+        let s = StreamId(99_999);
+        assert_eq!(c.tick(s, B), Epoch { stream: s, slot: B, tick: 1 });
+        assert_eq!(c.tick(s, B), Epoch { stream: s, slot: B, tick: 2 });
         assert_eq!(c.get(A), 0);
     }
 }

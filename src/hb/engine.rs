@@ -5,14 +5,18 @@
 //! Each rule of DESIGN.md is applied in one place, marked `rule N` there: synchronization (stream order,
 //! enqueue, events, host synchronization, blocking calls, the legacy default stream, host threads) in
 //! `sync_rules`, memory operations and the shadow check in `access`, conflicts made findings in `race_report`,
-//! CUDA graphs in `graph`, and tier T0's unordered pairs in `unordered_pairs`. This file registers streams,
-//! events and threads and touches no clock beyond what those files hand back.
+//! CUDA graphs in `graph`, and tier T0's unordered pairs in `unordered_pairs`; which streams a synchronization of
+//! many streams visits (those that ran nothing cost nothing) is decided in `idle_streams`. This file registers
+//! streams, events and threads and touches no clock beyond what those files hand back.
+
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::allocations::AllocationTable;
-use super::clock::{VectorClock, VersionedClock};
+use super::clock::{Slot, VectorClock, VersionedClock};
+use super::idle_streams::SyncScope;
 use super::shadow::{Conflict, ShadowMemory};
 use super::sites::{SiteId, SiteTable};
 use crate::findings::{EdgeKind, FindingCollector, Findings, RaceKey, StreamRef, ThreadRef};
@@ -70,7 +74,20 @@ pub struct EngineStats {
 pub(super) struct StreamState {
     pub(super) info: StreamInfo,
     pub(super) sref: StreamRef,
+    /// Its own clock, once it has been enqueued on; until then it is `creation`, and this one is empty but for
+    /// its version (`idle_streams`).
     pub(super) clock: VersionedClock,
+    /// The clock it was created with, shared with the streams created at the same point, while it is idle.
+    pub(super) creation: Option<Arc<VectorClock>>,
+    /// Whether anything was enqueued on it yet.
+    pub(super) awake: bool,
+    /// Its component in clocks, from its first memory-touching operation on.
+    pub(super) slot: Option<Slot>,
+    /// Synchronizations of its device, context and process before it was created: the happens-before edges
+    /// it took part in while idle are counted from these when it wakes.
+    pub(super) idle_edge_base: u64,
+    /// Whether it may have changed since the legacy default stream last joined it (blocking streams only).
+    pub(super) barrier_pending: bool,
     /// Version of each host clock last joined into this stream, by host clock index.
     pub(super) seen_host: Vec<u64>,
     /// Version of each stream clock last joined into this one (the legacy default stream's barrier).
@@ -78,8 +95,21 @@ pub(super) struct StreamState {
     /// Site of the latest memory-touching operation.
     pub(super) last_site: Option<SiteId>,
     pub(super) last_seq: u64,
-    /// Unordered operation pairs with each other stream, counted when this stream's operation is the later one.
+    /// Unordered operation pairs with each other stream, by its slot, counted when this stream's operation is
+    /// the later one.
     pub(super) unordered_with: Vec<u64>,
+}
+
+impl StreamState {
+    /// What the stream has observed: while it has run nothing, the clock it was created with.
+    pub(super) fn current_clock(&self) -> &VectorClock {
+        self.creation.as_deref().unwrap_or(&self.clock.clock)
+    }
+
+    /// How many memory-touching operations it has run.
+    pub(super) fn position(&self) -> u64 {
+        self.slot.map_or(0, |slot| self.clock.clock.get(slot))
+    }
 }
 
 pub(super) struct EventState {
@@ -99,16 +129,18 @@ pub(super) struct ThreadState {
 #[derive(Default)]
 pub(super) struct ContextState {
     pub(super) legacy: Option<StreamId>,
-    /// Streams that take part in the legacy default stream's barrier (blocking and per-thread default).
-    pub(super) blocking: Vec<StreamId>,
+    /// Streams that take part in the legacy default stream's barrier (blocking and per-thread default) and may
+    /// have changed since the legacy default stream last joined them: created or enqueued on since.
+    pub(super) barrier_pending: Vec<StreamId>,
+    pub(super) scope: SyncScope,
 }
 
 #[derive(Default)]
 pub(super) struct ProcessState {
-    pub(super) streams: Vec<StreamId>,
-    /// Streams that have run a memory-touching operation: only they can be unordered with anything. PyTorch
-    /// creates 128 pool streams at start-up and uses a few.
-    pub(super) active_streams: Vec<StreamId>,
+    pub(super) scope: SyncScope,
+    /// Streams that have run a memory-touching operation, with their slots: only they can be unordered with
+    /// anything. PyTorch creates 128 pool streams at start-up and uses a few.
+    pub(super) active_streams: Vec<(StreamId, Slot)>,
     pub(super) shadow: ShadowMemory,
     pub(super) allocations: AllocationTable,
     pub(super) host_clock: Option<usize>,
@@ -123,6 +155,12 @@ pub struct Engine {
     pub(super) contexts: Vec<ContextState>,
     pub(super) processes: Vec<ProcessState>,
     pub(super) host_clocks: Vec<VersionedClock>,
+    /// The latest clock a stream was created with, per host clock, and that host clock's version then.
+    pub(super) creation_snapshots: Vec<Option<(u64, Option<Arc<VectorClock>>)>>,
+    /// Device-wide synchronization scopes, by device index.
+    pub(super) devices: Vec<SyncScope>,
+    /// The stream of each slot.
+    pub(super) slot_streams: Vec<StreamId>,
     pub(super) sites: SiteTable,
     pub(super) collector: FindingCollector,
     pub(super) stats: EngineStats,
@@ -156,6 +194,9 @@ impl Engine {
             contexts: Vec::new(),
             processes: Vec::new(),
             host_clocks: Vec::new(),
+            creation_snapshots: Vec::new(),
+            devices: Vec::new(),
+            slot_streams: Vec::new(),
             sites: SiteTable::default(),
             collector: FindingCollector::default(),
             stats: EngineStats::default(),
@@ -204,6 +245,7 @@ impl Engine {
     /// Ends the analysis: folds the per-stream counts into findings.
     pub fn finish(mut self) -> (Findings, EngineStats) {
         self.fold_unordered_pairs();
+        self.count_idle_edges();
         self.stats.streams = self.streams.len();
         self.stats.events = self.events.len();
         self.stats.threads = self.threads.len();
@@ -232,13 +274,14 @@ impl Engine {
         if info.id.index() != self.streams.len() {
             return Err(EngineError { origin: 0, message: format!("stream ids out of order at {:?}", info.id) });
         }
-        let clock = self.clock_of_new_stream(info.created_by)?;
+        let (clock, creation, host) = self.clock_of_new_stream(info.created_by)?;
         // The legacy default stream's barrier (applied at each enqueue) needs each context's legacy stream and
         // the streams that take part.
         let ctx = info.context.index();
         if ctx >= self.contexts.len() {
             self.contexts.resize_with(ctx + 1, ContextState::default);
         }
+        let takes_part = info.kind.syncs_with_legacy_default();
         match info.kind {
             StreamKind::LegacyDefault => {
                 if self.contexts[ctx].legacy.is_some() {
@@ -249,15 +292,20 @@ impl Engine {
                 }
                 self.contexts[ctx].legacy = Some(info.id);
             }
-            kind if kind.syncs_with_legacy_default() => self.contexts[ctx].blocking.push(info.id),
+            _ if takes_part => self.contexts[ctx].barrier_pending.push(info.id),
             _ => {}
         }
-        self.process_mut(info.process).streams.push(info.id);
+        let idle_edge_base = self.register_idle_stream(&info, host, creation.as_ref());
         let sref = StreamRef { id: info.id, handle: info.handle, kind: info.kind };
         self.streams.push(StreamState {
             info,
             sref,
             clock,
+            creation,
+            awake: false,
+            slot: None,
+            idle_edge_base,
+            barrier_pending: takes_part,
             seen_host: Vec::new(),
             seen_stream: Vec::new(),
             last_site: None,

@@ -1,14 +1,16 @@
 //! Happens-before: vector clocks (`clock`), shadow memory (`shadow`), the sites it names (`sites`), the
 //! allocations it attributes ranges to (`allocations`), and the engine that applies DESIGN.md's rules: its state
 //! and dispatch (`engine`), every synchronization (`sync_rules`), memory operations and the access check
-//! (`access`), conflicts made findings (`race_report`), CUDA graphs (`graph`) and tier T0's unordered pairs
-//! (`unordered_pairs`). Nothing here formats output.
+//! (`access`), conflicts made findings (`race_report`), CUDA graphs (`graph`), tier T0's unordered pairs
+//! (`unordered_pairs`) and the books that let declared streams that ran nothing cost nothing (`idle_streams`).
+//! Nothing here formats output.
 
 mod access;
 mod allocations;
 pub mod clock;
 mod engine;
 mod graph;
+mod idle_streams;
 mod race_report;
 pub mod shadow;
 pub mod sites;

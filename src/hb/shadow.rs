@@ -398,15 +398,17 @@ impl ShadowMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hb::clock::Slot;
     use crate::model::StreamId;
 
     fn stamp(stream: u32, tick: u64, mode: AccessMode) -> Stamp {
-        Stamp { epoch: Epoch { stream: StreamId(stream), tick }, seq: tick, origin: tick, site: SiteId(stream), mode, effect: Effect::Access }
+        let epoch = Epoch { stream: StreamId(stream), slot: Slot(stream), tick };
+        Stamp { epoch, seq: tick, origin: tick, site: SiteId(stream), mode, effect: Effect::Access }
     }
 
     fn clock_of(stream: u32, tick: u64) -> VectorClock {
         let mut c = VectorClock::new();
-        c.set(StreamId(stream), tick);
+        c.set(Slot(stream), tick);
         c
     }
 
@@ -431,7 +433,7 @@ mod tests {
         let mut out = Vec::new();
         shadow.access(r(0, 100), stamp(0, 1, AccessMode::Write), &clock_of(0, 1), &mut out);
         let mut ordered = clock_of(1, 1);
-        ordered.set(StreamId(0), 1);
+        ordered.set(Slot(0), 1);
         shadow.access(r(40, 20), stamp(1, 1, AccessMode::Read), &ordered, &mut out);
         assert!(out.is_empty());
         // A write on stream 2, unordered with both, conflicts with the write everywhere and the read in the middle.
@@ -452,7 +454,7 @@ mod tests {
         shadow.access(r(0, 8), stamp(1, 1, AccessMode::Read), &clock_of(1, 1), &mut out);
         assert!(out.is_empty(), "read/read is never a race");
         let mut knows_first_read_only = clock_of(2, 1);
-        knows_first_read_only.set(StreamId(0), 1);
+        knows_first_read_only.set(Slot(0), 1);
         shadow.access(r(0, 8), stamp(2, 1, AccessMode::Write), &knows_first_read_only, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].earlier.epoch.stream, StreamId(1));

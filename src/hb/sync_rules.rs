@@ -5,10 +5,14 @@
 //!
 //! It touches the clocks of streams, host threads and events, each stream's latest operation, the streams a
 //! process has run work on, and the edges and wait findings it hands to the collector; never shadow memory or
-//! allocations (`access` owns those). The stream step hands its unordered-pair count to `unordered_pairs`.
+//! allocations (`access` owns those). The stream step hands its unordered-pair count to `unordered_pairs`;
+//! which streams a synchronization of a whole device, context or process visits is `idle_streams`' book.
 
-use super::clock::{Epoch, VersionedClock};
+use std::sync::Arc;
+
+use super::clock::{Epoch, Slot, VectorClock, VersionedClock};
 use super::engine::{Engine, EngineError, HbEdge, HostOrder};
+use super::idle_streams::Scope;
 use super::sites::SiteId;
 use crate::findings::{AccessAction, EdgeKind, OpOccurrence, UnrecordedWait};
 use crate::model::{
@@ -67,11 +71,19 @@ impl Engine {
     /// streams it is unordered with are counted.
     pub(super) fn tick(&mut self, stream: StreamId, site: SiteId, op: &Operation, has_addresses: bool) -> Epoch {
         let s = stream.index();
-        let epoch = self.streams[s].clock.tick(stream);
+        let slot = match self.streams[s].slot {
+            Some(slot) => slot,
+            None => {
+                // Its first memory-touching operation: from now on it has a component in clocks.
+                let slot = Slot(self.slot_streams.len() as u32);
+                self.slot_streams.push(stream);
+                self.streams[s].slot = Some(slot);
+                self.process_mut(op.process).active_streams.push((stream, slot));
+                slot
+            }
+        };
+        let epoch = self.streams[s].clock.tick(stream, slot);
         self.stats.has_addresses |= has_addresses;
-        if epoch.tick == 1 {
-            self.process_mut(op.process).active_streams.push(stream);
-        }
         self.count_unordered_pairs(stream, site, op, has_addresses);
         let state = &mut self.streams[s];
         state.last_site = Some(site);
@@ -83,6 +95,9 @@ impl Engine {
     /// stream's barrier.
     pub(super) fn enqueue(&mut self, stream: StreamId, host: usize) {
         let s = stream.index();
+        if !self.streams[s].awake {
+            self.wake(stream);
+        }
         // rule 2: the stream runs the operation after everything the host thread had observed complete.
         let host_clock = &self.host_clocks[host];
         let state = &mut self.streams[s];
@@ -91,32 +106,47 @@ impl Engine {
             set_grow(&mut state.seen_host, host, host_clock.version);
         }
         // rule 7: the legacy default stream waits for every blocking stream of its context, and blocking streams
-        // wait for it.
+        // wait for it. A blocking stream not enqueued on since the legacy default stream last joined it has not
+        // changed: only the others are joined, in id order as a walk over all of them would.
         let ctx = state.info.context.index();
         match state.info.kind {
             StreamKind::LegacyDefault => {
-                for i in 0..self.contexts[ctx].blocking.len() {
-                    let from = self.contexts[ctx].blocking[i];
+                let mut pending = std::mem::take(&mut self.contexts[ctx].barrier_pending);
+                pending.sort_unstable();
+                for &from in &pending {
+                    self.streams[from.index()].barrier_pending = false;
                     self.stream_joins_stream(s, from.index());
                 }
+                pending.clear();
+                self.contexts[ctx].barrier_pending = pending;
             }
             kind if kind.syncs_with_legacy_default() => {
                 if let Some(legacy) = self.contexts[ctx].legacy {
                     self.stream_joins_stream(s, legacy.index());
+                }
+                // What this operation does to the stream is for the legacy default stream's next barrier.
+                if !self.streams[s].barrier_pending {
+                    self.streams[s].barrier_pending = true;
+                    self.contexts[ctx].barrier_pending.push(stream);
                 }
             }
             _ => {}
         }
     }
 
-    /// A new stream starts from what its creator had observed: work on it runs after that.
-    pub(super) fn clock_of_new_stream(&mut self, created_by: Option<ThreadId>) -> Result<VersionedClock, EngineError> {
-        let mut clock = VersionedClock::default();
-        if let Some(creator) = created_by {
-            let thread = index_mut(&mut self.threads, creator.index(), "thread", 0)?;
-            clock.join(&self.host_clocks[thread.host_clock].clock);
-        }
-        Ok(clock)
+    /// A new stream starts from what its creator had observed: work on it runs after that. Returns its clock
+    /// (empty but for the version until it wakes), the snapshot it starts from, and the creator's host clock.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn clock_of_new_stream(
+        &mut self,
+        created_by: Option<ThreadId>,
+    ) -> Result<(VersionedClock, Option<Arc<VectorClock>>, Option<usize>), EngineError> {
+        let Some(creator) = created_by else { return Ok((VersionedClock::default(), None, None)) };
+        let host = index_mut(&mut self.threads, creator.index(), "thread", 0)?.host_clock;
+        let creation = self.creation_snapshot(host);
+        // The version a join of the snapshot into an empty clock would leave.
+        let clock = VersionedClock { clock: VectorClock::new(), version: u64::from(creation.is_some()) };
+        Ok((clock, creation, Some(host)))
     }
 
     /// rule 10: the host clock a new thread's calls are ordered by. Host-side synchronization between threads is
@@ -146,7 +176,7 @@ impl Engine {
             return;
         }
         let before = dst.clock.version;
-        dst.clock.join(&src.clock.clock);
+        dst.clock.join(src.current_clock());
         set_grow(&mut dst.seen_stream, from, src.clock.version);
         if dst.clock.version != before {
             self.collector.edge(EdgeKind::LegacyDefault, &src.sref, Some(&dst.sref));
@@ -154,12 +184,12 @@ impl Engine {
     }
 
     /// The host thread observes everything issued on `stream` so far, at the operation `at_seq`.
-    fn host_joins_stream(&mut self, host: usize, stream: StreamId, at_seq: u64) {
+    pub(super) fn host_joins_stream(&mut self, host: usize, stream: StreamId, at_seq: u64) {
         let state = &self.streams[stream.index()];
-        self.host_clocks[host].join(&state.clock.clock);
+        self.host_clocks[host].join(state.current_clock());
         self.collector.edge(EdgeKind::HostSync, &state.sref, None);
         if let Some(log) = self.edge_log.as_mut() {
-            if state.clock.clock.get(stream) > 0 {
+            if state.position() > 0 {
                 log.push(HbEdge { kind: EdgeKind::HostSync, from_seq: state.last_seq, at_seq, to_stream: None });
             }
         }
@@ -180,7 +210,7 @@ impl Engine {
         }
         ev.recorded_on = Some(stream);
         let recording = &self.streams[stream.index()];
-        ev.recorded_after = (recording.clock.clock.get(stream) > 0).then_some(recording.last_seq);
+        ev.recorded_after = (recording.position() > 0).then_some(recording.last_seq);
         Ok(())
     }
 
@@ -218,7 +248,7 @@ impl Engine {
     /// The wait `op` on `stream` as findings show it: its site and its place in the stream.
     fn wait_occurrence(&mut self, op: &Operation, stream: StreamId) -> (SiteId, OpOccurrence) {
         let site = self.site("stream wait", "cudaStreamWaitEvent", Some(stream), op);
-        let position = self.streams[stream.index()].clock.clock.get(stream);
+        let position = self.streams[stream.index()].position();
         let occurrence = OpOccurrence {
             site: self.sites.get(site).clone(),
             action: AccessAction::Read,
@@ -253,20 +283,8 @@ impl Engine {
                     }
                 }
             }
-            HostSync::Device(device) => {
-                let targets: Vec<StreamId> =
-                    self.streams.iter().filter(|s| s.info.device == device).map(|s| s.info.id).collect();
-                for stream in targets {
-                    self.host_joins_stream(host, stream, at_seq);
-                }
-            }
-            HostSync::Context(context) => {
-                let targets: Vec<StreamId> =
-                    self.streams.iter().filter(|s| s.info.context == context).map(|s| s.info.id).collect();
-                for stream in targets {
-                    self.host_joins_stream(host, stream, at_seq);
-                }
-            }
+            HostSync::Device(device) => self.host_joins_scope(host, Scope::Device(device), at_seq),
+            HostSync::Context(context) => self.host_joins_scope(host, Scope::Context(context), at_seq),
         }
         Ok(())
     }
@@ -296,12 +314,7 @@ impl Engine {
     pub(super) fn host_waited(&mut self, host: usize, wait: HostWait, stream: Option<StreamId>, process: ProcessId, at_seq: u64) {
         match (wait, stream) {
             (HostWait::EarlierWork | HostWait::OwnWork, Some(stream)) => self.host_joins_stream(host, stream, at_seq),
-            (HostWait::Device, _) => {
-                let targets: Vec<StreamId> = self.process_mut(process).streams.clone();
-                for stream in targets {
-                    self.host_joins_stream(host, stream, at_seq);
-                }
-            }
+            (HostWait::Device, _) => self.host_joins_scope(host, Scope::Process(process), at_seq),
             _ => {}
         }
     }

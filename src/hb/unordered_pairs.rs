@@ -25,22 +25,22 @@ impl Engine {
     ) {
         let s = stream.index();
         let Engine { streams, processes, collector, sites, .. } = self;
-        for &other in &processes[op.process.index()].active_streams {
+        for &(other, slot) in &processes[op.process.index()].active_streams {
             let o = other.index();
             if o == s {
                 continue;
             }
-            let latest = streams[o].clock.clock.get(other);
-            let known = streams[s].clock.clock.get(other);
+            let latest = streams[o].clock.clock.get(slot);
+            let known = streams[s].clock.clock.get(slot);
             if latest <= known {
                 continue;
             }
             let pairs = latest - known;
             let counts = &mut streams[s].unordered_with;
-            if o >= counts.len() {
-                counts.resize(o + 1, 0);
+            if slot.index() >= counts.len() {
+                counts.resize(slot.index() + 1, 0);
             }
-            counts[o] += pairs;
+            counts[slot.index()] += pairs;
             if let (false, Some(earlier)) = (has_addresses, streams[o].last_site) {
                 let first = (streams[o].last_seq, op.seq);
                 collector.unordered_pairs(earlier.0, site.0, pairs, || UnorderedPairGroup {
@@ -56,9 +56,10 @@ impl Engine {
     /// Folds the per-stream counts into findings, at the end of the analysis.
     pub(super) fn fold_unordered_pairs(&mut self) {
         for s in 0..self.streams.len() {
-            for (o, &pairs) in self.streams[s].unordered_with.iter().enumerate() {
+            for (slot, &pairs) in self.streams[s].unordered_with.iter().enumerate() {
                 if pairs > 0 {
-                    self.collector.stream_pair(&self.streams[s].sref, &self.streams[o].sref, pairs);
+                    let other = self.slot_streams[slot].index();
+                    self.collector.stream_pair(&self.streams[s].sref, &self.streams[other].sref, pairs);
                 }
             }
         }

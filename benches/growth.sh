@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Growth benchmarks of `streamtrace analyze`: inputs whose cost once grew faster than their size (issue 16).
+# Traces come from benches/growth_traces.py; each case runs RUNS times (default 3) and prints every run's wall
+# time and peak RSS, so that the spread shows (a run past LIMIT seconds, default 120, is stopped and said so).
+# Figures go to docs/performance.md by hand.
+#
+#   benches/growth.sh [streams|ranges|all]        BIN names the binary (default target/release/streamtrace)
+#
+#   streams: 100 active streams among 100, 1,000, 8,000 and 100,000 declared ones (200,000 operations), and the
+#            same with the later half of the declared streams created by four threads while work runs.
+#   ranges:  one kernel with 50,000, 100,000, 200,000 and 400,000 ranges.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-all}
+bin=${BIN:-target/release/streamtrace}
+runs=${RUNS:-3}
+limit=${LIMIT:-120}
+dir=${GROWTH_DIR:-$(mktemp -d)}
+[ -x "$bin" ] || cargo build --release
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(free -g | awk '/Mem:/{print $2}') GiB; binary $bin"
+
+time_case() { # NAME TRACE: RUNS runs of analyze, exit 1 (findings) accepted
+  local name=$1 trace=$2
+  for _ in $(seq "$runs"); do
+    rc=0
+    /usr/bin/time -o "$dir/time.txt" -f "%e s, max RSS %M kB" timeout "$limit" "$bin" analyze "$trace" -o /dev/null \
+      2>/dev/null || rc=$?
+    case $rc in
+      0|1) echo "$name: $(tail -1 "$dir/time.txt")" ;;  # 1: findings (these traces race on purpose)
+      124) echo "$name: did not finish in $limit s" ;;
+      *) echo "$name: failed with status $rc"; exit 1 ;;
+    esac
+  done
+}
+
+if [ "$what" = streams ] || [ "$what" = all ]; then
+  for declared in 100 1000 8000 100000; do
+    python3 benches/growth_traces.py streams "$dir/streams_$declared.json" "$declared" 100 200000
+    time_case "declared $declared, active 100" "$dir/streams_$declared.json"
+    [ "$declared" -gt 100 ] || continue  # half of 100 declared would leave only 50 to be active
+    python3 benches/growth_traces.py streams "$dir/late_$declared.json" "$declared" 100 200000 --threads 4
+    time_case "declared $declared (half created during the run, 4 threads), active 100" "$dir/late_$declared.json"
+  done
+fi
+if [ "$what" = ranges ] || [ "$what" = all ]; then
+  for ranges in 50000 100000 200000 400000; do
+    python3 benches/growth_traces.py ranges "$dir/ranges_$ranges.json" "$ranges"
+    time_case "one kernel, $ranges ranges" "$dir/ranges_$ranges.json"
+  done
+fi

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Writes the traces of the growth benchmarks (benches/growth.sh): inputs whose cost grew faster than their size.
+
+  growth_traces.py streams OUT DECLARED ACTIVE OPS [--threads N]
+      DECLARED streams (every fourth blocking, the rest non-blocking, as PyTorch's pools), of which ACTIVE,
+      spread evenly over the ids (so the last ids run work too), run OPS operations: kernels on 1,000 blocks,
+      event records and waits, stream and device synchronizations, and work on the legacy default stream (whose
+      barrier involves every blocking stream). With --threads N the streams are created by N host threads in
+      turn, and the later half of the declared streams are created after the work began, as long jobs do (the
+      active ones are then among the first half).
+  growth_traces.py ranges OUT RANGES
+      One allocation and one kernel that reads RANGES disjoint 256-byte ranges of it and writes every tenth
+      one, then a second kernel on another stream that writes the whole block (so every range is checked).
+
+Deterministic: the same arguments write the same file.
+"""
+import random
+import sys
+
+BASE = 0x7F0000000000
+BLOCK = 1 << 16
+
+
+def streams_trace(out, declared, active, ops, threads):
+    rng = random.Random(1)
+    early = declared if threads == 1 else declared // 2
+    step = max(1, early // active)
+    actives = [1 + i * step for i in range(min(active, early))]
+    lines = ['{"type":"streamtrace","version":1,"comment":"growth: declared streams"}',
+             '{"type":"stream","id":0,"stream_kind":"legacy_default"}']
+
+    def stream(i):
+        kind = "blocking" if i % 4 == 0 else "non_blocking"
+        lines.append(f'{{"type":"stream","id":{i},"stream_kind":"{kind}","thread":{1 + i % threads}}}')
+
+    for i in range(1, early + 1):
+        stream(i)
+    for e in range(64):
+        lines.append(f'{{"type":"event","id":{e}}}')
+    for b in range(1000):
+        lines.append(f'{{"type":"alloc","id":{b},"addr":"{hex(BASE + b * BLOCK)}","size":4096}}')
+    late = list(range(early + 1, declared + 1))
+    late_every = max(1, ops // (len(late) + 1))
+    for n in range(ops):
+        if late and n % late_every == 0:
+            stream(late.pop(0))
+        s = rng.choice(actives)
+        thread = 1 + n % threads
+        roll = rng.randrange(1000)
+        if roll < 700:
+            a, b, w = (rng.randrange(1000) for _ in range(3))
+            lines.append(f'{{"type":"kernel","stream":{s},"thread":{thread},"name":"k{roll % 8}",'
+                         f'"reads":[["{hex(BASE + a * BLOCK)}",4096],["{hex(BASE + b * BLOCK)}",4096]],'
+                         f'"writes":[["{hex(BASE + w * BLOCK)}",4096]]}}')
+        elif roll < 720:
+            w = rng.randrange(1000)
+            lines.append(f'{{"type":"kernel","stream":0,"thread":{thread},"name":"legacy",'
+                         f'"writes":[["{hex(BASE + w * BLOCK)}",4096]]}}')
+        elif roll < 840:
+            lines.append(f'{{"type":"record","stream":{s},"thread":{thread},"event":{rng.randrange(64)}}}')
+        elif roll < 960:
+            lines.append(f'{{"type":"wait","stream":{s},"thread":{thread},"event":{rng.randrange(64)}}}')
+        elif roll < 990:
+            lines.append(f'{{"type":"sync","thread":{thread},"stream":{s}}}')
+        else:
+            lines.append(f'{{"type":"sync","thread":{thread},"device":0}}')
+    for i in late:
+        stream(i)
+    out.write("\n".join(lines) + "\n")
+
+
+def ranges_trace(out, ranges):
+    size = ranges * 512
+    out.write('{"type":"streamtrace","version":1,"comment":"growth: one kernel, many ranges"}\n')
+    out.write('{"type":"stream","id":1,"stream_kind":"non_blocking"}\n')
+    out.write('{"type":"stream","id":2,"stream_kind":"non_blocking"}\n')
+    out.write(f'{{"type":"alloc","id":0,"addr":"{hex(BASE)}","size":{size}}}\n')
+    reads = ",".join(f'["{hex(BASE + i * 512)}",256]' for i in range(ranges))
+    writes = ",".join(f'["{hex(BASE + i * 512)}",256]' for i in range(0, ranges, 10))
+    out.write(f'{{"type":"kernel","stream":1,"name":"gather","reads":[{reads}],"writes":[{writes}]}}\n')
+    out.write(f'{{"type":"kernel","stream":2,"name":"clear","writes":[["{hex(BASE)}",{size}]]}}\n')
+
+
+def main():
+    args = sys.argv[1:]
+    threads = 1
+    if "--threads" in args:
+        i = args.index("--threads")
+        threads = int(args[i + 1])
+        del args[i:i + 2]
+    kind, path = args[0], args[1]
+    with open(path, "w") as out:
+        if kind == "streams":
+            streams_trace(out, int(args[2]), int(args[3]), int(args[4]), threads)
+        elif kind == "ranges":
+            ranges_trace(out, int(args[2]))
+        else:
+            sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+//! Declared streams that have run nothing cost nothing per operation. PyTorch declares a pool of streams per
+//! device and priority at start-up and uses a few, and long jobs create streams as they go: 100,000 declared
+//! streams with 100 in use must cost what 100 cost.
+//!
+//! Until something is enqueued on it, a stream's clock is the one it was created with: a snapshot of its
+//! creator's host clock, shared by every stream created while that host clock stood still. So a synchronization
+//! of every stream of a device, context or process (`cudaDeviceSynchronize`, `cuCtxSynchronize`, `cudaFree`)
+//! visits the streams that woke up one by one and, for the others, joins the latest creation snapshot of each
+//! host clock (host clocks only grow: the latest covers the earlier ones); the happens-before edge each idle
+//! stream would have counted at each such synchronization is counted when it wakes, or at the end, from how many
+//! happened since it was created. Which streams the legacy default stream's barrier visits is kept in
+//! `sync_rules`, next to the rule. The rules themselves are applied there; this file only keeps the books.
+
+use std::sync::Arc;
+
+use super::clock::VectorClock;
+use super::engine::{ContextState, Engine};
+use crate::findings::EdgeKind;
+use crate::model::{ContextId, DeviceId, ProcessId, StreamId, StreamInfo};
+
+/// The streams of one device, context or process, as a synchronization of all of them needs them.
+#[derive(Default)]
+pub(super) struct SyncScope {
+    /// Streams that have been enqueued on, in the order they woke up.
+    awake: Vec<StreamId>,
+    /// For each host clock that created streams here, the latest clock it created one with.
+    creations: Vec<(usize, Arc<VectorClock>)>,
+    /// Synchronizations of the whole scope so far.
+    syncs: u64,
+}
+
+/// A group of streams that one host call synchronizes with.
+#[derive(Copy, Clone)]
+pub(super) enum Scope {
+    Device(DeviceId),
+    Context(ContextId),
+    Process(ProcessId),
+}
+
+/// The scopes a stream belongs to.
+fn scopes_of(info: &StreamInfo) -> [Scope; 3] {
+    [Scope::Device(info.device), Scope::Context(info.context), Scope::Process(info.process)]
+}
+
+impl Engine {
+    fn scope_mut(&mut self, scope: Scope) -> &mut SyncScope {
+        match scope {
+            Scope::Device(d) => {
+                if d.index() >= self.devices.len() {
+                    self.devices.resize_with(d.index() + 1, SyncScope::default);
+                }
+                &mut self.devices[d.index()]
+            }
+            Scope::Context(c) => {
+                if c.index() >= self.contexts.len() {
+                    self.contexts.resize_with(c.index() + 1, ContextState::default);
+                }
+                &mut self.contexts[c.index()].scope
+            }
+            Scope::Process(p) => &mut self.process_mut(p).scope,
+        }
+    }
+
+    /// Synchronizations of `scope` so far (a scope never registered has had none that concern any stream).
+    fn syncs_of(&self, scope: Scope) -> u64 {
+        match scope {
+            Scope::Device(d) => self.devices.get(d.index()).map_or(0, |s| s.syncs),
+            Scope::Context(c) => self.contexts.get(c.index()).map_or(0, |s| s.scope.syncs),
+            Scope::Process(p) => self.processes.get(p.index()).map_or(0, |s| s.scope.syncs),
+        }
+    }
+
+    /// The clock a stream created now by a thread of host clock `host` starts from, shared with the streams
+    /// created while that clock stood still; `None` when it covers nothing.
+    pub(super) fn creation_snapshot(&mut self, host: usize) -> Option<Arc<VectorClock>> {
+        let current = &self.host_clocks[host];
+        if host >= self.creation_snapshots.len() {
+            self.creation_snapshots.resize(host + 1, None);
+        }
+        match &self.creation_snapshots[host] {
+            Some((version, snapshot)) if *version == current.version => snapshot.clone(),
+            _ => {
+                let snapshot = (!current.clock.is_empty()).then(|| Arc::new(current.clock.clone()));
+                self.creation_snapshots[host] = Some((current.version, snapshot.clone()));
+                snapshot
+            }
+        }
+    }
+
+    /// Files a new stream, created by host clock `host` with the clock `creation`, in its scopes. Returns how
+    /// many synchronizations of them came before it (its idle edges are counted from there).
+    pub(super) fn register_idle_stream(
+        &mut self,
+        info: &StreamInfo,
+        host: Option<usize>,
+        creation: Option<&Arc<VectorClock>>,
+    ) -> u64 {
+        let mut before = 0;
+        for scope in scopes_of(info) {
+            let scope = self.scope_mut(scope);
+            before += scope.syncs;
+            if let (Some(host), Some(snapshot)) = (host, creation) {
+                match scope.creations.iter_mut().find(|(h, _)| *h == host) {
+                    Some(latest) => latest.1 = snapshot.clone(),
+                    None => scope.creations.push((host, snapshot.clone())),
+                }
+            }
+        }
+        before
+    }
+
+    /// The stream's first enqueue: its clock becomes its own, and synchronizations visit it from now on.
+    pub(super) fn wake(&mut self, stream: StreamId) {
+        self.count_idle_edges_of(stream);
+        let state = &mut self.streams[stream.index()];
+        state.awake = true;
+        if let Some(creation) = state.creation.take() {
+            state.clock.clock = Arc::unwrap_or_clone(creation);
+        }
+        for scope in scopes_of(&state.info) {
+            self.scope_mut(scope).awake.push(stream);
+        }
+    }
+
+    /// The host thread of `host` observes every stream of `scope`, at the operation `at_seq`.
+    pub(super) fn host_joins_scope(&mut self, host: usize, scope: Scope, at_seq: u64) {
+        let state = self.scope_mut(scope);
+        state.syncs += 1;
+        let (awake, creations) = (std::mem::take(&mut state.awake), std::mem::take(&mut state.creations));
+        for (_, snapshot) in &creations {
+            self.host_clocks[host].join(snapshot);
+        }
+        for &stream in &awake {
+            self.host_joins_stream(host, stream, at_seq);
+        }
+        let state = self.scope_mut(scope);
+        (state.awake, state.creations) = (awake, creations);
+    }
+
+    /// The edges from `stream` to the host that the synchronizations of its scopes made while it was idle.
+    fn count_idle_edges_of(&mut self, stream: StreamId) {
+        let state = &self.streams[stream.index()];
+        let syncs: u64 = scopes_of(&state.info).into_iter().map(|scope| self.syncs_of(scope)).sum();
+        let edges = syncs - state.idle_edge_base;
+        if edges > 0 {
+            self.collector.edges(EdgeKind::HostSync, &state.sref, None, edges);
+        }
+    }
+
+    /// At the end: the edges of the streams that never woke.
+    pub(super) fn count_idle_edges(&mut self) {
+        for s in 0..self.streams.len() {
+            if !self.streams[s].awake {
+                self.count_idle_edges_of(StreamId(s as u32));
+            }
+        }
+    }
+}
