@@ -39,7 +39,8 @@ pub fn ordinal(n: u64) -> String {
 /// through it; JSON, HTML and CSV escape by their own rules.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     let unsafe_char = |c: char| c.is_control() || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    if !text.chars().any(unsafe_char) {
+    // Printable ASCII, nearly every name, is checked a byte at a time.
+    if text.bytes().all(|b| (0x20..0x7f).contains(&b)) || !text.chars().any(unsafe_char) {
         return text.into();
     }
     let mut escaped = String::with_capacity(text.len() + 8);

@@ -1,8 +1,10 @@
 //! Cutting the input into the text of one record at a time, in time linear in the input.
 //!
 //! Records are usually one per line, but a record may span lines. Which line ends a record is known without
-//! parsing: [`Nesting`] counts the brackets and braces opened outside strings as the lines come, and the record
-//! is complete at the end of the line that closes them. So a record is parsed once when it is complete, not once
+//! parsing: [`Nesting`] counts the brackets and braces opened outside strings, and the record is complete at the
+//! end of the line that closes them. The count is taken only when asked: a record's first line is parsed at once
+//! (nearly every record is one line, and counting every byte of a large trace would cost more than a tenth of
+//! reading it), and only a record that turns out to continue is counted. So a record is parsed once when it is complete, not once
 //! per line it spans. A record that never closes (text cut off, or a syntax error inside it) is parsed at 1, 2,
 //! 4, 8... lines (twice its text in all): the probe that finds the error gives back the lines after the one it
 //! is on, so that a tolerant reading goes on where it would have, had the record been parsed at every line.
@@ -63,6 +65,8 @@ pub(super) struct LineRecords<R> {
     /// The first line of the record in `buf`.
     first: u64,
     nesting: Nesting,
+    /// How much of `buf` the nesting count has seen.
+    scanned: usize,
     /// Lines a probe gave back, read again before the input.
     replay: Vec<u8>,
     replayed: usize,
@@ -76,6 +80,7 @@ impl<R: BufRead> LineRecords<R> {
             line: 0,
             first: 0,
             nesting: Nesting::default(),
+            scanned: 0,
             replay: Vec::new(),
             replayed: 0,
         }
@@ -86,6 +91,7 @@ impl<R: BufRead> LineRecords<R> {
         loop {
             self.buf.clear();
             self.nesting = Nesting::default();
+            self.scanned = 0;
             self.first = self.line + 1;
             if !self.append_line()? {
                 return Ok(None);
@@ -125,12 +131,13 @@ impl<R: BufRead> LineRecords<R> {
                 format!("{whose} is longer than {} MiB, the most a record may hold (is this a trace?)", MAX_RECORD_BYTES >> 20),
             ));
         }
-        self.nesting.scan(&self.buf[start..]);
         Ok(true)
     }
 
-    /// Whether the text so far is a whole record (see [`Nesting::closed`]).
-    pub(super) fn closed(&self) -> bool {
+    /// Whether the text so far is a whole record (see [`Nesting::closed`]), counting the lines not yet counted.
+    pub(super) fn closed(&mut self) -> bool {
+        self.nesting.scan(&self.buf[self.scanned..]);
+        self.scanned = self.buf.len();
         self.nesting.closed()
     }
 

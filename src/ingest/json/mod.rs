@@ -55,21 +55,24 @@ impl JsonTraceReader {
                 let outcome = match lines.next_record() {
                     Ok(Some(line)) => loop {
                         // A record may span lines: it is parsed once it is closed, or at the end of the input;
-                        // one still open is probed now and then for an error (lines.rs).
-                        let closed = lines.closed();
-                        if closed || lines.probe_due() {
+                        // one still open is probed now and then for an error, its first line at once (lines.rs).
+                        if lines.probe_due() || lines.closed() {
                             let decoded = serde_json::from_slice::<RawRecord>(lines.text());
-                            match &decoded {
-                                Err(e) if e.is_eof() && !closed => {}
-                                Err(e) if !closed => {
-                                    // The error is on the record's `e.line()`th line: the lines after it may
+                            let failed = decoded.as_ref().err().map(|e| (e.is_eof(), e.line() as u64));
+                            let Some((cut_short, error_line)) = failed else {
+                                break parser.accept(line, lines.text(), decoded, &mut batch);
+                            };
+                            let closed = lines.closed();
+                            if !(cut_short && !closed) {
+                                if !closed {
+                                    // The error is on the record's `error_line`th line: the lines after it may
                                     // begin the next records.
-                                    let keep = e.line() as u64;
-                                    lines.give_back_after(keep);
-                                    let decoded = serde_json::from_slice::<RawRecord>(lines.text());
-                                    break parser.accept(line, lines.text(), decoded, &mut batch);
+                                    lines.give_back_after(error_line);
                                 }
-                                _ => break parser.accept(line, lines.text(), decoded, &mut batch),
+                                // Decoded again for the error, which is rare: the first decoding borrowed the
+                                // text that counting the record's brackets needed.
+                                let decoded = serde_json::from_slice::<RawRecord>(lines.text());
+                                break parser.accept(line, lines.text(), decoded, &mut batch);
                             }
                         }
                         match lines.append_line() {

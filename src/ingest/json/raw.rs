@@ -38,20 +38,24 @@ impl<'de> Deserialize<'de> for Address {
 /// space, nothing empty: Rust's integer parsing alone takes `"+10"`, and `"0x+10"` as 16.
 fn parse_address(text: &str) -> Option<u64> {
     let (digits, radix) = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) => (hex, 16),
-        None => (text, 10),
+        Some(hex) => (hex.as_bytes(), 16),
+        None => (text.as_bytes(), 10),
     };
-    let is_digit = |c: char| c.is_digit(radix);
-    let separated = radix == 16 && digits.contains('_');
-    let valid = digits.starts_with(is_digit) && digits.chars().all(|c| is_digit(c) || (separated && c == '_'));
-    if !valid {
-        return None;
+    // One pass: every address of a trace goes through here.
+    let mut value: u64 = 0;
+    let mut seen_digit = false;
+    for &byte in digits {
+        let digit = match byte {
+            b'0'..=b'9' => byte - b'0',
+            b'a'..=b'f' if radix == 16 => byte - b'a' + 10,
+            b'A'..=b'F' if radix == 16 => byte - b'A' + 10,
+            b'_' if radix == 16 && seen_digit => continue,
+            _ => return None,
+        };
+        seen_digit = true;
+        value = value.checked_mul(radix)?.checked_add(u64::from(digit))?;
     }
-    if separated {
-        u64::from_str_radix(&digits.replace('_', ""), radix).ok()
-    } else {
-        u64::from_str_radix(digits, radix).ok()
-    }
+    seen_digit.then_some(value)
 }
 
 /// `[address, "r" | "w"]`: a pointer argument of a kernel.
