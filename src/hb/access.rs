@@ -44,7 +44,7 @@ impl Engine {
             Some(all)
         };
         for access in effective_accesses(resolved.as_deref().unwrap_or(accesses)) {
-            self.access(op, epoch, site, *access, Effect::Access);
+            self.access(op, epoch, site, access, Effect::Access);
         }
         if let Some(all) = resolved {
             self.pointer_scratch = all;
@@ -59,7 +59,7 @@ impl Engine {
             match state.allocations.live_block_at(pointer.address) {
                 Some(range) => {
                     if !out.iter().any(|a| a.range == range && a.mode == pointer.mode) {
-                        out.push(Access { range, mode: pointer.mode });
+                        out.push(Access::plain(range, pointer.mode));
                     }
                 }
                 None => self.stats.unresolved_pointers += 1,
@@ -79,10 +79,10 @@ impl Engine {
     ) {
         let epoch = self.tick(stream, site, op, src.is_some() || dst.is_some());
         if let Some(range) = src {
-            self.access(op, epoch, site, Access { range, mode: AccessMode::Read }, Effect::Access);
+            self.access(op, epoch, site, &Access::plain(range, AccessMode::Read), Effect::Access);
         }
         if let Some(range) = dst {
-            self.access(op, epoch, site, Access { range, mode: AccessMode::Write }, Effect::Access);
+            self.access(op, epoch, site, &Access::plain(range, AccessMode::Write), Effect::Access);
         }
     }
 
@@ -115,7 +115,7 @@ impl Engine {
         let site = self.site("host", name, Some(lane), op);
         let epoch = self.tick(lane, site, op, !accesses.is_empty());
         for access in effective_accesses(accesses) {
-            self.access(op, epoch, site, *access, Effect::Access);
+            self.access(op, epoch, site, access, Effect::Access);
         }
         self.host_knows_its_lane(host, lane);
     }
@@ -179,7 +179,7 @@ impl Engine {
                 let Engine { processes, host_clocks, conflicts, .. } = self;
                 conflicts.clear();
                 processes[process.index()].shadow.release(range, &host_clocks[host].clock, conflicts);
-                let later = Later { site, seq: op.seq, origin: op.origin, position: None, action: AccessAction::Free };
+                let later = Later { site, seq: op.seq, origin: op.origin, position: None, action: AccessAction::Free, view: None };
                 self.report(process, &later, Known::Host(host));
                 self.processes[process.index()].allocations.free(alloc, false, None);
             }
@@ -200,23 +200,28 @@ impl Engine {
     ) {
         let site = self.site(class, name, Some(stream), op);
         let epoch = self.tick(stream, site, op, true);
-        self.access(op, epoch, site, Access { range, mode: AccessMode::Write }, effect);
+        self.access(op, epoch, site, &Access::plain(range, AccessMode::Write), effect);
     }
 
     /// The race check: one access of `op`, at `epoch`, against the shadow of its process.
-    pub(super) fn access(&mut self, op: &Operation, epoch: Epoch, site: SiteId, access: Access, effect: Effect) {
+    pub(super) fn access(&mut self, op: &Operation, epoch: Epoch, site: SiteId, access: &Access, effect: Effect) {
         self.stats.accesses += 1;
         let stamp = Stamp { epoch, seq: op.seq, origin: op.origin, site, mode: access.mode, effect };
         let process = op.process;
         let Engine { processes, streams, conflicts, .. } = self;
         conflicts.clear();
         let clock = &streams[epoch.stream.index()].clock.clock;
-        processes[process.index()].shadow.access(access.range, stamp, clock, conflicts);
+        let shadow = &mut processes[process.index()].shadow;
+        match &access.view {
+            None => shadow.access(access.range, stamp, clock, conflicts),
+            Some(view) => shadow.access_view(access.range.start, view, stamp, clock, conflicts),
+        }
         if conflicts.is_empty() {
             return;
         }
         let action = action_of(effect, access.mode);
-        let later = Later { site, seq: op.seq, origin: op.origin, position: Some(epoch.tick), action };
+        let view = access.view.clone();
+        let later = Later { site, seq: op.seq, origin: op.origin, position: Some(epoch.tick), action, view };
         self.report(process, &later, Known::Stream(epoch.stream));
     }
 }
@@ -225,7 +230,12 @@ impl Engine {
 /// (the write conflicts with everything the read would), and would report one bug twice.
 pub(super) fn effective_accesses(accesses: &[Access]) -> impl Iterator<Item = &Access> {
     accesses.iter().filter(move |a| {
+        // A plain write covers every byte of its range; a strided one only its own pattern.
         a.mode == AccessMode::Write
-            || !accesses.iter().any(|w| w.mode == AccessMode::Write && w.range.contains(a.range))
+            || !accesses.iter().any(|w| {
+                w.mode == AccessMode::Write
+                    && w.range.contains(a.range)
+                    && (w.view.is_none() || (a.view.is_some() && a.view == w.view && a.range.start == w.range.start))
+            })
     })
 }
