@@ -45,6 +45,9 @@ fn expected(sample: &str) -> (Vec<(&'static str, &'static str, &'static str, u64
         ),
         "host_read_before_copy_done.json" => (vec![("read-after-write", "memcpy DtoH", "numpy", 1)], 0),
         "pageable_copy_then_side_stream.json" => (vec![("read-after-write", "memcpy HtoD", "use_weights", 1)], 0),
+        "views_interleaved.json" => (vec![], 0),
+        "views_shifted.json" => (vec![("write-after-write", "fill_even", "mul_shifted", 1)], 0),
+        "views_column_slices.json" => (vec![], 0),
         other => panic!("sample {other} has no ground truth in tests/cli.rs"),
     }
 }

@@ -267,8 +267,8 @@ fn framework_frames_read_back_around_the_calls_they_hold() {
         OpKind::Kernel { accesses, pointers, .. } => (accesses.clone(), pointers.len()),
         _ => (vec![], 0),
     };
-    let write = |start, len| Access { range: range(start, len), mode: AccessMode::Write };
-    let read = |start, len| Access { range: range(start, len), mode: AccessMode::Read };
+    let write = |start, len| Access { range: range(start, len), mode: AccessMode::Write, view: None };
+    let read = |start, len| Access { range: range(start, len), mode: AccessMode::Read, view: None };
     assert_eq!(accesses(ops[2]), (vec![read(4096, 64), write(36864, 512)], 0), "the op's exact extents replace the pointers");
     assert_eq!(accesses(ops[3]), (vec![write(8192, 8)], 0), "ended on another thread, still the op's extents");
     assert_eq!(accesses(ops[4]), (vec![], 1), "a kernel outside any op keeps its pointer arguments (tier T1)");

@@ -119,18 +119,29 @@ class _SourceLines:
 
 
 def _extent(tensor):
-    """"[first byte,length]" of a tensor: a strided view spans from its first to its last element."""
+    """The bytes a tensor covers, as an item of a reads or writes list (docs/trace-format.md): "[first byte,
+    length]" when it is contiguous; a strided view as "[first byte,extent,element size,[[size,stride],...]]"
+    (strides in elements), so that the analyzer compares the bytes the view covers (x[0::2] and x[1::2] share
+    none); a view with a negative stride as the plain extent from its lowest to its highest byte. None when it
+    has no byte."""
     size = tensor.nbytes
     if not size:
         return None
     if tensor.is_contiguous():
         return "[%d,%d]" % (tensor.data_ptr(), size)
-    span = 1
-    for n, stride in zip(tensor.shape, tensor.stride()):
+    shape, strides = tensor.shape, tensor.stride()
+    low = high = 0
+    for n, stride in zip(shape, strides):
         if stride < 0:
-            return None
-        span += (n - 1) * stride
-    return "[%d,%d]" % (tensor.data_ptr(), span * tensor.element_size())
+            low += (n - 1) * stride
+        else:
+            high += (n - 1) * stride
+    element = tensor.element_size()
+    span = (high - low + 1) * element
+    if low < 0:
+        return "[%d,%d]" % (tensor.data_ptr() + low * element, span)
+    dims = ",".join("[%d,%d]" % pair for pair in zip(shape, strides))
+    return "[%d,%d,%d,[%s]]" % (tensor.data_ptr(), span, element, dims)
 
 
 def _record_host_reads(torch, emit, lines):
@@ -276,7 +287,7 @@ def _start_dispatch_mode(torch, begin, emit, lines):
         return alias
 
     def add_extents(value, out, host_out):
-        """Appends "[first byte,length]" for each CUDA tensor in value (a tensor or a list of them) to out, and
+        """Appends the bytes (see _extent) of each CUDA tensor in value (a tensor or a list of them) to out, and
         for each CPU tensor in pinned memory (which copies to and from the GPU touch) to host_out."""
         if isinstance(value, Tensor):
             if value.is_cuda:

@@ -238,8 +238,10 @@ struct ExtentLists {
   std::string& host;
 };
 
-// Appends "[first byte,length]" for a tensor (its extent: a strided view spans from its first to its last
-// element), preceded by a comma unless it is the list's first.
+// Appends the bytes a tensor covers, preceded by a comma unless it is the list's first (docs/trace-format.md):
+// "[first byte,length]" when it is contiguous; a strided view as "[first byte,extent,element size,[[size,
+// stride],...]]" (strides in elements), so that the analyzer compares the bytes the view covers (x[0::2] and
+// x[1::2] share none); a view with a negative stride as the plain extent from its lowest to its highest byte.
 void append_extent(ExtentLists out, const at::Tensor& tensor) {
   if (!tensor.defined() || !tensor.has_storage()) {
     return;
@@ -252,23 +254,48 @@ void append_extent(ExtentLists out, const at::Tensor& tensor) {
     }
     list = &out.host;
   }
-  uint64_t span = 1;
+  int64_t low = 0;
+  int64_t high = 0;
   for (int64_t dim = 0; dim < tensor.dim(); ++dim) {
     int64_t size = tensor.size(dim);
     int64_t stride = tensor.stride(dim);
-    if (size == 0 || stride < 0) {
+    if (size == 0) {
       return;
     }
-    span += static_cast<uint64_t>(size - 1) * static_cast<uint64_t>(stride);
+    (stride < 0 ? low : high) += (size - 1) * stride;
   }
+  const uint64_t element = static_cast<uint64_t>(tensor.element_size());
+  const uint64_t span = static_cast<uint64_t>(high - low + 1) * element;
+  uintptr_t first = reinterpret_cast<uintptr_t>(tensor.const_data_ptr());
   if (list->back() != '[') {
     *list += ',';
   }
   *list += '[';
-  append_number(*list, reinterpret_cast<uintptr_t>(tensor.const_data_ptr()));
+  if (low < 0) {
+    append_number(*list, first - static_cast<uint64_t>(-low) * element);
+    *list += ',';
+    append_number(*list, span);
+    *list += ']';
+    return;
+  }
+  append_number(*list, first);
   *list += ',';
-  append_number(*list, span * tensor.element_size());
-  *list += ']';
+  append_number(*list, span);
+  if (tensor.is_contiguous()) {
+    *list += ']';
+    return;
+  }
+  *list += ',';
+  append_number(*list, element);
+  *list += ",[";
+  for (int64_t dim = 0; dim < tensor.dim(); ++dim) {
+    *list += dim == 0 ? "[" : ",[";
+    append_number(*list, static_cast<uint64_t>(tensor.size(dim)));
+    *list += ',';
+    append_number(*list, static_cast<uint64_t>(tensor.stride(dim)));
+    *list += ']';
+  }
+  *list += "]]";
 }
 
 void append_extents(ExtentLists out, const c10::IValue& value) {

@@ -188,6 +188,23 @@ pub const COMMON_FIELDS: &[Field] = &[
     Field::Comment,
 ];
 
+/// The shapes of one item of a `reads` or `writes` list (kernels, framework ops, host accesses, graph nodes).
+///
+/// A plain range is `[first byte, length]`. A strided view (tier T2: a tensor that is not contiguous) is
+/// `[first byte, length, element size, [[size, stride], ...]]`: `first byte` is the address of element 0 (the
+/// storage offset included), `length` the view's extent from its first to one past its last byte (what a reader
+/// that ignores the view would take), then the element size in bytes and one `[size, stride]` pair per
+/// dimension, outermost first, strides in elements (as `tensor.stride()` gives them). Strides are never negative
+/// (a writer falls back to the plain extent); a stride of 0 (an expanded dimension) covers the same bytes again.
+pub mod access_range {
+    /// Items of a plain range.
+    pub const PLAIN_ITEMS: usize = 2;
+    /// Items of a strided view.
+    pub const VIEW_ITEMS: usize = 4;
+    /// The most dimensions a view may list (PyTorch's own limit is lower).
+    pub const MAX_VIEW_DIMS: usize = 64;
+}
+
 /// Fields of one node of a `graph` record's `nodes` list.
 pub const GRAPH_NODE_FIELDS: &[Field] = &[Field::Name, Field::Reads, Field::Writes, Field::Deps, Field::Comment];
 

@@ -154,6 +154,13 @@ pub struct RaceFinding {
     pub fix: Fix,
     /// How many times this pair of sites raced.
     pub count: u64,
+    /// The earlier access's strided view (tier T2), when it was one: `[512] strides (2) of 4-byte elements`.
+    /// Then `range` is where the shared bytes lie, not every byte of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub earlier_view: Option<String>,
+    /// The later access's strided view, when it was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub later_view: Option<String>,
 }
 
 /// A stream waited on an event that had never been recorded: the wait ordered nothing.

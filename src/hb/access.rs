@@ -44,7 +44,7 @@ impl Engine {
             Some(all)
         };
         for access in effective_accesses(resolved.as_deref().unwrap_or(accesses)) {
-            self.access(op, epoch, site, *access, Effect::Access);
+            self.access(op, epoch, site, access, Effect::Access);
         }
         if let Some(all) = resolved {
             self.pointer_scratch = all;
@@ -59,7 +59,7 @@ impl Engine {
             match state.allocations.live_block_at(pointer.address) {
                 Some(range) => {
                     if !out.iter().any(|a| a.range == range && a.mode == pointer.mode) {
-                        out.push(Access { range, mode: pointer.mode });
+                        out.push(Access::plain(range, pointer.mode));
                     }
                 }
                 None => self.stats.unresolved_pointers += 1,
@@ -79,10 +79,10 @@ impl Engine {
     ) {
         let epoch = self.tick(stream, site, op, src.is_some() || dst.is_some());
         if let Some(range) = src {
-            self.access(op, epoch, site, Access { range, mode: AccessMode::Read }, Effect::Access);
+            self.access(op, epoch, site, &Access::plain(range, AccessMode::Read), Effect::Access);
         }
         if let Some(range) = dst {
-            self.access(op, epoch, site, Access { range, mode: AccessMode::Write }, Effect::Access);
+            self.access(op, epoch, site, &Access::plain(range, AccessMode::Write), Effect::Access);
         }
     }
 
@@ -115,7 +115,7 @@ impl Engine {
         let site = self.site("host", name, Some(lane), op);
         let epoch = self.tick(lane, site, op, !accesses.is_empty());
         for access in effective_accesses(accesses) {
-            self.access(op, epoch, site, *access, Effect::Access);
+            self.access(op, epoch, site, access, Effect::Access);
         }
         self.host_knows_its_lane(host, lane);
     }
@@ -179,7 +179,7 @@ impl Engine {
                 let Engine { processes, host_clocks, conflicts, .. } = self;
                 conflicts.clear();
                 processes[process.index()].shadow.release(range, &host_clocks[host].clock, conflicts);
-                let later = Later { site, seq: op.seq, origin: op.origin, position: None, action: AccessAction::Free };
+                let later = Later { site, seq: op.seq, origin: op.origin, position: None, action: AccessAction::Free, view: None };
                 self.report(process, &later, Known::Host(host));
                 self.processes[process.index()].allocations.free(alloc, false, None);
             }
@@ -200,23 +200,28 @@ impl Engine {
     ) {
         let site = self.site(class, name, Some(stream), op);
         let epoch = self.tick(stream, site, op, true);
-        self.access(op, epoch, site, Access { range, mode: AccessMode::Write }, effect);
+        self.access(op, epoch, site, &Access::plain(range, AccessMode::Write), effect);
     }
 
     /// The race check: one access of `op`, at `epoch`, against the shadow of its process.
-    pub(super) fn access(&mut self, op: &Operation, epoch: Epoch, site: SiteId, access: Access, effect: Effect) {
+    pub(super) fn access(&mut self, op: &Operation, epoch: Epoch, site: SiteId, access: &Access, effect: Effect) {
         self.stats.accesses += 1;
         let stamp = Stamp { epoch, seq: op.seq, origin: op.origin, site, mode: access.mode, effect };
         let process = op.process;
         let Engine { processes, streams, conflicts, .. } = self;
         conflicts.clear();
         let clock = &streams[epoch.stream.index()].clock.clock;
-        processes[process.index()].shadow.access(access.range, stamp, clock, conflicts);
+        let shadow = &mut processes[process.index()].shadow;
+        match &access.view {
+            None => shadow.access(access.range, stamp, clock, conflicts),
+            Some(view) => shadow.access_view(access.range.start, view, stamp, clock, conflicts),
+        }
         if conflicts.is_empty() {
             return;
         }
         let action = action_of(effect, access.mode);
-        let later = Later { site, seq: op.seq, origin: op.origin, position: Some(epoch.tick), action };
+        let view = access.view.clone();
+        let later = Later { site, seq: op.seq, origin: op.origin, position: Some(epoch.tick), action, view };
         self.report(process, &later, Known::Stream(epoch.stream));
     }
 }
@@ -225,7 +230,15 @@ impl Engine {
 /// (the write conflicts with everything the read would), and would report one bug twice.
 pub(super) fn effective_accesses(accesses: &[Access]) -> impl Iterator<Item = &Access> {
     let writes = Writes::of(accesses);
-    accesses.iter().filter(move |a| a.mode == AccessMode::Write || !writes.contain(a.range))
+    accesses.iter().filter(move |a| a.mode == AccessMode::Write || !writes.cover(a))
+}
+
+/// Whether the write `w` covers every byte the read `a` touches: a plain write covers its whole range, a strided
+/// one only its own pattern (the same view read again).
+fn covers(w: &Access, a: &Access) -> bool {
+    w.mode == AccessMode::Write
+        && w.range.contains(a.range)
+        && (w.view.is_none() || (a.view.is_some() && a.view == w.view && a.range.start == w.range.start))
 }
 
 /// Accesses up to which comparing every read with every write is cheaper than sorting the writes.
@@ -236,9 +249,10 @@ const SCAN_AT_MOST: usize = 16;
 enum Writes<'a> {
     /// Few accesses (a launch's usual two reads and a write): the list itself, scanned.
     Few(&'a [Access]),
-    /// The writes' starts in order, and for each the furthest end among the writes starting there or before:
-    /// a range is inside a write exactly when the writes starting at or before it reach its end.
-    Sorted { starts: Vec<u64>, reach: Vec<u64> },
+    /// The plain writes' starts in order, and for each the furthest end among the writes starting there or
+    /// before: a range is inside a plain write exactly when the writes starting at or before it reach its end.
+    /// Strided writes (few) are asked one by one.
+    Sorted { starts: Vec<u64>, reach: Vec<u64>, strided: Vec<&'a Access> },
 }
 
 impl<'a> Writes<'a> {
@@ -246,8 +260,9 @@ impl<'a> Writes<'a> {
         if accesses.len() <= SCAN_AT_MOST {
             return Writes::Few(accesses);
         }
-        let mut writes: Vec<(u64, u64)> =
-            accesses.iter().filter(|a| a.mode == AccessMode::Write).map(|a| (a.range.start, a.range.end())).collect();
+        let plain = |a: &&Access| a.mode == AccessMode::Write && a.view.is_none();
+        let mut writes: Vec<(u64, u64)> = accesses.iter().filter(plain).map(|a| (a.range.start, a.range.end())).collect();
+        let strided = accesses.iter().filter(|a| a.mode == AccessMode::Write && a.view.is_some()).collect();
         writes.sort_unstable();
         let mut furthest = 0;
         let reach = writes.iter().map(|&(_, end)| {
@@ -255,16 +270,20 @@ impl<'a> Writes<'a> {
             furthest
         });
         let reach = reach.collect();
-        Writes::Sorted { starts: writes.iter().map(|&(start, _)| start).collect(), reach }
+        Writes::Sorted { starts: writes.iter().map(|&(start, _)| start).collect(), reach, strided }
     }
 
-    fn contain(&self, range: AccessRange) -> bool {
+    /// Whether one of the writes covers every byte the read `read` touches.
+    fn cover(&self, read: &Access) -> bool {
         match self {
-            Writes::Few(accesses) => accesses.iter().any(|w| w.mode == AccessMode::Write && w.range.contains(range)),
-            Writes::Sorted { starts, reach } => match starts.partition_point(|&start| start <= range.start) {
-                0 => false,
-                before => reach[before - 1] >= range.end(),
-            },
+            Writes::Few(accesses) => accesses.iter().any(|w| covers(w, read)),
+            Writes::Sorted { starts, reach, strided } => {
+                let in_plain = match starts.partition_point(|&start| start <= read.range.start) {
+                    0 => false,
+                    before => reach[before - 1] >= read.range.end(),
+                };
+                in_plain || strided.iter().any(|w| covers(w, read))
+            }
         }
     }
 }
@@ -274,14 +293,13 @@ mod tests {
     use super::*;
 
     fn access(start: u64, len: u64, mode: AccessMode) -> Access {
-        Access { range: AccessRange::new(start, len).unwrap(), mode }
+        Access { range: AccessRange::new(start, len).unwrap(), mode, view: None }
     }
 
     /// The definition, read literally: a read is dropped when some write of the same operation contains it.
     fn by_definition(accesses: &[Access]) -> Vec<Access> {
-        let inside_a_write =
-            |a: &Access| accesses.iter().any(|w| w.mode == AccessMode::Write && w.range.contains(a.range));
-        accesses.iter().filter(|a| a.mode == AccessMode::Write || !inside_a_write(a)).copied().collect()
+        let inside_a_write = |a: &Access| accesses.iter().any(|w| covers(w, a));
+        accesses.iter().filter(|a| a.mode == AccessMode::Write || !inside_a_write(a)).cloned().collect()
     }
 
     #[test]
@@ -300,7 +318,7 @@ mod tests {
                         access(next(64), next(24), mode)
                     })
                     .collect();
-                let kept: Vec<Access> = effective_accesses(&accesses).copied().collect();
+                let kept: Vec<Access> = effective_accesses(&accesses).cloned().collect();
                 assert_eq!(kept, by_definition(&accesses), "accesses {accesses:?}");
             }
         }

@@ -24,7 +24,7 @@ impl Engine {
             let site = self.site("graph node", &format!("{name}/{}", node.name), Some(stream), op);
             node_sites.push(site);
             for access in effective_accesses(&node.accesses) {
-                self.access(op, epoch, site, *access, Effect::Access);
+                self.access(op, epoch, site, access, Effect::Access);
             }
         }
         self.check_graph(op, name, nodes, &node_sites, epoch);
@@ -97,6 +97,8 @@ impl Engine {
                             count: 1,
                             earlier,
                             later,
+                            earlier_view: a.view.as_ref().map(|v| v.to_string()),
+                            later_view: b.view.as_ref().map(|v| v.to_string()),
                         });
                     }
                 }

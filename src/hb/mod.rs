@@ -2,8 +2,8 @@
 //! allocations it attributes ranges to (`allocations`), and the engine that applies DESIGN.md's rules: its state
 //! and dispatch (`engine`), every synchronization (`sync_rules`), memory operations and the access check
 //! (`access`), conflicts made findings (`race_report`), CUDA graphs (`graph`), tier T0's unordered pairs
-//! (`unordered_pairs`) and the books that let declared streams that ran nothing cost nothing (`idle_streams`).
-//! Nothing here formats output.
+//! (`unordered_pairs`), the books that let declared streams that ran nothing cost nothing (`idle_streams`), and
+//! the overlap of strided views (`view_overlap`). Nothing here formats output.
 
 mod access;
 mod allocations;
@@ -16,5 +16,6 @@ pub mod shadow;
 pub mod sites;
 mod sync_rules;
 mod unordered_pairs;
+pub mod view_overlap;
 
 pub use engine::{analyze_records, Engine, EngineError, EngineOptions, EngineStats, HbEdge, HostOrder};

@@ -2,11 +2,13 @@
 //! two, and the fix. It decides nothing about ordering (the access check found the conflicts) and formats
 //! nothing (findings are plain data); it reads the engine's state and writes only the collector and counters.
 
+use std::sync::Arc;
+
 use super::engine::Engine;
 use super::shadow::Effect;
 use super::sites::SiteId;
 use crate::findings::{AccessAction, Fix, OpOccurrence, RaceFinding, RaceKind, Unordered};
-use crate::model::{AccessMode, ProcessId, StreamId};
+use crate::model::{AccessMode, ProcessId, StreamId, StridedView};
 
 /// The later party of a conflict, as the engine knows it at the time.
 pub(super) struct Later {
@@ -15,6 +17,8 @@ pub(super) struct Later {
     pub(super) origin: u64,
     pub(super) position: Option<u64>,
     pub(super) action: AccessAction,
+    /// Its strided view (tier T2), when the access was one.
+    pub(super) view: Option<Arc<StridedView>>,
 }
 
 /// Whose clock a conflict's later party had.
@@ -71,6 +75,8 @@ impl Engine {
                     count: 1,
                     earlier: earlier_occurrence,
                     later: later_occurrence,
+                    earlier_view: conflict.earlier_view.as_ref().map(|v| v.to_string()),
+                    later_view: later.view.as_ref().map(|v| v.to_string()),
                 }
             });
         }

@@ -4,15 +4,18 @@
 //! ranges of any shape compare byte-exactly. The check itself is FastTrack's: the last write is
 //! one epoch (O(1) to compare), and reads stay one epoch until two unordered reads coexist.
 
+mod views;
+
 use std::collections::BTreeSet;
 use std::hash::BuildHasher;
+use std::sync::Arc;
 
 use hashbrown::hash_table::{Entry, HashTable};
 use rustc_hash::FxBuildHasher;
 
 use super::clock::{Epoch, VectorClock};
 use super::sites::SiteId;
-use crate::model::{AccessMode, AccessRange};
+use crate::model::{AccessMode, AccessRange, StridedView};
 
 /// What an access did besides reading or writing bytes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -44,11 +47,14 @@ impl Stamp {
     }
 }
 
-/// An earlier access that the current one is not ordered with, and the bytes they share.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+/// An earlier access that the current one is not ordered with, and the bytes they share (for a strided view:
+/// the part of its extent where the shared bytes lie).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Conflict {
     pub earlier: Stamp,
     pub range: AccessRange,
+    /// The earlier access's strided view, when it was one.
+    pub earlier_view: Option<Arc<StridedView>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -152,6 +158,8 @@ pub struct ShadowMemory {
     segments: SegmentMap,
     keys: Vec<u64>,
     gaps: Vec<(u64, u64)>,
+    /// Strided accesses, kept whole beside the segments (`views.rs`).
+    views: views::ViewAccesses,
 }
 
 /// Whether `earlier` and the access stamped `current` are unordered in a way that matters.
@@ -165,12 +173,12 @@ fn conflicts(earlier: &Stamp, current: &Stamp, clock: &VectorClock) -> bool {
 
 fn push_conflict(out: &mut Vec<Conflict>, earlier: Stamp, start: u64, end: u64) {
     if let Some(last) = out.last_mut() {
-        if last.earlier == earlier && last.range.end() == start {
+        if last.earlier == earlier && last.range.end() == start && last.earlier_view.is_none() {
             last.range.len += end - start;
             return;
         }
     }
-    out.push(Conflict { earlier, range: AccessRange { start, len: end - start } });
+    out.push(Conflict { earlier, range: AccessRange { start, len: end - start }, earlier_view: None });
 }
 
 impl ShadowMemory {
@@ -189,6 +197,9 @@ impl ShadowMemory {
     pub fn access(&mut self, range: AccessRange, current: Stamp, clock: &VectorClock, out: &mut Vec<Conflict>) {
         if range.is_empty() {
             return;
+        }
+        if !self.views.is_empty() {
+            self.views.check_range(range, &current, clock, out);
         }
         let (start, end) = (range.start, range.end());
         // Fast path: the range is exactly one existing segment (the common case for block-granular accesses).
@@ -306,6 +317,9 @@ impl ShadowMemory {
     /// The memory of `range` is released by the host (a free or unmap) when the host thread's clock is `clock`:
     /// every access not ordered before that is a use after free. The range's history is then dropped.
     pub fn release(&mut self, range: AccessRange, clock: &VectorClock, out: &mut Vec<Conflict>) {
+        if !self.views.is_empty() {
+            self.views.release(range, clock, out);
+        }
         self.split_at(range.start);
         self.split_at(range.end());
         self.keys.clear();
@@ -327,6 +341,9 @@ impl ShadowMemory {
 
     /// Drops the history of `range` without checking it (a new allocation's lifetime begins).
     pub fn forget(&mut self, range: AccessRange) {
+        if !self.views.is_empty() {
+            self.views.forget(range);
+        }
         self.split_at(range.start);
         self.split_at(range.end());
         self.keys.clear();

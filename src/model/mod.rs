@@ -9,11 +9,13 @@ mod ops;
 mod range;
 mod record;
 mod source;
+mod view;
 
 pub use entities::{AllocKind, Allocation, EventInfo, FreeKind, StreamInfo, StreamKind, ThreadInfo};
 pub use ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
 pub use ops::{Access, AccessMode, CopyKind, GraphNode, HostSync, MemoryKind, OpKind, Operation, PointerArg, QueryTarget};
 pub use range::{AccessRange, RangeError};
 pub use source::SourceLocation;
+pub use view::{ByteDim, ElementDim, StridedView, ViewBytes, ViewError};
 pub use ops::normalize_region;
 pub use record::TraceRecord;

@@ -8,6 +8,7 @@ use super::entities::{AllocKind, FreeKind};
 use super::ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
 use super::range::AccessRange;
 use super::source::SourceLocation;
+use super::view::StridedView;
 
 /// Whether an access reads or (may) write.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -18,10 +19,22 @@ pub enum AccessMode {
 }
 
 /// A range an operation touches and how.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Access {
+    /// Every byte touched lies here; without a view, every byte here is touched.
     pub range: AccessRange,
     pub mode: AccessMode,
+    /// A strided view (tier T2): only the bytes of this pattern, from `range.start`, are touched, and `range`
+    /// is their extent. Shared, since an op's accesses are copied into findings and scratch lists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view: Option<Arc<StridedView>>,
+}
+
+impl Access {
+    /// An access of every byte of `range`.
+    pub fn plain(range: AccessRange, mode: AccessMode) -> Access {
+        Access { range, mode, view: None }
+    }
 }
 
 /// A pointer-sized kernel argument and whether the kernel may write through it (`const T*` parameters only read).

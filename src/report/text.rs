@@ -28,14 +28,24 @@ fn write_occurrence(out: &mut dyn io::Write, heading: &str, op: &OpOccurrence, b
     writeln!(out, "    at {source} (operation {}{position}, input line/row {})", op.seq, op.origin)
 }
 
+/// A strided access says which bytes of its extent it touched (tier T2).
+fn write_view(out: &mut dyn io::Write, view: Option<&str>) -> io::Result<()> {
+    match view {
+        Some(view) => writeln!(out, "    as the strided view {}", printable(view)),
+        None => Ok(()),
+    }
+}
+
 fn write_race(out: &mut dyn io::Write, race: &RaceFinding) -> io::Result<()> {
     writeln!(out, "==================")?;
     writeln!(out, "WARNING: streamtrace: data race ({})", race.kind.as_str())?;
     let (bytes, at) = (race.range.len, race.range.start);
     write_occurrence(out, access_word(race.later.action), &race.later, bytes, at)?;
+    write_view(out, race.later_view.as_deref())?;
     writeln!(out)?;
     let previous = format!("Previous {}", access_word(race.earlier.action).to_lowercase());
     write_occurrence(out, &previous, &race.earlier, bytes, at)?;
+    write_view(out, race.earlier_view.as_deref())?;
     writeln!(out)?;
     for line in describe_location(race) {
         writeln!(out, "  {}", printable(&line))?;

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
-use streamtrace_format::{Field, FieldSet};
+use streamtrace_format::{access_range, Field, FieldSet};
 
 /// A byte address: a JSON number or a string in hex (`"0x7f00"`) or decimal.
 #[derive(Copy, Clone, Debug)]
@@ -66,6 +66,48 @@ pub(super) struct RawPointer<'a>(pub Address, #[serde(borrow)] pub Cow<'a, str>)
 #[derive(Deserialize, Debug, Clone, Copy)]
 pub(super) struct RawRange(pub Address, pub Address);
 
+/// The strided part of a view item: element size and `[size, stride]` per dimension, outermost first.
+#[derive(Debug, Clone)]
+pub(super) struct RawView {
+    pub element_size: u64,
+    pub dims: Vec<(u64, u64)>,
+}
+
+/// One item of a `reads` or `writes` list: `[address, size]`, or a strided view
+/// `[address, extent, element size, [[size, stride], ...]]` (the format's `access_range`).
+#[derive(Debug, Clone)]
+pub(super) struct RawAccessRange {
+    pub range: RawRange,
+    pub view: Option<RawView>,
+}
+
+impl<'de> Deserialize<'de> for RawAccessRange {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ItemVisitor;
+        impl<'de> Visitor<'de> for ItemVisitor {
+            type Value = RawAccessRange;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("[address, size] or [address, extent, element size, [[size, stride], ...]]")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawAccessRange, A::Error> {
+                let start: Address = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(0, &self))?;
+                let len: Address = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(1, &self))?;
+                let range = RawRange(start, len);
+                let Some(element_size) = seq.next_element::<u64>()? else { return Ok(RawAccessRange { range, view: None }) };
+                let dims: Vec<(u64, u64)> = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(3, &self))?;
+                if seq.next_element::<de::IgnoredAny>()?.is_some() {
+                    return Err(de::Error::invalid_length(access_range::VIEW_ITEMS + 1, &self));
+                }
+                if dims.len() > access_range::MAX_VIEW_DIMS {
+                    return Err(de::Error::custom(format!("a view of {} dimensions (at most {})", dims.len(), access_range::MAX_VIEW_DIMS)));
+                }
+                Ok(RawAccessRange { range, view: Some(RawView { element_size, dims }) })
+            }
+        }
+        d.deserialize_seq(ItemVisitor)
+    }
+}
+
 /// One node of a `graph` record (its fields are `GRAPH_NODE_FIELDS` of the format).
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
@@ -73,9 +115,9 @@ pub(super) struct RawGraphNode<'a> {
     #[serde(borrow)]
     pub name: Option<Cow<'a, str>>,
     #[serde(default)]
-    pub reads: Vec<RawRange>,
+    pub reads: Vec<RawAccessRange>,
     #[serde(default)]
-    pub writes: Vec<RawRange>,
+    pub writes: Vec<RawAccessRange>,
     #[serde(default)]
     pub deps: Vec<usize>,
     #[allow(dead_code)]
@@ -117,8 +159,8 @@ pub(super) struct RawRecord<'a> {
     pub context: Option<u64>,
     pub stream: Option<u64>,
     pub event: Option<u64>,
-    pub reads: Option<Vec<RawRange>>,
-    pub writes: Option<Vec<RawRange>>,
+    pub reads: Option<Vec<RawAccessRange>>,
+    pub writes: Option<Vec<RawAccessRange>>,
     #[serde(borrow)]
     pub pointers: Option<Vec<RawPointer<'a>>>,
     #[serde(borrow)]
@@ -198,11 +240,11 @@ impl RawRecord<'_> {
         present
     }
 
-    pub fn reads(&self) -> &[RawRange] {
+    pub fn reads(&self) -> &[RawAccessRange] {
         self.reads.as_deref().unwrap_or(&[])
     }
 
-    pub fn writes(&self) -> &[RawRange] {
+    pub fn writes(&self) -> &[RawAccessRange] {
         self.writes.as_deref().unwrap_or(&[])
     }
 }
@@ -244,6 +286,19 @@ mod tests {
             };
             let raw: RawRecord = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{field}: {e}"));
             assert!(raw.fields_present().contains(*field), "{field} is decoded but not noted as present");
+        }
+    }
+
+    #[test]
+    fn access_items_are_ranges_or_views() {
+        let raw: RawRecord = serde_json::from_str(r#"{"type":"op_end","writes":[[4096,64],["0x2000",4092,4,[[512,2]]]]}"#).expect("decodes");
+        let writes = raw.writes();
+        assert!(writes[0].view.is_none() && writes[0].range.1 .0 == 64);
+        let view = writes[1].view.as_ref().expect("a view");
+        assert_eq!((writes[1].range.0 .0, view.element_size, view.dims.clone()), (0x2000, 4, vec![(512, 2)]));
+        for bad in [r#"[[1,2,4]]"#, r#"[[1,2,4,[[2,-1]]]]"#, r#"[[1,2,4,[],5]]"#, r#"[[1]]"#] {
+            let text = format!(r#"{{"type":"op_end","writes":{bad}}}"#);
+            assert!(serde_json::from_str::<RawRecord>(&text).is_err(), "{bad} was taken");
         }
     }
 

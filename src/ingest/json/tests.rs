@@ -90,8 +90,8 @@ fn kernels_inside_a_framework_op_take_its_exact_extents() {
         OpKind::Kernel { accesses, pointers, .. } => {
             assert!(pointers.is_empty(), "tier T2 replaces the pointer arguments");
             assert_eq!(accesses.len(), 2);
-            assert!(accesses.contains(&Access { range: AccessRange { start: 4096, len: 64 }, mode: AccessMode::Read }));
-            assert!(accesses.contains(&Access { range: AccessRange { start: 8192, len: 32 }, mode: AccessMode::Write }));
+            assert!(accesses.contains(&Access { range: AccessRange { start: 4096, len: 64 }, mode: AccessMode::Read, view: None }));
+            assert!(accesses.contains(&Access { range: AccessRange { start: 8192, len: 32 }, mode: AccessMode::Write, view: None }));
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -160,7 +160,7 @@ fn a_call_inside_an_op_names_its_kernel_and_the_op_holds_it() {
     match &kernel.kind {
         OpKind::Kernel { accesses, pointers, .. } => {
             assert!(pointers.is_empty(), "held by the op, it takes the op's extents");
-            assert_eq!(accesses, &[Access { range: AccessRange { start: 4096, len: 64 }, mode: AccessMode::Write }]);
+            assert_eq!(accesses, &[Access { range: AccessRange { start: 4096, len: 64 }, mode: AccessMode::Write, view: None }]);
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -262,7 +262,7 @@ fn an_op_that_ends_on_another_thread_gives_its_kernels_its_extents() {
     match &ops[0].kind {
         OpKind::Kernel { accesses, pointers, .. } => {
             assert!(pointers.is_empty());
-            assert_eq!(accesses, &[Access { range: AccessRange { start: 4096, len: 64 }, mode: AccessMode::Write }]);
+            assert_eq!(accesses, &[Access { range: AccessRange { start: 4096, len: 64 }, mode: AccessMode::Write, view: None }]);
         }
         other => panic!("unexpected {other:?}"),
     }
