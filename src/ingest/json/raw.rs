@@ -78,7 +78,8 @@ pub(super) struct RawView {
 #[derive(Debug, Clone)]
 pub(super) struct RawAccessRange {
     pub range: RawRange,
-    pub view: Option<RawView>,
+    /// Boxed: plain ranges are nearly all items, and stay three words.
+    pub view: Option<Box<RawView>>,
 }
 
 impl<'de> Deserialize<'de> for RawAccessRange {
@@ -101,7 +102,7 @@ impl<'de> Deserialize<'de> for RawAccessRange {
                 if dims.len() > access_range::MAX_VIEW_DIMS {
                     return Err(de::Error::custom(format!("a view of {} dimensions (at most {})", dims.len(), access_range::MAX_VIEW_DIMS)));
                 }
-                Ok(RawAccessRange { range, view: Some(RawView { element_size, dims }) })
+                Ok(RawAccessRange { range, view: Some(Box::new(RawView { element_size, dims })) })
             }
         }
         d.deserialize_seq(ItemVisitor)
