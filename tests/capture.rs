@@ -185,6 +185,14 @@ fn torch_samples_at_tier_t2_match_their_ground_truth() {
         ("inplace_copy_side_stream", true),
         ("event_synchronize_then_launch", false),
         ("threads_queue_handover", false),
+        ("host_read_too_early", true),
+        ("host_read_after_event", false),
+        ("staging_refill_too_early", true),
+        ("staging_refill_after_wait", false),
+        ("views_interleaved", false),
+        ("views_shifted", true),
+        ("views_column_slices", false),
+        ("views_column_overlap", true),
     ] {
         let (_, json) = analyze(&format!("{DIR}/{sample}.json"));
         let races = json["races"].as_array().expect("races").len();
@@ -379,4 +387,23 @@ fn rule12_samples_find_the_host_reading_or_refilling_too_early() {
         assert!(json["races"].as_array().is_some_and(Vec::is_empty), "{clean}: {:#}", json["races"]);
         assert_eq!(code, 0, "{clean}");
     }
+}
+
+#[test]
+fn tier_t2_strided_views_are_compared_on_the_bytes_they_cover() {
+    // Even and odd elements, and the two halves of a matrix's rows, share no byte: clean although their extents
+    // overlap; a view shifted by one stride, and a column inside the other stream's half, share bytes: races.
+    for dir in ["samples/capture/torch-t2", "samples/capture/torch-t2-python-mode"] {
+        let (_, json) = analyze(&format!("{dir}/views_interleaved.json"));
+        assert_eq!(json["races"].as_array().map(Vec::len), Some(0), "{dir}");
+        let (_, json) = analyze(&format!("{dir}/views_shifted.json"));
+        assert_eq!(json["races"].as_array().map(Vec::len), Some(1), "{dir}");
+        assert_eq!(json["races"][0]["earlier_view"], "[524288] strides (2) of 4-byte elements", "{dir}");
+        assert_eq!(json["races"][0]["later_view"], "[524287] strides (2) of 4-byte elements", "{dir}");
+    }
+    let (_, json) = analyze("samples/capture/torch-t2/views_column_overlap.json");
+    let race = &json["races"][0];
+    assert_eq!(json["races"].as_array().map(Vec::len), Some(1));
+    assert_eq!((race["earlier"]["site"]["region"].as_str(), race["later"]["site"]["region"].as_str()), (Some("fill_.Scalar"), Some("add_.Tensor")));
+    assert_eq!(race["later"]["site"]["source"]["line"].as_u64(), Some(16), "m[:, 8].add_ on s2");
 }
