@@ -11,6 +11,9 @@ program's libtorch (cached) and hooks PyTorch's RecordFunction and allocator tra
 (no C++ compiler, no CUDA headers) or STREAMTRACE_TORCH_OBSERVER=python asks for it, a Python TorchDispatchMode
 does the same work at several times the cost. Without torch, or with a torch lacking what this needs, capture
 stays at tier T1 and says so once.
+
+One file of about 500 lines on purpose: Python puts exactly one sitecustomize module in front of a program, and
+what it installs is one concern (tier T2 recording and the brackets around ordering calls).
 """
 import ctypes
 import hashlib

@@ -5,11 +5,16 @@
 // RecordFunction callback sees every top-level dispatcher op on every thread, takes the extents of the CUDA
 // tensors it reads when it starts and of those it writes when it returns (the op schema says which; an op that
 // resizes its output moves it), and the Python line that called it; the caching allocator's trace tracker
-// reports each block it hands out and takes back. Records go to the capture library through the two entry points the bootstrap passes in, in order
-// with the CUDA calls each op makes. Nested ops are not observed: RecordFunction is switched off on the thread
-// for the outer op's duration, so its kernels take the outer op's sets and the inner ops cost nothing.
+// reports each block it hands out and takes back. CPU tensors in pinned memory that an op touches without any
+// CUDA tensor become host accesses, and non-contiguous tensors are written as strided views. Records go to the
+// capture library through the two entry points the bootstrap passes in, in order with the CUDA calls each op
+// makes. Nested ops are not observed: RecordFunction is switched off on the thread for the outer op's duration,
+// so its kernels take the outer op's sets and the inner ops cost nothing.
 //
 // Nothing here may throw into PyTorch: every callback catches everything and records less instead.
+//
+// One file of about 600 lines on purpose: the bootstrap compiles this one translation unit with the program's
+// compiler at first use, and it is one concern (turning PyTorch's op and allocator events into trace records).
 
 #include <ATen/Context.h>
 #include <ATen/core/function_schema.h>
