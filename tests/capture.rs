@@ -407,3 +407,16 @@ fn tier_t2_strided_views_are_compared_on_the_bytes_they_cover() {
     assert_eq!((race["earlier"]["site"]["region"].as_str(), race["later"]["site"]["region"].as_str()), (Some("fill_.Scalar"), Some("add_.Tensor")));
     assert_eq!(race["later"]["site"]["source"]["line"].as_u64(), Some(16), "m[:, 8].add_ on s2");
 }
+
+#[test]
+fn pitched_copies_and_sets_are_recorded_with_their_extent_and_memory() {
+    // cudaMallocPitch's block, a cudaMemcpy2DAsync into pinned memory racing with the kernel that writes it, and
+    // the clean twin ordered by events through a cudaMemset2DAsync on a third stream.
+    let json = expect_races("samples/capture/cuda/pitched_copy_race.json", &[("read-after-write", "write_kernel", "memcpy DtoH")]);
+    assert_eq!(json["races"][0]["allocation"]["kind"], "device");
+    expect_races("samples/capture/cuda/pitched_copy_event.json", &[]);
+    let text = std::fs::read_to_string("samples/capture/cuda/pitched_copy_event.json").expect("trace");
+    for call in ["cuMemAllocPitch", "cuMemcpy2DAsync", "cuMemsetD2DAsync", "\"to_memory\":\"pinned\""] {
+        assert!(text.contains(call), "{call}");
+    }
+}

@@ -78,6 +78,8 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
         batch.push(CALL, Record::Memcpy { stream: LEGACY, copy, src: 0, dst: u64::MAX - 4096, bytes: 4096, synchronous, memory, api: "cuMemcpyAsync" });
     }
     batch.push(CALL, Record::Memset { stream: PER_THREAD, dst: 0x7f00_0000_0000, bytes: 0, synchronous: true, memory: M::Managed, api: "cuMemsetD8" });
+    // A 2D copy from a CUDA array (no address) into pinned memory: only its destination has a range.
+    batch.push(CALL, Record::PitchedMemcpy { stream: SIDE, copy: format::CopyKind::DtoH, from: None, to: Some((0x9000, 3 * 512 + 100)), synchronous: false, memory: (M::Device, M::Pinned), api: "cuMemcpy2DAsync" });
     batch.push(CALL, Record::EventRecord { event: EVENT, stream: SIDE });
     batch.push(CALL, Record::Wait { stream: TOP, event: EVENT });
     batch.push(CALL, Record::Sync { target: SyncTarget::Stream(SIDE), api: "cuStreamSynchronize" });
@@ -159,6 +161,7 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
     }
     expected.extend([
         OpKind::Memset { stream: per_thread, bytes: 0, dst: Some(range(0x7f00_0000_0000, 0)), synchronous: true, dst_memory: Managed },
+        OpKind::Memcpy { stream: side, copy: CopyKind::DtoH, bytes: 3 * 512 + 100, src: None, dst: Some(range(0x9000, 3 * 512 + 100)), synchronous: false, src_memory: Device, dst_memory: Pinned },
         OpKind::EventRecord { event: EventId(0), stream: side },
         OpKind::StreamWait { stream: top, event: EventId(0) },
         OpKind::HostSync(HostSync::Stream(side)),

@@ -17,6 +17,7 @@ use crate::cbid::*;
 use crate::control::{disable, ENABLED, NOOP};
 use crate::origin::{now_ns, thread_id};
 use crate::params::*;
+use crate::pitched::{pitched_extent, PitchedCopyShape};
 use crate::record::{Call, Record, SyncTarget};
 use crate::state::{drain_into, state_for_this_process, ProcessState, STATE};
 
@@ -154,11 +155,14 @@ fn copy_kind(cbid: u32) -> CopyKind {
 
 fn memset_width(cbid: u32) -> u64 {
     match cbid {
-        CU_MEMSET_D16_V2 | CU_MEMSET_D16_ASYNC => 2,
-        CU_MEMSET_D32_V2 | CU_MEMSET_D32_ASYNC | CU_MEMSET_D32_V2_PTDS | CU_MEMSET_D32_ASYNC_PTSZ => 4,
+        CU_MEMSET_D16_V2 | CU_MEMSET_D16_ASYNC | CU_MEMSET_D2D16_V2 | CU_MEMSET_D2D16_ASYNC | CU_MEMSET_D2D16_V2_PTDS
+        | CU_MEMSET_D2D16_ASYNC_PTSZ => 2,
+        CU_MEMSET_D32_V2 | CU_MEMSET_D32_ASYNC | CU_MEMSET_D32_V2_PTDS | CU_MEMSET_D32_ASYNC_PTSZ | CU_MEMSET_D2D32_V2
+        | CU_MEMSET_D2D32_ASYNC | CU_MEMSET_D2D32_V2_PTDS | CU_MEMSET_D2D32_ASYNC_PTSZ => 4,
         _ => 1,
     }
 }
+
 
 /// Records one driver call. Each arm reads the parameter block of its calls (the one unsafe step: naming the
 /// block's layout, params.rs) and records in safe code.
@@ -239,6 +243,60 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             let memory = state.memory_at(p.dstDevice);
             state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: false, memory, api: "cuMemsetAsync" });
         }
+        CU_MEMCPY_2D_V2 | CU_MEMCPY_2D_UNALIGNED_V2 | CU_MEMCPY_2D_V2_PTDS | CU_MEMCPY_2D_UNALIGNED_V2_PTDS if enter => {
+            // Safety: the synchronous 2D copies' block is the descriptor pointer: PitchedCopy<Memcpy2D>.
+            let Some(p) = (unsafe { data.params::<PitchedCopy<Memcpy2D>>() }) else { return };
+            // Safety: the descriptor the program passed to the call, valid while the call runs.
+            let Some(copy) = (unsafe { p.pCopy.as_ref() }) else { return };
+            let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
+            state.pitched_copy(call, stream, &PitchedCopyShape::of_2d(copy), true, "cuMemcpy2D");
+        }
+        CU_MEMCPY_2D_ASYNC_V2 | CU_MEMCPY_2D_ASYNC_V2_PTSZ if enter => {
+            // Safety: cuMemcpy2DAsync's block is (pCopy, hStream): PitchedCopyAsync<Memcpy2D>.
+            let Some(p) = (unsafe { data.params::<PitchedCopyAsync<Memcpy2D>>() }) else { return };
+            // Safety: the descriptor the program passed to the call, valid while the call runs.
+            let Some(copy) = (unsafe { p.pCopy.as_ref() }) else { return };
+            let stream = state.stream(call, context, device, p.hStream, pt);
+            state.pitched_copy(call, stream, &PitchedCopyShape::of_2d(copy), false, "cuMemcpy2DAsync");
+        }
+        CU_MEMCPY_3D_V2 | CU_MEMCPY_3D_V2_PTDS if enter => {
+            // Safety: cuMemcpy3D's block is the descriptor pointer: PitchedCopy<Memcpy3D>.
+            let Some(p) = (unsafe { data.params::<PitchedCopy<Memcpy3D>>() }) else { return };
+            // Safety: the descriptor the program passed to the call, valid while the call runs.
+            let Some(copy) = (unsafe { p.pCopy.as_ref() }) else { return };
+            let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
+            state.pitched_copy(call, stream, &PitchedCopyShape::of_3d(copy), true, "cuMemcpy3D");
+        }
+        CU_MEMCPY_3D_ASYNC_V2 | CU_MEMCPY_3D_ASYNC_V2_PTSZ if enter => {
+            // Safety: cuMemcpy3DAsync's block is (pCopy, hStream): PitchedCopyAsync<Memcpy3D>.
+            let Some(p) = (unsafe { data.params::<PitchedCopyAsync<Memcpy3D>>() }) else { return };
+            // Safety: the descriptor the program passed to the call, valid while the call runs.
+            let Some(copy) = (unsafe { p.pCopy.as_ref() }) else { return };
+            let stream = state.stream(call, context, device, p.hStream, pt);
+            state.pitched_copy(call, stream, &PitchedCopyShape::of_3d(copy), false, "cuMemcpy3DAsync");
+        }
+        CU_MEMSET_D2D8_V2 | CU_MEMSET_D2D16_V2 | CU_MEMSET_D2D32_V2 | CU_MEMSET_D2D8_V2_PTDS | CU_MEMSET_D2D16_V2_PTDS
+        | CU_MEMSET_D2D32_V2_PTDS
+            if enter =>
+        {
+            // Safety: the synchronous 2D sets' blocks are (dstDevice, dstPitch, value padded, Width, Height): Memset2D.
+            let Some(p) = (unsafe { data.params::<Memset2D>() }) else { return };
+            let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
+            let bytes = pitched_extent(p.dstPitch, p.Width as u64 * memset_width(cbid), p.Height, 1, 0);
+            let memory = state.memory_at(p.dstDevice);
+            state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: true, memory, api: "cuMemsetD2D" });
+        }
+        CU_MEMSET_D2D8_ASYNC | CU_MEMSET_D2D16_ASYNC | CU_MEMSET_D2D32_ASYNC | CU_MEMSET_D2D8_ASYNC_PTSZ
+        | CU_MEMSET_D2D16_ASYNC_PTSZ | CU_MEMSET_D2D32_ASYNC_PTSZ
+            if enter =>
+        {
+            // Safety: the asynchronous 2D sets' blocks are Memset2D followed by the stream: Memset2DAsync.
+            let Some(p) = (unsafe { data.params::<Memset2DAsync>() }) else { return };
+            let stream = state.stream(call, context, device, p.hStream, pt);
+            let bytes = pitched_extent(p.dstPitch, p.Width as u64 * memset_width(cbid), p.Height, 1, 0);
+            let memory = state.memory_at(p.dstDevice);
+            state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: false, memory, api: "cuMemsetD2DAsync" });
+        }
         CU_EVENT_RECORD | CU_EVENT_RECORD_PTSZ | CU_EVENT_RECORD_WITH_FLAGS | CU_EVENT_RECORD_WITH_FLAGS_PTSZ if enter => {
             // Safety: cuEventRecord's block, and the start of cuEventRecordWithFlags's, is EventRecord.
             let Some(p) = (unsafe { data.params::<EventRecord>() }) else { return };
@@ -298,6 +356,15 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             if let Some(address) = unsafe { written(p.dptr) } {
                 let kind = if cbid == CU_MEM_ALLOC_MANAGED { AllocKind::Managed } else { AllocKind::Device };
                 state.allocated(call, address, p.bytesize as u64, kind, None, "cuMemAlloc");
+            }
+        }
+        CU_MEM_ALLOC_PITCH_V2 if !enter && data.succeeded() => {
+            // Safety: cuMemAllocPitch's block is MemAllocPitch.
+            let Some(p) = (unsafe { data.params::<MemAllocPitch>() }) else { return };
+            // Safety: the call succeeded, so the driver wrote the address and the pitch through them.
+            if let (Some(address), Some(pitch)) = unsafe { (written(p.dptr), written(p.pPitch)) } {
+                let bytes = (pitch as u64).saturating_mul(p.Height as u64);
+                state.allocated(call, address, bytes, AllocKind::Device, None, "cuMemAllocPitch");
             }
         }
         CU_MEM_ALLOC_ASYNC | CU_MEM_ALLOC_ASYNC_PTSZ if !enter && data.succeeded() => {

@@ -22,6 +22,7 @@ mod fork;
 mod functions;
 mod origin;
 pub mod params;
+mod pitched;
 pub mod record;
 mod setup;
 pub mod signature;

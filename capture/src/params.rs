@@ -98,6 +98,101 @@ pub struct MemsetAsync {
     pub hStream: Handle,
 }
 
+/// cuMemAllocPitch: (dptr, pPitch, WidthInBytes, Height, ElementSizeBytes); the block is pitch x Height bytes.
+#[repr(C)]
+pub struct MemAllocPitch {
+    pub dptr: *mut CUdeviceptr,
+    pub pPitch: *mut usize,
+    pub WidthInBytes: usize,
+    pub Height: usize,
+    pub ElementSizeBytes: u32,
+}
+
+/// CUDA_MEMCPY2D: a pitched copy of `Height` rows of `WidthInBytes`.
+#[repr(C)]
+pub struct Memcpy2D {
+    pub srcXInBytes: usize,
+    pub srcY: usize,
+    pub srcMemoryType: u32,
+    pub srcHost: *const c_void,
+    pub srcDevice: CUdeviceptr,
+    pub srcArray: Handle,
+    pub srcPitch: usize,
+    pub dstXInBytes: usize,
+    pub dstY: usize,
+    pub dstMemoryType: u32,
+    pub dstHost: *mut c_void,
+    pub dstDevice: CUdeviceptr,
+    pub dstArray: Handle,
+    pub dstPitch: usize,
+    pub WidthInBytes: usize,
+    pub Height: usize,
+}
+
+/// CUDA_MEMCPY3D: `Depth` slices of `Height` rows of `WidthInBytes`, slices `srcHeight`/`dstHeight` rows apart.
+#[repr(C)]
+pub struct Memcpy3D {
+    pub srcXInBytes: usize,
+    pub srcY: usize,
+    pub srcZ: usize,
+    pub srcLOD: usize,
+    pub srcMemoryType: u32,
+    pub srcHost: *const c_void,
+    pub srcDevice: CUdeviceptr,
+    pub srcArray: Handle,
+    pub reserved0: *mut c_void,
+    pub srcPitch: usize,
+    pub srcHeight: usize,
+    pub dstXInBytes: usize,
+    pub dstY: usize,
+    pub dstZ: usize,
+    pub dstLOD: usize,
+    pub dstMemoryType: u32,
+    pub dstHost: *mut c_void,
+    pub dstDevice: CUdeviceptr,
+    pub dstArray: Handle,
+    pub reserved1: *mut c_void,
+    pub dstPitch: usize,
+    pub dstHeight: usize,
+    pub WidthInBytes: usize,
+    pub Height: usize,
+    pub Depth: usize,
+}
+
+/// cuMemcpy2D/3D (and Unaligned): the descriptor.
+#[repr(C)]
+pub struct PitchedCopy<T> {
+    pub pCopy: *const T,
+}
+
+/// cuMemcpy2DAsync/3DAsync: the descriptor and the stream.
+#[repr(C)]
+pub struct PitchedCopyAsync<T> {
+    pub pCopy: *const T,
+    pub hStream: Handle,
+}
+
+/// cuMemsetD2D8/16/32: (dstDevice, dstPitch, value padded, Width in elements, Height).
+#[repr(C)]
+pub struct Memset2D {
+    pub dstDevice: CUdeviceptr,
+    pub dstPitch: usize,
+    pub value: u32,
+    pub Width: usize,
+    pub Height: usize,
+}
+
+/// The Async forms of cuMemsetD2D*: the same and the stream.
+#[repr(C)]
+pub struct Memset2DAsync {
+    pub dstDevice: CUdeviceptr,
+    pub dstPitch: usize,
+    pub value: u32,
+    pub Width: usize,
+    pub Height: usize,
+    pub hStream: Handle,
+}
+
 #[repr(C)]
 pub struct EventRecord {
     pub hEvent: Handle,
@@ -199,5 +294,14 @@ mod tests {
         assert_eq!(offset_of!(StreamWaitEvent, Flags), 16);
         assert_eq!(offset_of!(MemcpyPeerAsync, hStream), 40);
         assert_eq!(offset_of!(MemAllocFromPoolAsync, hStream), 24);
+        // cuda.h: CUDA_MEMCPY2D is 128 bytes, CUDA_MEMCPY3D 200; cuMemsetD2D8Async's params end with the stream.
+        assert_eq!(std::mem::size_of::<Memcpy2D>(), 128);
+        assert_eq!(offset_of!(Memcpy2D, dstXInBytes), 56);
+        assert_eq!(offset_of!(Memcpy2D, WidthInBytes), 112);
+        assert_eq!(std::mem::size_of::<Memcpy3D>(), 200);
+        assert_eq!(offset_of!(Memcpy3D, dstXInBytes), 88);
+        assert_eq!(offset_of!(Memcpy3D, WidthInBytes), 176);
+        assert_eq!(offset_of!(Memset2D, Width), 24);
+        assert_eq!(offset_of!(Memset2DAsync, hStream), 40);
     }
 }

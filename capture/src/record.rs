@@ -37,6 +37,16 @@ pub enum Record {
     /// decides whether the call makes the host wait.
     Memcpy { stream: u64, copy: CopyKind, src: u64, dst: u64, bytes: u64, synchronous: bool, memory: (MemoryKind, MemoryKind), api: &'static str },
     Memset { stream: u64, dst: u64, bytes: u64, synchronous: bool, memory: MemoryKind, api: &'static str },
+    /// A 2D or 3D copy: each side as `(first byte, extent)`, absent for a CUDA array (no address).
+    PitchedMemcpy {
+        stream: u64,
+        copy: CopyKind,
+        from: Option<(u64, u64)>,
+        to: Option<(u64, u64)>,
+        synchronous: bool,
+        memory: (MemoryKind, MemoryKind),
+        api: &'static str,
+    },
     EventRecord { event: u64, stream: u64 },
     Wait { stream: u64, event: u64 },
     Sync { target: SyncTarget, api: &'static str },
@@ -158,6 +168,21 @@ impl Entry {
                     .range(Field::To, *dst, *bytes)
                     .name(Field::FromMemory, from.as_str())
                     .name(Field::ToMemory, to.as_str())
+                    .boolean(Field::Sync, *synchronous);
+                common(&mut line, call, Some(api));
+                line
+            }
+            Record::PitchedMemcpy { stream, copy, from, to, synchronous, memory: (from_memory, to_memory), api } => {
+                let mut line = RecordLine::begin(out, RecordKind::Memcpy);
+                line.number(Field::Stream, *stream).name(Field::Copy, copy.as_str());
+                if let Some((address, extent)) = from {
+                    line.range(Field::From, *address, *extent);
+                }
+                if let Some((address, extent)) = to {
+                    line.range(Field::To, *address, *extent);
+                }
+                line.name(Field::FromMemory, from_memory.as_str())
+                    .name(Field::ToMemory, to_memory.as_str())
                     .boolean(Field::Sync, *synchronous);
                 common(&mut line, call, Some(api));
                 line

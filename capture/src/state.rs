@@ -17,6 +17,7 @@ use crate::args::launch_pointers;
 use crate::control::disable;
 use crate::functions::{describe, FunctionInfo};
 use crate::origin::current_pid;
+use crate::pitched::{PitchedCopyShape, PitchedSide};
 use crate::record::{Batch, Call, Record};
 use crate::writer::{self, Writer};
 
@@ -252,6 +253,38 @@ impl ProcessState {
             CopyKind::DtoH => (MemoryKind::Device, self.memory_at(dst)),
             CopyKind::DtoD | CopyKind::PtoP => (MemoryKind::Device, MemoryKind::Device),
             CopyKind::HtoH | CopyKind::Default => (self.memory_at(src), self.memory_at(dst)),
+        }
+    }
+
+    /// A 2D or 3D copy: each side's extent, where the descriptor gives one (a CUDA array has no address), and
+    /// its memory; the direction follows from the memory on both sides.
+    pub fn pitched_copy(&mut self, call: Call, stream: u64, shape: &PitchedCopyShape, synchronous: bool, api: &'static str) {
+        let side = |state: &Self, side: &PitchedSide| -> (Option<(u64, u64)>, MemoryKind) {
+            match side.memory_type {
+                1 => (Some((side.host.wrapping_add(side.offset), side.extent)), state.host_memory_at(side.host)),
+                2 => (Some((side.device.wrapping_add(side.offset), side.extent)), MemoryKind::Device),
+                4 => (Some((side.device.wrapping_add(side.offset), side.extent)), state.memory_at(side.device)),
+                _ => (None, MemoryKind::Device),
+            }
+        };
+        let (from, from_memory) = side(self, &shape.src);
+        let (to, to_memory) = side(self, &shape.dst);
+        let host = |m: MemoryKind| matches!(m, MemoryKind::Pageable | MemoryKind::Pinned);
+        let copy = match (host(from_memory), host(to_memory)) {
+            (true, false) => CopyKind::HtoD,
+            (false, true) => CopyKind::DtoH,
+            (true, true) => CopyKind::HtoH,
+            (false, false) => CopyKind::DtoD,
+        };
+        let memory = (from_memory, to_memory);
+        self.emit(call, Record::PitchedMemcpy { stream, copy, from, to, synchronous, memory, api });
+    }
+
+    /// What host memory `address` is: pinned when the capture or the driver knows it so, else pageable.
+    fn host_memory_at(&self, address: u64) -> MemoryKind {
+        match self.memory_at(address) {
+            MemoryKind::Pinned => MemoryKind::Pinned,
+            _ => MemoryKind::Pageable,
         }
     }
 
