@@ -419,4 +419,9 @@ fn pitched_copies_and_sets_are_recorded_with_their_extent_and_memory() {
     for call in ["cuMemAllocPitch", "cuMemcpy2DAsync", "cuMemsetD2DAsync", "\"to_memory\":\"pinned\""] {
         assert!(text.contains(call), "{call}");
     }
+    // cudaMemcpyBatchAsync: each copy of the batch is recorded; the first races with the kernel, the second not.
+    let json = expect_races("samples/capture/cuda/batch_copy_race.json", &[("read-after-write", "write_kernel", "memcpy DtoD")]);
+    assert_eq!(json["races"][0]["later"]["site"]["stream"]["kind"], "non_blocking");
+    let text = std::fs::read_to_string("samples/capture/cuda/batch_copy_race.json").expect("trace");
+    assert_eq!(text.matches("cuMemcpyBatchAsync").count(), 2, "both copies of the batch");
 }

@@ -153,6 +153,20 @@ fn copy_kind(cbid: u32) -> CopyKind {
     }
 }
 
+/// The copies of a batch as (dst, src, bytes); none when an array is null or the count is past `MAX_BATCH` (not
+/// believed: the injected library must not read far into the program's memory on a malformed call).
+///
+/// # Safety
+/// Each pointer is null or points to `count` readable entries.
+unsafe fn batch_copies(dsts: *const u64, srcs: *const u64, sizes: *const usize, count: usize) -> Vec<(u64, u64, u64)> {
+    const MAX_BATCH: usize = 1 << 16;
+    if dsts.is_null() || srcs.is_null() || sizes.is_null() || count > MAX_BATCH {
+        return Vec::new();
+    }
+    // Safety: `i < count` entries of each array are readable (the caller's promise).
+    (0..count).map(|i| unsafe { (*dsts.add(i), *srcs.add(i), *sizes.add(i) as u64) }).collect()
+}
+
 fn memset_width(cbid: u32) -> u64 {
     match cbid {
         CU_MEMSET_D16_V2 | CU_MEMSET_D16_ASYNC | CU_MEMSET_D2D16_V2 | CU_MEMSET_D2D16_ASYNC | CU_MEMSET_D2D16_V2_PTDS
@@ -274,6 +288,22 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             let Some(copy) = (unsafe { p.pCopy.as_ref() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
             state.pitched_copy(call, stream, &PitchedCopyShape::of_3d(copy), false, "cuMemcpy3DAsync");
+        }
+        CU_MEMCPY_BATCH_ASYNC | CU_MEMCPY_BATCH_ASYNC_PTSZ if enter => {
+            // Safety: cuMemcpyBatchAsync's block (CUDA 12.8) is MemcpyBatch.
+            let Some(p) = (unsafe { data.params::<MemcpyBatch>() }) else { return };
+            let stream = state.stream(call, context, device, p.hStream, pt);
+            // Safety: the program's three arrays of `count` entries, valid while the call runs.
+            let copies = unsafe { batch_copies(p.dsts, p.srcs, p.sizes, p.count) };
+            state.batch_copy(call, stream, &copies, "cuMemcpyBatchAsync");
+        }
+        CU_MEMCPY_BATCH_ASYNC_V2 | CU_MEMCPY_BATCH_ASYNC_V2_PTSZ if enter => {
+            // Safety: cuMemcpyBatchAsync_v2's block (CUDA 13) is MemcpyBatchV2.
+            let Some(p) = (unsafe { data.params::<MemcpyBatchV2>() }) else { return };
+            let stream = state.stream(call, context, device, p.hStream, pt);
+            // Safety: the program's three arrays of `count` entries, valid while the call runs.
+            let copies = unsafe { batch_copies(p.dsts, p.srcs, p.sizes, p.count) };
+            state.batch_copy(call, stream, &copies, "cuMemcpyBatchAsync");
         }
         CU_MEMSET_D2D8_V2 | CU_MEMSET_D2D16_V2 | CU_MEMSET_D2D32_V2 | CU_MEMSET_D2D8_V2_PTDS | CU_MEMSET_D2D16_V2_PTDS
         | CU_MEMSET_D2D32_V2_PTDS

@@ -108,6 +108,34 @@ pub struct MemAllocPitch {
     pub ElementSizeBytes: u32,
 }
 
+/// cuMemcpyBatchAsync (CUDA 12.8): `count` copies, dsts[i] <- srcs[i] of sizes[i] bytes, then the attributes,
+/// an index for the failing copy, and the stream.
+#[repr(C)]
+pub struct MemcpyBatch {
+    pub dsts: *const CUdeviceptr,
+    pub srcs: *const CUdeviceptr,
+    pub sizes: *const usize,
+    pub count: usize,
+    pub attrs: *const c_void,
+    pub attrsIdxs: *const usize,
+    pub numAttrs: usize,
+    pub failIdx: *mut usize,
+    pub hStream: Handle,
+}
+
+/// cuMemcpyBatchAsync_v2 (CUDA 13): the same without the failing index.
+#[repr(C)]
+pub struct MemcpyBatchV2 {
+    pub dsts: *const CUdeviceptr,
+    pub srcs: *const CUdeviceptr,
+    pub sizes: *const usize,
+    pub count: usize,
+    pub attrs: *const c_void,
+    pub attrsIdxs: *const usize,
+    pub numAttrs: usize,
+    pub hStream: Handle,
+}
+
 /// CUDA_MEMCPY2D: a pitched copy of `Height` rows of `WidthInBytes`.
 #[repr(C)]
 pub struct Memcpy2D {
@@ -303,5 +331,7 @@ mod tests {
         assert_eq!(offset_of!(Memcpy3D, WidthInBytes), 176);
         assert_eq!(offset_of!(Memset2D, Width), 24);
         assert_eq!(offset_of!(Memset2DAsync, hStream), 40);
+        assert_eq!(offset_of!(MemcpyBatch, hStream), 64);
+        assert_eq!(offset_of!(MemcpyBatchV2, hStream), 56);
     }
 }

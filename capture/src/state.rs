@@ -269,15 +269,19 @@ impl ProcessState {
         };
         let (from, from_memory) = side(self, &shape.src);
         let (to, to_memory) = side(self, &shape.dst);
-        let host = |m: MemoryKind| matches!(m, MemoryKind::Pageable | MemoryKind::Pinned);
-        let copy = match (host(from_memory), host(to_memory)) {
-            (true, false) => CopyKind::HtoD,
-            (false, true) => CopyKind::DtoH,
-            (true, true) => CopyKind::HtoH,
-            (false, false) => CopyKind::DtoD,
-        };
+        let copy = direction(from_memory, to_memory);
         let memory = (from_memory, to_memory);
         self.emit(call, Record::PitchedMemcpy { stream, copy, from, to, synchronous, memory, api });
+    }
+
+    /// A batch of copies (`cuMemcpyBatchAsync`): each one a copy on the stream, its direction from the memory on
+    /// both sides.
+    pub fn batch_copy(&mut self, call: Call, stream: u64, copies: &[(u64, u64, u64)], api: &'static str) {
+        for &(dst, src, bytes) in copies {
+            let memory = (self.memory_at(src), self.memory_at(dst));
+            let copy = direction(memory.0, memory.1);
+            self.emit(call, Record::Memcpy { stream, copy, src, dst, bytes, synchronous: false, memory, api });
+        }
     }
 
     /// What host memory `address` is: pinned when the capture or the driver knows it so, else pageable.
@@ -295,5 +299,17 @@ impl ProcessState {
         for start in starts {
             self.freed(call, start, FreeKind::VirtualUnmap, None, "cuMemUnmap");
         }
+    }
+}
+
+/// A copy's direction from the memory on its two sides (host memory is pageable or pinned; managed memory counts
+/// as the device's).
+fn direction(from: MemoryKind, to: MemoryKind) -> CopyKind {
+    let host = |m: MemoryKind| matches!(m, MemoryKind::Pageable | MemoryKind::Pinned);
+    match (host(from), host(to)) {
+        (true, false) => CopyKind::HtoD,
+        (false, true) => CopyKind::DtoH,
+        (true, true) => CopyKind::HtoH,
+        (false, false) => CopyKind::DtoD,
     }
 }
