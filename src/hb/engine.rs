@@ -64,6 +64,9 @@ pub struct EngineStats {
     /// Whether any operation carried addresses (access tier T1 or above).
     pub has_addresses: bool,
     pub peak_shadow_segments: usize,
+    /// Overlap questions between strided views answered "overlap" because they ran past their step budget:
+    /// each may be a race reported that is not one.
+    pub assumed_view_overlaps: u64,
     pub peak_live_allocations: usize,
     /// Pointer-sized kernel arguments that fell in no live allocation (not pointers, or host memory).
     pub unresolved_pointers: u64,
@@ -250,6 +253,7 @@ impl Engine {
         self.stats.events = self.events.len();
         self.stats.threads = self.threads.len();
         self.stats.sites = self.sites.len();
+        self.stats.assumed_view_overlaps = self.processes.iter().map(|p| p.shadow.assumed_view_overlaps()).sum();
         (self.collector.into_findings(), self.stats)
     }
 

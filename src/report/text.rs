@@ -154,6 +154,13 @@ impl Report for TextReport {
                 }
             }
         }
+        if analysis.stats.assumed_view_overlaps > 0 {
+            writeln!(
+                out,
+                "warning: {} overlap questions between strided views ran past their step budget and were taken as overlapping: a race on such views may not be one",
+                analysis.stats.assumed_view_overlaps
+            )?;
+        }
         for counter in analysis.import.data_loss() {
             let first = counter.first.as_deref().map(|at| format!("; first at {}", printable(at))).unwrap_or_default();
             writeln!(out, "warning: {} {} ({}{first}): findings may be incomplete", counter.count, counter.meaning, counter.name)?;
