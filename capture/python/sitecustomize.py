@@ -154,15 +154,16 @@ def _record_host_reads(torch, emit, lines):
 
     def reading(name, method):
         def read(self, *args, **kwargs):
+            result = method(self, *args, **kwargs)  # recorded once it succeeded
             try:
-                if self.device.type == "cpu" and self.is_pinned():
+                if self.device.type == "cpu" and self.numel() > 0 and self.is_pinned():
                     extent = _extent(self)
                     if extent:
                         emit('{"type":"host_access","name":"%s","reads":[%s],"writes":[],"src":%s}' % (
                             name, extent, lines.at()))
             except Exception:
                 pass  # recording must never change what the call does
-            return method(self, *args, **kwargs)
+            return result
         read.__name__ = getattr(method, "__name__", name)
         read.__doc__ = getattr(method, "__doc__", None)
         return read
@@ -297,10 +298,15 @@ def _start_dispatch_mode(torch, begin, emit, lines):
                 extent = _extent(value)
                 if extent:
                     out.append(extent)
-            elif value.device.type == "cpu" and value.is_pinned():
-                extent = _extent(value)
-                if extent:
-                    host_out.append(extent)
+            elif value.device.type == "cpu":
+                try:
+                    pinned = value.numel() > 0 and value.is_pinned()
+                except Exception:  # a forked worker without CUDA, a tensor without storage: not the GPU's
+                    pinned = False
+                if pinned:
+                    extent = _extent(value)
+                    if extent:
+                        host_out.append(extent)
         elif isinstance(value, (list, tuple)):
             for item in value:
                 add_extents(item, out, host_out)

@@ -184,8 +184,6 @@ struct OpFacts {
   std::string schema_name;       // "aten::addmm", to confirm a cache hit
   std::string name;              // "addmm.default", as the Python dispatch mode names ops
   std::vector<bool> written;     // per schema argument: does the op write it (Tensor(a!))
-  bool outputs_alias = false;    // its outputs are views of its arguments or the arguments it wrote: no new bytes
-  bool view = false;             // outputs_alias and no argument written: it touches no byte at all (detach, to)
 };
 
 thread_local std::unordered_map<const char*, OpFacts> op_facts;  // keyed by the schema's own name string
@@ -201,6 +199,7 @@ struct ThreadOp {
   std::string reads;                    // "[[first,length],...]"
   std::string host_reads;               // the same, of CPU tensors in pinned memory
   std::vector<c10::IValue> written;     // the written arguments
+  std::vector<const void*> storages;    // the storages of its tensor arguments: an output in one is a view
 };
 thread_local ThreadOp current_op;
 
@@ -227,10 +226,6 @@ const OpFacts* facts_of(const at::RecordFunction& fn) {
     const c10::AliasInfo* alias = argument.alias_info();
     facts.written.push_back(alias != nullptr && alias->isWrite());
   }
-  for (const auto& result : schema->returns()) {
-    facts.outputs_alias = facts.outputs_alias || result.alias_info() != nullptr;
-  }
-  facts.view = facts.outputs_alias && std::find(facts.written.begin(), facts.written.end(), true) == facts.written.end();
   op_facts.erase(key);
   return &op_facts.emplace(key, std::move(facts)).first->second;
 }
@@ -253,6 +248,9 @@ void append_extent(ExtentLists out, const at::Tensor& tensor) {
   }
   std::string* list = &out.device;
   if (!tensor.is_cuda() && cuda_only) {
+    if (tensor.numel() == 0) {
+      return;  // no byte, and perhaps no pointer to ask about
+    }
     // Asked of the context, not through the is_pinned op: no dispatch (and no RecordFunction) from inside one.
     if (!tensor.is_cpu() || !at::globalContext().isPinnedPtr(tensor.const_data_ptr())) {
       return;
@@ -303,20 +301,31 @@ void append_extent(ExtentLists out, const at::Tensor& tensor) {
   *list += "]]";
 }
 
-void append_extents(ExtentLists out, const c10::IValue& value) {
+
+// Calls `visit` with each tensor a value holds (a tensor, a tensor list, or a list that may hold tensors).
+template <typename Visit>
+void for_each_tensor(const c10::IValue& value, Visit&& visit) {
   if (value.isTensor()) {
-    append_extent(out, value.toTensor());
+    visit(value.toTensor());
   } else if (value.isTensorList()) {
     for (const at::Tensor& tensor : value.toTensorList()) {
-      append_extent(out, tensor);
+      visit(tensor);
     }
-  } else if (value.isList()) {  // Tensor?[] and other lists that may hold tensors
+  } else if (value.isList()) {
     for (const c10::IValue& item : value.toListRef()) {
       if (item.isTensor()) {
-        append_extent(out, item.toTensor());
+        visit(item.toTensor());
       }
     }
   }
+}
+
+void append_extents(ExtentLists out, const c10::IValue& value) {
+  for_each_tensor(value, [&](const at::Tensor& tensor) { append_extent(out, tensor); });
+}
+
+const void* storage_of(const at::Tensor& tensor) {
+  return tensor.defined() && tensor.has_storage() ? tensor.storage().unsafeGetStorageImpl() : nullptr;
 }
 
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
@@ -337,8 +346,10 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     op.reads.assign("[");
     op.host_reads.assign("[");
     op.written.clear();
+    op.storages.clear();
     auto inputs = fn.inputs();
     for (size_t index = 0; index < inputs.size(); ++index) {
+      for_each_tensor(inputs[index], [&](const at::Tensor& tensor) { op.storages.push_back(storage_of(tensor)); });
       if (index < facts->written.size() && facts->written[index]) {
         op.written.push_back(inputs[index]);
       } else {
@@ -355,6 +366,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       op.reads.assign("[]");
       op.host_reads.assign("[]");
       op.written.clear();
+      op.storages.clear();
       op.source.clear();
       op_begin();
     }
@@ -373,16 +385,26 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
   }
   op.active = false;
   thread_local std::string writes, host_writes, text;
+  int new_outputs = 0, aliased_outputs = 0;
   try {
     writes.assign("[");
     host_writes.assign("[");
     for (const c10::IValue& argument : op.written) {
       append_extents({writes, host_writes}, argument);
     }
-    if (!op.facts->outputs_alias) {  // a view (detach, slice) touches no byte; an in-place op's are counted
-      for (const c10::IValue& output : fn.outputs()) {
-        append_extents({writes, host_writes}, output);
-      }
+    // An output in the storage of an argument is a view of it (detach, slice, a `to` that had nothing to do) or
+    // the argument an in-place op wrote (counted above): no new bytes. Decided at run time: `to`, `contiguous`
+    // and `reshape` alias when they can and copy when they cannot.
+    for (const c10::IValue& output : fn.outputs()) {
+      for_each_tensor(output, [&](const at::Tensor& tensor) {
+        const void* storage = storage_of(tensor);
+        if (storage != nullptr && std::find(op.storages.begin(), op.storages.end(), storage) != op.storages.end()) {
+          ++aliased_outputs;
+        } else {
+          ++new_outputs;
+          append_extent({writes, host_writes}, tensor);
+        }
+      });
     }
     writes += ']';
     host_writes += ']';
@@ -392,7 +414,9 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
   }
   // Observed ops again, now that the op's extents are taken (nothing above may be observed as an op).
   at::enableRecordFunction(true);
+  bool wrote_arguments = !op.written.empty();
   op.written.clear();
+  op.storages.clear();
   try {
     text.assign("{\"type\":\"op_end\",\"name\":");
     append_json_string(text, op.facts->name.c_str());
@@ -405,7 +429,9 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
     text += '}';
     emit(text);
     bool touches_cuda = op.reads.size() > 2 || writes.size() > 2;
-    if (!touches_cuda && !op.facts->view && (op.host_reads.size() > 2 || host_writes.size() > 2)) {
+    // A view op (its outputs all in its arguments' storages, none written) reads no byte either.
+    bool view = aliased_outputs > 0 && new_outputs == 0 && !wrote_arguments;
+    if (!touches_cuda && !view && (op.host_reads.size() > 2 || host_writes.size() > 2)) {
       // A CPU op on pinned memory: the host itself read or wrote it (rule 12), after the op, on this thread. In
       // an op with CUDA tensors too (a copy to or from the GPU) the pinned bytes are the copy's, not the host's.
       text.assign("{\"type\":\"host_access\",\"name\":");

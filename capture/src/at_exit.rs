@@ -19,7 +19,8 @@ pub extern "C" fn flush_at_exit() {
     }
     let _ = std::panic::catch_unwind(|| {
         let writer = {
-            let Ok(mut slot) = STATE.lock() else { return };
+            // Even after a panic caught in a callback (a poisoned lock): what was recorded is written.
+            let mut slot = STATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             match slot.as_mut() {
                 Some(state) if state.pid == current_pid() => {
                     state.emit(Call { tid: thread_id(), time_ns: now_ns(), correlation: 0 }, capture_stats());

@@ -194,8 +194,8 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             unsafe { state.kernel(call, stream, p.f, p.kernelParams, p.extra, "cuLaunchKernel") };
         }
         CU_LAUNCH_COOPERATIVE_KERNEL | CU_LAUNCH_COOPERATIVE_KERNEL_PTSZ if enter => {
-            // Safety: cuLaunchCooperativeKernel's block is LaunchKernel without `extra`, which is not read.
-            let Some(p) = (unsafe { data.params::<LaunchKernel>() }) else { return };
+            // Safety: cuLaunchCooperativeKernel's block is LaunchCooperativeKernel.
+            let Some(p) = (unsafe { data.params::<LaunchCooperativeKernel>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
             // Safety: the launch's own parameter array, valid while the driver is in the call.
             unsafe { state.kernel(call, stream, p.f, p.kernelParams, std::ptr::null_mut(), "cuLaunchCooperativeKernel") };
@@ -245,7 +245,7 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: the synchronous sets' blocks are (dstDevice, value, N), the value padded alike: Memset.
             let Some(p) = (unsafe { data.params::<Memset>() }) else { return };
             let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
-            let bytes = p.N as u64 * memset_width(cbid);
+            let bytes = (p.N as u64).saturating_mul(memset_width(cbid));
             let memory = state.memory_at(p.dstDevice);
             state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: true, memory, api: "cuMemset" });
         }
@@ -253,7 +253,7 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: the asynchronous sets' blocks are (dstDevice, value, N, hStream): MemsetAsync.
             let Some(p) = (unsafe { data.params::<MemsetAsync>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
-            let bytes = p.N as u64 * memset_width(cbid);
+            let bytes = (p.N as u64).saturating_mul(memset_width(cbid));
             let memory = state.memory_at(p.dstDevice);
             state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: false, memory, api: "cuMemsetAsync" });
         }
@@ -312,7 +312,7 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: the synchronous 2D sets' blocks are (dstDevice, dstPitch, value padded, Width, Height): Memset2D.
             let Some(p) = (unsafe { data.params::<Memset2D>() }) else { return };
             let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
-            let bytes = pitched_extent(p.dstPitch, p.Width as u64 * memset_width(cbid), p.Height, 1, 0);
+            let bytes = pitched_extent(p.dstPitch, (p.Width as u64).saturating_mul(memset_width(cbid)), p.Height, 1, 0);
             let memory = state.memory_at(p.dstDevice);
             state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: true, memory, api: "cuMemsetD2D" });
         }
@@ -323,7 +323,7 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: the asynchronous 2D sets' blocks are Memset2D followed by the stream: Memset2DAsync.
             let Some(p) = (unsafe { data.params::<Memset2DAsync>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
-            let bytes = pitched_extent(p.dstPitch, p.Width as u64 * memset_width(cbid), p.Height, 1, 0);
+            let bytes = pitched_extent(p.dstPitch, (p.Width as u64).saturating_mul(memset_width(cbid)), p.Height, 1, 0);
             let memory = state.memory_at(p.dstDevice);
             state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: false, memory, api: "cuMemsetD2DAsync" });
         }

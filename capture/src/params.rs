@@ -21,8 +21,22 @@ pub struct LaunchKernel {
     pub sharedMemBytes: u32,
     pub hStream: Handle,
     pub kernelParams: *mut *mut c_void,
-    /// Absent from cuLaunchCooperativeKernel's block: never read for it.
     pub extra: *mut *mut c_void,
+}
+
+/// cuLaunchCooperativeKernel: the same without `extra` (its block is 8 bytes shorter).
+#[repr(C)]
+pub struct LaunchCooperativeKernel {
+    pub f: Handle,
+    pub gridDimX: u32,
+    pub gridDimY: u32,
+    pub gridDimZ: u32,
+    pub blockDimX: u32,
+    pub blockDimY: u32,
+    pub blockDimZ: u32,
+    pub sharedMemBytes: u32,
+    pub hStream: Handle,
+    pub kernelParams: *mut *mut c_void,
 }
 
 /// The leading fields of CUlaunchConfig.
@@ -332,6 +346,7 @@ mod tests {
         assert_eq!(offset_of!(Memset2D, Width), 24);
         assert_eq!(offset_of!(Memset2DAsync, hStream), 40);
         assert_eq!(offset_of!(MemcpyBatch, hStream), 64);
+        assert_eq!(std::mem::size_of::<LaunchCooperativeKernel>(), 56);
         assert_eq!(offset_of!(MemcpyBatchV2, hStream), 56);
     }
 }

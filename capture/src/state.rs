@@ -57,7 +57,8 @@ pub fn drain_into(writer: &Writer) -> bool {
 
 /// The records collected so far, if `writer` is this process's current writer.
 fn take_pending_for(writer: &Writer) -> Option<Batch> {
-    let mut slot = STATE.lock().ok()?;
+    // A panic caught in a callback poisons the lock: what was recorded before it is still written.
+    let mut slot = STATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     match slot.as_mut() {
         Some(state) if state.pid == current_pid() && state.writer.path == writer.path => Some(state.take_pending()),
         _ => None,
@@ -66,10 +67,9 @@ fn take_pending_for(writer: &Writer) -> Option<Batch> {
 
 /// Gives a written, emptied batch back to this process's state, to collect the next records in.
 fn keep_spare(batch: Batch) {
-    if let Ok(mut slot) = STATE.lock() {
-        if let Some(state) = slot.as_mut().filter(|state| state.pid == current_pid()) {
-            state.spare = Some(batch);
-        }
+    let mut slot = STATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(state) = slot.as_mut().filter(|state| state.pid == current_pid()) {
+        state.spare = Some(batch);
     }
 }
 
