@@ -169,7 +169,8 @@ unsafe fn batch_copies(dsts: *const u64, srcs: *const u64, sizes: *const usize, 
 
 fn memset_width(cbid: u32) -> u64 {
     match cbid {
-        CU_MEMSET_D16_V2 | CU_MEMSET_D16_ASYNC | CU_MEMSET_D2D16_V2 | CU_MEMSET_D2D16_ASYNC | CU_MEMSET_D2D16_V2_PTDS
+        CU_MEMSET_D16_V2 | CU_MEMSET_D16_ASYNC | CU_MEMSET_D16_V2_PTDS | CU_MEMSET_D16_ASYNC_PTSZ | CU_MEMSET_D2D16_V2
+        | CU_MEMSET_D2D16_ASYNC | CU_MEMSET_D2D16_V2_PTDS
         | CU_MEMSET_D2D16_ASYNC_PTSZ => 2,
         CU_MEMSET_D32_V2 | CU_MEMSET_D32_ASYNC | CU_MEMSET_D32_V2_PTDS | CU_MEMSET_D32_ASYNC_PTSZ | CU_MEMSET_D2D32_V2
         | CU_MEMSET_D2D32_ASYNC | CU_MEMSET_D2D32_V2_PTDS | CU_MEMSET_D2D32_ASYNC_PTSZ => 4,
@@ -229,7 +230,7 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             let memory = state.copy_memory(copy_kind(cbid), p.src, p.dst);
             state.emit(call, Record::Memcpy { stream, copy: copy_kind(cbid), src: p.src, dst: p.dst, bytes: p.ByteCount as u64, synchronous: false, memory, api: "cuMemcpyAsync" });
         }
-        CU_MEMCPY_PEER if enter => {
+        CU_MEMCPY_PEER | CU_MEMCPY_PEER_PTDS if enter => {
             // Safety: cuMemcpyPeer's block is MemcpyPeer.
             let Some(p) = (unsafe { data.params::<MemcpyPeer>() }) else { return };
             let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
@@ -241,7 +242,9 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             let stream = state.stream(call, context, device, p.hStream, pt);
             state.emit(call, Record::Memcpy { stream, copy: CopyKind::PtoP, src: p.srcDevice, dst: p.dstDevice, bytes: p.ByteCount as u64, synchronous: false, memory: (MemoryKind::Device, MemoryKind::Device), api: "cuMemcpyPeerAsync" });
         }
-        CU_MEMSET_D8_V2 | CU_MEMSET_D16_V2 | CU_MEMSET_D32_V2 | CU_MEMSET_D8_V2_PTDS | CU_MEMSET_D32_V2_PTDS if enter => {
+        CU_MEMSET_D8_V2 | CU_MEMSET_D16_V2 | CU_MEMSET_D32_V2 | CU_MEMSET_D8_V2_PTDS | CU_MEMSET_D16_V2_PTDS | CU_MEMSET_D32_V2_PTDS
+            if enter =>
+        {
             // Safety: the synchronous sets' blocks are (dstDevice, value, N), the value padded alike: Memset.
             let Some(p) = (unsafe { data.params::<Memset>() }) else { return };
             let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
@@ -249,7 +252,10 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             let memory = state.memory_at(p.dstDevice);
             state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: true, memory, api: "cuMemset" });
         }
-        CU_MEMSET_D8_ASYNC | CU_MEMSET_D16_ASYNC | CU_MEMSET_D32_ASYNC | CU_MEMSET_D8_ASYNC_PTSZ | CU_MEMSET_D32_ASYNC_PTSZ if enter => {
+        CU_MEMSET_D8_ASYNC | CU_MEMSET_D16_ASYNC | CU_MEMSET_D32_ASYNC | CU_MEMSET_D8_ASYNC_PTSZ | CU_MEMSET_D16_ASYNC_PTSZ
+        | CU_MEMSET_D32_ASYNC_PTSZ
+            if enter =>
+        {
             // Safety: the asynchronous sets' blocks are (dstDevice, value, N, hStream): MemsetAsync.
             let Some(p) = (unsafe { data.params::<MemsetAsync>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);

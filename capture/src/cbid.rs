@@ -55,7 +55,9 @@ pub const CU_MEMCPY_2D_V2_PTDS: u32 = 405;
 pub const CU_MEMCPY_2D_UNALIGNED_V2_PTDS: u32 = 406;
 pub const CU_MEMCPY_3D_V2_PTDS: u32 = 407;
 pub const CU_MEMCPY_PTDS: u32 = 408;
+pub const CU_MEMCPY_PEER_PTDS: u32 = 409;
 pub const CU_MEMSET_D8_V2_PTDS: u32 = 411;
+pub const CU_MEMSET_D16_V2_PTDS: u32 = 412;
 pub const CU_MEMSET_D32_V2_PTDS: u32 = 413;
 pub const CU_MEMSET_D2D8_V2_PTDS: u32 = 414;
 pub const CU_MEMSET_D2D16_V2_PTDS: u32 = 415;
@@ -68,6 +70,7 @@ pub const CU_MEMCPY_PEER_ASYNC_PTSZ: u32 = 426;
 pub const CU_MEMCPY_2D_ASYNC_V2_PTSZ: u32 = 424;
 pub const CU_MEMCPY_3D_ASYNC_V2_PTSZ: u32 = 425;
 pub const CU_MEMSET_D8_ASYNC_PTSZ: u32 = 428;
+pub const CU_MEMSET_D16_ASYNC_PTSZ: u32 = 429;
 pub const CU_MEMSET_D32_ASYNC_PTSZ: u32 = 430;
 pub const CU_MEMSET_D2D8_ASYNC_PTSZ: u32 = 431;
 pub const CU_MEMSET_D2D16_ASYNC_PTSZ: u32 = 432;
@@ -123,6 +126,7 @@ pub const ENABLED: &[u32] = &[
     CU_MEMSET_D2D16_ASYNC, CU_MEMSET_D2D32_ASYNC, CU_MEMSET_D2D8_V2_PTDS, CU_MEMSET_D2D16_V2_PTDS,
     CU_MEMSET_D2D32_V2_PTDS, CU_MEMSET_D2D8_ASYNC_PTSZ, CU_MEMSET_D2D16_ASYNC_PTSZ, CU_MEMSET_D2D32_ASYNC_PTSZ,
     CU_MEMCPY_BATCH_ASYNC, CU_MEMCPY_BATCH_ASYNC_PTSZ, CU_MEMCPY_BATCH_ASYNC_V2, CU_MEMCPY_BATCH_ASYNC_V2_PTSZ,
+    CU_MEMCPY_PEER_PTDS, CU_MEMSET_D16_V2_PTDS, CU_MEMSET_D16_ASYNC_PTSZ,
 ];
 
 /// Whether the call is a per-thread-default-stream form (`_ptsz` / `_ptds`): a null stream handle then means
@@ -134,6 +138,9 @@ pub fn per_thread(cbid: u32) -> bool {
             | CU_MEMCPY_DTOH_V2_PTDS
             | CU_MEMCPY_DTOD_V2_PTDS
             | CU_MEMCPY_PTDS
+            | CU_MEMCPY_PEER_PTDS
+            | CU_MEMSET_D16_V2_PTDS
+            | CU_MEMSET_D16_ASYNC_PTSZ
             | CU_MEMSET_D8_V2_PTDS
             | CU_MEMSET_D32_V2_PTDS
             | CU_MEMCPY_ASYNC_PTSZ
