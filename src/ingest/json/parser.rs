@@ -80,21 +80,13 @@ impl ProblemKind {
     }
 }
 
-impl From<String> for Problem {
-    fn from(message: String) -> Problem {
-        Problem { kind: ProblemKind::Inconsistent, message }
-    }
-}
-
-impl From<&str> for Problem {
-    fn from(message: &str) -> Problem {
-        Problem::malformed(message)
-    }
-}
-
 impl Problem {
     pub fn malformed(message: impl Into<String>) -> Problem {
         Problem { kind: ProblemKind::Malformed, message: message.into() }
+    }
+
+    pub fn inconsistent(message: impl Into<String>) -> Problem {
+        Problem { kind: ProblemKind::Inconsistent, message: message.into() }
     }
 }
 
@@ -334,7 +326,7 @@ impl JsonTraceParser {
             RecordKind::CaptureStats => {
                 // What the capture cost the program, said once per process at exit.
                 let (Some(calls), Some(ns)) = (raw.calls, raw.callback_ns) else {
-                    return Err("capture_stats needs `calls` and `callback_ns`".into());
+                    return Err(Problem::malformed("capture_stats needs `calls` and `callback_ns`"));
                 };
                 self.counters.bump("capture.recorded_calls", Severity::Info, "driver calls the capture library recorded", calls);
                 self.counters.bump("capture.callback_ns", Severity::Info, "nanoseconds the capture library spent recording them, on the program's threads", ns);
@@ -345,7 +337,7 @@ impl JsonTraceParser {
                 // deciding ordering.
                 self.counters.bump("json.gpu_times", Severity::Info, "GPU time records (placed on timelines)", 1);
                 let (Some(correlation), Some(start_ns), Some(end_ns)) = (raw.corr, raw.gpu_start, raw.gpu_end) else {
-                    return Err("gpu_time needs `corr`, `gpu_start` and `gpu_end`".into());
+                    return Err(Problem::malformed("gpu_time needs `corr`, `gpu_start` and `gpu_end`"));
                 };
                 out.push(Ok(TraceRecord::GpuTime { correlation, start_ns, end_ns }));
                 return Ok(());

@@ -19,9 +19,9 @@ use crate::model::{
 
 impl JsonTraceParser {
     pub(super) fn stream_record(&mut self, process: ProcessId, thread: ThreadId, raw: &RawRecord, out: &mut Batch) -> Result<(), Problem> {
-        let handle = raw.id.ok_or("stream record without `id`")?;
+        let handle = raw.id.ok_or_else(|| Problem::malformed("stream record without `id`"))?;
         if self.streams.get(process, handle).is_some() {
-            return Err(format!("stream {handle} declared twice").into());
+            return Err(Problem::inconsistent(format!("stream {handle} declared twice")));
         }
         let kind = match raw.stream_kind.as_deref() {
             None => format::StreamKind::default(),
@@ -46,9 +46,9 @@ impl JsonTraceParser {
     }
 
     pub(super) fn event_record(&mut self, process: ProcessId, raw: &RawRecord, out: &mut Batch) -> Result<(), Problem> {
-        let handle = raw.id.ok_or("event record without `id`")?;
+        let handle = raw.id.ok_or_else(|| Problem::malformed("event record without `id`"))?;
         if self.events.get(process, handle).is_some() {
-            return Err(format!("event {handle} declared twice").into());
+            return Err(Problem::inconsistent(format!("event {handle} declared twice")));
         }
         let id = EventId(self.next_event);
         self.next_event += 1;
@@ -89,7 +89,7 @@ impl JsonTraceParser {
                 let stream = self.stream(process, raw.stream)?;
                 let mut accesses = Vec::with_capacity(raw.reads().len() + raw.writes().len());
                 read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
-                let name = self.intern(raw.name.as_deref().ok_or("kernel without `name`")?);
+                let name = self.intern(raw.name.as_deref().ok_or_else(|| Problem::malformed("kernel without `name`"))?);
                 let raw_pointers = raw.pointers.as_deref().unwrap_or(&[]);
                 let mut pointers = Vec::with_capacity(raw_pointers.len());
                 for RawPointer(address, flag) in raw_pointers {
@@ -133,26 +133,26 @@ impl JsonTraceParser {
                 (Some(_), None, None, None) => HostSync::Stream(self.stream(process, raw.stream)?),
                 (None, Some(_), None, None) => HostSync::Event(self.event(process, raw.event)?),
                 (None, None, Some(d), None) => {
-                    HostSync::Device(*self.devices.get(&(process, d)).ok_or_else(|| format!("device {d} has no streams"))?)
+                    HostSync::Device(*self.devices.get(&(process, d)).ok_or_else(|| Problem::inconsistent(format!("device {d} has no streams")))?)
                 }
                 (None, None, None, Some(c)) => {
-                    HostSync::Context(*self.contexts.get(&(process, c)).ok_or_else(|| format!("context {c} has no streams"))?)
+                    HostSync::Context(*self.contexts.get(&(process, c)).ok_or_else(|| Problem::inconsistent(format!("context {c} has no streams")))?)
                 }
-                _ => return Err("a sync record names exactly one of `stream`, `event`, `device` or `context`".into()),
+                _ => return Err(Problem::malformed("a sync record names exactly one of `stream`, `event`, `device` or `context`")),
             }),
             RecordKind::Query => {
                 let target = match (raw.stream, raw.event) {
                     (Some(_), None) => QueryTarget::Stream(self.stream(process, raw.stream)?),
                     (None, Some(_)) => QueryTarget::Event(self.event(process, raw.event)?),
-                    _ => return Err("a query record names exactly one of `stream` or `event`".into()),
+                    _ => return Err(Problem::malformed("a query record names exactly one of `stream` or `event`")),
                 };
-                OpKind::Query { target, ready: raw.ready.ok_or("query without `ready` (true when it returned cudaSuccess)")? }
+                OpKind::Query { target, ready: raw.ready.ok_or_else(|| Problem::malformed("query without `ready` (true when it returned cudaSuccess)"))? }
             }
             RecordKind::Alloc => self.alloc(process, raw)?,
             RecordKind::Free => self.free(process, raw)?,
             RecordKind::Graph => {
                 let stream = self.stream(process, raw.stream)?;
-                let raw_nodes = raw.nodes.as_deref().ok_or("graph without `nodes`")?;
+                let raw_nodes = raw.nodes.as_deref().ok_or_else(|| Problem::malformed("graph without `nodes`"))?;
                 let mut nodes = Vec::with_capacity(raw_nodes.len());
                 for (index, node) in raw_nodes.iter().enumerate() {
                     if let Some(&dep) = node.deps.iter().find(|&&d| d >= index) {
@@ -176,9 +176,9 @@ impl JsonTraceParser {
     }
 
     fn alloc(&mut self, process: ProcessId, raw: &RawRecord) -> Result<OpKind, Problem> {
-        let handle = raw.id.ok_or("alloc record without `id`")?;
-        let start = raw.addr.ok_or("alloc without `addr`")?.0;
-        let size = raw.size.ok_or("alloc without `size`")?.0;
+        let handle = raw.id.ok_or_else(|| Problem::malformed("alloc record without `id`"))?;
+        let start = raw.addr.ok_or_else(|| Problem::malformed("alloc without `addr`"))?.0;
+        let size = raw.size.ok_or_else(|| Problem::malformed("alloc without `size`"))?.0;
         let range = AccessRange::new(start, size).map_err(|e| Problem::malformed(e.to_string()))?;
         let alloc_kind = match raw.alloc_kind.as_deref() {
             None => format::AllocKind::default(),
@@ -200,7 +200,7 @@ impl JsonTraceParser {
         };
         let ids = if alloc_kind == AllocKind::PoolBlock { &mut self.blocks } else { &mut self.allocs };
         if ids.get(process, handle).is_some() {
-            return Err(format!("allocation {handle} is still live: free it before reusing its id").into());
+            return Err(Problem::inconsistent(format!("allocation {handle} is still live: free it before reusing its id")));
         }
         let alloc = AllocId(self.next_alloc);
         self.next_alloc += 1;
@@ -210,7 +210,7 @@ impl JsonTraceParser {
     }
 
     fn free(&mut self, process: ProcessId, raw: &RawRecord) -> Result<OpKind, Problem> {
-        let handle = raw.id.ok_or("free record without `id`")?;
+        let handle = raw.id.ok_or_else(|| Problem::malformed("free record without `id`"))?;
         let free_kind = match raw.free_kind.as_deref() {
             None => format::FreeKind::default(),
             Some(text) => format::FreeKind::parse(text).map_err(|e| Problem::malformed(e.to_string()))?,
@@ -228,14 +228,14 @@ impl JsonTraceParser {
             _ => None,
         };
         let ids = if free_kind == FreeKind::PoolBlock { &mut self.blocks } else { &mut self.allocs };
-        let alloc = ids.ids.remove(&(process, handle)).ok_or_else(|| format!("free of allocation {handle}, which is not live"))?;
+        let alloc = ids.ids.remove(&(process, handle)).ok_or_else(|| Problem::inconsistent(format!("free of allocation {handle}, which is not live")))?;
         Ok(OpKind::Free { alloc, free_kind, stream })
     }
 
     fn stream(&self, process: ProcessId, handle: Option<u64>) -> Result<StreamId, Problem> {
         let handle = handle.ok_or_else(|| Problem::malformed(format!("missing field `{}`", Field::Stream)))?;
         self.streams.get(process, handle).ok_or_else(|| {
-            format!("unknown stream {handle}: declare it first with {{\"type\": \"stream\", \"id\": {handle}, \"stream_kind\": ...}}").into()
+            Problem::inconsistent(format!("unknown stream {handle}: declare it first with {{\"type\": \"stream\", \"id\": {handle}, \"stream_kind\": ...}}"))
         })
     }
 
@@ -243,7 +243,7 @@ impl JsonTraceParser {
         let handle = handle.ok_or_else(|| Problem::malformed(format!("missing field `{}`", Field::Event)))?;
         self.events
             .get(process, handle)
-            .ok_or_else(|| format!("event {handle} used before it exists: declare it with {{\"type\": \"event\", \"id\": {handle}}}").into())
+            .ok_or_else(|| Problem::inconsistent(format!("event {handle} used before it exists: declare it with {{\"type\": \"event\", \"id\": {handle}}}")))
     }
 }
 
