@@ -157,14 +157,23 @@ fn copy_kind(cbid: u32) -> CopyKind {
 /// believed: the injected library must not read far into the program's memory on a malformed call).
 ///
 /// # Safety
-/// Each pointer is null or points to `count` readable entries.
-unsafe fn batch_copies(dsts: *const u64, srcs: *const u64, sizes: *const usize, count: usize) -> Vec<(u64, u64, u64)> {
+/// Each array is null or holds `count` readable entries.
+unsafe fn batch_copies(batch: &MemcpyBatchArrays) -> Vec<(u64, u64, u64)> {
     const MAX_BATCH: usize = 1 << 16;
+    let MemcpyBatchArrays { dsts, srcs, sizes, count, .. } = *batch;
     if dsts.is_null() || srcs.is_null() || sizes.is_null() || count > MAX_BATCH {
         return Vec::new();
     }
     // Safety: `i < count` entries of each array are readable (the caller's promise).
     (0..count).map(|i| unsafe { (*dsts.add(i), *srcs.add(i), *sizes.add(i) as u64) }).collect()
+}
+
+/// A 2D set as its record: the rows' extent on the pitched buffer, and what memory it is.
+fn set_2d(state: &ProcessState, p: &Memset2D, cbid: u32, stream: u64, synchronous: bool) -> Record {
+    let bytes = pitched_extent(p.dstPitch, (p.Width as u64).saturating_mul(memset_width(cbid)), p.Height, 1, 0);
+    let memory = state.memory_at(p.dstDevice);
+    let api = if synchronous { "cuMemsetD2D" } else { "cuMemsetD2DAsync" };
+    Record::Memset { stream, dst: p.dstDevice, bytes, synchronous, memory, api }
 }
 
 fn memset_width(cbid: u32) -> u64 {
@@ -190,9 +199,9 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
         CU_LAUNCH_KERNEL | CU_LAUNCH_KERNEL_PTSZ if enter => {
             // Safety: cuLaunchKernel's block is LaunchKernel.
             let Some(p) = (unsafe { data.params::<LaunchKernel>() }) else { return };
-            let stream = state.stream(call, context, device, p.hStream, pt);
+            let stream = state.stream(call, context, device, p.launch.hStream, pt);
             // Safety: the launch's own argument arrays, valid while the driver is in the call.
-            unsafe { state.kernel(call, stream, p.f, p.kernelParams, p.extra, "cuLaunchKernel") };
+            unsafe { state.kernel(call, stream, p.launch.f, p.launch.kernelParams, p.extra, "cuLaunchKernel") };
         }
         CU_LAUNCH_COOPERATIVE_KERNEL | CU_LAUNCH_COOPERATIVE_KERNEL_PTSZ if enter => {
             // Safety: cuLaunchCooperativeKernel's block is LaunchCooperativeKernel.
@@ -300,7 +309,7 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             let Some(p) = (unsafe { data.params::<MemcpyBatch>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
             // Safety: the program's three arrays of `count` entries, valid while the call runs.
-            let copies = unsafe { batch_copies(p.dsts, p.srcs, p.sizes, p.count) };
+            let copies = unsafe { batch_copies(&p.copies) };
             state.batch_copy(call, stream, &copies, "cuMemcpyBatchAsync");
         }
         CU_MEMCPY_BATCH_ASYNC_V2 | CU_MEMCPY_BATCH_ASYNC_V2_PTSZ if enter => {
@@ -308,7 +317,7 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             let Some(p) = (unsafe { data.params::<MemcpyBatchV2>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
             // Safety: the program's three arrays of `count` entries, valid while the call runs.
-            let copies = unsafe { batch_copies(p.dsts, p.srcs, p.sizes, p.count) };
+            let copies = unsafe { batch_copies(&p.copies) };
             state.batch_copy(call, stream, &copies, "cuMemcpyBatchAsync");
         }
         CU_MEMSET_D2D8_V2 | CU_MEMSET_D2D16_V2 | CU_MEMSET_D2D32_V2 | CU_MEMSET_D2D8_V2_PTDS | CU_MEMSET_D2D16_V2_PTDS
@@ -318,9 +327,7 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: the synchronous 2D sets' blocks are (dstDevice, dstPitch, value padded, Width, Height): Memset2D.
             let Some(p) = (unsafe { data.params::<Memset2D>() }) else { return };
             let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
-            let bytes = pitched_extent(p.dstPitch, (p.Width as u64).saturating_mul(memset_width(cbid)), p.Height, 1, 0);
-            let memory = state.memory_at(p.dstDevice);
-            state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: true, memory, api: "cuMemsetD2D" });
+            state.emit(call, set_2d(state, p, cbid, stream, true));
         }
         CU_MEMSET_D2D8_ASYNC | CU_MEMSET_D2D16_ASYNC | CU_MEMSET_D2D32_ASYNC | CU_MEMSET_D2D8_ASYNC_PTSZ
         | CU_MEMSET_D2D16_ASYNC_PTSZ | CU_MEMSET_D2D32_ASYNC_PTSZ
@@ -329,9 +336,7 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: the asynchronous 2D sets' blocks are Memset2D followed by the stream: Memset2DAsync.
             let Some(p) = (unsafe { data.params::<Memset2DAsync>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
-            let bytes = pitched_extent(p.dstPitch, (p.Width as u64).saturating_mul(memset_width(cbid)), p.Height, 1, 0);
-            let memory = state.memory_at(p.dstDevice);
-            state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: false, memory, api: "cuMemsetD2DAsync" });
+            state.emit(call, set_2d(state, &p.set, cbid, stream, false));
         }
         CU_EVENT_RECORD | CU_EVENT_RECORD_PTSZ | CU_EVENT_RECORD_WITH_FLAGS | CU_EVENT_RECORD_WITH_FLAGS_PTSZ if enter => {
             // Safety: cuEventRecord's block, and the start of cuEventRecordWithFlags's, is EventRecord.

@@ -9,22 +9,7 @@ use std::ffi::c_void;
 pub type CUdeviceptr = u64;
 pub type Handle = *mut c_void;
 
-#[repr(C)]
-pub struct LaunchKernel {
-    pub f: Handle,
-    pub gridDimX: u32,
-    pub gridDimY: u32,
-    pub gridDimZ: u32,
-    pub blockDimX: u32,
-    pub blockDimY: u32,
-    pub blockDimZ: u32,
-    pub sharedMemBytes: u32,
-    pub hStream: Handle,
-    pub kernelParams: *mut *mut c_void,
-    pub extra: *mut *mut c_void,
-}
-
-/// cuLaunchCooperativeKernel: the same without `extra` (its block is 8 bytes shorter).
+/// cuLaunchCooperativeKernel's block: cuLaunchKernel's without `extra`.
 #[repr(C)]
 pub struct LaunchCooperativeKernel {
     pub f: Handle,
@@ -37,6 +22,12 @@ pub struct LaunchCooperativeKernel {
     pub sharedMemBytes: u32,
     pub hStream: Handle,
     pub kernelParams: *mut *mut c_void,
+}
+
+#[repr(C)]
+pub struct LaunchKernel {
+    pub launch: LaunchCooperativeKernel,
+    pub extra: *mut *mut c_void,
 }
 
 /// The leading fields of CUlaunchConfig.
@@ -122,10 +113,10 @@ pub struct MemAllocPitch {
     pub ElementSizeBytes: u32,
 }
 
-/// cuMemcpyBatchAsync (CUDA 12.8): `count` copies, dsts[i] <- srcs[i] of sizes[i] bytes, then the attributes,
-/// an index for the failing copy, and the stream.
+/// The copies of a cuMemcpyBatchAsync: dsts[i] <- srcs[i] of sizes[i] bytes, `count` of them, and their
+/// attributes.
 #[repr(C)]
-pub struct MemcpyBatch {
+pub struct MemcpyBatchArrays {
     pub dsts: *const CUdeviceptr,
     pub srcs: *const CUdeviceptr,
     pub sizes: *const usize,
@@ -133,6 +124,12 @@ pub struct MemcpyBatch {
     pub attrs: *const c_void,
     pub attrsIdxs: *const usize,
     pub numAttrs: usize,
+}
+
+/// cuMemcpyBatchAsync (CUDA 12.8): the copies, an index for the failing one, and the stream.
+#[repr(C)]
+pub struct MemcpyBatch {
+    pub copies: MemcpyBatchArrays,
     pub failIdx: *mut usize,
     pub hStream: Handle,
 }
@@ -140,13 +137,7 @@ pub struct MemcpyBatch {
 /// cuMemcpyBatchAsync_v2 (CUDA 13): the same without the failing index.
 #[repr(C)]
 pub struct MemcpyBatchV2 {
-    pub dsts: *const CUdeviceptr,
-    pub srcs: *const CUdeviceptr,
-    pub sizes: *const usize,
-    pub count: usize,
-    pub attrs: *const c_void,
-    pub attrsIdxs: *const usize,
-    pub numAttrs: usize,
+    pub copies: MemcpyBatchArrays,
     pub hStream: Handle,
 }
 
@@ -227,11 +218,7 @@ pub struct Memset2D {
 /// The Async forms of cuMemsetD2D*: the same and the stream.
 #[repr(C)]
 pub struct Memset2DAsync {
-    pub dstDevice: CUdeviceptr,
-    pub dstPitch: usize,
-    pub value: u32,
-    pub Width: usize,
-    pub Height: usize,
+    pub set: Memset2D,
     pub hStream: Handle,
 }
 
@@ -326,9 +313,9 @@ mod tests {
 
     #[test]
     fn layouts_match_the_c_headers() {
-        assert_eq!(offset_of!(LaunchKernel, sharedMemBytes), 32);
-        assert_eq!(offset_of!(LaunchKernel, hStream), 40);
-        assert_eq!(offset_of!(LaunchKernel, kernelParams), 48);
+        assert_eq!(offset_of!(LaunchKernel, launch.sharedMemBytes), 32);
+        assert_eq!(offset_of!(LaunchKernel, launch.hStream), 40);
+        assert_eq!(offset_of!(LaunchKernel, launch.kernelParams), 48);
         assert_eq!(offset_of!(LaunchConfig, hStream), 32);
         assert_eq!(offset_of!(MemcpyAsync, hStream), 24);
         assert_eq!(offset_of!(MemsetAsync, N), 16);
@@ -347,6 +334,7 @@ mod tests {
         assert_eq!(offset_of!(Memset2DAsync, hStream), 40);
         assert_eq!(offset_of!(MemcpyBatch, hStream), 64);
         assert_eq!(std::mem::size_of::<LaunchCooperativeKernel>(), 56);
+        assert_eq!(offset_of!(LaunchKernel, extra), 56);
         assert_eq!(offset_of!(MemcpyBatchV2, hStream), 56);
     }
 }
