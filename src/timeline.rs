@@ -78,7 +78,7 @@ impl Timeline {
                     OpKind::Kernel { name, .. } => name.clone(),
                     OpKind::Memcpy { copy, .. } => Arc::from(format!("memcpy {}", copy.as_str())),
                     OpKind::Memset { .. } => Arc::from("memset"),
-                    OpKind::GraphLaunch { name, .. } => Arc::from(name.as_str()),
+                    OpKind::GraphLaunch { graph, .. } => Arc::from(graph.name.as_str()),
                     OpKind::Alloc { stream: Some(_), .. } => Arc::from("cudaMallocAsync"),
                     OpKind::Free { stream: Some(_), .. } => Arc::from("cudaFreeAsync"),
                     _ => return,

@@ -12,6 +12,8 @@ use streamtrace::model::{
     ThreadInfo, TraceRecord,
 };
 use streamtrace_capture::args::PointerArg as CapturedPointer;
+use streamtrace::model::{GraphExec, NodeKind};
+use streamtrace_capture::graph_record::{GraphRecord, NodeBody, NodeOwner};
 use streamtrace_capture::record::{Batch, Call, Record, SyncTarget};
 use streamtrace_format as format;
 
@@ -101,7 +103,7 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
     for (id, (_, stream, kind)) in allocs.iter().enumerate() {
         batch.push(CALL, Record::Free { id: id as u64 + 1, kind: *kind, stream: *stream, api: "cuMemFree" });
     }
-    batch.push(CALL, Record::GraphLaunch { stream: SIDE });
+    push_graphs(&mut batch);
     batch.push(CALL, Record::GpuTime { correlation: u32::MAX, start: 0, end: u64::MAX });
     batch.push(CALL, Record::CaptureStats { calls: u64::MAX, callback_ns: 0 });
 
@@ -191,11 +193,11 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
     for (id, (_, stream, free_kind)) in model_allocs.iter().enumerate() {
         expected.push(OpKind::Free { alloc: AllocId(id as u32), free_kind: *free_kind, stream: *stream });
     }
-    expected.push(OpKind::GraphLaunch { stream: side, name: "cuGraphLaunch".into(), nodes: vec![] });
-    assert_eq!(ops.len(), expected.len());
+    assert_eq!(ops.len(), expected.len() + 2, "the two graph launches follow");
     for (op, expected) in ops.iter().zip(&expected) {
         assert_eq!(&op.kind, expected);
     }
+    check_graphs(&ops[expected.len()..], side, top);
 
     // Where and when each call was made.
     let launch = ops[0];
@@ -279,4 +281,60 @@ fn framework_frames_read_back_around_the_calls_they_hold() {
     assert_eq!(counters.get("json.skipped_unmatched_frame_ends"), 1);
     assert_eq!(counters.get("json.frames_left_open"), 0);
     assert_eq!(counters.get("json.framework_ops"), 2);
+}
+
+/// Graph records: an explicitly built graph with a node of every body, a child graph, an added edge and an exec
+/// update, launched; and a stream capture of one kernel, launched on another stream.
+fn push_graphs(batch: &mut Batch) {
+    let graph = |batch: &mut Batch, graph: GraphRecord| batch.push(CALL, Record::Graph { graph, api: "cuGraph" });
+    let node = |batch: &mut Batch, graph: u64, node: u64, deps: &[u64], body: NodeBody| {
+        batch.push(CALL, Record::Graph { graph: GraphRecord::Node { graph, node, deps: deps.into(), body }, api: "cuGraphAdd*Node" });
+    };
+    let (g, child, exec) = (0x5000, 0x6000, 0x7000);
+    graph(batch, GraphRecord::Create { graph: child });
+    node(batch, child, 0x61, &[], NodeBody::Plain(format::NodeKind::Empty));
+    graph(batch, GraphRecord::Create { graph: g });
+    node(batch, g, 0x51, &[], NodeBody::Kernel { function: 0, first_pointer: 0, pointer_count: 2 });
+    node(batch, g, 0x52, &[0x51], NodeBody::Copy { from: Some((0x100, 64)), to: Some((0x200, 64)) });
+    node(batch, g, 0x53, &[], NodeBody::Set { to: (0x300, 16) });
+    node(batch, g, 0x54, &[0x52], NodeBody::Event { kind: format::NodeKind::EventRecord, event: EVENT });
+    node(batch, g, 0x55, &[0x54], NodeBody::Child { graph: child });
+    node(batch, g, 0x56, &[], NodeBody::Memory { kind: format::NodeKind::MemAlloc, range: (0x400, 32) });
+    graph(batch, GraphRecord::Dependencies { graph: g, node: 0x53, deps: Box::new([0x51]), added: true });
+    graph(batch, GraphRecord::Instantiate { graph: g, exec });
+    graph(batch, GraphRecord::NodeUpdate { owner: NodeOwner::Exec(exec), node: 0x53, body: NodeBody::Set { to: (0x500, 8) } });
+    graph(batch, GraphRecord::Launch { exec, stream: SIDE });
+    // Captured on SIDE: the kernel does not run then, only at the launch on TOP.
+    graph(batch, GraphRecord::CaptureBegin { stream: SIDE, into: None });
+    batch.push(CALL, Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" });
+    graph(batch, GraphRecord::CaptureEnd { stream: SIDE, graph: Some(0x8000) });
+    graph(batch, GraphRecord::Instantiate { graph: 0x8000, exec: 0x9000 });
+    graph(batch, GraphRecord::Launch { exec: 0x9000, stream: TOP });
+    graph(batch, GraphRecord::ExecDestroy { exec: 0x9000 });
+    graph(batch, GraphRecord::Destroy { graph: 0x8000 });
+}
+
+fn check_graphs(launches: &[&Operation], side: StreamId, top: StreamId) {
+    let graph_of = |op: &Operation, stream: StreamId| -> GraphExec {
+        match &op.kind {
+            OpKind::GraphLaunch { stream: s, graph } if *s == stream => GraphExec::clone(graph),
+            other => panic!("expected a graph launch on {stream:?}, got {other:?}"),
+        }
+    };
+    let explicit = graph_of(launches[0], side);
+    let kinds: Vec<NodeKind> = explicit.nodes.iter().map(|n| n.kind).collect();
+    assert_eq!(
+        kinds,
+        [NodeKind::Kernel, NodeKind::Memcpy, NodeKind::Memset, NodeKind::EventRecord(EventId(0)), NodeKind::Empty, NodeKind::MemAlloc],
+        "the child graph's empty node stands in for the child node"
+    );
+    assert_eq!(explicit.nodes[0].name, NAME);
+    assert_eq!(explicit.nodes[0].pointers.len(), 2);
+    assert_eq!(explicit.nodes[1].accesses, [Access::plain(range(0x100, 64), AccessMode::Read), Access::plain(range(0x200, 64), AccessMode::Write)]);
+    assert_eq!(explicit.nodes[2].accesses, [Access::plain(range(0x500, 8), AccessMode::Write)], "the exec update's range");
+    assert_eq!(explicit.nodes[2].depends_on, [0], "the added edge");
+    assert_eq!(explicit.nodes[4].depends_on, [3]);
+    let captured = graph_of(launches[1], top);
+    assert_eq!(captured.nodes.len(), 1);
+    assert_eq!((captured.nodes[0].kind, captured.nodes[0].name.as_str()), (NodeKind::Kernel, NAME));
 }

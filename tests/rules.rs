@@ -433,7 +433,7 @@ fn graph(stream: u32, dep: bool) -> String {
 #[test]
 fn rule9_graph_node_dependencies_order_nodes() {
     assert!(races(&graph(1, true)).is_empty());
-    assert_one_race(&races(&graph(1, false)), RaceKind::ReadAfterWrite, "step/produce", "step/consume");
+    assert_one_race(&races(&graph(1, false)), RaceKind::ReadAfterWrite, "produce", "consume");
 }
 
 #[test]

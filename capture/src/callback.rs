@@ -18,7 +18,8 @@ use crate::control::{disable, ENABLED, NOOP};
 use crate::origin::{now_ns, thread_id};
 use crate::params::*;
 use crate::pitched::{pitched_extent, PitchedCopyShape};
-use crate::record::{Call, Record, SyncTarget};
+use crate::graph_calls::on_graph_call;
+use crate::record::{Call, GraphRecord, Record, SyncTarget};
 use crate::state::{drain_into, state_for_this_process, ProcessState, STATE};
 
 /// What capture cost the program: recorded calls, and the time spent in the callback for them (written into
@@ -104,14 +105,18 @@ impl<'a> CallData<'a> {
     ///
     /// # Safety
     /// `T` is the layout of the parameter block of the call `self.cbid`, or a prefix of it (params.rs).
-    unsafe fn params<T>(&self) -> Option<&'a T> {
+    pub(crate) unsafe fn params<T>(&self) -> Option<&'a T> {
         // Safety: `functionParams` is null or points to the call's block (`new`), which `T` describes (the
         // caller), valid for 'a.
         unsafe { (self.data.functionParams as *const T).as_ref() }
     }
 
+    pub(crate) fn cbid(&self) -> u32 {
+        self.cbid
+    }
+
     /// Whether the call returned CUDA_SUCCESS: only known at API exit.
-    fn succeeded(&self) -> bool {
+    pub(crate) fn succeeded(&self) -> bool {
         let result = self.data.functionReturnValue as *const i32;
         if self.data.callbackSite != CUpti_ApiCallbackSite::CUPTI_API_EXIT || result.is_null() {
             return false;
@@ -474,8 +479,10 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: cuGraphLaunch's block is GraphLaunch.
             let Some(p) = (unsafe { data.params::<GraphLaunch>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
-            state.emit(call, Record::GraphLaunch { stream });
+            state.emit(call, Record::Graph { graph: GraphRecord::Launch { exec: p.hGraph as u64, stream }, api: "cuGraphLaunch" });
         }
-        _ => {}
+        _ => {
+            on_graph_call(state, data, call, context, device);
+        }
     }
 }

@@ -98,7 +98,87 @@ pub const CU_LAUNCH_KERNEL_EX: u32 = 652;
 pub const CU_LAUNCH_KERNEL_EX_PTSZ: u32 = 653;
 pub const CU_CTX_SYNCHRONIZE_V2: u32 = 800;
 
-/// Every id above: the set the capture subscribes to.
+/// Stream capture and the graph API (rule 9).
+pub const CU_STREAM_BEGIN_CAPTURE: u32 = 495;
+pub const CU_STREAM_BEGIN_CAPTURE_PTSZ: u32 = 496;
+pub const CU_STREAM_END_CAPTURE: u32 = 497;
+pub const CU_STREAM_END_CAPTURE_PTSZ: u32 = 498;
+pub const CU_GRAPH_CREATE: u32 = 501;
+pub const CU_GRAPH_ADD_KERNEL_NODE: u32 = 502;
+pub const CU_GRAPH_ADD_MEMCPY_NODE: u32 = 504;
+pub const CU_GRAPH_ADD_MEMSET_NODE: u32 = 506;
+pub const CU_GRAPH_MEMSET_NODE_SET_PARAMS: u32 = 508;
+pub const CU_GRAPH_INSTANTIATE: u32 = 513;
+pub const CU_GRAPH_EXEC_DESTROY: u32 = 516;
+pub const CU_GRAPH_DESTROY: u32 = 517;
+pub const CU_GRAPH_ADD_DEPENDENCIES: u32 = 518;
+pub const CU_GRAPH_REMOVE_DEPENDENCIES: u32 = 519;
+pub const CU_GRAPH_MEMCPY_NODE_SET_PARAMS: u32 = 520;
+pub const CU_GRAPH_KERNEL_NODE_SET_PARAMS: u32 = 521;
+pub const CU_GRAPH_DESTROY_NODE: u32 = 522;
+pub const CU_GRAPH_CLONE: u32 = 523;
+pub const CU_GRAPH_ADD_CHILD_GRAPH_NODE: u32 = 525;
+pub const CU_GRAPH_ADD_EMPTY_NODE: u32 = 526;
+pub const CU_GRAPH_ADD_HOST_NODE: u32 = 530;
+pub const CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS: u32 = 538;
+pub const CU_STREAM_BEGIN_CAPTURE_V2: u32 = 539;
+pub const CU_STREAM_BEGIN_CAPTURE_V2_PTSZ: u32 = 540;
+pub const CU_GRAPH_EXEC_UPDATE: u32 = 561;
+pub const CU_GRAPH_EXEC_MEMCPY_NODE_SET_PARAMS: u32 = 562;
+pub const CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS: u32 = 563;
+pub const CU_GRAPH_INSTANTIATE_V2: u32 = 578;
+pub const CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS: u32 = 586;
+pub const CU_GRAPH_ADD_EVENT_RECORD_NODE: u32 = 589;
+pub const CU_GRAPH_ADD_EVENT_WAIT_NODE: u32 = 590;
+pub const CU_GRAPH_EVENT_RECORD_NODE_SET_EVENT: u32 = 593;
+pub const CU_GRAPH_EVENT_WAIT_NODE_SET_EVENT: u32 = 594;
+pub const CU_GRAPH_EXEC_EVENT_RECORD_NODE_SET_EVENT: u32 = 595;
+pub const CU_GRAPH_EXEC_EVENT_WAIT_NODE_SET_EVENT: u32 = 596;
+pub const CU_GRAPH_ADD_EXT_SEMAS_SIGNAL_NODE: u32 = 618;
+pub const CU_GRAPH_ADD_EXT_SEMAS_WAIT_NODE: u32 = 621;
+pub const CU_GRAPH_ADD_MEM_ALLOC_NODE: u32 = 638;
+pub const CU_GRAPH_ADD_MEM_FREE_NODE: u32 = 639;
+pub const CU_GRAPH_INSTANTIATE_WITH_FLAGS: u32 = 643;
+pub const CU_GRAPH_INSTANTIATE_WITH_PARAMS: u32 = 656;
+pub const CU_GRAPH_INSTANTIATE_WITH_PARAMS_PTSZ: u32 = 657;
+pub const CU_GRAPH_ADD_BATCH_MEM_OP_NODE: u32 = 669;
+pub const CU_GRAPH_ADD_KERNEL_NODE_V2: u32 = 689;
+pub const CU_GRAPH_KERNEL_NODE_SET_PARAMS_V2: u32 = 691;
+pub const CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2: u32 = 692;
+pub const CU_GRAPH_EXEC_UPDATE_V2: u32 = 696;
+pub const CU_GRAPH_ADD_NODE: u32 = 712;
+pub const CU_GRAPH_NODE_SET_PARAMS: u32 = 713;
+pub const CU_GRAPH_EXEC_NODE_SET_PARAMS: u32 = 714;
+pub const CU_STREAM_BEGIN_CAPTURE_TO_GRAPH: u32 = 720;
+pub const CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ: u32 = 721;
+pub const CU_GRAPH_ADD_NODE_V2: u32 = 723;
+pub const CU_GRAPH_ADD_DEPENDENCIES_V2: u32 = 727;
+pub const CU_GRAPH_REMOVE_DEPENDENCIES_V2: u32 = 728;
+pub const CU_GRAPH_ADD_NODE_V3: u32 = 863;
+pub const CU_GRAPH_NODE_SET_PARAMS_V2: u32 = 864;
+
+/// The graph calls, each recorded when it returns (the handles it made are out-parameters), but launches.
+pub const GRAPH_CALLS: &[u32] = &[
+    CU_STREAM_BEGIN_CAPTURE, CU_STREAM_BEGIN_CAPTURE_PTSZ, CU_STREAM_END_CAPTURE, CU_STREAM_END_CAPTURE_PTSZ,
+    CU_GRAPH_CREATE, CU_GRAPH_ADD_KERNEL_NODE, CU_GRAPH_ADD_MEMCPY_NODE, CU_GRAPH_ADD_MEMSET_NODE,
+    CU_GRAPH_MEMSET_NODE_SET_PARAMS, CU_GRAPH_INSTANTIATE, CU_GRAPH_EXEC_DESTROY, CU_GRAPH_DESTROY,
+    CU_GRAPH_ADD_DEPENDENCIES, CU_GRAPH_REMOVE_DEPENDENCIES, CU_GRAPH_MEMCPY_NODE_SET_PARAMS,
+    CU_GRAPH_KERNEL_NODE_SET_PARAMS, CU_GRAPH_DESTROY_NODE, CU_GRAPH_CLONE, CU_GRAPH_ADD_CHILD_GRAPH_NODE,
+    CU_GRAPH_ADD_EMPTY_NODE, CU_GRAPH_ADD_HOST_NODE, CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS, CU_STREAM_BEGIN_CAPTURE_V2,
+    CU_STREAM_BEGIN_CAPTURE_V2_PTSZ, CU_GRAPH_EXEC_UPDATE, CU_GRAPH_EXEC_MEMCPY_NODE_SET_PARAMS,
+    CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS, CU_GRAPH_INSTANTIATE_V2, CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS,
+    CU_GRAPH_ADD_EVENT_RECORD_NODE, CU_GRAPH_ADD_EVENT_WAIT_NODE, CU_GRAPH_EVENT_RECORD_NODE_SET_EVENT,
+    CU_GRAPH_EVENT_WAIT_NODE_SET_EVENT, CU_GRAPH_EXEC_EVENT_RECORD_NODE_SET_EVENT, CU_GRAPH_EXEC_EVENT_WAIT_NODE_SET_EVENT,
+    CU_GRAPH_ADD_EXT_SEMAS_SIGNAL_NODE, CU_GRAPH_ADD_EXT_SEMAS_WAIT_NODE, CU_GRAPH_ADD_MEM_ALLOC_NODE,
+    CU_GRAPH_ADD_MEM_FREE_NODE, CU_GRAPH_INSTANTIATE_WITH_FLAGS, CU_GRAPH_INSTANTIATE_WITH_PARAMS,
+    CU_GRAPH_INSTANTIATE_WITH_PARAMS_PTSZ, CU_GRAPH_ADD_BATCH_MEM_OP_NODE, CU_GRAPH_ADD_KERNEL_NODE_V2,
+    CU_GRAPH_KERNEL_NODE_SET_PARAMS_V2, CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2, CU_GRAPH_EXEC_UPDATE_V2,
+    CU_GRAPH_ADD_NODE, CU_GRAPH_NODE_SET_PARAMS, CU_GRAPH_EXEC_NODE_SET_PARAMS, CU_STREAM_BEGIN_CAPTURE_TO_GRAPH,
+    CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ, CU_GRAPH_ADD_NODE_V2, CU_GRAPH_ADD_DEPENDENCIES_V2,
+    CU_GRAPH_REMOVE_DEPENDENCIES_V2, CU_GRAPH_ADD_NODE_V3, CU_GRAPH_NODE_SET_PARAMS_V2,
+];
+
+/// Every id above but the graph calls: the set the capture subscribes to, with `GRAPH_CALLS`.
 pub const CU_MEMCPY_BATCH_ASYNC: u32 = 776;
 pub const CU_MEMCPY_BATCH_ASYNC_PTSZ: u32 = 777;
 pub const CU_MEMCPY_BATCH_ASYNC_V2: u32 = 796;
@@ -175,6 +255,10 @@ pub fn per_thread(cbid: u32) -> bool {
             | CU_MEM_FREE_ASYNC_PTSZ
             | CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ
             | CU_LAUNCH_KERNEL_EX_PTSZ
+            | CU_STREAM_BEGIN_CAPTURE_PTSZ
+            | CU_STREAM_END_CAPTURE_PTSZ
+            | CU_STREAM_BEGIN_CAPTURE_V2_PTSZ
+            | CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ
     )
 }
 
@@ -186,7 +270,7 @@ pub fn is_synchronization(cbid: u32) -> bool {
 /// Calls recorded when they return (their result or out-parameters matter); every other call is recorded when
 /// it is made.
 pub fn recorded_at_exit(cbid: u32) -> bool {
-    matches!(
+    GRAPH_CALLS.contains(&cbid) || matches!(
         cbid,
         CU_STREAM_QUERY
             | CU_STREAM_QUERY_PTSZ
@@ -216,8 +300,20 @@ mod tests {
     fn calls_recorded_at_exit_are_subscribed() {
         for id in 0..1024 {
             if recorded_at_exit(id) {
-                assert!(ENABLED.contains(&id), "cbid {id} is recorded at exit but not subscribed");
+                assert!(ENABLED.contains(&id) || GRAPH_CALLS.contains(&id), "cbid {id} is recorded at exit but not subscribed");
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod graph_tests {
+    use super::*;
+
+    #[test]
+    fn graph_calls_are_distinct_from_the_other_subscriptions() {
+        for id in GRAPH_CALLS {
+            assert!(!ENABLED.contains(id), "cbid {id} is listed twice");
         }
     }
 }

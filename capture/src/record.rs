@@ -8,6 +8,7 @@ use streamtrace_format::{
 };
 
 use crate::args::PointerArg;
+pub use crate::graph_record::{GraphRecord, NodeBody, NodeOwner};
 
 /// Where and when a call was made.
 #[derive(Copy, Clone, Debug)]
@@ -53,7 +54,8 @@ pub enum Record {
     Query { target: SyncTarget, ready: bool, api: &'static str },
     Alloc { id: u64, address: u64, bytes: u64, kind: AllocKind, stream: Option<u64>, api: &'static str },
     Free { id: u64, kind: FreeKind, stream: Option<u64>, api: &'static str },
-    GraphLaunch { stream: u64 },
+    /// Stream capture and the graph API, by the program's handles (rule 9).
+    Graph { graph: GraphRecord, api: &'static str },
     GpuTime { correlation: u32, start: u64, end: u64 },
     /// At exit: the driver calls recorded in this process and the time the callback spent on them.
     CaptureStats { calls: u64, callback_ns: u64 },
@@ -240,11 +242,10 @@ impl Entry {
                 common(&mut line, call, Some(api));
                 line
             }
-            Record::GraphLaunch { stream } => {
-                let mut line = RecordLine::begin(out, RecordKind::Graph);
-                line.number(Field::Stream, *stream).name(Field::Name, "cuGraphLaunch");
-                line.empty_list(Field::Nodes);
-                common(&mut line, call, Some("cuGraphLaunch"));
+            Record::Graph { graph, api } => {
+                let mut line = RecordLine::begin(out, graph.kind());
+                graph.write_fields(&mut line, batch, names);
+                common(&mut line, call, Some(api));
                 line
             }
             Record::Raw(text) => {

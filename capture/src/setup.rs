@@ -55,7 +55,7 @@ pub fn initialize() -> Result<(), String> {
     unsafe { cupti::subscribe(&mut subscriber, Some(callback::on_driver_call), std::ptr::null_mut()) }.map_err(|e| {
         format!("cuptiSubscribe failed ({e:?}): another CUPTI client (nsys, ncu, a profiler) may already be attached")
     })?;
-    for &id in cbid::ENABLED {
+    for &id in cbid::ENABLED.iter().chain(cbid::GRAPH_CALLS) {
         // Safety: a subscriber handle just returned by CUPTI; ids from cupti_driver_cbid.h.
         let _ = unsafe { cupti::enable_callback(1, subscriber, CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API, id) };
     }

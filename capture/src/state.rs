@@ -18,6 +18,7 @@ use crate::control::disable;
 use crate::functions::{describe, FunctionInfo};
 use crate::origin::current_pid;
 use crate::pitched::{PitchedCopyShape, PitchedSide};
+use crate::graph_record::NodeBody;
 use crate::record::{Batch, Call, Record};
 use crate::writer::{self, Writer};
 
@@ -94,6 +95,10 @@ pub struct ProcessState {
     pub pending: Batch,
     /// The last drained batch, emptied, so that the next one starts with room (no regrowth on the launch path).
     pub spare: Option<Batch>,
+    /// The graph each node added through the graph API belongs to: the graph-side setters name only the node.
+    pub graph_of_node: HashMap<u64, u64>,
+    /// The size of each graph allocation node's block, by address: a free node names only the address.
+    pub graph_allocs: HashMap<u64, u64>,
 }
 
 impl ProcessState {
@@ -111,6 +116,8 @@ impl ProcessState {
             devices: HashMap::default(),
             pending: Batch::with_capacity(4096),
             spare: None,
+            graph_of_node: HashMap::default(),
+            graph_allocs: HashMap::default(),
         }
     }
 
@@ -176,13 +183,27 @@ impl ProcessState {
     /// # Safety
     /// `kernel_params` and `extra` are the launch's arguments for kernel `handle`, valid for the call.
     pub unsafe fn kernel(&mut self, call: Call, stream: u64, handle: *mut c_void, kernel_params: *mut *mut c_void, extra: *mut *mut c_void, api: &'static str) {
+        // Safety: passed on from the caller.
+        let NodeBody::Kernel { function, first_pointer, pointer_count } = (unsafe { self.kernel_body(call, handle, kernel_params, extra) })
+        else {
+            return;
+        };
+        self.emit(call, Record::Kernel { stream, function, first_pointer, pointer_count, api });
+    }
+
+    /// A kernel's name and pointer arguments, for a launch or a kernel node: the arguments are scanned the same
+    /// way for both.
+    ///
+    /// # Safety
+    /// As for [`ProcessState::kernel`].
+    pub unsafe fn kernel_body(&mut self, call: Call, handle: *mut c_void, kernel_params: *mut *mut c_void, extra: *mut *mut c_void) -> NodeBody {
         let function = self.function(call, handle);
         let first_pointer = self.pending.pointers.len();
         let layout = &self.function_layouts[function as usize].params;
         // Safety: the launch's arguments (the caller), and `layout` is the driver's layout of kernel `handle`.
         unsafe { launch_pointers(layout, kernel_params, extra, &mut self.pending.pointers) };
         let pointer_count = (self.pending.pointers.len() - first_pointer) as u32;
-        self.emit(call, Record::Kernel { stream, function, first_pointer: first_pointer as u32, pointer_count, api });
+        NodeBody::Kernel { function, first_pointer: first_pointer as u32, pointer_count }
     }
 
     /// The index of a kernel handle's layout, described (and its name declared) on first sight.
@@ -259,19 +280,21 @@ impl ProcessState {
     /// A 2D or 3D copy: each side's extent, where the descriptor gives one (a CUDA array has no address), and
     /// its memory; the direction follows from the memory on both sides.
     pub fn pitched_copy(&mut self, call: Call, stream: u64, shape: &PitchedCopyShape, synchronous: bool, api: &'static str) {
-        let side = |state: &Self, side: &PitchedSide| -> (Option<(u64, u64)>, MemoryKind) {
-            match side.memory_type {
-                1 => (Some((side.host.wrapping_add(side.offset), side.extent)), state.host_memory_at(side.host)),
-                2 => (Some((side.device.wrapping_add(side.offset), side.extent)), MemoryKind::Device),
-                4 => (Some((side.device.wrapping_add(side.offset), side.extent)), state.memory_at(side.device)),
-                _ => (None, MemoryKind::Device),
-            }
-        };
-        let (from, from_memory) = side(self, &shape.src);
-        let (to, to_memory) = side(self, &shape.dst);
+        let (from, from_memory) = self.pitched_side(&shape.src);
+        let (to, to_memory) = self.pitched_side(&shape.dst);
         let copy = direction(from_memory, to_memory);
         let memory = (from_memory, to_memory);
         self.emit(call, Record::PitchedMemcpy { stream, copy, from, to, synchronous, memory, api });
+    }
+
+    /// One side of a 2D or 3D copy: its `(first byte, extent)` (none for a CUDA array) and what memory it is.
+    pub fn pitched_side(&self, side: &PitchedSide) -> (Option<(u64, u64)>, MemoryKind) {
+        match side.memory_type {
+            1 => (Some((side.host.wrapping_add(side.offset), side.extent)), self.host_memory_at(side.host)),
+            2 => (Some((side.device.wrapping_add(side.offset), side.extent)), MemoryKind::Device),
+            4 => (Some((side.device.wrapping_add(side.offset), side.extent)), self.memory_at(side.device)),
+            _ => (None, MemoryKind::Device),
+        }
     }
 
     /// A batch of copies (`cuMemcpyBatchAsync`): each one a copy on the stream, its direction from the memory on

@@ -20,7 +20,7 @@ pub mod vocabulary;
 
 pub use line::{push_address, push_escaped, push_number, RecordLine};
 pub use vocabulary::{
-    AccessFlag, AllocKind, CopyKind, Field, FieldSet, FreeKind, MemoryKind, Producer, RecordKind, StreamKind, UnknownName, COMMON_FIELDS,
+    AccessFlag, AllocKind, CopyKind, Field, FieldSet, FreeKind, MemoryKind, NodeKind, Producer, RecordKind, StreamKind, UnknownName, COMMON_FIELDS,
     GRAPH_NODE_FIELDS, access_range,
 };
 

@@ -99,11 +99,18 @@ impl<'a> RecordLine<'a> {
         self
     }
 
-    /// An empty list (a graph launch whose nodes the capture does not know).
+    /// A list of numbers (handles): `[1, 2, ...]`.
     #[inline]
-    pub fn empty_list(&mut self, field: Field) -> &mut Self {
+    pub fn numbers(&mut self, field: Field, values: impl IntoIterator<Item = u64>) -> &mut Self {
         self.out.push_str(field.key());
-        self.out.push_str("[]");
+        self.out.push('[');
+        for (i, value) in values.into_iter().enumerate() {
+            if i > 0 {
+                self.out.push(',');
+            }
+            push_number(self.out, value);
+        }
+        self.out.push(']');
         self
     }
 

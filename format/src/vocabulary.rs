@@ -97,7 +97,36 @@ names!(
         Query = "query",
         Alloc = "alloc",
         Free = "free",
+        /// A graph launch with its nodes inline (hand-written traces): one step of its stream.
         Graph = "graph",
+        /// A stream starts capturing work into a graph (`cudaStreamBeginCapture`, `torch.cuda.graph`): what is
+        /// issued to it, and to streams that join by waiting on an event recorded in it, becomes nodes.
+        CaptureBegin = "capture_begin",
+        /// The capture that `stream` began ends; `graph` is the graph it made (absent when it failed).
+        CaptureEnd = "capture_end",
+        /// `cudaGraphCreate`: an empty graph, for nodes added explicitly.
+        GraphCreate = "graph_create",
+        /// `cudaGraphAdd*Node`: a node added to `graph`, after the nodes `deps` names.
+        GraphNode = "graph_node",
+        /// `cudaGraphAddDependencies`: `node` now also depends on `deps`.
+        GraphDepAdd = "graph_dep_add",
+        /// `cudaGraphRemoveDependencies`: `node` no longer depends on `deps`.
+        GraphDepRemove = "graph_dep_remove",
+        /// New parameters of a node: of a graph (`cudaGraph*NodeSetParams`, later instantiations see them) or
+        /// of an executable graph (`cudaGraphExec*NodeSetParams`, its next launches see them).
+        GraphNodeUpdate = "graph_node_update",
+        /// `cudaGraphDestroyNode`.
+        GraphNodeDestroy = "graph_node_destroy",
+        /// `cudaGraphClone`: `graph` is a copy of `original`.
+        GraphClone = "graph_clone",
+        /// `cudaGraphInstantiate` (every form): `exec` runs `graph` as it is now.
+        GraphInstantiate = "graph_instantiate",
+        /// `cudaGraphExecUpdate`: `exec` takes the parameters of `graph`'s nodes.
+        GraphExecUpdate = "graph_exec_update",
+        GraphDestroy = "graph_destroy",
+        GraphExecDestroy = "graph_exec_destroy",
+        /// `cudaGraphLaunch`: every node of `exec` runs, as one step of `stream`.
+        GraphLaunch = "graph_launch",
         /// A GPU start and end delivered after the fact.
         GpuTime = "gpu_time",
         /// What the capture cost, at exit.
@@ -162,6 +191,18 @@ names!(
         Deps = "deps",
         Calls = "calls",
         CallbackNs = "callback_ns",
+        /// A graph's handle.
+        Graph = "graph",
+        /// An executable (instantiated) graph's handle.
+        Exec = "exec",
+        /// A graph node's handle.
+        Node = "node",
+        /// What a graph node does (see [`NodeKind`]).
+        NodeKind = "node_kind",
+        /// The graph a child-graph node runs.
+        Child = "child",
+        /// The graph a clone copies.
+        Original = "original",
     }
 );
 
@@ -288,6 +329,20 @@ impl RecordKind {
             RecordKind::Alloc => &[F::Id, F::Addr, F::Size, F::AllocKind, F::Stream, F::Label, F::Name],
             RecordKind::Free => &[F::Id, F::FreeKind, F::Stream],
             RecordKind::Graph => &[F::Stream, F::Name, F::Nodes],
+            RecordKind::CaptureBegin | RecordKind::CaptureEnd => &[F::Stream, F::Graph],
+            RecordKind::GraphCreate | RecordKind::GraphDestroy => &[F::Graph],
+            RecordKind::GraphNode => &[
+                F::Graph, F::Node, F::NodeKind, F::Deps, F::Name, F::Reads, F::Writes, F::Pointers, F::Event, F::Child,
+            ],
+            RecordKind::GraphNodeUpdate => &[
+                F::Graph, F::Exec, F::Node, F::NodeKind, F::Name, F::Reads, F::Writes, F::Pointers, F::Event, F::Child,
+            ],
+            RecordKind::GraphDepAdd | RecordKind::GraphDepRemove => &[F::Graph, F::Node, F::Deps],
+            RecordKind::GraphNodeDestroy => &[F::Graph, F::Node],
+            RecordKind::GraphClone => &[F::Graph, F::Original],
+            RecordKind::GraphInstantiate | RecordKind::GraphExecUpdate => &[F::Graph, F::Exec],
+            RecordKind::GraphExecDestroy => &[F::Exec],
+            RecordKind::GraphLaunch => &[F::Exec, F::Stream, F::Name],
             RecordKind::GpuTime => &[],
             RecordKind::CaptureStats => &[F::Calls, F::CallbackNs],
             RecordKind::OpBegin | RecordKind::OpEnd => &[F::Name, F::Reads, F::Writes],
@@ -394,6 +449,33 @@ impl Default for FreeKind {
         FreeKind::Synchronous
     }
 }
+
+names!(
+    /// What a graph node does.
+    NodeKind, "node_kind" {
+        Kernel = "kernel",
+        Memcpy = "memcpy",
+        Memset = "memset",
+        /// A host function: runs on a CPU thread of the driver when its dependencies are done.
+        Host = "host",
+        /// Runs the graph `child` (copied into the node when it was added).
+        Child = "child",
+        /// Records `event` when its dependencies are done.
+        EventRecord = "event_record",
+        /// Waits for `event`'s last record before its dependents run.
+        EventWait = "event_wait",
+        /// Allocates `writes`' range for the graph (`cudaGraphAddMemAllocNode`).
+        MemAlloc = "mem_alloc",
+        /// Frees the range in `writes`.
+        MemFree = "mem_free",
+        /// Orders only.
+        Empty = "empty",
+        /// Runs a body graph when a condition set on the device holds: recorded, not entered.
+        Conditional = "conditional",
+        /// A node kind whose memory streamtrace does not model (external semaphores, batched memory ops).
+        Other = "other",
+    }
+);
 
 names!(
     /// How a kernel's pointer argument may touch memory: `[address, "r" | "w"]`.

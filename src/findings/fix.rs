@@ -41,8 +41,32 @@ pub enum Fix {
     /// Work was issued that touches memory another host thread is still reading or writing (`touch`): that
     /// thread's access must be handed over first.
     AfterHostAccess { touch: String, stream: StreamRef, before: String },
-    /// Add a dependency between two nodes of a graph.
-    GraphDependency { graph: String, from: String, to: String },
+    /// Add a dependency between two nodes of a graph: an edge (`cudaGraphAddDependencies`) in a graph built
+    /// node by node.
+    GraphDependency {
+        graph: String,
+        from: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        from_at: Option<String>,
+        to: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        to_at: Option<String>,
+        /// Built with the graph API, where the edge is one call.
+        explicit: bool,
+    },
+    /// Two nodes captured from different streams with no join between them: inside the capture, record an event
+    /// on `record_on` after `after` and make `wait_on` wait on it before `before`.
+    CaptureJoin {
+        graph: String,
+        record_on: StreamRef,
+        after: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        after_at: Option<String>,
+        wait_on: StreamRef,
+        before: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        before_at: Option<String>,
+    },
 }
 
 impl Fix {
@@ -111,7 +135,6 @@ impl fmt::Display for Fix {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Fix::RecordAndWait { record_on, after, wait_on, before, after_at, before_at } => {
-                let at = |place: &Option<String>| place.as_ref().map_or(String::new(), |p| format!(" at {p}"));
                 if [after_at, before_at].iter().all(|p| p.as_ref().is_some_and(|p| is_python(p))) {
                     // A PyTorch program: say it with PyTorch's calls.
                     write!(
@@ -138,7 +161,6 @@ impl fmt::Display for Fix {
                 "synchronize stream {stream} (or an event recorded after `{after}`) before releasing the memory"
             ),
             Fix::HostWaitsFirst { stream, after, touch, after_at, touch_at } => {
-                let at = |place: &Option<String>| place.as_ref().map_or(String::new(), |p| format!(" at {p}"));
                 if touch_at.as_ref().is_some_and(|p| is_python(p)) {
                     write!(
                         f,
@@ -159,9 +181,24 @@ impl fmt::Display for Fix {
                 f,
                 "issue `{before}` on stream {stream} only after the host thread's `{touch}` is done with the buffer (hand it over between the threads first)"
             ),
-            Fix::GraphDependency { graph, from, to } => {
-                write!(f, "add a dependency edge from node `{from}` to node `{to}` in graph `{graph}`")
+            Fix::GraphDependency { graph, from, from_at, to, to_at, explicit } => {
+                write!(f, "add a dependency edge from node `{from}`{} to node `{to}`{} in {graph}", at(from_at), at(to_at))?;
+                if *explicit {
+                    write!(f, " (cudaGraphAddDependencies, or list `{from}`'s node among `{to}`'s dependencies when adding it)")?;
+                }
+                Ok(())
             }
+            Fix::CaptureJoin { graph, record_on, after, after_at, wait_on, before, before_at } => write!(
+                f,
+                "inside the capture of {graph}, record an event on stream {record_on} after `{after}`{} and make stream {wait_on} wait on it before `{before}`{} (in PyTorch, the consuming stream's `wait_stream` of the producing one inside the `torch.cuda.graph` block): the join becomes the missing graph edge",
+                at(after_at),
+                at(before_at),
+            ),
         }
     }
+}
+
+/// ` at file:line`, or nothing when the place is unknown.
+fn at(place: &Option<String>) -> String {
+    place.as_ref().map_or(String::new(), |p| format!(" at {p}"))
 }

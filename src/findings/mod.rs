@@ -42,6 +42,18 @@ pub struct Site {
     pub source: Option<SourceLocation>,
     /// The annotated region (NVTX range) the operation was issued in.
     pub region: Option<Arc<str>>,
+    /// For a graph node: the graph launch it ran in (its `source` is where the node was captured or added).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph: Option<Arc<GraphSite>>,
+}
+
+/// The graph launch a graph node ran in: which graph, and where the launch was issued.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct GraphSite {
+    pub graph: String,
+    /// How the graph was built: "captured", "explicit" or "inline".
+    pub build: &'static str,
+    pub launched_at: Option<SourceLocation>,
 }
 
 /// What an operation did to the racing bytes.

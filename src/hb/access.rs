@@ -53,7 +53,7 @@ impl Engine {
 
     /// Tier T1: a pointer argument that falls in a live allocation accesses that whole block. Words that point
     /// nowhere (sizes, flags, host pointers, freed memory) are ignored and counted.
-    fn resolve_pointers(&mut self, process: ProcessId, pointers: &[PointerArg], out: &mut Vec<Access>) {
+    pub(super) fn resolve_pointers(&mut self, process: ProcessId, pointers: &[PointerArg], out: &mut Vec<Access>) {
         let Some(state) = self.processes.get(process.index()) else { return };
         for pointer in pointers {
             match state.allocations.live_block_at(pointer.address) {

@@ -19,7 +19,8 @@ use super::clock::{Slot, VectorClock, VersionedClock};
 use super::idle_streams::SyncScope;
 use super::shadow::{Conflict, ShadowMemory};
 use super::sites::{SiteId, SiteTable};
-use crate::findings::{EdgeKind, FindingCollector, Findings, RaceKey, StreamRef, ThreadRef};
+use super::graph::GraphMemo;
+use crate::findings::{EdgeKind, FindingCollector, Findings, StreamRef, ThreadRef};
 use crate::model::{
     Access, Allocation, EventInfo, OpKind, Operation, ProcessId, StreamId, StreamInfo, StreamKind, ThreadId,
     ThreadInfo, TraceRecord,
@@ -168,8 +169,9 @@ pub struct Engine {
     pub(super) collector: FindingCollector,
     pub(super) stats: EngineStats,
     pub(super) conflicts: Vec<Conflict>,
-    /// Races found inside each graph, by graph name and size: a graph launched every iteration is checked once.
-    pub(super) graph_races: FxHashMap<(String, usize), Vec<RaceKey>>,
+    /// What the engine learned about each executable graph launched from one launch site: its nodes' sites
+    /// and the races between its nodes, so that a graph replayed every iteration is checked once.
+    pub(super) graph_memos: FxHashMap<(u64, SiteId), GraphMemo>,
     /// Every happens-before edge, kept only when a timeline report asks for them (it grows with the trace).
     pub(super) edge_log: Option<Vec<HbEdge>>,
     /// Reused list for a launch's resolved pointer arguments.
@@ -204,7 +206,7 @@ impl Engine {
             collector: FindingCollector::default(),
             stats: EngineStats::default(),
             conflicts: Vec::new(),
-            graph_races: FxHashMap::default(),
+            graph_memos: FxHashMap::default(),
             edge_log: None,
             pointer_scratch: Vec::new(),
         }
@@ -345,7 +347,7 @@ impl Engine {
     pub(super) fn site(&mut self, class: &'static str, name: &str, stream: Option<StreamId>, op: &Operation) -> SiteId {
         let sref = stream.map(|s| &self.streams[s.index()].sref);
         let tref = &self.threads[op.thread.index()].tref;
-        self.sites.intern(class, name, sref, tref, op.source.as_ref(), op.region.as_ref())
+        self.sites.intern(class, name, sref, tref, op.source.as_ref(), op.region.as_ref(), None)
     }
 
     /// Every operation is first enqueued on its stream, if it has one; then its own rule applies.
@@ -389,7 +391,9 @@ impl Engine {
                 self.alloc(op, allocation, *stream, label.as_deref());
             }
             OpKind::Free { alloc, free_kind, stream } => self.free(op, host, *alloc, *free_kind, *stream)?,
-            OpKind::GraphLaunch { stream, name, nodes } => self.graph_launch(op, *stream, name, nodes),
+            OpKind::GraphLaunch { stream, graph } => self.graph_launch(op, *stream, graph)?,
+            // The reader turns graph calls into launches; none reaches here.
+            OpKind::GraphCall(_) => {}
         }
         let segments = self.processes.get(op.process.index()).map_or(0, |p| p.shadow.segments());
         self.stats.peak_shadow_segments = self.stats.peak_shadow_segments.max(segments);

@@ -1,46 +1,88 @@
-//! CUDA graphs: a launch is one step of its stream, and inside it the node dependencies alone order the nodes.
-//! Races between nodes are found from the graph's shape, once per graph, and counted again at every launch.
+//! CUDA graphs (rule 9): a launch is one step of its stream, and inside it the node dependencies alone order the
+//! nodes. Races between nodes follow from the graph's shape: they are found once per executable graph version
+//! and launch site, and counted again at every launch. Event nodes act like their stream counterparts, at the
+//! launch's place in its stream.
 //!
-//! It touches the graph memo and, through the stream step and the access check, what those touch.
+//! It touches the graph memo and, through the stream step, the event rules and the access check, what those touch.
+
+use std::sync::Arc;
 
 use super::access::effective_accesses;
 use super::clock::Epoch;
-use super::engine::Engine;
+use super::engine::{Engine, EngineError};
 use super::race_report::action_of;
 use super::shadow::Effect;
 use super::sites::SiteId;
-use crate::findings::{Fix, OpOccurrence, RaceFinding, RaceKind, Unordered};
-use crate::model::{AccessMode, GraphNode, Operation, StreamId};
+use crate::findings::{Fix, GraphSite, OpOccurrence, RaceFinding, RaceKey, RaceKind, Unordered};
+use crate::model::{Access, AccessMode, GraphBuild, GraphExec, GraphNode, NodeKind, Operation, StreamId};
+
+/// What the engine keeps about one executable graph launched from one site.
+pub(super) struct GraphMemo {
+    node_sites: Vec<SiteId>,
+    races: Vec<RaceKey>,
+}
 
 impl Engine {
     /// rule 9: the whole graph is one step of its stream, after the stream's earlier work and before its later
     /// work; its nodes share that step's epoch, and among themselves only their dependencies order them.
-    pub(super) fn graph_launch(&mut self, op: &Operation, stream: StreamId, name: &str, nodes: &[GraphNode]) {
-        let launch_site = self.site("graph launch", name, Some(stream), op);
-        let has_addresses = nodes.iter().any(|n| !n.accesses.is_empty());
-        let epoch = self.tick(stream, launch_site, op, has_addresses);
-        let mut node_sites = Vec::with_capacity(nodes.len());
-        for node in nodes {
-            let site = self.site("graph node", &format!("{name}/{}", node.name), Some(stream), op);
-            node_sites.push(site);
-            for access in effective_accesses(&node.accesses) {
-                self.access(op, epoch, site, access, Effect::Access);
+    pub(super) fn graph_launch(&mut self, op: &Operation, stream: StreamId, graph: &Arc<GraphExec>) -> Result<(), EngineError> {
+        // An event wait node orders the nodes after it behind the event's record; taken for the whole launch,
+        // which can only hide a race between the graph's earlier nodes and the recording stream.
+        for node in &graph.nodes {
+            if let NodeKind::EventWait(event) = node.kind {
+                self.stream_wait(op, stream, event)?;
             }
         }
-        self.check_graph(op, name, nodes, &node_sites, epoch);
-    }
-
-    /// Inside a graph, nodes with no dependency path between them run concurrently: their overlapping accesses
-    /// race, whatever the stream order around the launch.
-    fn check_graph(&mut self, op: &Operation, name: &str, nodes: &[GraphNode], node_sites: &[SiteId], epoch: Epoch) {
-        let memo_key = (name.to_string(), nodes.len());
-        if let Some(keys) = self.graph_races.get(&memo_key) {
-            for key in keys {
+        let launch_site = self.site("graph launch", &graph.name, Some(stream), op);
+        let epoch = self.tick(stream, launch_site, op, graph.has_addresses());
+        let memo_key = (graph.key, launch_site);
+        if !self.graph_memos.contains_key(&memo_key) {
+            let memo = self.learn_graph(op, stream, graph, epoch);
+            self.graph_memos.insert(memo_key, memo);
+        } else if let Some(memo) = self.graph_memos.get(&memo_key) {
+            for key in &memo.races {
                 self.stats.race_occurrences += 1;
                 self.collector.count_again(*key);
             }
-            return;
         }
+        let node_sites = self.graph_memos.get(&memo_key).map(|m| m.node_sites.clone()).unwrap_or_default();
+        let mut resolved = std::mem::take(&mut self.pointer_scratch);
+        for (node, &site) in graph.nodes.iter().zip(&node_sites) {
+            resolved.clear();
+            resolved.extend_from_slice(&node.accesses);
+            if !node.pointers.is_empty() {
+                self.stats.kernels_with_pointers += 1;
+                self.resolve_pointers(op.process, &node.pointers, &mut resolved);
+            }
+            for access in effective_accesses(&resolved) {
+                self.access(op, epoch, site, access, Effect::Access);
+            }
+        }
+        self.pointer_scratch = resolved;
+        // An event record node snapshots the stream as of this launch: ordering a waiter after every node, which
+        // can only hide a race with nodes that do not precede the record.
+        for node in &graph.nodes {
+            if let NodeKind::EventRecord(event) = node.kind {
+                self.event_record(event, stream, op.origin)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The first launch of a graph version from a launch site: its nodes' sites, and the races between nodes
+    /// that no dependency path orders, whatever the stream order around the launch.
+    fn learn_graph(&mut self, op: &Operation, stream: StreamId, graph: &GraphExec, epoch: Epoch) -> GraphMemo {
+        let place = Arc::new(GraphSite {
+            graph: graph.name.clone(),
+            build: match graph.build {
+                GraphBuild::Captured => "captured",
+                GraphBuild::Explicit => "explicit",
+                GraphBuild::Inline => "inline",
+            },
+            launched_at: op.source.clone(),
+        });
+        let node_sites: Vec<SiteId> = graph.nodes.iter().map(|node| self.node_site(op, stream, node, &place)).collect();
+        let nodes = &graph.nodes;
         // ancestors[i] holds every node that node i transitively depends on.
         let words = nodes.len().div_ceil(64);
         let mut ancestors = vec![vec![0u64; words]; nodes.len()];
@@ -55,55 +97,113 @@ impl Engine {
                 }
             }
         }
-        let mut keys = Vec::new();
-        for j in 0..nodes.len() {
-            for i in 0..j {
-                if ancestors[j][i / 64] & (1 << (i % 64)) != 0 {
+        let ordered = |i: usize, j: usize| ancestors[j][i / 64] & (1 << (i % 64)) != 0;
+        // Every node's accesses, pointer arguments matched to the blocks live now, swept in address order so
+        // that only overlapping pairs are compared (a decode graph has thousands of nodes).
+        let accesses: Vec<Vec<Access>> = nodes
+            .iter()
+            .map(|node| {
+                let mut all = node.accesses.clone();
+                self.resolve_pointers(op.process, &node.pointers, &mut all);
+                all
+            })
+            .collect();
+        let mut by_start: Vec<(usize, usize)> =
+            accesses.iter().enumerate().flat_map(|(n, list)| (0..list.len()).map(move |a| (n, a))).collect();
+        by_start.sort_by_key(|&(n, a)| (accesses[n][a].range.start, n, a));
+        let mut pairs = Vec::new();
+        let mut open: Vec<(usize, usize)> = Vec::new();
+        for &(n, a) in &by_start {
+            let this = &accesses[n][a];
+            open.retain(|&(m, b)| accesses[m][b].range.end() > this.range.start);
+            for &(m, b) in &open {
+                let other = &accesses[m][b];
+                let both_read = this.mode == AccessMode::Read && other.mode == AccessMode::Read;
+                if m == n || both_read {
                     continue;
                 }
-                for a in &nodes[i].accesses {
-                    for b in &nodes[j].accesses {
-                        let Some(range) = a.range.intersection(b.range) else { continue };
-                        let kind = match (a.mode, b.mode) {
-                            (AccessMode::Read, AccessMode::Read) => continue,
-                            (AccessMode::Write, AccessMode::Read) => RaceKind::ReadAfterWrite,
-                            (AccessMode::Read, AccessMode::Write) => RaceKind::WriteAfterRead,
-                            (AccessMode::Write, AccessMode::Write) => RaceKind::WriteAfterWrite,
-                        };
-                        let key = (kind, node_sites[i].0, node_sites[j].0);
-                        keys.push(key);
-                        self.stats.race_occurrences += 1;
-                        let occurrence = |site: SiteId, mode: AccessMode| OpOccurrence {
-                            site: self.sites.get(site).clone(),
-                            action: action_of(Effect::Access, mode),
-                            seq: op.seq,
-                            origin: op.origin,
-                            stream_position: Some(epoch.tick),
-                        };
-                        let earlier = occurrence(node_sites[i], a.mode);
-                        let later = occurrence(node_sites[j], b.mode);
-                        let allocation =
-                            self.processes[op.process.index()].allocations.describe(range, None);
-                        self.collector.race(key, || RaceFinding {
-                            kind,
-                            range,
-                            allocation,
-                            why: Unordered::GraphNodes { graph: name.to_string() },
-                            fix: Fix::GraphDependency {
-                                graph: name.to_string(),
-                                from: nodes[i].name.clone(),
-                                to: nodes[j].name.clone(),
-                            },
-                            count: 1,
-                            earlier,
-                            later,
-                            earlier_view: a.view.as_ref().map(|v| v.to_string()),
-                            later_view: b.view.as_ref().map(|v| v.to_string()),
-                        });
-                    }
+                let ((i, x), (j, y)) = if m < n { ((m, b), (n, a)) } else { ((n, a), (m, b)) };
+                if !ordered(i, j) {
+                    pairs.push((i, x, j, y));
                 }
             }
+            open.push((n, a));
         }
-        self.graph_races.insert(memo_key, keys);
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut races = Vec::new();
+        for (i, x, j, y) in pairs {
+            let (a, b) = (&accesses[i][x], &accesses[j][y]);
+            let Some(range) = a.range.intersection(b.range) else { continue };
+            let kind = match (a.mode, b.mode) {
+                (AccessMode::Read, AccessMode::Read) => continue,
+                (AccessMode::Write, AccessMode::Read) => RaceKind::ReadAfterWrite,
+                (AccessMode::Read, AccessMode::Write) => RaceKind::WriteAfterRead,
+                (AccessMode::Write, AccessMode::Write) => RaceKind::WriteAfterWrite,
+            };
+            let key = (kind, node_sites[i].0, node_sites[j].0);
+            races.push(key);
+            self.stats.race_occurrences += 1;
+            let occurrence = |site: SiteId, node: &GraphNode, mode: AccessMode| OpOccurrence {
+                site: self.sites.get(site).clone(),
+                action: action_of(Effect::Access, mode),
+                seq: node.made_at.as_ref().map_or(op.seq, |m| m.seq),
+                origin: node.made_at.as_ref().map_or(op.origin, |m| m.origin),
+                stream_position: Some(epoch.tick),
+            };
+            let earlier = occurrence(node_sites[i], &nodes[i], a.mode);
+            let later = occurrence(node_sites[j], &nodes[j], b.mode);
+            let fix = self.node_fix(graph, &nodes[i], &nodes[j]);
+            let allocation = self.processes[op.process.index()].allocations.describe(range, None);
+            self.collector.race(key, || RaceFinding {
+                kind,
+                range,
+                allocation,
+                why: Unordered::GraphNodes { graph: graph.name.clone() },
+                fix,
+                count: 1,
+                earlier,
+                later,
+                earlier_view: a.view.as_ref().map(|v| v.to_string()),
+                later_view: b.view.as_ref().map(|v| v.to_string()),
+            });
+        }
+        GraphMemo { node_sites, races }
+    }
+
+    /// A node's site: what it is and where it was captured or added, in the launch that ran it.
+    fn node_site(&mut self, op: &Operation, stream: StreamId, node: &GraphNode, place: &Arc<GraphSite>) -> SiteId {
+        let sref = &self.streams[stream.index()].sref;
+        let tref = &self.threads[op.thread.index()].tref;
+        let made_at = node.made_at.as_ref();
+        let source = made_at.and_then(|m| m.source.as_ref()).or(op.source.as_ref());
+        let region = made_at.and_then(|m| m.region.as_ref());
+        self.sites.intern("graph node", &node.name, Some(sref), tref, source, region, Some(place))
+    }
+
+    /// How to order two nodes of one graph: inside a capture, the stream of the later node waits for an event
+    /// recorded after the earlier one; in a graph built node by node, an edge between them.
+    fn node_fix(&self, graph: &GraphExec, earlier: &GraphNode, later: &GraphNode) -> Fix {
+        let at = |node: &GraphNode| node.made_at.as_ref().and_then(|m| m.source.as_ref()).map(ToString::to_string);
+        let captured_on = |node: &GraphNode| node.made_at.as_ref().and_then(|m| m.stream);
+        if let (GraphBuild::Captured, Some(from), Some(to)) = (graph.build, captured_on(earlier), captured_on(later)) {
+            return Fix::CaptureJoin {
+                graph: graph.name.clone(),
+                record_on: self.streams[from.index()].sref.clone(),
+                after: earlier.label().to_string(),
+                after_at: at(earlier),
+                wait_on: self.streams[to.index()].sref.clone(),
+                before: later.label().to_string(),
+                before_at: at(later),
+            };
+        }
+        Fix::GraphDependency {
+            graph: graph.name.clone(),
+            from: earlier.label().to_string(),
+            from_at: at(earlier),
+            to: later.label().to_string(),
+            to_at: at(later),
+            explicit: graph.build == GraphBuild::Explicit,
+        }
     }
 }

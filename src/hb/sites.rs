@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHasher};
 
-use crate::findings::{Site, StreamRef, ThreadRef};
+use crate::findings::{GraphSite, Site, StreamRef, ThreadRef};
 use crate::model::SourceLocation;
 
 /// The engine's number for a [`Site`].
@@ -29,6 +29,7 @@ impl SiteTable {
         thread: &ThreadRef,
         source: Option<&SourceLocation>,
         region: Option<&Arc<str>>,
+        graph: Option<&Arc<GraphSite>>,
     ) -> SiteId {
         let mut hasher = FxHasher::default();
         class.hash(&mut hasher);
@@ -37,6 +38,7 @@ impl SiteTable {
         thread.id.hash(&mut hasher);
         source.hash(&mut hasher);
         region.hash(&mut hasher);
+        graph.hash(&mut hasher);
         let hash = hasher.finish();
         let candidates = self.by_hash.entry(hash).or_default();
         for &id in candidates.iter() {
@@ -47,6 +49,7 @@ impl SiteTable {
                 && site.thread.id == thread.id
                 && site.source.as_ref() == source
                 && site.region.as_ref() == region
+                && site.graph.as_ref() == graph
             {
                 return id;
             }
@@ -59,6 +62,7 @@ impl SiteTable {
             thread: thread.clone(),
             source: source.cloned(),
             region: region.cloned(),
+            graph: graph.cloned(),
         });
         candidates.push(id);
         id

@@ -4,6 +4,7 @@
 //! [`TraceRecord`]s; the happens-before engine consumes that stream one record at a time. Nothing here does I/O.
 
 mod entities;
+mod graph;
 mod ids;
 mod ops;
 mod range;
@@ -13,7 +14,8 @@ mod view;
 
 pub use entities::{AllocKind, Allocation, EventInfo, FreeKind, StreamInfo, StreamKind, ThreadInfo};
 pub use ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
-pub use ops::{Access, AccessMode, CopyKind, GraphNode, HostSync, MemoryKind, OpKind, Operation, PointerArg, QueryTarget};
+pub use graph::{GraphBuild, GraphCall, GraphExec, GraphNode, NodeKind, NodeOrigin, NodeOwner, NodeParams, SharedGraph};
+pub use ops::{Access, AccessMode, CopyKind, HostSync, MemoryKind, OpKind, Operation, PointerArg, QueryTarget};
 pub use range::{AccessRange, RangeError};
 pub use source::SourceLocation;
 pub use view::{ByteDim, ElementDim, StridedView, ViewBytes, ViewError};

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::entities::{AllocKind, FreeKind};
+use super::graph::{GraphCall, SharedGraph};
 use super::ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
 use super::range::AccessRange;
 use super::source::SourceLocation;
@@ -154,14 +155,6 @@ pub enum QueryTarget {
     Event(EventId),
 }
 
-/// One node of a CUDA graph: its own accesses and the nodes it depends on (indexes into the launch's nodes).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct GraphNode {
-    pub name: String,
-    pub accesses: Vec<Access>,
-    pub depends_on: Vec<usize>,
-}
-
 /// What one API call did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
@@ -211,7 +204,12 @@ pub enum OpKind {
         /// The stream of a stream-ordered free.
         stream: Option<StreamId>,
     },
-    GraphLaunch { stream: StreamId, name: String, nodes: Vec<GraphNode> },
+    /// A graph launch: every node of `graph` runs, as one step of `stream` (rule 9).
+    GraphLaunch { stream: StreamId, graph: SharedGraph },
+    /// A call that builds graphs (stream capture, the explicit graph API): what it means is worked out by the
+    /// reader, which turns launches into `GraphLaunch`; it is no operation that runs.
+    #[serde(skip)]
+    GraphCall(GraphCall),
     /// The host thread itself reads or writes memory the GPU also touches (pinned host memory): a framework op
     /// on a CPU tensor, `.numpy()`, `.item()`. `lane` is the thread's host-access lane (a stream of kind
     /// `HostThread`), which holds its place among the streams' accesses.
@@ -233,7 +231,7 @@ impl OpKind {
             // A pool block is handed out by the host-side allocator, not enqueued on its stream.
             OpKind::Alloc { alloc_kind: AllocKind::PoolBlock, .. } => None,
             OpKind::Alloc { stream, .. } | OpKind::Free { stream, .. } => *stream,
-            OpKind::HostSync(_) | OpKind::Query { .. } => None,
+            OpKind::HostSync(_) | OpKind::Query { .. } | OpKind::GraphCall(_) => None,
         }
     }
 
@@ -250,6 +248,7 @@ impl OpKind {
             OpKind::Alloc { .. } => "alloc",
             OpKind::Free { .. } => "free",
             OpKind::GraphLaunch { .. } => "graph launch",
+            OpKind::GraphCall(_) => "graph call",
             OpKind::HostAccess { .. } => "host access",
         }
     }

@@ -193,8 +193,8 @@ pub fn describe_why(race: &RaceFinding) -> String {
     let later = &race.later;
     match &race.why {
         Unordered::GraphNodes { graph } => format!(
-            "`{}` and `{}` are nodes of graph `{graph}` with no dependency path between them, so they may run concurrently",
-            earlier.site.name, later.site.name
+            "`{}` and `{}` are nodes of {graph} with no dependency path between them, so they may run concurrently at every launch",
+            op_label(earlier), op_label(later)
         ),
         Unordered::CrossStream { known, position } => {
             let earlier_stream = earlier.site.stream.as_ref().map_or("?".to_string(), |s| s.to_string());

@@ -25,7 +25,18 @@ fn write_occurrence(out: &mut dyn io::Write, heading: &str, op: &OpOccurrence, b
     writeln!(out, "  {heading} of {bytes} bytes at {at:#x} by {}:", printable(&describe_op(op)))?;
     let source = op.site.source.as_ref().map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned());
     let position = op.stream_position.map_or(String::new(), |p| format!(", {} on its stream", ordinal(p)));
-    writeln!(out, "    at {source} (operation {}{position}, input line/row {})", op.seq, op.origin)
+    let Some(graph) = &op.site.graph else {
+        return writeln!(out, "    at {source} (operation {}{position}, input line/row {})", op.seq, op.origin);
+    };
+    // A graph node was issued where it was captured or added, and ran where its graph was launched.
+    let made = match graph.build {
+        "captured" => "captured at",
+        "explicit" => "added at",
+        _ => "at",
+    };
+    writeln!(out, "    {made} {source} (operation {}, input line/row {})", op.seq, op.origin)?;
+    let launched = graph.launched_at.as_ref().map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned());
+    writeln!(out, "    in {}, launched at {launched}{position}", printable(&graph.graph))
 }
 
 /// A strided access says which bytes of its extent it touched (tier T2).

@@ -13,6 +13,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 mod frames;
+mod graphs;
 mod lines;
 mod parser;
 mod raw;

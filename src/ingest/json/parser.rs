@@ -15,6 +15,7 @@ use serde::Deserialize;
 use streamtrace_format::{Field, Producer, RecordKind, FORMAT_VERSION};
 
 use super::frames::{EndMatch, EndMismatch, FrameFacts, FrameKind, OpenFrames};
+use super::graphs::GraphAssembler;
 use super::raw::{without_unknown_fields, RawRecord};
 use super::Batch;
 use crate::ingest::{ImportCounters, IngestError, Severity};
@@ -114,6 +115,8 @@ pub(super) struct JsonTraceParser {
     pub frames: OpenFrames,
     /// Each host thread's host-access lane, declared at its first host access.
     pub host_lanes: HashMap<ThreadId, StreamId>,
+    /// Stream capture and the graph API: what graph each launch runs (rule 9).
+    pub graphs: GraphAssembler,
 }
 
 impl JsonTraceParser {
@@ -139,6 +142,7 @@ impl JsonTraceParser {
             sources: HashMap::default(),
             frames: OpenFrames::default(),
             host_lanes: HashMap::default(),
+            graphs: GraphAssembler::default(),
         }
     }
 
@@ -147,7 +151,23 @@ impl JsonTraceParser {
     }
 
     pub fn finish(&mut self, out: &mut Batch) {
+        let start = out.len();
         let open = self.frames.finish(out);
+        if let Err(error) = self.assemble_graphs(start, out) {
+            out.push(Err(error));
+        }
+        self.counters.bump(
+            "graphs.captured_ops",
+            Severity::Info,
+            "operations issued to capturing streams: graph nodes that run at each launch, not when issued",
+            self.graphs.captured_ops,
+        );
+        self.counters.bump(
+            "graphs.failed_captures",
+            Severity::Info,
+            "stream captures that ended without a graph (failed or invalidated): their work never ran",
+            self.graphs.failed_captures,
+        );
         self.counters.bump(
             "json.frames_left_open",
             Severity::DataLoss,
@@ -227,10 +247,35 @@ impl JsonTraceParser {
                 || format!("{}:{line}: {message}", path.display()),
             );
         }
+        let start = out.len();
         match self.convert(line, kind, raw, out) {
-            Ok(()) => Ok(()),
+            Ok(()) => self.assemble_graphs(start, out),
             Err(problem) => self.skip(line, problem),
         }
+    }
+
+    /// Passes the operations from `out[start..]` through the graph assembler: work issued to capturing streams
+    /// becomes graph nodes, graph calls build graphs, and launches carry their graphs. A trace without graphs
+    /// pays one check per record.
+    fn assemble_graphs(&mut self, start: usize, out: &mut Batch) -> Result<(), IngestError> {
+        let wanted = |item: &Result<TraceRecord, IngestError>| matches!(item, Ok(TraceRecord::Op(op)) if self.graphs.wants(op));
+        if !out[start..].iter().any(wanted) {
+            return Ok(());
+        }
+        let items: Vec<_> = out.drain(start..).collect();
+        for item in items {
+            let Ok(TraceRecord::Op(op)) = item else {
+                out.push(item);
+                continue;
+            };
+            let line = op.origin;
+            match self.graphs.take(op) {
+                Ok(Some(op)) => out.push(Ok(TraceRecord::Op(op))),
+                Ok(None) => {}
+                Err(problem) => self.skip(line, problem)?,
+            }
+        }
+        Ok(())
     }
 
     /// A record that cannot be taken: the end of a strict reading, a counted skip in a tolerant one.

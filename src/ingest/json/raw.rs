@@ -187,6 +187,15 @@ pub(super) struct RawRecord<'a> {
     pub nodes: Option<Vec<RawGraphNode<'a>>>,
     pub calls: Option<u64>,
     pub callback_ns: Option<u64>,
+    pub graph: Option<u64>,
+    pub exec: Option<u64>,
+    pub node: Option<u64>,
+    #[serde(borrow)]
+    pub node_kind: Option<Cow<'a, str>>,
+    /// A `graph_node`'s dependencies, by node handle (a `graph` record's nodes list theirs by index).
+    pub deps: Option<Vec<u64>>,
+    pub child: Option<u64>,
+    pub original: Option<u64>,
 }
 
 impl RawRecord<'_> {
@@ -238,6 +247,13 @@ impl RawRecord<'_> {
         note(self.nodes.is_some(), Field::Nodes);
         note(self.calls.is_some(), Field::Calls);
         note(self.callback_ns.is_some(), Field::CallbackNs);
+        note(self.graph.is_some(), Field::Graph);
+        note(self.exec.is_some(), Field::Exec);
+        note(self.node.is_some(), Field::Node);
+        note(self.node_kind.is_some(), Field::NodeKind);
+        note(self.deps.is_some(), Field::Deps);
+        note(self.child.is_some(), Field::Child);
+        note(self.original.is_some(), Field::Original);
         present
     }
 
@@ -275,14 +291,14 @@ mod tests {
         // A field the format gains must be decoded here too, or every record carrying it would be refused.
         for field in Field::ALL {
             let text = match field {
-                // `deps` belongs to graph nodes only.
-                Field::Type | Field::Deps => continue,
-                Field::Reads | Field::Writes | Field::Pointers | Field::Nodes => format!("{{\"type\":\"x\",\"{field}\":[]}}"),
+                Field::Type => continue,
+                Field::Reads | Field::Writes | Field::Pointers | Field::Nodes | Field::Deps => format!("{{\"type\":\"x\",\"{field}\":[]}}"),
                 Field::From | Field::To => format!("{{\"type\":\"x\",\"{field}\":[1,2]}}"),
                 Field::Sync | Field::Ready => format!("{{\"type\":\"x\",\"{field}\":true}}"),
                 Field::Comment => format!("{{\"type\":\"x\",\"{field}\":{{}}}}"),
                 Field::Producer | Field::Api | Field::Region | Field::Src | Field::Name | Field::StreamKind
-                | Field::Copy | Field::FromMemory | Field::ToMemory | Field::AllocKind | Field::FreeKind | Field::Label => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
+                | Field::Copy | Field::FromMemory | Field::ToMemory | Field::AllocKind | Field::FreeKind | Field::Label
+                | Field::NodeKind => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
                 _ => format!("{{\"type\":\"x\",\"{field}\":1}}"),
             };
             let raw: RawRecord = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{field}: {e}"));

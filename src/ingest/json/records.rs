@@ -13,7 +13,7 @@ use super::raw::{RawAccessRange, RawPointer, RawRange, RawRecord};
 use super::Batch;
 use crate::model::{
     Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind,
-    GraphNode, HostSync, MemoryKind, OpKind, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId,
+    GraphCall, GraphNode, HostSync, MemoryKind, NodeKind, NodeOwner, NodeParams, OpKind, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId,
     TraceRecord, ElementDim, StridedView, ViewBytes,
 };
 
@@ -162,17 +162,94 @@ impl JsonTraceParser {
                     }
                     let mut accesses = Vec::new();
                     read_write_accesses(&node.reads, &node.writes, &mut accesses)?;
-                    nodes.push(GraphNode {
-                        name: node.name.as_deref().map_or_else(|| format!("node {index}"), str::to_string),
-                        accesses,
-                        depends_on: node.deps.clone(),
-                    });
+                    let name = node.name.as_deref().map_or_else(|| format!("node {index}"), str::to_string);
+                    nodes.push(GraphNode::with_accesses(name, accesses, node.deps.clone()));
                 }
                 let name = raw.name.as_deref().map_or_else(|| "graph".into(), str::to_string);
-                OpKind::GraphLaunch { stream, name, nodes }
+                OpKind::GraphLaunch { stream, graph: self.graphs.inline(name, nodes) }
+            }
+            RecordKind::CaptureBegin => OpKind::GraphCall(GraphCall::CaptureBegin { stream: self.stream(process, raw.stream)?, into: raw.graph }),
+            RecordKind::CaptureEnd => OpKind::GraphCall(GraphCall::CaptureEnd { stream: self.stream(process, raw.stream)?, graph: raw.graph }),
+            RecordKind::GraphCreate => OpKind::GraphCall(GraphCall::Create { graph: handle(raw.graph, Field::Graph)? }),
+            RecordKind::GraphDestroy => OpKind::GraphCall(GraphCall::Destroy { graph: handle(raw.graph, Field::Graph)? }),
+            RecordKind::GraphExecDestroy => OpKind::GraphCall(GraphCall::ExecDestroy { exec: handle(raw.exec, Field::Exec)? }),
+            RecordKind::GraphNode => OpKind::GraphCall(GraphCall::AddNode {
+                graph: handle(raw.graph, Field::Graph)?,
+                node: handle(raw.node, Field::Node)?,
+                deps: raw.deps.clone().unwrap_or_default(),
+                params: self.node_params(process, raw)?,
+            }),
+            RecordKind::GraphNodeUpdate => {
+                let owner = match (raw.graph, raw.exec) {
+                    (Some(graph), None) => NodeOwner::Graph(graph),
+                    (None, Some(exec)) => NodeOwner::Exec(exec),
+                    _ => return Err(Problem::malformed("a graph_node_update names exactly one of `graph` or `exec`")),
+                };
+                OpKind::GraphCall(GraphCall::UpdateNode { owner, node: handle(raw.node, Field::Node)?, params: self.node_params(process, raw)? })
+            }
+            RecordKind::GraphDepAdd | RecordKind::GraphDepRemove => {
+                let (graph, node) = (handle(raw.graph, Field::Graph)?, handle(raw.node, Field::Node)?);
+                let deps = raw.deps.clone().ok_or_else(|| Problem::malformed(format!("{kind} without `deps`")))?;
+                OpKind::GraphCall(if kind == RecordKind::GraphDepAdd {
+                    GraphCall::AddDependencies { graph, node, deps }
+                } else {
+                    GraphCall::RemoveDependencies { graph, node, deps }
+                })
+            }
+            RecordKind::GraphNodeDestroy => {
+                OpKind::GraphCall(GraphCall::DestroyNode { graph: handle(raw.graph, Field::Graph)?, node: handle(raw.node, Field::Node)? })
+            }
+            RecordKind::GraphClone => OpKind::GraphCall(GraphCall::Clone {
+                graph: handle(raw.graph, Field::Graph)?,
+                original: handle(raw.original, Field::Original)?,
+            }),
+            RecordKind::GraphInstantiate => {
+                OpKind::GraphCall(GraphCall::Instantiate { graph: handle(raw.graph, Field::Graph)?, exec: handle(raw.exec, Field::Exec)? })
+            }
+            RecordKind::GraphExecUpdate => {
+                OpKind::GraphCall(GraphCall::ExecUpdate { exec: handle(raw.exec, Field::Exec)?, graph: handle(raw.graph, Field::Graph)? })
+            }
+            RecordKind::GraphLaunch => {
+                OpKind::GraphCall(GraphCall::Launch { exec: handle(raw.exec, Field::Exec)?, stream: self.stream(process, raw.stream)? })
             }
             other => return Err(Problem::malformed(format!("{other} is not an operation record"))),
         })
+    }
+
+    /// What a `graph_node` or `graph_node_update` record says the node does.
+    fn node_params(&mut self, process: ProcessId, raw: &RawRecord) -> Result<NodeParams, Problem> {
+        let kind = match raw.node_kind.as_deref().map(format::NodeKind::parse).transpose() {
+            Ok(kind) => kind.unwrap_or(format::NodeKind::Kernel),
+            Err(e) => return Err(Problem::malformed(e.to_string())),
+        };
+        let event = |this: &Self| this.event(process, raw.event);
+        let kind = match kind {
+            format::NodeKind::Kernel => NodeKind::Kernel,
+            format::NodeKind::Memcpy => NodeKind::Memcpy,
+            format::NodeKind::Memset => NodeKind::Memset,
+            format::NodeKind::Host => NodeKind::Host,
+            format::NodeKind::Child => NodeKind::Empty,
+            format::NodeKind::EventRecord => NodeKind::EventRecord(event(self)?),
+            format::NodeKind::EventWait => NodeKind::EventWait(event(self)?),
+            format::NodeKind::MemAlloc => NodeKind::MemAlloc,
+            format::NodeKind::MemFree => NodeKind::MemFree,
+            format::NodeKind::Empty => NodeKind::Empty,
+            format::NodeKind::Conditional => NodeKind::Conditional,
+            format::NodeKind::Other => NodeKind::Other,
+        };
+        let child = raw.child;
+        if (raw.node_kind.as_deref() == Some(format::NodeKind::Child.as_str())) != child.is_some() {
+            return Err(Problem::malformed("a child node names the graph it runs in `child`, and only a child node does"));
+        }
+        let mut accesses = Vec::with_capacity(raw.reads().len() + raw.writes().len());
+        read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
+        let raw_pointers = raw.pointers.as_deref().unwrap_or(&[]);
+        let mut pointers = Vec::with_capacity(raw_pointers.len());
+        for RawPointer(address, flag) in raw_pointers {
+            pointers.push(PointerArg { address: address.0, mode: pointer_mode(flag)? });
+        }
+        let name = raw.name.as_deref().map(|n| self.intern(n));
+        Ok(NodeParams { kind, name, accesses, pointers, child })
     }
 
     fn alloc(&mut self, process: ProcessId, raw: &RawRecord) -> Result<OpKind, Problem> {
@@ -256,6 +333,11 @@ fn memory_kind(text: Option<&str>, default: MemoryKind) -> Result<MemoryKind, Pr
         format::MemoryKind::Pinned => MemoryKind::Pinned,
         format::MemoryKind::Managed => MemoryKind::Managed,
     })
+}
+
+/// A graph API record's handle field, which it cannot do without.
+fn handle(value: Option<u64>, field: Field) -> Result<u64, Problem> {
+    value.ok_or_else(|| Problem::malformed(format!("missing field `{field}`")))
 }
 
 /// A pointer argument's access: `"r"` or `"w"` (`"read"` and `"write"` as the first hand-written traces had them).

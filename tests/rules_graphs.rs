@@ -1,0 +1,217 @@
+//! Rule 9 of DESIGN.md, part by part, each with a racy and a race-free twin: work issued to a capturing stream
+//! runs at the graph's launches and not when issued; stream order and event joins inside a capture become the
+//! graph's edges; graphs built node by node keep the edges their calls named; exec updates change what a launch
+//! touches; a launch is one step of its stream. Kept beside `tests/rules.rs` (same harness, same trace format).
+
+use streamtrace::analysis::analyze_source;
+use streamtrace::findings::{Fix, RaceFinding, RaceKind};
+use streamtrace::hb::{EngineOptions, HostOrder};
+use streamtrace::ingest::json::JsonTraceReader;
+
+/// Non-blocking streams 1-3, events 1-3, X at 0x1000 and Y at 0x2000.
+const PRELUDE: &str = r#"{"type":"streamtrace","version":1}
+{"type":"stream","id":1,"stream_kind":"non_blocking"}
+{"type":"stream","id":2,"stream_kind":"non_blocking"}
+{"type":"stream","id":3,"stream_kind":"non_blocking"}
+{"type":"event","id":1}
+{"type":"event","id":2}
+{"type":"event","id":3}
+{"type":"alloc","id":1,"addr":"0x1000","size":256,"label":"X"}
+{"type":"alloc","id":2,"addr":"0x2000","size":256,"label":"Y"}
+"#;
+
+fn races(body: &str) -> Vec<RaceFinding> {
+    let body = body.replace("$X", r#"["0x1000",256]"#).replace("$Y", r#"["0x2000",256]"#);
+    let reader = JsonTraceReader::from_text("graphs.json", format!("{PRELUDE}{body}"));
+    let analysis = analyze_source("graphs.json", Box::new(reader), EngineOptions { host_order: HostOrder::Global })
+        .expect("scenario analyzes");
+    analysis.findings.races
+}
+
+fn kernel(stream: u32, name: &str, reads: &str, writes: &str, src: &str) -> String {
+    format!("{{\"type\":\"kernel\",\"stream\":{stream},\"name\":\"{name}\",\"reads\":[{reads}],\"writes\":[{writes}],\"src\":\"{src}\"}}\n")
+}
+
+fn write(stream: u32, name: &str, range: &str) -> String {
+    kernel(stream, name, "", range, &format!("app.cu:{}", name.len()))
+}
+
+fn read(stream: u32, name: &str, range: &str) -> String {
+    kernel(stream, name, range, "", &format!("app.cu:{}", name.len()))
+}
+
+fn rec(event: u32, stream: u32) -> String {
+    format!("{{\"type\":\"record\",\"event\":{event},\"stream\":{stream}}}\n")
+}
+
+fn wait(stream: u32, event: u32) -> String {
+    format!("{{\"type\":\"wait\",\"stream\":{stream},\"event\":{event}}}\n")
+}
+
+fn begin(stream: u32) -> String {
+    format!("{{\"type\":\"capture_begin\",\"stream\":{stream},\"src\":\"app.cu:1\"}}\n")
+}
+
+/// Ends the capture on `stream` as graph 100 and instantiates it as executable graph 200.
+fn end_and_instantiate(stream: u32) -> String {
+    format!("{{\"type\":\"capture_end\",\"stream\":{stream},\"graph\":100}}\n{{\"type\":\"graph_instantiate\",\"graph\":100,\"exec\":200}}\n")
+}
+
+fn launch(stream: u32) -> String {
+    format!("{{\"type\":\"graph_launch\",\"exec\":200,\"stream\":{stream},\"src\":\"app.cu:99\"}}\n")
+}
+
+fn assert_one_race(found: &[RaceFinding], kind: RaceKind, earlier: &str, later: &str) {
+    assert_eq!(found.len(), 1, "expected one race, found {found:#?}");
+    assert_eq!(found[0].kind, kind);
+    assert_eq!((found[0].earlier.site.name.as_str(), found[0].later.site.name.as_str()), (earlier, later));
+}
+
+#[test]
+fn captured_work_does_not_run_when_issued() {
+    // Captured and never launched: nothing ran, so the read on stream 2 races with nothing.
+    let body = begin(1) + &write(1, "produce", "$X") + &end_and_instantiate(1) + &read(2, "other", "$X");
+    assert!(races(&body).is_empty());
+    // The same write issued outside a capture does race.
+    assert_eq!(races(&(write(1, "produce", "$X") + &read(2, "other", "$X"))).len(), 1);
+}
+
+#[test]
+fn a_replay_runs_in_its_stream_order_and_another_stream_must_wait_for_it() {
+    let captured = begin(1) + &write(1, "produce", "$X") + &end_and_instantiate(1);
+    // Replay, then a stream that waits on an event recorded after the replay: ordered.
+    let joined = captured.clone() + &launch(1) + &rec(1, 1) + &wait(2, 1) + &read(2, "consume", "$X");
+    assert!(races(&joined).is_empty());
+    // Without the wait the reader races with the replayed node, not with the capture.
+    let found = races(&(captured + &launch(1) + &read(2, "consume", "$X")));
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "produce", "consume");
+    let graph = found[0].earlier.site.graph.as_ref().expect("the earlier party is a graph node");
+    assert_eq!(graph.launched_at.as_ref().map(ToString::to_string).as_deref(), Some("app.cu:99"));
+    assert_eq!(found[0].earlier.site.source.as_ref().map(ToString::to_string).as_deref(), Some("app.cu:7"), "the capture line");
+    assert!(matches!(found[0].fix, Fix::RecordAndWait { .. }));
+}
+
+#[test]
+fn stream_order_inside_a_capture_orders_the_nodes() {
+    let body = begin(1) + &write(1, "produce", "$X") + &read(1, "consume", "$X") + &end_and_instantiate(1) + &launch(1);
+    assert!(races(&body).is_empty());
+}
+
+/// A capture on stream 1 that forks stream 2 (event 1) and joins it back (event 2); `before_join` is issued on
+/// stream 1 between the fork and the join.
+fn fork_join(before_join: &str, after_join: &str) -> String {
+    begin(1) + &rec(1, 1) + &wait(2, 1) + &write(2, "side", "$X") + before_join + &rec(2, 2) + &wait(1, 2) + after_join
+        + &end_and_instantiate(1)
+        + &launch(1)
+}
+
+#[test]
+fn a_forked_stream_is_ordered_inside_the_capture_only_by_its_join() {
+    assert!(races(&fork_join("", &read(1, "after_join", "$X"))).is_empty());
+    let found = races(&fork_join(&read(1, "unjoined", "$X"), ""));
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "side", "unjoined");
+    match &found[0].fix {
+        Fix::CaptureJoin { record_on, wait_on, .. } => assert_eq!((record_on.handle, wait_on.handle), (2, 1)),
+        other => panic!("expected a join inside the capture, got {other:?}"),
+    }
+    // Work forked before the capture began is not part of it: stream 2 joins only through the event.
+    assert!(races(&(fork_join("", "") + &read(3, "late", "$Y"))).is_empty());
+}
+
+/// Graph 10 built node by node: node 1 writes X, node 2 reads it after `deps`, then `extra` calls.
+fn explicit(deps: &str, extra: &str) -> String {
+    format!(
+        "{{\"type\":\"graph_create\",\"graph\":10}}\n\
+         {{\"type\":\"graph_node\",\"graph\":10,\"node\":1,\"name\":\"fill\",\"writes\":[$X],\"src\":\"g.cu:20\"}}\n\
+         {{\"type\":\"graph_node\",\"graph\":10,\"node\":2,\"name\":\"use\",\"reads\":[$X],\"deps\":{deps},\"src\":\"g.cu:21\"}}\n\
+         {extra}\
+         {{\"type\":\"graph_instantiate\",\"graph\":10,\"exec\":200}}\n"
+    ) + &launch(1)
+}
+
+#[test]
+fn explicit_edges_order_nodes_and_their_absence_is_a_race() {
+    assert!(races(&explicit("[1]", "")).is_empty());
+    let found = races(&explicit("[]", ""));
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "fill", "use");
+    match &found[0].fix {
+        Fix::GraphDependency { from, to, explicit, .. } => assert_eq!((from.as_str(), to.as_str(), *explicit), ("fill", "use", true)),
+        other => panic!("expected a graph edge, got {other:?}"),
+    }
+    let added = "{\"type\":\"graph_dep_add\",\"graph\":10,\"node\":2,\"deps\":[1]}\n";
+    assert!(races(&explicit("[]", added)).is_empty());
+    let removed = "{\"type\":\"graph_dep_remove\",\"graph\":10,\"node\":2,\"deps\":[1]}\n";
+    assert_eq!(races(&explicit("[1]", removed)).len(), 1);
+}
+
+#[test]
+fn an_exec_update_changes_what_the_next_launches_touch() {
+    // The graph writes X; stream 2 reads Y without waiting: no overlap until the update points the node at Y.
+    let graph = "{\"type\":\"graph_create\",\"graph\":10}\n\
+                 {\"type\":\"graph_node\",\"graph\":10,\"node\":1,\"name\":\"fill\",\"writes\":[$X]}\n\
+                 {\"type\":\"graph_instantiate\",\"graph\":10,\"exec\":200}\n"
+        .to_string();
+    let update = "{\"type\":\"graph_node_update\",\"exec\":200,\"node\":1,\"name\":\"fill\",\"writes\":[$Y]}\n";
+    assert!(races(&(graph.clone() + &launch(1) + &read(2, "reader", "$Y"))).is_empty());
+    let found = races(&(graph.clone() + update + &launch(1) + &read(2, "reader", "$Y")));
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "fill", "reader");
+    // Updating the graph (not the executable graph) changes only later instantiations.
+    let graph_update = update.replace("\"exec\":200", "\"graph\":10");
+    assert!(races(&(graph + &graph_update + &launch(1) + &read(2, "reader", "$Y"))).is_empty());
+}
+
+#[test]
+fn a_child_graph_runs_between_its_node_s_dependencies_and_dependents() {
+    let body = "{\"type\":\"graph_create\",\"graph\":11}\n\
+                {\"type\":\"graph_node\",\"graph\":11,\"node\":7,\"name\":\"inner\",\"writes\":[$X]}\n\
+                {\"type\":\"graph_create\",\"graph\":10}\n\
+                {\"type\":\"graph_node\",\"graph\":10,\"node\":1,\"node_kind\":\"child\",\"child\":11}\n\
+                {\"type\":\"graph_node\",\"graph\":10,\"node\":2,\"name\":\"outer\",\"reads\":[$X],\"deps\":$DEPS}\n\
+                {\"type\":\"graph_instantiate\",\"graph\":10,\"exec\":200}\n"
+        .to_string()
+        + &launch(1);
+    assert!(races(&body.replace("$DEPS", "[1]")).is_empty());
+    assert_one_race(&races(&body.replace("$DEPS", "[]")), RaceKind::ReadAfterWrite, "inner", "outer");
+}
+
+#[test]
+fn event_nodes_act_like_their_stream_calls() {
+    // An event record node lets another stream wait for the launch; an event wait node makes the launch wait.
+    let recording = "{\"type\":\"graph_create\",\"graph\":10}\n\
+                     {\"type\":\"graph_node\",\"graph\":10,\"node\":1,\"name\":\"fill\",\"writes\":[$X]}\n\
+                     {\"type\":\"graph_node\",\"graph\":10,\"node\":2,\"node_kind\":\"event_record\",\"event\":1,\"deps\":[1]}\n\
+                     {\"type\":\"graph_instantiate\",\"graph\":10,\"exec\":200}\n"
+        .to_string()
+        + &launch(1);
+    assert!(races(&(recording.clone() + &wait(2, 1) + &read(2, "after", "$X"))).is_empty());
+    assert_eq!(races(&(recording + &read(2, "after", "$X"))).len(), 1);
+    let waiting = |wait_node: bool| {
+        let node = if wait_node { "{\"type\":\"graph_node\",\"graph\":10,\"node\":1,\"node_kind\":\"event_wait\",\"event\":2}\n" } else { "" };
+        let deps = if wait_node { "[1]" } else { "[]" };
+        write(2, "before", "$X")
+            + &rec(2, 2)
+            + "{\"type\":\"graph_create\",\"graph\":10}\n"
+            + node
+            + &format!("{{\"type\":\"graph_node\",\"graph\":10,\"node\":2,\"name\":\"use\",\"reads\":[$X],\"deps\":{deps}}}\n")
+            + "{\"type\":\"graph_instantiate\",\"graph\":10,\"exec\":200}\n"
+            + &launch(1)
+    };
+    assert!(races(&waiting(true)).is_empty());
+    assert_eq!(races(&waiting(false)).len(), 1);
+}
+
+#[test]
+fn a_race_inside_a_graph_is_one_finding_counted_at_every_launch() {
+    let body = fork_join(&read(1, "unjoined", "$X"), "") + &launch(1) + &launch(1);
+    let found = races(&body);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].count, 3);
+}
+
+#[test]
+fn graph_calls_on_unknown_handles_are_refused_in_hand_written_traces() {
+    let reader = JsonTraceReader::from_text("bad.json", format!("{PRELUDE}{}", launch(1)));
+    let error = analyze_source("bad.json", Box::new(reader), EngineOptions { host_order: HostOrder::Global })
+        .expect_err("a launch of an executable graph never instantiated");
+    assert!(error.to_string().contains("never instantiated"), "{error}");
+}
