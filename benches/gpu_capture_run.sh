@@ -16,10 +16,13 @@ if [ -z "${SKIP_TORCH:-}" ]; then
   programs=(samples/torch/*.py)
   [ -z "${TORCH:-}" ] || programs=($(printf 'samples/torch/%s.py ' $TORCH))
   for py in "${programs[@]}"; do
-    name=$(basename "$py" .py)
-    .gpu/bin/streamtrace capture -o "/tmp/t-$name" -- python3 "$py" > "$work/torch/$name.log" 2>&1
-    cp /tmp/t-$name/trace.*.json "$work/torch/$name.json" 2>/dev/null
-    echo "torch $name: $(grep -c . "$work/torch/$name.json" 2>/dev/null) records; $(grep -o 'SUMMARY.*races' "$work/torch/$name.log" | head -1)"
+    # A program with a line `# VARIANT: ARG` also runs with ARG, into NAME-ARG.json.
+    for variant in "" $(sed -n 's|^# VARIANT: ||p' "$py"); do
+      name=$(basename "$py" .py)${variant:+-$variant}
+      .gpu/bin/streamtrace capture -o "/tmp/t-$name" -- python3 "$py" $variant > "$work/torch/$name.log" 2>&1
+      cp /tmp/t-$name/trace.*.json "$work/torch/$name.json" 2>/dev/null
+      echo "torch $name: $(grep -c . "$work/torch/$name.json" 2>/dev/null) records; $(grep -o 'SUMMARY.*races' "$work/torch/$name.log" | head -1)"
+    done
   done
 fi
 tar -czf "$OUT/captures.tar.gz" -C "$work" cuda torch

@@ -425,3 +425,68 @@ fn pitched_copies_and_sets_are_recorded_with_their_extent_and_memory() {
     let text = std::fs::read_to_string("samples/capture/cuda/batch_copy_race.json").expect("trace");
     assert_eq!(text.matches("cuMemcpyBatchAsync").count(), 2, "both copies of the batch");
 }
+
+/// The site's graph place as JSON: its graph, how it was built and where it was launched.
+fn graph_of(site: &Value) -> (&str, &str) {
+    (site["graph"]["graph"].as_str().unwrap_or_default(), site["graph"]["build"].as_str().unwrap_or_default())
+}
+
+#[test]
+fn cuda_graph_samples_match_their_ground_truth() {
+    const DIR: &str = "samples/capture/cuda";
+    // Stream capture: a forked stream racing inside the capture, once per replay; the same joined.
+    let json = expect_races(&format!("{DIR}/graph_capture_fork_race.json"), &[("read-after-write", "write_kernel", "read_kernel")]);
+    let race = &json["races"][0];
+    assert_eq!(race["count"], 3, "one finding for the three replays");
+    assert_eq!(race["why"]["kind"], "graph_nodes");
+    assert_eq!(race["fix"]["kind"], "capture_join");
+    assert_eq!(graph_of(&race["earlier"]["site"]).1, "captured");
+    expect_races(&format!("{DIR}/graph_capture_fork_joined.json"), &[]);
+    // Built node by node, with and without the edge.
+    let json = expect_races(&format!("{DIR}/graph_explicit_edge-no-edge.json"), &[("read-after-write", "write_kernel", "read_kernel")]);
+    assert_eq!(json["races"][0]["fix"]["kind"], "graph_dependency");
+    assert_eq!(json["races"][0]["fix"]["explicit"], true);
+    expect_races(&format!("{DIR}/graph_explicit_edge.json"), &[]);
+    // An exec update points the node at the buffer another stream reads.
+    let json = expect_races(&format!("{DIR}/graph_update_buffer.json"), &[("read-after-write", "write_kernel", "read_kernel")]);
+    assert_eq!(graph_of(&json["races"][0]["earlier"]["site"]).1, "explicit");
+    // A replay against another stream: compared with the replay, ordered by an event recorded after it.
+    let json = expect_races(&format!("{DIR}/graph_replay_wait-no-wait.json"), &[("read-after-write", "write_kernel", "read_kernel")]);
+    assert_eq!(json["races"][0]["fix"]["kind"], "record_and_wait");
+    expect_races(&format!("{DIR}/graph_replay_wait.json"), &[]);
+    // The replay benchmark's program: 20,000 launches of a 64-node graph on one stream.
+    let (code, json) = analyze(&format!("{DIR}/graph_replay_loop.json"));
+    assert_eq!((code, json["races"].as_array().map(Vec::len)), (0, Some(0)));
+    let captured = json["import"].as_array().expect("counters").iter().find(|c| c["name"] == "graphs.captured_ops");
+    assert_eq!(captured.and_then(|c| c["count"].as_u64()), Some(64), "the 64 captured launches became nodes, not work");
+}
+
+#[test]
+fn torch_graph_samples_match_their_ground_truth() {
+    for dir in ["samples/capture/torch-t2", "samples/capture/torch-t2-python-mode"] {
+        // torch.cuda.graph with a side stream forked and joined only at the capture's end.
+        let (_, json) = analyze(&format!("{dir}/graph_capture_unjoined.json"));
+        let races = json["races"].as_array().expect("races");
+        assert_eq!(races.len(), 1, "{dir}: {races:#?}");
+        let race = &races[0];
+        assert_eq!((race["earlier"]["site"]["region"].as_str(), race["later"]["site"]["region"].as_str()), (Some("add_.Tensor"), Some("mul.Tensor")), "{dir}");
+        assert_eq!(race["count"], 3, "{dir}: three replays, one finding");
+        assert_eq!(race["earlier"]["site"]["source"]["line"], 25, "{dir}: the capture line of add_");
+        assert_eq!(race["fix"]["kind"], "capture_join", "{dir}");
+        // Replayed, then read on a side stream that waits: clean (the capture ran nothing).
+        let (_, json) = analyze(&format!("{dir}/graph_replay_side_stream.json"));
+        assert_eq!(json["races"].as_array().map(Vec::len), Some(0), "{dir}");
+    }
+    const DIR: &str = "samples/capture/torch-t2";
+    let (_, json) = analyze(&format!("{DIR}/graph_replay_side_stream-no-wait.json"));
+    let race = &json["races"][0];
+    assert_eq!((race["earlier"]["site"]["region"].as_str(), race["later"]["site"]["region"].as_str()), (Some("mul.Tensor"), Some("sum.default")));
+    assert_eq!(graph_of(&race["earlier"]["site"]).1, "captured");
+    // torch.compile(mode="reduce-overhead") on a side stream: its CUDA graphs are captured and replayed.
+    for (sample, races) in [("compile_reduce_overhead_side", 0), ("compile_reduce_overhead_side-no-wait", 1)] {
+        let (_, json) = analyze(&format!("{DIR}/{sample}.json"));
+        assert_eq!(json["races"].as_array().map(Vec::len), Some(races), "{sample}");
+        let text = std::fs::read_to_string(format!("{DIR}/{sample}.json")).expect("trace");
+        assert!(text.contains("\"type\":\"graph_launch\""), "{sample}: Inductor replayed its graphs");
+    }
+}

@@ -452,7 +452,11 @@ def _bracket_ordering_calls(torch, emit, lines):
         (cuda.Event, "Event.", ("record", "wait", "synchronize", "query")),
         (cuda.Stream, "Stream.", ("wait_event", "wait_stream", "record_event", "synchronize", "query")),
         (cuda, "torch.cuda.", ("synchronize",)),
+        # Graph capture and replay: a replay's launch and a capture's begin and end take the user's line.
+        (getattr(cuda, "CUDAGraph", None), "CUDAGraph.", ("capture_begin", "capture_end", "replay")),
     ):
+        if owner is None:
+            continue
         for name in names:
             method = getattr(owner, name, None)
             if method is not None:

@@ -229,8 +229,13 @@ impl Engine {
 /// The accesses of one operation that can race: a read inside a range the same operation writes adds nothing
 /// (the write conflicts with everything the read would), and would report one bug twice.
 pub(super) fn effective_accesses(accesses: &[Access]) -> impl Iterator<Item = &Access> {
+    accesses.iter().zip(can_race(accesses)).filter_map(|(access, races)| races.then_some(access))
+}
+
+/// For each access, in order, whether it can race (what [`effective_accesses`] keeps).
+pub(super) fn can_race(accesses: &[Access]) -> impl Iterator<Item = bool> + '_ {
     let writes = Writes::of(accesses);
-    accesses.iter().filter(move |a| a.mode == AccessMode::Write || !writes.cover(a))
+    accesses.iter().map(move |a| a.mode == AccessMode::Write || !writes.cover(a))
 }
 
 /// Whether the write `w` covers every byte the read `a` touches: a plain write covers its whole range, a strided

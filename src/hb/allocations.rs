@@ -19,6 +19,9 @@ pub struct AllocationTable {
     /// Per pool block in the table: when it was handed out, where it was freed, and the freed block whose
     /// memory it took over. Entries leave with their block, so this follows live state.
     pool_history: FxHashMap<AllocId, PoolHistory>,
+    /// Counts the changes of which blocks are live: what pointer arguments resolved to stays right while it
+    /// stands.
+    generation: u64,
 }
 
 struct PoolHistory {
@@ -31,6 +34,7 @@ impl AllocationTable {
     /// Adds a block (a pool block to the pool layer) handed out by operation `seq`. Returns false when it
     /// overlaps a live block of its layer.
     pub fn insert(&mut self, alloc: Allocation, seq: u64) -> bool {
+        self.generation += 1;
         if alloc.kind != AllocKind::PoolBlock {
             return self.device.insert(alloc).0;
         }
@@ -51,6 +55,7 @@ impl AllocationTable {
     /// Marks a block freed at `source`. With `keep`, it stays nameable until its range is reused; pool blocks
     /// always stay.
     pub fn free(&mut self, id: AllocId, keep: bool, source: Option<&SourceLocation>) -> Option<Allocation> {
+        self.generation += 1;
         match self.pool.free(id, true) {
             Some(block) => {
                 if let Some(history) = self.pool_history.get_mut(&id) {
@@ -88,6 +93,11 @@ impl AllocationTable {
     /// The range of the live block holding `address`, a pool block before the device block under it.
     pub fn live_block_at(&self, address: u64) -> Option<AccessRange> {
         self.pool.live_block_at(address).or_else(|| self.device.live_block_at(address))
+    }
+
+    /// Changes when a block is handed out or freed.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Live device blocks (pool blocks live inside them).

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::access::effective_accesses;
+use super::access::can_race;
 use super::clock::Epoch;
 use super::engine::{Engine, EngineError};
 use super::race_report::action_of;
@@ -20,6 +20,11 @@ use crate::model::{Access, AccessMode, GraphBuild, GraphExec, GraphNode, NodeKin
 pub(super) struct GraphMemo {
     node_sites: Vec<SiteId>,
     races: Vec<RaceKey>,
+    /// What one launch touches, as one operation: every node's accesses (pointer arguments resolved), less
+    /// reads inside a range the launch also writes, each with its node's site.
+    footprint: Vec<(Access, SiteId)>,
+    /// The allocation table's generation the pointer arguments were resolved in.
+    resolved_in: u64,
 }
 
 impl Engine {
@@ -36,29 +41,35 @@ impl Engine {
         let launch_site = self.site("graph launch", &graph.name, Some(stream), op);
         let epoch = self.tick(stream, launch_site, op, graph.has_addresses());
         let memo_key = (graph.key, launch_site);
-        if !self.graph_memos.contains_key(&memo_key) {
-            let memo = self.learn_graph(op, stream, graph, epoch);
-            self.graph_memos.insert(memo_key, memo);
-        } else if let Some(memo) = self.graph_memos.get(&memo_key) {
-            for key in &memo.races {
-                self.stats.race_occurrences += 1;
-                self.collector.count_again(*key);
+        let generation = self.processes.get(op.process.index()).map_or(0, |p| p.allocations.generation());
+        match self.graph_memos.get_mut(&memo_key) {
+            None => {
+                let memo = self.learn_graph(op, stream, graph, epoch);
+                self.graph_memos.insert(memo_key, memo);
+            }
+            Some(memo) => {
+                for key in &memo.races {
+                    self.stats.race_occurrences += 1;
+                    self.collector.count_again(*key);
+                }
+                if memo.resolved_in != generation && graph.nodes.iter().any(|n| !n.pointers.is_empty()) {
+                    let sites = memo.node_sites.clone();
+                    let accesses = self.node_accesses(op, graph);
+                    let memo = self.graph_memos.get_mut(&memo_key).expect("present");
+                    memo.footprint = footprint(&accesses, &sites);
+                    memo.resolved_in = generation;
+                }
             }
         }
-        let node_sites = self.graph_memos.get(&memo_key).map(|m| m.node_sites.clone()).unwrap_or_default();
-        let mut resolved = std::mem::take(&mut self.pointer_scratch);
-        for (node, &site) in graph.nodes.iter().zip(&node_sites) {
-            resolved.clear();
-            resolved.extend_from_slice(&node.accesses);
-            if !node.pointers.is_empty() {
-                self.stats.kernels_with_pointers += 1;
-                self.resolve_pointers(op.process, &node.pointers, &mut resolved);
-            }
-            for access in effective_accesses(&resolved) {
-                self.access(op, epoch, site, access, Effect::Access);
-            }
+        // Every replay touches its footprint again at its own place in the stream: the accesses of other streams
+        // since the last replay may race with this one.
+        let footprint = self.graph_memos.get_mut(&memo_key).map(|m| std::mem::take(&mut m.footprint)).unwrap_or_default();
+        for (access, site) in &footprint {
+            self.access(op, epoch, *site, access, Effect::Access);
         }
-        self.pointer_scratch = resolved;
+        if let Some(memo) = self.graph_memos.get_mut(&memo_key) {
+            memo.footprint = footprint;
+        }
         // An event record node snapshots the stream as of this launch: ordering a waiter after every node, which
         // can only hide a race with nodes that do not precede the record.
         for node in &graph.nodes {
@@ -100,14 +111,7 @@ impl Engine {
         let ordered = |i: usize, j: usize| ancestors[j][i / 64] & (1 << (i % 64)) != 0;
         // Every node's accesses, pointer arguments matched to the blocks live now, swept in address order so
         // that only overlapping pairs are compared (a decode graph has thousands of nodes).
-        let accesses: Vec<Vec<Access>> = nodes
-            .iter()
-            .map(|node| {
-                let mut all = node.accesses.clone();
-                self.resolve_pointers(op.process, &node.pointers, &mut all);
-                all
-            })
-            .collect();
+        let accesses = self.node_accesses(op, graph);
         let mut by_start: Vec<(usize, usize)> =
             accesses.iter().enumerate().flat_map(|(n, list)| (0..list.len()).map(move |a| (n, a))).collect();
         by_start.sort_by_key(|&(n, a)| (accesses[n][a].range.start, n, a));
@@ -144,15 +148,16 @@ impl Engine {
             let key = (kind, node_sites[i].0, node_sites[j].0);
             races.push(key);
             self.stats.race_occurrences += 1;
-            let occurrence = |site: SiteId, node: &GraphNode, mode: AccessMode| OpOccurrence {
+            // Both ran in this launch: the occurrence is the launch's, the site says where each node was made.
+            let occurrence = |site: SiteId, mode: AccessMode| OpOccurrence {
                 site: self.sites.get(site).clone(),
                 action: action_of(Effect::Access, mode),
-                seq: node.made_at.as_ref().map_or(op.seq, |m| m.seq),
-                origin: node.made_at.as_ref().map_or(op.origin, |m| m.origin),
+                seq: op.seq,
+                origin: op.origin,
                 stream_position: Some(epoch.tick),
             };
-            let earlier = occurrence(node_sites[i], &nodes[i], a.mode);
-            let later = occurrence(node_sites[j], &nodes[j], b.mode);
+            let earlier = occurrence(node_sites[i], a.mode);
+            let later = occurrence(node_sites[j], b.mode);
             let fix = self.node_fix(graph, &nodes[i], &nodes[j]);
             let allocation = self.processes[op.process.index()].allocations.describe(range, None);
             self.collector.race(key, || RaceFinding {
@@ -168,7 +173,24 @@ impl Engine {
                 later_view: b.view.as_ref().map(|v| v.to_string()),
             });
         }
-        GraphMemo { node_sites, races }
+        let generation = self.processes.get(op.process.index()).map_or(0, |p| p.allocations.generation());
+        GraphMemo { footprint: footprint(&accesses, &node_sites), node_sites, races, resolved_in: generation }
+    }
+
+    /// Every node's accesses, pointer arguments matched to the blocks live now.
+    fn node_accesses(&mut self, op: &Operation, graph: &GraphExec) -> Vec<Vec<Access>> {
+        graph
+            .nodes
+            .iter()
+            .map(|node| {
+                let mut all = node.accesses.clone();
+                if !node.pointers.is_empty() {
+                    self.stats.kernels_with_pointers += 1;
+                    self.resolve_pointers(op.process, &node.pointers, &mut all);
+                }
+                all
+            })
+            .collect()
     }
 
     /// A node's site: what it is and where it was captured or added, in the launch that ran it.
@@ -176,7 +198,7 @@ impl Engine {
         let sref = &self.streams[stream.index()].sref;
         let tref = &self.threads[op.thread.index()].tref;
         let made_at = node.made_at.as_ref();
-        let source = made_at.and_then(|m| m.source.as_ref()).or(op.source.as_ref());
+        let source = made_at.and_then(|m| m.source.as_ref());
         let region = made_at.and_then(|m| m.region.as_ref());
         self.sites.intern("graph node", &node.name, Some(sref), tref, source, region, Some(place))
     }
@@ -206,4 +228,13 @@ impl Engine {
             explicit: graph.build == GraphBuild::Explicit,
         }
     }
+}
+
+/// A launch's accesses as one operation's (rule 11): a read inside a range some node of the launch writes adds
+/// nothing against other streams, since the write conflicts with everything the read would.
+fn footprint(accesses: &[Vec<Access>], sites: &[SiteId]) -> Vec<(Access, SiteId)> {
+    let all: Vec<Access> = accesses.iter().flatten().cloned().collect();
+    let site_of = accesses.iter().zip(sites).flat_map(|(list, &site)| std::iter::repeat_n(site, list.len()));
+    let keep: Vec<bool> = can_race(&all).collect();
+    all.into_iter().zip(site_of).zip(keep).filter_map(|(entry, keep)| keep.then_some(entry)).collect()
 }

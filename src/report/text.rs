@@ -34,9 +34,17 @@ fn write_occurrence(out: &mut dyn io::Write, heading: &str, op: &OpOccurrence, b
         "explicit" => "added at",
         _ => "at",
     };
-    writeln!(out, "    {made} {source} (operation {}, input line/row {})", op.seq, op.origin)?;
+    if op.site.source.is_some() {
+        writeln!(out, "    {made} {source}")?;
+    }
     let launched = graph.launched_at.as_ref().map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned());
-    writeln!(out, "    in {}, launched at {launched}{position}", printable(&graph.graph))
+    writeln!(
+        out,
+        "    in {}, launched at {launched} (operation {}{position}, input line/row {})",
+        printable(&graph.graph),
+        op.seq,
+        op.origin
+    )
 }
 
 /// A strided access says which bytes of its extent it touched (tier T2).
