@@ -34,7 +34,9 @@ fn expected(sample: &str) -> (Vec<(&'static str, &'static str, &'static str, u64
         "wait_before_record.json" => (vec![("read-after-write", "produce", "consume", 1)], 1),
         "event_sync_then_launch.json" => (vec![], 0),
         "allocator_query_reuse.json" => (vec![], 0),
-        "graph_missing_edge.json" => (vec![("read-after-write", "step/gemm", "step/bias", 2)], 0),
+        "graph_missing_edge.json" => (vec![("read-after-write", "gemm", "bias", 2)], 0),
+        "graph_capture_fork.json" => (vec![("read-after-write", "add_", "mul", 2)], 0),
+        "graph_exec_update.json" => (vec![("read-after-write", "fill", "read_b", 1)], 0),
         "pipeline_loop_race.json" => (
             vec![
                 ("read-after-write", "transform", "emit", 3),
