@@ -98,7 +98,7 @@ pub const CU_LAUNCH_KERNEL_EX: u32 = 652;
 pub const CU_LAUNCH_KERNEL_EX_PTSZ: u32 = 653;
 pub const CU_CTX_SYNCHRONIZE_V2: u32 = 800;
 
-/// Stream capture and the graph API (rule 9).
+/// Stream capture and the graph API (DESIGN.md, CUDA graphs).
 pub const CU_STREAM_BEGIN_CAPTURE: u32 = 495;
 pub const CU_STREAM_BEGIN_CAPTURE_PTSZ: u32 = 496;
 pub const CU_STREAM_END_CAPTURE: u32 = 497;

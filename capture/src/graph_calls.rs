@@ -1,4 +1,4 @@
-//! Stream capture and the graph API as records (rule 9): which stream starts or stops capturing, every node
+//! Stream capture and the graph API as records: which stream starts or stops capturing, every node
 //! added with its dependencies and what it touches (kernel nodes scanned like launches), edges added and
 //! removed, parameter changes of graphs and executable graphs, instantiation, update and destruction. Launches
 //! are recorded with the other stream calls. Every call here is recorded when it returns: the handles it makes

@@ -1,4 +1,4 @@
-//! The records of stream capture and the graph API (rule 9), by the program's own handles: what the analyzer
+//! The records of stream capture and the graph API, by the program's own handles: what the analyzer
 //! needs to rebuild each executable graph and know which work ran only at its launches. Built on the
 //! application's threads, formatted on the writer thread, like every record.
 

@@ -54,7 +54,7 @@ pub enum Record {
     Query { target: SyncTarget, ready: bool, api: &'static str },
     Alloc { id: u64, address: u64, bytes: u64, kind: AllocKind, stream: Option<u64>, api: &'static str },
     Free { id: u64, kind: FreeKind, stream: Option<u64>, api: &'static str },
-    /// Stream capture and the graph API, by the program's handles (rule 9).
+    /// Stream capture and the graph API, by the program's handles.
     Graph { graph: GraphRecord, api: &'static str },
     GpuTime { correlation: u32, start: u64, end: u64 },
     /// At exit: the driver calls recorded in this process and the time the callback spent on them.

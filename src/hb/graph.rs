@@ -1,4 +1,4 @@
-//! CUDA graphs (rule 9): a launch is one step of its stream, and inside it the node dependencies alone order the
+//! CUDA graphs: a launch is one step of its stream, and inside it the node dependencies alone order the
 //! nodes. Races between nodes follow from the graph's shape: they are found once per executable graph version
 //! and launch site, and counted again at every launch. Event nodes act like their stream counterparts, at the
 //! launch's place in its stream.
@@ -230,7 +230,7 @@ impl Engine {
     }
 }
 
-/// A launch's accesses as one operation's (rule 11): a read inside a range some node of the launch writes adds
+/// A launch's accesses as one operation's (memory operations, DESIGN.md): a read inside a range some node of the launch writes adds
 /// nothing against other streams, since the write conflicts with everything the read would.
 fn footprint(accesses: &[Vec<Access>], sites: &[SiteId]) -> Vec<(Access, SiteId)> {
     let all: Vec<Access> = accesses.iter().flatten().cloned().collect();

@@ -1,4 +1,4 @@
-//! CUDA graphs (DESIGN.md rule 9): the graph API calls a program made, and the executable graphs its launches
+//! CUDA graphs (DESIGN.md, CUDA graphs): the graph API calls a program made, and the executable graphs its launches
 //! run. A launch carries its whole graph, shared, so the engine needs no graph bookkeeping of its own.
 
 use std::sync::Arc;
@@ -22,7 +22,7 @@ pub enum NodeKind {
     EventRecord(EventId),
     /// Its dependents run after the event's last record (as of the launch).
     EventWait(EventId),
-    /// Allocates its range for the graph: a write of every byte, like `cudaMallocAsync` (rule 8).
+    /// Allocates its range for the graph: a write of every byte, like `cudaMallocAsync` (stream-ordered allocation).
     MemAlloc,
     /// Frees its range.
     MemFree,

@@ -204,7 +204,7 @@ pub enum OpKind {
         /// The stream of a stream-ordered free.
         stream: Option<StreamId>,
     },
-    /// A graph launch: every node of `graph` runs, as one step of `stream` (rule 9).
+    /// A graph launch: every node of `graph` runs, as one step of `stream`.
     GraphLaunch { stream: StreamId, graph: SharedGraph },
     /// A call that builds graphs (stream capture, the explicit graph API): what it means is worked out by the
     /// reader, which turns launches into `GraphLaunch`; it is no operation that runs.

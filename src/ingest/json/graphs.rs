@@ -1,4 +1,4 @@
-//! CUDA graphs from the calls that build them (DESIGN.md rule 9). Work issued to a capturing stream does not
+//! CUDA graphs from the calls that build them (DESIGN.md, CUDA graphs). Work issued to a capturing stream does not
 //! run: it becomes a node of the graph being captured, after the stream's earlier nodes and whatever the stream
 //! waited on inside the capture; a stream that waits on an event recorded inside a capture joins it. Graphs built
 //! node by node keep the dependencies their calls named. Instantiation fixes a graph as it is then, child graphs

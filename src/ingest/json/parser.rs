@@ -115,7 +115,7 @@ pub(super) struct JsonTraceParser {
     pub frames: OpenFrames,
     /// Each host thread's host-access lane, declared at its first host access.
     pub host_lanes: HashMap<ThreadId, StreamId>,
-    /// Stream capture and the graph API: what graph each launch runs (rule 9).
+    /// Stream capture and the graph API: what graph each launch runs.
     pub graphs: GraphAssembler,
 }
 
