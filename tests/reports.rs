@@ -1,6 +1,9 @@
 //! The timeline reports: Perfetto JSON holds the tracks, flows and markers; the HTML report escapes every string
 //! from the trace and works in a real browser (headless Chromium, which .ci/run installs): lanes and findings
 //! appear, picking a finding selects its two operations, no JavaScript error is logged, and a screenshot is taken.
+//! Without Chromium or a font the tests that need them skip with a notice (tests/support/mod.rs).
+
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -88,14 +91,9 @@ fn every_string_from_the_trace_is_escaped() {
     assert!(trace["traceEvents"].as_array().expect("events").iter().any(|e| e["name"] == "<script>alert(1)</script>"));
 }
 
-fn chromium() -> PathBuf {
-    let path = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().map(PathBuf::from).find(|p| p.exists());
-    path.expect("headless Chromium is needed for the HTML report test: apt-get install chromium (.ci/run does)")
-}
-
-fn headless(args: &[&str]) -> (String, String) {
+fn headless(chromium: &Path, args: &[&str]) -> (String, String) {
     let profile = scratch(&format!("chromium-profile-{}", args.len()));
-    let out = Command::new(chromium())
+    let out = Command::new(chromium)
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
         .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
         .args(["--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000"])
@@ -108,10 +106,11 @@ fn headless(args: &[&str]) -> (String, String) {
 
 #[test]
 fn html_report_works_in_a_browser() {
+    let Some(chromium) = support::chromium_or_skip("html_report_works_in_a_browser") else { return };
     let (html, perfetto) = (scratch("browser.html"), scratch("browser.json"));
     analyze_with_reports(&repo().join("samples/json/pipeline_loop_race.json"), &html, &perfetto);
     let url = format!("file://{}#finding=0", html.display());
-    let (dom, log) = headless(&["--dump-dom", &url]);
+    let (dom, log) = headless(&chromium, &["--dump-dom", &url]);
     let console_errors: Vec<&str> =
         log.lines().filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("Error"))).collect();
     assert!(console_errors.is_empty(), "JavaScript errors: {console_errors:#?}");
@@ -130,7 +129,7 @@ fn html_report_works_in_a_browser() {
     // A screenshot of the page, as a person would see it.
     let shot = scratch("browser.png");
     let _ = std::fs::remove_file(&shot);
-    headless(&["--window-size=1400,700", &format!("--screenshot={}", shot.display()), &url]);
+    headless(&chromium, &["--window-size=1400,700", &format!("--screenshot={}", shot.display()), &url]);
     let png = std::fs::read(&shot).expect("screenshot written");
     assert_eq!(&png[1..4], b"PNG");
     let width = u32::from_be_bytes([png[16], png[17], png[18], png[19]]);
@@ -175,6 +174,9 @@ fn png_size(path: &Path) -> (u32, u32) {
 
 #[test]
 fn png_timeline_has_one_lane_per_stream() {
+    if !support::font_or_skip("png_timeline_has_one_lane_per_stream") {
+        return;
+    }
     let png = scratch("timeline.png");
     let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
         .args(["analyze", "samples/json/pipeline_loop_race.json", "--png"])
@@ -185,4 +187,31 @@ fn png_timeline_has_one_lane_per_stream() {
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     // 1600 wide; 70 px of title, 26 px per stream (4 streams) and 30 px of legend.
     assert_eq!(png_size(&png), (1600, 70 + 4 * 26 + 30));
+}
+
+#[test]
+fn a_missing_tool_skips_with_a_notice_unless_required() {
+    // A PATH of one empty directory holds no Chromium.
+    let empty = scratch("empty-path");
+    std::fs::create_dir_all(&empty).expect("dir");
+    assert_eq!(support::chromium_on(empty.as_os_str()), None);
+    let decide = |required| support::missing("t", "headless Chromium", "not on PATH", support::REQUIRE_BROWSER, required);
+    assert!(matches!(decide(None), support::Missing::Skip(n) if n.contains("t skipped") && n.contains("STREAMTRACE_REQUIRE_BROWSER=1")));
+    assert!(matches!(decide(Some("0")), support::Missing::Skip(_)));
+    assert!(matches!(decide(Some("1")), support::Missing::Fail(m) if m.contains("required")));
+}
+
+#[test]
+fn a_picture_without_a_font_is_a_clear_error() {
+    let png = scratch("no-font.png");
+    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+        .args(["analyze", "samples/json/pipeline_loop_race.json", "--png"])
+        .arg(&png)
+        .env("STREAMTRACE_FONT", scratch("no-such-font.ttf"))
+        .current_dir(repo())
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("STREAMTRACE_FONT names"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!png.exists(), "no partial picture");
 }

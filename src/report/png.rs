@@ -25,6 +25,20 @@ const FONT_CANDIDATES: &[&str] = &[
 ];
 const FONT_DIRS: &[&str] = &["/usr/share/fonts", "/usr/local/share/fonts"];
 
+/// The TrueType font the pictures' text is drawn with: the file STREAMTRACE_FONT names, else the first found in
+/// the usual places. Tests ask it too, to know whether pictures can be drawn on this machine.
+pub fn font_path() -> Result<std::path::PathBuf, String> {
+    if let Some(named) = std::env::var_os("STREAMTRACE_FONT").map(std::path::PathBuf::from) {
+        return if named.is_file() { Ok(named) } else { Err(format!("STREAMTRACE_FONT names {}, which is not a file", named.display())) };
+    }
+    FONT_CANDIDATES
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.is_file())
+        .or_else(|| FONT_DIRS.iter().find_map(|dir| first_ttf(Path::new(dir), 4)))
+        .ok_or_else(|| "no TrueType font found for the pictures' text: install one (fonts-dejavu-core) or set STREAMTRACE_FONT to a .ttf file".to_string())
+}
+
 /// Finds a TrueType font and gives it to plotters as "sans-serif", once per process. Text is drawn with a
 /// pure-Rust rasterizer, so that the streamtrace binary needs no fontconfig or FreeType on the machine
 /// (capture runs on minimal GPU servers); only the pictures need a font file, named by STREAMTRACE_FONT or
@@ -32,11 +46,7 @@ const FONT_DIRS: &[&str] = &["/usr/share/fonts", "/usr/local/share/fonts"];
 fn ensure_font() -> anyhow::Result<()> {
     static FONT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     FONT.get_or_init(|| {
-        let named = std::env::var_os("STREAMTRACE_FONT").map(std::path::PathBuf::from);
-        let path = named
-            .or_else(|| FONT_CANDIDATES.iter().map(std::path::PathBuf::from).find(|p| p.is_file()))
-            .or_else(|| FONT_DIRS.iter().find_map(|dir| first_ttf(Path::new(dir), 4)))
-            .ok_or_else(|| "no TrueType font found for the pictures' text: install one (fonts-dejavu-core) or set STREAMTRACE_FONT to a .ttf file".to_string())?;
+        let path = font_path()?;
         let bytes = std::fs::read(&path).map_err(|e| format!("cannot read the font {}: {e}", path.display()))?;
         // plotters keeps registered fonts for the life of the process.
         let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
@@ -57,8 +67,9 @@ fn first_ttf(dir: &Path, depth: u32) -> Option<std::path::PathBuf> {
 
 /// Renders into `path` through [`crate::output::write_atomically_with`].
 fn render(path: &Path, size: (u32, u32), draw: impl FnOnce(&DrawingArea<BitMapBackend, plotters::coord::Shift>) -> anyhow::Result<()>) -> anyhow::Result<()> {
-    ensure_font()?;
+    // The output path is checked before the font is looked for: a bad target is the first thing to say.
     crate::output::write_atomically_with(path, "png", |tmp| {
+        ensure_font()?;
         let root = BitMapBackend::new(tmp, size).into_drawing_area();
         root.fill(&WHITE).context("filling the picture")?;
         draw(&root)?;
