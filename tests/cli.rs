@@ -241,7 +241,26 @@ fn capture_stats_become_import_counters_and_the_cost_per_call() {
     let out = streamtrace(&["analyze", path.to_str().expect("utf-8 path")]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Capture cost: 4 driver calls recorded, 0.01 ms in the capture library (1.50 us a call"), "{text}");
+    assert!(text.contains("counted its one-time set-up into the calls"), "a capture without setup_ns says its calls hold it: {text}");
     let (_, json) = analyze_json(path.to_str().expect("utf-8 path"));
     let counters = json["import"].as_array().expect("counters");
     assert!(counters.iter().any(|c| c["name"] == "capture.callback_ns" && c["count"] == 6000));
+}
+
+#[test]
+fn the_capture_cost_line_puts_the_one_time_set_up_apart_from_the_calls() {
+    let path = tempdir().join("stats_setup.json");
+    std::fs::write(
+        &path,
+        format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"capture_stats\",\"calls\":6,\"callback_ns\":12600,\"setup_ns\":377000}}\n"),
+    )
+    .expect("trace written");
+    let out = streamtrace(&["analyze", path.to_str().expect("utf-8 path")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Capture cost: 6 driver calls recorded, 0.01 ms in the capture library (2.10 us a call, on the program's threads); one-time set-up apart: 0.38 ms"),
+        "{text}"
+    );
+    let (_, json) = analyze_json(path.to_str().expect("utf-8 path"));
+    assert!(json["import"].as_array().expect("counters").iter().any(|c| c["name"] == "capture.setup_ns" && c["count"] == 377000));
 }

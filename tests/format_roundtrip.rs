@@ -105,7 +105,7 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
     }
     push_graphs(&mut batch);
     batch.push(CALL, Record::GpuTime { correlation: u32::MAX, start: 0, end: u64::MAX });
-    batch.push(CALL, Record::CaptureStats { calls: u64::MAX, callback_ns: 0 });
+    batch.push(CALL, Record::CaptureStats { calls: u64::MAX, callback_ns: 0, setup_ns: 1 });
 
     let (records, counters) = read(written(&batch));
 
@@ -208,6 +208,7 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
     assert_eq!(sync.api.as_deref(), Some("cuCtxSynchronize"));
     assert!(records.contains(&TraceRecord::GpuTime { correlation: u64::from(u32::MAX), start_ns: 0, end_ns: u64::MAX }));
     assert_eq!(counters.get("capture.recorded_calls"), u64::MAX);
+    assert_eq!(counters.get("capture.setup_ns"), 1);
     assert_eq!(counters.data_loss().count(), 0, "nothing skipped: {:?}", counters.data_loss().collect::<Vec<_>>());
 }
 

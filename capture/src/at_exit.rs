@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use crate::activity;
-use crate::callback::capture_stats;
+use crate::cost::capture_stats;
 use crate::control::GPU_TIMES;
 use crate::origin::{current_pid, now_ns, thread_id};
 use crate::record::Call;

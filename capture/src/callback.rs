@@ -6,7 +6,7 @@
 
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use cudarc::cupti::result as cupti;
 use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData, CUpti_CallbackDomain};
@@ -15,22 +15,13 @@ use streamtrace_format::{AllocKind, CopyKind, FreeKind, MemoryKind};
 
 use crate::cbid::*;
 use crate::control::{disable, ENABLED, NOOP};
+use crate::cost;
 use crate::origin::{now_ns, thread_id};
 use crate::params::*;
 use crate::pitched::{pitched_extent, PitchedCopyShape};
 use crate::graph_calls::on_graph_call;
 use crate::record::{Call, GraphRecord, Record, SyncTarget};
 use crate::state::{drain_into, state_for_this_process, ProcessState, STATE};
-
-/// What capture cost the program: recorded calls, and the time spent in the callback for them (written into
-/// the trace at exit, so that every capture says what it cost).
-static RECORDED_CALLS: AtomicU64 = AtomicU64::new(0);
-static CALLBACK_NS: AtomicU64 = AtomicU64::new(0);
-
-/// The `capture_stats` record: what the callback has cost so far.
-pub fn capture_stats() -> Record {
-    Record::CaptureStats { calls: RECORDED_CALLS.load(Ordering::Relaxed), callback_ns: CALLBACK_NS.load(Ordering::Relaxed) }
-}
 
 thread_local! {
     /// Set while this thread runs the callback: driver calls the capture makes itself must not be recorded.
@@ -65,6 +56,7 @@ pub unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_Callba
         // Safety: that data is CUPTI's for the call `cbid`, and lives until this callback returns.
         let data = unsafe { CallData::new(cbid, data) };
         let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: data.data.correlationId };
+        let start = cost::call_started(call.time_ns);
         let flush = {
             let Ok(mut slot) = STATE.lock() else { return };
             let Some(state) = state_for_this_process(&mut slot) else { return };
@@ -77,8 +69,7 @@ pub unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_Callba
         if let Some(writer) = flush {
             drain_into(&writer);
         }
-        RECORDED_CALLS.fetch_add(1, Ordering::Relaxed);
-        CALLBACK_NS.fetch_add(now_ns().saturating_sub(call.time_ns), Ordering::Relaxed);
+        cost::call_recorded(start);
     });
     IN_CALLBACK.with(|flag| flag.set(false));
     if outcome.is_err() {

@@ -18,6 +18,7 @@ mod at_exit;
 mod callback;
 pub mod cbid;
 mod control;
+mod cost;
 mod fork;
 mod functions;
 mod graph_calls;
@@ -46,7 +47,7 @@ pub extern "C" fn InitializeInjection() -> i32 {
     if std::env::var_os(streamtrace_format::launch::ENV_DISABLE).is_some() {
         return 1;
     }
-    match std::panic::catch_unwind(setup::initialize) {
+    match std::panic::catch_unwind(|| cost::setup(setup::initialize)) {
         Ok(Ok(())) => {}
         Ok(Err(reason)) => say_once(&reason),
         Err(_) => say_once("an internal error while setting up CUPTI"),

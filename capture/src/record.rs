@@ -57,8 +57,9 @@ pub enum Record {
     /// Stream capture and the graph API, by the program's handles.
     Graph { graph: GraphRecord, api: &'static str },
     GpuTime { correlation: u32, start: u64, end: u64 },
-    /// At exit: the driver calls recorded in this process and the time the callback spent on them.
-    CaptureStats { calls: u64, callback_ns: u64 },
+    /// At exit: the driver calls recorded in this process, the time the callback spent on them, and apart from
+    /// it the one-time set-up (cost.rs).
+    CaptureStats { calls: u64, callback_ns: u64, setup_ns: u64 },
     /// A record written by a framework hook (the PyTorch bootstrap): one JSON object, passed through with the
     /// calling thread's id added.
     Raw(String),
@@ -268,9 +269,9 @@ impl Entry {
                 line
             }
             Record::Function { .. } => return,
-            Record::CaptureStats { calls, callback_ns } => {
+            Record::CaptureStats { calls, callback_ns, setup_ns } => {
                 let mut line = RecordLine::begin(out, RecordKind::CaptureStats);
-                line.number(Field::Calls, *calls).number(Field::CallbackNs, *callback_ns);
+                line.number(Field::Calls, *calls).number(Field::CallbackNs, *callback_ns).number(Field::SetupNs, *setup_ns);
                 line
             }
             Record::GpuTime { correlation, start, end } => {

@@ -31,6 +31,13 @@ pub fn state_for_this_process(slot: &mut Option<ProcessState>) -> Option<&mut Pr
     if slot.as_ref().is_some_and(|s| s.pid == pid) {
         return slot.as_mut();
     }
+    // Once per process: counted as set-up, not as the cost of the call that happens to come first.
+    *slot = Some(crate::cost::setup(|| start_trace(pid))?);
+    slot.as_mut()
+}
+
+/// Creates this process's trace file and starts its writer thread; None (capture turned off) when either fails.
+fn start_trace(pid: u32) -> Option<ProcessState> {
     let template = std::env::var(streamtrace_format::launch::ENV_OUTPUT).unwrap_or_else(|_| "streamtrace.%p.json".into());
     let path = writer::trace_path(&template, pid);
     match Writer::create(path.clone()) {
@@ -40,8 +47,7 @@ pub fn state_for_this_process(slot: &mut Option<ProcessState>) -> Option<&mut Pr
                 disable(&format!("cannot start the writer thread: {e}"));
                 return None;
             }
-            *slot = Some(ProcessState::new(pid, writer));
-            slot.as_mut()
+            Some(ProcessState::new(pid, writer))
         }
         Err(e) => {
             disable(&format!("cannot create {}: {e}", path.display()));

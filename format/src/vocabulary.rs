@@ -203,6 +203,8 @@ names!(
         Child = "child",
         /// The graph a clone copies.
         Original = "original",
+        /// `capture_stats`: the one-time set-up, apart from the calls' cost.
+        SetupNs = "setup_ns",
     }
 );
 
@@ -344,7 +346,7 @@ impl RecordKind {
             RecordKind::GraphExecDestroy => &[F::Exec],
             RecordKind::GraphLaunch => &[F::Exec, F::Stream, F::Name],
             RecordKind::GpuTime => &[],
-            RecordKind::CaptureStats => &[F::Calls, F::CallbackNs],
+            RecordKind::CaptureStats => &[F::Calls, F::CallbackNs, F::SetupNs],
             RecordKind::OpBegin | RecordKind::OpEnd => &[F::Name, F::Reads, F::Writes],
             RecordKind::CallBegin => &[F::Name],
             RecordKind::CallEnd => &[],

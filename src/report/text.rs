@@ -78,6 +78,27 @@ fn write_race(out: &mut dyn io::Write, race: &RaceFinding) -> io::Result<()> {
     writeln!(out, "==================")
 }
 
+/// What the capture cost the program: per recorded call on its threads, and the one-time set-up apart (captures
+/// before the set-up was counted apart have it inside the calls' time, which the line then says).
+fn write_capture_cost(out: &mut dyn io::Write, analysis: &Analysis) -> io::Result<()> {
+    let recorded_calls = analysis.import.get("capture.recorded_calls");
+    if recorded_calls == 0 {
+        return Ok(());
+    }
+    let ns = analysis.import.get("capture.callback_ns");
+    let setup = analysis.import.iter().any(|c| c.name == "capture.setup_ns").then(|| analysis.import.get("capture.setup_ns"));
+    let apart = match setup {
+        Some(setup) => format!("; one-time set-up apart: {:.2} ms (loading CUPTI, creating the trace file and its writer)", setup as f64 / 1e6),
+        None => "; this capture counted its one-time set-up into the calls, so a short program's calls look costlier than they are".to_string(),
+    };
+    writeln!(
+        out,
+        "Capture cost: {recorded_calls} driver calls recorded, {:.2} ms in the capture library ({:.2} us a call, on the program's threads){apart}.",
+        ns as f64 / 1e6,
+        ns as f64 / 1e3 / recorded_calls as f64
+    )
+}
+
 impl Report for TextReport {
     fn write(&self, analysis: &Analysis, out: &mut dyn io::Write) -> io::Result<()> {
         let findings = &analysis.findings;
@@ -122,16 +143,7 @@ impl Report for TextReport {
             }
         }
         let total_pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
-        let recorded_calls = analysis.import.get("capture.recorded_calls");
-        if recorded_calls > 0 {
-            let ns = analysis.import.get("capture.callback_ns");
-            writeln!(
-                out,
-                "Capture cost: {recorded_calls} driver calls recorded, {:.2} ms in the capture library ({:.2} us a call, on the program's threads).",
-                ns as f64 / 1e6,
-                ns as f64 / 1e3 / recorded_calls as f64
-            )?;
-        }
+        write_capture_cost(out, analysis)?;
         let framework_ops = analysis.import.get("json.framework_ops");
         if framework_ops > 0 {
             writeln!(

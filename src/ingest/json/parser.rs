@@ -375,6 +375,10 @@ impl JsonTraceParser {
                 };
                 self.counters.bump("capture.recorded_calls", Severity::Info, "driver calls the capture library recorded", calls);
                 self.counters.bump("capture.callback_ns", Severity::Info, "nanoseconds the capture library spent recording them, on the program's threads", ns);
+                // Older captures counted their set-up into `callback_ns` and wrote no `setup_ns`.
+                if let Some(setup) = raw.setup_ns {
+                    self.counters.bump("capture.setup_ns", Severity::Info, "nanoseconds of the capture's one-time set-up (CUPTI, the trace file), apart from the calls", setup);
+                }
                 return Ok(());
             }
             RecordKind::GpuTime => {

@@ -196,6 +196,7 @@ pub(super) struct RawRecord<'a> {
     pub deps: Option<Vec<u64>>,
     pub child: Option<u64>,
     pub original: Option<u64>,
+    pub setup_ns: Option<u64>,
 }
 
 impl RawRecord<'_> {
@@ -254,6 +255,7 @@ impl RawRecord<'_> {
         note(self.deps.is_some(), Field::Deps);
         note(self.child.is_some(), Field::Child);
         note(self.original.is_some(), Field::Original);
+        note(self.setup_ns.is_some(), Field::SetupNs);
         present
     }
 
