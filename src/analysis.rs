@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::findings::Findings;
 use crate::hb::{Engine, EngineOptions, EngineStats, HostOrder};
 use crate::ingest::{self, ImportCounters, IngestError, RecordSource};
+use crate::names::Names;
 use crate::timeline::Timeline;
 
 /// Everything a report needs.
@@ -59,6 +60,7 @@ fn run(
     let format = source.format();
     let mut engine = Engine::new(options);
     let mut timeline = with_timeline.then(Timeline::default);
+    let mut names = Names::default();
     if with_timeline {
         engine.log_edges();
     }
@@ -78,13 +80,16 @@ fn run(
             if let Some(timeline) = timeline.as_mut() {
                 timeline.observe(record);
             }
+            names.observe(record);
             engine.apply(record).map_err(|source| AnalysisError::Engine { path: name.to_string(), source })?;
         }
     }
     let import = source.finish();
+    names.finish();
     if let Some(timeline) = timeline.as_mut() {
-        timeline.finish(&engine.take_edges());
+        timeline.finish(&engine.take_edges(), &names);
     }
-    let (findings, stats) = engine.finish();
+    let (mut findings, stats) = engine.finish();
+    names.name_findings(&mut findings);
     Ok(Analysis { trace: name.to_string(), format, host_order: options.host_order, findings, stats, import, timeline })
 }

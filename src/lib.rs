@@ -3,7 +3,8 @@
 //! Data flows through the modules in this order: [`ingest`] reads a trace into the [`model`]'s record stream,
 //! [`hb`] applies the happens-before rules and checks accesses, [`findings`] folds what it found, and
 //! [`report`] renders it. [`analysis`] ties them together for one trace file; a [`timeline`] of every operation
-//! and edge is collected beside it when a drawn report asks for one. Every file written goes through [`output`].
+//! and edge is collected beside it when a drawn report asks for one, and the [`names`] people know streams and
+//! events by always are. Every file written goes through [`output`].
 
 pub mod analysis;
 pub mod cli;
@@ -11,6 +12,7 @@ pub mod findings;
 pub mod hb;
 pub mod ingest;
 pub mod model;
+pub mod names;
 pub mod output;
 pub mod report;
 pub mod stats;

@@ -1,30 +1,80 @@
-//! What timeline reports draw: every stream operation with its time, the streams as lanes, and the
-//! happens-before edges as arrows. Collected beside the analysis only when a timeline report is asked for,
-//! since, unlike the analysis, it grows with the trace.
+//! What timeline reports draw: every stream operation with its time, the streams that ran something as lanes
+//! grouped by process and device, and the happens-before edges as arrows. Collected beside the analysis only
+//! when a timeline report is asked for, since, unlike the analysis, it grows with the trace.
 
 use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::findings::EdgeKind;
+use crate::findings::{stream_number, EdgeKind, RaceFinding};
 use crate::hb::HbEdge;
 use crate::model::{OpKind, StreamKind, TraceRecord};
+use crate::names::Names;
+use crate::report::short_names::{short_name, short_op_name};
 
-/// A lane: one stream.
+/// Lanes are drawn in groups, one per device of a process, and host threads' own accesses last in their
+/// process. The one place lanes are grouped and ordered: a rank (a distributed job's process) joins the key
+/// here when traces carry one.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct LaneGroup {
+    pub process: u32,
+    /// None for the host threads' lanes.
+    pub device: Option<u32>,
+}
+
+impl LaneGroup {
+    /// "process 0, device 0", "process 0, host threads".
+    pub fn label(&self) -> String {
+        match self.device {
+            Some(device) => format!("process {}, device {device}", self.process),
+            None => format!("process {}, host threads", self.process),
+        }
+    }
+}
+
+/// A lane: one stream that ran something.
 #[derive(Clone, Debug, Serialize)]
 pub struct TimelineStream {
-    /// The stream's dense id (index into `streams`).
+    /// The stream's dense id.
     pub id: u32,
     pub process: u32,
     pub device: u32,
     pub handle: u64,
     pub kind: StreamKind,
+    /// The short name people know it by ("default stream", "side = torch.cuda.Stream()"), when known.
+    pub name: Option<Arc<str>>,
 }
 
 impl TimelineStream {
-    /// "stream 13 (non-blocking, device 0)".
+    pub fn group(&self) -> LaneGroup {
+        let device = (self.kind != StreamKind::HostThread).then_some(self.device);
+        LaneGroup { process: self.process, device }
+    }
+
+    /// The lane's title: its name, or "stream 13".
+    pub fn title(&self) -> String {
+        match (&self.name, self.kind) {
+            (Some(name), _) => name.to_string(),
+            (None, StreamKind::HostThread) => format!("host thread {}", self.handle),
+            (None, _) => format!("stream {}", stream_number(self.handle)),
+        }
+    }
+
+    /// What follows the title in smaller print: the handle (when the title is a name) and the kind.
+    pub fn detail(&self) -> String {
+        match (&self.name, self.kind) {
+            (_, StreamKind::HostThread) => "host accesses".to_string(),
+            (Some(_), kind) => format!("{} · {}", stream_number(self.handle), kind.as_str()),
+            (None, kind) => kind.as_str().to_string(),
+        }
+    }
+
+    /// "stream 13 (non-blocking, device 0)", "default stream (1, legacy default, device 0)": one line.
     pub fn label(&self) -> String {
-        format!("stream {} ({}, device {})", crate::findings::stream_number(self.handle), self.kind.as_str(), self.device)
+        match self.kind {
+            StreamKind::HostThread => self.title(),
+            _ => format!("{} ({}, device {})", self.title(), self.detail().replace(" · ", ", "), self.device),
+        }
     }
 }
 
@@ -32,9 +82,17 @@ impl TimelineStream {
 #[derive(Clone, Debug, Serialize)]
 pub struct TimelineOp {
     pub seq: u64,
+    /// The stream's dense id.
     pub stream: u32,
+    /// Its lane: an index into `Timeline::streams`.
+    pub lane: u32,
     pub class: &'static str,
     pub name: Arc<str>,
+    /// A short label for the bar: the framework op's short name, or the kernel's function name.
+    pub label: Arc<str>,
+    /// A graph launch's nodes' short names (drawn inside its bar); none for everything else.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Arc<[Arc<str>]>>,
     pub start_ns: u64,
     pub end_ns: u64,
     #[serde(skip)]
@@ -52,33 +110,68 @@ pub struct TimelineArrow {
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Timeline {
+    /// The lanes, in drawing order (grouped by [`LaneGroup`]); only streams that ran something.
     pub streams: Vec<TimelineStream>,
     pub ops: Vec<TimelineOp>,
     pub arrows: Vec<TimelineArrow>,
     /// Whether bars are placed by GPU time (every operation had one) or by issue order.
     pub gpu_time: bool,
+    /// Every declared stream, by dense id, until `finish` keeps those that ran something.
+    #[serde(skip)]
+    declared: Vec<Option<TimelineStream>>,
     /// GPU times that arrived after their operations, by correlation id.
     #[serde(skip)]
     gpu_times: rustc_hash::FxHashMap<u64, (u64, u64)>,
+    /// Each graph version's node labels, made once for all its launches.
+    #[serde(skip)]
+    graph_nodes: rustc_hash::FxHashMap<u64, Arc<[Arc<str>]>>,
+}
+
+/// A bar's label: the framework op it belongs to, else its own short name.
+fn bar_label(region: Option<&Arc<str>>, name: &Arc<str>) -> Arc<str> {
+    match region {
+        Some(region) => {
+            let short = short_op_name(region);
+            if short.len() == region.len() { region.clone() } else { Arc::from(short) }
+        }
+        None => match short_name(name) {
+            std::borrow::Cow::Borrowed(_) => name.clone(),
+            std::borrow::Cow::Owned(short) => Arc::from(short),
+        },
+    }
 }
 
 impl Timeline {
     /// Takes note of one record before the engine consumes it.
     pub fn observe(&mut self, record: &TraceRecord) {
         match record {
-            TraceRecord::Stream(info) => self.streams.push(TimelineStream {
-                id: info.id.0,
-                process: info.process.0,
-                device: info.device.0,
-                handle: info.handle,
-                kind: info.kind,
-            }),
+            TraceRecord::Stream(info) => {
+                let index = info.id.index();
+                if self.declared.len() <= index {
+                    self.declared.resize(index + 1, None);
+                }
+                self.declared[index] = Some(TimelineStream {
+                    id: info.id.0,
+                    process: info.process.0,
+                    device: info.device.0,
+                    handle: info.handle,
+                    kind: info.kind,
+                    name: None,
+                });
+            }
             TraceRecord::Op(op) => {
+                let mut nodes = None;
                 let name: Arc<str> = match &op.kind {
                     OpKind::Kernel { name, .. } => name.clone(),
                     OpKind::Memcpy { copy, .. } => Arc::from(format!("memcpy {}", copy.as_str())),
                     OpKind::Memset { .. } => Arc::from("memset"),
-                    OpKind::GraphLaunch { graph, .. } => Arc::from(graph.name.as_str()),
+                    OpKind::GraphLaunch { graph, .. } => {
+                        let labels = self.graph_nodes.entry(graph.key).or_insert_with(|| {
+                            graph.nodes.iter().map(|node| bar_label(None, &Arc::from(node.name.as_str()))).collect()
+                        });
+                        nodes = Some(labels.clone());
+                        Arc::from(graph.name.as_str())
+                    }
                     OpKind::Alloc { stream: Some(_), .. } => Arc::from("cudaMallocAsync"),
                     OpKind::Free { stream: Some(_), .. } => Arc::from("cudaFreeAsync"),
                     _ => return,
@@ -88,11 +181,15 @@ impl Timeline {
                     (Some(s), Some(e)) => (s, e.max(s)),
                     _ => (u64::MAX, u64::MAX),
                 };
+                let label = bar_label(op.region.as_ref(), &name);
                 self.ops.push(TimelineOp {
                     seq: op.seq,
                     stream: stream.0,
+                    lane: u32::MAX,
                     class: op.kind.class(),
                     name,
+                    label,
+                    nodes,
                     start_ns,
                     end_ns,
                     correlation: op.correlation_id,
@@ -105,8 +202,9 @@ impl Timeline {
         }
     }
 
-    /// Places the bars and turns the engine's edges into arrows between bars.
-    pub fn finish(&mut self, edges: &[HbEdge]) {
+    /// Places the bars, keeps as lanes the streams that ran something (named by `names`), and turns the
+    /// engine's edges into arrows between bars.
+    pub fn finish(&mut self, edges: &[HbEdge], names: &Names) {
         for op in &mut self.ops {
             if let Some(&(start, end)) = op.correlation.and_then(|c| self.gpu_times.get(&c)) {
                 (op.start_ns, op.end_ns) = (start, end.max(start));
@@ -120,8 +218,9 @@ impl Timeline {
                 op.end_ns = op.start_ns + 800;
             }
         }
+        self.lay_out_lanes(names);
         let by_seq = |seq: u64| self.ops.binary_search_by_key(&seq, |o| o.seq).ok();
-        let mut per_stream: Vec<Vec<(u64, usize)>> = vec![Vec::new(); self.streams.len()];
+        let mut per_stream: Vec<Vec<(u64, usize)>> = vec![Vec::new(); self.declared.len()];
         for (i, op) in self.ops.iter().enumerate() {
             if let Some(list) = per_stream.get_mut(op.stream as usize) {
                 list.push((op.seq, i));
@@ -144,10 +243,72 @@ impl Timeline {
             arrows.push(TimelineArrow { kind: edge.kind, from, to });
         }
         self.arrows = arrows;
+        self.declared = Vec::new();
+    }
+
+    /// The lanes: the declared streams that ran something, named, in group order (then default streams first,
+    /// then in creation order), and each bar's lane.
+    fn lay_out_lanes(&mut self, names: &Names) {
+        let mut used = vec![false; self.declared.len()];
+        for op in &self.ops {
+            if let Some(flag) = used.get_mut(op.stream as usize) {
+                *flag = true;
+            }
+        }
+        let mut lanes: Vec<TimelineStream> = self
+            .declared
+            .iter()
+            .zip(&used)
+            .filter_map(|(stream, used)| stream.clone().filter(|_| *used))
+            .map(|mut stream| {
+                stream.name = names.stream(stream.id as usize).and_then(|n| n.short.clone());
+                stream
+            })
+            .collect();
+        let default_first = |kind: StreamKind| !matches!(kind, StreamKind::LegacyDefault | StreamKind::PerThreadDefault);
+        lanes.sort_by_key(|s| (s.group(), default_first(s.kind), s.id));
+        let mut lane_of = vec![u32::MAX; self.declared.len()];
+        for (lane, stream) in lanes.iter().enumerate() {
+            lane_of[stream.id as usize] = lane as u32;
+        }
+        for op in &mut self.ops {
+            op.lane = lane_of.get(op.stream as usize).copied().unwrap_or(u32::MAX);
+        }
+        // An operation on a stream the trace never declared has no lane (the engine refuses such traces).
+        self.ops.retain(|op| op.lane != u32::MAX);
+        self.streams = lanes;
     }
 
     /// The bar of the operation `seq`, if it ran on a stream.
     pub fn op_index(&self, seq: u64) -> Option<usize> {
         self.ops.binary_search_by_key(&seq, |o| o.seq).ok()
+    }
+
+    /// The lanes' groups, in order, each with its first lane and number of lanes.
+    pub fn groups(&self) -> Vec<(LaneGroup, usize, usize)> {
+        let mut groups: Vec<(LaneGroup, usize, usize)> = Vec::new();
+        for (lane, stream) in self.streams.iter().enumerate() {
+            match groups.last_mut() {
+                Some((group, _, count)) if *group == stream.group() => *count += 1,
+                _ => groups.push((stream.group(), lane, 1)),
+            }
+        }
+        groups
+    }
+
+    /// The happens-before arrows that matter for a race: the last one from the earlier operation's stream into
+    /// the later operation's stream before the later operation (it ordered only what ran before the earlier
+    /// operation: the hand-over the race lacks came too early). Indexes into `arrows`.
+    pub fn arrows_for(&self, race: &RaceFinding) -> Vec<usize> {
+        let (Some(earlier), Some(later)) = (self.op_index(race.earlier.seq), self.op_index(race.later.seq)) else { return Vec::new() };
+        let (earlier_lane, later) = (self.ops[earlier].lane, &self.ops[later]);
+        let last = self
+            .arrows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, arrow)| Some((i, &self.ops[arrow.from], &self.ops[arrow.to?])))
+            .filter(|(_, from, to)| from.lane == earlier_lane && to.lane == later.lane && to.seq <= later.seq)
+            .max_by_key(|(_, _, to)| to.seq);
+        last.map(|(i, _, _)| vec![i]).unwrap_or_default()
     }
 }

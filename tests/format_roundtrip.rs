@@ -120,6 +120,7 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
         device: DeviceId(device),
         context: ContextId(0),
         created_by,
+        source: None,
     };
     let (thread, edge_thread) = (ThreadId(0), ThreadId(1));
     assert_eq!(
@@ -131,7 +132,7 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
             &expected_stream(3, TOP, StreamKind::Blocking, Some(i32::MAX), 0, Some(thread)),
         ]
     );
-    assert!(records.contains(&TraceRecord::Event(EventInfo { id: EventId(0), handle: EVENT, process: ProcessId(0) })));
+    assert!(records.contains(&TraceRecord::Event(EventInfo { id: EventId(0), handle: EVENT, process: ProcessId(0), source: None })));
     let threads: Vec<&ThreadInfo> = records.iter().filter_map(|r| if let TraceRecord::Thread(t) = r { Some(t) } else { None }).collect();
     assert_eq!(threads.iter().map(|t| t.tid).collect::<Vec<_>>(), [CALL.tid, u64::MAX]);
 

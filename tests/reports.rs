@@ -41,9 +41,10 @@ fn perfetto_trace_has_tracks_flows_and_markers() {
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&perfetto).expect("written")).expect("parses");
     let events = json["traceEvents"].as_array().expect("traceEvents");
     let count = |ph: &str| events.iter().filter(|e| e["ph"] == ph).count();
-    // 4 streams named as tracks; 3 iterations x (copy, transform, emit) bars; 3 record->wait flows; 3 races.
+    // The 3 streams that ran something named as tracks (the legacy default stream ran nothing); 3 iterations x
+    // (copy, transform, emit) bars; 3 record->wait flows; 3 races.
     let tracks: Vec<&str> = events.iter().filter(|e| e["name"] == "thread_name").filter_map(|e| e["args"]["name"].as_str()).collect();
-    assert_eq!(tracks.len(), 4, "{tracks:?}");
+    assert_eq!(tracks.len(), 3, "{tracks:?}");
     assert!(tracks.iter().any(|t| t.starts_with("stream 2 (non-blocking")));
     assert_eq!(count("X"), 9);
     assert_eq!(count("s"), 3);
@@ -117,10 +118,11 @@ fn html_report_works_in_a_browser() {
     assert!(dom.contains("data-ready=\"1\""), "the script did not finish: {dom}");
     // Lanes and findings are in the DOM.
     let list = |id: &str| dom.split(&format!("<ul id=\"{id}\">")).nth(1).and_then(|s| s.split("</ul>").next()).unwrap_or("").to_string();
-    assert_eq!(list("lanes").matches("<li").count(), 4, "{dom}");
+    // The streams that ran something: the legacy default stream ran nothing and has no lane.
+    assert_eq!(list("lanes").matches("<li").count(), 3, "{dom}");
     let findings = list("findings");
     assert_eq!(findings.matches("<li").count(), 3, "{dom}");
-    assert!(findings.contains("write-after-read race: transform / memcpy HtoD"), "{findings}");
+    assert!(findings.contains("write-after-read race: transform at pipe.cu:23 / memcpy HtoD at pipe.cu:20"), "{findings}");
     // Picking finding 0 selected its two operations: transform (seq 6) and emit (seq 7) of the first iteration.
     let selected = dom.split("data-selected=\"").nth(1).and_then(|s| s.split('"').next()).expect("a selection");
     let seqs: Vec<u64> = selected.split(',').map(|s| s.parse().expect("seq")).collect();
@@ -185,8 +187,8 @@ fn png_timeline_has_one_lane_per_stream() {
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
-    // 1600 wide; 70 px of title, 26 px per stream (4 streams) and 30 px of legend.
-    assert_eq!(png_size(&png), (1600, 70 + 4 * 26 + 30));
+    // 1600 wide; 3 lanes (the legacy default stream ran nothing) in one group, and 3 races listed.
+    assert_eq!(png_size(&png), (1600, streamtrace::report::png::timeline_height(3, 1, 3)));
 }
 
 #[test]

@@ -140,6 +140,9 @@ names!(
         /// The host thread reads or writes host memory the GPU also touches (pinned, registered or managed):
         /// a framework op on a CPU tensor there, `.numpy()`, `.item()` (tier T2).
         HostAccess = "host_access",
+        /// Where a framework created the object wrapping a stream or event declared earlier (tier T2: the
+        /// Python line of `torch.cuda.Stream()`, and its text as `label`): names it, orders nothing.
+        Creation = "creation",
     }
 );
 
@@ -351,6 +354,7 @@ impl RecordKind {
             RecordKind::CallBegin => &[F::Name],
             RecordKind::CallEnd => &[],
             RecordKind::HostAccess => &[F::Name, F::Reads, F::Writes],
+            RecordKind::Creation => &[F::Stream, F::Event, F::Label],
         }
     }
 

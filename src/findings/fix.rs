@@ -125,9 +125,44 @@ pub fn stream_number(handle: u64) -> String {
     }
 }
 
+/// "stream 13" when only the handle is known, else the name with the handle last: "the default stream (1)",
+/// "stream `side = torch.cuda.Stream()` at train.py:11 (0x21a9b8f0)". A host thread's lane is "host thread N".
 impl fmt::Display for StreamRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&stream_number(self.handle))
+        match (&self.name, self.kind) {
+            (_, StreamKind::HostThread) => write!(f, "host thread {}", self.handle),
+            (Some(name), _) => write!(f, "{name} ({})", stream_number(self.handle)),
+            (None, _) => write!(f, "stream {}", stream_number(self.handle)),
+        }
+    }
+}
+
+impl StreamRef {
+    /// With its kind: "stream 13 (non-blocking)", "the default stream (1, legacy default)".
+    pub fn with_kind(&self) -> String {
+        match (&self.name, self.kind) {
+            (_, StreamKind::HostThread) => self.to_string(),
+            (Some(name), kind) => format!("{name} ({}, {})", stream_number(self.handle), kind.as_str()),
+            (None, kind) => format!("stream {} ({})", stream_number(self.handle), kind.as_str()),
+        }
+    }
+}
+
+impl Fix {
+    /// Calls `f` on every stream the fix names.
+    pub fn each_stream_ref(&mut self, f: &mut impl FnMut(&mut StreamRef)) {
+        match self {
+            Fix::RecordAndWait { record_on, wait_on, .. } | Fix::CaptureJoin { record_on, wait_on, .. } => {
+                f(record_on);
+                f(wait_on);
+            }
+            Fix::FreeAfterUse { free_stream, use_stream, .. } => {
+                f(free_stream);
+                f(use_stream);
+            }
+            Fix::SyncBeforeRelease { stream, .. } | Fix::HostWaitsFirst { stream, .. } | Fix::AfterHostAccess { stream, .. } => f(stream),
+            Fix::GraphDependency { .. } => {}
+        }
     }
 }
 
@@ -139,14 +174,14 @@ impl fmt::Display for Fix {
                     // A PyTorch program: say it with PyTorch's calls.
                     write!(
                         f,
-                        "after `{after}`{}, record an event on its stream {record_on} (`ev = torch.cuda.Event(); ev.record()` on that stream), and before `{before}`{} make stream {wait_on} wait on it (`torch.cuda.current_stream().wait_event(ev)` there, or `wait_stream` on the whole stream)",
+                        "after `{after}`{}, record an event on its stream, {record_on} (`ev = torch.cuda.Event(); ev.record()` on that stream), and before `{before}`{} make {wait_on} wait on it (`torch.cuda.current_stream().wait_event(ev)` there, or `wait_stream` on the whole stream)",
                         at(after_at),
                         at(before_at)
                     )
                 } else {
                     write!(
                         f,
-                        "record an event on stream {record_on} right after `{after}`{} (cudaEventRecord), and make stream {wait_on} wait on it before `{before}`{} (cudaStreamWaitEvent)",
+                        "record an event on {record_on} right after `{after}`{} (cudaEventRecord), and make {wait_on} wait on it before `{before}`{} (cudaStreamWaitEvent)",
                         at(after_at),
                         at(before_at)
                     )
@@ -154,32 +189,33 @@ impl fmt::Display for Fix {
             }
             Fix::FreeAfterUse { free_stream, use_stream, use_op } => write!(
                 f,
-                "the block is freed on stream {free_stream} before `{use_op}` on stream {use_stream} is done with it: issue the free after `{use_op}`, and order it (record an event on stream {use_stream} after `{use_op}` and make stream {free_stream} wait on it before cudaFreeAsync, or free on stream {use_stream})"
+                "the block is freed on {free_stream} before `{use_op}` on {use_stream} is done with it: issue the free after `{use_op}`, and order it (record an event on {use_stream} after `{use_op}` and make {free_stream} wait on it before cudaFreeAsync, or free on {use_stream})"
             ),
             Fix::SyncBeforeRelease { stream, after } => write!(
                 f,
-                "synchronize stream {stream} (or an event recorded after `{after}`) before releasing the memory"
+                "synchronize {stream} (or an event recorded after `{after}`) before releasing the memory"
             ),
             Fix::HostWaitsFirst { stream, after, touch, after_at, touch_at } => {
                 if touch_at.as_ref().is_some_and(|p| is_python(p)) {
                     write!(
                         f,
-                        "the host touches the buffer in `{touch}`{} while `{after}`{} on stream {stream} may still be running: wait for it first (`ev.synchronize()` on an event recorded after it, or `torch.cuda.current_stream().synchronize()` / that stream's `synchronize()`), or make the copy blocking (`non_blocking=False`)",
+                        "the host touches the buffer in `{touch}`{} while `{after}`{} on {stream} may still be running: wait for it first (`ev.synchronize()` on an event recorded after it, or `torch.cuda.current_stream().synchronize()` / that stream's `synchronize()`), or make the copy blocking (`non_blocking=False`)",
                         at(touch_at),
                         at(after_at)
                     )
                 } else {
                     write!(
                         f,
-                        "the host touches the buffer in `{touch}`{} while `{after}`{} on stream {stream} may still be running: call cudaEventSynchronize on an event recorded after it, or cudaStreamSynchronize({stream}), before the host touches it, or use a blocking copy",
+                        "the host touches the buffer in `{touch}`{} while `{after}`{} on {stream} may still be running: call cudaEventSynchronize on an event recorded after it, or cudaStreamSynchronize({}), before the host touches it, or use a blocking copy",
                         at(touch_at),
-                        at(after_at)
+                        at(after_at),
+                        stream_number(stream.handle)
                     )
                 }
             }
             Fix::AfterHostAccess { touch, stream, before } => write!(
                 f,
-                "issue `{before}` on stream {stream} only after the host thread's `{touch}` is done with the buffer (hand it over between the threads first)"
+                "issue `{before}` on {stream} only after the host thread's `{touch}` is done with the buffer (hand it over between the threads first)"
             ),
             Fix::GraphDependency { graph, from, from_at, to, to_at, explicit } => {
                 write!(f, "add a dependency edge from node `{from}`{} to node `{to}`{} in {graph}", at(from_at), at(to_at))?;
@@ -190,7 +226,7 @@ impl fmt::Display for Fix {
             }
             Fix::CaptureJoin { graph, record_on, after, after_at, wait_on, before, before_at } => write!(
                 f,
-                "inside the capture of {graph}, record an event on stream {record_on} after `{after}`{} and make stream {wait_on} wait on it before `{before}`{} (in PyTorch, the consuming stream's `wait_stream` of the producing one inside the `torch.cuda.graph` block): the join becomes the missing graph edge",
+                "inside the capture of {graph}, record an event on {record_on} after `{after}`{} and make {wait_on} wait on it before `{before}`{} (in PyTorch, the consuming stream's `wait_stream` of the producing one inside the `torch.cuda.graph` block): the join becomes the missing graph edge",
                 at(after_at),
                 at(before_at),
             ),

@@ -11,15 +11,28 @@ use serde::Serialize;
 pub use collector::{FindingCollector, RaceKey};
 pub use fix::{stream_number, Fix};
 
-use crate::model::{AccessRange, AllocKind, SourceLocation, StreamId, StreamKind, ThreadId};
+use crate::model::{AccessRange, AllocKind, EventId, SourceLocation, StreamId, StreamKind, ThreadId};
 
-/// A stream as findings name it.
+/// A stream as findings name it: its handle and kind, and once the analysis is done the name people know it
+/// by (crate::names).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct StreamRef {
     #[serde(skip)]
     pub id: StreamId,
     pub handle: u64,
     pub kind: StreamKind,
+    /// "the default stream", "stream `side = torch.cuda.Stream()` at train.py:11"; none when only the handle
+    /// is known.
+    pub name: Option<Arc<str>>,
+    /// Where the program created it, when known.
+    pub created_at: Option<SourceLocation>,
+}
+
+impl StreamRef {
+    /// A stream the engine knows by id, handle and kind; named after the analysis.
+    pub fn new(id: StreamId, handle: u64, kind: StreamKind) -> StreamRef {
+        StreamRef { id, handle, kind, name: None, created_at: None }
+    }
 }
 
 /// A host thread as findings name it.
@@ -180,7 +193,22 @@ pub struct RaceFinding {
 pub struct UnrecordedWait {
     pub wait: OpOccurrence,
     pub event: u64,
+    /// The event's dense id, when the trace declared it (a wait whose record is missing may name none).
+    #[serde(skip)]
+    pub event_id: Option<EventId>,
+    /// The name people know the event by ("event `ev = torch.cuda.Event()` at train.py:12"), when known.
+    pub event_name: Option<Arc<str>>,
     pub count: u64,
+}
+
+impl UnrecordedWait {
+    /// "event 5", or its name with the handle: "event `ev = torch.cuda.Event()` at train.py:12 (5)".
+    pub fn event_phrase(&self) -> String {
+        match &self.event_name {
+            Some(name) => format!("{name} ({})", fix::stream_number(self.event)),
+            None => format!("event {}", self.event),
+        }
+    }
 }
 
 /// Unordered pairs of operations on two streams, attributed to the site of the later operation and the site of
@@ -239,6 +267,39 @@ pub struct Findings {
 }
 
 impl Findings {
+    /// Calls `f` on every stream reference the findings hold (to name them once the analysis is done).
+    pub fn each_stream_ref(&mut self, mut f: impl FnMut(&mut StreamRef)) {
+        let mut site = |site: &mut Site| {
+            if let Some(stream) = site.stream.as_mut() {
+                f(stream);
+            }
+        };
+        for race in &mut self.races {
+            site(&mut race.earlier.site);
+            site(&mut race.later.site);
+        }
+        for wait in self.unrecorded_waits.iter_mut().chain(self.waits_with_unknown_record.iter_mut()) {
+            site(&mut wait.wait.site);
+        }
+        for group in &mut self.unordered_pairs {
+            site(&mut group.earlier);
+            site(&mut group.later);
+        }
+        for race in &mut self.races {
+            race.fix.each_stream_ref(&mut f);
+        }
+        for pair in &mut self.stream_pairs {
+            f(&mut pair.a);
+            f(&mut pair.b);
+        }
+        for edge in &mut self.edges {
+            f(&mut edge.from);
+            if let Some(to) = edge.to.as_mut() {
+                f(to);
+            }
+        }
+    }
+
     /// The races, most frequent first (ties: first seen first), for reports that show only the top ones.
     pub fn races_by_count(&self) -> Vec<&RaceFinding> {
         let mut races: Vec<&RaceFinding> = self.races.iter().collect();

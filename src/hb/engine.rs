@@ -229,7 +229,7 @@ impl Engine {
             TraceRecord::Stream(info) => self.add_stream(info.clone()),
             TraceRecord::Event(info) => self.add_event(info.clone()),
             TraceRecord::Op(op) => self.apply_op(op),
-            TraceRecord::GpuTime { .. } => Ok(()),
+            TraceRecord::GpuTime { .. } | TraceRecord::Created(_) => Ok(()),
         }
     }
 
@@ -302,7 +302,7 @@ impl Engine {
             _ => {}
         }
         let idle_edge_base = self.register_idle_stream(&info, host, creation.as_ref());
-        let sref = StreamRef { id: info.id, handle: info.handle, kind: info.kind };
+        let sref = StreamRef::new(info.id, info.handle, info.kind);
         self.streams.push(StreamState {
             info,
             sref,

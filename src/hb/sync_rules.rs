@@ -231,9 +231,15 @@ impl Engine {
                 );
             }
             _ => {
-                let handle = ev.info.handle;
+                let (handle, id) = (ev.info.handle, ev.info.id);
                 let (site, occurrence) = self.wait_occurrence(op, stream);
-                self.collector.unrecorded_wait(site.0, || UnrecordedWait { wait: occurrence, event: handle, count: 1 });
+                self.collector.unrecorded_wait(site.0, || UnrecordedWait {
+                    wait: occurrence,
+                    event: handle,
+                    event_id: Some(id),
+                    event_name: None,
+                    count: 1,
+                });
             }
         }
         Ok(())
@@ -242,7 +248,13 @@ impl Engine {
     /// A wait whose event record the trace does not hold orders nothing; the report says so.
     pub(super) fn wait_with_unknown_record(&mut self, op: &Operation, stream: StreamId, event: u64) {
         let (site, occurrence) = self.wait_occurrence(op, stream);
-        self.collector.wait_with_unknown_record(site.0, || UnrecordedWait { wait: occurrence, event, count: 1 });
+        self.collector.wait_with_unknown_record(site.0, || UnrecordedWait {
+            wait: occurrence,
+            event,
+            event_id: None,
+            event_name: None,
+            count: 1,
+        });
     }
 
     /// The wait `op` on `stream` as findings show it: its site and its place in the stream.

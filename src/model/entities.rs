@@ -54,6 +54,9 @@ pub struct StreamInfo {
     pub context: ContextId,
     /// The host thread that created it; `None` for streams that exist from the start (default streams).
     pub created_by: Option<ThreadId>,
+    /// Where in the program it was created, when the trace says (the stream record's source: a hand-written
+    /// `src`, a native call site). A framework's own line for it arrives later, as a [`Creation`].
+    pub source: Option<SourceLocation>,
 }
 
 /// An event as created by the program.
@@ -62,6 +65,28 @@ pub struct EventInfo {
     pub id: EventId,
     pub handle: u64,
     pub process: ProcessId,
+    /// Where in the program it was created, when the trace says (as for [`StreamInfo::source`]).
+    pub source: Option<SourceLocation>,
+}
+
+/// A stream or an event, by id.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case", tag = "of", content = "id")]
+pub enum Entity {
+    Stream(StreamId),
+    Event(EventId),
+}
+
+/// Where a framework object wrapping a stream or an event was created in the program (tier T2: the Python line
+/// of `side = torch.cuda.Stream()`), learned after the CUDA entity was declared: PyTorch creates its pool of
+/// streams at the first request and hands one out at each `torch.cuda.Stream()`, and creates an event's CUDA
+/// event at its first record. It orders nothing; reports name the entity by it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Creation {
+    pub entity: Entity,
+    pub source: SourceLocation,
+    /// The text of that source line, as the program spelled it, when the framework gave it.
+    pub text: Option<std::sync::Arc<str>>,
 }
 
 /// A host thread, with the id the trace gave it.

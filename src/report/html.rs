@@ -1,6 +1,7 @@
-//! A self-contained HTML report: a canvas timeline with one lane per stream (grouped by process), bars for
-//! operations, happens-before arrows, and the findings beside it; picking a finding zooms to its two
-//! operations. Everything is inline; nothing is fetched. Every string from the trace reaches the page as JSON
+//! A self-contained HTML report: a canvas timeline with a time axis, one lane per stream that ran something
+//! (named as people know it, grouped by process and device), bars labelled with short op or kernel names
+//! where they fit (a graph launch's nodes inside its bar), happens-before arrows, a legend, and the findings
+//! beside it; picking a finding zooms to its two operations, outlined, with the hand-over that came too early. Everything is inline; nothing is fetched. Every string from the trace reaches the page as JSON
 //! data and is shown through `textContent`, never parsed as HTML.
 
 use std::io;
@@ -8,7 +9,7 @@ use std::io;
 use serde::Serialize;
 
 use crate::timeline::Timeline;
-use super::{describe_location, describe_op, describe_why, Report};
+use super::{describe_location, describe_op, describe_why, race_title, Report};
 use crate::analysis::Analysis;
 use crate::findings::EdgeKind;
 
@@ -20,8 +21,10 @@ const FINDINGS_SHOWN: usize = 1000;
 
 #[derive(Serialize)]
 struct Lane {
-    label: String,
-    process: u32,
+    title: String,
+    detail: String,
+    /// Index into `groups`.
+    group: usize,
 }
 
 #[derive(Serialize)]
@@ -30,6 +33,8 @@ struct FindingView {
     /// Indexes of the two bars in `ops`, when both ran on streams.
     earlier: Option<usize>,
     later: Option<usize>,
+    /// The happens-before arrows that matter for it (indexes into `arrows`).
+    arrows: Vec<usize>,
     lines: Vec<String>,
 }
 
@@ -38,44 +43,66 @@ struct PageData<'a> {
     trace: &'a str,
     summary: String,
     gpu_time: bool,
+    /// Lane groups' titles ("process 0, device 0"), in order.
+    groups: Vec<String>,
     lanes: Vec<Lane>,
-    /// Interned operation names, referenced by index from `ops`.
+    /// Interned operation names and bar labels, referenced by index from `ops` and `graphs`.
     names: Vec<&'a str>,
-    /// [lane, start_ns, end_ns, name index, seq] per bar, in lane order of appearance.
-    ops: Vec<(u32, u64, u64, u32, u64)>,
+    /// [lane, start_ns, end_ns, name index, seq, label index] per bar.
+    ops: Vec<(u32, u64, u64, u32, u64, u32)>,
+    /// [bar, [node label indexes]] for each graph launch: its nodes are drawn inside its bar.
+    graphs: Vec<(usize, Vec<u32>)>,
     /// [from bar, to bar, kind: 0 event wait, 1 host sync, 2 legacy]
     arrows: Vec<(usize, usize, u8)>,
     findings: Vec<FindingView>,
 }
 
+/// Interns strings into the page's `names` table.
+struct Interner<'a> {
+    names: Vec<&'a str>,
+    index: std::collections::HashMap<&'a str, u32>,
+}
+
+impl<'a> Interner<'a> {
+    fn index(&mut self, name: &'a str) -> u32 {
+        let next = self.names.len() as u32;
+        *self.index.entry(name).or_insert_with(|| {
+            self.names.push(name);
+            next
+        })
+    }
+}
+
 fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a> {
-    let lanes = timeline.streams.iter().map(|s| Lane { label: s.label(), process: s.process }).collect();
-    let mut names: Vec<&str> = Vec::new();
-    let mut index: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
-    let ops = timeline
+    let groups = timeline.groups();
+    let lanes = timeline
+        .streams
+        .iter()
+        .map(|s| Lane { title: s.title(), detail: s.detail(), group: groups.iter().position(|(g, _, _)| *g == s.group()).unwrap_or(0) })
+        .collect();
+    let mut names = Interner { names: Vec::new(), index: std::collections::HashMap::new() };
+    let ops = timeline.ops.iter().map(|op| (op.lane, op.start_ns, op.end_ns, names.index(&op.name), op.seq, names.index(&op.label))).collect();
+    let graphs = timeline
         .ops
         .iter()
-        .map(|op| {
-            let next = names.len() as u32;
-            let name = *index.entry(&op.name).or_insert_with(|| {
-                names.push(&op.name);
-                next
-            });
-            (op.stream, op.start_ns, op.end_ns, name, op.seq)
-        })
+        .enumerate()
+        .filter_map(|(i, op)| Some((i, op.nodes.as_ref()?)))
+        .map(|(i, nodes)| (i, nodes.iter().map(|n| names.index(n)).collect()))
         .collect();
-    let arrows = timeline
-        .arrows
-        .iter()
-        .filter_map(|a| {
-            let kind = match a.kind {
-                EdgeKind::EventWait => 0,
-                EdgeKind::HostSync => 1,
-                EdgeKind::LegacyDefault => 2,
-            };
-            a.to.map(|to| (a.from, to, kind))
-        })
-        .collect();
+    // Arrows to nothing are not drawn: the page's arrow indexes count only the others.
+    let mut page_arrow = vec![None; timeline.arrows.len()];
+    let mut arrows = Vec::new();
+    for (i, a) in timeline.arrows.iter().enumerate() {
+        let kind = match a.kind {
+            EdgeKind::EventWait => 0,
+            EdgeKind::HostSync => 1,
+            EdgeKind::LegacyDefault => 2,
+        };
+        if let Some(to) = a.to {
+            page_arrow[i] = Some(arrows.len());
+            arrows.push((a.from, to, kind));
+        }
+    }
     let findings = &analysis.findings;
     let mut views: Vec<FindingView> = findings
         .races_by_count()
@@ -98,38 +125,44 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
                 lines.push(format!("seen {} times", race.count));
             }
             FindingView {
-                title: format!("{} race: {} / {}", race.kind.as_str(), race.earlier.site.name, race.later.site.name),
+                title: race_title(race),
                 earlier: timeline.op_index(race.earlier.seq),
                 later: timeline.op_index(race.later.seq),
+                arrows: timeline.arrows_for(race).into_iter().filter_map(|i| page_arrow[i]).collect(),
                 lines,
             }
         })
         .collect();
     views.extend(findings.unrecorded_waits.iter().take(FINDINGS_SHOWN).map(|w| FindingView {
-        title: format!("wait on never-recorded event {}", w.event),
+        title: format!("wait on never-recorded {}", w.event_phrase()),
         earlier: None,
         later: None,
+        arrows: Vec::new(),
         lines: vec![describe_op(&w.wait), "the wait orders nothing: record the event before waiting on it".into()],
     }));
     let races = findings.races.len();
     let pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
     let omitted = findings.races.len().saturating_sub(FINDINGS_SHOWN);
+    let idle = analysis.stats.streams.saturating_sub(timeline.streams.len());
     PageData {
         trace: &analysis.trace,
         summary: format!(
-            "{races} race{}, {} wait{} on never-recorded events, {pairs} unordered cross-stream operation pairs; {} operations on {} streams{}{}",
+            "{races} race{}, {} wait{} on never-recorded events, {pairs} unordered cross-stream operation pairs; {} operations on {} streams{}{}{}",
             if races == 1 { "" } else { "s" },
             findings.unrecorded_waits.len(),
             if findings.unrecorded_waits.len() == 1 { "" } else { "s" },
             analysis.stats.operations,
             analysis.stats.streams,
+            if idle > 0 { format!(" ({idle} that ran nothing drawn as no lane)") } else { String::new() },
             if analysis.stats.has_addresses { "" } else { " (no addresses: tier T0)" },
             if omitted > 0 { format!("; the {FINDINGS_SHOWN} most frequent races are listed, {omitted} more in the JSON report") } else { String::new() }
         ),
         gpu_time: timeline.gpu_time,
+        groups: groups.iter().map(|(g, _, _)| g.label()).collect(),
         lanes,
-        names,
+        names: names.names,
         ops,
+        graphs,
         arrows,
         findings: views,
     }
@@ -152,7 +185,7 @@ aside { overflow: auto; padding: 8px 12px; }
 #findings li:hover { background: #eef1f7; }
 #findings li.selected { background: #fde8e8; }
 #findings { padding: 0; margin: 0; }
-#details { white-space: pre-wrap; margin-top: 10px; border-top: 1px solid #d8dce5; padding-top: 8px; }
+#details { white-space: pre-wrap; overflow-wrap: anywhere; margin-top: 10px; border-top: 1px solid #d8dce5; padding-top: 8px; }
 .hint { color: #687085; }
 "##;
 
@@ -161,65 +194,150 @@ const SCRIPT: &str = r##"
 const data = JSON.parse(document.getElementById("data").textContent);
 const canvas = document.getElementById("canvas");
 const ctx = canvas.getContext("2d");
-const LANE_H = 22, LABEL_W = 230, TOP = 18;
+const LANE_H = 30, GROUP_H = 18, LABEL_W = 250, AXIS_H = 30, LEGEND_H = 34;
 let t0 = Infinity, t1 = -Infinity;
 for (const op of data.ops) { if (op[1] < t0) t0 = op[1]; if (op[2] > t1) t1 = op[2]; }
 if (!isFinite(t0)) { t0 = 0; t1 = 1; }
 if (t1 <= t0) t1 = t0 + 1;
 let view = { start: t0, end: t1 + (t1 - t0) * 0.02 };
 let selected = null;
+// Each lane's top: group headers sit above their first lane.
+const laneY = [];
+{
+  let y = AXIS_H, group = -1;
+  data.lanes.forEach((lane, li) => {
+    if (lane.group !== group) { group = lane.group; y += GROUP_H; }
+    laneY[li] = y; y += LANE_H;
+  });
+}
 // Bars per lane, sorted by start, for level-of-detail drawing.
 const lanes = data.lanes.map(() => []);
 data.ops.forEach((op, i) => { if (lanes[op[0]]) lanes[op[0]].push(i); });
 for (const l of lanes) l.sort((a, b) => data.ops[a][1] - data.ops[b][1]);
+const graphs = new Map(data.graphs.map(([bar, nodes]) => [bar, nodes]));
 const colors = ["#4a72c9", "#2f9e77", "#c9822b", "#8a5cc2", "#c2475c", "#3d9bb5"];
 function x(t, w) { return LABEL_W + (t - view.start) / (view.end - view.start) * (w - LABEL_W); }
+// A round step for about `count` ticks over `span`.
+function step(span, count) {
+  const raw = span / count, p = Math.pow(10, Math.floor(Math.log10(raw)));
+  return [1, 2, 5, 10].map(k => k * p).find(s => s >= raw) || raw;
+}
+function tickText(v) {
+  if (!data.gpu_time) return "#" + Math.round(v / 1000);
+  const ns = v - t0;
+  if (Math.abs(ns) >= 1e6) return (ns / 1e6).toFixed(ns % 1e6 === 0 ? 0 : 2) + " ms";
+  if (Math.abs(ns) >= 1e3) return (ns / 1e3).toFixed(ns % 1e3 === 0 ? 0 : 1) + " µs";
+  return ns.toFixed(0) + " ns";
+}
+function drawAxis(w) {
+  ctx.fillStyle = "#687085"; ctx.strokeStyle = "#c8cdd8"; ctx.font = "11px system-ui, sans-serif";
+  ctx.fillText(data.gpu_time ? "GPU time, from the first operation" : "issue order (operation number): this trace has no GPU times", 6, 14);
+  const span = view.end - view.start, s = data.gpu_time ? step(span, 8) : Math.max(1000, step(span, 8));
+  const base = data.gpu_time ? t0 : 0;
+  for (let v = base + Math.ceil((view.start - base) / s) * s; v <= view.end; v += s) {
+    const px = x(v, w);
+    if (px < LABEL_W) continue;
+    ctx.beginPath(); ctx.moveTo(px, AXIS_H - 6); ctx.lineTo(px, canvas.clientHeight - LEGEND_H); ctx.stroke();
+    ctx.fillText(tickText(v), px + 2, AXIS_H - 8);
+  }
+}
+function barRect(i, w) {
+  const op = data.ops[i], y = laneY[op[0]];
+  const a = Math.max(LABEL_W, x(op[1], w)), b = Math.min(w, x(op[2], w));
+  return { a, b, y };
+}
 function draw() {
   const w = canvas.clientWidth, h = canvas.clientHeight, dpr = window.devicePixelRatio || 1;
   canvas.width = w * dpr; canvas.height = h * dpr; ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.clearRect(0, 0, w, h);
-  ctx.font = "11px system-ui, sans-serif";
+  drawAxis(w);
+  let group = -1;
   data.lanes.forEach((lane, li) => {
-    const y = TOP + li * LANE_H;
+    const y = laneY[li];
+    if (lane.group !== group) {
+      group = lane.group;
+      ctx.fillStyle = "#e9ecf3"; ctx.fillRect(0, y - GROUP_H, w, GROUP_H);
+      ctx.fillStyle = "#1d2330"; ctx.font = "bold 11px system-ui, sans-serif";
+      ctx.fillText(data.groups[group], 6, y - 5);
+    }
     ctx.fillStyle = li % 2 ? "#f7f8fb" : "#ffffff"; ctx.fillRect(0, y, w, LANE_H);
-    ctx.fillStyle = "#1d2330"; ctx.fillText(lane.label, 6, y + 15, LABEL_W - 10);
-    ctx.fillStyle = colors[li % colors.length];
+    ctx.fillStyle = "#1d2330"; ctx.font = "12px system-ui, sans-serif";
+    ctx.fillText(lane.title, 6, y + 13, LABEL_W - 12);
+    ctx.fillStyle = "#687085"; ctx.font = "10px system-ui, sans-serif";
+    ctx.fillText(lane.detail, 6, y + 25, LABEL_W - 12);
+    ctx.font = "11px system-ui, sans-serif";
+    const color = colors[li % colors.length];
     let lastPx = -1;
     for (const i of lanes[li]) {
       const op = data.ops[i];
       if (op[2] < view.start || op[1] > view.end) continue;
-      const a = Math.max(LABEL_W, x(op[1], w)), b = Math.min(w, x(op[2], w));
+      const { a, b } = barRect(i, w);
       // Level of detail: at most one bar per pixel column.
       if (Math.floor(b) <= lastPx) continue;
-      ctx.fillRect(a, y + 4, Math.max(1, b - a), LANE_H - 8);
+      const bw = Math.max(1, b - a);
+      ctx.fillStyle = color; ctx.fillRect(a, y + 5, bw, LANE_H - 10);
       lastPx = Math.floor(b);
+      const nodes = graphs.get(i);
+      if (nodes && bw > 4 * nodes.length) {
+        // A graph launch: its nodes side by side inside the block.
+        const nw = bw / nodes.length;
+        nodes.forEach((n, k) => {
+          ctx.fillStyle = "#ffffff"; ctx.fillRect(a + k * nw, y + 5, 1, LANE_H - 10);
+          const text = data.names[n];
+          if (nw > 24 && ctx.measureText(text).width < nw - 4) ctx.fillText(text, a + k * nw + 3, y + 19);
+        });
+      } else if (bw > 24) {
+        const text = data.names[op[5]];
+        if (ctx.measureText(text).width < bw - 4) { ctx.fillStyle = "#ffffff"; ctx.fillText(text, a + 2, y + 19); }
+      }
     }
   });
   // Arrows and selections stay inside the plot, clear of the lane labels.
   ctx.save(); ctx.beginPath(); ctx.rect(LABEL_W, 0, w - LABEL_W, h); ctx.clip();
-  ctx.strokeStyle = "#1d2330"; ctx.lineWidth = 1;
+  const marked = new Set(selected ? selected.arrows : []);
   const visible = data.arrows.filter(([f, t]) => data.ops[t][1] >= view.start && data.ops[f][2] <= view.end);
-  if (visible.length < 3000) {
-    for (const [f, t, kind] of visible) {
-      const from = data.ops[f], to = data.ops[t];
-      const fx = x(from[2], w), fy = TOP + from[0] * LANE_H + LANE_H / 2;
-      const tx = x(to[1], w), ty = TOP + to[0] * LANE_H + LANE_H / 2;
-      ctx.strokeStyle = kind === 0 ? "#1d2330" : "#9aa3b5";
-      ctx.beginPath(); ctx.moveTo(fx, fy); ctx.lineTo(tx, ty); ctx.stroke();
-      ctx.beginPath(); ctx.arc(tx, ty, 2.5, 0, 2 * Math.PI); ctx.fill();
-    }
-  }
+  const arrow = ([f, t, kind], strong) => {
+    const from = data.ops[f], to = data.ops[t];
+    const fx = x(from[2], w), fy = laneY[from[0]] + LANE_H / 2;
+    const tx = x(to[1], w), ty = laneY[to[0]] + LANE_H / 2;
+    ctx.strokeStyle = ctx.fillStyle = strong ? "#1d2330" : (kind === 0 ? "#7d8597" : "#b8bfcc");
+    ctx.lineWidth = strong ? 2.5 : 1; ctx.setLineDash(strong ? [6, 3] : []);
+    ctx.beginPath(); ctx.moveTo(fx, fy); ctx.lineTo(tx, ty); ctx.stroke();
+    ctx.setLineDash([]);
+    ctx.beginPath(); ctx.arc(tx, ty, strong ? 4 : 2.5, 0, 2 * Math.PI); ctx.fill();
+  };
+  if (visible.length < 3000) for (const a of visible) arrow(a, false);
+  for (const i of marked) arrow(data.arrows[i], true);
   if (selected) {
     ctx.strokeStyle = "#d0021b"; ctx.lineWidth = 2;
+    const ends = [];
     for (const i of [selected.earlier, selected.later]) {
       if (i === null || i === undefined) continue;
-      const op = data.ops[i], a = x(op[1], w), b = x(op[2], w), y = TOP + op[0] * LANE_H;
-      ctx.strokeRect(Math.max(LABEL_W, a) - 2, y + 2, Math.max(3, b - a) + 4, LANE_H - 4);
+      const op = data.ops[i], a = x(op[1], w), b = x(op[2], w), y = laneY[op[0]];
+      ctx.strokeRect(Math.max(LABEL_W, a) - 3, y + 2, Math.max(3, b - a) + 6, LANE_H - 4);
+      ends.push([a, b, y + LANE_H / 2]);
+    }
+    if (ends.length === 2) {
+      ctx.setLineDash([2, 3]); ctx.beginPath(); ctx.moveTo(ends[0][1], ends[0][2]); ctx.lineTo(ends[1][0], ends[1][2]); ctx.stroke(); ctx.setLineDash([]);
     }
   }
   ctx.restore();
-  ctx.fillStyle = "#687085";
-  ctx.fillText(data.gpu_time ? "GPU time" : "issue order (no GPU times in this trace)", LABEL_W + 4, 12);
+  drawLegend(w, h);
+}
+function drawLegend(w, h) {
+  const y = h - LEGEND_H + 4;
+  ctx.fillStyle = "#ffffff"; ctx.fillRect(0, h - LEGEND_H, w, LEGEND_H);
+  ctx.font = "11px system-ui, sans-serif";
+  let px = 6, row = y;
+  const item = (draw, text) => {
+    // Items that would run past the right edge start a second row.
+    if (px + 22 + ctx.measureText(text).width > w - 6 && px > 6) { px = 6; row += 14; }
+    draw(px, row); px += 22; ctx.fillStyle = "#1d2330"; ctx.fillText(text, px, row + 9); px += ctx.measureText(text).width + 18;
+  };
+  item((a, b) => { ctx.strokeStyle = "#d0021b"; ctx.lineWidth = 2; ctx.strokeRect(a, b, 16, 10); }, "the finding picked: its two operations");
+  item((a, b) => { ctx.strokeStyle = "#1d2330"; ctx.lineWidth = 2.5; ctx.setLineDash([6, 3]); ctx.beginPath(); ctx.moveTo(a, b + 5); ctx.lineTo(a + 16, b + 5); ctx.stroke(); ctx.setLineDash([]); }, "last hand-over between their streams (too early)");
+  item((a, b) => { ctx.strokeStyle = "#7d8597"; ctx.lineWidth = 1; ctx.beginPath(); ctx.moveTo(a, b + 5); ctx.lineTo(a + 16, b + 5); ctx.stroke(); }, "event record -> wait");
+  item((a, b) => { ctx.strokeStyle = "#b8bfcc"; ctx.lineWidth = 1; ctx.beginPath(); ctx.moveTo(a, b + 5); ctx.lineTo(a + 16, b + 5); ctx.stroke(); }, "host or legacy default stream synchronization");
 }
 function select(index) {
   const f = data.findings[index];
@@ -229,8 +347,9 @@ function select(index) {
   details.textContent = f.title + "\n\n" + f.lines.join("\n");
   const seqs = [f.earlier, f.later].filter(i => i !== null && i !== undefined);
   details.dataset.selected = seqs.map(i => data.ops[i][4]).join(",");
-  if (seqs.length) {
-    let a = Math.min(...seqs.map(i => data.ops[i][1])), b = Math.max(...seqs.map(i => data.ops[i][2]));
+  const shown = seqs.concat(f.arrows.flatMap(a => [data.arrows[a][0]]));
+  if (shown.length) {
+    let a = Math.min(...shown.map(i => data.ops[i][1])), b = Math.max(...shown.map(i => data.ops[i][2]));
     const pad = Math.max((b - a) * 0.5, 1000);
     view = { start: a - pad, end: b + pad };
   }
@@ -247,7 +366,7 @@ if (!data.findings.length) {
   const li = document.createElement("li"); li.className = "hint"; li.textContent = "No findings."; list.appendChild(li);
 }
 const laneList = document.getElementById("lanes");
-data.lanes.forEach(l => { const li = document.createElement("li"); li.textContent = l.label; laneList.appendChild(li); });
+data.lanes.forEach(l => { const li = document.createElement("li"); li.textContent = l.title + " (" + l.detail + ", " + data.groups[l.group] + ")"; laneList.appendChild(li); });
 document.getElementById("title").textContent = "streamtrace: " + data.trace;
 document.getElementById("summary").textContent = data.summary;
 canvas.addEventListener("wheel", e => {

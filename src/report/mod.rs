@@ -7,7 +7,9 @@ pub mod html;
 pub mod json;
 pub mod perfetto;
 pub mod png;
+pub mod short_names;
 pub mod text;
+mod timeline_picture;
 
 use std::io;
 
@@ -115,6 +117,23 @@ fn op_label(op: &OpOccurrence) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// An operation in a title: its short op or kernel name, and its line when known ("fill_ at train.py:13").
+pub fn short_op(op: &OpOccurrence) -> String {
+    let name = match &op.site.region {
+        Some(region) => short_names::short_op_name(region).to_string(),
+        None => short_names::short_name(&op.site.name).into_owned(),
+    };
+    match &op.site.source {
+        Some(source) => format!("{name} at {}", crate::names::short_place(source)),
+        None => name,
+    }
+}
+
+/// A race's title: "write-after-write race: fill_ at train.py:13 / mul_ at train.py:15".
+pub fn race_title(race: &RaceFinding) -> String {
+    format!("{} race: {} / {}", race.kind.as_str(), short_op(&race.earlier), short_op(&race.later))
+}
+
 /// Who did it, in one phrase: "kernel `scale` on stream 13 (non-blocking), host thread 1".
 pub fn describe_op(op: &OpOccurrence) -> String {
     let site = &op.site;
@@ -124,7 +143,7 @@ pub fn describe_op(op: &OpOccurrence) -> String {
     };
     match &site.stream {
         Some(stream) if stream.kind == StreamKind::HostThread => text.push_str(" on the host"),
-        Some(stream) => text.push_str(&format!(" on stream {stream} ({})", stream.kind.as_str())),
+        Some(stream) => text.push_str(&format!(" on {}", stream.with_kind())),
         None => text.push_str(" on the host"),
     }
     text.push_str(&format!(", host thread {}", site.thread.tid));
@@ -197,16 +216,16 @@ pub fn describe_why(race: &RaceFinding) -> String {
             op_label(earlier), op_label(later)
         ),
         Unordered::CrossStream { known, position } => {
-            let earlier_stream = earlier.site.stream.as_ref().map_or("?".to_string(), |s| s.to_string());
+            let earlier_stream = earlier.site.stream.as_ref().map_or("stream ?".to_string(), |s| s.to_string());
             let observer = match &later.site.stream {
-                Some(s) if s.kind != StreamKind::HostThread => format!("stream {s}"),
+                Some(s) if s.kind != StreamKind::HostThread => s.to_string(),
                 _ => "the host thread".to_string(),
             };
             let seen = if *known == 0 {
-                format!("{observer} was never ordered after any operation of stream {earlier_stream}")
+                format!("{observer} was never ordered after any operation of {earlier_stream}")
             } else {
                 format!(
-                    "{observer} was ordered after only the first {known} operation{} of stream {earlier_stream} (by an event wait, a host synchronization or the legacy default stream)",
+                    "{observer} was ordered after only the first {known} operation{} of {earlier_stream} (by an event wait, a host synchronization or the legacy default stream)",
                     if *known == 1 { "" } else { "s" }
                 )
             };
@@ -215,7 +234,7 @@ pub fn describe_why(race: &RaceFinding) -> String {
                 _ => "the later operation was issued",
             };
             format!(
-                "{seen} when {what}; `{}` is stream {earlier_stream}'s {} operation. No event recorded after it was waited on, and no host synchronization covered it.",
+                "{seen} when {what}; `{}` is the {} operation of {earlier_stream}. No event recorded after it was waited on, and no host synchronization covered it.",
                 op_label(earlier),
                 ordinal(*position)
             )

@@ -1,5 +1,7 @@
-//! Chrome Trace Event JSON, which ui.perfetto.dev and chrome://tracing load: one track per stream (grouped by
-//! process), a flow arrow per happens-before edge, and an instant marker on the later operation of each race.
+//! Chrome Trace Event JSON, which ui.perfetto.dev and chrome://tracing load: one track per stream that ran
+//! something, named as people know it and grouped by process and device, bars named by their short op or
+//! kernel names (the whole name in their arguments), a flow arrow per happens-before edge, and an instant
+//! marker on the later operation of each race.
 
 use std::io;
 
@@ -28,22 +30,30 @@ fn micros(ns: u64) -> f64 {
 
 fn events(analysis: &Analysis, timeline: &Timeline) -> Vec<Value> {
     let mut events = Vec::with_capacity(timeline.ops.len() * 2 + timeline.streams.len() + 8);
-    let mut processes: Vec<u32> = timeline.streams.iter().map(|s| s.process).collect();
-    processes.sort_unstable();
-    processes.dedup();
-    for process in processes {
-        events.push(json!({"ph": "M", "name": "process_name", "pid": process, "args": {"name": format!("process {process}")}}));
+    // One Perfetto process per lane group (a device of a process, or its host threads), named after it.
+    let groups = timeline.groups();
+    for (pid, (group, _, _)) in groups.iter().enumerate() {
+        events.push(json!({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": group.label()}}));
+        events.push(json!({"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}}));
     }
-    for stream in &timeline.streams {
-        events.push(json!({"ph": "M", "name": "thread_name", "pid": stream.process, "tid": stream.id, "args": {"name": stream.label()}}));
+    let group_of_lane: Vec<usize> = groups.iter().enumerate().flat_map(|(pid, (_, _, count))| std::iter::repeat(pid).take(*count)).collect();
+    for (lane, stream) in timeline.streams.iter().enumerate() {
+        let pid = group_of_lane[lane];
+        events.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": stream.id, "args": {"name": stream.label()}}));
+        events.push(json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": stream.id, "args": {"sort_index": lane}}));
     }
-    let process_of = |stream: u32| timeline.streams.get(stream as usize).map_or(0, |s| s.process);
+    let process_of = |op: &crate::timeline::TimelineOp| group_of_lane.get(op.lane as usize).copied().unwrap_or(0);
     for op in &timeline.ops {
+        // The bar shows the short name; its arguments keep the whole one.
+        let mut args = json!({"seq": op.seq, "name": &*op.name});
+        if let Some(nodes) = &op.nodes {
+            args["graph_nodes"] = json!(nodes.iter().map(|n| &**n).collect::<Vec<_>>());
+        }
         events.push(json!({
-            "ph": "X", "cat": op.class, "name": &*op.name,
-            "pid": process_of(op.stream), "tid": op.stream,
+            "ph": "X", "cat": op.class, "name": &*op.label,
+            "pid": process_of(op), "tid": op.stream,
             "ts": micros(op.start_ns), "dur": micros(op.end_ns.saturating_sub(op.start_ns)),
-            "args": {"seq": op.seq},
+            "args": args,
         }));
     }
     for (id, arrow) in timeline.arrows.iter().enumerate() {
@@ -54,8 +64,8 @@ fn events(analysis: &Analysis, timeline: &Timeline) -> Vec<Value> {
             EdgeKind::HostSync => "host synchronization",
             EdgeKind::LegacyDefault => "legacy default stream",
         };
-        events.push(json!({"ph": "s", "cat": "happens-before", "name": name, "id": id, "pid": process_of(from.stream), "tid": from.stream, "ts": micros(from.end_ns)}));
-        events.push(json!({"ph": "f", "bp": "e", "cat": "happens-before", "name": name, "id": id, "pid": process_of(to.stream), "tid": to.stream, "ts": micros(to.start_ns)}));
+        events.push(json!({"ph": "s", "cat": "happens-before", "name": name, "id": id, "pid": process_of(from), "tid": from.stream, "ts": micros(from.end_ns)}));
+        events.push(json!({"ph": "f", "bp": "e", "cat": "happens-before", "name": name, "id": id, "pid": process_of(to), "tid": to.stream, "ts": micros(to.start_ns)}));
     }
     // One marker per finding, the most frequent first, at most MARKERS of them (the JSON report has them all).
     const MARKERS: usize = 10_000;
@@ -63,9 +73,10 @@ fn events(analysis: &Analysis, timeline: &Timeline) -> Vec<Value> {
         let Some(later) = timeline.op_index(race.later.seq).map(|i| &timeline.ops[i]) else { continue };
         events.push(json!({
             "ph": "i", "s": "t", "cat": "race",
-            "name": format!("{} race: {} / {}", race.kind.as_str(), race.earlier.site.name, race.later.site.name),
-            "pid": process_of(later.stream), "tid": later.stream, "ts": micros(later.start_ns),
+            "name": super::race_title(race),
+            "pid": process_of(later), "tid": later.stream, "ts": micros(later.start_ns),
             "args": {"why": super::describe_why(race), "fix": race.fix.to_string(), "count": race.count,
+                     "earlier": super::describe_op(&race.earlier), "later": super::describe_op(&race.later),
                      "earlier_seq": race.earlier.seq, "later_seq": race.later.seq},
         }));
     }

@@ -1,16 +1,13 @@
-//! Static pictures with plotters: the timeline of `analyze --png` (lanes, bars, races marked in red) and the
-//! charts of `stats --png` (busy time per stream, where kernel time goes).
+//! Static pictures with plotters: the font they need, writing them, and the charts of `stats --png` (busy time
+//! per stream, where kernel time goes). The timeline of `analyze --png` is drawn by timeline_picture.rs.
 
 use std::path::Path;
 
 use anyhow::Context;
 use plotters::prelude::*;
 
-use crate::timeline::Timeline;
-use crate::analysis::Analysis;
+pub use super::timeline_picture::{timeline_height, write_timeline};
 
-const LANE_H: u32 = 26;
-const LABEL_W: u32 = 300;
 const WIDTH: u32 = 1600;
 
 /// Where a TrueType font for the pictures' text may be, before a search of the font folders.
@@ -66,7 +63,7 @@ fn first_ttf(dir: &Path, depth: u32) -> Option<std::path::PathBuf> {
 }
 
 /// Renders into `path` through [`crate::output::write_atomically_with`].
-fn render(path: &Path, size: (u32, u32), draw: impl FnOnce(&DrawingArea<BitMapBackend, plotters::coord::Shift>) -> anyhow::Result<()>) -> anyhow::Result<()> {
+pub(super) fn render(path: &Path, size: (u32, u32), draw: impl FnOnce(&DrawingArea<BitMapBackend, plotters::coord::Shift>) -> anyhow::Result<()>) -> anyhow::Result<()> {
     // The output path is checked before the font is looked for: a bad target is the first thing to say.
     crate::output::write_atomically_with(path, "png", |tmp| {
         ensure_font()?;
@@ -74,68 +71,6 @@ fn render(path: &Path, size: (u32, u32), draw: impl FnOnce(&DrawingArea<BitMapBa
         root.fill(&WHITE).context("filling the picture")?;
         draw(&root)?;
         root.present().with_context(|| format!("writing {}", path.display()))
-    })
-}
-
-/// The timeline as a picture: one lane per stream, bars by GPU time (or issue order), the two operations of each
-/// race outlined in red with a red line between them.
-pub fn write_timeline(analysis: &Analysis, path: &Path) -> anyhow::Result<()> {
-    let empty = Timeline::default();
-    let timeline = analysis.timeline.as_ref().unwrap_or(&empty);
-    let lanes = timeline.streams.len().max(1) as u32;
-    let height = 70 + lanes * LANE_H + 30;
-    let (t0, t1) = timeline
-        .ops
-        .iter()
-        .fold((u64::MAX, 0u64), |(a, b), op| (a.min(op.start_ns), b.max(op.end_ns)));
-    let (t0, t1) = if t0 > t1 { (0, 1) } else { (t0, t1.max(t0 + 1)) };
-    let plot_w = (WIDTH - LABEL_W - 20) as f64;
-    let x = |t: u64| LABEL_W as i32 + ((t.saturating_sub(t0)) as f64 / (t1 - t0) as f64 * plot_w) as i32;
-    let lane_y = |lane: u32| 60 + (lane * LANE_H) as i32;
-    render(path, (WIDTH, height), |root| {
-        let title = format!(
-            "{}: {} races, {} operations on {} streams ({})",
-            analysis.trace,
-            analysis.findings.races.len(),
-            analysis.stats.operations,
-            analysis.stats.streams,
-            if timeline.gpu_time { "GPU time" } else { "issue order" }
-        );
-        root.draw(&Text::new(title, (10, 15), ("sans-serif", 18).into_font())).context("drawing the title")?;
-        let palette = [RGBColor(74, 114, 201), RGBColor(47, 158, 119), RGBColor(201, 130, 43), RGBColor(138, 92, 194)];
-        for (i, stream) in timeline.streams.iter().enumerate() {
-            let y = lane_y(i as u32);
-            if i % 2 == 1 {
-                root.draw(&Rectangle::new([(0, y), (WIDTH as i32, y + LANE_H as i32)], RGBColor(246, 247, 250).filled()))?;
-            }
-            root.draw(&Text::new(stream.label(), (8, y + 7), ("sans-serif", 13).into_font()))?;
-        }
-        // At most one bar per pixel column per lane keeps large traces quick to draw.
-        let mut last_px = vec![i32::MIN; timeline.streams.len()];
-        for op in &timeline.ops {
-            let lane = op.stream as usize;
-            let (a, b) = (x(op.start_ns), x(op.end_ns).max(x(op.start_ns) + 1));
-            if lane >= last_px.len() || b <= last_px[lane] {
-                continue;
-            }
-            last_px[lane] = b;
-            let y = lane_y(lane as u32);
-            root.draw(&Rectangle::new([(a, y + 5), (b, y + LANE_H as i32 - 5)], palette[lane % palette.len()].filled()))?;
-        }
-        for race in &analysis.findings.races {
-            let (Some(e), Some(l)) = (timeline.op_index(race.earlier.seq), timeline.op_index(race.later.seq)) else { continue };
-            let (e, l) = (&timeline.ops[e], &timeline.ops[l]);
-            for op in [e, l] {
-                let y = lane_y(op.stream);
-                root.draw(&Rectangle::new([(x(op.start_ns) - 2, y + 2), (x(op.end_ns).max(x(op.start_ns) + 1) + 2, y + LANE_H as i32 - 2)], RED.stroke_width(2)))?;
-            }
-            let from = (x(e.end_ns), lane_y(e.stream) + LANE_H as i32 / 2);
-            let to = (x(l.start_ns), lane_y(l.stream) + LANE_H as i32 / 2);
-            root.draw(&PathElement::new(vec![from, to], RED.stroke_width(1)))?;
-        }
-        let legend = "red: the two operations of a race; bars: operations on each stream";
-        root.draw(&Text::new(legend, (LABEL_W as i32, (height - 22) as i32), ("sans-serif", 12).into_font().color(&RGBColor(104, 112, 133))))?;
-        Ok(())
     })
 }
 
@@ -156,7 +91,7 @@ pub fn stats_height(rows: u32) -> u32 {
 }
 
 /// A label cut to `max` characters, keeping both ends (template names differ at the end).
-fn fit(label: &str, max: usize) -> String {
+pub(super) fn fit(label: &str, max: usize) -> String {
     let chars: Vec<char> = label.chars().collect();
     if chars.len() <= max {
         return label.to_string();

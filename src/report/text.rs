@@ -108,7 +108,7 @@ impl Report for TextReport {
         for wait in &findings.unrecorded_waits {
             writeln!(out, "==================")?;
             writeln!(out, "WARNING: streamtrace: wait on an event that was never recorded")?;
-            writeln!(out, "  {} waits on event {}, which no record preceded:", printable(&describe_op(&wait.wait)), wait.event)?;
+            writeln!(out, "  {} waits on {}, which no record preceded:", printable(&describe_op(&wait.wait)), printable(&wait.event_phrase()))?;
             let source = wait.wait.site.source.as_ref().map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned());
             writeln!(out, "    at {source} (operation {}, input line/row {})", wait.wait.seq, wait.wait.origin)?;
             writeln!(out, "  The wait orders nothing. Record the event before waiting on it (check the order of record and wait).")?;
@@ -133,13 +133,13 @@ impl Report for TextReport {
         if !analysis.stats.has_addresses && !findings.edges.is_empty() {
             writeln!(out, "Happens-before edges found:")?;
             for edge in &findings.edges {
-                let to = edge.to.as_ref().map_or("the host".to_string(), |s| format!("stream {}", s.handle));
+                let to = edge.to.as_ref().map_or("the host".to_string(), |s| printable(&s.to_string()).into_owned());
                 let via = match edge.via {
                     EdgeKind::EventWait => "event record -> wait",
                     EdgeKind::HostSync => "host synchronization",
                     EdgeKind::LegacyDefault => "legacy default stream",
                 };
-                writeln!(out, "  stream {} -> {to}: {} ({via})", edge.from.handle, edge.count)?;
+                writeln!(out, "  {} -> {to}: {} ({via})", printable(&edge.from.to_string()), edge.count)?;
             }
         }
         let total_pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
@@ -165,10 +165,10 @@ impl Report for TextReport {
             if !findings.unordered_pairs.is_empty() {
                 writeln!(out, "Unordered cross-stream operation pairs, by site (most first):")?;
                 for group in findings.unordered_pairs.iter().take(PAIR_GROUPS_SHOWN) {
-                    let stream = |s: &crate::findings::Site| s.stream.as_ref().map_or(0, |s| s.handle);
+                    let stream = |s: &crate::findings::Site| s.stream.as_ref().map_or("stream 0".to_string(), |s| printable(&s.to_string()).into_owned());
                     writeln!(
                         out,
-                        "  {:>10} pairs  {} `{}` (stream {}) || {} `{}` (stream {}), first at operations {} and {}",
+                        "  {:>10} pairs  {} `{}` ({}) || {} `{}` ({}), first at operations {} and {}",
                         group.pairs,
                         group.earlier.class,
                         printable(&shorten(&group.earlier.name)),

@@ -410,6 +410,7 @@ impl JsonTraceParser {
             RecordKind::OpEnd | RecordKind::CallEnd => return self.frame_end(kind, process, thread, raw, out),
             RecordKind::Stream => return self.stream_record(process, thread, &raw, out),
             RecordKind::Event => return self.event_record(process, &raw, out),
+            RecordKind::Creation => return self.creation_record(process, &raw, out),
             RecordKind::HostAccess => self.host_access(process, thread, &raw, out)?,
             _ => self.operation(kind, process, &raw)?,
         };

@@ -12,7 +12,7 @@ use super::parser::{JsonTraceParser, Problem};
 use super::raw::{RawAccessRange, RawPointer, RawRange, RawRecord};
 use super::Batch;
 use crate::model::{
-    Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind,
+    Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, Creation, DeviceId, Entity, EventId, EventInfo, FreeKind,
     GraphCall, GraphNode, HostSync, MemoryKind, NodeKind, NodeOwner, NodeParams, OpKind, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId,
     TraceRecord, ElementDim, StridedView, ViewBytes,
 };
@@ -41,7 +41,8 @@ impl JsonTraceParser {
         let next_context = ContextId(self.contexts.len() as u32);
         let context = *self.contexts.entry((process, raw.context.unwrap_or(0))).or_insert(next_context);
         let created_by = (kind != StreamKind::LegacyDefault).then_some(thread);
-        out.push(Ok(TraceRecord::Stream(StreamInfo { id, handle, kind, priority: raw.priority, process, device, context, created_by })));
+        let source = raw.src.as_deref().map(|text| self.source(text));
+        out.push(Ok(TraceRecord::Stream(StreamInfo { id, handle, kind, priority: raw.priority, process, device, context, created_by, source })));
         Ok(())
     }
 
@@ -53,7 +54,22 @@ impl JsonTraceParser {
         let id = EventId(self.next_event);
         self.next_event += 1;
         self.events.ids.insert((process, handle), id);
-        out.push(Ok(TraceRecord::Event(EventInfo { id, handle, process })));
+        let source = raw.src.as_deref().map(|text| self.source(text));
+        out.push(Ok(TraceRecord::Event(EventInfo { id, handle, process, source })));
+        Ok(())
+    }
+
+    /// A framework's creation line for a stream or event declared earlier (tier T2).
+    pub(super) fn creation_record(&mut self, process: ProcessId, raw: &RawRecord, out: &mut Batch) -> Result<(), Problem> {
+        let entity = match (raw.stream, raw.event) {
+            (Some(_), None) => Entity::Stream(self.stream(process, raw.stream)?),
+            (None, Some(_)) => Entity::Event(self.event(process, raw.event)?),
+            _ => return Err(Problem::malformed("a creation record names exactly one of `stream` and `event`")),
+        };
+        let Some(text) = raw.src.as_deref() else { return Err(Problem::malformed("a creation record without `src`")) };
+        let source = self.source(text);
+        let text = raw.label.as_deref().map(|label| self.intern(label));
+        out.push(Ok(TraceRecord::Created(Creation { entity, source, text })));
         Ok(())
     }
 
@@ -73,7 +89,7 @@ impl JsonTraceParser {
                 let next_context = ContextId(self.contexts.len() as u32);
                 let context = *self.contexts.entry((process, 0)).or_insert(next_context);
                 // The lane's handle is the thread's id, which is how reports name it.
-                let info = StreamInfo { id, handle: raw.thread.unwrap_or(1), kind: StreamKind::HostThread, priority: None, process, device, context, created_by: Some(thread) };
+                let info = StreamInfo { id, handle: raw.thread.unwrap_or(1), kind: StreamKind::HostThread, priority: None, process, device, context, created_by: Some(thread), source: None };
                 out.push(Ok(TraceRecord::Stream(info)));
                 id
             }

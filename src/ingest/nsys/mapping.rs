@@ -164,6 +164,7 @@ impl Mapper {
             device,
             context: context_id,
             created_by: None,
+            source: None,
         }));
         id
     }
@@ -183,7 +184,7 @@ impl Mapper {
         let process = self.process(pid);
         let id = EventId(self.next_event);
         self.next_event += 1;
-        self.push(TraceRecord::Event(EventInfo { id, handle: handle as u64, process }));
+        self.push(TraceRecord::Event(EventInfo { id, handle: handle as u64, process, source: None }));
         id
     }
 

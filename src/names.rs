@@ -1,0 +1,371 @@
+//! What people call a trace's streams and events. A handle (`0x21a9b8f0`) means nothing to the program's author;
+//! a PyTorch user knows their stream as `side = torch.cuda.Stream()` at `train.py:11`, the default stream or
+//! NCCL's stream, a C++ user as the `cudaStreamCreate` at `pipeline.cu:40`. Collected beside the analysis from
+//! the records (what each stream is, where it was created, what ran on it: per entity, not per operation), then
+//! put into the findings' stream and event references, which every report prints. The handle stays beside the
+//! name everywhere, and is all that is said when nothing better is known.
+//!
+//! A stream's name comes from the first of: the framework line that created it (a [`Creation`] record, tier
+//! T2); being a default stream; carrying only NCCL's kernels; the creation site the trace gives its declaration
+//! (a hand-written `src`, a native call site); for a handle that is a pointer, the first source line of an
+//! operation issued on it. Several
+//! streams created at one line (a loop, `s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()`) are told apart by
+//! their order there (`#2`).
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use crate::findings::{Findings, StreamRef};
+use crate::model::{Creation, Entity, OpKind, SourceLocation, StreamKind, TraceRecord};
+
+/// A stream's or event's name, for reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Name {
+    /// How people know it, as a noun phrase for sentences ("the default stream", "stream `side =
+    /// torch.cuda.Stream()` at train.py:11"); None when only the handle is known.
+    pub known_as: Option<Arc<str>>,
+    /// The same, short, for a timeline lane ("default stream", "side = torch.cuda.Stream()").
+    #[serde(skip)]
+    pub short: Option<Arc<str>>,
+    /// Where it was created, when known.
+    pub created_at: Option<SourceLocation>,
+}
+
+/// What is known about one stream or event while the records go by.
+#[derive(Default)]
+struct Facts {
+    kind: Option<StreamKind>,
+    handle: u64,
+    /// The thread id of the host thread that created it (a per-thread default stream's thread).
+    tid: Option<u64>,
+    device: u32,
+    /// The framework's line for it, its text, and when it arrived (for ordinals).
+    framework: Option<(SourceLocation, Option<Arc<str>>, u64)>,
+    /// The creation site the declaration gave, and when.
+    declared_at: Option<(SourceLocation, u64)>,
+    nccl_kernels: u64,
+    other_kernels: u64,
+    first_use: Option<SourceLocation>,
+}
+
+/// Collects what names streams and events, and names them at the end.
+#[derive(Default)]
+pub struct Names {
+    streams: Vec<Facts>,
+    events: Vec<Facts>,
+    /// Thread ids by dense thread id.
+    tids: Vec<u64>,
+    /// Counts the creation lines seen, to order the entities created at one place.
+    arrivals: u64,
+    stream_names: Vec<Name>,
+    event_names: Vec<Name>,
+}
+
+fn facts(table: &mut Vec<Facts>, index: usize) -> &mut Facts {
+    if table.len() <= index {
+        table.resize_with(index + 1, Facts::default);
+    }
+    &mut table[index]
+}
+
+impl Names {
+    /// Takes note of one record (before or after the engine consumes it).
+    pub fn observe(&mut self, record: &TraceRecord) {
+        match record {
+            TraceRecord::Thread(info) => {
+                if self.tids.len() <= info.id.index() {
+                    self.tids.resize(info.id.index() + 1, 0);
+                }
+                self.tids[info.id.index()] = info.tid;
+            }
+            TraceRecord::Stream(info) => {
+                self.arrivals += 1;
+                let tid = info.created_by.and_then(|t| self.tids.get(t.index()).copied());
+                let stream = facts(&mut self.streams, info.id.index());
+                stream.kind = Some(info.kind);
+                stream.handle = info.handle;
+                stream.tid = tid;
+                stream.device = info.device.0;
+                stream.declared_at = info.source.clone().map(|s| (s, self.arrivals));
+            }
+            TraceRecord::Event(info) => {
+                self.arrivals += 1;
+                let event = facts(&mut self.events, info.id.index());
+                event.handle = info.handle;
+                event.declared_at = info.source.clone().map(|s| (s, self.arrivals));
+            }
+            TraceRecord::Created(Creation { entity, source, text }) => {
+                self.arrivals += 1;
+                let entry = match entity {
+                    Entity::Stream(id) => facts(&mut self.streams, id.index()),
+                    Entity::Event(id) => facts(&mut self.events, id.index()),
+                };
+                // A pool stream handed out again keeps the line that first asked for it.
+                if entry.framework.is_none() {
+                    entry.framework = Some((source.clone(), text.clone(), self.arrivals));
+                }
+            }
+            TraceRecord::Op(op) => {
+                let Some(stream) = op.kind.stream() else { return };
+                let Some(entry) = self.streams.get_mut(stream.index()) else { return };
+                if let OpKind::Kernel { name, .. } = &op.kind {
+                    if name.starts_with("nccl") {
+                        entry.nccl_kernels += 1;
+                    } else {
+                        entry.other_kernels += 1;
+                    }
+                }
+                if entry.first_use.is_none() {
+                    entry.first_use = op.source.clone();
+                }
+            }
+            TraceRecord::GpuTime { .. } => {}
+        }
+    }
+
+    /// Names every stream and event from what was observed.
+    pub fn finish(&mut self) {
+        let stream_places = ordinals(self.streams.iter().map(creation_place));
+        let event_places = ordinals(self.events.iter().map(creation_place));
+        let legacy_devices = {
+            let mut devices: Vec<u32> =
+                self.streams.iter().filter(|s| s.kind == Some(StreamKind::LegacyDefault)).map(|s| s.device).collect();
+            devices.sort_unstable();
+            devices.dedup();
+            devices.len()
+        };
+        self.stream_names =
+            self.streams.iter().zip(stream_places).map(|(facts, nth)| stream_name(facts, nth, legacy_devices > 1)).collect();
+        self.event_names = self.events.iter().zip(event_places).map(|(facts, nth)| event_name(facts, nth)).collect();
+    }
+
+    /// The name of the stream with dense id `index`, once [`finish`](Names::finish)ed.
+    pub fn stream(&self, index: usize) -> Option<&Name> {
+        self.stream_names.get(index)
+    }
+
+    pub fn event(&self, index: usize) -> Option<&Name> {
+        self.event_names.get(index)
+    }
+
+    /// Puts the names into every stream and event reference of `findings`.
+    pub fn name_findings(&self, findings: &mut Findings) {
+        findings.each_stream_ref(|stream| self.name_stream_ref(stream));
+        for wait in findings.unrecorded_waits.iter_mut().chain(findings.waits_with_unknown_record.iter_mut()) {
+            if let Some(name) = wait.event_id.and_then(|id| self.event(id.index())) {
+                wait.event_name = name.known_as.clone();
+            }
+        }
+    }
+
+    fn name_stream_ref(&self, stream: &mut StreamRef) {
+        if let Some(name) = self.stream(stream.id.index()) {
+            stream.name = name.known_as.clone();
+            stream.created_at = name.created_at.clone();
+        }
+    }
+}
+
+/// `file:line` with the file's folders left out: names are read beside the full paths of the operations' lines.
+pub fn short_place(place: &SourceLocation) -> String {
+    let file = place.file.rsplit('/').next().unwrap_or(&place.file);
+    match place.line {
+        Some(line) => format!("{file}:{line}"),
+        None => file.to_string(),
+    }
+}
+
+/// Where an entity was created, by the framework or its declaration, with when that was learned.
+fn creation_place(facts: &Facts) -> Option<(&SourceLocation, u64)> {
+    match (&facts.framework, &facts.declared_at) {
+        (Some((place, _, at)), _) => Some((place, *at)),
+        (None, Some((place, at))) => Some((place, *at)),
+        (None, None) => None,
+    }
+}
+
+/// For each entity, its position among those created at the same place (1-based) when there are several.
+fn ordinals<'a>(places: impl Iterator<Item = Option<(&'a SourceLocation, u64)>>) -> Vec<Option<usize>> {
+    let places: Vec<_> = places.collect();
+    let mut by_place: FxHashMap<&SourceLocation, Vec<(u64, usize)>> = FxHashMap::default();
+    for (index, place) in places.iter().enumerate() {
+        if let Some((place, at)) = place {
+            by_place.entry(place).or_default().push((*at, index));
+        }
+    }
+    let mut nth = vec![None; places.len()];
+    for mut created in by_place.into_values().filter(|c| c.len() > 1) {
+        created.sort_unstable();
+        for (position, (_, index)) in created.into_iter().enumerate() {
+            nth[index] = Some(position + 1);
+        }
+    }
+    nth
+}
+
+/// A name from a creation line: "stream `side = torch.cuda.Stream()` at train.py:11", "the stream created at
+/// pipeline.cu:40", with "#2" when several were created there.
+fn created_name(noun: &str, place: &SourceLocation, text: Option<&str>, nth: Option<usize>) -> Name {
+    let at = short_place(place);
+    let number = nth.map_or(String::new(), |n| format!(" #{n}"));
+    let (known_as, short) = match text.filter(|t| !t.is_empty()) {
+        Some(text) if nth.is_some() => (format!("{noun}{number} of `{text}` at {at}"), format!("{text}{number}")),
+        Some(text) => (format!("{noun} `{text}` at {at}"), text.to_string()),
+        None if nth.is_some() => (format!("{noun}{number} created at {at}"), format!("{noun}{number} created at {at}")),
+        None => (format!("the {noun} created at {at}"), format!("created at {at}")),
+    };
+    Name { known_as: Some(known_as.into()), short: Some(short.into()), created_at: Some(place.clone()) }
+}
+
+fn stream_name(facts: &Facts, nth: Option<usize>, several_devices: bool) -> Name {
+    if let Some((place, text, _)) = &facts.framework {
+        return created_name("stream", place, text.as_deref(), nth);
+    }
+    let plain = |known_as: String, short: String| Name { known_as: Some(known_as.into()), short: Some(short.into()), created_at: None };
+    match facts.kind {
+        Some(StreamKind::LegacyDefault) if several_devices => {
+            return plain(format!("the default stream of device {}", facts.device), format!("default stream, device {}", facts.device));
+        }
+        Some(StreamKind::LegacyDefault) => return plain("the default stream".into(), "default stream".into()),
+        Some(StreamKind::PerThreadDefault) => {
+            let thread = facts.tid.map_or(String::new(), |tid| format!(" of host thread {tid}"));
+            return plain(format!("the per-thread default stream{thread}"), format!("per-thread default stream{thread}"));
+        }
+        Some(StreamKind::HostThread) => {
+            return plain(format!("host thread {}", facts.handle), format!("host thread {} (its own accesses)", facts.handle));
+        }
+        _ => {}
+    }
+    if facts.nccl_kernels > 0 && facts.other_kernels == 0 {
+        return plain("NCCL's stream".into(), "NCCL stream".into());
+    }
+    if let Some((place, _)) = &facts.declared_at {
+        return created_name("stream", place, None, nth);
+    }
+    // A small number is a name the trace's author chose (a hand-written trace's stream 2): kept as it is. A
+    // pointer (a capture's handle) means nothing to anyone, and the first line that used it says more.
+    match facts.first_use.as_ref().filter(|_| facts.handle > 0xF_FFFF) {
+        Some(place) => {
+            let at = short_place(place);
+            plain(format!("the stream first used at {at}"), format!("first used at {at}"))
+        }
+        None => Name::default(),
+    }
+}
+
+fn event_name(facts: &Facts, nth: Option<usize>) -> Name {
+    match (&facts.framework, &facts.declared_at) {
+        (Some((place, text, _)), _) => created_name("event", place, text.as_deref(), nth),
+        (None, Some((place, _))) => created_name("event", place, None, nth),
+        (None, None) => Name::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::*;
+
+    fn stream(id: u32, handle: u64, kind: StreamKind, source: Option<&str>) -> TraceRecord {
+        TraceRecord::Stream(StreamInfo {
+            id: StreamId(id),
+            handle,
+            kind,
+            priority: None,
+            process: ProcessId(0),
+            device: DeviceId(0),
+            context: ContextId(0),
+            created_by: None,
+            source: source.map(SourceLocation::parse),
+        })
+    }
+
+    fn created(id: u32, at: &str, text: &str) -> TraceRecord {
+        TraceRecord::Created(Creation { entity: Entity::Stream(StreamId(id)), source: SourceLocation::parse(at), text: Some(text.into()) })
+    }
+
+    fn kernel(stream: u32, name: &str, source: Option<&str>) -> TraceRecord {
+        TraceRecord::Op(Operation {
+            seq: 0,
+            process: ProcessId(0),
+            thread: ThreadId(0),
+            host_time_ns: None,
+            gpu_start_ns: None,
+            gpu_end_ns: None,
+            correlation_id: None,
+            host_end_ns: None,
+            api: None,
+            region: None,
+            source: source.map(SourceLocation::parse),
+            origin: 0,
+            kind: OpKind::Kernel { stream: StreamId(stream), name: name.into(), accesses: vec![], pointers: vec![] },
+        })
+    }
+
+    fn named(records: &[TraceRecord]) -> Names {
+        let mut names = Names::default();
+        for record in records {
+            names.observe(record);
+        }
+        names.finish();
+        names
+    }
+
+    fn known(names: &Names, stream: usize) -> Option<String> {
+        names.stream(stream).and_then(|n| n.known_as.as_deref().map(str::to_string))
+    }
+
+    #[test]
+    fn each_source_of_a_name_in_its_order() {
+        let names = named(&[
+            stream(0, 1, StreamKind::LegacyDefault, None),
+            stream(1, 0x21a9b8f0, StreamKind::NonBlocking, None),
+            stream(2, 0x21a9c000, StreamKind::NonBlocking, None),
+            stream(3, 0x21a9d000, StreamKind::Blocking, Some("/src/pipeline.cu:40")),
+            stream(4, 0x21a9e000, StreamKind::NonBlocking, None),
+            stream(5, 0x21a9f000, StreamKind::NonBlocking, None),
+            created(1, "/home/u/train.py:11", "side = torch.cuda.Stream()"),
+            kernel(2, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", Some("/home/u/train.py:30")),
+            kernel(4, "scale", Some("/home/u/train.py:20")),
+            kernel(4, "scale", Some("/home/u/train.py:21")),
+            // The framework line wins over the first use.
+            kernel(1, "scale", Some("/home/u/train.py:19")),
+        ]);
+        assert_eq!(known(&names, 0).as_deref(), Some("the default stream"));
+        assert_eq!(known(&names, 1).as_deref(), Some("stream `side = torch.cuda.Stream()` at train.py:11"));
+        assert_eq!(names.stream(1).and_then(|n| n.short.as_deref()), Some("side = torch.cuda.Stream()"));
+        assert_eq!(names.stream(1).and_then(|n| n.created_at.as_ref()).map(ToString::to_string).as_deref(), Some("/home/u/train.py:11"));
+        assert_eq!(known(&names, 2).as_deref(), Some("NCCL's stream"));
+        assert_eq!(known(&names, 3).as_deref(), Some("the stream created at pipeline.cu:40"));
+        assert_eq!(known(&names, 4).as_deref(), Some("the stream first used at train.py:20"));
+        assert_eq!(known(&names, 5), None, "nothing but the handle is known");
+    }
+
+    #[test]
+    fn streams_created_at_one_line_are_numbered_in_creation_order() {
+        let names = named(&[
+            stream(0, 0x10, StreamKind::NonBlocking, None),
+            stream(1, 0x20, StreamKind::NonBlocking, None),
+            stream(2, 0x30, StreamKind::NonBlocking, None),
+            created(1, "t.py:9", "s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()"),
+            created(0, "t.py:9", "s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()"),
+            // Handed out again by the pool: the first line stays.
+            created(1, "t.py:30", "again = torch.cuda.Stream()"),
+        ]);
+        assert_eq!(known(&names, 1).as_deref(), Some("stream #1 of `s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()` at t.py:9"));
+        assert_eq!(known(&names, 0).as_deref(), Some("stream #2 of `s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()` at t.py:9"));
+        assert_eq!(known(&names, 2), None);
+    }
+
+    #[test]
+    fn a_stream_running_other_kernels_beside_nccl_is_not_nccls_own() {
+        let names = named(&[
+            stream(0, 0x10, StreamKind::NonBlocking, None),
+            kernel(0, "ncclDevKernel_Broadcast_RING_LL(ncclDevKernelArgsStorage<4096ul>)", None),
+            kernel(0, "scale", None),
+        ]);
+        assert_eq!(known(&names, 0), None);
+    }
+}
