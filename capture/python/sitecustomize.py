@@ -85,6 +85,7 @@ def _install(torch):
             return None
     _bracket_ordering_calls(torch, emit, lines)
     _record_host_reads(torch, emit, lines)
+    _record_creation_lines(torch, emit, lines)
     _say("PyTorch %s: recording op read/write sets, allocator blocks and Python lines (tier T2, %s)" % (
         torch.__version__, how))
     return observer
@@ -172,6 +173,57 @@ def _record_host_reads(torch, emit, lines):
         method = getattr(Tensor, name, None)
         if method is not None:
             setattr(Tensor, name, reading(name, method))
+
+
+def _record_creation_lines(torch, emit, lines):
+    """Names streams and events by the Python line that created them, for reports: a `creation` record with the
+    line and its text for each `torch.cuda.Stream()` (a stream of PyTorch's pool, whose CUDA stream the capture
+    declared when the pool was made) and for each `torch.cuda.Event()` once its CUDA event exists (at its first
+    record). Streams wrapped by `current_stream()` or `ExternalStream` are not created by their line."""
+    import linecache
+
+    def creation(kind, handle, src):
+        text = ""
+        if src != "null":
+            place = json.loads(src)
+            path, _, number = place.rpartition(":")
+            text = linecache.getline(path, int(number)).strip() if number.isdigit() else ""
+        emit('{"type":"creation","%s":%d,"src":%s,"label":%s}' % (kind, handle, src, json.dumps(text[:200])))
+
+    Stream, Event = torch.cuda.Stream, torch.cuda.Event
+    stream_new, event_new, event_record = Stream.__new__, Event.__new__, Event.record
+
+    def new_stream(cls, *args, **kwargs):
+        stream = stream_new(cls, *args, **kwargs)
+        try:
+            if "stream_id" not in kwargs and "stream_ptr" not in kwargs and stream.cuda_stream:
+                creation("stream", stream.cuda_stream, lines.at())
+        except Exception:
+            pass  # naming must never change what the call does
+        return stream
+
+    def new_event(cls, *args, **kwargs):
+        event = event_new(cls, *args, **kwargs)
+        try:
+            event._streamtrace_src = lines.at()
+        except Exception:
+            pass
+        return event
+
+    def record(self, *args, **kwargs):
+        result = event_record(self, *args, **kwargs)
+        try:
+            src = self.__dict__.pop("_streamtrace_src", None)
+            if src is not None and self.cuda_event:
+                creation("event", self.cuda_event, src)
+        except Exception:
+            pass
+        return result
+
+    Stream.__new__ = staticmethod(new_stream)
+    Event.__new__ = staticmethod(new_event)
+    record.__name__, record.__doc__ = event_record.__name__, event_record.__doc__
+    Event.record = record
 
 
 def _observer_library(torch):

@@ -134,7 +134,7 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
         })
         .collect();
     views.extend(findings.unrecorded_waits.iter().take(FINDINGS_SHOWN).map(|w| FindingView {
-        title: format!("wait on never-recorded {}", w.event_phrase()),
+        title: format!("wait on a never-recorded event: {}", w.event_phrase()),
         earlier: None,
         later: None,
         arrows: Vec::new(),

@@ -121,9 +121,10 @@ pub fn write_timeline(analysis: &Analysis, path: &Path) -> anyhow::Result<()> {
     render(path, (WIDTH, height), |root| {
         let idle = analysis.stats.streams.saturating_sub(timeline.streams.len());
         let title = format!(
-            "{}: {} races, {} operations on {} streams{}",
+            "{}: {} race{}, {} operations on {} streams{}",
             analysis.trace,
             analysis.findings.races.len(),
+            if analysis.findings.races.len() == 1 { "" } else { "s" },
             analysis.stats.operations,
             analysis.stats.streams,
             if idle > 0 { format!(" ({idle} that ran nothing drawn as no lane)") } else { String::new() },

@@ -303,3 +303,30 @@ fn frames_open_at_the_end_are_counted_and_their_operations_kept() {
     assert!(matches!(&ops_out[0].kind, OpKind::Kernel { pointers, .. } if pointers.len() == 1), "tier T1 stays");
     assert_eq!(counters.get("json.frames_left_open"), 1);
 }
+
+#[test]
+fn creation_records_name_a_declared_stream_or_event_and_refuse_the_rest() {
+    use crate::model::{Creation, Entity, EventId, StreamId};
+    let text = format!(
+        "{HEADER}{{\"type\":\"stream\",\"id\":7,\"src\":\"app.cu:40\"}}\n{{\"type\":\"event\",\"id\":3}}\n\
+         {{\"type\":\"creation\",\"stream\":7,\"src\":\"t.py:11\",\"label\":\"side = torch.cuda.Stream()\"}}\n\
+         {{\"type\":\"creation\",\"event\":3,\"src\":\"t.py:12\"}}\n"
+    );
+    let records = read_all(&text).unwrap();
+    let stream = records.iter().find_map(|r| if let TraceRecord::Stream(s) = r { Some(s) } else { None }).expect("stream");
+    assert_eq!(stream.source.as_ref().map(ToString::to_string).as_deref(), Some("app.cu:40"), "a declaration's src is its creation site");
+    let created: Vec<&Creation> = records.iter().filter_map(|r| if let TraceRecord::Created(c) = r { Some(c) } else { None }).collect();
+    assert_eq!(created.len(), 2);
+    assert_eq!(created[0].entity, Entity::Stream(StreamId(0)));
+    assert_eq!(created[0].text.as_deref(), Some("side = torch.cuda.Stream()"));
+    assert_eq!((created[1].entity, created[1].text.as_deref()), (Entity::Event(EventId(0)), None));
+    for (record, problem) in [
+        ("{\"type\":\"creation\",\"stream\":8,\"src\":\"t.py:1\"}", "unknown stream 8"),
+        ("{\"type\":\"creation\",\"stream\":7}", "without `src`"),
+        ("{\"type\":\"creation\",\"stream\":7,\"event\":3,\"src\":\"t.py:1\"}", "exactly one of"),
+    ] {
+        let text = format!("{HEADER}{{\"type\":\"stream\",\"id\":7}}\n{{\"type\":\"event\",\"id\":3}}\n{record}\n");
+        let err = read_all(&text).unwrap_err().to_string();
+        assert!(err.starts_with("t.json:4:") && err.contains(problem), "{err}");
+    }
+}
