@@ -234,7 +234,7 @@ fn stream_name(facts: &Facts, nth: Option<usize>, several_devices: bool) -> Name
             return plain(format!("the per-thread default stream{thread}"), format!("per-thread default stream{thread}"));
         }
         Some(StreamKind::HostThread) => {
-            return plain(format!("host thread {}", facts.handle), format!("host thread {} (its own accesses)", facts.handle));
+            return plain(format!("host thread {}", facts.handle), format!("host thread {}", facts.handle));
         }
         _ => {}
     }

@@ -15,7 +15,7 @@ use crate::report::short_names::{short_name, short_op_name};
 /// Lanes are drawn in groups, one per device of a process, and host threads' own accesses last in their
 /// process. The one place lanes are grouped and ordered: a rank (a distributed job's process) joins the key
 /// here when traces carry one.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct LaneGroup {
     pub process: u32,
     /// None for the host threads' lanes.
@@ -23,6 +23,11 @@ pub struct LaneGroup {
 }
 
 impl LaneGroup {
+    /// The drawing order: by process, its devices first, then its host threads.
+    fn order(&self) -> (u32, bool, Option<u32>) {
+        (self.process, self.device.is_none(), self.device)
+    }
+
     /// "process 0, device 0", "process 0, host threads".
     pub fn label(&self) -> String {
         match self.device {
@@ -63,7 +68,7 @@ impl TimelineStream {
     /// What follows the title in smaller print: the handle (when the title is a name) and the kind.
     pub fn detail(&self) -> String {
         match (&self.name, self.kind) {
-            (_, StreamKind::HostThread) => "host accesses".to_string(),
+            (_, StreamKind::HostThread) => "its own reads and writes of pinned memory".to_string(),
             (Some(_), kind) => format!("{} · {}", stream_number(self.handle), kind.as_str()),
             (None, kind) => kind.as_str().to_string(),
         }
@@ -174,6 +179,8 @@ impl Timeline {
                     }
                     OpKind::Alloc { stream: Some(_), .. } => Arc::from("cudaMallocAsync"),
                     OpKind::Free { stream: Some(_), .. } => Arc::from("cudaFreeAsync"),
+                    // The host thread's own reads and writes of pinned memory, on its host-access lane.
+                    OpKind::HostAccess { name, .. } => name.clone(),
                     _ => return,
                 };
                 let Some(stream) = op.kind.stream() else { return };
@@ -181,7 +188,9 @@ impl Timeline {
                     (Some(s), Some(e)) => (s, e.max(s)),
                     _ => (u64::MAX, u64::MAX),
                 };
-                let label = bar_label(op.region.as_ref(), &name);
+                // A host access is named after the framework op that made it.
+                let region = if matches!(op.kind, OpKind::HostAccess { .. }) { Some(&name) } else { op.region.as_ref() };
+                let label = bar_label(region, &name);
                 self.ops.push(TimelineOp {
                     seq: op.seq,
                     stream: stream.0,
@@ -266,7 +275,7 @@ impl Timeline {
             })
             .collect();
         let default_first = |kind: StreamKind| !matches!(kind, StreamKind::LegacyDefault | StreamKind::PerThreadDefault);
-        lanes.sort_by_key(|s| (s.group(), default_first(s.kind), s.id));
+        lanes.sort_by_key(|s| (s.group().order(), default_first(s.kind), s.id));
         let mut lane_of = vec![u32::MAX; self.declared.len()];
         for (lane, stream) in lanes.iter().enumerate() {
             lane_of[stream.id as usize] = lane as u32;

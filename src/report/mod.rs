@@ -119,9 +119,11 @@ fn op_label(op: &OpOccurrence) -> std::borrow::Cow<'_, str> {
 
 /// An operation in a title: its short op or kernel name, and its line when known ("fill_ at train.py:13").
 pub fn short_op(op: &OpOccurrence) -> String {
-    let name = match &op.site.region {
-        Some(region) => short_names::short_op_name(region).to_string(),
-        None => short_names::short_name(&op.site.name).into_owned(),
+    let name = match (&op.site.region, op.site.class) {
+        (Some(region), _) => short_names::short_op_name(region).to_string(),
+        // A host access is named after the framework op that made it.
+        (None, "host") => short_names::short_op_name(&op.site.name).to_string(),
+        (None, _) => short_names::short_name(&op.site.name).into_owned(),
     };
     match &op.site.source {
         Some(source) => format!("{name} at {}", crate::names::short_place(source)),
