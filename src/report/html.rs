@@ -231,7 +231,7 @@ function tickText(v) {
 }
 function drawAxis(w) {
   ctx.fillStyle = "#687085"; ctx.strokeStyle = "#c8cdd8"; ctx.font = "11px system-ui, sans-serif";
-  ctx.fillText(data.gpu_time ? "GPU time, from the first operation" : "issue order (operation number): this trace has no GPU times", 6, 14);
+  ctx.fillText(data.gpu_time ? "GPU time since the first operation" : "issue order (no GPU times): operation #", 6, 14, LABEL_W - 12);
   const span = view.end - view.start, s = data.gpu_time ? step(span, 8) : Math.max(1000, step(span, 8));
   const base = data.gpu_time ? t0 : 0;
   for (let v = base + Math.ceil((view.start - base) / s) * s; v <= view.end; v += s) {

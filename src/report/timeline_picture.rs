@@ -128,7 +128,7 @@ pub fn write_timeline(analysis: &Analysis, path: &Path) -> anyhow::Result<()> {
             analysis.stats.operations,
             analysis.stats.streams,
             if idle > 0 { format!(" ({idle} that ran nothing drawn as no lane)") } else { String::new() },
-        ) + if timeline.gpu_time { "" } else { "; no GPU times in this trace, so bars are placed in issue order" };
+        );
         root.draw(&Text::new(title, (10, 10), ("sans-serif", 18).into_font())).context("drawing the title")?;
         draw_axis(root, timeline, &layout)?;
         draw_lanes(root, timeline, &layout, &groups)?;
@@ -141,7 +141,7 @@ pub fn write_timeline(analysis: &Analysis, path: &Path) -> anyhow::Result<()> {
 
 fn draw_axis(root: &Area, timeline: &Timeline, layout: &Layout) -> anyhow::Result<()> {
     let axis_y = TITLE_H as i32;
-    let what = if timeline.gpu_time { "GPU time since the first operation" } else { "issue order: operation number" };
+    let what = if timeline.gpu_time { "GPU time since the first operation" } else { "issue order (no GPU times): operation #" };
     text(root, what, (8, axis_y + 4), 12, &GREY)?;
     let step = tick_step(layout.t1 - layout.t0, 10);
     let step = if timeline.gpu_time { step } else { step.max(1000) / 1000 * 1000 };
