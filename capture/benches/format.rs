@@ -15,7 +15,7 @@ fn main() {
     batch.push(call(0), Record::Function { index: 0, name });
     for i in 0..100_000u64 {
         if i % 8 == 0 {
-            batch.push(call(i), Record::EventRecord { event: 0x5555_0000_1000 + i % 4, stream: 0x5555_0000_2000 });
+            batch.push(call(i), Record::EventRecord { event: 0x5555_0000_1000 + i % 4, stream: 0x5555_0000_2000, api: "cuEventRecord" });
             batch.push(call(i), Record::Wait { event: 0x5555_0000_1000 + i % 4, stream: 0x5555_0000_3000 });
         }
         let first_pointer = batch.pointers.len() as u32;

@@ -164,6 +164,31 @@ unsafe fn batch_copies(batch: &MemcpyBatchArrays) -> Vec<(u64, u64, u64)> {
     (0..count).map(|i| unsafe { (*dsts.add(i), *srcs.add(i), *sizes.add(i) as u64) }).collect()
 }
 
+/// Calls `found` with each event a cuLaunchKernelEx launch configuration names in its attributes (a launch
+/// completion or programmatic event), and the call that records it. Past `MAX_ATTRS` attributes the count is not
+/// believed: the injected library must not read far into the program's memory on a malformed call.
+///
+/// # Safety
+/// `config.attrs` is null or holds `config.numAttrs` readable attributes.
+unsafe fn for_each_launch_event(config: &LaunchConfig, mut found: impl FnMut(u64, &'static str)) {
+    const MAX_ATTRS: u32 = 64;
+    if config.attrs.is_null() || config.numAttrs > MAX_ATTRS {
+        return;
+    }
+    for i in 0..config.numAttrs as usize {
+        // Safety: `i < numAttrs` attributes are readable (the caller's promise).
+        let attribute = unsafe { &*config.attrs.add(i) };
+        let api = match attribute.id {
+            LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT => "cuLaunchKernelEx launch completion event",
+            LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT => "cuLaunchKernelEx programmatic event",
+            _ => continue,
+        };
+        if attribute.value[0] != 0 {
+            found(attribute.value[0], api);
+        }
+    }
+}
+
 /// A 2D set as its record: the rows' extent on the pitched buffer, and what memory it is.
 fn set_2d(state: &ProcessState, p: &Memset2D, cbid: u32, stream: u64, synchronous: bool) -> Record {
     let bytes = pitched_extent(p.dstPitch, (p.Width as u64).saturating_mul(memset_width(cbid)), p.Height, 1, 0);
@@ -209,9 +234,18 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
         CU_LAUNCH_KERNEL_EX | CU_LAUNCH_KERNEL_EX_PTSZ if enter => {
             // Safety: cuLaunchKernelEx's block is LaunchKernelEx.
             let Some(p) = (unsafe { data.params::<LaunchKernelEx>() }) else { return };
-            // Safety: `config` is null or the launch's CUlaunchConfig, whose leading fields LaunchConfig declares.
+            // Safety: `config` is null or the launch's CUlaunchConfig, which LaunchConfig declares.
             let Some(config) = (unsafe { p.config.as_ref() }) else { return };
             let stream = state.stream(call, context, device, config.hStream, pt);
+            // An event the launch fires (NCCL orders its launches with one) takes the stream's clock before the
+            // kernel: it fires when the kernel's blocks have started or triggered, not when they are done.
+            // Safety: the launch's own attribute array, valid while the driver is in the call.
+            unsafe {
+                for_each_launch_event(config, |event, api| {
+                    let event = state.event(call, event);
+                    state.emit(call, Record::EventRecord { event, stream, api });
+                })
+            };
             // Safety: the launch's own argument arrays, valid while the driver is in the call.
             unsafe { state.kernel(call, stream, p.f, p.kernelParams, p.extra, "cuLaunchKernelEx") };
         }
@@ -339,7 +373,7 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             let Some(p) = (unsafe { data.params::<EventRecord>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
             let event = state.event(call, p.hEvent as u64);
-            state.emit(call, Record::EventRecord { event, stream });
+            state.emit(call, Record::EventRecord { event, stream, api: "cuEventRecord" });
         }
         CU_STREAM_WAIT_EVENT | CU_STREAM_WAIT_EVENT_PTSZ if enter => {
             // Safety: cuStreamWaitEvent's block is StreamWaitEvent.

@@ -30,7 +30,7 @@ pub struct LaunchKernel {
     pub extra: *mut *mut c_void,
 }
 
-/// The leading fields of CUlaunchConfig.
+/// CUlaunchConfig.
 #[repr(C)]
 pub struct LaunchConfig {
     pub gridDimX: u32,
@@ -41,7 +41,23 @@ pub struct LaunchConfig {
     pub blockDimZ: u32,
     pub sharedMemBytes: u32,
     pub hStream: Handle,
+    pub attrs: *const LaunchAttribute,
+    pub numAttrs: u32,
 }
+
+/// CUlaunchAttribute: an id and a 64-byte value union, of which only the event-carrying members are read.
+#[repr(C)]
+pub struct LaunchAttribute {
+    pub id: u32,
+    pub pad: u32,
+    /// `CUlaunchAttributeValue`; for the event attributes its first word is the `CUevent`.
+    pub value: [u64; 8],
+}
+
+/// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT: the event fires once every block has triggered (or exited).
+pub const LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT: u32 = 7;
+/// CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: the event fires once every block has begun to run.
+pub const LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT: u32 = 12;
 
 #[repr(C)]
 pub struct LaunchKernelEx {
@@ -317,6 +333,11 @@ mod tests {
         assert_eq!(offset_of!(LaunchKernel, launch.hStream), 40);
         assert_eq!(offset_of!(LaunchKernel, launch.kernelParams), 48);
         assert_eq!(offset_of!(LaunchConfig, hStream), 32);
+        // cuda.h: CUlaunchConfig's attrs and numAttrs follow the stream; a CUlaunchAttribute is 72 bytes.
+        assert_eq!(offset_of!(LaunchConfig, attrs), 40);
+        assert_eq!(offset_of!(LaunchConfig, numAttrs), 48);
+        assert_eq!(std::mem::size_of::<LaunchAttribute>(), 72);
+        assert_eq!(offset_of!(LaunchAttribute, value), 8);
         assert_eq!(offset_of!(MemcpyAsync, hStream), 24);
         assert_eq!(offset_of!(MemsetAsync, N), 16);
         assert_eq!(offset_of!(MemsetAsync, hStream), 24);

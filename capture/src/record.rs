@@ -48,7 +48,8 @@ pub enum Record {
         memory: (MemoryKind, MemoryKind),
         api: &'static str,
     },
-    EventRecord { event: u64, stream: u64 },
+    /// An event takes the stream's clock: `cuEventRecord`, or a launch attribute that names an event.
+    EventRecord { event: u64, stream: u64, api: &'static str },
     Wait { stream: u64, event: u64 },
     Sync { target: SyncTarget, api: &'static str },
     Query { target: SyncTarget, ready: bool, api: &'static str },
@@ -199,10 +200,10 @@ impl Entry {
                 common(&mut line, call, Some(api));
                 line
             }
-            Record::EventRecord { event, stream } => {
+            Record::EventRecord { event, stream, api } => {
                 let mut line = RecordLine::begin(out, RecordKind::Record);
                 line.number(Field::Event, *event).number(Field::Stream, *stream);
-                common(&mut line, call, Some("cuEventRecord"));
+                common(&mut line, call, Some(api));
                 line
             }
             Record::Wait { stream, event } => {

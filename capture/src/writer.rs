@@ -62,7 +62,8 @@ impl Writer {
     pub fn create(path: PathBuf) -> std::io::Result<Writer> {
         let mut out = create(&path)?;
         // A recording: the analyzer counts and skips a record it cannot take instead of refusing the trace.
-        let header = streamtrace_format::header_line(Some(Producer::Capture), Some("recorded by streamtrace capture"));
+        let job = streamtrace_format::JobPlace::from_env(|name| std::env::var(name).ok());
+        let header = streamtrace_format::job_header_line(Some(Producer::Capture), job, Some("recorded by streamtrace capture"));
         out.write_all(header.as_bytes())?;
         Ok(Writer { file: Arc::new(Mutex::new(TraceFile { out, names: Vec::new(), lines: String::new() })), path })
     }

@@ -11,6 +11,11 @@ pub const ENV_CUPTI: &str = "STREAMTRACE_CUPTI";
 pub const ENV_GPU_TIMES: &str = "STREAMTRACE_GPU_TIMES";
 /// Leave the program alone: the library returns at once from its initialization.
 pub const ENV_DISABLE: &str = "STREAMTRACE_DISABLE";
+/// A distributed job's launcher (torchrun) tells each process its rank, its rank on its host and the job's size;
+/// the trace header carries them.
+pub const ENV_RANK: &str = "RANK";
+pub const ENV_LOCAL_RANK: &str = "LOCAL_RANK";
+pub const ENV_WORLD_SIZE: &str = "WORLD_SIZE";
 
 /// libcupti's file names, newest CUDA first.
 const CUPTI_NAMES: [&str; 3] = ["libcupti.so.13", "libcupti.so.12", "libcupti.so"];

@@ -27,14 +27,42 @@ pub use vocabulary::{
 /// The version of the format this crate describes; the header carries it.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// Where a process stands in a distributed job, as its launcher (torchrun, `mpirun` wrappers that set the same
+/// variables) told it: the header of its trace says so, and reports label its findings with it.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobPlace {
+    pub rank: Option<u32>,
+    pub local_rank: Option<u32>,
+    pub world_size: Option<u32>,
+}
+
+impl JobPlace {
+    /// The process's place from `RANK`, `LOCAL_RANK` and `WORLD_SIZE` in `env` (a variable that is not a
+    /// number is left out).
+    pub fn from_env(env: impl Fn(&str) -> Option<String>) -> JobPlace {
+        let number = |name: &str| env(name).and_then(|v| v.trim().parse().ok());
+        JobPlace { rank: number(launch::ENV_RANK), local_rank: number(launch::ENV_LOCAL_RANK), world_size: number(launch::ENV_WORLD_SIZE) }
+    }
+}
+
 /// The header line a trace file starts with, for a trace written by `producer` (`None`: written by hand or by a
 /// generator, read strictly).
 pub fn header_line(producer: Option<Producer>, comment: Option<&str>) -> String {
+    job_header_line(producer, JobPlace::default(), comment)
+}
+
+/// The header line of a trace of one process of a distributed job.
+pub fn job_header_line(producer: Option<Producer>, job: JobPlace, comment: Option<&str>) -> String {
     let mut out = String::new();
     let mut line = RecordLine::begin(&mut out, RecordKind::Header);
     line.number(Field::Version, FORMAT_VERSION);
     if let Some(producer) = producer {
         line.name(Field::Producer, producer.as_str());
+    }
+    for (field, value) in [(Field::Rank, job.rank), (Field::LocalRank, job.local_rank), (Field::WorldSize, job.world_size)] {
+        if let Some(value) = value {
+            line.number(field, value);
+        }
     }
     if let Some(comment) = comment {
         line.string(Field::Comment, comment);
@@ -53,6 +81,22 @@ mod tests {
         assert_eq!(
             header_line(Some(Producer::Capture), Some("recorded by streamtrace capture")),
             "{\"type\":\"streamtrace\",\"version\":1,\"producer\":\"capture\",\"comment\":\"recorded by streamtrace capture\"}\n"
+        );
+    }
+
+    #[test]
+    fn a_job_header_says_where_the_process_stands() {
+        let env = |name: &str| match name {
+            "RANK" => Some("3".to_string()),
+            "LOCAL_RANK" => Some("1".to_string()),
+            "WORLD_SIZE" => Some("four".to_string()),
+            _ => None,
+        };
+        let job = JobPlace::from_env(env);
+        assert_eq!(job, JobPlace { rank: Some(3), local_rank: Some(1), world_size: None }, "a variable that is no number is left out");
+        assert_eq!(
+            job_header_line(Some(Producer::Capture), job, None),
+            "{\"type\":\"streamtrace\",\"version\":1,\"producer\":\"capture\",\"rank\":3,\"local_rank\":1}\n"
         );
     }
 }

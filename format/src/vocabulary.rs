@@ -153,6 +153,12 @@ names!(
         Version = "version",
         /// Header: who wrote the trace (see [`Producer`]).
         Producer = "producer",
+        /// Header: the process's rank in a distributed job (torchrun's `RANK`).
+        Rank = "rank",
+        /// Header: its rank on its host (`LOCAL_RANK`).
+        LocalRank = "local_rank",
+        /// Header: the processes of the job (`WORLD_SIZE`).
+        WorldSize = "world_size",
         Comment = "comment",
         Pid = "pid",
         Thread = "thread",
@@ -321,7 +327,7 @@ impl RecordKind {
     pub const fn fields(self) -> &'static [Field] {
         use Field as F;
         match self {
-            RecordKind::Header => &[F::Version, F::Producer, F::Comment],
+            RecordKind::Header => &[F::Version, F::Producer, F::Rank, F::LocalRank, F::WorldSize, F::Comment],
             RecordKind::Stream => &[F::Id, F::StreamKind, F::Priority, F::Device, F::Context],
             RecordKind::Event => &[F::Id],
             RecordKind::Thread | RecordKind::Process => &[F::Name],
