@@ -306,6 +306,10 @@ def _start_native_observer(torch, capture, lines, all_devices=False):
     return observer
 
 
+# The c10d ops that only read the tensors of their first argument.
+_C10D_READERS = ("c10d::send", "c10d::barrier", "c10d::monitored_barrier_")
+
+
 def _start_dispatch_mode(torch, begin, emit, lines):
     """Records ops with a Python TorchDispatchMode entered on this thread and every thread started later.
     Returns this thread's mode, or None when it could not start."""
@@ -322,9 +326,14 @@ def _start_dispatch_mode(torch, begin, emit, lines):
         """(index, name, written) of each of the op's arguments that can hold tensors."""
         info = schemas.get(func)
         if info is None:
+            schema = func._schema
+            # c10d's collectives and point-to-point ops write the tensors of their first argument whatever
+            # their schemas mark (as torch_observer.cpp says); send and the barriers only read theirs.
+            c10d_writer = schema.name.startswith("c10d::") and schema.name not in _C10D_READERS
             info = tuple(
-                (index, argument.name, argument.alias_info is not None and argument.alias_info.is_write)
-                for index, argument in enumerate(func._schema.arguments)
+                (index, argument.name,
+                 (argument.alias_info is not None and argument.alias_info.is_write) or (c10d_writer and index == 0))
+                for index, argument in enumerate(schema.arguments)
                 if "Tensor" in str(argument.type)
             )
             schemas[func] = info
@@ -500,19 +509,25 @@ def _bracket_ordering_calls(torch, emit, lines):
         return call
 
     cuda = torch.cuda
-    for owner, prefix, names in (
+    owners = [
         (cuda.Event, "Event.", ("record", "wait", "synchronize", "query")),
         (cuda.Stream, "Stream.", ("wait_event", "wait_stream", "record_event", "synchronize", "query")),
         (cuda, "torch.cuda.", ("synchronize",)),
         # Graph capture and replay: a replay's launch and a capture's begin and end take the user's line.
         (getattr(cuda, "CUDAGraph", None), "CUDAGraph.", ("capture_begin", "capture_end", "replay")),
-    ):
+    ]
+    # torch.distributed's work handles: `work.wait()` makes the current stream wait for the collective.
+    owners.append((getattr(getattr(torch._C, "_distributed_c10d", None), "Work", None), "Work.", ("wait",)))
+    for owner, prefix, names in owners:
         if owner is None:
             continue
         for name in names:
             method = getattr(owner, name, None)
             if method is not None:
-                setattr(owner, name, bracketed(lambda args, fixed=prefix + name: fixed, method))
+                try:
+                    setattr(owner, name, bracketed(lambda args, fixed=prefix + name: fixed, method))
+                except (AttributeError, TypeError) as error:  # a type that takes no new attributes
+                    _say("%s%s keeps no Python line (%s)" % (prefix, name, error))
 
     # Hand-written Triton kernels are not dispatcher ops: their launches keep tier T1, and take the Python line
     # of the launch through a call bracket named after the kernel.

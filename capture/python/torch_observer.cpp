@@ -11,9 +11,16 @@
 // makes. Nested ops are not observed: RecordFunction is switched off on the thread for the outer op's duration,
 // so its kernels take the outer op's sets and the inner ops cost nothing.
 //
-// Nothing here may throw into PyTorch: every callback catches everything and records less instead.
+// Nothing here may throw into PyTorch: every callback catches everything and records less instead (but lets a
+// thread that Python ends while it waits for the GIL unwind: catching that unwind would abort the process).
 //
-// One file of about 600 lines on purpose: the bootstrap compiles this one translation unit with the program's
+// Callbacks keep firing while the process exits: c10d's watchdog and NCCL's threads free tensors and query
+// events while the main thread runs static destructors, and a thread frees tensors as its thread-locals are
+// destroyed. So nothing this file keeps is destroyed before the process ends: the shared state is allocated once
+// and never freed, and each thread's state is freed at that thread's exit behind a flag that stays readable
+// until the thread is gone, after which the thread's callbacks record nothing.
+//
+// One file of about 700 lines on purpose: the bootstrap compiles this one translation unit with the program's
 // compiler at first use, and it is one concern (turning PyTorch's op and allocator events into trace records).
 
 #include <ATen/Context.h>
@@ -22,6 +29,7 @@
 #include <ATen/record_function.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 
+#include <cxxabi.h>
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -108,11 +116,19 @@ struct CodeFacts {
   std::string file;     // the file name, JSON-escaped without quotes
 };
 
-// Guarded by the GIL: only touched while this thread holds it.
-std::vector<std::string> library_prefixes;
-std::unordered_map<struct _object*, CodeFacts> code_facts;  // code objects are kept alive once seen
+// What is known of Python files: guarded by the GIL (only touched while the calling thread holds it), never freed.
+struct PythonFiles {
+  std::vector<std::string> library_prefixes;
+  std::unordered_map<struct _object*, CodeFacts> code_facts;  // code objects are kept alive once seen
+};
+
+PythonFiles& python_files() {
+  static PythonFiles* files = new PythonFiles();
+  return *files;
+}
 
 const CodeFacts& facts_of(struct _object* code) {
+  auto& code_facts = python_files().code_facts;
   auto found = code_facts.find(code);
   if (found != code_facts.end()) {
     return found->second;
@@ -121,7 +137,7 @@ const CodeFacts& facts_of(struct _object* code) {
   if (struct _object* name = PyObject_GetAttrString(code, "co_filename")) {
     if (const char* text = PyUnicode_AsUTF8(name)) {
       facts.user = text[0] != '<';
-      for (const auto& prefix : library_prefixes) {
+      for (const auto& prefix : python_files().library_prefixes) {
         if (std::strncmp(text, prefix.data(), prefix.size()) == 0) {
           facts.user = false;
         }
@@ -186,8 +202,6 @@ struct OpFacts {
   std::vector<bool> written;     // per schema argument: does the op write it (Tensor(a!))
 };
 
-thread_local std::unordered_map<const char*, OpFacts> op_facts;  // keyed by the schema's own name string
-
 // The observed op running on this thread. Its inputs are boxed only for the start callback, so what is needed
 // of them is taken there: the extents it reads, and the arguments it writes (their extents are taken at the
 // end, after an op that resizes its output has moved it).
@@ -201,9 +215,53 @@ struct ThreadOp {
   std::vector<c10::IValue> written;     // the written arguments
   std::vector<const void*> storages;    // the storages of its tensor arguments: an output in one is a view
 };
-thread_local ThreadOp current_op;
 
-const OpFacts* facts_of(const at::RecordFunction& fn) {
+// Everything this file keeps per thread.
+struct ThreadState {
+  std::unordered_map<const char*, OpFacts> op_facts;  // keyed by the schema's own name string
+  ThreadOp op;
+  std::string pending_block_source;  // see note_block_source
+  std::string writes, host_writes, text;  // reused by each op's end and block event
+};
+
+// A thread's state and whether the thread has begun to exit: trivially destructible, so it stays readable while
+// the thread's other thread-locals (torch's among them, which may free tensors) are destroyed.
+struct ThreadSlot {
+  ThreadState* state;
+  bool gone;
+};
+thread_local ThreadSlot thread_slot{nullptr, false};
+
+// Frees the thread's state when the thread exits, and marks it gone.
+struct ThreadSlotOwner {
+  bool armed = false;
+  ~ThreadSlotOwner() {
+    thread_slot.gone = true;
+    delete thread_slot.state;
+    thread_slot.state = nullptr;
+  }
+};
+thread_local ThreadSlotOwner thread_slot_owner;
+
+// The calling thread's state, made at its first callback; null once the thread has begun to exit.
+ThreadState* this_thread() {
+  if (thread_slot.state != nullptr || thread_slot.gone) {
+    return thread_slot.state;
+  }
+  thread_slot_owner.armed = true;  // constructs the owner, whose destructor runs at this thread's exit
+  thread_slot.state = new ThreadState();
+  return thread_slot.state;
+}
+
+// c10d's collectives and point-to-point ops write the tensors of their first argument (reduced in place,
+// received, gathered or scattered into) whatever their schemas mark; `send` and the barriers only read theirs.
+bool c10d_writes_first_argument(const std::string& schema_name) {
+  return schema_name.rfind("c10d::", 0) == 0 && schema_name != "c10d::send" && schema_name != "c10d::barrier" &&
+         schema_name != "c10d::monitored_barrier_";
+}
+
+const OpFacts* facts_of(ThreadState& thread, const at::RecordFunction& fn) {
+  auto& op_facts = thread.op_facts;
   const char* key = fn.name();
   auto found = op_facts.find(key);
   if (found != op_facts.end() && found->second.schema_name == key) {
@@ -225,6 +283,9 @@ const OpFacts* facts_of(const at::RecordFunction& fn) {
   for (const auto& argument : schema->arguments()) {
     const c10::AliasInfo* alias = argument.alias_info();
     facts.written.push_back(alias != nullptr && alias->isWrite());
+  }
+  if (!facts.written.empty() && c10d_writes_first_argument(facts.schema_name)) {
+    facts.written[0] = true;
   }
   op_facts.erase(key);
   return &op_facts.emplace(key, std::move(facts)).first->second;
@@ -302,9 +363,10 @@ void append_extent(ExtentLists out, const at::Tensor& tensor) {
 }
 
 
-// Calls `visit` with each tensor a value holds (a tensor, a tensor list, or a list that may hold tensors).
+// Calls `visit` with each tensor a value holds (a tensor, a tensor list, or a list that may hold tensors or
+// lists of them: c10d's all_gather takes a list of tensor lists).
 template <typename Visit>
-void for_each_tensor(const c10::IValue& value, Visit&& visit) {
+void for_each_tensor(const c10::IValue& value, Visit& visit) {
   if (value.isTensor()) {
     visit(value.toTensor());
   } else if (value.isTensorList()) {
@@ -313,15 +375,14 @@ void for_each_tensor(const c10::IValue& value, Visit&& visit) {
     }
   } else if (value.isList()) {
     for (const c10::IValue& item : value.toListRef()) {
-      if (item.isTensor()) {
-        visit(item.toTensor());
-      }
+      for_each_tensor(item, visit);
     }
   }
 }
 
 void append_extents(ExtentLists out, const c10::IValue& value) {
-  for_each_tensor(value, [&](const at::Tensor& tensor) { append_extent(out, tensor); });
+  auto visit = [&](const at::Tensor& tensor) { append_extent(out, tensor); };
+  for_each_tensor(value, visit);
 }
 
 const void* storage_of(const at::Tensor& tensor) {
@@ -329,13 +390,17 @@ const void* storage_of(const at::Tensor& tensor) {
 }
 
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
-  ThreadOp& op = current_op;
+  ThreadState* thread = this_thread();
+  if (thread == nullptr) {
+    return nullptr;  // the thread is exiting
+  }
+  ThreadOp& op = thread->op;
   if (op.active) {
     ++op.nested;
     return nullptr;
   }
   try {
-    const OpFacts* facts = facts_of(fn);
+    const OpFacts* facts = facts_of(*thread, fn);
     if (!facts) {
       return nullptr;
     }
@@ -348,8 +413,9 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     op.written.clear();
     op.storages.clear();
     auto inputs = fn.inputs();
+    auto note_storage = [&](const at::Tensor& tensor) { op.storages.push_back(storage_of(tensor)); };
     for (size_t index = 0; index < inputs.size(); ++index) {
-      for_each_tensor(inputs[index], [&](const at::Tensor& tensor) { op.storages.push_back(storage_of(tensor)); });
+      for_each_tensor(inputs[index], note_storage);
       if (index < facts->written.size() && facts->written[index]) {
         op.written.push_back(inputs[index]);
       } else {
@@ -361,6 +427,8 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     op.source.clear();
     append_source(op.source);
     op_begin();
+  } catch (abi::__forced_unwind&) {
+    throw;
   } catch (...) {
     if (op.active) {  // the op is observed with what could be had: its end still closes the frame
       op.reads.assign("[]");
@@ -375,7 +443,11 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
 }
 
 void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
-  ThreadOp& op = current_op;
+  ThreadState* thread = this_thread();
+  if (thread == nullptr) {
+    return;  // the thread is exiting
+  }
+  ThreadOp& op = thread->op;
   if (op.nested > 0) {
     --op.nested;
     return;
@@ -384,7 +456,9 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
     return;  // a named range: its start was not observed
   }
   op.active = false;
-  thread_local std::string writes, host_writes, text;
+  std::string& writes = thread->writes;
+  std::string& host_writes = thread->host_writes;
+  std::string& text = thread->text;
   int new_outputs = 0, aliased_outputs = 0;
   try {
     writes.assign("[");
@@ -395,19 +469,22 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
     // An output in the storage of an argument is a view of it (detach, slice, a `to` that had nothing to do) or
     // the argument an in-place op wrote (counted above): no new bytes. Decided at run time: `to`, `contiguous`
     // and `reshape` alias when they can and copy when they cannot.
+    auto take_output = [&](const at::Tensor& tensor) {
+      const void* storage = storage_of(tensor);
+      if (storage != nullptr && std::find(op.storages.begin(), op.storages.end(), storage) != op.storages.end()) {
+        ++aliased_outputs;
+      } else {
+        ++new_outputs;
+        append_extent({writes, host_writes}, tensor);
+      }
+    };
     for (const c10::IValue& output : fn.outputs()) {
-      for_each_tensor(output, [&](const at::Tensor& tensor) {
-        const void* storage = storage_of(tensor);
-        if (storage != nullptr && std::find(op.storages.begin(), op.storages.end(), storage) != op.storages.end()) {
-          ++aliased_outputs;
-        } else {
-          ++new_outputs;
-          append_extent({writes, host_writes}, tensor);
-        }
-      });
+      for_each_tensor(output, take_output);
     }
     writes += ']';
     host_writes += ']';
+  } catch (abi::__forced_unwind&) {
+    throw;
   } catch (...) {
     writes.assign("[]");
     host_writes.assign("[]");
@@ -445,6 +522,8 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
       text += '}';
       emit(text);
     }
+  } catch (abi::__forced_unwind&) {
+    throw;
   } catch (...) {
   }
 }
@@ -453,9 +532,17 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
 
 using TraceEntry = c10::cuda::CUDACachingAllocator::TraceEntry;
 
-std::mutex blocks_lock;  // the tracker runs under one allocator lock per device
-std::unordered_map<uint64_t, uint64_t> live_blocks;  // address -> block id
-uint64_t next_block = 1;
+// The blocks handed out and not yet taken back, never freed (see the top of the file).
+struct Blocks {
+  std::mutex lock;  // the tracker runs under one allocator lock per device
+  std::unordered_map<uint64_t, uint64_t> live;  // address -> block id
+  uint64_t next = 1;
+};
+
+Blocks& blocks() {
+  static Blocks* blocks = new Blocks();
+  return *blocks;
+}
 
 template <typename Stream>
 uint64_t stream_handle(const Stream& stream) {
@@ -473,27 +560,28 @@ uint64_t stream_handle(const Stream& stream) {
 // deadlock; but the allocator asks its history context recorder, outside that lock, just before each
 // allocation and free on the same thread. That is where the line is read (taking the GIL, as torch's own
 // recorder does), to be picked up by the tracker.
-thread_local std::string pending_block_source;
-
 std::shared_ptr<c10::GatheredContext> note_block_source() {
-  if (!current_op.active) {
-    pending_block_source.clear();
+  ThreadState* thread = this_thread();
+  if (thread != nullptr && !thread->op.active) {
+    thread->pending_block_source.clear();
     try {
-      append_source(pending_block_source);
+      append_source(thread->pending_block_source);
+    } catch (abi::__forced_unwind&) {
+      throw;
     } catch (...) {
-      pending_block_source.clear();
+      thread->pending_block_source.clear();
     }
   }
   return nullptr;
 }
 
 // The line a block event belongs to: the running op's, or the one noted just before the allocator took its lock.
-void append_block_source(std::string& out) {
-  if (current_op.active) {
-    out += current_op.source;
-  } else if (!pending_block_source.empty()) {
-    out += pending_block_source;
-    pending_block_source.clear();
+void append_block_source(ThreadState& thread, std::string& out) {
+  if (thread.op.active) {
+    out += thread.op.source;
+  } else if (!thread.pending_block_source.empty()) {
+    out += thread.pending_block_source;
+    thread.pending_block_source.clear();
   } else {
     out += "null";
   }
@@ -517,14 +605,19 @@ bool record_block_sources(When when) {
 }
 
 void on_allocator_event(const TraceEntry& entry) {
+  ThreadState* thread = this_thread();
+  if (thread == nullptr) {
+    return;  // the thread is exiting
+  }
   try {
-    thread_local std::string text;
+    std::string& text = thread->text;
+    Blocks& known = blocks();
     if (entry.action_ == TraceEntry::ALLOC) {
       uint64_t id;
       {
-        std::lock_guard<std::mutex> guard(blocks_lock);
-        id = next_block++;
-        live_blocks[entry.addr_] = id;
+        std::lock_guard<std::mutex> guard(known.lock);
+        id = known.next++;
+        known.live[entry.addr_] = id;
       }
       text.assign("{\"type\":\"alloc\",\"id\":");
       append_number(text, id);
@@ -540,13 +633,13 @@ void on_allocator_event(const TraceEntry& entry) {
     } else if (entry.action_ == TraceEntry::FREE_REQUESTED) {
       uint64_t id;
       {
-        std::lock_guard<std::mutex> guard(blocks_lock);
-        auto found = live_blocks.find(entry.addr_);
-        if (found == live_blocks.end()) {
+        std::lock_guard<std::mutex> guard(known.lock);
+        auto found = known.live.find(entry.addr_);
+        if (found == known.live.end()) {
           return;  // handed out before recording started
         }
         id = found->second;
-        live_blocks.erase(found);
+        known.live.erase(found);
       }
       text.assign("{\"type\":\"free\",\"id\":");
       append_number(text, id);
@@ -555,9 +648,11 @@ void on_allocator_event(const TraceEntry& entry) {
       return;
     }
     text += ",\"src\":";
-    append_block_source(text);
+    append_block_source(*thread, text);
     text += '}';
     emit(text);
+  } catch (abi::__forced_unwind&) {
+    throw;
   } catch (...) {
   }
 }
@@ -609,11 +704,12 @@ int streamtrace_torch_observe_blocks(char* error, size_t error_len) {
 // Counts files under `prefix` as library code: the Python line of an op is the innermost frame outside them.
 // Called with the GIL held.
 void streamtrace_torch_library_files(const char* prefix) {
-  library_prefixes.emplace_back(prefix);
-  for (auto& entry : code_facts) {
+  PythonFiles& files = python_files();
+  files.library_prefixes.emplace_back(prefix);
+  for (auto& entry : files.code_facts) {
     Py_DecRef(entry.first);
   }
-  code_facts.clear();
+  files.code_facts.clear();
 }
 
 }  // extern "C"
