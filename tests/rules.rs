@@ -588,3 +588,83 @@ fn pointer_arguments_resolve_to_the_pool_block_not_the_segment() {
     assert_one_race(&found, RaceKind::ReadAfterWrite, "torch_op", "triton");
     assert_eq!((found[0].range.start, found[0].range.len), (0x1000, 128), "the block, not the 256-byte X under it");
 }
+
+// rule 10 without timing luck (issue 14, docs/host-order.md): in the default (global) host order, a thread that
+// has only polled keeps what it learned to itself, so a race is reported whether or not such a thread happened to
+// see the work done before the racing call; threads that issue work still hand over through host queues. Each
+// side is a hand-written trace in samples/json, analyzed in both host orders.
+mod host_order {
+    use super::*;
+    use streamtrace::analysis::analyze_path;
+
+    fn sample(name: &str, host_order: HostOrder) -> Analysis {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/json").join(name);
+        analyze_path(&path, EngineOptions { host_order }).expect("sample analyzes")
+    }
+
+    #[test]
+    fn a_thread_that_only_polls_orders_no_other_thread() {
+        for order in [HostOrder::Global, HostOrder::PerThread] {
+            let analysis = sample("host_order_watchdog_poll.json", order);
+            assert_one_race(&analysis.findings.races, RaceKind::WriteAfterWrite, "all_reduce", "mul_");
+        }
+        let analysis = sample("host_order_watchdog_poll.json", HostOrder::Global);
+        assert_eq!(analysis.stats.unshared_observations, 1, "the watchdog's query is counted as kept to itself");
+    }
+
+    #[test]
+    fn the_wait_the_program_makes_orders_it_whatever_the_poller_saw() {
+        for order in [HostOrder::Global, HostOrder::PerThread] {
+            assert!(sample("host_order_watchdog_poll_waited.json", order).findings.races.is_empty(), "{order:?}");
+        }
+    }
+
+    #[test]
+    fn two_threads_with_their_own_streams_hand_over_through_a_queue_and_an_event() {
+        for order in [HostOrder::Global, HostOrder::PerThread] {
+            let analysis = sample("host_order_event_handover.json", order);
+            assert!(analysis.findings.races.is_empty(), "{order:?}: {:#?}", analysis.findings.races);
+        }
+    }
+
+    #[test]
+    fn a_worker_that_synchronized_hands_over_through_a_host_queue_in_the_global_order_only() {
+        assert!(sample("host_order_sync_handover.json", HostOrder::Global).findings.races.is_empty());
+        let strict = sample("host_order_sync_handover.json", HostOrder::PerThread);
+        assert_one_race(&strict.findings.races, RaceKind::ReadAfterWrite, "produce", "consume");
+    }
+
+    #[test]
+    fn a_poller_that_issues_work_publishes_what_it_knows_from_that_call_on() {
+        // Thread 2 polls the collective done, then launches a kernel of its own: from that call on, thread 1's
+        // calls come after what thread 2 knew (the timestamp order stands for a host-side hand-over), before it
+        // they do not.
+        let body = "{\"type\":\"kernel\",\"stream\":2,\"name\":\"all_reduce\",\"writes\":[$X],\"thread\":1}\n".to_string()
+            + "{\"type\":\"record\",\"event\":1,\"stream\":2,\"thread\":1}\n"
+            + "{\"type\":\"query\",\"event\":1,\"ready\":true,\"thread\":2}\n"
+            + "{\"type\":\"kernel\",\"stream\":1,\"name\":\"too_early\",\"writes\":[$X],\"thread\":1}\n"
+            + "{\"type\":\"kernel\",\"stream\":3,\"name\":\"own_work\",\"writes\":[$Y],\"thread\":2}\n"
+            + "{\"type\":\"kernel\",\"stream\":0,\"name\":\"after_hand_over\",\"writes\":[$X],\"thread\":1}\n";
+        let found = run_with(&body, HostOrder::Global).findings.races;
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(found.iter().all(|r| r.later.site.name == "too_early" || r.earlier.site.name == "too_early"), "{found:#?}");
+        // Without the early write: the hand-over orders the later write after the collective, in the global
+        // order only (in the per-thread order nothing thread 2 learns reaches thread 1).
+        let handed_over = body.replace("{\"type\":\"kernel\",\"stream\":1,\"name\":\"too_early\",\"writes\":[$X],\"thread\":1}\n", "");
+        assert!(run_with(&handed_over, HostOrder::Global).findings.races.is_empty());
+        let strict = run_with(&handed_over, HostOrder::PerThread).findings.races;
+        assert_one_race(&strict, RaceKind::WriteAfterWrite, "all_reduce", "after_hand_over");
+    }
+
+    #[test]
+    fn a_workers_successful_query_orders_the_other_threads_later_work() {
+        // PyTorch's caching allocator queries an event on the thread that then reuses the block; the same query on a
+        // thread that issues work reaches other threads too.
+        let body = "{\"type\":\"kernel\",\"stream\":1,\"name\":\"a\",\"writes\":[$X],\"thread\":1}\n".to_string()
+            + "{\"type\":\"record\",\"event\":1,\"stream\":1,\"thread\":1}\n"
+            + "{\"type\":\"query\",\"event\":1,\"ready\":true,\"thread\":1}\n"
+            + "{\"type\":\"kernel\",\"stream\":2,\"name\":\"b\",\"reads\":[$X],\"thread\":2}\n";
+        assert!(run_with(&body, HostOrder::Global).findings.races.is_empty());
+        assert_eq!(run_with(&body, HostOrder::PerThread).findings.races.len(), 1);
+    }
+}

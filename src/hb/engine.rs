@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use super::allocations::AllocationTable;
 use super::clock::{Slot, VectorClock, VersionedClock};
+use super::host_order::{host_role, ThreadOrder};
 use super::idle_streams::SyncScope;
 use super::shadow::{Conflict, ShadowMemory};
 use super::sites::{SiteId, SiteTable};
@@ -73,6 +74,9 @@ pub struct EngineStats {
     pub unresolved_pointers: u64,
     /// Kernels whose accesses came from pointer arguments (tier T1).
     pub kernels_with_pointers: u64,
+    /// Host synchronizations and successful queries made by threads that had issued no work, which the global
+    /// host order keeps from other threads (rule 10: PyTorch's NCCL watchdog polls events).
+    pub unshared_observations: u64,
 }
 
 pub(super) struct StreamState {
@@ -127,7 +131,10 @@ pub(super) struct EventState {
 
 pub(super) struct ThreadState {
     pub(super) tref: ThreadRef,
+    /// Its own host clock (an index into `host_clocks`).
     pub(super) host_clock: usize,
+    /// Its place in the order among host threads (rule 10, `host_order`).
+    pub(super) order: ThreadOrder,
 }
 
 #[derive(Default)]
@@ -147,7 +154,8 @@ pub(super) struct ProcessState {
     pub(super) active_streams: Vec<(StreamId, Slot)>,
     pub(super) shadow: ShadowMemory,
     pub(super) allocations: AllocationTable,
-    pub(super) host_clock: Option<usize>,
+    /// The host clock its threads share in the global host order (rule 10, `host_order`).
+    pub(super) shared_host_clock: Option<usize>,
 }
 
 /// Consumes records and produces findings.
@@ -229,7 +237,7 @@ impl Engine {
             TraceRecord::Stream(info) => self.add_stream(info.clone()),
             TraceRecord::Event(info) => self.add_event(info.clone()),
             TraceRecord::Op(op) => self.apply_op(op),
-            TraceRecord::GpuTime { .. } | TraceRecord::Created(_) => Ok(()),
+            TraceRecord::GpuTime { .. } | TraceRecord::Created(_) | TraceRecord::Job(_) => Ok(()),
         }
     }
 
@@ -250,6 +258,10 @@ impl Engine {
     /// Ends the analysis: folds the per-stream counts into findings.
     pub fn finish(mut self) -> (Findings, EngineStats) {
         self.fold_unordered_pairs();
+        // rule 4: a wait before any record is a finding when the event was recorded later (the order is
+        // wrong); a wait on an event that nothing ever recorded is a library's deliberate no-op (NCCL's).
+        let events = &self.events;
+        self.collector.set_aside_never_recorded_waits(|event| events.get(event.index()).is_some_and(|e| e.recorded_on.is_none()));
         self.count_idle_edges();
         self.stats.streams = self.streams.len();
         self.stats.events = self.events.len();
@@ -272,7 +284,7 @@ impl Engine {
             return Err(EngineError { origin: 0, message: format!("thread ids out of order at {:?}", info.id) });
         }
         let host_clock = self.host_clock_for_thread(info.process);
-        self.threads.push(ThreadState { tref: ThreadRef { id: info.id, tid: info.tid }, host_clock });
+        self.threads.push(ThreadState { tref: ThreadRef { id: info.id, tid: info.tid }, host_clock, order: ThreadOrder::default() });
         Ok(())
     }
 
@@ -302,7 +314,7 @@ impl Engine {
             _ => {}
         }
         let idle_edge_base = self.register_idle_stream(&info, host, creation.as_ref());
-        let sref = StreamRef::new(info.id, info.handle, info.kind);
+        let sref = StreamRef { device: info.gpu, ..StreamRef::new(info.id, info.handle, info.kind) };
         self.streams.push(StreamState {
             info,
             sref,
@@ -355,6 +367,8 @@ impl Engine {
         self.stats.operations += 1;
         let origin = op.origin;
         let host = self.host_clock_of(op.thread, origin)?;
+        let role = host_role(&op.kind);
+        self.before_host_call(op.thread, op.process, role);
         if let Some(stream) = op.kind.stream() {
             self.check_stream(stream, origin)?;
             self.enqueue(stream, host);
@@ -395,6 +409,7 @@ impl Engine {
             // The reader turns graph calls into launches; none reaches here.
             OpKind::GraphCall(_) => {}
         }
+        self.after_host_call(op.thread, op.process, role);
         let segments = self.processes.get(op.process.index()).map_or(0, |p| p.shadow.segments());
         self.stats.peak_shadow_segments = self.stats.peak_shadow_segments.max(segments);
         Ok(())

@@ -1,7 +1,7 @@
 //! Every synchronization the engine models, and nothing else (as TSan's `tsan_rtl_mutex.cpp` holds its sync
 //! events): a stream's own order, what an enqueue inherits from the host thread and from the legacy default
-//! stream, event record and wait, host synchronization and successful queries, blocking API calls, and how host
-//! threads are ordered among themselves. Each rule is marked `rule N` where it is applied.
+//! stream, event record and wait, host synchronization and successful queries, and blocking API calls (how host
+//! threads are ordered among themselves, rule 10, is `host_order`'s). Each rule is marked `rule N` where it is applied.
 //!
 //! It touches the clocks of streams, host threads and events, each stream's latest operation, the streams a
 //! process has run work on, and the edges and wait findings it hands to the collector; never shadow memory or
@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use super::clock::{Epoch, Slot, VectorClock, VersionedClock};
-use super::engine::{Engine, EngineError, HbEdge, HostOrder};
+use super::engine::{Engine, EngineError, HbEdge};
 use super::idle_streams::Scope;
 use super::sites::SiteId;
 use crate::findings::{AccessAction, EdgeKind, OpOccurrence, UnrecordedWait};
@@ -147,24 +147,6 @@ impl Engine {
         // The version a join of the snapshot into an empty clock would leave.
         let clock = VersionedClock { clock: VectorClock::new(), version: u64::from(creation.is_some()) };
         Ok((clock, creation, Some(host)))
-    }
-
-    /// rule 10: the host clock a new thread's calls are ordered by. Host-side synchronization between threads is
-    /// invisible to tracing, so by default the threads of a process share one clock (their calls are taken in
-    /// timestamp order); in per-thread mode each thread gets its own, and only CUDA synchronization orders them.
-    pub(super) fn host_clock_for_thread(&mut self, process: ProcessId) -> usize {
-        let host_clock = match self.options.host_order {
-            HostOrder::PerThread => None,
-            HostOrder::Global => self.process_mut(process).host_clock,
-        }
-        .unwrap_or_else(|| {
-            self.host_clocks.push(VersionedClock::default());
-            self.host_clocks.len() - 1
-        });
-        if self.options.host_order == HostOrder::Global {
-            self.process_mut(process).host_clock = Some(host_clock);
-        }
-        host_clock
     }
 
     fn stream_joins_stream(&mut self, to: usize, from: usize) {
