@@ -51,6 +51,10 @@ fn expected(sample: &str) -> (Vec<(&'static str, &'static str, &'static str, u64
         "views_shifted.json" => (vec![("write-after-write", "fill_even", "mul_shifted", 1)], 0),
         "views_column_slices.json" => (vec![], 0),
         "named_streams_race.json" => (vec![("read-after-write", "void app::produce<float>(float*, int)", "void app::consume<float>(float const*, int)", 1)], 1),
+        "host_order_watchdog_poll.json" => (vec![("write-after-write", "all_reduce", "mul_", 1)], 0),
+        "host_order_watchdog_poll_waited.json" => (vec![], 0),
+        "host_order_sync_handover.json" => (vec![], 0),
+        "host_order_event_handover.json" => (vec![], 0),
         other => panic!("sample {other} has no ground truth in tests/cli.rs"),
     }
 }

@@ -6,7 +6,7 @@ use super::{
     EdgeCount, EdgeKind, Findings, RaceFinding, RaceKind, StreamPairCount, StreamRef, UnorderedPairGroup,
     UnrecordedWait,
 };
-use crate::model::StreamId;
+use crate::model::{EventId, StreamId};
 
 /// What makes two race occurrences the same finding: the kind and the two sites, as the engine numbers them.
 pub type RaceKey = (RaceKind, u32, u32);
@@ -17,6 +17,7 @@ pub struct FindingCollector {
     races: Vec<RaceFinding>,
     race_index: FxHashMap<RaceKey, usize>,
     waits: WaitTally,
+    never_recorded_waits: Vec<UnrecordedWait>,
     unknown_record_waits: WaitTally,
     pair_groups: Vec<UnorderedPairGroup>,
     pair_index: FxHashMap<(u32, u32), usize>,
@@ -46,6 +47,16 @@ impl FindingCollector {
     /// Counts a wait on a never-recorded event at the wait site `site` (engine numbering).
     pub fn unrecorded_wait(&mut self, site: u32, describe: impl FnOnce() -> UnrecordedWait) {
         self.waits.count(site, describe);
+    }
+
+    /// Sets aside, as info, the folded waits whose event `never_recorded` says no record ever named: the others
+    /// waited before a record that came later, which is an ordering mistake.
+    pub fn set_aside_never_recorded_waits(&mut self, never_recorded: impl Fn(EventId) -> bool) {
+        let (aside, kept): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.waits.waits).into_iter().partition(|w| w.event_id.is_some_and(&never_recorded));
+        self.waits.waits = kept;
+        self.waits.index.clear();
+        self.never_recorded_waits = aside;
     }
 
     /// Counts a wait whose event record the trace does not hold.
@@ -105,6 +116,7 @@ impl FindingCollector {
         Findings {
             races,
             unrecorded_waits: self.waits.waits,
+            waits_on_never_recorded_events: self.never_recorded_waits,
             waits_with_unknown_record: self.unknown_record_waits.waits,
             unordered_pairs,
             stream_pairs,

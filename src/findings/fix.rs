@@ -67,6 +67,54 @@ pub enum Fix {
         #[serde(skip_serializing_if = "Option::is_none")]
         before_at: Option<String>,
     },
+    /// Work on the current stream touched a collective's tensor before the collective was waited for
+    /// (torch.distributed): `work.wait()` first.
+    WaitForCollective {
+        collective: String,
+        call: &'static str,
+        before: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        collective_at: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        before_at: Option<String>,
+    },
+    /// A collective was issued on a tensor that work on another stream (`stream`) still used: c10d orders NCCL's
+    /// stream after the current stream only, so the current stream must wait for that one first.
+    WaitStreamBeforeCollective {
+        stream: StreamRef,
+        after: String,
+        collective: String,
+        call: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        after_at: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        collective_at: Option<String>,
+    },
+}
+
+/// The torch.distributed call behind a c10d op (`allreduce_.default` is `dist.all_reduce`), if the label
+/// names one.
+pub fn collective_call(label: &str) -> Option<&'static str> {
+    let op = label.split_once('.').map_or(label, |(op, _)| op);
+    Some(match op {
+        "allreduce_" => "dist.all_reduce",
+        "allreduce_coalesced_" => "dist.all_reduce_coalesced",
+        "broadcast_" => "dist.broadcast",
+        "reduce_" => "dist.reduce",
+        "send" => "dist.isend",
+        "recv_" | "recv_any_source_" => "dist.irecv",
+        "allgather_" => "dist.all_gather",
+        "_allgather_base_" | "allgather_into_tensor_coalesced_" => "dist.all_gather_into_tensor",
+        "allgather_coalesced_" => "dist.all_gather_coalesced",
+        "reduce_scatter_" => "dist.reduce_scatter",
+        "_reduce_scatter_base_" | "reduce_scatter_tensor_coalesced_" => "dist.reduce_scatter_tensor",
+        "gather_" => "dist.gather",
+        "scatter_" => "dist.scatter",
+        "alltoall_" => "dist.all_to_all",
+        "alltoall_base_" => "dist.all_to_all_single",
+        "barrier" => "dist.barrier",
+        _ => return None,
+    })
 }
 
 impl Fix {
@@ -93,6 +141,31 @@ impl Fix {
                 after_at: source(earlier),
                 touch_at: source(later),
             });
+        }
+        // torch.distributed: a collective's end is waited for with its work handle, and its start follows the
+        // current stream only.
+        let collective = |op: &OpOccurrence| op.site.region.as_deref().and_then(collective_call);
+        match (collective(earlier), collective(later), later.site.stream.is_some()) {
+            (Some(call), None, true) => {
+                return Some(Fix::WaitForCollective {
+                    collective: label(earlier),
+                    call,
+                    before: label(later),
+                    collective_at: source(earlier),
+                    before_at: source(later),
+                })
+            }
+            (None, Some(call), _) if earlier.action != Free => {
+                return Some(Fix::WaitStreamBeforeCollective {
+                    stream: earlier_stream,
+                    after: label(earlier),
+                    collective: label(later),
+                    call,
+                    after_at: source(earlier),
+                    collective_at: source(later),
+                })
+            }
+            _ => {}
         }
         match later.site.stream.clone() {
             None => Some(Fix::SyncBeforeRelease { stream: earlier_stream, after: label(earlier) }),
@@ -230,6 +303,30 @@ impl fmt::Display for Fix {
                 at(after_at),
                 at(before_at),
             ),
+            Fix::WaitForCollective { collective, call, before, collective_at, before_at } => {
+                let at = |place: &Option<String>| place.as_ref().map_or(String::new(), |p| format!(" at {p}"));
+                // Point-to-point ops are asynchronous by name (isend, irecv); collectives by async_op=True.
+                let (handle, blocking) = match *call {
+                    "dist.isend" => ("dist.isend(...)".to_string(), "use the blocking `dist.send`".to_string()),
+                    "dist.irecv" => ("dist.irecv(...)".to_string(), "use the blocking `dist.recv`".to_string()),
+                    _ => (format!("{call}(..., async_op=True)"), format!("issue `{call}` without async_op")),
+                };
+                write!(
+                    f,
+                    "`{before}`{} touches the tensor of `{collective}` (`{call}`{}) while it may still run on NCCL's stream: call `work.wait()` on the handle `{handle}` returned before `{before}` (it makes the current stream wait for it), or {blocking}",
+                    at(before_at),
+                    at(collective_at)
+                )
+            }
+            Fix::WaitStreamBeforeCollective { stream, after, collective, call, after_at, collective_at } => {
+                let at = |place: &Option<String>| place.as_ref().map_or(String::new(), |p| format!(" at {p}"));
+                write!(
+                    f,
+                    "`{call}`{} (`{collective}`) runs on NCCL's stream, which waits only for the current stream, while `{after}`{} on stream {stream} may still use its tensor: before `{call}`, make the current stream wait for stream {stream} (`torch.cuda.current_stream().wait_stream(s)` for that stream s, or an event recorded after `{after}`)",
+                    at(collective_at),
+                    at(after_at)
+                )
+            }
         }
     }
 }

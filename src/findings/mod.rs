@@ -26,12 +26,14 @@ pub struct StreamRef {
     pub name: Option<Arc<str>>,
     /// Where the program created it, when known.
     pub created_at: Option<SourceLocation>,
+    /// The GPU it runs on (the device index the trace gave it).
+    pub device: u32,
 }
 
 impl StreamRef {
     /// A stream the engine knows by id, handle and kind; named after the analysis.
     pub fn new(id: StreamId, handle: u64, kind: StreamKind) -> StreamRef {
-        StreamRef { id, handle, kind, name: None, created_at: None }
+        StreamRef { id, handle, kind, name: None, created_at: None, device: 0 }
     }
 }
 
@@ -259,6 +261,10 @@ pub enum EdgeKind {
 pub struct Findings {
     pub races: Vec<RaceFinding>,
     pub unrecorded_waits: Vec<UnrecordedWait>,
+    /// Waits on events that no record names anywhere in the trace: CUDA makes them no-ops, and libraries make
+    /// them on purpose (NCCL waits on its strong streams' serial events, which it records only while a graph
+    /// is being captured). Info, not findings: an ordering they fail to give shows up as a race.
+    pub waits_on_never_recorded_events: Vec<UnrecordedWait>,
     /// Waits whose event record is not in the trace (an nsys export without CUDA_EVENT rows): unknown, not wrong.
     pub waits_with_unknown_record: Vec<UnrecordedWait>,
     pub unordered_pairs: Vec<UnorderedPairGroup>,

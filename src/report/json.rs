@@ -9,6 +9,7 @@ use crate::analysis::Analysis;
 use crate::findings::{EdgeCount, RaceFinding, StreamPairCount, UnorderedPairGroup, UnrecordedWait};
 use crate::hb::{EngineStats, HostOrder};
 use crate::ingest::ImportCounters;
+use crate::model::JobPlace;
 
 /// The value of the report's `schema` field.
 pub const SCHEMA: &str = "streamtrace.analysis";
@@ -24,11 +25,16 @@ struct WireReport<'a> {
     trace: &'a str,
     input_format: &'static str,
     host_order: HostOrder,
+    /// The process's place in a distributed job (`rank`, `local_rank`, `world_size`), when its trace says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    job: Option<JobPlace>,
     /// "clean" or "findings"; the exit status says the same.
     verdict: &'static str,
     summary: Summary,
     races: Vec<WireRace<'a>>,
     unrecorded_waits: &'a [UnrecordedWait],
+    /// Info: waits on events no record ever named (a library's deliberate no-ops).
+    waits_on_never_recorded_events: &'a [UnrecordedWait],
     waits_with_unknown_record: &'a [UnrecordedWait],
     unordered_pairs: &'a [UnorderedPairGroup],
     stream_pairs: &'a [StreamPairCount],
@@ -64,6 +70,7 @@ impl Report for JsonReport {
             trace: &analysis.trace,
             input_format: analysis.format,
             host_order: analysis.host_order,
+            job: analysis.job,
             verdict: if findings.has_problems() { "findings" } else { "clean" },
             summary: Summary {
                 races: findings.races.len(),
@@ -79,6 +86,7 @@ impl Report for JsonReport {
                 .map(|finding| WireRace { finding, why_text: describe_why(finding), fix_text: finding.fix.to_string() })
                 .collect(),
             unrecorded_waits: &findings.unrecorded_waits,
+            waits_on_never_recorded_events: &findings.waits_on_never_recorded_events,
             waits_with_unknown_record: &findings.waits_with_unknown_record,
             unordered_pairs: &findings.unordered_pairs,
             stream_pairs: &findings.stream_pairs,

@@ -117,6 +117,14 @@ impl Report for TextReport {
             }
             writeln!(out, "==================")?;
         }
+        if !findings.waits_on_never_recorded_events.is_empty() {
+            let total: u64 = findings.waits_on_never_recorded_events.iter().map(|w| w.count).sum();
+            writeln!(
+                out,
+                "Note: {total} stream wait{} on events that no record ever named (no-ops in CUDA; libraries such as NCCL make them on purpose), not counted as findings (listed in --format json).",
+                if total == 1 { "" } else { "s" }
+            )?;
+        }
         if !findings.waits_with_unknown_record.is_empty() {
             let total: u64 = findings.waits_with_unknown_record.iter().map(|w| w.count).sum();
             writeln!(
