@@ -8,6 +8,7 @@ use crate::findings::Findings;
 use crate::hb::{Engine, EngineOptions, EngineStats, HostOrder};
 use crate::ingest::{self, ImportCounters, IngestError, RecordSource};
 use crate::names::Names;
+use crate::model::{JobPlace, TraceRecord};
 use crate::timeline::Timeline;
 
 /// Everything a report needs.
@@ -16,6 +17,9 @@ pub struct Analysis {
     pub trace: String,
     pub format: &'static str,
     pub host_order: HostOrder,
+    /// The process's place in a distributed job, when its trace says (a `capture` of torchrun).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobPlace>,
     pub findings: Findings,
     pub stats: EngineStats,
     pub import: ImportCounters,
@@ -61,6 +65,7 @@ fn run(
     let mut engine = Engine::new(options);
     let mut timeline = with_timeline.then(Timeline::default);
     let mut names = Names::default();
+    let mut job = None;
     if with_timeline {
         engine.log_edges();
     }
@@ -81,6 +86,9 @@ fn run(
                 timeline.observe(record);
             }
             names.observe(record);
+            if let TraceRecord::Job(place) = record {
+                job = Some(*place);
+            }
             engine.apply(record).map_err(|source| AnalysisError::Engine { path: name.to_string(), source })?;
         }
     }
@@ -91,5 +99,5 @@ fn run(
     }
     let (mut findings, stats) = engine.finish();
     names.name_findings(&mut findings);
-    Ok(Analysis { trace: name.to_string(), format, host_order: options.host_order, findings, stats, import, timeline })
+    Ok(Analysis { trace: name.to_string(), format, host_order: options.host_order, job, findings, stats, import, timeline })
 }

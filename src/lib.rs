@@ -11,6 +11,7 @@ pub mod cli;
 pub mod findings;
 pub mod hb;
 pub mod ingest;
+pub mod job;
 pub mod model;
 pub mod names;
 pub mod output;

@@ -48,6 +48,9 @@ pub struct TimelineStream {
     pub kind: StreamKind,
     /// The short name people know it by ("default stream", "side = torch.cuda.Stream()"), when known.
     pub name: Option<Arc<str>>,
+    /// The rank of its process in a distributed job, in a job's report (src/job.rs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
 }
 
 impl TimelineStream {
@@ -56,12 +59,13 @@ impl TimelineStream {
         LaneGroup { process: self.process, device }
     }
 
-    /// The lane's title: its name, or "stream 13".
+    /// The lane's title: its name, or "stream 13"; in a job's report preceded by its rank ("rank 1: stream 13").
     pub fn title(&self) -> String {
+        let rank = self.rank.map_or(String::new(), |r| format!("rank {r}: "));
         match (&self.name, self.kind) {
-            (Some(name), _) => name.to_string(),
-            (None, StreamKind::HostThread) => format!("host thread {}", self.handle),
-            (None, _) => format!("stream {}", stream_number(self.handle)),
+            (Some(name), _) => format!("{rank}{name}"),
+            (None, StreamKind::HostThread) => format!("{rank}host thread {}", self.handle),
+            (None, _) => format!("{rank}stream {}", stream_number(self.handle)),
         }
     }
 
@@ -162,6 +166,7 @@ impl Timeline {
                     handle: info.handle,
                     kind: info.kind,
                     name: None,
+                    rank: None,
                 });
             }
             TraceRecord::Op(op) => {

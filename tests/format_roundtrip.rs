@@ -118,6 +118,7 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
         priority,
         process: ProcessId(0),
         device: DeviceId(device),
+        gpu: device,
         context: ContextId(0),
         created_by,
         source: None,

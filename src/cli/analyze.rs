@@ -1,4 +1,5 @@
-//! `streamtrace analyze`: one trace in, one report out, and the exit status.
+//! `streamtrace analyze`: one trace in, one report out, and the exit status; a directory of traces (a job's, one per
+//! process) gives one report for the job (cli/job.rs).
 
 use std::io::{self, BufWriter, Write};
 use std::time::Instant;
@@ -8,6 +9,7 @@ use anyhow::Context;
 use super::args::{AnalyzeArgs, OutputFormat};
 use super::{EXIT_CLEAN, EXIT_FINDINGS};
 use crate::analysis::{analyze_path, analyze_path_with_timeline};
+use crate::job;
 use crate::hb::EngineOptions;
 use crate::output::write_atomically;
 use crate::report::{html::HtmlReport, json::JsonReport, perfetto::PerfettoReport, text::TextReport, Report};
@@ -16,6 +18,9 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
     let started = Instant::now();
     let options = EngineOptions { host_order: args.host_order.into() };
     let wants_timeline = args.html.is_some() || args.perfetto.is_some() || args.png.is_some();
+    if args.trace.is_dir() {
+        return run_job(args, options);
+    }
     let analysis = if wants_timeline {
         analyze_path_with_timeline(&args.trace, options)?
     } else {
@@ -56,6 +61,37 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
         );
     }
     Ok(if analysis.findings.has_problems() { EXIT_FINDINGS } else { EXIT_CLEAN })
+}
+
+/// A directory of traces, one per process of a job: every trace analyzed in parallel, one report, the worst
+/// status (src/job.rs).
+fn run_job(args: &AnalyzeArgs, options: EngineOptions) -> anyhow::Result<u8> {
+    if args.perfetto.is_some() || args.png.is_some() {
+        anyhow::bail!("--perfetto and --png take one trace; for a directory of traces, --html draws every rank's lanes");
+    }
+    let traces = job::traces_in(&args.trace)?;
+    if traces.is_empty() {
+        anyhow::bail!("{} holds no trace (*.json)", args.trace.display());
+    }
+    let analyzed = job::analyze_job(&traces, options, args.html.is_some());
+    let write = |out: &mut dyn Write| match args.format {
+        OutputFormat::Text => super::job::write_text(&analyzed, out),
+        OutputFormat::Json => super::job::write_json(&args.trace, &analyzed, out),
+    };
+    match &args.output {
+        Some(path) => write_atomically(path, write)?,
+        None => {
+            let stdout = io::stdout();
+            let mut out = BufWriter::new(stdout.lock());
+            write(&mut out).and_then(|()| out.flush()).context("writing the report")?;
+        }
+    }
+    if let Some(path) = &args.html {
+        if let Some(merged) = job::merged_for_timeline(&args.trace, &analyzed) {
+            write_atomically(path, |out| HtmlReport.write(&merged, out))?;
+        }
+    }
+    Ok(super::job::status(&analyzed))
 }
 
 /// Peak resident memory of this process, from /proc (Linux).

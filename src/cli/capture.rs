@@ -12,7 +12,7 @@ use streamtrace_format::{launch, Producer, RecordKind};
 use super::args::CaptureArgs;
 use super::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND};
 use crate::output::{output_dir, write_atomically};
-use crate::analysis::analyze_path;
+use crate::job;
 use crate::hb::EngineOptions;
 use crate::report::{text::TextReport, Report};
 
@@ -166,14 +166,20 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
         if traces.is_empty() {
             eprintln!("streamtrace: no trace was written (the program made no CUDA call, or capture was disabled: see above)");
         }
-        for trace in traces {
-            eprintln!("streamtrace: {}", trace.display());
-            match analyze_path(&trace, EngineOptions::default()) {
-                Ok(analysis) => {
-                    let stderr = std::io::stderr();
-                    TextReport.write(&analysis, &mut stderr.lock()).context("writing the report")?;
+        // Every process's trace at once (a launcher such as torchrun starts one process per GPU), then one
+        // report in rank order.
+        let analyzed = job::analyze_job(&traces, EngineOptions::default(), false);
+        let stderr = std::io::stderr();
+        let mut out = stderr.lock();
+        if analyzed.len() > 1 {
+            super::job::write_text(&analyzed, &mut out).context("writing the report")?;
+        } else {
+            for trace in &analyzed {
+                eprintln!("streamtrace: {}", trace.path.display());
+                match &trace.outcome {
+                    Ok(analysis) => TextReport.write(analysis, &mut out).context("writing the report")?,
+                    Err(e) => eprintln!("streamtrace: cannot analyze {}: {e}", trace.path.display()),
                 }
-                Err(e) => eprintln!("streamtrace: cannot analyze {}: {e}", trace.display()),
             }
         }
     }

@@ -3,6 +3,7 @@
 mod analyze;
 mod args;
 mod capture;
+mod job;
 mod stats;
 mod synth;
 

@@ -51,12 +51,24 @@ pub struct StreamInfo {
     pub priority: Option<i32>,
     pub process: ProcessId,
     pub device: DeviceId,
+    /// The device's number as the trace gave it (the CUDA device index), for people; `device` numbers the
+    /// devices of the whole trace densely.
+    pub gpu: u32,
     pub context: ContextId,
     /// The host thread that created it; `None` for streams that exist from the start (default streams).
     pub created_by: Option<ThreadId>,
     /// Where in the program it was created, when the trace says (the stream record's source: a hand-written
     /// `src`, a native call site). A framework's own line for it arrives later, as a [`Creation`].
     pub source: Option<SourceLocation>,
+}
+
+/// Where the traced process stands in a distributed job (the trace header's `rank`, `local_rank` and
+/// `world_size`, from torchrun's environment): reports label its findings with it.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct JobPlace {
+    pub rank: Option<u32>,
+    pub local_rank: Option<u32>,
+    pub world_size: Option<u32>,
 }
 
 /// An event as created by the program.

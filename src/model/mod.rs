@@ -12,7 +12,7 @@ mod record;
 mod source;
 mod view;
 
-pub use entities::{AllocKind, Allocation, Creation, Entity, EventInfo, FreeKind, StreamInfo, StreamKind, ThreadInfo};
+pub use entities::{AllocKind, Allocation, Creation, Entity, EventInfo, FreeKind, JobPlace, StreamInfo, StreamKind, ThreadInfo};
 pub use ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
 pub use graph::{GraphBuild, GraphCall, GraphExec, GraphNode, NodeKind, NodeOrigin, NodeOwner, NodeParams, SharedGraph};
 pub use ops::{Access, AccessMode, CopyKind, HostSync, MemoryKind, OpKind, Operation, PointerArg, QueryTarget};

@@ -1,6 +1,6 @@
 //! The unit an ingester hands to the engine.
 
-use super::entities::{Creation, EventInfo, StreamInfo, ThreadInfo};
+use super::entities::{Creation, EventInfo, JobPlace, StreamInfo, ThreadInfo};
 use super::ops::Operation;
 
 /// One item of a trace in host issue order: an entity coming into existence, or an operation.
@@ -17,4 +17,6 @@ pub enum TraceRecord {
     /// When the operation with this correlation id ran on the GPU, learned after the fact (CUPTI activity
     /// records). Ordering does not depend on it; timelines place bars by it.
     GpuTime { correlation: u64, start_ns: u64, end_ns: u64 },
+    /// The process is one rank of a distributed job (from the trace header): informative, orders nothing.
+    Job(JobPlace),
 }

@@ -19,7 +19,7 @@ use super::graphs::GraphAssembler;
 use super::raw::{without_unknown_fields, RawRecord};
 use super::Batch;
 use crate::ingest::{ImportCounters, IngestError, Severity};
-use crate::model::{
+use crate::model::{JobPlace, 
     AllocId, ContextId, DeviceId, EventId, OpKind, Operation, ProcessId, SourceLocation, StreamId, ThreadId, ThreadInfo,
     TraceRecord, normalize_region,
 };
@@ -218,7 +218,7 @@ impl JsonTraceParser {
             }
         };
         if !self.seen_header {
-            return self.header(line, &raw);
+            return self.header(line, &raw, out);
         }
         let kind = match RecordKind::parse(&raw.kind) {
             Ok(RecordKind::Header) => Err(Problem::malformed("a second header record")),
@@ -300,7 +300,7 @@ impl JsonTraceParser {
         self.error(at, format!("{what}: {} (column {})", decode_message(e), e.column()))
     }
 
-    fn header(&mut self, line: u64, raw: &RawRecord) -> Result<(), IngestError> {
+    fn header(&mut self, line: u64, raw: &RawRecord, out: &mut Batch) -> Result<(), IngestError> {
         let header = RecordKind::Header.as_str();
         if raw.kind != header {
             return Err(self.error(
@@ -322,6 +322,10 @@ impl JsonTraceParser {
         let producer = raw.producer.as_deref().map(Producer::parse).transpose().map_err(|e| self.error(line, e.to_string()))?;
         self.strict = producer != Some(Producer::Capture);
         self.seen_header = true;
+        let job = JobPlace { rank: raw.rank, local_rank: raw.local_rank, world_size: raw.world_size };
+        if job != JobPlace::default() {
+            out.push(Ok(TraceRecord::Job(job)));
+        }
         Ok(())
     }
 

@@ -135,6 +135,9 @@ pub(super) struct RawRecord<'a> {
     pub version: Option<u32>,
     #[serde(borrow)]
     pub producer: Option<Cow<'a, str>>,
+    pub rank: Option<u32>,
+    pub local_rank: Option<u32>,
+    pub world_size: Option<u32>,
     pub comment: Option<serde_json::Value>,
     pub pid: Option<u64>,
     pub thread: Option<u64>,
@@ -210,6 +213,9 @@ impl RawRecord<'_> {
         };
         note(self.version.is_some(), Field::Version);
         note(self.producer.is_some(), Field::Producer);
+        note(self.rank.is_some(), Field::Rank);
+        note(self.local_rank.is_some(), Field::LocalRank);
+        note(self.world_size.is_some(), Field::WorldSize);
         note(self.comment.is_some(), Field::Comment);
         note(self.pid.is_some(), Field::Pid);
         note(self.thread.is_some(), Field::Thread);

@@ -42,7 +42,7 @@ impl JsonTraceParser {
         let context = *self.contexts.entry((process, raw.context.unwrap_or(0))).or_insert(next_context);
         let created_by = (kind != StreamKind::LegacyDefault).then_some(thread);
         let source = raw.src.as_deref().map(|text| self.source(text));
-        out.push(Ok(TraceRecord::Stream(StreamInfo { id, handle, kind, priority: raw.priority, process, device, context, created_by, source })));
+        out.push(Ok(TraceRecord::Stream(StreamInfo { id, handle, kind, priority: raw.priority, process, device, gpu: raw.device.unwrap_or(0) as u32, context, created_by, source })));
         Ok(())
     }
 
@@ -89,7 +89,7 @@ impl JsonTraceParser {
                 let next_context = ContextId(self.contexts.len() as u32);
                 let context = *self.contexts.entry((process, 0)).or_insert(next_context);
                 // The lane's handle is the thread's id, which is how reports name it.
-                let info = StreamInfo { id, handle: raw.thread.unwrap_or(1), kind: StreamKind::HostThread, priority: None, process, device, context, created_by: Some(thread), source: None };
+                let info = StreamInfo { id, handle: raw.thread.unwrap_or(1), kind: StreamKind::HostThread, priority: None, process, device, gpu: 0, context, created_by: Some(thread), source: None };
                 out.push(Ok(TraceRecord::Stream(info)));
                 id
             }

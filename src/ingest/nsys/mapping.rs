@@ -162,6 +162,7 @@ impl Mapper {
             priority,
             process,
             device,
+            gpu: device_number as u32,
             context: context_id,
             created_by: None,
             source: None,
