@@ -230,6 +230,7 @@ def _observer_library(torch):
     """The native observer (torch_observer.cpp) built for this torch: from the cache, or compiled into it now
     (a few seconds, once per torch version and compiler). Raises with the reason when it cannot be built."""
     source = os.path.join(_HERE, "torch_observer.cpp")
+    header = os.path.join(_HERE, "observer_lifetime.h")
     torch_dir = os.path.dirname(torch.__file__)
     compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
     if not compiler:
@@ -237,11 +238,13 @@ def _observer_library(torch):
     cuda_include = _cuda_include(torch_dir)
     # NDEBUG as libtorch was built: RecordFunction has debug-only members, and their layout must match.
     flags = ["-O2", "-DNDEBUG", "-std=c++20", "-shared", "-fPIC", "-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI),
-             "-I", os.path.join(torch_dir, "include"), "-I", cuda_include]
+             "-I", _HERE, "-I", os.path.join(torch_dir, "include"), "-I", cuda_include]
     libs = ["-L", os.path.join(torch_dir, "lib"), "-lc10", "-lc10_cuda", "-ltorch_cpu",
             "-Wl,-rpath," + os.path.join(torch_dir, "lib")]
-    with open(source, "rb") as f:
-        key = hashlib.sha256(f.read())
+    key = hashlib.sha256()
+    for part in (source, header):
+        with open(part, "rb") as f:
+            key.update(f.read())
     key.update("\0".join([torch.__version__, compiler] + flags + libs).encode())
     cache = os.environ.get("STREAMTRACE_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "streamtrace")

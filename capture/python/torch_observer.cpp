@@ -13,14 +13,10 @@
 //
 // Nothing here may throw into PyTorch: every callback catches everything and records less instead (but lets a
 // thread that Python ends while it waits for the GIL unwind: catching that unwind would abort the process).
+// Callbacks keep firing while the process exits, so nothing this file keeps is destroyed before its callbacks
+// stop (observer_lifetime.h, beside this file, says how).
 //
-// Callbacks keep firing while the process exits: c10d's watchdog and NCCL's threads free tensors and query
-// events while the main thread runs static destructors, and a thread frees tensors as its thread-locals are
-// destroyed. So nothing this file keeps is destroyed before the process ends: the shared state is allocated once
-// and never freed, and each thread's state is freed at that thread's exit behind a flag that stays readable
-// until the thread is gone, after which the thread's callbacks record nothing.
-//
-// One file of about 700 lines on purpose: the bootstrap compiles this one translation unit with the program's
+// One file of about 650 lines on purpose: the bootstrap compiles this one translation unit with the program's
 // compiler at first use, and it is one concern (turning PyTorch's op and allocator events into trace records).
 
 #include <ATen/Context.h>
@@ -28,6 +24,8 @@
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+
+#include "observer_lifetime.h"
 
 #include <cxxabi.h>
 #include <dlfcn.h>
@@ -123,8 +121,7 @@ struct PythonFiles {
 };
 
 PythonFiles& python_files() {
-  static PythonFiles* files = new PythonFiles();
-  return *files;
+  return streamtrace_observer::forever<PythonFiles>();
 }
 
 const CodeFacts& facts_of(struct _object* code) {
@@ -224,33 +221,9 @@ struct ThreadState {
   std::string writes, host_writes, text;  // reused by each op's end and block event
 };
 
-// A thread's state and whether the thread has begun to exit: trivially destructible, so it stays readable while
-// the thread's other thread-locals (torch's among them, which may free tensors) are destroyed.
-struct ThreadSlot {
-  ThreadState* state;
-  bool gone;
-};
-thread_local ThreadSlot thread_slot{nullptr, false};
-
-// Frees the thread's state when the thread exits, and marks it gone.
-struct ThreadSlotOwner {
-  bool armed = false;
-  ~ThreadSlotOwner() {
-    thread_slot.gone = true;
-    delete thread_slot.state;
-    thread_slot.state = nullptr;
-  }
-};
-thread_local ThreadSlotOwner thread_slot_owner;
-
-// The calling thread's state, made at its first callback; null once the thread has begun to exit.
+// The calling thread's state; null once the thread has begun to exit (its callbacks then record nothing).
 ThreadState* this_thread() {
-  if (thread_slot.state != nullptr || thread_slot.gone) {
-    return thread_slot.state;
-  }
-  thread_slot_owner.armed = true;  // constructs the owner, whose destructor runs at this thread's exit
-  thread_slot.state = new ThreadState();
-  return thread_slot.state;
+  return streamtrace_observer::this_thread<ThreadState>();
 }
 
 // c10d's collectives and point-to-point ops write the tensors of their first argument (reduced in place,
@@ -540,8 +513,7 @@ struct Blocks {
 };
 
 Blocks& blocks() {
-  static Blocks* blocks = new Blocks();
-  return *blocks;
+  return streamtrace_observer::forever<Blocks>();
 }
 
 template <typename Stream>

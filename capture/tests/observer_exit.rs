@@ -1,0 +1,38 @@
+//! The native PyTorch observer's state must outlive its callbacks at exit (issue 14: two-GPU NCCL programs died
+//! at exit with the observer loaded). CI has no torch, so this builds tests/observer_exit.cpp, which runs the
+//! observer's own lifetime code (capture/python/observer_lifetime.h) in the shape of such an exit: threads and
+//! destructors calling back while the process exits, in several processes at once, with the C++ compiler the
+//! bootstrap would use. The two-GPU samples (samples/multi_gpu) are the real check, on the GPU machine.
+
+use std::path::Path;
+use std::process::Command;
+
+/// The C++ compiler the bootstrap looks for (`$CXX`, `c++`, `g++`).
+fn compiler() -> Option<String> {
+    let candidates = std::env::var("CXX").ok().into_iter().chain(["c++".to_string(), "g++".to_string()]);
+    candidates.into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
+}
+
+#[test]
+fn observer_state_outlives_callbacks_at_exit_in_every_process() {
+    let Some(cxx) = compiler() else {
+        panic!("no C++ compiler (c++, g++ or $CXX): the observer's exit test needs one, as the bootstrap does");
+    };
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let binary = std::env::temp_dir().join(format!("streamtrace-observer-exit-{}", std::process::id()));
+    let built = Command::new(&cxx)
+        .args(["-std=c++20", "-O1", "-pthread", "-o"])
+        .arg(&binary)
+        .arg(tests.join("observer_exit.cpp"))
+        .output()
+        .expect("the compiler runs");
+    assert!(built.status.success(), "building observer_exit.cpp failed:\n{}", String::from_utf8_lossy(&built.stderr));
+    // Several rounds: a state destroyed too early corrupts the heap only when a callback lands after it.
+    for round in 0..5 {
+        let run = Command::new(&binary).arg("8").output().expect("runs");
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(run.status.success(), "round {round}: {stdout}{}", String::from_utf8_lossy(&run.stderr));
+        assert!(stdout.contains("8 of 8 processes exited cleanly"), "round {round}: {stdout}");
+    }
+    let _ = std::fs::remove_file(&binary);
+}
