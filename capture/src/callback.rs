@@ -1,6 +1,6 @@
 //! The CUPTI driver-API callback: turns one call into records. Runs on the application's threads, so it only
 //! reads the call's parameters and hands records to the process's state under its lock; it never blocks on
-//! I/O (a synchronizing call drains what is pending: the program is about to wait anyway). Touches the state,
+//! I/O (a synchronizing call of a forked child drains what is pending: the program is about to wait anyway). Touches the state,
 //! the switches, CUPTI's callback data and its device query; counts what it costs for the `capture_stats`
 //! record.
 
@@ -16,6 +16,7 @@ use streamtrace_format::{AllocKind, CopyKind, FreeKind, MemoryKind};
 use crate::cbid::*;
 use crate::control::{disable, ENABLED, NOOP};
 use crate::cost;
+use crate::fork;
 use crate::origin::{now_ns, thread_id};
 use crate::params::*;
 use crate::pitched::{pitched_extent, PitchedCopyShape};
@@ -62,9 +63,12 @@ pub unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_Callba
             let Some(state) = state_for_this_process(&mut slot) else { return };
             let device = device_of(&mut state.devices, &data);
             on_call(state, &data, call, device);
-            // The program is about to wait anyway: write what is pending, so that a process ending in _exit
-            // (multiprocessing workers do) loses nothing recorded before its last synchronization.
-            is_synchronization(cbid).then(|| state.writer.handle())
+            // A forked child (a multiprocessing worker) ends in _exit, with no at-exit flush: at each of its
+            // synchronizations, where it is about to wait anyway, it writes what is pending, so that it loses
+            // nothing recorded before its last one. Other processes leave that to the writer thread and the
+            // at-exit flush: a training loop synchronizes several times a step (DDP did six), and each drain
+            // cost the program's thread tens of microseconds.
+            (is_synchronization(cbid) && fork::in_forked_child()).then(|| state.writer.handle())
         };
         if let Some(writer) = flush {
             drain_into(&writer);

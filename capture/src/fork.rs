@@ -1,8 +1,10 @@
 //! fork() in a captured program: the state lock is held across the fork, so that the child does not inherit
 //! it locked by a thread that does not exist there, and the child notes its own process id, so that its first
-//! recorded call starts its own trace file (state.rs). Touches the state lock and the process id only.
+//! recorded call starts its own trace file (state.rs), and that it is a forked child, which may end in _exit
+//! (its synchronizations write what is pending, callback.rs). Touches the state lock and the process id only.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::MutexGuard;
 
 use crate::origin;
@@ -31,9 +33,18 @@ extern "C" fn after_fork_in_parent() {
     let _ = std::panic::catch_unwind(|| FORK_GUARD.with(|slot| slot.borrow_mut().take()));
 }
 
+/// Whether this process was forked from a captured one (and so may end in _exit, as multiprocessing workers do).
+static FORKED_CHILD: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process is a forked child of a captured process.
+pub fn in_forked_child() -> bool {
+    FORKED_CHILD.load(Ordering::Relaxed)
+}
+
 /// In the child: note the new process id and release the lock. The child's first recorded call then finds a
 /// state of another process and starts its own trace file.
 extern "C" fn after_fork_in_child() {
+    FORKED_CHILD.store(true, Ordering::Relaxed);
     let _ = std::panic::catch_unwind(origin::note_pid);
     after_fork_in_parent();
 }
