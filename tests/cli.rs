@@ -269,3 +269,137 @@ fn the_capture_cost_line_puts_the_one_time_set_up_apart_from_the_calls() {
     let (_, json) = analyze_json(path.to_str().expect("utf-8 path"));
     assert!(json["import"].as_array().expect("counters").iter().any(|c| c["name"] == "capture.setup_ns" && c["count"] == 377000));
 }
+
+// Two GPUs (issue 14): the samples of samples/multi_gpu captured on the H200 pair (samples/capture/multi_gpu,
+// one trace per process, torchrun's rank in each header), analyzed as jobs: `streamtrace analyze DIR`.
+mod multi_gpu {
+    use super::*;
+
+    /// Each sample's races per rank (rank, kind, earlier op, later op); a sample of one process has rank None.
+    fn expected(sample: &str) -> Vec<(Option<u64>, &'static str, &'static str, &'static str)> {
+        match sample {
+            "dist_async_use_before_wait" => vec![
+                (Some(0), "write-after-write", "allreduce_.default", "mul_.Tensor"),
+                (Some(1), "write-after-write", "allreduce_.default", "mul_.Tensor"),
+            ],
+            "dist_side_stream_no_wait" => vec![
+                (Some(0), "write-after-write", "fill_.Scalar", "allreduce_.default"),
+                (Some(1), "write-after-write", "fill_.Scalar", "allreduce_.default"),
+            ],
+            "dist_send_recv_before_wait" => vec![
+                (Some(0), "write-after-read", "send.default", "fill_.Scalar"),
+                (Some(1), "read-after-write", "recv_.default", "sum.default"),
+            ],
+            "peer_copy_race" => vec![(None, "read-after-write", "write_kernel", "memcpy PtoP")],
+            "device_sync_other_gpu" => vec![(None, "read-after-write", "write_kernel", "read_kernel")],
+            "dist_async_use_after_wait" | "dist_side_stream_wait_stream" | "dist_send_recv_after_wait" | "dist_ddp_train"
+            | "peer_copy_event" | "device_sync_own_gpu" => vec![],
+            other => panic!("two-GPU sample {other} has no ground truth in tests/cli.rs"),
+        }
+    }
+
+    fn job(sample: &str) -> (i32, Value) {
+        analyze_json(&format!("samples/capture/multi_gpu/{sample}"))
+    }
+
+    /// An op's name in a finding: the framework op it belongs to, else the kernel or copy.
+    fn op_name(op: &Value) -> String {
+        op["site"]["region"].as_str().or(op["site"]["name"].as_str()).unwrap_or_default().to_string()
+    }
+
+    #[test]
+    fn every_two_gpu_sample_gets_its_verdict_on_every_rank() {
+        let mut seen = 0;
+        for entry in std::fs::read_dir(repo().join("samples/capture/multi_gpu")).expect("samples") {
+            let path = entry.expect("readable").path();
+            if !path.is_dir() {
+                continue;
+            }
+            let sample = path.file_name().and_then(|n| n.to_str()).expect("utf-8 name").to_string();
+            let want = expected(&sample);
+            let (code, json) = job(&sample);
+            assert_eq!(json["schema"], "streamtrace.job", "{sample}");
+            assert_eq!(code, if want.is_empty() { 0 } else { 1 }, "{sample}: exit status");
+            let traces = json["traces"].as_array().expect("traces");
+            let ranks: Vec<Option<u64>> = traces.iter().map(|t| t["job"]["rank"].as_u64()).collect();
+            if sample.starts_with("dist_") {
+                assert_eq!(ranks, [Some(0), Some(1)], "{sample}: one trace per rank, in rank order");
+            }
+            let mut found = Vec::new();
+            for trace in traces {
+                assert!(trace["unrecorded_waits"].as_array().is_some_and(Vec::is_empty), "{sample}: no finding from NCCL's own waits");
+                for race in trace["races"].as_array().expect("races") {
+                    found.push((trace["job"]["rank"].as_u64(), race["kind"].as_str().unwrap_or_default().to_string(), op_name(&race["earlier"]), op_name(&race["later"])));
+                }
+            }
+            assert_eq!(found.len(), want.len(), "{sample}: {found:#?}");
+            for (rank, kind, earlier, later) in &want {
+                assert!(
+                    found.iter().any(|(r, k, e, l)| r == rank && k == kind && e.starts_with(earlier) && l.starts_with(later)),
+                    "{sample}: no {kind} {earlier} -> {later} on rank {rank:?} in {found:#?}"
+                );
+            }
+            seen += 1;
+        }
+        assert_eq!(seen, 11, "every two-GPU sample has its trace");
+    }
+
+    #[test]
+    fn a_collective_finding_names_its_call_and_line_and_the_fix_speaks_torch_distributed() {
+        let (_, json) = job("dist_async_use_before_wait");
+        let race = &json["traces"][0]["races"][0];
+        assert!(race["earlier"]["site"]["name"].as_str().is_some_and(|n| n.starts_with("ncclDevKernel_AllReduce")), "{race}");
+        assert!(race["earlier"]["site"]["source"]["file"].as_str().is_some_and(|f| f.ends_with("dist_async_use_before_wait.py")), "{race}");
+        assert_eq!(race["earlier"]["site"]["source"]["line"], 13, "the all_reduce's line");
+        assert_eq!(race["later"]["site"]["source"]["line"], 14, "the mul_'s line");
+        assert_eq!(race["fix"]["kind"], "wait_for_collective");
+        let fix = race["fix_text"].as_str().expect("fix text");
+        assert!(fix.contains("`work.wait()`") && fix.contains("dist.all_reduce(..., async_op=True)"), "{fix}");
+
+        let (_, json) = job("dist_side_stream_no_wait");
+        let fix = json["traces"][1]["races"][0]["fix_text"].as_str().expect("fix text");
+        assert!(fix.contains("wait_stream") && fix.contains("before `dist.all_reduce`"), "{fix}");
+
+        let (_, json) = job("dist_send_recv_before_wait");
+        let fix = json["traces"][1]["races"][0]["fix_text"].as_str().expect("fix text");
+        assert!(fix.contains("`dist.irecv(...)`") && fix.contains("blocking `dist.recv`"), "{fix}");
+    }
+
+    #[test]
+    fn nccl_waits_on_events_it_never_records_are_info() {
+        let (code, json) = job("dist_async_use_after_wait");
+        assert_eq!((code, json["verdict"].as_str()), (0, Some("clean")));
+        for trace in json["traces"].as_array().expect("traces") {
+            let info: u64 = trace["waits_on_never_recorded_events"].as_array().expect("info").iter().map(|w| w["count"].as_u64().unwrap_or(0)).sum();
+            assert!(info >= 30, "NCCL waits on its serial event at every collective: {info}");
+        }
+    }
+
+    #[test]
+    fn a_job_report_heads_each_rank_and_ends_with_one_summary() {
+        let out = streamtrace(&["analyze", "samples/capture/multi_gpu/dist_send_recv_before_wait"]);
+        assert_eq!(out.status.code(), Some(1), "the worst status of the job");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let rank0 = text.find("== rank 0 (local rank 0) of 2, GPU 0:").expect("rank 0's heading");
+        let rank1 = text.find("== rank 1 (local rank 1) of 2, GPU 1:").expect("rank 1's heading");
+        assert!(rank0 < rank1, "{text}");
+        assert_eq!(text.matches("JOB SUMMARY").count(), 1, "{text}");
+        assert!(text.trim_end().lines().last().is_some_and(|l| l.starts_with("JOB SUMMARY: streamtrace: 2 traces: 2 races")), "{text}");
+    }
+
+    #[test]
+    fn a_peer_copy_race_names_both_gpus() {
+        let (_, json) = job("peer_copy_race");
+        let race = &json["traces"][0]["races"][0];
+        assert_eq!((race["earlier"]["site"]["stream"]["device"].as_u64(), race["later"]["site"]["stream"]["device"].as_u64()), (Some(0), Some(1)));
+    }
+
+    #[test]
+    fn a_job_html_report_has_a_lane_group_per_rank() {
+        let html = tempdir().join("job.html");
+        let out = streamtrace(&["analyze", "samples/capture/multi_gpu/dist_async_use_before_wait", "--html", html.to_str().expect("utf-8")]);
+        assert_eq!(out.status.code(), Some(1));
+        let page = std::fs::read_to_string(&html).expect("html written");
+        assert!(page.contains("rank 0: stream") && page.contains("rank 1: stream"), "lanes labeled by rank");
+    }
+}

@@ -12,7 +12,7 @@ from common import finish, start
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-steps = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+steps = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 rank, device = start()
 torch.manual_seed(rank)
 model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10)).to(device)

@@ -24,9 +24,9 @@ command_of() {  # the command line of sample $1
   esac
 }
 
-# The program's own output, comparable between runs: its standard output without timings, in a fixed order
-# (ranks print concurrently).
-own_output() { grep -v '^streamtrace' "$1" | grep -v ' in [0-9.]* s$' | sort; }
+# The program's own output, comparable between runs: its standard output without timings, a line per print
+# (two ranks printing at once may share a line) in a fixed order.
+own_output() { sed 's/GROUND_TRUTH/\nGROUND_TRUTH/g; s/rank \([0-9]*\) ddp/\nrank \1 ddp/g' "$1" | grep -v '^streamtrace' | grep -v ' in [0-9.]* s$' | grep -v '^$' | sort; }
 
 run_one() {  # runs sample $1 plain and captured; prints its line
   local name=${1%.*} dir=$out/${1%.*} cmd
@@ -39,7 +39,7 @@ run_one() {  # runs sample $1 plain and captured; prints its line
   cp "$build/trace-$name"/trace.*.json "$dir/" 2>/dev/null
   local same=same
   diff <(own_output "$dir/plain.log") <(own_output "$dir/capture.log") > /dev/null || same=DIFFERENT
-  echo "$name: plain exit $plain, captured exit $captured, output $same; $(grep -c '^SUMMARY' "$dir/capture.err") reports: $(grep -o 'SUMMARY: streamtrace: [0-9]* races\?' "$dir/capture.err" | sed 's/SUMMARY: streamtrace: //' | tr '\n' ' ')"
+  echo "$name: plain exit $plain, captured exit $captured, output $same; $(grep -h 'JOB SUMMARY\|^SUMMARY' "$dir/capture.err" | sed 's/ in \/.*//; s/;.*//' | tr '\n' ' ')"
 }
 
 for src in "$here"/*.cu; do
