@@ -82,7 +82,7 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
     batch.push(CALL, Record::Memset { stream: PER_THREAD, dst: 0x7f00_0000_0000, bytes: 0, synchronous: true, memory: M::Managed, api: "cuMemsetD8" });
     // A 2D copy from a CUDA array (no address) into pinned memory: only its destination has a range.
     batch.push(CALL, Record::PitchedMemcpy { stream: SIDE, copy: format::CopyKind::DtoH, from: None, to: Some((0x9000, 3 * 512 + 100)), synchronous: false, memory: (M::Device, M::Pinned), api: "cuMemcpy2DAsync" });
-    batch.push(CALL, Record::EventRecord { event: EVENT, stream: SIDE });
+    batch.push(CALL, Record::EventRecord { event: EVENT, stream: SIDE, api: "cuEventRecord" });
     batch.push(CALL, Record::Wait { stream: TOP, event: EVENT });
     batch.push(CALL, Record::Sync { target: SyncTarget::Stream(SIDE), api: "cuStreamSynchronize" });
     batch.push(CALL, Record::Sync { target: SyncTarget::Event(EVENT), api: "cuEventSynchronize" });
@@ -111,14 +111,14 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
 
     // Entities: streams with their kinds, priorities, devices and context; the event; the two calling threads.
     let streams: Vec<&StreamInfo> = records.iter().filter_map(|r| if let TraceRecord::Stream(s) = r { Some(s) } else { None }).collect();
-    let expected_stream = |id, handle, kind, priority, device, created_by| StreamInfo {
+    let expected_stream = |id, handle, kind, priority, (device, gpu), created_by| StreamInfo {
         id: StreamId(id),
         handle,
         kind,
         priority,
         process: ProcessId(0),
         device: DeviceId(device),
-        gpu: device,
+        gpu,
         context: ContextId(0),
         created_by,
         source: None,
@@ -127,10 +127,10 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
     assert_eq!(
         streams,
         [
-            &expected_stream(0, LEGACY, StreamKind::LegacyDefault, None, 0, None),
-            &expected_stream(1, PER_THREAD, StreamKind::PerThreadDefault, None, 0, Some(thread)),
-            &expected_stream(2, SIDE, StreamKind::NonBlocking, Some(i32::MIN), 1, Some(edge_thread)),
-            &expected_stream(3, TOP, StreamKind::Blocking, Some(i32::MAX), 0, Some(thread)),
+            &expected_stream(0, LEGACY, StreamKind::LegacyDefault, None, (0, 0), None),
+            &expected_stream(1, PER_THREAD, StreamKind::PerThreadDefault, None, (0, 0), Some(thread)),
+            &expected_stream(2, SIDE, StreamKind::NonBlocking, Some(i32::MIN), (1, u32::MAX), Some(edge_thread)),
+            &expected_stream(3, TOP, StreamKind::Blocking, Some(i32::MAX), (0, 0), Some(thread)),
         ]
     );
     assert!(records.contains(&TraceRecord::Event(EventInfo { id: EventId(0), handle: EVENT, process: ProcessId(0), source: None })));
@@ -234,7 +234,7 @@ fn framework_frames_read_back_around_the_calls_they_hold() {
     // An op on thread 1, with a call bracket inside it and a block allocated for its output.
     batch.push(on(1), Record::OpBegin);
     batch.push(on(1), Record::Raw("{\"type\":\"call_begin\",\"name\":\"Event.record\",\"src\":\"train.py:12\"}".into()));
-    batch.push(on(1), Record::EventRecord { event: EVENT, stream: SIDE });
+    batch.push(on(1), Record::EventRecord { event: EVENT, stream: SIDE, api: "cuEventRecord" });
     batch.push(on(1), Record::Raw("{\"type\":\"call_end\"}".into()));
     batch.push(on(1), Record::Raw("{\"type\":\"alloc\",\"id\":5,\"addr\":36864,\"size\":512,\"alloc_kind\":\"pool_block\",\"stream\":94489285168,\"src\":\"train.py:9\"}".into()));
     batch.push(on(1), launch.clone());

@@ -18,9 +18,10 @@ use crate::report::{text::TextReport, Report};
 
 /// The PyTorch bootstrap (tier T2), put in front of the interpreter as `sitecustomize`, with the source of the
 /// native op observer it builds against the program's libtorch.
-const PYTHON_BOOTSTRAP: [(&str, &str); 2] = [
+const PYTHON_BOOTSTRAP: [(&str, &str); 3] = [
     ("sitecustomize.py", include_str!("../../capture/python/sitecustomize.py")),
     ("torch_observer.cpp", include_str!("../../capture/python/torch_observer.cpp")),
+    ("observer_lifetime.h", include_str!("../../capture/python/observer_lifetime.h")),
 ];
 
 /// The injected library's file name, looked for beside the streamtrace binary.

@@ -75,7 +75,7 @@ pub struct EngineStats {
     /// Kernels whose accesses came from pointer arguments (tier T1).
     pub kernels_with_pointers: u64,
     /// Host synchronizations and successful queries made by threads that had issued no work, which the global
-    /// host order keeps from other threads (rule 10: PyTorch's NCCL watchdog polls events).
+    /// host order keeps from other threads (`host_order`: PyTorch's NCCL watchdog polls events).
     pub unshared_observations: u64,
 }
 
@@ -133,7 +133,7 @@ pub(super) struct ThreadState {
     pub(super) tref: ThreadRef,
     /// Its own host clock (an index into `host_clocks`).
     pub(super) host_clock: usize,
-    /// Its place in the order among host threads (rule 10, `host_order`).
+    /// Its place in the order among host threads (`host_order`).
     pub(super) order: ThreadOrder,
 }
 
@@ -154,7 +154,7 @@ pub(super) struct ProcessState {
     pub(super) active_streams: Vec<(StreamId, Slot)>,
     pub(super) shadow: ShadowMemory,
     pub(super) allocations: AllocationTable,
-    /// The host clock its threads share in the global host order (rule 10, `host_order`).
+    /// The host clock its threads share in the global host order (`host_order`).
     pub(super) shared_host_clock: Option<usize>,
 }
 
@@ -258,7 +258,7 @@ impl Engine {
     /// Ends the analysis: folds the per-stream counts into findings.
     pub fn finish(mut self) -> (Findings, EngineStats) {
         self.fold_unordered_pairs();
-        // rule 4: a wait before any record is a finding when the event was recorded later (the order is
+        // A wait before any record is a finding when the event was recorded later (the order is
         // wrong); a wait on an event that nothing ever recorded is a library's deliberate no-op (NCCL's).
         let events = &self.events;
         self.collector.set_aside_never_recorded_waits(|event| events.get(event.index()).is_some_and(|e| e.recorded_on.is_none()));

@@ -3,8 +3,8 @@
 //! decided here, and nothing else: each thread's own host clock, and in the default (global) order the clock the
 //! threads of a process share.
 //!
-//! Every thread has its own host clock, which its host synchronizations and successful queries join (rule 5)
-//! and from which its enqueues inherit (rule 2). In the global order, calls of different threads are taken in
+//! Every thread has its own host clock, which its host synchronizations and successful queries join and from
+//! which its enqueues inherit (DESIGN.md, host synchronization and enqueue). In the global order, calls of different threads are taken in
 //! their timestamp order through the process's shared clock, with one exception: a thread that has issued no
 //! work yet (no launch, copy, set, event record or wait, host access or free) passes nothing it observes on.
 //!

@@ -1,7 +1,7 @@
 //! Every synchronization the engine models, and nothing else (as TSan's `tsan_rtl_mutex.cpp` holds its sync
 //! events): a stream's own order, what an enqueue inherits from the host thread and from the legacy default
 //! stream, event record and wait, host synchronization and successful queries, and blocking API calls (how host
-//! threads are ordered among themselves, rule 10, is `host_order`'s). Each rule is marked `rule N` where it is applied.
+//! threads are ordered among themselves is `host_order`'s). Each rule is marked `rule N` where it is applied.
 //!
 //! It touches the clocks of streams, host threads and events, each stream's latest operation, the streams a
 //! process has run work on, and the edges and wait findings it hands to the collector; never shadow memory or
