@@ -161,7 +161,9 @@ pub fn merged_for_timeline(dir: &Path, traces: &[JobTrace]) -> Option<Analysis> 
     for (group, analysis) in analyses.iter().enumerate() {
         let timeline = analysis.timeline.as_ref()?;
         let into = merged.timeline.as_mut()?;
-        let (stream_base, op_base) = (into.streams.len() as u32, into.ops.len());
+        // Stream ids are dense ids of the trace's declared streams (lanes keep only those that ran something).
+        let stream_base = into.streams.iter().map(|s| s.id + 1).max().unwrap_or(0);
+        let (lane_base, op_base) = (into.streams.len() as u32, into.ops.len());
         let rank = analysis.job.and_then(|j| j.rank).unwrap_or(group as u32);
         into.streams.extend(timeline.streams.iter().cloned().map(|mut s| {
             s.id += stream_base;
@@ -172,6 +174,7 @@ pub fn merged_for_timeline(dir: &Path, traces: &[JobTrace]) -> Option<Analysis> 
         into.ops.extend(timeline.ops.iter().cloned().map(|mut op| {
             op.seq += seq_base;
             op.stream += stream_base;
+            op.lane += lane_base;
             op
         }));
         into.arrows.extend(timeline.arrows.iter().cloned().map(|mut a| {

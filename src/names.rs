@@ -121,7 +121,7 @@ impl Names {
                     entry.first_use = op.source.clone();
                 }
             }
-            TraceRecord::GpuTime { .. } => {}
+            TraceRecord::GpuTime { .. } | TraceRecord::Job(_) => {}
         }
     }
 
@@ -276,6 +276,7 @@ mod tests {
             priority: None,
             process: ProcessId(0),
             device: DeviceId(0),
+            gpu: 0,
             context: ContextId(0),
             created_by: None,
             source: source.map(SourceLocation::parse),

@@ -400,6 +400,6 @@ mod multi_gpu {
         let out = streamtrace(&["analyze", "samples/capture/multi_gpu/dist_async_use_before_wait", "--html", html.to_str().expect("utf-8")]);
         assert_eq!(out.status.code(), Some(1));
         let page = std::fs::read_to_string(&html).expect("html written");
-        assert!(page.contains("rank 0: stream") && page.contains("rank 1: stream"), "lanes labeled by rank");
+        assert!(page.contains("rank 0: default stream") && page.contains("rank 1: default stream"), "lanes labeled by rank");
     }
 }

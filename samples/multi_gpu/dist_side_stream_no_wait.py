@@ -1,7 +1,8 @@
 """A collective issued on a tensor a side stream is still producing.
 
-Ground truth, on every rank: NCCL's stream waits for the current (default) stream only, not for the side stream
-whose fill_ writes `t`: the all-reduce reads `t` unordered with that write: race.
+Ground truth, on every rank: c10d orders the collective after the current (default) stream only (a synchronous
+collective runs on it, in torch 2.11), not after the side stream whose fill_ writes `t`: the all-reduce reads
+and writes `t` unordered with that write: race.
 """
 from common import finish, start
 

@@ -1,6 +1,6 @@
 """The race-free twin of dist_side_stream_no_wait.py: the current stream waits for the side stream first.
 
-Ground truth, on every rank: wait_stream(side) orders the default stream, and with it NCCL's stream, after the
+Ground truth, on every rank: wait_stream(side) orders the default stream, and with it the collective, after the
 fill_: clean.
 """
 from common import finish, start

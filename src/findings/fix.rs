@@ -78,8 +78,8 @@ pub enum Fix {
         #[serde(skip_serializing_if = "Option::is_none")]
         before_at: Option<String>,
     },
-    /// A collective was issued on a tensor that work on another stream (`stream`) still used: c10d orders NCCL's
-    /// stream after the current stream only, so the current stream must wait for that one first.
+    /// A collective was issued on a tensor that work on another stream (`stream`) still used: c10d orders the
+    /// collective after the current stream only, so the current stream must wait for that one first.
     WaitStreamBeforeCollective {
         stream: StreamRef,
         after: String,
@@ -233,8 +233,11 @@ impl Fix {
                 f(free_stream);
                 f(use_stream);
             }
-            Fix::SyncBeforeRelease { stream, .. } | Fix::HostWaitsFirst { stream, .. } | Fix::AfterHostAccess { stream, .. } => f(stream),
-            Fix::GraphDependency { .. } => {}
+            Fix::SyncBeforeRelease { stream, .. }
+            | Fix::HostWaitsFirst { stream, .. }
+            | Fix::AfterHostAccess { stream, .. }
+            | Fix::WaitStreamBeforeCollective { stream, .. } => f(stream),
+            Fix::GraphDependency { .. } | Fix::WaitForCollective { .. } => {}
         }
     }
 }
@@ -313,7 +316,7 @@ impl fmt::Display for Fix {
                 };
                 write!(
                     f,
-                    "`{before}`{} touches the tensor of `{collective}` (`{call}`{}) while it may still run on NCCL's stream: call `work.wait()` on the handle `{handle}` returned before `{before}` (it makes the current stream wait for it), or {blocking}",
+                    "`{before}`{} touches the tensor of `{collective}` (`{call}`{}) while it may still run on its NCCL stream: call `work.wait()` on the handle `{handle}` returned before `{before}` (it makes the current stream wait for it), or {blocking}",
                     at(before_at),
                     at(collective_at)
                 )
@@ -322,7 +325,7 @@ impl fmt::Display for Fix {
                 let at = |place: &Option<String>| place.as_ref().map_or(String::new(), |p| format!(" at {p}"));
                 write!(
                     f,
-                    "`{call}`{} (`{collective}`) runs on NCCL's stream, which waits only for the current stream, while `{after}`{} on stream {stream} may still use its tensor: before `{call}`, make the current stream wait for stream {stream} (`torch.cuda.current_stream().wait_stream(s)` for that stream s, or an event recorded after `{after}`)",
+                    "`{call}`{} (`{collective}`) is ordered after the current stream only (it runs on it, or on NCCL's stream once that waited for it), while `{after}`{} on {stream} may still use its tensor: before `{call}`, make the current stream wait for {stream} (`torch.cuda.current_stream().wait_stream(s)` for that stream s, or an event recorded after `{after}`)",
                     at(collective_at),
                     at(after_at)
                 )
