@@ -177,7 +177,9 @@ impl Timeline {
                     OpKind::Memset { .. } => Arc::from("memset"),
                     OpKind::GraphLaunch { graph, .. } => {
                         let labels = self.graph_nodes.entry(graph.key).or_insert_with(|| {
-                            graph.nodes.iter().map(|node| bar_label(None, &Arc::from(node.name.as_str()))).collect()
+                            // A node captured from a framework op is labelled by the op, as the op's own bars are.
+                            let region = |node: &crate::model::GraphNode| node.made_at.as_ref().and_then(|m| m.region.clone());
+                            graph.nodes.iter().map(|node| bar_label(region(node).as_ref(), &Arc::from(node.name.as_str()))).collect()
                         });
                         nodes = Some(labels.clone());
                         Arc::from(graph.name.as_str())

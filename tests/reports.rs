@@ -58,6 +58,30 @@ fn perfetto_trace_has_tracks_flows_and_markers() {
 }
 
 #[test]
+fn perfetto_draws_a_graph_launch_as_a_block_with_its_nodes() {
+    let (html, perfetto) = (scratch("graph.html"), scratch("graph.json"));
+    analyze_with_reports(&repo().join("samples/json/graph_capture_fork.json"), &html, &perfetto);
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&perfetto).expect("written")).expect("parses");
+    let events = json["traceEvents"].as_array().expect("events");
+    let slices = |cat: &str| -> Vec<(f64, f64, String)> {
+        events
+            .iter()
+            .filter(|e| e["cat"] == cat)
+            .map(|e| (e["ts"].as_f64().unwrap_or(-1.0), e["dur"].as_f64().unwrap_or(-1.0), e["name"].as_str().unwrap_or("").to_string()))
+            .collect()
+    };
+    let launches = slices("graph launch");
+    let nodes = slices("graph node");
+    assert_eq!(launches.len(), 2, "two replays");
+    assert_eq!(nodes.len(), 2 * 3, "three nodes in each");
+    for (ts, dur, _) in &nodes {
+        assert!(launches.iter().any(|(l, d, _)| ts >= l && ts + dur <= l + d + 1e-9), "a node outside its launch: {ts} {dur}");
+    }
+    let names: Vec<&str> = nodes[..3].iter().map(|(_, _, n)| n.as_str()).collect();
+    assert_eq!(names, ["fill", "add_", "mul"]);
+}
+
+#[test]
 fn nsys_input_is_placed_by_gpu_time() {
     let (html, perfetto) = (scratch("nsys.html"), scratch("nsys.json"));
     analyze_with_reports(&repo().join("samples/nsys/torch_loop_race.sqlite"), &html, &perfetto);

@@ -43,18 +43,32 @@ fn events(analysis: &Analysis, timeline: &Timeline) -> Vec<Value> {
         events.push(json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": stream.id, "args": {"sort_index": lane}}));
     }
     let process_of = |op: &crate::timeline::TimelineOp| group_of_lane.get(op.lane as usize).copied().unwrap_or(0);
+    // A graph launch is its stream's block with its nodes nested inside (in node order: one launch's nodes are
+    // not timed apart), up to a bound, so that a graph replayed thousands of times keeps the file loadable.
+    const NODE_SLICES: usize = 100_000;
+    let mut node_slices = 0;
     for op in &timeline.ops {
         // The bar shows the short name; its arguments keep the whole one.
         let mut args = json!({"seq": op.seq, "name": &*op.name});
         if let Some(nodes) = &op.nodes {
             args["graph_nodes"] = json!(nodes.iter().map(|n| &**n).collect::<Vec<_>>());
         }
+        let (ts, dur) = (micros(op.start_ns), micros(op.end_ns.saturating_sub(op.start_ns)));
         events.push(json!({
             "ph": "X", "cat": op.class, "name": &*op.label,
-            "pid": process_of(op), "tid": op.stream,
-            "ts": micros(op.start_ns), "dur": micros(op.end_ns.saturating_sub(op.start_ns)),
+            "pid": process_of(op), "tid": op.stream, "ts": ts, "dur": dur,
             "args": args,
         }));
+        let Some(nodes) = op.nodes.as_ref().filter(|n| !n.is_empty() && node_slices + n.len() <= NODE_SLICES) else { continue };
+        node_slices += nodes.len();
+        let each = dur / nodes.len() as f64;
+        for (i, node) in nodes.iter().enumerate() {
+            events.push(json!({
+                "ph": "X", "cat": "graph node", "name": &**node,
+                "pid": process_of(op), "tid": op.stream, "ts": ts + each * i as f64, "dur": each,
+                "args": {"launch_seq": op.seq, "node": i},
+            }));
+        }
     }
     for (id, arrow) in timeline.arrows.iter().enumerate() {
         let Some(to) = arrow.to else { continue };
