@@ -9,6 +9,8 @@ pub const ENV_OUTPUT: &str = "STREAMTRACE_OUTPUT";
 pub const ENV_CUPTI: &str = "STREAMTRACE_CUPTI";
 /// Collect GPU start and end times (CUPTI activity records).
 pub const ENV_GPU_TIMES: &str = "STREAMTRACE_GPU_TIMES";
+/// Record no native call sites (the stack walk on every recorded call; docs/performance.md says what it costs).
+pub const ENV_NO_CALL_SITES: &str = "STREAMTRACE_NO_CALL_SITES";
 /// Leave the program alone: the library returns at once from its initialization.
 pub const ENV_DISABLE: &str = "STREAMTRACE_DISABLE";
 /// A distributed job's launcher (torchrun) tells each process its rank, its rank on its host and the job's size;

@@ -114,6 +114,21 @@ impl<'a> RecordLine<'a> {
         self
     }
 
+    /// A list of addresses: `["0x...", ...]` (a call site's frames).
+    #[inline]
+    pub fn addresses(&mut self, field: Field, addresses: impl IntoIterator<Item = u64>) -> &mut Self {
+        self.out.push_str(field.key());
+        self.out.push('[');
+        for (i, address) in addresses.into_iter().enumerate() {
+            if i > 0 {
+                self.out.push(',');
+            }
+            push_address(self.out, address);
+        }
+        self.out.push(']');
+        self
+    }
+
     /// A list of byte ranges: `[[address, size], ...]`.
     #[inline]
     pub fn ranges(&mut self, field: Field, ranges: impl IntoIterator<Item = (u64, u64)>) -> &mut Self {
@@ -212,5 +227,10 @@ mod tests {
             out,
             "{\"type\":\"kernel\",\"stream\":7,\"name\":\"k\",\"pointers\":[[\"0x10\",\"r\"],[\"0x20\",\"w\"]],\"to\":[\"0x40\",8],\"sync\":true}\n"
         );
+        out.clear();
+        let mut line = RecordLine::begin(&mut out, RecordKind::Callsite);
+        line.number(Field::Id, 1u32).addresses(Field::Frames, [0x401a2b, 0x7f00]);
+        line.end();
+        assert_eq!(out, "{\"type\":\"callsite\",\"id\":1,\"frames\":[\"0x401a2b\",\"0x7f00\"]}\n");
     }
 }

@@ -143,6 +143,12 @@ names!(
         /// Where a framework created the object wrapping a stream or event declared earlier (tier T2: the
         /// Python line of `torch.cuda.Stream()`, and its text as `label`): names it, orders nothing.
         Creation = "creation",
+        /// A loaded binary (executable or shared library) that native call sites point into: its path, load
+        /// bias, mapped range and build id, written before the first call site that needs it.
+        Module = "module",
+        /// A native call site: the return addresses of the calling frames, innermost first; records name it
+        /// by id in their `site` field.
+        Callsite = "callsite",
     }
 );
 
@@ -214,6 +220,16 @@ names!(
         Original = "original",
         /// `capture_stats`: the one-time set-up, apart from the calls' cost.
         SetupNs = "setup_ns",
+        /// The id of the `callsite` record that says where the call was made from (native frames).
+        Site = "site",
+        /// A call site's return addresses, innermost first.
+        Frames = "frames",
+        /// A module's file.
+        Path = "path",
+        /// A module's load bias: what was added to the addresses its file states (0 for a fixed executable).
+        Base = "base",
+        /// A module's GNU build id, in hex: symbolizing checks that the file read is the one that was loaded.
+        BuildId = "build_id",
     }
 );
 
@@ -237,6 +253,7 @@ pub const COMMON_FIELDS: &[Field] = &[
     Field::Api,
     Field::Region,
     Field::Src,
+    Field::Site,
     Field::Comment,
 ];
 
@@ -361,6 +378,8 @@ impl RecordKind {
             RecordKind::CallEnd => &[],
             RecordKind::HostAccess => &[F::Name, F::Reads, F::Writes],
             RecordKind::Creation => &[F::Stream, F::Event, F::Label],
+            RecordKind::Module => &[F::Path, F::Base, F::Addr, F::Size, F::BuildId],
+            RecordKind::Callsite => &[F::Id, F::Frames],
         }
     }
 
