@@ -11,7 +11,7 @@ use streamtrace_capture::record::{Batch, Call, Record};
 fn main() {
     let mut batch = Batch::with_capacity(130_000);
     let name: Arc<str> = Arc::from("step(float*, float const*, int)");
-    let call = |i: u64| Call { tid: 4242, time_ns: 1_000_000_000 + i * 4000, correlation: i as u32 };
+    let call = |i: u64| Call { tid: 4242, time_ns: 1_000_000_000 + i * 4000, correlation: i as u32, site: 0 };
     batch.push(call(0), Record::Function { index: 0, name });
     for i in 0..100_000u64 {
         if i % 8 == 0 {

@@ -119,5 +119,5 @@ pub fn take_queued(entries: &mut Vec<Entry>) {
 
 /// The call a GPU-time record is attributed to: none (it is written as it arrives).
 fn no_call() -> Call {
-    Call { tid: 0, time_ns: 0, correlation: 0 }
+    Call { tid: 0, time_ns: 0, correlation: 0, site: 0 }
 }

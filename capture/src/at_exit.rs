@@ -23,7 +23,7 @@ pub extern "C" fn flush_at_exit() {
             let mut slot = STATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             match slot.as_mut() {
                 Some(state) if state.pid == current_pid() => {
-                    state.emit(Call { tid: thread_id(), time_ns: now_ns(), correlation: 0 }, capture_stats());
+                    state.emit(Call { tid: thread_id(), time_ns: now_ns(), correlation: 0, site: 0 }, capture_stats());
                     state.writer.handle()
                 }
                 _ => return,

@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap as HashMap;
 use streamtrace_format::{AllocKind, CopyKind, FreeKind, MemoryKind};
 
 use crate::cbid::*;
-use crate::control::{disable, ENABLED, NOOP};
+use crate::control::{disable, CALL_SITES, ENABLED, NOOP};
 use crate::cost;
 use crate::fork;
 use crate::origin::{now_ns, thread_id};
@@ -23,6 +23,7 @@ use crate::pitched::{pitched_extent, PitchedCopyShape};
 use crate::graph_calls::on_graph_call;
 use crate::record::{Call, GraphRecord, Record, SyncTarget};
 use crate::state::{drain_into, state_for_this_process, ProcessState, STATE};
+use crate::unwind::Start;
 
 thread_local! {
     /// Set while this thread runs the callback: driver calls the capture makes itself must not be recorded.
@@ -51,16 +52,19 @@ pub unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_Callba
     if IN_CALLBACK.with(|flag| flag.replace(true)) {
         return;
     }
+    // The call site's walk starts here: the capture's frames below this one are never walked.
+    let walk_from = Start::here();
     let outcome = std::panic::catch_unwind(|| {
         // Safety: CUPTI passes driver-API callback data for the driver domain; `data` is not null.
         let data = unsafe { &*(data as *const CUpti_CallbackData) };
         // Safety: that data is CUPTI's for the call `cbid`, and lives until this callback returns.
         let data = unsafe { CallData::new(cbid, data) };
-        let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: data.data.correlationId };
+        let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: data.data.correlationId, site: 0 };
         let start = cost::call_started(call.time_ns);
         let flush = {
             let Ok(mut slot) = STATE.lock() else { return };
             let Some(state) = state_for_this_process(&mut slot) else { return };
+            let call = if CALL_SITES.load(Ordering::Relaxed) { Call { site: state.call_site(call, walk_from), ..call } } else { call };
             let device = device_of(&mut state.devices, &data);
             on_call(state, &data, call, device);
             // A forked child (a multiprocessing worker) ends in _exit, with no at-exit flush: at each of its
@@ -422,6 +426,14 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             if let Some(handle) = unsafe { written(p.phStream) } {
                 let priority = (cbid == CU_STREAM_CREATE_WITH_PRIORITY).then_some(p.priority);
                 state.created_stream(call, context, device, handle as u64, p.Flags, priority);
+            }
+        }
+        CU_EVENT_CREATE if !enter && data.succeeded() => {
+            // Safety: cuEventCreate's block is EventCreate.
+            let Some(p) = (unsafe { data.params::<EventCreate>() }) else { return };
+            // Safety: the call succeeded, so the driver wrote the new event through `phEvent`.
+            if let Some(handle) = unsafe { written(p.phEvent) } {
+                state.created_event(call, handle as u64);
             }
         }
         CU_MEM_ALLOC_V2 | CU_MEM_ALLOC_MANAGED if !enter && data.succeeded() => {

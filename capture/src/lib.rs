@@ -30,7 +30,9 @@ mod pitched;
 pub mod record;
 mod setup;
 pub mod signature;
+pub mod sites;
 mod state;
+pub mod unwind;
 pub mod writer;
 
 use std::sync::atomic::Ordering;
@@ -88,7 +90,7 @@ pub extern "C" fn streamtrace_framework_op_begin() -> i32 {
 /// the program's Python.
 fn framework_record(make: impl FnOnce() -> Record + std::panic::UnwindSafe) -> i32 {
     let outcome = std::panic::catch_unwind(|| {
-        let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: 0 };
+        let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: 0, site: 0 };
         let Ok(mut slot) = STATE.lock() else { return -1 };
         let Some(state) = state_for_this_process(&mut slot) else { return -1 };
         state.emit(call, make());

@@ -264,6 +264,13 @@ pub struct StreamCreate {
     pub priority: i32,
 }
 
+/// cuEventCreate: where the new event goes, and its flags.
+#[repr(C)]
+pub struct EventCreate {
+    pub phEvent: *mut Handle,
+    pub Flags: u32,
+}
+
 #[repr(C)]
 pub struct MemAlloc {
     pub dptr: *mut CUdeviceptr,

@@ -16,6 +16,8 @@ pub struct Call {
     pub tid: u64,
     pub time_ns: u64,
     pub correlation: u32,
+    /// The id of its native call site (sites.rs), 0 when none was found.
+    pub site: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -67,6 +69,10 @@ pub enum Record {
     /// A framework operation (a PyTorch op) begins on the calling thread; its `op_end` record, sent through
     /// `Raw`, says what it was.
     OpBegin,
+    /// A loaded module that call sites point into (sites.rs).
+    Module { path: Arc<str>, bias: u64, start: u64, size: u64, build_id: Option<Arc<str>> },
+    /// A native call site's return addresses, innermost first.
+    Callsite { id: u32, frames: Arc<[u64]> },
 }
 
 /// One record with its call, ready to format.
@@ -127,6 +133,14 @@ fn common(line: &mut RecordLine, call: &Call, api: Option<&str>) {
     if let Some(api) = api {
         line.name(Field::Api, api);
     }
+    site(line, call);
+}
+
+/// The call's native call site, when one was found.
+fn site(line: &mut RecordLine, call: &Call) {
+    if call.site != 0 {
+        line.number(Field::Site, call.site);
+    }
 }
 
 impl Entry {
@@ -144,11 +158,13 @@ impl Entry {
                     line.number(Field::Device, *d);
                 }
                 line.number(Field::Thread, call.tid);
+                site(&mut line, call);
                 line
             }
             Record::Event { handle } => {
                 let mut line = RecordLine::begin(out, RecordKind::Event);
                 line.number(Field::Id, *handle).number(Field::Thread, call.tid);
+                site(&mut line, call);
                 line
             }
             Record::Kernel { stream, function, first_pointer, pointer_count, api } => {
@@ -275,6 +291,19 @@ impl Entry {
                 line.number(Field::Calls, *calls).number(Field::CallbackNs, *callback_ns).number(Field::SetupNs, *setup_ns);
                 line
             }
+            Record::Module { path, bias, start, size, build_id } => {
+                let mut line = RecordLine::begin(out, RecordKind::Module);
+                line.string(Field::Path, path).address(Field::Base, *bias).address(Field::Addr, *start).number(Field::Size, *size);
+                if let Some(id) = build_id {
+                    line.string(Field::BuildId, id);
+                }
+                line
+            }
+            Record::Callsite { id, frames } => {
+                let mut line = RecordLine::begin(out, RecordKind::Callsite);
+                line.number(Field::Id, *id).addresses(Field::Frames, frames.iter().copied());
+                line
+            }
             Record::GpuTime { correlation, start, end } => {
                 let mut line = RecordLine::begin(out, RecordKind::GpuTime);
                 line.number(Field::Corr, *correlation).number(Field::GpuStart, *start).number(Field::GpuEnd, *end);
@@ -290,7 +319,7 @@ mod tests {
     use super::*;
 
     fn call() -> Call {
-        Call { tid: 7, time_ns: 100, correlation: 3 }
+        Call { tid: 7, time_ns: 100, correlation: 3, site: 0 }
     }
 
     #[test]
@@ -321,6 +350,27 @@ mod tests {
         assert_eq!(lines[0]["type"], "query");
         assert_eq!(lines[0]["ready"], true);
         assert_eq!(lines[1]["context"], 1);
+    }
+
+    #[test]
+    fn call_sites_and_their_modules() {
+        let mut batch = Batch::default();
+        let path: Arc<str> = Arc::from("/opt/app \"x\"/run");
+        batch.push(call(), Record::Module { path, bias: 0x5000, start: 0x5000, size: 0x2000, build_id: Some("ab12".into()) });
+        batch.push(call(), Record::Callsite { id: 1, frames: Arc::from(&[0x5123u64, 0x5456][..]) });
+        batch.push(Call { site: 1, ..call() }, Record::Wait { stream: 5, event: 9 });
+        batch.push(Call { site: 1, ..call() }, Record::Event { handle: 9 });
+        let mut text = String::new();
+        batch.write_lines(&mut Vec::new(), &mut text);
+        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+        assert_eq!(lines[0]["type"], "module");
+        assert_eq!(lines[0]["path"], "/opt/app \"x\"/run");
+        assert_eq!((lines[0]["base"].as_str(), lines[0]["addr"].as_str(), lines[0]["size"].as_u64()), (Some("0x5000"), Some("0x5000"), Some(0x2000)));
+        assert_eq!(lines[0]["build_id"], "ab12");
+        assert_eq!(lines[1]["frames"], serde_json::json!(["0x5123", "0x5456"]));
+        assert_eq!(lines[2]["site"], 1);
+        assert_eq!(lines[3]["site"], 1);
+        assert!(text.lines().take(2).all(|l| !l.contains("\"site\"")));
     }
 
     #[test]

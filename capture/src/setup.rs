@@ -11,7 +11,7 @@ use cudarc::cupti::result as cupti;
 use cudarc::cupti::sys::{CUpti_CallbackDomain, CUpti_SubscriberHandle};
 use streamtrace_format::launch;
 
-use crate::control::{DISCARD, ENABLED, GPU_TIMES, NOOP};
+use crate::control::{CALL_SITES, DISCARD, ENABLED, GPU_TIMES, NOOP};
 use crate::{activity, at_exit, callback, cbid, fork, origin};
 
 /// The CUPTI library, kept loaded for the life of the process.
@@ -63,6 +63,7 @@ pub fn initialize() -> Result<(), String> {
     unsafe { libc::atexit(at_exit::flush_at_exit) };
     NOOP.store(std::env::var_os("STREAMTRACE_CALLBACK_NOOP").is_some(), Ordering::SeqCst);
     DISCARD.store(std::env::var_os("STREAMTRACE_DISCARD").is_some(), Ordering::SeqCst);
+    CALL_SITES.store(std::env::var_os(launch::ENV_NO_CALL_SITES).is_none(), Ordering::SeqCst);
     if std::env::var_os(launch::ENV_GPU_TIMES).is_some() {
         match activity::enable() {
             Ok(()) => GPU_TIMES.store(true, Ordering::SeqCst),

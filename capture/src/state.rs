@@ -20,6 +20,8 @@ use crate::origin::current_pid;
 use crate::pitched::{PitchedCopyShape, PitchedSide};
 use crate::graph_record::NodeBody;
 use crate::record::{Batch, Call, Record};
+use crate::sites::CallSites;
+use crate::unwind::Start;
 use crate::writer::{self, Writer};
 
 /// The state of the current process; replaced after a fork.
@@ -105,6 +107,8 @@ pub struct ProcessState {
     pub graph_of_node: HashMap<u64, u64>,
     /// The size of each graph allocation node's block, by address: a free node names only the address.
     pub graph_allocs: HashMap<u64, u64>,
+    /// The native call sites declared in this process's trace.
+    sites: CallSites,
 }
 
 impl ProcessState {
@@ -124,11 +128,19 @@ impl ProcessState {
             spare: None,
             graph_of_node: HashMap::default(),
             graph_allocs: HashMap::default(),
+            sites: CallSites::new(),
         }
     }
 
     pub fn emit(&mut self, call: Call, record: Record) {
         self.pending.push(call, record);
+    }
+
+    /// The id of the native call site of the call being recorded (0: none found), declared in the trace the
+    /// first time. The walk starts at `start`, in the CUPTI callback's frame.
+    pub fn call_site(&mut self, call: Call, start: Start) -> u32 {
+        let pending = &mut self.pending;
+        self.sites.site_of_this_call(start, |record| pending.push(call, record))
     }
 
     /// Takes the records collected so far, leaving the spare batch (or a new one) to collect the next.
@@ -164,7 +176,8 @@ impl ProcessState {
             }
         };
         if self.streams.insert(id) {
-            self.emit(call, Record::Stream { handle: id, kind, priority, context, device });
+            // Declared at its first use, not where it was made: no creation site.
+            self.emit(Call { site: 0, ..call }, Record::Stream { handle: id, kind, priority, context, device });
         }
         id
     }
@@ -179,9 +192,17 @@ impl ProcessState {
 
     pub fn event(&mut self, call: Call, handle: u64) -> u64 {
         if self.events.insert(handle) {
-            self.emit(call, Record::Event { handle });
+            // Declared at its first use, not where it was made: no creation site.
+            self.emit(Call { site: 0, ..call }, Record::Event { handle });
         }
         handle
+    }
+
+    /// Declares an event from its creation call, with the call's site.
+    pub fn created_event(&mut self, call: Call, handle: u64) {
+        if handle != 0 && self.events.insert(handle) {
+            self.emit(call, Record::Event { handle });
+        }
     }
 
     /// Records a kernel launch: the kernel's pointer words go to the batch's pointer list.

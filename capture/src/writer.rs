@@ -165,7 +165,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("st-writer-test-{}.json", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let writer = Writer::create(path.clone()).unwrap();
-        let call = Call { tid: 1, time_ns: 2, correlation: 3 };
+        let call = Call { tid: 1, time_ns: 2, correlation: 3, site: 0 };
         let mut batch = Batch::default();
         batch.push(call, Record::Event { handle: 9 });
         writer.handle().lock().unwrap().write(&batch).unwrap();

@@ -1,0 +1,122 @@
+//! Call sites as the trace names them: each distinct chain of kept frames (unwind/) gets an id the first time it
+//! is seen, and its `callsite` record, preceded by a `module` record for each module it is the first to point
+//! into. After that a call from the same place costs a walk along a known path, whose end holds the id. One
+//! table per process, so that each trace file declares what it uses.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::record::Record;
+use crate::unwind::{Frames, Start, Unwinder, Walk};
+
+pub struct CallSites {
+    unwinder: Unwinder,
+    frames: Frames,
+    ids: HashMap<Box<[u64]>, u32>,
+    /// Whether each module of the unwinder has had its `module` record.
+    declared: Vec<bool>,
+}
+
+impl Default for CallSites {
+    fn default() -> Self {
+        CallSites::new()
+    }
+}
+
+impl CallSites {
+    pub fn new() -> CallSites {
+        CallSites::with(Unwinder::new())
+    }
+
+    fn with(unwinder: Unwinder) -> CallSites {
+        CallSites { unwinder, frames: Frames::new(), ids: HashMap::default(), declared: Vec::new() }
+    }
+
+    /// The id of the call site of the code that called `start`'s function (from 1), or 0 when no frame of
+    /// it could be found. Records needed to read the id (`module`, `callsite`) go to `emit` first.
+    pub fn site_of_this_call(&mut self, start: Start, mut emit: impl FnMut(Record)) -> u32 {
+        let end = match self.unwinder.walk(start, &mut self.frames) {
+            Walk::Known(id) => return id,
+            Walk::Found { end } => end,
+        };
+        if self.frames.len == 0 {
+            return 0;
+        }
+        let id = match self.ids.get(self.frames.addresses()) {
+            Some(&id) => id,
+            None => self.declare(&mut emit),
+        };
+        if let Some(end) = end {
+            self.unwinder.remember(end, id);
+        }
+        id
+    }
+
+    /// A call site seen for the first time: its modules' records, then its own.
+    #[cold]
+    fn declare(&mut self, emit: &mut impl FnMut(Record)) -> u32 {
+        for &index in &self.frames.modules[..self.frames.len] {
+            let index = index as usize;
+            if self.declared.len() <= index {
+                self.declared.resize(index + 1, false);
+            }
+            if self.declared[index] {
+                continue;
+            }
+            self.declared[index] = true;
+            if let Some(module) = self.unwinder.module(index as u16) {
+                emit(Record::Module {
+                    path: module.path.clone(),
+                    bias: module.bias,
+                    start: module.start,
+                    size: module.end.saturating_sub(module.start),
+                    build_id: module.build_id.clone(),
+                });
+            }
+        }
+        let id = self.ids.len() as u32 + 1;
+        let frames: Arc<[u64]> = self.frames.addresses().into();
+        self.ids.insert(self.frames.addresses().into(), id);
+        emit(Record::Callsite { id, frames });
+        id
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    #[inline(never)]
+    fn from_here(sites: &mut CallSites, records: &mut Vec<Record>) -> u32 {
+        let id = sites.site_of_this_call(Start::here(), |r| records.push(r));
+        std::hint::black_box(id)
+    }
+
+    #[inline(never)]
+    fn from_there(sites: &mut CallSites, records: &mut Vec<Record>) -> u32 {
+        let id = sites.site_of_this_call(Start::here(), |r| records.push(r));
+        std::hint::black_box(id)
+    }
+
+    #[test]
+    fn a_call_site_is_declared_once() {
+        // The test program's own frames are what tells the two places apart.
+        let mut sites = CallSites::with(Unwinder::keeping_own_frames());
+        let mut records = Vec::new();
+        let mut ids = Vec::new();
+        let mut declared = Vec::new();
+        for _ in 0..2 {
+            ids.push(from_here(&mut sites, &mut records));
+            declared.push(records.len());
+        }
+        assert_ne!(ids[0], 0, "the test thread's frames are found");
+        assert_eq!(ids[1], ids[0], "the same place, the same site");
+        assert_eq!(declared[1], declared[0], "nothing declared again");
+        assert!(matches!(records.last(), Some(Record::Callsite { id, .. }) if *id == ids[0]));
+        assert!(records.iter().any(|r| matches!(r, Record::Module { .. })));
+        let other = from_there(&mut sites, &mut records);
+        assert_ne!(other, ids[0]);
+        assert!(!records[declared[1]..].iter().any(|r| matches!(r, Record::Module { .. })), "its modules were declared");
+    }
+}

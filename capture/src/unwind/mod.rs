@@ -1,0 +1,310 @@
+//! Native call sites: the return addresses of the program's frames that led to a recorded call, found by
+//! walking the stack from inside the CUPTI callback with the modules' DWARF call frame information.
+//!
+//! The walk runs on every recorded call, so it is cached twice. Each code address's rule is worked out once
+//! (the loader names its module, gimli evaluates its CFI: modules.rs, rules.rs) and kept in a small
+//! direct-mapped cache. And each path walked is kept as a tree of frames (paths.rs): a walk along a known path
+//! reads each return address from the stack (stack.rs) and compares it with the next known frame's, and the
+//! path's end remembers the call site it led to. Frames of the capture library itself, CUPTI, the driver and
+//! the shared CUDA runtime are walked through but not kept; the next `MAX_FRAMES` are.
+//!
+//! Never a fault in the program: stack reads stay between the stack pointer and the thread's stack top, a code
+//! address is only trusted once the loader has said which module maps it (and the walk stops at one it does
+//! not know), and any rule the loop cannot follow ends the walk with the frames found so far.
+
+mod modules;
+mod paths;
+mod rules;
+mod stack;
+
+use gimli::UnwindContext;
+
+pub use modules::ModuleInfo;
+use paths::{NodeId, Paths};
+use rules::Rule;
+use stack::LiveStack;
+pub use stack::Start;
+
+/// Frames kept per call site: enough to pass the CUDA runtime linked into the program (`cudart_static`) and
+/// the kernel's launch stub, and reach the caller's caller.
+pub const MAX_FRAMES: usize = 16;
+/// Frames walked at most, kept or not.
+const MAX_DEPTH: usize = 64;
+/// Slots of the rule cache (a power of two); it serves the first walk of each new path.
+const CACHE_SLOTS: usize = 1024;
+/// The tree's root: the parent of every walk's first frame.
+const ROOT: NodeId = 0;
+
+/// The frames of one call: return addresses, innermost first, and the index of each one's module.
+pub struct Frames {
+    pub addresses: [u64; MAX_FRAMES],
+    pub modules: [u16; MAX_FRAMES],
+    pub len: usize,
+}
+
+impl Frames {
+    pub fn new() -> Frames {
+        Frames { addresses: [0; MAX_FRAMES], modules: [0; MAX_FRAMES], len: 0 }
+    }
+
+    pub fn addresses(&self) -> &[u64] {
+        &self.addresses[..self.len]
+    }
+}
+
+impl Default for Frames {
+    fn default() -> Self {
+        Frames::new()
+    }
+}
+
+/// What a walk found.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Walk {
+    /// A known path, whose call site is this one (the frames were not all gathered).
+    Known(u32),
+    /// The kept frames are in the `Frames` given. When `end` is set, the walk ended where any walk along the
+    /// same path ends: [`Unwinder::remember`] the site there, and the next walk will say [`Walk::Known`].
+    Found { end: Option<NodeId> },
+}
+
+/// A cached rule: for code address `address`, its module and whether frames there are kept.
+#[derive(Copy, Clone)]
+struct Slot {
+    address: u64,
+    rule: Rule,
+    module: u16,
+    kept: bool,
+}
+
+const EMPTY: Slot = Slot { address: 0, rule: Rule::Unknown, module: NO_MODULE, kept: false };
+/// The module of an address no loaded module maps.
+const NO_MODULE: u16 = u16::MAX;
+
+/// Walks the calling thread's stack; holds the rule cache, the paths walked and the modules met so far.
+pub struct Unwinder {
+    slots: Box<[Slot; CACHE_SLOTS]>,
+    paths: Paths,
+    modules: Vec<ModuleInfo>,
+    /// Whether each module's frames are walked through rather than kept.
+    runtime: Vec<bool>,
+    context: Box<UnwindContext<usize>>,
+    /// The address of a function of this library, whose module is the capture's own.
+    own_code: u64,
+}
+
+impl Default for Unwinder {
+    fn default() -> Self {
+        Unwinder::new()
+    }
+}
+
+impl Unwinder {
+    pub fn new() -> Unwinder {
+        Unwinder::walking_through(Unwinder::walk as fn(&mut Unwinder, Start, &mut Frames) -> Walk as usize as u64)
+    }
+
+    /// An unwinder that keeps the frames of the capture's own module too (tests, where that module is the test
+    /// program).
+    #[cfg(test)]
+    pub fn keeping_own_frames() -> Unwinder {
+        Unwinder::walking_through(0)
+    }
+
+    /// An unwinder that walks through the frames of the module mapping `own_code` without keeping them.
+    fn walking_through(own_code: u64) -> Unwinder {
+        Unwinder {
+            slots: Box::new([EMPTY; CACHE_SLOTS]),
+            paths: Paths::new(),
+            modules: Vec::new(),
+            runtime: Vec::new(),
+            context: Box::new(UnwindContext::new()),
+            own_code,
+        }
+    }
+
+    /// The module with index `index` in `Frames::modules`.
+    pub fn module(&self, index: u16) -> Option<&ModuleInfo> {
+        self.modules.get(index as usize)
+    }
+
+    /// Notes the call site that walks ending at `end` lead to.
+    pub fn remember(&mut self, end: NodeId, site: u32) {
+        self.paths.set_site(end, site);
+    }
+
+    /// Walks the calling thread's stack outward from `start`, keeping frames in `out`. `start` must be in a
+    /// frame that is still live (a caller of this function, or this function's caller itself).
+    #[inline(never)]
+    pub fn walk(&mut self, start: Start, out: &mut Frames) -> Walk {
+        const LOST: Walk = Walk::Found { end: None };
+        out.len = 0;
+        if cfg!(not(target_arch = "x86_64")) {
+            return LOST;
+        }
+        let (mut sp, mut bp) = (start.sp, start.bp);
+        let Some(stack) = LiveStack::above(sp) else { return LOST };
+        let Some(mut node) = self.frame(ROOT, start.pc, start.pc) else { return LOST };
+        for _ in 0..MAX_DEPTH {
+            let frame = self.paths.node(node);
+            if frame.kept {
+                out.addresses[out.len] = frame.pc;
+                out.modules[out.len] = frame.module;
+                out.len += 1;
+                if out.len == MAX_FRAMES {
+                    return self.ended(node);
+                }
+            }
+            let Rule::Step { from_bp, offset, saved_bp } = frame.rule else { return self.ended(node) };
+            let Some(cfa) = (if from_bp { bp } else { sp }).checked_add_signed(i64::from(offset)) else { return LOST };
+            if cfa <= sp {
+                return LOST;
+            }
+            let Some(return_address) = stack.read(cfa - 8) else { return LOST };
+            if saved_bp != 0 {
+                let Some(saved) = cfa.checked_add_signed(i64::from(saved_bp)).and_then(|at| stack.read(at)) else { return LOST };
+                bp = saved;
+            }
+            if return_address == 0 {
+                return LOST;
+            }
+            sp = cfa;
+            // A return address is just past its call: its rule is the call's, at the address before.
+            let Some(next) = self.frame(node, return_address, return_address - 1) else { return LOST };
+            node = next;
+        }
+        LOST
+    }
+
+    /// Where a walk that follows a known path to `node` ends.
+    fn ended(&self, node: NodeId) -> Walk {
+        match self.paths.node(node).site {
+            0 => Walk::Found { end: Some(node) },
+            site => Walk::Known(site),
+        }
+    }
+
+    /// The node of the frame at `pc` above `parent` (its rule looked up at `lookup`), added on first sight.
+    #[inline]
+    fn frame(&mut self, parent: NodeId, pc: u64, lookup: u64) -> Option<NodeId> {
+        match self.paths.child(parent, pc) {
+            Some(node) => Some(node),
+            None => self.new_frame(parent, pc, lookup),
+        }
+    }
+
+    #[cold]
+    fn new_frame(&mut self, parent: NodeId, pc: u64, lookup: u64) -> Option<NodeId> {
+        let slot = self.slot(lookup);
+        // The walk's own first frame is never kept: its pc is no return address.
+        let kept = slot.kept && parent != ROOT;
+        let added = self.paths.add_child(parent, pc, slot.rule, slot.module, kept);
+        if added.is_none() {
+            self.paths.clear();
+        }
+        added
+    }
+
+    /// The cached rule at `address`, worked out on first sight. An address no loaded module maps has the
+    /// rule `Unknown` and no module.
+    fn slot(&mut self, address: u64) -> Slot {
+        let index = (address.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CACHE_SLOTS.trailing_zeros())) as usize;
+        let slot = self.slots[index];
+        if slot.address == address && address != 0 {
+            return slot;
+        }
+        let slot = self.work_out(address);
+        self.slots[index] = slot;
+        slot
+    }
+
+    /// Asks the loader about `address` (once per address).
+    fn work_out(&mut self, address: u64) -> Slot {
+        let Some(found) = modules::look_up(address, &mut self.context) else { return Slot { address, ..EMPTY } };
+        let module = match self.modules.iter().position(|m| *m == found.module) {
+            Some(index) => index,
+            None => {
+                let runtime = is_runtime(&found.module.path)
+                    || (found.module.start <= self.own_code && self.own_code < found.module.end);
+                self.modules.push(found.module);
+                self.runtime.push(runtime);
+                self.modules.len() - 1
+            }
+        };
+        // Past 65,534 modules an address counts as unknown (a program loads hundreds at most).
+        if module >= NO_MODULE as usize {
+            return Slot { address, ..EMPTY };
+        }
+        Slot { address, rule: found.rule, module: module as u16, kept: !self.runtime[module] }
+    }
+}
+
+/// Whether frames in the module at `path` belong to the CUDA stack under the program (the driver, CUPTI, the
+/// shared runtime), whose frames are walked through but not kept.
+fn is_runtime(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    ["libcuda.so", "libcupti.so", "libcudart.so", "libstreamtrace_capture"].iter().any(|prefix| file.starts_with(prefix))
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    // The walks start in `innermost`, whose first frame is never kept.
+    use super::*;
+
+    #[inline(never)]
+    fn innermost(unwinder: &mut Unwinder, out: &mut Frames) -> Walk {
+        let walk = unwinder.walk(Start::here(), out);
+        std::hint::black_box(walk)
+    }
+
+    #[inline(never)]
+    fn middle(unwinder: &mut Unwinder, out: &mut Frames) -> Walk {
+        let walk = innermost(unwinder, out);
+        std::hint::black_box(walk)
+    }
+
+    #[test]
+    fn walks_out_through_its_callers() {
+        // The capture's own frames would be walked through: here they are the test's.
+        let mut unwinder = Unwinder::keeping_own_frames();
+        let mut walks = Vec::new();
+        for _ in 0..3 {
+            let mut frames = Frames::new();
+            let walk = middle(&mut unwinder, &mut frames);
+            if let Walk::Found { end: Some(end) } = walk {
+                unwinder.remember(end, 42);
+            }
+            walks.push((walk, frames));
+        }
+        // The test binary is not a runtime module: every frame is kept, the first ones in `innermost`, `middle`
+        // and this test, each return address just past a call in its function.
+        let (first_walk, frames) = &walks[0];
+        assert!(matches!(first_walk, Walk::Found { .. }));
+        assert!(frames.len >= 3, "{} frames", frames.len);
+        assert_eq!(walks[1].1.addresses(), frames.addresses(), "the same place walks to the same frames");
+        let module = unwinder.module(frames.modules[0]).expect("its module");
+        assert!(module.start <= frames.addresses[0] && frames.addresses[0] < module.end);
+        // The path ends where it ended before (the test thread's outermost frame, or the kept-frame limit).
+        assert!(matches!(first_walk, Walk::Found { end: Some(_) }), "{first_walk:?}");
+        assert_eq!(walks[1].0, Walk::Known(42));
+        assert_eq!(walks[2].0, Walk::Known(42));
+    }
+
+    #[test]
+    fn the_capture_library_keeps_no_frame_of_its_own() {
+        let mut unwinder = Unwinder::new();
+        let mut frames = Frames::new();
+        middle(&mut unwinder, &mut frames);
+        assert!(frames.len > 0, "the C library's frames under the test thread are kept");
+        let test_binary = unwinder.module(0).expect("the first frame's module").clone();
+        assert!(frames.addresses().iter().all(|&a| a < test_binary.start || a >= test_binary.end));
+    }
+
+    #[test]
+    fn runtime_modules_are_named_by_file() {
+        assert!(is_runtime("/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04"));
+        assert!(is_runtime("/usr/local/cuda/lib64/libcupti.so.13"));
+        assert!(!is_runtime("/home/me/libcudart_helpers.so"));
+        assert!(!is_runtime("/home/me/app"));
+    }
+}

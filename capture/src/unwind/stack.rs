@@ -1,0 +1,131 @@
+//! The calling thread's stack: where an unwind starts (its registers) and what it may read (from the current
+//! stack pointer up to the stack's top, asked once per thread). Reads never leave those bounds, so a wrong
+//! unwind rule yields wrong frames, never a fault in the program. Touches libc's thread attributes only.
+
+use std::cell::Cell;
+
+thread_local! {
+    /// The top (highest address, exclusive) of this thread's stack; 0 when the system could not say.
+    static TOP: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// The top of the calling thread's stack, asked of the system the first time.
+fn top() -> u64 {
+    TOP.with(|top| match top.get() {
+        Some(address) => address,
+        None => {
+            let address = ask_top();
+            top.set(Some(address));
+            address
+        }
+    })
+}
+
+fn ask_top() -> u64 {
+    // Safety: `attr` is filled by pthread_getattr_np before it is read and destroyed once; the out-pointers are
+    // locals.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return 0;
+        }
+        let mut low: *mut libc::c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let known = libc::pthread_attr_getstack(&attr, &mut low, &mut size) == 0;
+        libc::pthread_attr_destroy(&mut attr);
+        if known {
+            (low as u64).saturating_add(size as u64)
+        } else {
+            0
+        }
+    }
+}
+
+/// The live part of the calling thread's stack: from the stack pointer where the unwind started to the top.
+/// Everything in it is mapped (the stack grows down from the top).
+pub struct LiveStack {
+    low: u64,
+    high: u64,
+}
+
+impl LiveStack {
+    /// The live stack above `sp`; None when `sp` is not on this thread's stack as the system knows it (an
+    /// alternate signal stack, a coroutine's own stack), where no read would be known to be safe.
+    pub fn above(sp: u64) -> Option<LiveStack> {
+        let high = top();
+        (sp != 0 && sp < high && high - sp < (1 << 32)).then_some(LiveStack { low: sp, high })
+    }
+
+    /// The word at `address`, if it lies in the live stack.
+    #[inline]
+    pub fn read(&self, address: u64) -> Option<u64> {
+        if address < self.low || address.checked_add(8)? > self.high {
+            return None;
+        }
+        // Safety: [low, high) is this thread's mapped stack above the current stack pointer (`above`).
+        Some(unsafe { (address as *const u64).read_unaligned() })
+    }
+}
+
+/// Where a walk starts: a point in a function whose frame is still live when the walk runs (the CUPTI
+/// callback's own frame, so that the capture's deeper frames are not walked at all), with the stack pointer
+/// and frame pointer there.
+#[derive(Copy, Clone, Debug)]
+pub struct Start {
+    pub pc: u64,
+    pub sp: u64,
+    pub bp: u64,
+}
+
+impl Start {
+    /// Here, in the calling function (inlined into it).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub fn here() -> Start {
+        let (pc, sp, bp) = registers();
+        Start { pc, sp, bp }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    #[inline(always)]
+    pub fn here() -> Start {
+        Start { pc: 0, sp: 0, bp: 0 }
+    }
+}
+
+/// The registers an unwind starts from: where the caller is (pc), its stack pointer and frame pointer.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn registers() -> (u64, u64, u64) {
+    let (pc, sp, bp): (u64, u64, u64);
+    // Safety: reads three registers into outputs; touches no memory and no flags.
+    unsafe {
+        std::arch::asm!(
+            "lea {pc}, [rip]",
+            "mov {sp}, rsp",
+            "mov {bp}, rbp",
+            pc = out(reg) pc,
+            sp = out(reg) sp,
+            bp = out(reg) bp,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+    (pc, sp, bp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_stay_inside_the_live_stack() {
+        let local = 0x5eed_u64;
+        let address = &local as *const u64 as u64;
+        let stack = LiveStack::above(address).expect("a test thread's stack is known");
+        assert_eq!(stack.read(address), Some(0x5eed));
+        assert_eq!(stack.read(address - 8), None, "below the stack pointer");
+        assert_eq!(stack.read(top() - 4), None, "past the top");
+        assert!(LiveStack::above(0).is_none());
+        assert!(LiveStack::above(top()).is_none());
+    }
+}
