@@ -280,6 +280,7 @@ mod tests {
             context: ContextId(0),
             created_by: None,
             source: source.map(SourceLocation::parse),
+            native: None,
         })
     }
 
@@ -300,6 +301,7 @@ mod tests {
             api: None,
             region: None,
             source: source.map(SourceLocation::parse),
+            native: None,
             origin: 0,
             kind: OpKind::Kernel { stream: StreamId(stream), name: name.into(), accesses: vec![], pointers: vec![] },
         })

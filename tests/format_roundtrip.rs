@@ -8,8 +8,8 @@ use streamtrace::ingest::json::JsonTraceReader;
 use streamtrace::ingest::{ImportCounters, RecordSource};
 use streamtrace::model::{
     Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind,
-    HostSync, MemoryKind, OpKind, Operation, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId,
-    ThreadInfo, TraceRecord,
+    HostSync, MemoryKind, OpKind, Operation, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind,
+    ThreadId, ThreadInfo, TraceRecord,
 };
 use streamtrace_capture::args::PointerArg as CapturedPointer;
 use streamtrace::model::{GraphExec, NodeKind};
@@ -39,8 +39,8 @@ fn range(start: u64, len: u64) -> AccessRange {
 }
 
 /// A call with edge values: the largest thread id, host time and correlation id the writer can be given.
-const EDGE_CALL: Call = Call { tid: u64::MAX, time_ns: u64::MAX, correlation: u32::MAX };
-const CALL: Call = Call { tid: 4242, time_ns: 1_000, correlation: 7 };
+const EDGE_CALL: Call = Call { tid: u64::MAX, time_ns: u64::MAX, correlation: u32::MAX, site: 0 };
+const CALL: Call = Call { tid: 4242, time_ns: 1_000, correlation: 7, site: 0 };
 
 /// Stream handles: the legacy default stream of context 3, a per-thread default stream, and two created streams
 /// whose handles are pointers (one at the top of the address space).
@@ -122,6 +122,7 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
         context: ContextId(0),
         created_by,
         source: None,
+        native: None,
     };
     let (thread, edge_thread) = (ThreadId(0), ThreadId(1));
     assert_eq!(
@@ -133,7 +134,8 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
             &expected_stream(3, TOP, StreamKind::Blocking, Some(i32::MAX), (0, 0), Some(thread)),
         ]
     );
-    assert!(records.contains(&TraceRecord::Event(EventInfo { id: EventId(0), handle: EVENT, process: ProcessId(0), source: None })));
+    let event = EventInfo { id: EventId(0), handle: EVENT, process: ProcessId(0), source: None, native: None };
+    assert!(records.contains(&TraceRecord::Event(event)));
     let threads: Vec<&ThreadInfo> = records.iter().filter_map(|r| if let TraceRecord::Thread(t) = r { Some(t) } else { None }).collect();
     assert_eq!(threads.iter().map(|t| t.tid).collect::<Vec<_>>(), [CALL.tid, u64::MAX]);
 
@@ -214,13 +216,49 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
     assert_eq!(counters.data_loss().count(), 0, "nothing skipped: {:?}", counters.data_loss().collect::<Vec<_>>());
 }
 
+#[test]
+fn call_sites_read_back_with_their_modules() {
+    let mut batch = Batch::default();
+    let app = Record::Module { path: Arc::from("/opt/app/bin/run"), bias: 0x5555_0000_0000, start: 0x5555_0000_0000, size: 0x4000, build_id: Some(Arc::from("0badc0de")) };
+    let libc = Record::Module { path: Arc::from("/lib/libc.so.6"), bias: 0x7f00_0000_0000, start: 0x7f00_0002_8000, size: 0x1000, build_id: None };
+    batch.push(CALL, app);
+    batch.push(CALL, libc);
+    let frames: Arc<[u64]> = Arc::from(&[0x5555_0000_1234u64, 0x7f00_0002_8abc, 0x9999][..]);
+    batch.push(CALL, Record::Callsite { id: 1, frames });
+    batch.push(CALL, Record::Callsite { id: 2, frames: Arc::from(&[0x5555_0000_2000u64][..]) });
+    let at = |site| Call { site, ..CALL };
+    batch.push(at(2), Record::Stream { handle: SIDE, kind: format::StreamKind::NonBlocking, priority: Some(0), context: 0, device: Some(0) });
+    batch.push(at(2), Record::Event { handle: EVENT });
+    batch.push(CALL, Record::Function { index: 0, name: Arc::from("k") });
+    batch.push(at(1), Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" });
+    batch.push(at(1), Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" });
+    batch.push(at(0), Record::EventRecord { event: EVENT, stream: SIDE, api: "cuEventRecord" });
+
+    let (records, counters) = read(written(&batch));
+    let stream = records.iter().find_map(|r| if let TraceRecord::Stream(s) = r { Some(s) } else { None }).expect("the stream");
+    let created = stream.native.as_ref().expect("a creation site");
+    assert_eq!(created.frames().iter().map(|f| f.address).collect::<Vec<_>>(), [0x5555_0000_2000]);
+    let event = records.iter().find_map(|r| if let TraceRecord::Event(e) = r { Some(e) } else { None }).expect("the event");
+    assert_eq!(event.native.as_ref(), Some(created), "one record, one shared site");
+    let ops = operations(&records);
+    let launch = ops[0].native.as_ref().expect("the launch's site");
+    assert_eq!(ops[1].native.as_ref(), Some(launch), "the same site for both launches");
+    assert_eq!(ops[2].native, None);
+    let modules: Vec<Option<&str>> = launch.frames().iter().map(|f| f.module.as_ref().map(|m| &*m.path)).collect();
+    assert_eq!(modules, [Some("/opt/app/bin/run"), Some("/lib/libc.so.6"), None], "each frame's module by its range");
+    let app = launch.frames()[0].module.as_ref().expect("the app");
+    assert_eq!((app.bias, app.size, app.build_id.as_deref()), (0x5555_0000_0000, 0x4000, Some("0badc0de")));
+    assert_eq!(counters.get("json.call_sites"), 2);
+    assert_eq!(counters.data_loss().count(), 0);
+}
+
 /// An `op_end` as the observers write it (sitecustomize.py, torch_observer.cpp), handed to the library.
 fn op_end(name: &str, reads: &str, writes: &str, src: &str) -> Record {
     Record::Raw(format!("{{\"type\":\"op_end\",\"name\":\"{name}\",\"reads\":[{reads}],\"writes\":[{writes}],\"src\":\"{src}\"}}"))
 }
 
 fn on(thread: u64) -> Call {
-    Call { tid: thread, time_ns: 0, correlation: 0 }
+    Call { tid: thread, time_ns: 0, correlation: 0, site: 0 }
 }
 
 #[test]

@@ -11,7 +11,7 @@ use serde::Serialize;
 pub use collector::{FindingCollector, RaceKey};
 pub use fix::{stream_number, Fix};
 
-use crate::model::{AccessRange, AllocKind, EventId, SourceLocation, StreamId, StreamKind, ThreadId};
+use crate::model::{AccessRange, AllocKind, EventId, NativeSite, SourceLocation, StreamId, StreamKind, ThreadId};
 
 /// A stream as findings name it: its handle and kind, and once the analysis is done the name people know it
 /// by (crate::names).
@@ -60,6 +60,10 @@ pub struct Site {
     /// For a graph node: the graph launch it ran in (its `source` is where the node was captured or added).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub graph: Option<Arc<GraphSite>>,
+    /// The native call site, which tells apart launches that only their stacks distinguish; reports show it
+    /// through `source` once symbolized.
+    #[serde(skip)]
+    pub native: Option<NativeSite>,
 }
 
 /// The graph launch a graph node ran in: which graph, and where the launch was issued.
@@ -148,6 +152,9 @@ pub struct AllocationRef {
     pub kind: AllocKind,
     pub label: Option<String>,
     pub source: Option<SourceLocation>,
+    /// The allocation's native call site, symbolized into `source` once the analysis is done.
+    #[serde(skip)]
+    pub native: Option<NativeSite>,
     /// For a caching-allocator block handed out after the earlier access: the freed block whose memory it
     /// took over, which the earlier access used. This is the block-reuse bug (a tensor freed while another
     /// stream still used it, without `record_stream`).

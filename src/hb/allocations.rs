@@ -173,6 +173,14 @@ impl BlockTable {
 
 impl From<&Allocation> for AllocationRef {
     fn from(a: &Allocation) -> AllocationRef {
-        AllocationRef { handle: a.handle, range: a.range, kind: a.kind, label: a.label.clone(), source: a.source.clone(), reuses: None }
+        AllocationRef {
+            handle: a.handle,
+            range: a.range,
+            kind: a.kind,
+            label: a.label.clone(),
+            source: a.source.clone(),
+            native: a.native.clone(),
+            reuses: None,
+        }
     }
 }

@@ -359,7 +359,7 @@ impl Engine {
     pub(super) fn site(&mut self, class: &'static str, name: &str, stream: Option<StreamId>, op: &Operation) -> SiteId {
         let sref = stream.map(|s| &self.streams[s.index()].sref);
         let tref = &self.threads[op.thread.index()].tref;
-        self.sites.intern(class, name, sref, tref, op.source.as_ref(), op.region.as_ref(), None)
+        self.sites.intern(class, name, sref, tref, op.source.as_ref(), op.native.as_ref(), op.region.as_ref(), None)
     }
 
     /// Every operation is first enqueued on its stream, if it has one; then its own rule applies.
@@ -401,6 +401,7 @@ impl Engine {
                     kind: *alloc_kind,
                     label: label.clone(),
                     source: op.source.clone(),
+                    native: op.native.clone(),
                 };
                 self.alloc(op, allocation, *stream, label.as_deref());
             }

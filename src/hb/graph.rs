@@ -200,7 +200,7 @@ impl Engine {
         let made_at = node.made_at.as_ref();
         let source = made_at.and_then(|m| m.source.as_ref());
         let region = made_at.and_then(|m| m.region.as_ref());
-        self.sites.intern("graph node", &node.name, Some(sref), tref, source, region, Some(place))
+        self.sites.intern("graph node", &node.name, Some(sref), tref, source, None, region, Some(place))
     }
 
     /// How to order two nodes of one graph: inside a capture, the stream of the later node waits for an event

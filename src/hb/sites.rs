@@ -6,7 +6,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHasher};
 
 use crate::findings::{GraphSite, Site, StreamRef, ThreadRef};
-use crate::model::SourceLocation;
+use crate::model::{NativeSite, SourceLocation};
 
 /// The engine's number for a [`Site`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -28,6 +28,7 @@ impl SiteTable {
         stream: Option<&StreamRef>,
         thread: &ThreadRef,
         source: Option<&SourceLocation>,
+        native: Option<&NativeSite>,
         region: Option<&Arc<str>>,
         graph: Option<&Arc<GraphSite>>,
     ) -> SiteId {
@@ -37,6 +38,7 @@ impl SiteTable {
         stream.map(|s| s.id).hash(&mut hasher);
         thread.id.hash(&mut hasher);
         source.hash(&mut hasher);
+        native.hash(&mut hasher);
         region.hash(&mut hasher);
         graph.hash(&mut hasher);
         let hash = hasher.finish();
@@ -48,6 +50,7 @@ impl SiteTable {
                 && site.stream.as_ref().map(|s| s.id) == stream.map(|s| s.id)
                 && site.thread.id == thread.id
                 && site.source.as_ref() == source
+                && site.native.as_ref() == native
                 && site.region.as_ref() == region
                 && site.graph.as_ref() == graph
             {
@@ -63,6 +66,7 @@ impl SiteTable {
             source: source.cloned(),
             region: region.cloned(),
             graph: graph.cloned(),
+            native: native.cloned(),
         });
         candidates.push(id);
         id

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
 use super::range::AccessRange;
-use super::source::SourceLocation;
+use super::source::{NativeSite, SourceLocation};
 
 /// How a stream takes part in the legacy default stream's implicit synchronization (DESIGN.md, the legacy default
 /// stream).
@@ -58,8 +58,12 @@ pub struct StreamInfo {
     /// The host thread that created it; `None` for streams that exist from the start (default streams).
     pub created_by: Option<ThreadId>,
     /// Where in the program it was created, when the trace says (the stream record's source: a hand-written
-    /// `src`, a native call site). A framework's own line for it arrives later, as a [`Creation`].
+    /// `src`, a native call site, symbolized once the analysis is done). A framework's own line for it arrives
+    /// later, as a [`Creation`].
     pub source: Option<SourceLocation>,
+    /// The native call site that created it, when the capture recorded one (its declaration's `site`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub native: Option<NativeSite>,
 }
 
 /// Where the traced process stands in a distributed job (the trace header's `rank`, `local_rank` and
@@ -79,6 +83,9 @@ pub struct EventInfo {
     pub process: ProcessId,
     /// Where in the program it was created, when the trace says (as for [`StreamInfo::source`]).
     pub source: Option<SourceLocation>,
+    /// The native call site that created it, when the capture recorded one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub native: Option<NativeSite>,
 }
 
 /// A stream or an event, by id.
@@ -173,4 +180,7 @@ pub struct Allocation {
     pub label: Option<String>,
     /// Where it was allocated, when known.
     pub source: Option<SourceLocation>,
+    /// The native call site of the allocation, when the capture recorded one.
+    #[serde(skip)]
+    pub native: Option<NativeSite>,
 }

@@ -17,7 +17,7 @@ pub use ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, Thread
 pub use graph::{GraphBuild, GraphCall, GraphExec, GraphNode, NodeKind, NodeOrigin, NodeOwner, NodeParams, SharedGraph};
 pub use ops::{Access, AccessMode, CopyKind, HostSync, MemoryKind, OpKind, Operation, PointerArg, QueryTarget};
 pub use range::{AccessRange, RangeError};
-pub use source::SourceLocation;
+pub use source::{NativeFrame, NativeModule, NativeSite, SourceLocation};
 pub use view::{ByteDim, ElementDim, StridedView, ViewBytes, ViewError};
 pub use ops::normalize_region;
 pub use record::TraceRecord;

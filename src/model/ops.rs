@@ -8,7 +8,7 @@ use super::entities::{AllocKind, FreeKind};
 use super::graph::{GraphCall, SharedGraph};
 use super::ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
 use super::range::AccessRange;
-use super::source::SourceLocation;
+use super::source::{NativeSite, SourceLocation};
 use super::view::StridedView;
 
 /// Whether an access reads or (may) write.
@@ -274,6 +274,9 @@ pub struct Operation {
     /// as `op_id = 7` removed so that every iteration of a loop names the same region.
     pub region: Option<Arc<str>>,
     pub source: Option<SourceLocation>,
+    /// The native call site it was issued from, when the capture recorded one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub native: Option<NativeSite>,
     /// Where in the input this operation came from (a line, a row id), for messages.
     pub origin: u64,
     pub kind: OpKind,

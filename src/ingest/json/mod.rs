@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 mod frames;
 mod graphs;
 mod lines;
+mod native;
 mod parser;
 mod raw;
 mod records;

@@ -16,12 +16,13 @@ use streamtrace_format::{Field, Producer, RecordKind, FORMAT_VERSION};
 
 use super::frames::{EndMatch, EndMismatch, FrameFacts, FrameKind, OpenFrames};
 use super::graphs::GraphAssembler;
+use super::native::NativeSites;
 use super::raw::{without_unknown_fields, RawRecord};
 use super::Batch;
 use crate::ingest::{ImportCounters, IngestError, Severity};
 use crate::model::{JobPlace, 
-    AllocId, ContextId, DeviceId, EventId, OpKind, Operation, ProcessId, SourceLocation, StreamId, ThreadId, ThreadInfo,
-    TraceRecord, normalize_region,
+    AllocId, ContextId, DeviceId, EventId, NativeSite, OpKind, Operation, ProcessId, SourceLocation, StreamId, ThreadId,
+    ThreadInfo, TraceRecord, normalize_region,
 };
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -117,6 +118,8 @@ pub(super) struct JsonTraceParser {
     pub host_lanes: HashMap<ThreadId, StreamId>,
     /// Stream capture and the graph API: what graph each launch runs.
     pub graphs: GraphAssembler,
+    /// Modules and call sites declared so far.
+    native: NativeSites,
 }
 
 impl JsonTraceParser {
@@ -143,6 +146,7 @@ impl JsonTraceParser {
             frames: OpenFrames::default(),
             host_lanes: HashMap::default(),
             graphs: GraphAssembler::default(),
+            native: NativeSites::default(),
         }
     }
 
@@ -385,6 +389,16 @@ impl JsonTraceParser {
                 }
                 return Ok(());
             }
+            RecordKind::Module => {
+                let process = self.process(raw.pid);
+                return self.native.module(process, &raw);
+            }
+            RecordKind::Callsite => {
+                let process = self.process(raw.pid);
+                self.native.call_site(process, &raw)?;
+                self.counters.bump("json.call_sites", Severity::Info, "native call sites (callsite records)", 1);
+                return Ok(());
+            }
             RecordKind::GpuTime => {
                 // GPU start and end of an operation, delivered by CUPTI after the fact: for timelines, not for
                 // deciding ordering.
@@ -409,11 +423,22 @@ impl JsonTraceParser {
                 }
                 return Ok(());
             }
-            RecordKind::Header | RecordKind::Process | RecordKind::CaptureStats | RecordKind::GpuTime => return Ok(()),
+            RecordKind::Header
+            | RecordKind::Process
+            | RecordKind::CaptureStats
+            | RecordKind::GpuTime
+            | RecordKind::Module
+            | RecordKind::Callsite => return Ok(()),
             RecordKind::OpBegin | RecordKind::CallBegin => return self.frame_begin(kind, process, thread, raw),
             RecordKind::OpEnd | RecordKind::CallEnd => return self.frame_end(kind, process, thread, raw, out),
-            RecordKind::Stream => return self.stream_record(process, thread, &raw, out),
-            RecordKind::Event => return self.event_record(process, &raw, out),
+            RecordKind::Stream => {
+                let native = self.native_site(line, process, &raw)?;
+                return self.stream_record(process, thread, &raw, native, out);
+            }
+            RecordKind::Event => {
+                let native = self.native_site(line, process, &raw)?;
+                return self.event_record(process, &raw, native, out);
+            }
             RecordKind::Creation => return self.creation_record(process, &raw, out),
             RecordKind::HostAccess => self.host_access(process, thread, &raw, out)?,
             _ => self.operation(kind, process, &raw)?,
@@ -423,6 +448,7 @@ impl JsonTraceParser {
                 return Err(Problem::malformed(format!("gpu_end {end} is before gpu_start {start}")));
             }
         }
+        let native = self.native_site(line, process, &raw)?;
         let op = Operation {
             seq: self.seq,
             process,
@@ -435,6 +461,7 @@ impl JsonTraceParser {
             api: raw.api.as_deref().map(|a| self.intern(a)),
             region: raw.region.as_deref().map(|r| self.intern(normalize_region(r))),
             source: raw.src.as_deref().map(|text| self.source(text)),
+            native,
             origin: line,
             kind: op,
         };
@@ -454,6 +481,27 @@ impl JsonTraceParser {
             self.frames.place(thread, op, out);
         }
         Ok(())
+    }
+
+    /// The call site a record's `site` names. One that no `callsite` record declared ends a strict reading; a
+    /// recording keeps the record without it, counted.
+    fn native_site(&mut self, line: u64, process: ProcessId, raw: &RawRecord) -> Result<Option<NativeSite>, Problem> {
+        let Some(id) = raw.site else { return Ok(None) };
+        match self.native.site(process, id) {
+            Ok(site) => Ok(Some(site)),
+            Err(problem) if self.strict => Err(problem),
+            Err(problem) => {
+                let path = &self.path;
+                self.counters.bump_noting(
+                    "json.unknown_call_sites",
+                    Severity::DataLoss,
+                    "records naming a call site no callsite record declared (kept without it)",
+                    1,
+                    || format!("{}:{line}: {}", path.display(), problem.message),
+                );
+                Ok(None)
+            }
+        }
     }
 
     fn frame_begin(&mut self, kind: RecordKind, process: ProcessId, thread: ThreadId, raw: RawRecord) -> Result<(), Problem> {

@@ -200,6 +200,13 @@ pub(super) struct RawRecord<'a> {
     pub child: Option<u64>,
     pub original: Option<u64>,
     pub setup_ns: Option<u64>,
+    pub site: Option<u64>,
+    pub frames: Option<Vec<Address>>,
+    #[serde(borrow)]
+    pub path: Option<Cow<'a, str>>,
+    pub base: Option<Address>,
+    #[serde(borrow)]
+    pub build_id: Option<Cow<'a, str>>,
 }
 
 impl RawRecord<'_> {
@@ -262,6 +269,11 @@ impl RawRecord<'_> {
         note(self.child.is_some(), Field::Child);
         note(self.original.is_some(), Field::Original);
         note(self.setup_ns.is_some(), Field::SetupNs);
+        note(self.site.is_some(), Field::Site);
+        note(self.frames.is_some(), Field::Frames);
+        note(self.path.is_some(), Field::Path);
+        note(self.base.is_some(), Field::Base);
+        note(self.build_id.is_some(), Field::BuildId);
         present
     }
 
@@ -300,13 +312,13 @@ mod tests {
         for field in Field::ALL {
             let text = match field {
                 Field::Type => continue,
-                Field::Reads | Field::Writes | Field::Pointers | Field::Nodes | Field::Deps => format!("{{\"type\":\"x\",\"{field}\":[]}}"),
+                Field::Reads | Field::Writes | Field::Pointers | Field::Nodes | Field::Deps | Field::Frames => format!("{{\"type\":\"x\",\"{field}\":[]}}"),
                 Field::From | Field::To => format!("{{\"type\":\"x\",\"{field}\":[1,2]}}"),
                 Field::Sync | Field::Ready => format!("{{\"type\":\"x\",\"{field}\":true}}"),
                 Field::Comment => format!("{{\"type\":\"x\",\"{field}\":{{}}}}"),
                 Field::Producer | Field::Api | Field::Region | Field::Src | Field::Name | Field::StreamKind
                 | Field::Copy | Field::FromMemory | Field::ToMemory | Field::AllocKind | Field::FreeKind | Field::Label
-                | Field::NodeKind => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
+                | Field::NodeKind | Field::Path | Field::BuildId => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
                 _ => format!("{{\"type\":\"x\",\"{field}\":1}}"),
             };
             let raw: RawRecord = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{field}: {e}"));

@@ -13,12 +13,19 @@ use super::raw::{RawAccessRange, RawPointer, RawRange, RawRecord};
 use super::Batch;
 use crate::model::{
     Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, Creation, DeviceId, Entity, EventId, EventInfo, FreeKind,
-    GraphCall, GraphNode, HostSync, MemoryKind, NodeKind, NodeOwner, NodeParams, OpKind, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId,
+    GraphCall, GraphNode, HostSync, MemoryKind, NativeSite, NodeKind, NodeOwner, NodeParams, OpKind, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId,
     TraceRecord, ElementDim, StridedView, ViewBytes,
 };
 
 impl JsonTraceParser {
-    pub(super) fn stream_record(&mut self, process: ProcessId, thread: ThreadId, raw: &RawRecord, out: &mut Batch) -> Result<(), Problem> {
+    pub(super) fn stream_record(
+        &mut self,
+        process: ProcessId,
+        thread: ThreadId,
+        raw: &RawRecord,
+        native: Option<NativeSite>,
+        out: &mut Batch,
+    ) -> Result<(), Problem> {
         let handle = raw.id.ok_or_else(|| Problem::malformed("stream record without `id`"))?;
         if self.streams.get(process, handle).is_some() {
             return Err(Problem::inconsistent(format!("stream {handle} declared twice")));
@@ -42,11 +49,12 @@ impl JsonTraceParser {
         let context = *self.contexts.entry((process, raw.context.unwrap_or(0))).or_insert(next_context);
         let created_by = (kind != StreamKind::LegacyDefault).then_some(thread);
         let source = raw.src.as_deref().map(|text| self.source(text));
-        out.push(Ok(TraceRecord::Stream(StreamInfo { id, handle, kind, priority: raw.priority, process, device, gpu: raw.device.unwrap_or(0) as u32, context, created_by, source })));
+        let gpu = raw.device.unwrap_or(0) as u32;
+        out.push(Ok(TraceRecord::Stream(StreamInfo { id, handle, kind, priority: raw.priority, process, device, gpu, context, created_by, source, native })));
         Ok(())
     }
 
-    pub(super) fn event_record(&mut self, process: ProcessId, raw: &RawRecord, out: &mut Batch) -> Result<(), Problem> {
+    pub(super) fn event_record(&mut self, process: ProcessId, raw: &RawRecord, native: Option<NativeSite>, out: &mut Batch) -> Result<(), Problem> {
         let handle = raw.id.ok_or_else(|| Problem::malformed("event record without `id`"))?;
         if self.events.get(process, handle).is_some() {
             return Err(Problem::inconsistent(format!("event {handle} declared twice")));
@@ -55,7 +63,7 @@ impl JsonTraceParser {
         self.next_event += 1;
         self.events.ids.insert((process, handle), id);
         let source = raw.src.as_deref().map(|text| self.source(text));
-        out.push(Ok(TraceRecord::Event(EventInfo { id, handle, process, source })));
+        out.push(Ok(TraceRecord::Event(EventInfo { id, handle, process, source, native })));
         Ok(())
     }
 
@@ -89,7 +97,19 @@ impl JsonTraceParser {
                 let next_context = ContextId(self.contexts.len() as u32);
                 let context = *self.contexts.entry((process, 0)).or_insert(next_context);
                 // The lane's handle is the thread's id, which is how reports name it.
-                let info = StreamInfo { id, handle: raw.thread.unwrap_or(1), kind: StreamKind::HostThread, priority: None, process, device, gpu: 0, context, created_by: Some(thread), source: None };
+                let info = StreamInfo {
+                    id,
+                    handle: raw.thread.unwrap_or(1),
+                    kind: StreamKind::HostThread,
+                    priority: None,
+                    process,
+                    device,
+                    gpu: 0,
+                    context,
+                    created_by: Some(thread),
+                    source: None,
+                    native: None,
+                };
                 out.push(Ok(TraceRecord::Stream(info)));
                 id
             }

@@ -166,6 +166,7 @@ impl Mapper {
             context: context_id,
             created_by: None,
             source: None,
+            native: None,
         }));
         id
     }
@@ -185,7 +186,7 @@ impl Mapper {
         let process = self.process(pid);
         let id = EventId(self.next_event);
         self.next_event += 1;
-        self.push(TraceRecord::Event(EventInfo { id, handle: handle as u64, process, source: None }));
+        self.push(TraceRecord::Event(EventInfo { id, handle: handle as u64, process, source: None, native: None }));
         id
     }
 
@@ -419,6 +420,7 @@ impl Mapper {
             api: call.api.clone(),
             region: call.region.clone(),
             source: None,
+            native: None,
             origin: call.correlation as u64,
             kind,
         };
