@@ -9,6 +9,7 @@ use crate::hb::{Engine, EngineOptions, EngineStats, HostOrder};
 use crate::ingest::{self, ImportCounters, IngestError, RecordSource};
 use crate::names::Names;
 use crate::model::{JobPlace, TraceRecord};
+use crate::symbols::Symbolizer;
 use crate::timeline::Timeline;
 
 /// Everything a report needs.
@@ -92,12 +93,15 @@ fn run(
             engine.apply(record).map_err(|source| AnalysisError::Engine { path: name.to_string(), source })?;
         }
     }
-    let import = source.finish();
-    names.finish();
+    let mut import = source.finish();
+    let mut symbols = Symbolizer::new();
+    names.finish(&mut symbols);
     if let Some(timeline) = timeline.as_mut() {
         timeline.finish(&engine.take_edges(), &names);
     }
     let (mut findings, stats) = engine.finish();
+    // Only what the findings hold is symbolized (and the creation sites of the streams and events named).
+    symbols.resolve(&mut findings, &mut import);
     names.name_findings(&mut findings);
     Ok(Analysis { trace: name.to_string(), format, host_order: options.host_order, job, findings, stats, import, timeline })
 }

@@ -18,7 +18,8 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use crate::findings::{Findings, StreamRef};
-use crate::model::{Creation, Entity, OpKind, SourceLocation, StreamKind, TraceRecord};
+use crate::model::{Creation, Entity, NativeSite, OpKind, SourceLocation, StreamKind, TraceRecord};
+use crate::symbols::Symbolizer;
 
 /// A stream's or event's name, for reports.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -45,6 +46,8 @@ struct Facts {
     framework: Option<(SourceLocation, Option<Arc<str>>, u64)>,
     /// The creation site the declaration gave, and when.
     declared_at: Option<(SourceLocation, u64)>,
+    /// The native call site the declaration gave, and when: symbolized at the end, when no line was given.
+    declared_native: Option<(NativeSite, u64)>,
     nccl_kernels: u64,
     other_kernels: u64,
     first_use: Option<SourceLocation>,
@@ -89,12 +92,14 @@ impl Names {
                 stream.tid = tid;
                 stream.device = info.device.0;
                 stream.declared_at = info.source.clone().map(|s| (s, self.arrivals));
+                stream.declared_native = info.native.clone().map(|n| (n, self.arrivals));
             }
             TraceRecord::Event(info) => {
                 self.arrivals += 1;
                 let event = facts(&mut self.events, info.id.index());
                 event.handle = info.handle;
                 event.declared_at = info.source.clone().map(|s| (s, self.arrivals));
+                event.declared_native = info.native.clone().map(|n| (n, self.arrivals));
             }
             TraceRecord::Created(Creation { entity, source, text }) => {
                 self.arrivals += 1;
@@ -125,8 +130,14 @@ impl Names {
         }
     }
 
-    /// Names every stream and event from what was observed.
-    pub fn finish(&mut self) {
+    /// Names every stream and event from what was observed; a creation known only by its native call site is
+    /// named by the program's line there (`symbols`).
+    pub fn finish(&mut self, symbols: &mut Symbolizer) {
+        for facts in self.streams.iter_mut().chain(self.events.iter_mut()) {
+            if let (None, Some((site, at))) = (&facts.declared_at, &facts.declared_native) {
+                facts.declared_at = symbols.locate_program(site).map(|place| (place, *at));
+            }
+        }
         let stream_places = ordinals(self.streams.iter().map(creation_place));
         let event_places = ordinals(self.events.iter().map(creation_place));
         let legacy_devices = {
@@ -312,7 +323,7 @@ mod tests {
         for record in records {
             names.observe(record);
         }
-        names.finish();
+        names.finish(&mut Symbolizer::new());
         names
     }
 

@@ -146,6 +146,9 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
     if args.gpu_times {
         command.env(launch::ENV_GPU_TIMES, "1");
     }
+    if args.no_call_sites {
+        command.env(launch::ENV_NO_CALL_SITES, "1");
+    }
     match &cupti {
         Some(path) => {
             command.env(launch::ENV_CUPTI, path);

@@ -1,0 +1,168 @@
+//! One binary's symbols, loaded once: its DWARF line tables (from the file itself, or from a separate debug
+//! file found by build id or `.gnu_debuglink`) and its function symbols, asked for code addresses as the file
+//! states them. A file whose build id is not the one the capture recorded is refused: its lines would be
+//! another build's.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
+
+type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+
+/// Where separate debug files are installed (`.build-id/xx/rest.debug`, and the binary's folder below it).
+const DEBUG_ROOT: &str = "/usr/lib/debug";
+
+pub struct Binary {
+    lines: Option<addr2line::Context<Reader>>,
+    /// Function symbols: start address, size (0: unknown) and demangled name, by start address.
+    functions: Vec<(u64, u64, Arc<str>)>,
+}
+
+/// What a binary says about one code address.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Symbolized {
+    /// The function, demangled, from the line tables or the symbol table.
+    pub function: Option<Arc<str>>,
+    /// From the symbol table: how far past the function's start the address is.
+    pub offset: Option<u64>,
+    pub file: Option<Arc<str>>,
+    pub line: Option<u32>,
+}
+
+impl Binary {
+    /// Reads the binary at `path`; `build_id` is the one the capture recorded (hex), checked when given.
+    pub fn open(path: &Path, build_id: Option<&str>) -> Result<Binary, String> {
+        let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let file = object::File::parse(&*data).map_err(|e| format!("{}: not an ELF file ({e})", path.display()))?;
+        let found = file.build_id().ok().flatten().map(hex);
+        if let (Some(expected), Some(found)) = (build_id, found.as_deref()) {
+            if !expected.eq_ignore_ascii_case(found) {
+                return Err(format!("{} is another build than the one that ran (build id {found}, the trace says {expected})", path.display()));
+            }
+        }
+        let lines = if has_line_tables(&file) { line_tables(&file) } else { separate_debug_file(path, &file, found.as_deref()) };
+        Ok(Binary { lines, functions: function_symbols(&file) })
+    }
+
+    /// What the binary says about the call that returns to `return_address` (an address as the file states it).
+    pub fn symbolize(&self, return_address: u64) -> Symbolized {
+        // The call instruction ends just before the return address; its line is the call's.
+        let call = return_address.saturating_sub(1);
+        let mut symbolized = Symbolized::default();
+        if let Some((start, name)) = self.function_at(call) {
+            symbolized.function = Some(name);
+            symbolized.offset = Some(return_address - start);
+        }
+        let Some(lines) = &self.lines else { return symbolized };
+        let Ok(mut frames) = lines.find_frames(call).skip_all_loads() else { return symbolized };
+        // The innermost frame (an inlined function's, when the call was inlined) with a line is where the call is.
+        while let Ok(Some(frame)) = frames.next() {
+            let function = frame.function.as_ref().and_then(|f| f.demangle().ok()).map(|name| Arc::<str>::from(&*name));
+            if let Some(addr2line::Location { file: Some(file), line: Some(line), .. }) = frame.location {
+                return Symbolized { function: function.or(symbolized.function), offset: None, file: Some(file.into()), line: Some(line) };
+            }
+        }
+        symbolized
+    }
+
+    /// The function symbol that holds `address`, with its start.
+    fn function_at(&self, address: u64) -> Option<(u64, Arc<str>)> {
+        let index = self.functions.partition_point(|(start, _, _)| *start <= address).checked_sub(1)?;
+        let (start, size, name) = &self.functions[index];
+        (*size == 0 || address - start < *size).then(|| (*start, name.clone()))
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn has_line_tables(file: &object::File) -> bool {
+    file.section_by_name(".debug_line").is_some_and(|s| s.size() > 0)
+}
+
+/// The line tables of `file`, each section copied out (so the context owns what it reads).
+fn line_tables(file: &object::File) -> Option<addr2line::Context<Reader>> {
+    let endian = if file.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big };
+    let load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
+        let data = file.section_by_name(id.name()).and_then(|s| s.uncompressed_data().ok()).unwrap_or(Cow::Borrowed(&[]));
+        Ok(gimli::EndianArcSlice::new(Arc::from(&*data), endian))
+    };
+    let dwarf = gimli::Dwarf::load(load).ok()?;
+    addr2line::Context::from_dwarf(dwarf).ok()
+}
+
+/// The line tables of a separate debug file: by build id under /usr/lib/debug, else by `.gnu_debuglink` beside
+/// the binary, in its `.debug` folder, or under /usr/lib/debug.
+fn separate_debug_file(path: &Path, file: &object::File, build_id: Option<&str>) -> Option<addr2line::Context<Reader>> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(id) = build_id.filter(|id| id.len() > 2) {
+        candidates.push(Path::new(DEBUG_ROOT).join(".build-id").join(&id[..2]).join(format!("{}.debug", &id[2..])));
+    }
+    if let (Ok(Some((name, _))), Some(dir)) = (file.gnu_debuglink(), path.parent()) {
+        let name = String::from_utf8_lossy(name).into_owned();
+        candidates.push(dir.join(&name));
+        candidates.push(dir.join(".debug").join(&name));
+        candidates.push(Path::new(DEBUG_ROOT).join(dir.strip_prefix("/").unwrap_or(dir)).join(&name));
+    }
+    candidates.iter().filter(|candidate| candidate.as_path() != path).find_map(|candidate| {
+        let data = std::fs::read(candidate).ok()?;
+        let debug = object::File::parse(&*data).ok()?;
+        has_line_tables(&debug).then(|| line_tables(&debug)).flatten()
+    })
+}
+
+/// The file's function symbols (its symbol table, else its dynamic symbols), demangled, by address.
+fn function_symbols(file: &object::File) -> Vec<(u64, u64, Arc<str>)> {
+    let collect = |symbols: &mut dyn Iterator<Item = object::Symbol>| -> Vec<(u64, u64, Arc<str>)> {
+        symbols
+            .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
+            .filter_map(|s| Some((s.address(), s.size(), demangle(s.name().ok()?).into())))
+            .collect()
+    };
+    let mut functions = collect(&mut file.symbols());
+    if functions.is_empty() {
+        functions = collect(&mut file.dynamic_symbols());
+    }
+    functions.sort_by_key(|(start, _, _)| *start);
+    functions.dedup_by_key(|(start, _, _)| *start);
+    functions
+}
+
+/// A C++ symbol demangled (`_Z4stepPfPKfi` -> `step(float*, float const*, int)`); other names as they are.
+pub fn demangle(name: &str) -> String {
+    cpp_demangle::Symbol::new(name)
+        .ok()
+        .and_then(|symbol| symbol.demangle(&cpp_demangle::DemangleOptions::default()).ok())
+        .unwrap_or_else(|| name.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpp_names_are_demangled_and_others_kept() {
+        assert_eq!(demangle("_Z4stepPfPKfi"), "step(float*, float const*, int)");
+        assert_eq!(demangle("main"), "main");
+    }
+
+    #[test]
+    fn a_missing_file_says_so() {
+        let error = Binary::open(Path::new("/nonexistent/app"), None).err().expect("no such file");
+        assert!(error.contains("cannot read /nonexistent/app"), "{error}");
+    }
+
+    #[test]
+    fn this_test_binary_symbolizes_its_own_code() {
+        let exe = std::env::current_exe().expect("the test binary");
+        let binary = Binary::open(&exe, None).expect("readable");
+        let name_start = binary.functions.iter().find(|(_, _, name)| name.contains("this_test_binary_symbolizes_its_own_code"));
+        let (start, _, _) = name_start.expect("its own symbol");
+        let symbolized = binary.symbolize(start + 5);
+        assert!(symbolized.function.as_deref().is_some_and(|f| f.contains("this_test_binary_symbolizes_its_own_code")), "{symbolized:?}");
+        assert!(symbolized.file.as_deref().is_some_and(|f| f.ends_with("binary.rs")), "{symbolized:?}");
+    }
+}

@@ -1,0 +1,200 @@
+//! Native call sites in words: each frame the capture recorded becomes `file:line in function` from the
+//! binary's line tables, `module in function+0x2c` from its symbol table when it has no line tables, and
+//! `module+0x1234` when it has neither (or is not the file that ran), and the program's own frame among them is
+//! the one a report names (frames.rs). Streams and events are named from their creation's program frame
+//! (`locate_program`, for crate::names).
+//!
+//! Lazy: only the call sites that findings hold are symbolized, once each, after the analysis; each binary is
+//! read once, the first time one of its frames is asked for (binary.rs). The results go where reports already
+//! look: an operation's `source` when the trace gave it no line (a Python line stays first), an allocation's
+//! `source`, and the fix hints built from them.
+
+mod binary;
+mod frames;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::findings::{Findings, Fix, OpOccurrence, Site};
+use crate::ingest::{ImportCounters, Severity};
+use crate::model::{NativeFrame, NativeSite, SourceLocation};
+use binary::{Binary, Symbolized};
+pub use binary::demangle;
+use frames::{classify, module_class, FrameClass};
+
+/// Reads binaries as their frames are asked for, and remembers what each call site came to.
+#[derive(Default)]
+pub struct Symbolizer {
+    /// Each module file read (or why it could not be).
+    binaries: HashMap<Arc<str>, Result<Binary, String>>,
+    sites: HashMap<NativeSite, Option<SourceLocation>>,
+}
+
+impl Symbolizer {
+    pub fn new() -> Symbolizer {
+        Symbolizer::default()
+    }
+
+    /// Where a call site is in the program's words: its program frame, else its first library frame; None
+    /// when every frame is CUDA's own.
+    pub fn locate(&mut self, site: &NativeSite) -> Option<SourceLocation> {
+        if let Some(known) = self.sites.get(site) {
+            return known.clone();
+        }
+        let mut library = None;
+        let mut program = None;
+        for frame in site.frames() {
+            let symbolized = self.symbolize(frame);
+            let module = frame.module.as_ref().map(|m| &*m.path);
+            match classify(module, symbolized.function.as_deref(), symbolized.file.as_deref()) {
+                FrameClass::Cuda => {}
+                FrameClass::Library => {
+                    library.get_or_insert_with(|| location(frame, &symbolized));
+                }
+                FrameClass::Program => {
+                    program = Some(location(frame, &symbolized));
+                    break;
+                }
+            }
+        }
+        let located = program.or(library);
+        self.sites.insert(site.clone(), located.clone());
+        located
+    }
+
+    /// Where a call site is in the program's own code, for naming what it created: its program frame only,
+    /// and frames of the CUDA stack and of libraries known by their module's name are passed over without
+    /// reading their binaries (a PyTorch pool stream is created inside libtorch, which is not worth reading for
+    /// a name).
+    pub fn locate_program(&mut self, site: &NativeSite) -> Option<SourceLocation> {
+        let program_frames: Vec<NativeFrame> = site
+            .frames()
+            .iter()
+            .filter(|frame| module_class(frame.module.as_ref().map(|m| &*m.path)).is_none())
+            .cloned()
+            .collect();
+        if program_frames.is_empty() {
+            return None;
+        }
+        self.locate(&NativeSite::new(program_frames))
+    }
+
+    /// What the frame's binary says about it (nothing when the trace names no module for it).
+    fn symbolize(&mut self, frame: &NativeFrame) -> Symbolized {
+        let Some(module) = &frame.module else { return Symbolized::default() };
+        let binary = self
+            .binaries
+            .entry(module.path.clone())
+            .or_insert_with(|| Binary::open(Path::new(&*module.path), module.build_id.as_deref()));
+        match binary {
+            Ok(binary) => binary.symbolize(frame.address.wrapping_sub(module.bias)),
+            Err(_) => Symbolized::default(),
+        }
+    }
+
+    /// Fills in what reports show of every call site the findings hold, and rebuilds the fix hints that name
+    /// them. Binaries that could not be read are counted in `counters`, with the first reason.
+    pub fn resolve(&mut self, findings: &mut Findings, counters: &mut ImportCounters) {
+        for race in &mut findings.races {
+            let mut changed = self.fill_occurrence(&mut race.earlier);
+            changed |= self.fill_occurrence(&mut race.later);
+            if let Some(allocation) = &mut race.allocation {
+                if allocation.source.is_none() {
+                    allocation.source = allocation.native.clone().and_then(|site| self.locate(&site));
+                }
+            }
+            if changed {
+                if let Some(fix) = Fix::for_race(&race.earlier, &race.later) {
+                    race.fix = fix;
+                }
+            }
+        }
+        for wait in findings.unrecorded_waits.iter_mut().chain(&mut findings.waits_with_unknown_record) {
+            self.fill_occurrence(&mut wait.wait);
+        }
+        for group in &mut findings.unordered_pairs {
+            self.fill_site(&mut group.earlier);
+            self.fill_site(&mut group.later);
+        }
+        let unreadable: Vec<&String> = self.binaries.values().filter_map(|b| b.as_ref().err()).collect();
+        if let Some(first) = unreadable.first() {
+            counters.bump_noting(
+                "symbols.unreadable_modules",
+                Severity::Info,
+                "binaries whose call sites are shown as module+offset: not found here, not ELF, or another build",
+                unreadable.len() as u64,
+                || first.to_string(),
+            );
+        }
+    }
+
+    /// Whether the occurrence's source changed.
+    fn fill_occurrence(&mut self, occurrence: &mut OpOccurrence) -> bool {
+        self.fill_site(&mut occurrence.site)
+    }
+
+    fn fill_site(&mut self, site: &mut Site) -> bool {
+        if site.source.is_some() {
+            return false;
+        }
+        site.source = site.native.clone().and_then(|native| self.locate(&native));
+        site.source.is_some()
+    }
+
+}
+
+/// A frame as reports show it: its line, else its function and offset, else its module and offset.
+fn location(frame: &NativeFrame, symbolized: &Symbolized) -> SourceLocation {
+    let module_file = frame.module.as_ref().map(|m| m.path.rsplit('/').next().unwrap_or(&m.path).to_string());
+    match (symbolized, &module_file) {
+        (Symbolized { file: Some(file), line, function, .. }, _) => {
+            SourceLocation { file: shown_path(file), line: *line, function: function.clone() }
+        }
+        (Symbolized { function: Some(function), offset, .. }, Some(module)) => SourceLocation {
+            file: module.as_str().into(),
+            line: None,
+            function: Some(format!("{function}+{:#x}", offset.unwrap_or(0)).into()),
+        },
+        (_, Some(module)) => {
+            let bias = frame.module.as_ref().map_or(0, |m| m.bias);
+            SourceLocation { file: format!("{module}+{:#x}", frame.address.wrapping_sub(bias)).into(), line: None, function: None }
+        }
+        (_, None) => SourceLocation { file: format!("{:#x}", frame.address).into(), line: None, function: None },
+    }
+}
+
+/// A source file as reports name it: relative to the current folder when it lies below it.
+fn shown_path(file: &Arc<str>) -> Arc<str> {
+    let relative = std::env::current_dir().ok().and_then(|dir| Path::new(&**file).strip_prefix(dir).ok().map(|p| p.display().to_string()));
+    relative.map_or_else(|| file.clone(), Into::into)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::NativeModule;
+
+    #[test]
+    fn frames_without_a_readable_binary_fall_back_to_module_and_offset() {
+        let module = Arc::new(NativeModule {
+            path: "/nonexistent/build/app".into(),
+            bias: 0x5555_0000_0000,
+            start: 0x5555_0000_0000,
+            size: 0x10000,
+            build_id: None,
+        });
+        let site = NativeSite::new(vec![
+            NativeFrame { address: 0x5555_0000_1234, module: Some(module.clone()) },
+            NativeFrame { address: 0x7f00_0000_0010, module: None },
+        ]);
+        let mut symbolizer = Symbolizer::new();
+        let located = symbolizer.locate(&site).expect("a frame");
+        assert_eq!(located.to_string(), "app+0x1234");
+        let mut counters = ImportCounters::default();
+        symbolizer.resolve(&mut Findings::default(), &mut counters);
+        let text = format!("{counters:?}");
+        assert!(text.contains("symbols.unreadable_modules") && text.contains("cannot read /nonexistent/build/app"), "{text}");
+    }
+}

@@ -1,0 +1,125 @@
+//! Native call sites, symbolized by the real binary: a small C program is compiled here (with debug info,
+//! without, and stripped), a trace points its call sites into that program's functions as the capture would
+//! (`module` and `callsite` records, `site` fields), and the report must name the functions' lines, then
+//! `function+offset`, then `module+offset`. Skipped, with a notice, where no C compiler is installed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Where the program is loaded in the trace (any bias works: the symbolizer takes it off).
+const BIAS: u64 = 0x5555_0000_0000;
+
+fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("streamtrace-callsites-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// Compiles tests/callsites/app.c with `flags`; None when there is no C compiler.
+fn compile(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/callsites/app.c");
+    let out = dir.join(name);
+    let status = Command::new("cc").args(flags).arg("-o").arg(&out).arg(&source).status();
+    match status {
+        Ok(status) if status.success() => Some(out),
+        Ok(status) => panic!("cc {flags:?} failed: {status}"),
+        Err(_) => {
+            eprintln!("notice: no C compiler (cc): native call site symbolization not tested");
+            None
+        }
+    }
+}
+
+/// The address the file states for function `name` (from the symbol table of `symbols_from`).
+fn function_address(symbols_from: &Path, name: &str) -> u64 {
+    let out = Command::new("nm").arg(symbols_from).output().expect("nm runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.ends_with(&format!(" T {name}"))).unwrap_or_else(|| panic!("{name} in nm output:\n{text}"));
+    u64::from_str_radix(line.split_whitespace().next().expect("address"), 16).expect("hex")
+}
+
+/// A trace of two kernels racing on one buffer from two streams, each stream and kernel issued from a
+/// function of `binary`, as return addresses a few bytes into each function.
+fn trace(binary: &Path, symbols_from: &Path) -> String {
+    let at = |function: &str| format!("\"{:#x}\"", BIAS + function_address(symbols_from, function) + 4);
+    let size = std::fs::metadata(binary).expect("binary").len().max(0x10000);
+    let path = binary.display().to_string();
+    [
+        r#"{"type":"streamtrace","version":1}"#.to_string(),
+        format!(r#"{{"type":"module","path":"{path}","base":"{BIAS:#x}","addr":"{BIAS:#x}","size":{size}}}"#),
+        format!(r#"{{"type":"callsite","id":1,"frames":[{}]}}"#, at("make_stream")),
+        format!(r#"{{"type":"callsite","id":2,"frames":[{},{}]}}"#, at("launch_fill"), at("main")),
+        format!(r#"{{"type":"callsite","id":3,"frames":[{},{}]}}"#, at("launch_scale"), at("main")),
+        r#"{"type":"stream","id":1,"stream_kind":"non_blocking","site":1}"#.to_string(),
+        r#"{"type":"stream","id":2,"stream_kind":"non_blocking","site":1}"#.to_string(),
+        r#"{"type":"alloc","id":1,"addr":"0x1000","size":4096}"#.to_string(),
+        r#"{"type":"kernel","stream":1,"name":"fill","writes":[["0x1000",4096]],"site":2}"#.to_string(),
+        r#"{"type":"kernel","stream":2,"name":"scale","writes":[["0x1000",4096]],"site":3}"#.to_string(),
+    ]
+    .join("\n")
+}
+
+fn analyze(trace_text: &str, dir: &Path) -> (String, Value) {
+    let path = dir.join("trace.json");
+    std::fs::write(&path, trace_text).expect("write trace");
+    let run = |format: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_streamtrace")).args(["analyze", path.to_str().expect("utf-8"), "--format", format]).output().expect("runs");
+        assert_eq!(out.status.code(), Some(1), "a race: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    (run("text"), serde_json::from_str(&run("json")).expect("JSON report"))
+}
+
+/// The line of `text` in tests/callsites/app.c (1-based).
+fn line_of(text: &str) -> usize {
+    let source = include_str!("callsites/app.c");
+    source.lines().position(|l| l.contains(text)).expect("in app.c") + 1
+}
+
+#[test]
+fn call_sites_name_lines_with_debug_info() {
+    let dir = tempdir("debug");
+    let Some(binary) = compile(&dir, "app", &["-g", "-O0"]) else { return };
+    let (text, json) = analyze(&trace(&binary, &binary), &dir);
+    let race = &json["races"][0];
+    let fill = format!("app.c:{} in launch_fill", line_of("int launch_fill"));
+    let scale = format!("app.c:{} in launch_scale", line_of("int launch_scale"));
+    let shown = |site: &Value| format!("{}:{} in {}", site["file"].as_str().unwrap_or(""), site["line"], site["function"].as_str().unwrap_or(""));
+    assert!(shown(&race["earlier"]["site"]["source"]).ends_with(&fill), "{race:#}");
+    assert!(shown(&race["later"]["site"]["source"]).ends_with(&scale), "{race:#}");
+    let created = shown(&race["earlier"]["site"]["stream"]["created_at"]);
+    assert!(created.ends_with(&format!("app.c:{} in make_stream", line_of("int make_stream"))), "{race:#}");
+    assert!(text.contains(&fill) && text.contains(&scale), "the text report names both lines:\n{text}");
+}
+
+#[test]
+fn call_sites_fall_back_to_functions_then_modules() {
+    let dir = tempdir("fallback");
+    let Some(binary) = compile(&dir, "app_nodebug", &["-O0"]) else { return };
+    let (text, _) = analyze(&trace(&binary, &binary), &dir);
+    let fill = function_address(&binary, "launch_fill");
+    assert!(text.contains("app_nodebug in launch_fill+0x4"), "function+offset without debug info:\n{text}");
+    let stripped = dir.join("app_stripped");
+    let status = Command::new("strip").arg("-o").arg(&stripped).arg(&binary).status();
+    if !status.is_ok_and(|s| s.success()) {
+        eprintln!("notice: no strip: the module+offset fallback not tested");
+        return;
+    }
+    let (text, json) = analyze(&trace(&stripped, &binary), &dir);
+    assert!(text.contains(&format!("app_stripped+{:#x}", fill + 4)), "module+offset without symbols:\n{text}");
+    let counters = json["import"].to_string();
+    assert!(!counters.contains("symbols.unreadable_modules"), "a stripped binary is readable: {counters}");
+}
+
+#[test]
+fn a_binary_rebuilt_since_the_capture_is_not_trusted() {
+    let dir = tempdir("rebuilt");
+    let Some(binary) = compile(&dir, "app", &["-g", "-O0", "-Wl,--build-id"]) else { return };
+    let text = trace(&binary, &binary).replacen(r#""size":"#, r#""build_id":"00ff","size":"#, 1);
+    let (report, json) = analyze(&text, &dir);
+    assert!(!report.contains("in launch_fill"), "another build's lines must not be shown:\n{report}");
+    assert!(report.contains("app+0x"), "{report}");
+    assert!(json["import"].to_string().contains("another build"), "{}", json["import"]);
+}

@@ -1,0 +1,17 @@
+/* A stand-in for a CUDA program's host code, for tests/callsites.rs: two launch helpers and the stream
+ * creation, each in its own function, so that a trace can point return addresses into them. */
+int make_stream(void) {
+    return 1;
+}
+
+int launch_fill(int stream) {
+    return stream + 2;
+}
+
+int launch_scale(int stream) {
+    return stream + 3;
+}
+
+int main(void) {
+    return make_stream() + launch_fill(1) + launch_scale(2) - 9;
+}
