@@ -5,38 +5,38 @@
 use std::cell::Cell;
 
 thread_local! {
-    /// The top (highest address, exclusive) of this thread's stack; 0 when the system could not say.
-    static TOP: Cell<Option<u64>> = const { Cell::new(None) };
+    /// This thread's stack, lowest address and top (exclusive); (0, 0) when the system could not say.
+    static BOUNDS: Cell<Option<(u64, u64)>> = const { Cell::new(None) };
 }
 
-/// The top of the calling thread's stack, asked of the system the first time.
-fn top() -> u64 {
-    TOP.with(|top| match top.get() {
-        Some(address) => address,
+/// The calling thread's stack, asked of the system the first time.
+fn bounds() -> (u64, u64) {
+    BOUNDS.with(|bounds| match bounds.get() {
+        Some(known) => known,
         None => {
-            let address = ask_top();
-            top.set(Some(address));
-            address
+            let known = ask_bounds();
+            bounds.set(Some(known));
+            known
         }
     })
 }
 
-fn ask_top() -> u64 {
+fn ask_bounds() -> (u64, u64) {
     // Safety: `attr` is filled by pthread_getattr_np before it is read and destroyed once; the out-pointers are
     // locals.
     unsafe {
         let mut attr: libc::pthread_attr_t = std::mem::zeroed();
         if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
-            return 0;
+            return (0, 0);
         }
         let mut low: *mut libc::c_void = std::ptr::null_mut();
         let mut size: libc::size_t = 0;
         let known = libc::pthread_attr_getstack(&attr, &mut low, &mut size) == 0;
         libc::pthread_attr_destroy(&mut attr);
         if known {
-            (low as u64).saturating_add(size as u64)
+            (low as u64, (low as u64).saturating_add(size as u64))
         } else {
-            0
+            (0, 0)
         }
     }
 }
@@ -52,8 +52,8 @@ impl LiveStack {
     /// The live stack above `sp`; None when `sp` is not on this thread's stack as the system knows it (an
     /// alternate signal stack, a coroutine's own stack), where no read would be known to be safe.
     pub fn above(sp: u64) -> Option<LiveStack> {
-        let high = top();
-        (sp != 0 && sp < high && high - sp < (1 << 32)).then_some(LiveStack { low: sp, high })
+        let (low, high) = bounds();
+        (low != 0 && low <= sp && sp < high).then_some(LiveStack { low: sp, high })
     }
 
     /// The word at `address`, if it lies in the live stack.
@@ -124,8 +124,10 @@ mod tests {
         let stack = LiveStack::above(address).expect("a test thread's stack is known");
         assert_eq!(stack.read(address), Some(0x5eed));
         assert_eq!(stack.read(address - 8), None, "below the stack pointer");
-        assert_eq!(stack.read(top() - 4), None, "past the top");
+        let (low, high) = bounds();
+        assert_eq!(stack.read(high - 4), None, "past the top");
         assert!(LiveStack::above(0).is_none());
-        assert!(LiveStack::above(top()).is_none());
+        assert!(LiveStack::above(high).is_none());
+        assert!(LiveStack::above(low - 8).is_none(), "below the stack: another stack");
     }
 }
