@@ -39,6 +39,12 @@ fn main() {
         let with_walk = best_ns(depth, rounds, &mut sites, &mut |sites| sites.site_of_this_call(Start::here(), |_| records += 1));
         // The nested calls alone, to take out of the figure.
         let alone = best_ns(depth, rounds, &mut sites, &mut |_| black_box(1));
-        println!("depth {depth:>2}: {:.0} ns a call site (the walk along a known path; {with_walk:.0} ns with the nested calls)", with_walk - alone);
+        let stats = sites.stats();
+        println!(
+            "depth {depth:>2}: {:.0} ns a call site ({with_walk:.0} ns with the nested calls; {} walks replayed, {} along the tree)",
+            with_walk - alone,
+            stats.replayed,
+            stats.walked
+        );
     }
 }

@@ -23,6 +23,13 @@ pub extern "C" fn flush_at_exit() {
             let mut slot = STATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             match slot.as_mut() {
                 Some(state) if state.pid == current_pid() => {
+                    if std::env::var_os("STREAMTRACE_WALK_STATS").is_some() {
+                        let s = state.walk_stats();
+                        eprintln!(
+                            "streamtrace: call-site walks: {} replayed, {} along the tree ({} stack words read), {} open-ended",
+                            s.replayed, s.walked, s.frames, s.open_ended
+                        );
+                    }
                     state.emit(Call { tid: thread_id(), time_ns: now_ns(), correlation: 0, site: 0 }, capture_stats());
                     state.writer.handle()
                 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::record::Record;
-use crate::unwind::{Frames, Start, Unwinder, Walk};
+use crate::unwind::{Frames, Start, Unwinder, Walk, WalkStats};
 
 pub struct CallSites {
     unwinder: Unwinder,
@@ -51,6 +51,10 @@ impl CallSites {
             self.unwinder.remember(end, id);
         }
         id
+    }
+
+    pub fn stats(&self) -> WalkStats {
+        self.unwinder.stats
     }
 
     /// A call site seen for the first time: its modules' records, then its own.

@@ -136,6 +136,11 @@ impl ProcessState {
         self.pending.push(call, record);
     }
 
+    /// How the call sites' walks went.
+    pub fn walk_stats(&self) -> crate::unwind::WalkStats {
+        self.sites.stats()
+    }
+
     /// The id of the native call site of the call being recorded (0: none found), declared in the trace the
     /// first time. The walk starts at `start`, in the CUPTI callback's frame.
     pub fn call_site(&mut self, call: Call, start: Start) -> u32 {

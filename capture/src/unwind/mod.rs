@@ -1,11 +1,13 @@
 //! Native call sites: the return addresses of the program's frames that led to a recorded call, found by
 //! walking the stack from inside the CUPTI callback with the modules' DWARF call frame information.
 //!
-//! The walk runs on every recorded call, so it is cached twice. Each code address's rule is worked out once
-//! (the loader names its module, gimli evaluates its CFI: modules.rs, rules.rs) and kept in a small
-//! direct-mapped cache. And each path walked is kept as a tree of frames (paths.rs): a walk along a known path
-//! reads each return address from the stack (stack.rs) and compares it with the next known frame's, and the
-//! path's end remembers the call site it led to. Frames of the capture library itself, CUPTI, the driver and
+//! The walk runs on every recorded call, so it is cached three times. The last few walks are replayed first
+//! (recent.rs): from the same start over the same stack words, a walk would find the same call site, and checking
+//! that takes loads that do not wait on each other. Otherwise each path walked is kept as a tree of frames
+//! (paths.rs): a walk along a known path reads each return address from the stack (stack.rs) and compares it
+//! with the next known frame's, and the path's end remembers the call site it led to. And each code address's
+//! rule is worked out once (the loader names its module, gimli evaluates its CFI: modules.rs, rules.rs) and kept
+//! in a small direct-mapped cache. Frames of the capture library itself, CUPTI, the driver and
 //! the shared CUDA runtime are walked through but not kept; the next `MAX_FRAMES` are.
 //!
 //! Never a fault in the program: stack reads stay between the stack pointer and the thread's stack top, a code
@@ -14,6 +16,7 @@
 
 mod modules;
 mod paths;
+mod recent;
 mod rules;
 mod stack;
 
@@ -21,6 +24,7 @@ use gimli::UnwindContext;
 
 pub use modules::ModuleInfo;
 use paths::{NodeId, Paths};
+use recent::Recent;
 use rules::Rule;
 use stack::LiveStack;
 pub use stack::Start;
@@ -58,6 +62,19 @@ impl Default for Frames {
     }
 }
 
+/// How the walks went, for `STREAMTRACE_WALK_STATS` (printed at exit).
+#[derive(Copy, Clone, Debug, Default)]
+pub struct WalkStats {
+    /// Walks answered by replaying a recent one.
+    pub replayed: u64,
+    /// Walks along the tree of paths, and the frames they visited.
+    pub walked: u64,
+    pub frames: u64,
+    /// Walks that ended where another walk of the same path might not (a stack read refused, a null return
+    /// address): their site is looked up by its frames each time.
+    pub open_ended: u64,
+}
+
 /// What a walk found.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Walk {
@@ -91,6 +108,12 @@ pub struct Unwinder {
     context: Box<UnwindContext<usize>>,
     /// The address of a function of this library, whose module is the capture's own.
     own_code: u64,
+    recent: Recent,
+    /// The last walk: where it started, whether it used the start's frame pointer, the stack words it read.
+    last_start: Start,
+    start_bp_used: bool,
+    reads: Vec<(u64, u64)>,
+    pub stats: WalkStats,
 }
 
 impl Default for Unwinder {
@@ -120,6 +143,11 @@ impl Unwinder {
             runtime: Vec::new(),
             context: Box::new(UnwindContext::new()),
             own_code,
+            recent: Recent::default(),
+            last_start: Start { pc: 0, sp: 0, bp: 0 },
+            start_bp_used: false,
+            reads: Vec::with_capacity(2 * MAX_DEPTH),
+            stats: WalkStats::default(),
         }
     }
 
@@ -128,9 +156,10 @@ impl Unwinder {
         self.modules.get(index as usize)
     }
 
-    /// Notes the call site that walks ending at `end` lead to.
+    /// Notes the call site that walks ending at `end` lead to (`end` from the last walk).
     pub fn remember(&mut self, end: NodeId, site: u32) {
         self.paths.set_site(end, site);
+        self.recent.keep(self.last_start, self.start_bp_used, &self.reads, site);
     }
 
     /// Walks the calling thread's stack outward from `start`, keeping frames in `out`. `start` must be in a
@@ -142,8 +171,34 @@ impl Unwinder {
         if cfg!(not(target_arch = "x86_64")) {
             return LOST;
         }
+        let Some(stack) = LiveStack::above(start.sp) else { return LOST };
+        if let Some(site) = self.recent.site(start, &stack) {
+            self.stats.replayed += 1;
+            return Walk::Known(site);
+        }
+        let walk = self.walk_tree(start, &stack, out);
+        self.stats.walked += 1;
+        self.stats.frames += self.reads.len() as u64;
+        match walk {
+            Walk::Known(site) => self.recent.keep(start, self.start_bp_used, &self.reads, site),
+            Walk::Found { end: None } => self.stats.open_ended += 1,
+            Walk::Found { end: Some(_) } => {}
+        }
+        walk
+    }
+
+    /// The walk along the tree of known paths, growing it where the stack leaves it; notes what it read.
+    fn walk_tree(&mut self, start: Start, stack: &LiveStack, out: &mut Frames) -> Walk {
+        const LOST: Walk = Walk::Found { end: None };
+        self.last_start = start;
+        self.start_bp_used = false;
+        self.reads.clear();
         let (mut sp, mut bp) = (start.sp, start.bp);
-        let Some(stack) = LiveStack::above(sp) else { return LOST };
+        // Where the frame pointer's current value was read (None: it is the start's). Optimized code keeps
+        // anything in rbp and saves it like any register: a saved value only decides the walk, and so joins
+        // the words a replay must find again, once a frame's CFA is taken from it.
+        let mut bp_read: Option<(u64, u64)> = None;
+        let mut bp_read_noted = false;
         let Some(mut node) = self.frame(ROOT, start.pc, start.pc) else { return LOST };
         for _ in 0..MAX_DEPTH {
             let frame = self.paths.node(node);
@@ -156,13 +211,27 @@ impl Unwinder {
                 }
             }
             let Rule::Step { from_bp, offset, saved_bp } = frame.rule else { return self.ended(node) };
+            if from_bp {
+                match bp_read {
+                    None => self.start_bp_used = true,
+                    Some(read) if !bp_read_noted => {
+                        self.reads.push(read);
+                        bp_read_noted = true;
+                    }
+                    Some(_) => {}
+                }
+            }
             let Some(cfa) = (if from_bp { bp } else { sp }).checked_add_signed(i64::from(offset)) else { return LOST };
             if cfa <= sp {
                 return LOST;
             }
             let Some(return_address) = stack.read(cfa - 8) else { return LOST };
+            self.reads.push((cfa - 8, return_address));
             if saved_bp != 0 {
-                let Some(saved) = cfa.checked_add_signed(i64::from(saved_bp)).and_then(|at| stack.read(at)) else { return LOST };
+                let Some(at) = cfa.checked_add_signed(i64::from(saved_bp)) else { return LOST };
+                let Some(saved) = stack.read(at) else { return LOST };
+                bp_read = Some((at, saved));
+                bp_read_noted = false;
                 bp = saved;
             }
             if return_address == 0 {
@@ -281,7 +350,15 @@ mod tests {
         let (first_walk, frames) = &walks[0];
         assert!(matches!(first_walk, Walk::Found { .. }));
         assert!(frames.len >= 3, "{} frames", frames.len);
-        assert_eq!(walks[1].1.addresses(), frames.addresses(), "the same place walks to the same frames");
+        // The same place, walked by another unwinder (from the same line: a loop).
+        let mut fresh = Vec::new();
+        for _ in 0..2 {
+            let mut other = Frames::new();
+            middle(&mut Unwinder::keeping_own_frames(), &mut other);
+            fresh.push(other.addresses().to_vec());
+        }
+        assert_eq!(fresh[0], fresh[1], "the same place walks to the same frames");
+        assert_eq!(fresh[0].len(), frames.len);
         let module = unwinder.module(frames.modules[0]).expect("its module");
         assert!(module.start <= frames.addresses[0] && frames.addresses[0] < module.end);
         // The path ends where it ended before (the test thread's outermost frame, or the kept-frame limit).
