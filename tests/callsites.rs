@@ -52,11 +52,13 @@ fn trace(binary: &Path, symbols_from: &Path) -> String {
         format!(r#"{{"type":"callsite","id":1,"frames":[{}]}}"#, at("make_stream")),
         format!(r#"{{"type":"callsite","id":2,"frames":[{},{}]}}"#, at("launch_fill"), at("main")),
         format!(r#"{{"type":"callsite","id":3,"frames":[{},{}]}}"#, at("launch_scale"), at("main")),
+        format!(r#"{{"type":"callsite","id":4,"frames":[{},{},{}]}}"#, at("__device_stub__Z4stepi"), at("step"), at("main")),
         r#"{"type":"stream","id":1,"stream_kind":"non_blocking","site":1}"#.to_string(),
         r#"{"type":"stream","id":2,"stream_kind":"non_blocking","site":1}"#.to_string(),
         r#"{"type":"alloc","id":1,"addr":"0x1000","size":4096}"#.to_string(),
         r#"{"type":"kernel","stream":1,"name":"fill","writes":[["0x1000",4096]],"site":2}"#.to_string(),
         r#"{"type":"kernel","stream":2,"name":"scale","writes":[["0x1000",4096]],"site":3}"#.to_string(),
+        r#"{"type":"kernel","stream":1,"name":"step","reads":[["0x1000",4096]],"site":4}"#.to_string(),
     ]
     .join("\n")
 }
@@ -92,6 +94,10 @@ fn call_sites_name_lines_with_debug_info() {
     let created = shown(&race["earlier"]["site"]["stream"]["created_at"]);
     assert!(created.ends_with(&format!("app.c:{} in make_stream", line_of("int make_stream"))), "{race:#}");
     assert!(text.contains(&fill) && text.contains(&scale), "the text report names both lines:\n{text}");
+    // A kernel launched through nvcc's stub and wrapper is named at its caller's line.
+    let step = json["races"].as_array().expect("races").iter().find(|r| r["later"]["site"]["name"] == "step").expect("step races");
+    let main = format!("app.c:{} in main", line_of("int main"));
+    assert!(shown(&step["later"]["site"]["source"]).ends_with(&main), "{step:#}");
 }
 
 #[test]

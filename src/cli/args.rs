@@ -118,8 +118,9 @@ pub struct CaptureArgs {
     /// Also record GPU start and end times (CUPTI activity records), for timelines. Costs more than capture alone.
     #[arg(long)]
     pub gpu_times: bool,
-    /// Record no native call sites. Saves the stack walk on each recorded CUDA call (about 0.1 us; see
-    /// docs/performance.md); findings of C++ programs then name no source lines.
+    /// Record no native call sites. Saves the stack walk on each recorded CUDA call (about 0.15-0.2 us on the
+    /// GPU machine, some 5% of a kernel launch's time; docs/performance.md); findings of C++ programs then name no
+    /// source lines.
     #[arg(long)]
     pub no_call_sites: bool,
     /// The program and its arguments, after `--`.

@@ -46,25 +46,36 @@ impl Binary {
         Ok(Binary { lines, functions: function_symbols(&file) })
     }
 
-    /// What the binary says about the call that returns to `return_address` (an address as the file states it).
-    pub fn symbolize(&self, return_address: u64) -> Symbolized {
+    /// What the binary says about the call that returns to `return_address` (an address as the file states it):
+    /// with line tables, one entry per function the call sits in, innermost first (a call inside inlined code
+    /// sits in the inlined function, at its line, and in each function it was inlined into, at the line of that
+    /// inlining); otherwise the function from the symbol table with the offset. Never empty.
+    pub fn symbolize(&self, return_address: u64) -> Vec<Symbolized> {
         // The call instruction ends just before the return address; its line is the call's.
         let call = return_address.saturating_sub(1);
-        let mut symbolized = Symbolized::default();
+        let mut from_symbols = Symbolized::default();
         if let Some((start, name)) = self.function_at(call) {
-            symbolized.function = Some(name);
-            symbolized.offset = Some(return_address - start);
+            from_symbols.function = Some(name);
+            from_symbols.offset = Some(return_address - start);
         }
-        let Some(lines) = &self.lines else { return symbolized };
-        let Ok(mut frames) = lines.find_frames(call).skip_all_loads() else { return symbolized };
-        // The innermost frame (an inlined function's, when the call was inlined) with a line is where the call is.
-        while let Ok(Some(frame)) = frames.next() {
-            let function = frame.function.as_ref().and_then(|f| f.demangle().ok()).map(|name| Arc::<str>::from(&*name));
-            if let Some(addr2line::Location { file: Some(file), line: Some(line), .. }) = frame.location {
-                return Symbolized { function: function.or(symbolized.function), offset: None, file: Some(file.into()), line: Some(line) };
+        let mut entries = Vec::new();
+        if let Some(Ok(mut frames)) = self.lines.as_ref().map(|lines| lines.find_frames(call).skip_all_loads()) {
+            while let Ok(Some(frame)) = frames.next() {
+                let function = frame.function.as_ref().and_then(|f| f.demangle().ok()).map(|name| Arc::<str>::from(&*name));
+                let (file, line) = match frame.location {
+                    Some(location) => (location.file.map(Arc::from), location.line),
+                    None => (None, None),
+                };
+                entries.push(Symbolized { function, offset: None, file, line });
             }
         }
-        symbolized
+        if entries.iter().all(|entry| entry.line.is_none()) {
+            return vec![from_symbols];
+        }
+        if let Some(outermost) = entries.last_mut() {
+            outermost.function = outermost.function.take().or(from_symbols.function);
+        }
+        entries
     }
 
     /// The function symbol that holds `address`, with its start.
@@ -161,7 +172,7 @@ mod tests {
         let binary = Binary::open(&exe, None).expect("readable");
         let name_start = binary.functions.iter().find(|(_, _, name)| name.contains("this_test_binary_symbolizes_its_own_code"));
         let (start, _, _) = name_start.expect("its own symbol");
-        let symbolized = binary.symbolize(start + 5);
+        let symbolized = binary.symbolize(start + 5).pop().expect("an entry");
         assert!(symbolized.function.as_deref().is_some_and(|f| f.contains("this_test_binary_symbolizes_its_own_code")), "{symbolized:?}");
         assert!(symbolized.file.as_deref().is_some_and(|f| f.ends_with("binary.rs")), "{symbolized:?}");
     }

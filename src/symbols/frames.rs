@@ -22,6 +22,8 @@ const LIBRARY_MODULES: &[&str] = &[
     "libtorch", "libc10", "libcaffe2", "libshm", "libnccl", "libcublas", "libcudnn", "libpython", "python",
     "libstdc++", "libc.so", "libc-", "libm.so", "ld-linux", "libgcc_s", "libpthread", "libgomp", "linux-vdso",
 ];
+/// The C runtime's entry code, linked into every executable.
+const STARTUP_FUNCTIONS: &[&str] = &["_start", "__libc_start_main", "__libc_start_call_main", "_init"];
 
 /// What a frame is from its module's file name alone, when that says it: CUDA's or a library's.
 pub fn module_class(module_path: Option<&str>) -> Option<FrameClass> {
@@ -32,6 +34,12 @@ pub fn module_class(module_path: Option<&str>) -> Option<FrameClass> {
     LIBRARY_MODULES.iter().any(|prefix| module.starts_with(prefix)).then_some(FrameClass::Library)
 }
 
+/// The C runtime's entry code, linked into every executable (`_start`, or `_start+0x25` from a symbol table).
+pub fn is_startup_code(function: &str) -> bool {
+    let name = function.split('+').next().unwrap_or(function);
+    STARTUP_FUNCTIONS.contains(&name)
+}
+
 pub fn classify(module_path: Option<&str>, function: Option<&str>, file: Option<&str>) -> FrameClass {
     if let Some(FrameClass::Cuda) = module_class(module_path) {
         return FrameClass::Cuda;
@@ -39,10 +47,24 @@ pub fn classify(module_path: Option<&str>, function: Option<&str>, file: Option<
     if function.is_some_and(is_cuda_runtime_function) || file.is_some_and(is_cuda_header_or_stub) {
         return FrameClass::Cuda;
     }
-    if module_class(module_path).is_some() {
+    if module_class(module_path).is_some() || function.is_some_and(is_startup_code) {
         return FrameClass::Library;
     }
     FrameClass::Program
+}
+
+/// The kernel a launch stub of nvcc's launches (`__device_stub__Z4stepPf`, or demangled with its parameters
+/// `__device_stub__Z4stepPf(float*)` -> `step(float*)`), whose host wrapper calls the stub.
+pub fn kernel_of_stub(function: &str) -> Option<String> {
+    let mangled = function.strip_prefix("__device_stub__")?.split('(').next()?;
+    Some(super::binary::demangle(&format!("_{mangled}")))
+}
+
+/// Whether two demangled names are the same function, parameters aside (line tables and symbol tables may spell
+/// them differently).
+pub fn same_function(a: &str, b: &str) -> bool {
+    let name = |f: &str| f.split('(').next().unwrap_or(f).trim().to_string();
+    name(a) == name(b)
 }
 
 /// The CUDA runtime's functions as linked into a program (`cudaLaunchKernel`, `cudart::...`, `__cudart123`),
@@ -81,6 +103,17 @@ mod tests {
     }
 
     #[test]
+    fn a_stub_names_its_kernel_as_the_wrapper_is_named() {
+        let kernel = kernel_of_stub("__device_stub__Z12write_kernelPfif").expect("a stub");
+        assert!(same_function(&kernel, "write_kernel(float*, int, float)"), "{kernel}");
+        assert!(!same_function(&kernel, "main"));
+        assert_eq!(kernel_of_stub("main"), None);
+        // As the line tables name it: the stub is a C++ function, demangled with its parameters.
+        let kernel = kernel_of_stub("__device_stub__Z12write_kernelPfif(float*, int, float)").expect("a stub");
+        assert!(same_function(&kernel, "write_kernel(float*, int, float)"), "{kernel}");
+    }
+
+    #[test]
     fn programs_come_before_libraries() {
         assert_eq!(classify(Some("/app/run"), Some("main"), Some("/src/pipeline.cu")), FrameClass::Program);
         assert_eq!(classify(Some("/app/run"), Some("cudaish_helper"), None), FrameClass::Program, "not an API name");
@@ -88,5 +121,6 @@ mod tests {
         assert_eq!(classify(Some("/usr/lib/x86_64-linux-gnu/libc.so.6"), Some("__libc_start_call_main"), None), FrameClass::Library);
         assert_eq!(classify(Some("/venv/ext/my_ops.cpython-312-x86_64-linux-gnu.so"), Some("launch_fused"), None), FrameClass::Program);
         assert_eq!(classify(None, None, None), FrameClass::Program);
+        assert_eq!(classify(Some("/app/run"), Some("_start"), None), FrameClass::Library);
     }
 }

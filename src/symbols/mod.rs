@@ -22,7 +22,7 @@ use crate::ingest::{ImportCounters, Severity};
 use crate::model::{NativeFrame, NativeSite, SourceLocation};
 use binary::{Binary, Symbolized};
 pub use binary::demangle;
-use frames::{classify, module_class, FrameClass};
+use frames::{classify, is_startup_code, kernel_of_stub, module_class, same_function, FrameClass};
 
 /// Reads binaries as their frames are asked for, and remembers what each call site came to.
 #[derive(Default)]
@@ -45,17 +45,32 @@ impl Symbolizer {
         }
         let mut library = None;
         let mut program = None;
-        for frame in site.frames() {
-            let symbolized = self.symbolize(frame);
+        // The caller of nvcc's launch stub may be the host wrapper nvcc writes for the kernel, named like it and
+        // placed at its line: CUDA's too. (It may also be gone, when the wrapper jumps to the stub.)
+        let mut wrapper: Option<String> = None;
+        'frames: for (index, frame) in site.frames().iter().enumerate() {
             let module = frame.module.as_ref().map(|m| &*m.path);
-            match classify(module, symbolized.function.as_deref(), symbolized.file.as_deref()) {
-                FrameClass::Cuda => {}
-                FrameClass::Library => {
-                    library.get_or_insert_with(|| location(frame, &symbolized));
-                }
-                FrameClass::Program => {
-                    program = Some(location(frame, &symbolized));
-                    break;
+            for entry in self.symbolize(frame) {
+                let function = entry.function.as_deref();
+                let class = match (&wrapper, function) {
+                    (Some(wrapper), Some(function)) if same_function(wrapper, function) => FrameClass::Cuda,
+                    _ => classify(module, function, entry.file.as_deref()),
+                };
+                wrapper = function.and_then(kernel_of_stub);
+                match class {
+                    FrameClass::Cuda => {}
+                    FrameClass::Library => {
+                        library.get_or_insert_with(|| location(frame, &entry));
+                    }
+                    FrameClass::Program if entry == Symbolized::default() => {
+                        // Nothing is known of the binary here: its next frames tell this place from others.
+                        program = Some(unknown_frames(&site.frames()[index..]));
+                        break 'frames;
+                    }
+                    FrameClass::Program => {
+                        program = Some(location(frame, &entry));
+                        break 'frames;
+                    }
                 }
             }
         }
@@ -64,10 +79,9 @@ impl Symbolizer {
         located
     }
 
-    /// Where a call site is in the program's own code, for naming what it created: its program frame only,
-    /// and frames of the CUDA stack and of libraries known by their module's name are passed over without
-    /// reading their binaries (a PyTorch pool stream is created inside libtorch, which is not worth reading for
-    /// a name).
+    /// Where a call site is in the program's own code, for naming what it created: its program frame only.
+    /// Frames of the CUDA stack and of libraries known by their module's name are passed over without reading
+    /// their binaries (a PyTorch pool stream is created inside libtorch, which is not worth reading for a name).
     pub fn locate_program(&mut self, site: &NativeSite) -> Option<SourceLocation> {
         let program_frames: Vec<NativeFrame> = site
             .frames()
@@ -78,19 +92,21 @@ impl Symbolizer {
         if program_frames.is_empty() {
             return None;
         }
-        self.locate(&NativeSite::new(program_frames))
+        // The C runtime's start code in the executable is no place the program wrote.
+        self.locate(&NativeSite::new(program_frames)).filter(|place| !place.function.as_deref().is_some_and(is_startup_code))
     }
 
-    /// What the frame's binary says about it (nothing when the trace names no module for it).
-    fn symbolize(&mut self, frame: &NativeFrame) -> Symbolized {
-        let Some(module) = &frame.module else { return Symbolized::default() };
+    /// What the frame's binary says about it, innermost inlined function first (one empty entry when the trace
+    /// names no module for it or its file cannot be read).
+    fn symbolize(&mut self, frame: &NativeFrame) -> Vec<Symbolized> {
+        let Some(module) = &frame.module else { return vec![Symbolized::default()] };
         let binary = self
             .binaries
             .entry(module.path.clone())
             .or_insert_with(|| Binary::open(Path::new(&*module.path), module.build_id.as_deref()));
         match binary {
             Ok(binary) => binary.symbolize(frame.address.wrapping_sub(module.bias)),
-            Err(_) => Symbolized::default(),
+            Err(_) => vec![Symbolized::default()],
         }
     }
 
@@ -163,6 +179,24 @@ fn location(frame: &NativeFrame, symbolized: &Symbolized) -> SourceLocation {
         }
         (_, None) => SourceLocation { file: format!("{:#x}", frame.address).into(), line: None, function: None },
     }
+}
+
+/// Frames of a binary nothing is known of (not found here, stripped, another build), as reports name them: the
+/// first as `module+0x1234`, then up to three callers in the same module (`, called from +0x8abd, +0x8dc5`),
+/// which an `addr2line -e module` where the binary is turns into lines.
+fn unknown_frames(frames: &[NativeFrame]) -> SourceLocation {
+    let first = location(&frames[0], &Symbolized::default());
+    let module = frames[0].module.as_ref();
+    let callers: Vec<String> = frames[1..]
+        .iter()
+        .take_while(|frame| frame.module.is_some() && frame.module.as_ref() == module)
+        .take(3)
+        .map(|frame| format!("+{:#x}", frame.address.wrapping_sub(module.map_or(0, |m| m.bias))))
+        .collect();
+    if callers.is_empty() {
+        return first;
+    }
+    SourceLocation { file: format!("{}, called from {}", first.file, callers.join(", ")).into(), ..first }
 }
 
 /// A source file as reports name it: relative to the current folder when it lies below it.

@@ -12,6 +12,15 @@ int launch_scale(int stream) {
     return stream + 3;
 }
 
+/* What nvcc writes for a kernel `step`: a launch stub, and a host wrapper named like the kernel that calls it. */
+int __device_stub__Z4stepi(int stream) {
+    return stream + 4;
+}
+
+int step(int stream) {
+    return __device_stub__Z4stepi(stream);
+}
+
 int main(void) {
-    return make_stream() + launch_fill(1) + launch_scale(2) - 9;
+    return make_stream() + launch_fill(1) + launch_scale(2) + step(0) - 13;
 }
