@@ -82,6 +82,23 @@ fn cuda_race_samples_are_found_with_their_range_and_streams() {
 }
 
 #[test]
+fn cuda_findings_carry_native_call_sites() {
+    // The samples' binaries stay on the GPU machine: here each site is named by module and offset, and each
+    // launch by its own (two lines of main, two call sites), with where its stream was created.
+    let (_, json) = analyze("samples/capture/cuda/two_streams_race.json");
+    let race = &json["races"][0];
+    let shown = |site: &Value| site["source"]["file"].as_str().unwrap_or_default().to_string();
+    let (earlier, later) = (shown(&race["earlier"]["site"]), shown(&race["later"]["site"]));
+    for place in [&earlier, &later] {
+        assert!(place.starts_with("two_streams_race+0x"), "{race:#}");
+    }
+    assert_ne!(earlier, later, "two launch lines, two call sites");
+    let created = race["later"]["site"]["stream"]["created_at"]["file"].as_str().unwrap_or_default();
+    assert!(created.starts_with("two_streams_race+0x"), "{race:#}");
+    assert!(json["import"].to_string().contains("symbols.unreadable_modules"), "says why there are no lines");
+}
+
+#[test]
 fn cuda_clean_samples_have_no_finding() {
     for sample in ["two_streams_event", "legacy_blocking", "event_sync_then_launch", "threads_event_handover", "two_readers"] {
         expect_races(&format!("samples/capture/cuda/{sample}.json"), &[]);
