@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine: builds every sample with nvcc, runs each under `streamtrace capture`, and leaves in $1
+# On the GPU machine: builds every sample with nvcc (with host debug info, so findings name their lines), runs each under `streamtrace capture`, and leaves in $1
 # (default $OUT) one trace per sample (NAME.json) with the program's output (NAME.log).
 # Needs the streamtrace binary and libstreamtrace_capture.so in .gpu/bin (built on the development machine).
 # CUDA="a b" runs only those samples. A sample with a line `// VARIANT: ARG` is also run with ARG as its argument,
@@ -15,7 +15,7 @@ sources=("$here"/*.cu)
 [ -z "${CUDA:-}" ] || sources=($(printf "$here/%s.cu " $CUDA))
 for src in "${sources[@]}"; do
   name=$(basename "$src" .cu)
-  nvcc -O2 -arch=sm_90 -std=c++17 -o "$build/$name" "$src" -lpthread
+  nvcc -g -lineinfo -O2 -arch=sm_90 -std=c++17 -o "$build/$name" "$src" -lpthread
   for variant in "" $(sed -n 's|^// VARIANT: ||p' "$src"); do
     label=$name${variant:+-$variant}
     "$bin/streamtrace" capture -o "$build/trace-$label" -- "$build/$name" $variant > "$out/$label.log" 2>&1 || true
