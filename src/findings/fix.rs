@@ -118,6 +118,21 @@ pub fn collective_call(label: &str) -> Option<&'static str> {
 }
 
 impl Fix {
+    /// A graph fix's node lines, where it had none (call sites symbolized after the analysis).
+    pub fn place_graph_nodes(&mut self, earlier: Option<String>, later: Option<String>) {
+        match self {
+            Fix::GraphDependency { from_at, to_at, .. } => {
+                *from_at = from_at.take().or(earlier);
+                *to_at = to_at.take().or(later);
+            }
+            Fix::CaptureJoin { after_at, before_at, .. } => {
+                *after_at = after_at.take().or(earlier);
+                *before_at = before_at.take().or(later);
+            }
+            _ => {}
+        }
+    }
+
     /// The fix for a race between `earlier` and `later`, chosen from their streams and actions.
     /// Returns `None` only when the earlier operation ran on no stream, which the engine never reports.
     pub fn for_race(earlier: &OpOccurrence, later: &OpOccurrence) -> Option<Fix> {

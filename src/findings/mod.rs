@@ -73,6 +73,9 @@ pub struct GraphSite {
     /// How the graph was built: "captured", "explicit" or "inline".
     pub build: &'static str,
     pub launched_at: Option<SourceLocation>,
+    /// The launch's native call site, when the capture recorded one (symbolized into `launched_at` for reports).
+    #[serde(skip)]
+    pub launched_native: Option<NativeSite>,
 }
 
 /// What an operation did to the racing bytes.

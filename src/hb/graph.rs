@@ -91,6 +91,7 @@ impl Engine {
                 GraphBuild::Inline => "inline",
             },
             launched_at: op.source.clone(),
+            launched_native: op.native.clone(),
         });
         let node_sites: Vec<SiteId> = graph.nodes.iter().map(|node| self.node_site(op, stream, node, &place)).collect();
         let nodes = &graph.nodes;
@@ -199,8 +200,9 @@ impl Engine {
         let tref = &self.threads[op.thread.index()].tref;
         let made_at = node.made_at.as_ref();
         let source = made_at.and_then(|m| m.source.as_ref());
+        let native = made_at.and_then(|m| m.native.as_ref());
         let region = made_at.and_then(|m| m.region.as_ref());
-        self.sites.intern("graph node", &node.name, Some(sref), tref, source, None, region, Some(place))
+        self.sites.intern("graph node", &node.name, Some(sref), tref, source, native, region, Some(place))
     }
 
     /// How to order two nodes of one graph: inside a capture, the stream of the later node waits for an event

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::ids::{EventId, StreamId, ThreadId};
 use super::ops::{Access, PointerArg};
-use super::source::SourceLocation;
+use super::source::{NativeSite, SourceLocation};
 
 /// What a graph node does, as far as ordering and memory go.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -63,6 +63,9 @@ pub struct NodeOrigin {
     #[serde(skip)]
     pub stream: Option<StreamId>,
     pub source: Option<SourceLocation>,
+    /// The native call site of the capturing or adding call, when the capture recorded one.
+    #[serde(skip)]
+    pub native: Option<NativeSite>,
     /// The framework op it belongs to (tier T2) or the annotated region it was issued in.
     pub region: Option<Arc<str>>,
 }

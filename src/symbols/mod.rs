@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::findings::{Findings, Fix, OpOccurrence, Site};
+use crate::findings::{Findings, Fix, OpOccurrence, Site, Unordered};
 use crate::ingest::{ImportCounters, Severity};
 use crate::model::{NativeFrame, NativeSite, SourceLocation};
 use binary::{Binary, Symbolized};
@@ -122,8 +122,17 @@ impl Symbolizer {
                 }
             }
             if changed {
-                if let Some(fix) = Fix::for_race(&race.earlier, &race.later) {
-                    race.fix = fix;
+                match race.why {
+                    // Two nodes of one graph: the graph's own fix, with the nodes' lines now known.
+                    Unordered::GraphNodes { .. } => {
+                        let place = |op: &OpOccurrence| op.site.source.as_ref().map(ToString::to_string);
+                        race.fix.place_graph_nodes(place(&race.earlier), place(&race.later));
+                    }
+                    Unordered::CrossStream { .. } => {
+                        if let Some(fix) = Fix::for_race(&race.earlier, &race.later) {
+                            race.fix = fix;
+                        }
+                    }
                 }
             }
         }
@@ -152,6 +161,13 @@ impl Symbolizer {
     }
 
     fn fill_site(&mut self, site: &mut Site) -> bool {
+        if let Some(graph) = &mut site.graph {
+            if graph.launched_at.is_none() {
+                if let Some(launched_at) = graph.launched_native.clone().and_then(|native| self.locate(&native)) {
+                    std::sync::Arc::make_mut(graph).launched_at = Some(launched_at);
+                }
+            }
+        }
         if site.source.is_some() {
             return false;
         }

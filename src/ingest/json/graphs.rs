@@ -203,6 +203,7 @@ impl GraphAssembler {
             thread: op.thread,
             stream: Some(stream),
             source: op.source.clone(),
+            native: op.native.clone(),
             region: op.region.clone(),
         };
         let node = GraphNode { name, kind, accesses, pointers, depends_on, made_at: Some(made_at) };
@@ -254,7 +255,15 @@ impl GraphAssembler {
                     Some(child) => Some(Box::new(self.draft(process, child)?.clone())),
                     None => None,
                 };
-                let made_at = NodeOrigin { seq: op.seq, origin: op.origin, thread: op.thread, stream: None, source: op.source.clone(), region: op.region.clone() };
+                let made_at = NodeOrigin {
+                    seq: op.seq,
+                    origin: op.origin,
+                    thread: op.thread,
+                    stream: None,
+                    source: op.source.clone(),
+                    native: op.native.clone(),
+                    region: op.region.clone(),
+                };
                 let draft = self.draft_mut(process, *graph)?;
                 let depends_on = deps.iter().map(|d| draft.index_of(*d)).collect::<Result<Vec<_>, _>>()?;
                 let name = params.name.as_deref().map_or_else(|| params.kind.as_str().to_string(), str::to_string);
