@@ -16,7 +16,11 @@ fn compiler() -> Option<String> {
 #[test]
 fn observer_state_outlives_callbacks_at_exit_in_every_process() {
     let Some(cxx) = compiler() else {
-        panic!("no C++ compiler (c++, g++ or $CXX): the observer's exit test needs one, as the bootstrap does");
+        // README's `cargo test` passes on a machine with Rust alone; .ci/run installs a compiler and requires it.
+        let message = "no C++ compiler (c++, g++ or $CXX): the observer's exit test needs one, as the bootstrap does";
+        assert!(std::env::var_os("STREAMTRACE_REQUIRE_CXX").is_none(), "{message}");
+        eprintln!("skipped: {message}");
+        return;
     };
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
     let binary = std::env::temp_dir().join(format!("streamtrace-observer-exit-{}", std::process::id()));

@@ -66,6 +66,8 @@ pub enum Fix {
         before: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         before_at: Option<String>,
+        /// Captured from framework ops (`torch.cuda.graph`): the fix also says it in the framework's words.
+        framework: bool,
     },
     /// Work on the current stream touched a collective's tensor before the collective was waited for
     /// (torch.distributed): `work.wait()` first.
@@ -315,12 +317,18 @@ impl fmt::Display for Fix {
                 }
                 Ok(())
             }
-            Fix::CaptureJoin { graph, record_on, after, after_at, wait_on, before, before_at } => write!(
-                f,
-                "inside the capture of {graph}, record an event on {record_on} after `{after}`{} and make {wait_on} wait on it before `{before}`{} (in PyTorch, the consuming stream's `wait_stream` of the producing one inside the `torch.cuda.graph` block): the join becomes the missing graph edge",
-                at(after_at),
-                at(before_at),
-            ),
+            Fix::CaptureJoin { graph, record_on, after, after_at, wait_on, before, before_at, framework } => {
+                write!(
+                    f,
+                    "inside the capture of {graph}, record an event on {record_on} after `{after}`{} and make {wait_on} wait on it before `{before}`{}",
+                    at(after_at),
+                    at(before_at),
+                )?;
+                if *framework {
+                    f.write_str(" (in PyTorch, the consuming stream's `wait_stream` of the producing one inside the `torch.cuda.graph` block)")?;
+                }
+                f.write_str(": the join becomes the missing graph edge")
+            }
             Fix::WaitForCollective { collective, call, before, collective_at, before_at } => {
                 let at = |place: &Option<String>| place.as_ref().map_or(String::new(), |p| format!(" at {p}"));
                 // Point-to-point ops are asynchronous by name (isend, irecv); collectives by async_op=True.

@@ -219,6 +219,7 @@ impl Engine {
                 wait_on: self.streams[to.index()].sref.clone(),
                 before: later.label().to_string(),
                 before_at: at(later),
+                framework: [earlier, later].iter().any(|n| n.made_at.as_ref().is_some_and(|m| m.region.is_some())),
             };
         }
         Fix::GraphDependency {
