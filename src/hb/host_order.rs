@@ -21,6 +21,7 @@
 //! docs/host-order.md says the same for users.
 
 use super::engine::{Engine, HostOrder};
+use super::sync_rules::pair_mut;
 use crate::model::{FreeKind, OpKind, ProcessId, ThreadId};
 
 /// What a call does in the order among host threads.
@@ -84,7 +85,7 @@ impl Engine {
         if order.shared_seen == Some(version) {
             return;
         }
-        let (mine, theirs) = two_clocks(&mut self.host_clocks, own, shared);
+        let (mine, theirs) = pair_mut(&mut self.host_clocks, own, shared);
         mine.join(&theirs.clock);
         self.threads[thread.index()].order.shared_seen = Some(version);
     }
@@ -109,7 +110,7 @@ impl Engine {
             return;
         }
         state.published = Some(version);
-        let (mine, theirs) = two_clocks(&mut self.host_clocks, own, shared);
+        let (mine, theirs) = pair_mut(&mut self.host_clocks, own, shared);
         theirs.join(&mine.clock);
     }
 
@@ -120,17 +121,5 @@ impl Engine {
     fn thread_order(&self, thread: ThreadId) -> (usize, ThreadOrder) {
         let state = &self.threads[thread.index()];
         (state.host_clock, state.order)
-    }
-}
-
-/// Mutable references to two distinct host clocks.
-fn two_clocks<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
-    debug_assert_ne!(a, b);
-    if a < b {
-        let (left, right) = v.split_at_mut(b);
-        (&mut left[a], &mut right[0])
-    } else {
-        let (left, right) = v.split_at_mut(a);
-        (&mut right[0], &mut left[b])
     }
 }

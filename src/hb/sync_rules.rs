@@ -320,7 +320,7 @@ fn index_mut<'a, T>(v: &'a mut [T], index: usize, what: &str, origin: u64) -> Re
 }
 
 /// Mutable references to two distinct elements.
-fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
+pub(super) fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
     debug_assert_ne!(a, b);
     if a < b {
         let (left, right) = v.split_at_mut(b);
