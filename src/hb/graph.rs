@@ -42,34 +42,28 @@ impl Engine {
         let epoch = self.tick(stream, launch_site, op, graph.has_addresses());
         let memo_key = (graph.key, launch_site);
         let generation = self.processes.get(op.process.index()).map_or(0, |p| p.allocations.generation());
-        match self.graph_memos.get_mut(&memo_key) {
-            None => {
-                let memo = self.learn_graph(op, stream, graph, epoch);
-                self.graph_memos.insert(memo_key, memo);
-            }
-            Some(memo) => {
+        // Out of the map while the engine uses it, back in after.
+        let memo = match self.graph_memos.remove(&memo_key) {
+            None => self.learn_graph(op, stream, graph, epoch),
+            Some(mut memo) => {
                 for key in &memo.races {
                     self.stats.race_occurrences += 1;
                     self.collector.count_again(*key);
                 }
                 if memo.resolved_in != generation && graph.nodes.iter().any(|n| !n.pointers.is_empty()) {
-                    let sites = memo.node_sites.clone();
                     let accesses = self.node_accesses(op, graph);
-                    let memo = self.graph_memos.get_mut(&memo_key).expect("present");
-                    memo.footprint = footprint(&accesses, &sites);
+                    memo.footprint = footprint(&accesses, &memo.node_sites);
                     memo.resolved_in = generation;
                 }
+                memo
             }
-        }
+        };
         // Every replay touches its footprint again at its own place in the stream: the accesses of other streams
         // since the last replay may race with this one.
-        let footprint = self.graph_memos.get_mut(&memo_key).map(|m| std::mem::take(&mut m.footprint)).unwrap_or_default();
-        for (access, site) in &footprint {
+        for (access, site) in &memo.footprint {
             self.access(op, epoch, *site, access, Effect::Access);
         }
-        if let Some(memo) = self.graph_memos.get_mut(&memo_key) {
-            memo.footprint = footprint;
-        }
+        self.graph_memos.insert(memo_key, memo);
         // An event record node snapshots the stream as of this launch: ordering a waiter after every node, which
         // can only hide a race with nodes that do not precede the record.
         for node in &graph.nodes {

@@ -130,12 +130,19 @@ impl GraphAssembler {
         }
         let Some(stream) = op.kind.stream() else { return Ok(Some(op)) };
         let Some(&capture) = self.capturing.get(&stream) else {
-            if let OpKind::StreamWait { stream, event } = op.kind {
-                if let Some((capture, frontier)) = self.captured_events.get(&event).cloned() {
-                    // Waiting on an event recorded inside a capture pulls the stream into that capture.
-                    self.join(capture, stream, &frontier);
-                    return Ok(None);
+            match op.kind {
+                OpKind::StreamWait { stream, event } => {
+                    if let Some((capture, frontier)) = self.captured_events.get(&event).cloned() {
+                        // Waiting on an event recorded inside a capture pulls the stream into that capture.
+                        self.join(capture, stream, &frontier);
+                        return Ok(None);
+                    }
                 }
+                // Recorded again outside the capture: a wait on it now waits for that record.
+                OpKind::EventRecord { event, .. } => {
+                    self.captured_events.remove(&event);
+                }
+                _ => {}
             }
             return Ok(Some(op));
         };
