@@ -215,3 +215,13 @@ fn graph_calls_on_unknown_handles_are_refused_in_hand_written_traces() {
         .expect_err("a launch of an executable graph never instantiated");
     assert!(error.to_string().contains("never instantiated"), "{error}");
 }
+
+#[test]
+fn an_event_recorded_again_outside_the_capture_is_waited_on_as_recorded_there() {
+    // Event 1 is recorded inside the capture on stream 1, then again on stream 3, outside it. Stream 2's wait
+    // waits for stream 3's record: stream 2 does not join the capture, its read runs, and it races with the write
+    // stream 3 issues after the record.
+    let body = begin(1) + &rec(1, 1) + &rec(1, 3) + &wait(2, 1) + &read(2, "reader", "$X") + &write(3, "late", "$X")
+        + &end_and_instantiate(1);
+    assert_one_race(&races(&body), RaceKind::WriteAfterRead, "reader", "late");
+}
