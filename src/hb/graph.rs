@@ -231,7 +231,7 @@ impl Engine {
 /// nothing against other streams, since the write conflicts with everything the read would.
 fn footprint(accesses: &[Vec<Access>], sites: &[SiteId]) -> Vec<(Access, SiteId)> {
     let all: Vec<Access> = accesses.iter().flatten().cloned().collect();
-    let site_of = accesses.iter().zip(sites).flat_map(|(list, &site)| std::iter::repeat_n(site, list.len()));
+    let site_of = accesses.iter().zip(sites).flat_map(|(list, &site)| std::iter::repeat(site).take(list.len()));
     let keep: Vec<bool> = can_race(&all).collect();
     all.into_iter().zip(site_of).zip(keep).filter_map(|(entry, keep)| keep.then_some(entry)).collect()
 }
