@@ -228,8 +228,8 @@ unsafe fn typed_body(state: &mut ProcessState, call: Call, cbid: u32, word: *con
         // Safety: the set's CUDA_MEMSET_NODE_PARAMS.
         CU_GRAPH_ADD_MEMSET_NODE => unsafe { set_body(word as *const MemsetNodeParams) },
         CU_GRAPH_ADD_CHILD_GRAPH_NODE => NodeBody::Child { graph: word as u64 },
-        CU_GRAPH_ADD_EVENT_RECORD_NODE => NodeBody::Event { kind: NodeKind::EventRecord, event: state.event(call, word as u64) },
-        CU_GRAPH_ADD_EVENT_WAIT_NODE => NodeBody::Event { kind: NodeKind::EventWait, event: state.event(call, word as u64) },
+        CU_GRAPH_ADD_EVENT_RECORD_NODE => event_node(state, call, NodeKind::EventRecord, word as u64),
+        CU_GRAPH_ADD_EVENT_WAIT_NODE => event_node(state, call, NodeKind::EventWait, word as u64),
         CU_GRAPH_ADD_MEM_ALLOC_NODE => {
             // Safety: the allocation's parameters; the driver wrote `dptr` (the call succeeded).
             match unsafe { (word as *const MemAllocNodeParams).as_ref() } {
@@ -241,11 +241,7 @@ unsafe fn typed_body(state: &mut ProcessState, call: Call, cbid: u32, word: *con
         CU_GRAPH_ADD_HOST_NODE => NodeBody::Plain(NodeKind::Host),
         CU_GRAPH_ADD_EMPTY_NODE => NodeBody::Plain(NodeKind::Empty),
         // Safety: cuGraphAddNode's parameters are a CUgraphNodeParams.
-        CU_GRAPH_ADD_NODE => match unsafe { (word as *const NodeParams).as_ref() } {
-            // Safety: as above.
-            Some(params) => unsafe { generic_body(state, call, params) },
-            None => NodeBody::Plain(NodeKind::Other),
-        },
+        CU_GRAPH_ADD_NODE => unsafe { generic_body(state, call, word as *const NodeParams) },
         _ => NodeBody::Plain(NodeKind::Other),
     }
 }
@@ -268,26 +264,25 @@ unsafe fn setter_body(state: &mut ProcessState, call: Call, cbid: u32, word: *co
         CU_GRAPH_MEMSET_NODE_SET_PARAMS | CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS => unsafe { set_body(word as *const MemsetNodeParams) },
         CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS => NodeBody::Child { graph: word as u64 },
         CU_GRAPH_EVENT_RECORD_NODE_SET_EVENT | CU_GRAPH_EXEC_EVENT_RECORD_NODE_SET_EVENT => {
-            NodeBody::Event { kind: NodeKind::EventRecord, event: state.event(call, word as u64) }
+            event_node(state, call, NodeKind::EventRecord, word as u64)
         }
         CU_GRAPH_EVENT_WAIT_NODE_SET_EVENT | CU_GRAPH_EXEC_EVENT_WAIT_NODE_SET_EVENT => {
-            NodeBody::Event { kind: NodeKind::EventWait, event: state.event(call, word as u64) }
+            event_node(state, call, NodeKind::EventWait, word as u64)
         }
-        CU_GRAPH_NODE_SET_PARAMS | CU_GRAPH_NODE_SET_PARAMS_V2 | CU_GRAPH_EXEC_NODE_SET_PARAMS => {
-            match unsafe { (word as *const NodeParams).as_ref() } {
-                Some(params) => unsafe { generic_body(state, call, params) },
-                None => NodeBody::Plain(NodeKind::Other),
-            }
-        }
+        CU_GRAPH_NODE_SET_PARAMS | CU_GRAPH_NODE_SET_PARAMS_V2 | CU_GRAPH_EXEC_NODE_SET_PARAMS => unsafe {
+            generic_body(state, call, word as *const NodeParams)
+        },
         _ => NodeBody::Plain(NodeKind::Other),
     }
 }
 
-/// A CUgraphNodeParams's node.
+/// A CUgraphNodeParams's node; an unknown one when `params` is null.
 ///
 /// # Safety
-/// `params` is the program's CUgraphNodeParams, whose pointers are valid while the call runs.
-unsafe fn generic_body(state: &mut ProcessState, call: Call, params: &NodeParams) -> NodeBody {
+/// `params` is null or the program's CUgraphNodeParams, whose pointers are valid while the call runs.
+unsafe fn generic_body(state: &mut ProcessState, call: Call, params: *const NodeParams) -> NodeBody {
+    // Safety: the caller's promise; null-checked.
+    let Some(params) = (unsafe { params.as_ref() }) else { return NodeBody::Plain(NodeKind::Other) };
     let union = params.params.as_ptr() as *const c_void;
     let first = params.params[0];
     match params.node_type {
@@ -299,8 +294,8 @@ unsafe fn generic_body(state: &mut ProcessState, call: Call, params: &NodeParams
         NODE_HOST => NodeBody::Plain(NodeKind::Host),
         NODE_GRAPH => NodeBody::Child { graph: first },
         NODE_EMPTY => NodeBody::Plain(NodeKind::Empty),
-        NODE_WAIT_EVENT => NodeBody::Event { kind: NodeKind::EventWait, event: state.event(call, first) },
-        NODE_EVENT_RECORD => NodeBody::Event { kind: NodeKind::EventRecord, event: state.event(call, first) },
+        NODE_WAIT_EVENT => event_node(state, call, NodeKind::EventWait, first),
+        NODE_EVENT_RECORD => event_node(state, call, NodeKind::EventRecord, first),
         NODE_MEM_ALLOC => {
             // Safety: CUDA_MEM_ALLOC_NODE_PARAMS_v2 starts as the first version.
             graph_alloc(state, unsafe { &*(union as *const MemAllocNodeParams) })
@@ -309,6 +304,11 @@ unsafe fn generic_body(state: &mut ProcessState, call: Call, params: &NodeParams
         NODE_CONDITIONAL => NodeBody::Plain(NodeKind::Conditional),
         _ => NodeBody::Plain(NodeKind::Other),
     }
+}
+
+/// An event record or wait node, its event declared on first sight.
+fn event_node(state: &mut ProcessState, call: Call, kind: NodeKind, event: u64) -> NodeBody {
+    NodeBody::Event { kind, event: state.event(call, event) }
 }
 
 /// A graph allocation node; its size is kept for the node that frees it, which names only the address.
