@@ -268,35 +268,52 @@ pub fn is_synchronization(cbid: u32) -> bool {
     matches!(cbid, CU_CTX_SYNCHRONIZE | CU_CTX_SYNCHRONIZE_V2 | CU_STREAM_SYNCHRONIZE | CU_STREAM_SYNCHRONIZE_PTSZ | CU_EVENT_SYNCHRONIZE)
 }
 
+/// The calls besides the graph calls recorded when they return (their result or out-parameters matter).
+const RECORDED_AT_EXIT: &[u32] = &[
+    CU_STREAM_QUERY, CU_STREAM_QUERY_PTSZ, CU_EVENT_QUERY, CU_STREAM_CREATE,
+    CU_STREAM_CREATE_WITH_PRIORITY, CU_EVENT_CREATE, CU_MEM_ALLOC_V2, CU_MEM_ALLOC_PITCH_V2,
+    CU_MEM_ALLOC_MANAGED, CU_MEM_ALLOC_ASYNC, CU_MEM_ALLOC_ASYNC_PTSZ, CU_MEM_ALLOC_FROM_POOL_ASYNC,
+    CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ, CU_MEM_HOST_ALLOC, CU_MEM_ALLOC_HOST_V2, CU_MEM_HOST_REGISTER,
+    CU_MEM_HOST_REGISTER_V2, CU_MEM_MAP
+];
+
+/// Ids below this are looked up in `AT_EXIT_BY_ID`; cupti_driver_cbid.h ends under 900.
+const ID_LIMIT: usize = 1024;
+
+/// Whether each id is recorded at exit, made at compile time: the callback asks on every driver call, at entry
+/// and at exit, and a scan of the lists cost tens of nanoseconds each time.
+static AT_EXIT_BY_ID: [bool; ID_LIMIT] = {
+    let mut table = [false; ID_LIMIT];
+    let mut i = 0;
+    while i < GRAPH_CALLS.len() {
+        table[GRAPH_CALLS[i] as usize] = true;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < RECORDED_AT_EXIT.len() {
+        table[RECORDED_AT_EXIT[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 /// Calls recorded when they return (their result or out-parameters matter); every other call is recorded when
 /// it is made.
 pub fn recorded_at_exit(cbid: u32) -> bool {
-    GRAPH_CALLS.contains(&cbid) || matches!(
-        cbid,
-        CU_STREAM_QUERY
-            | CU_STREAM_QUERY_PTSZ
-            | CU_EVENT_QUERY
-            | CU_STREAM_CREATE
-            | CU_STREAM_CREATE_WITH_PRIORITY
-            | CU_EVENT_CREATE
-            | CU_MEM_ALLOC_V2
-            | CU_MEM_ALLOC_PITCH_V2
-            | CU_MEM_ALLOC_MANAGED
-            | CU_MEM_ALLOC_ASYNC
-            | CU_MEM_ALLOC_ASYNC_PTSZ
-            | CU_MEM_ALLOC_FROM_POOL_ASYNC
-            | CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ
-            | CU_MEM_HOST_ALLOC
-            | CU_MEM_ALLOC_HOST_V2
-            | CU_MEM_HOST_REGISTER
-            | CU_MEM_HOST_REGISTER_V2
-            | CU_MEM_MAP
-    )
+    AT_EXIT_BY_ID.get(cbid as usize).copied().unwrap_or(false)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_says_what_the_lists_say() {
+        for id in 0..2 * ID_LIMIT as u32 {
+            let listed = GRAPH_CALLS.contains(&id) || RECORDED_AT_EXIT.contains(&id);
+            assert_eq!(recorded_at_exit(id), listed, "cbid {id}");
+        }
+    }
 
     #[test]
     fn calls_recorded_at_exit_are_subscribed() {
