@@ -17,20 +17,55 @@ const MAX_ADDRESS: u64 = 1 << 57;
 
 /// Scans one parameter's bytes (at its offset in the parameter buffer, for alignment) for words that may be
 /// addresses. Struct parameters are scanned too: library kernels pass their pointers inside one large struct.
-/// The analyzer keeps only the words that fall in a live allocation. A word already in `out[launch_start..]`
-/// (this launch's words so far) is not added twice.
-pub fn scan_parameter(bytes: &[u8], offset: usize, read_only: bool, out: &mut Vec<PointerArg>, launch_start: usize) {
+/// The analyzer keeps only the words that fall in a live allocation.
+pub fn scan_parameter(bytes: &[u8], offset: usize, read_only: bool, out: &mut Vec<PointerArg>) {
     let first = (8 - offset % 8) % 8;
-    let mut i = first;
-    while i + 8 <= bytes.len() {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&bytes[i..i + 8]);
-        let value = u64::from_le_bytes(word);
-        if (MIN_ADDRESS..MAX_ADDRESS).contains(&value) && !out[launch_start..].iter().any(|p| p.address == value) {
+    for word in bytes[first.min(bytes.len())..].chunks_exact(8) {
+        let mut value = [0u8; 8];
+        value.copy_from_slice(word);
+        let value = u64::from_le_bytes(value);
+        if (MIN_ADDRESS..MAX_ADDRESS).contains(&value) {
             out.push(PointerArg { address: value, writes: !read_only });
         }
-        i += 8;
     }
+}
+
+/// Launches with at most this many words are deduplicated by searching the words kept so far: no allocation,
+/// and faster than a sort for the few words most kernels take.
+const FEW_WORDS: usize = 16;
+
+/// Keeps the first of each address among `words[start..]` (one launch's words), in order. A struct of pointer
+/// lists (PyTorch's multi-tensor kernels pass hundreds of words) makes a search of the words kept so far for
+/// each new one quadratic; those are sorted instead.
+fn keep_first_of_each(words: &mut Vec<PointerArg>, start: usize) {
+    let launch = &words[start..];
+    if launch.len() <= FEW_WORDS {
+        let mut kept = start;
+        for i in start..words.len() {
+            let word = words[i];
+            if !words[start..kept].iter().any(|k| k.address == word.address) {
+                words[kept] = word;
+                kept += 1;
+            }
+        }
+        words.truncate(kept);
+        return;
+    }
+    // Positions by (address, position): the first of each address is the first of its run.
+    let mut order: Vec<u32> = (0..launch.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| (launch[i as usize].address, i));
+    let mut keep = vec![false; launch.len()];
+    for (n, &i) in order.iter().enumerate() {
+        keep[i as usize] = n == 0 || launch[order[n - 1] as usize].address != launch[i as usize].address;
+    }
+    let mut kept = start;
+    for i in 0..keep.len() {
+        if keep[i] {
+            words[kept] = words[start + i];
+            kept += 1;
+        }
+    }
+    words.truncate(kept);
 }
 
 /// The keys of a launch's `extra` array (cuda.h): CU_LAUNCH_PARAM_END, CU_LAUNCH_PARAM_BUFFER_POINTER and
@@ -43,7 +78,8 @@ const LAUNCH_PARAM_BUFFER_SIZE: usize = 2;
 const MAX_EXTRA_WORDS: usize = 64;
 
 /// Appends to `out` the pointer words of one launch's arguments, each marked read-only when its parameter is
-/// `const T*`. `params` is the kernel's layout: (offset, size, read_only) per parameter.
+/// `const T*`, each address once (the first parameter it appears in says whether it is written). `params` is
+/// the kernel's layout: (offset, size, read_only) per parameter.
 ///
 /// # Safety
 /// `kernel_params` and `extra` are the launch's own arguments, valid for the duration of the call: when
@@ -61,7 +97,7 @@ pub unsafe fn launch_pointers(params: &[(usize, usize, bool)], kernel_params: *m
             }
             // Safety: parameter `index` points to its `size` bytes (the size the driver gave for it).
             let bytes = unsafe { std::slice::from_raw_parts(value as *const u8, size) };
-            scan_parameter(bytes, offset, read_only, out, start);
+            scan_parameter(bytes, offset, read_only, out);
         }
     } else if !extra.is_null() {
         // Safety: the caller vouches for `extra` up to its END or MAX_EXTRA_WORDS words.
@@ -71,10 +107,11 @@ pub unsafe fn launch_pointers(params: &[(usize, usize, bool)], kernel_params: *m
             if offset.checked_add(psize).is_some_and(|end| end <= size) {
                 // Safety: `buffer` holds `size` bytes (the launch says so), and [offset, offset + psize) lies in them.
                 let bytes = unsafe { std::slice::from_raw_parts(buffer.add(offset), psize) };
-                scan_parameter(bytes, offset, read_only, out, start);
+                scan_parameter(bytes, offset, read_only, out);
             }
         }
     }
+    keep_first_of_each(out, start);
 }
 
 /// The packed parameter buffer and its size from a launch's `extra` array: (key, value) pairs ending with
@@ -118,6 +155,24 @@ unsafe fn packed_buffer(extra: *const *mut c_void) -> Option<(*const u8, usize)>
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn many_words_keep_the_first_of_each_address_in_order() {
+        let word = |address, writes| PointerArg { address, writes };
+        // Words before `start` belong to an earlier launch and stay as they are.
+        let mut words = vec![word(0x9000_0000, true)];
+        for i in 0..100u64 {
+            words.push(word(0x7f00_0000_0000 + (i % 40) * 0x100, i % 3 == 0));
+        }
+        words.push(word(0x9000_0000, false));
+        keep_first_of_each(&mut words, 1);
+        assert_eq!(words.len(), 42);
+        assert_eq!(words[0], word(0x9000_0000, true));
+        for i in 0..40u64 {
+            assert_eq!(words[1 + i as usize], word(0x7f00_0000_0000 + i * 0x100, i % 3 == 0), "word {i}");
+        }
+        assert_eq!(words[41], word(0x9000_0000, false));
+    }
+
     use super::*;
 
     #[test]
@@ -127,7 +182,7 @@ mod tests {
         bytes[8..12].copy_from_slice(&7u32.to_le_bytes());
         bytes[16..24].copy_from_slice(&0x7f00_0000_2000u64.to_le_bytes());
         let mut out = Vec::new();
-        scan_parameter(&bytes, 0, false, &mut out, 0);
+        scan_parameter(&bytes, 0, false, &mut out);
         assert_eq!(out.iter().map(|p| p.address).collect::<Vec<_>>(), vec![0x7f00_0000_1000, 0x7f00_0000_2000]);
         assert!(out.iter().all(|p| p.writes));
     }
@@ -137,10 +192,10 @@ mod tests {
         let mut bytes = vec![0u8; 12];
         bytes[4..12].copy_from_slice(&0x7f00_0000_1000u64.to_le_bytes());
         let mut out = Vec::new();
-        scan_parameter(&bytes, 4, true, &mut out, 0);
+        scan_parameter(&bytes, 4, true, &mut out);
         assert_eq!(out, vec![PointerArg { address: 0x7f00_0000_1000, writes: false }]);
         out.clear();
-        scan_parameter(&3u64.to_le_bytes(), 0, false, &mut out, 0);
+        scan_parameter(&3u64.to_le_bytes(), 0, false, &mut out);
         assert!(out.is_empty(), "small integers are not addresses");
     }
 
