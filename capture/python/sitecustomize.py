@@ -15,6 +15,7 @@ stays at tier T1 and says so once.
 One file of about 500 lines on purpose: Python puts exactly one sitecustomize module in front of a program, and
 what it installs is one concern (tier T2 recording and the brackets around ordering calls).
 """
+import atexit
 import ctypes
 import hashlib
 import importlib.abc
@@ -302,11 +303,25 @@ def _start_native_observer(torch, capture, lines, all_devices=False):
         elif outcome > 0:
             _say("this torch's allocator history differs from the ones known: blocks freed outside ops have no line")
 
+    if os.environ.get("STREAMTRACE_COST_DETAIL"):
+        atexit.register(_say_observer_costs, observer)
     try:
         torch.cuda._lazy_call(observe_blocks)  # the allocator tracks devices only once CUDA is initialized
     except Exception as error:  # ops are observed already: a failure here must not start the Python mode too
         _say_no_blocks(error)
     return observer
+
+
+def _say_observer_costs(observer):
+    """Says where the native observer's time went (STREAMTRACE_COST_DETAIL), at exit."""
+    parts = ("op starts", "  their Python lines", "op ends", "allocator block events", "lines of blocks freed outside ops")
+    costs = (ctypes.c_uint64 * (2 * len(parts)))()
+    if observer.streamtrace_torch_costs(costs, len(costs)) != len(parts):
+        return
+    _say("native observer cost (calls, total us, us a call):")
+    for index, part in enumerate(parts):
+        calls, ns = costs[2 * index], costs[2 * index + 1]
+        _say("  %-36s %9d %12.1f %8.2f" % (part, calls, ns / 1e3, ns / 1e3 / calls if calls else 0.0))
 
 
 # The c10d ops that only read the tensors of their first argument.

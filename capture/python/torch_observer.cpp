@@ -31,9 +31,12 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -73,6 +76,39 @@ OpBeginFn op_begin = nullptr;
 RecordFn record = nullptr;
 bool cuda_only = true;  // off only in the CPU benchmark, where CPU tensors stand in for CUDA ones
 int (*is_finalizing)() = nullptr;
+
+// ---- What observing costs ---------------------------------------------------------------------------------------
+
+// Where the observer's own time goes, kept only with STREAMTRACE_COST_DETAIL (each part then reads the clock
+// twice) and said by the bootstrap at exit. RecordFunction's own work (boxing an op's inputs) happens before
+// the callbacks and is not in it.
+enum CostPart { kOpStart, kPythonLine, kOpEnd, kBlockEvent, kBlockLine, kCostParts };
+bool cost_detail = false;
+std::atomic<uint64_t> cost_calls[kCostParts];
+std::atomic<uint64_t> cost_ns[kCostParts];
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+// Counts the time from its making to the end of its scope into one part.
+class TimedPart {
+ public:
+  explicit TimedPart(CostPart part) : part_(part), started_(cost_detail ? now_ns() : 0) {}
+  ~TimedPart() {
+    if (cost_detail) {
+      cost_calls[part_].fetch_add(1, std::memory_order_relaxed);
+      cost_ns[part_].fetch_add(now_ns() - started_, std::memory_order_relaxed);
+    }
+  }
+  TimedPart(const TimedPart&) = delete;
+  TimedPart& operator=(const TimedPart&) = delete;
+
+ private:
+  CostPart part_;
+  uint64_t started_;
+};
 
 void emit(const std::string& text) {
   record(text.data(), text.size());
@@ -182,6 +218,7 @@ bool python_usable() {
 
 // The calling Python line, taking the GIL if this thread released it (most ops release it before dispatching).
 void append_source(std::string& out) {
+  TimedPart timed(kPythonLine);
   if (!python_usable()) {
     out += "null";
     return;
@@ -372,6 +409,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     ++op.nested;
     return nullptr;
   }
+  TimedPart timed(kOpStart);
   try {
     const OpFacts* facts = facts_of(*thread, fn);
     if (!facts) {
@@ -428,6 +466,7 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
   if (!op.active) {
     return;  // a named range: its start was not observed
   }
+  TimedPart timed(kOpEnd);
   op.active = false;
   std::string& writes = thread->writes;
   std::string& host_writes = thread->host_writes;
@@ -535,6 +574,7 @@ uint64_t stream_handle(const Stream& stream) {
 std::shared_ptr<c10::GatheredContext> note_block_source() {
   ThreadState* thread = this_thread();
   if (thread != nullptr && !thread->op.active) {
+    TimedPart timed(kBlockLine);
     thread->pending_block_source.clear();
     try {
       append_source(thread->pending_block_source);
@@ -581,6 +621,7 @@ void on_allocator_event(const TraceEntry& entry) {
   if (thread == nullptr) {
     return;  // the thread is exiting
   }
+  TimedPart timed(kBlockEvent);
   try {
     std::string& text = thread->text;
     Blocks& known = blocks();
@@ -640,6 +681,7 @@ int streamtrace_torch_observe(OpBeginFn begin, RecordFn write, int all_devices, 
     op_begin = begin;
     record = write;
     cuda_only = all_devices == 0;
+    cost_detail = std::getenv("STREAMTRACE_COST_DETAIL") != nullptr;
     void* finalizing = dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
     if (!finalizing) {
       finalizing = dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
@@ -671,6 +713,20 @@ int streamtrace_torch_observe_blocks(char* error, size_t error_len) {
     std::snprintf(error, error_len, "unknown C++ exception");
   }
   return -1;
+}
+
+// What observing has cost so far, kept with STREAMTRACE_COST_DETAIL: for each part (op starts, the Python
+// lines inside them, op ends, allocator block events, the lines of blocks freed outside ops), its count and
+// nanoseconds in `out[2 * part]` and `out[2 * part + 1]`. Returns the number of parts, or 0 without the detail.
+int streamtrace_torch_costs(uint64_t* out, size_t out_len) {
+  if (!cost_detail || out_len < 2 * kCostParts) {
+    return 0;
+  }
+  for (int part = 0; part < kCostParts; ++part) {
+    out[2 * part] = cost_calls[part].load(std::memory_order_relaxed);
+    out[2 * part + 1] = cost_ns[part].load(std::memory_order_relaxed);
+  }
+  return kCostParts;
 }
 
 // Counts files under `prefix` as library code: the Python line of an op is the innermost frame outside them.

@@ -3,6 +3,8 @@
 
 use std::sync::atomic::Ordering;
 
+use cudarc::cupti::sys::CUpti_CallbackDomain;
+
 use crate::activity;
 use crate::cost::capture_stats;
 use crate::control::GPU_TIMES;
@@ -30,6 +32,9 @@ pub extern "C" fn flush_at_exit() {
                             s.replayed, s.walked, s.frames, s.open_ended
                         );
                     }
+                    if let Some(lines) = crate::cost::detail_lines(callback_name) {
+                        eprint!("{lines}");
+                    }
                     state.emit(Call { tid: thread_id(), time_ns: now_ns(), correlation: 0, site: 0 }, capture_stats());
                     state.writer.handle()
                 }
@@ -38,4 +43,16 @@ pub extern "C" fn flush_at_exit() {
         };
         drain_into(&writer);
     });
+}
+
+/// CUPTI's name of a driver call ("cuLaunchKernel"), or its number where CUPTI has none.
+fn callback_name(cbid: u32) -> String {
+    let mut name: *const std::ffi::c_char = std::ptr::null();
+    // Safety: asks CUPTI for the static name of a driver-API callback id; writes a pointer into a local.
+    let result = unsafe { cudarc::cupti::sys::cuptiGetCallbackName(CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API, cbid, &mut name) };
+    if result != cudarc::cupti::sys::CUptiResult::CUPTI_SUCCESS || name.is_null() {
+        return format!("driver call {cbid}");
+    }
+    // Safety: CUPTI returned a NUL-terminated static string.
+    unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned()
 }

@@ -62,9 +62,13 @@ pub unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_Callba
         let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: data.data.correlationId, site: 0 };
         let start = cost::call_started(call.time_ns);
         let flush = {
-            let Ok(mut slot) = STATE.lock() else { return };
+            let Ok(mut slot) = cost::lock_wait(|| STATE.lock()) else { return };
             let Some(state) = state_for_this_process(&mut slot) else { return };
-            let call = if CALL_SITES.load(Ordering::Relaxed) { Call { site: state.call_site(call, walk_from), ..call } } else { call };
+            let call = if CALL_SITES.load(Ordering::Relaxed) {
+                Call { site: cost::walk(|| state.call_site(call, walk_from)), ..call }
+            } else {
+                call
+            };
             let device = device_of(&mut state.devices, &data);
             on_call(state, &data, call, device);
             // A forked child (a multiprocessing worker) ends in _exit, with no at-exit flush: at each of its
@@ -77,7 +81,7 @@ pub unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_Callba
         if let Some(writer) = flush {
             drain_into(&writer);
         }
-        cost::call_recorded(start);
+        cost::call_recorded(start, cbid);
     });
     IN_CALLBACK.with(|flag| flag.set(false));
     if outcome.is_err() {

@@ -2,10 +2,11 @@
 //! and the time the callback spent on them, on the program's threads, with the one-time set-up apart (loading
 //! CUPTI and subscribing, creating the trace file and starting its writer thread). Set-up happens inside the
 //! first calls; counted into them, it would make a short program's few calls look as if each cost tens of
-//! microseconds. Touches only atomics and a thread-local.
+//! microseconds. On demand (`STREAMTRACE_COST_DETAIL`), the same time split by driver call, lock wait and walk.
+//! Touches only atomics and a thread-local.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::origin::now_ns;
 use crate::record::Record;
@@ -30,6 +31,44 @@ pub fn setup<T>(setup: impl FnOnce() -> T) -> T {
     result
 }
 
+// `STREAMTRACE_COST_DETAIL=1`: the callback's time split by driver call, with what of it went to waiting for
+/// the state lock and to the call-site walk, said on standard error at exit. For finding where a program's
+/// capture cost goes (docs/performance.md); each recorded call then reads the clock four more times.
+pub static DETAIL: AtomicBool = AtomicBool::new(false);
+
+/// Callback ids are below this (cupti_driver_cbid.h ends under 900); a larger one is counted in the last slot.
+const CALL_SLOTS: usize = 1024;
+static CALLS_BY_ID: [AtomicU64; CALL_SLOTS] = [const { AtomicU64::new(0) }; CALL_SLOTS];
+static NS_BY_ID: [AtomicU64; CALL_SLOTS] = [const { AtomicU64::new(0) }; CALL_SLOTS];
+static LOCK_WAIT_NS: AtomicU64 = AtomicU64::new(0);
+static WALK_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Whether the split is kept (`DETAIL`).
+pub fn detail() -> bool {
+    DETAIL.load(Ordering::Relaxed)
+}
+
+/// Runs `part` and, with the split kept, adds its time to `total`.
+fn timed_part<T>(total: &AtomicU64, part: impl FnOnce() -> T) -> T {
+    if !detail() {
+        return part();
+    }
+    let started = now_ns();
+    let result = part();
+    total.fetch_add(now_ns().saturating_sub(started), Ordering::Relaxed);
+    result
+}
+
+/// Takes the state lock through `lock`, counting the wait with the split kept.
+pub fn lock_wait<T>(lock: impl FnOnce() -> T) -> T {
+    timed_part(&LOCK_WAIT_NS, lock)
+}
+
+/// Walks a call site through `walk`, counting its time with the split kept.
+pub fn walk<T>(walk: impl FnOnce() -> T) -> T {
+    timed_part(&WALK_NS, walk)
+}
+
 /// A mark taken as a callback starts, for [`call_recorded`].
 #[derive(Copy, Clone)]
 pub struct CallStart {
@@ -41,12 +80,43 @@ pub fn call_started(at_ns: u64) -> CallStart {
     CallStart { at_ns, thread_setup_ns: THREAD_SETUP_NS.with(Cell::get) }
 }
 
-/// Counts one recorded call begun at `start`, less the set-up it ran.
-pub fn call_recorded(start: CallStart) {
+/// Counts one recorded call `cbid` begun at `start`, less the set-up it ran.
+pub fn call_recorded(start: CallStart, cbid: u32) {
     let setup_inside = THREAD_SETUP_NS.with(Cell::get).saturating_sub(start.thread_setup_ns);
     let spent = now_ns().saturating_sub(start.at_ns).saturating_sub(setup_inside);
     RECORDED_CALLS.fetch_add(1, Ordering::Relaxed);
     CALLBACK_NS.fetch_add(spent, Ordering::Relaxed);
+    if detail() {
+        let slot = (cbid as usize).min(CALL_SLOTS - 1);
+        CALLS_BY_ID[slot].fetch_add(1, Ordering::Relaxed);
+        NS_BY_ID[slot].fetch_add(spent, Ordering::Relaxed);
+    }
+}
+
+/// The split kept with `DETAIL`, as lines for standard error: each driver call's count and time (named by
+/// `name_of`), the most costly first, then the lock waits and walks inside them. None without the split.
+pub fn detail_lines(name_of: impl Fn(u32) -> String) -> Option<String> {
+    if !detail() {
+        return None;
+    }
+    let mut by_call: Vec<(u64, u64, u32)> = (0..CALL_SLOTS)
+        .map(|slot| (NS_BY_ID[slot].load(Ordering::Relaxed), CALLS_BY_ID[slot].load(Ordering::Relaxed), slot as u32))
+        .filter(|&(_, calls, _)| calls > 0)
+        .collect();
+    by_call.sort_unstable_by(|a, b| b.cmp(a));
+    let us = |ns: u64| ns as f64 / 1e3;
+    let mut text = String::from("streamtrace: capture cost by driver call (calls, total us, us a call):\n");
+    for (ns, calls, cbid) in by_call {
+        text += &format!("streamtrace:   {:<36} {calls:>9} {:>12.1} {:>8.2}\n", name_of(cbid), us(ns), us(ns) / calls as f64);
+    }
+    let total = CALLBACK_NS.load(Ordering::Relaxed);
+    text += &format!(
+        "streamtrace:   of {:.1} us in all: {:.1} us waiting for the state lock, {:.1} us walking call sites\n",
+        us(total),
+        us(LOCK_WAIT_NS.load(Ordering::Relaxed)),
+        us(WALK_NS.load(Ordering::Relaxed))
+    );
+    Some(text)
 }
 
 /// The `capture_stats` record: what capture has cost so far.
@@ -67,7 +137,7 @@ mod tests {
         let start = call_started(now_ns());
         setup(|| std::thread::sleep(std::time::Duration::from_millis(20)));
         let before = CALLBACK_NS.load(Ordering::Relaxed);
-        call_recorded(start);
+        call_recorded(start, 0);
         let call_ns = CALLBACK_NS.load(Ordering::Relaxed) - before;
         assert!(call_ns < 10_000_000, "the 20 ms of set-up were counted into the call: {call_ns} ns");
         assert!(SETUP_NS.load(Ordering::Relaxed) >= 20_000_000);

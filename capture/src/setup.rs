@@ -63,6 +63,7 @@ pub fn initialize() -> Result<(), String> {
     unsafe { libc::atexit(at_exit::flush_at_exit) };
     NOOP.store(std::env::var_os("STREAMTRACE_CALLBACK_NOOP").is_some(), Ordering::SeqCst);
     DISCARD.store(std::env::var_os("STREAMTRACE_DISCARD").is_some(), Ordering::SeqCst);
+    crate::cost::DETAIL.store(std::env::var_os("STREAMTRACE_COST_DETAIL").is_some(), Ordering::SeqCst);
     CALL_SITES.store(std::env::var_os(launch::ENV_NO_CALL_SITES).is_none(), Ordering::SeqCst);
     if std::env::var_os(launch::ENV_GPU_TIMES).is_some() {
         match activity::enable() {
