@@ -6,7 +6,8 @@
 //! name everywhere, and is all that is said when nothing better is known.
 //!
 //! A stream's name comes from the first of: the framework line that created it (a [`Creation`] record, tier
-//! T2); being a default stream; carrying only NCCL's kernels; the creation site the trace gives its declaration
+//! T2); being a default stream; carrying only NCCL's kernels (with the process group whose collectives launched
+//! them, when the trace says: a [`GroupStream`] record); the creation site the trace gives its declaration
 //! (a hand-written `src`, a native call site); for a handle that is a pointer, the first source line of an
 //! operation issued on it. Several
 //! streams created at one line (a loop, `s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()`) are told apart by
@@ -18,7 +19,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use crate::findings::{Findings, StreamRef};
-use crate::model::{Creation, Entity, NativeSite, OpKind, SourceLocation, StreamKind, TraceRecord};
+use crate::model::{is_nccl_kernel, Creation, Entity, GroupStream, NativeSite, OpKind, SourceLocation, StreamKind, TraceRecord};
 use crate::symbols::Symbolizer;
 
 /// A stream's or event's name, for reports.
@@ -50,6 +51,8 @@ struct Facts {
     declared_native: Option<(NativeSite, u64)>,
     nccl_kernels: u64,
     other_kernels: u64,
+    /// The process groups whose collectives ran NCCL's kernels on it, each with when it was first seen.
+    process_groups: FxHashMap<Arc<str>, u64>,
     first_use: Option<SourceLocation>,
 }
 
@@ -116,7 +119,7 @@ impl Names {
                 let Some(stream) = op.kind.stream() else { return };
                 let Some(entry) = self.streams.get_mut(stream.index()) else { return };
                 if let OpKind::Kernel { name, .. } = &op.kind {
-                    if name.starts_with("nccl") {
+                    if is_nccl_kernel(name) {
                         entry.nccl_kernels += 1;
                     } else {
                         entry.other_kernels += 1;
@@ -125,6 +128,11 @@ impl Names {
                 if entry.first_use.is_none() {
                     entry.first_use = op.source.clone();
                 }
+            }
+            TraceRecord::GroupStream(GroupStream { stream, group }) => {
+                let groups = &mut facts(&mut self.streams, stream.index()).process_groups;
+                let seen = groups.len() as u64;
+                groups.entry(group.clone()).or_insert(seen);
             }
             TraceRecord::GpuTime { .. } | TraceRecord::Job(_) => {}
         }
@@ -250,7 +258,8 @@ fn stream_name(facts: &Facts, nth: Option<usize>, several_devices: bool) -> Name
         _ => {}
     }
     if facts.nccl_kernels > 0 && facts.other_kernels == 0 {
-        return plain("NCCL's stream".into(), "NCCL stream".into());
+        let (known_as, short) = nccl_stream_name(&facts.process_groups);
+        return plain(known_as, short);
     }
     if let Some((place, _)) = &facts.declared_at {
         return created_name("stream", place, None, nth);
@@ -263,6 +272,28 @@ fn stream_name(facts: &Facts, nth: Option<usize>, several_devices: bool) -> Name
             plain(format!("the stream first used at {at}"), format!("first used at {at}"))
         }
         None => Name::default(),
+    }
+}
+
+/// NCCL's stream, of the process groups whose collectives ran on it when the trace says (one, in PyTorch: each
+/// group has its own streams). A trace may give several: the first three are named in order of appearance, and
+/// the rest counted, so that a name stays a name; the short form for lanes counts them.
+fn nccl_stream_name(groups: &FxHashMap<Arc<str>, u64>) -> (String, String) {
+    const NAMED: usize = 3;
+    let mut ordered: Vec<(&Arc<str>, &u64)> = groups.iter().collect();
+    ordered.sort_unstable_by_key(|(_, seen)| **seen);
+    let mut quoted: Vec<String> = ordered.iter().take(NAMED).map(|(group, _)| format!("`{group}`")).collect();
+    match ordered.as_slice() {
+        [] => ("NCCL's stream".into(), "NCCL stream".into()),
+        [(only, _)] => (format!("NCCL's stream of process group `{only}`"), format!("NCCL stream, {only}")),
+        several => {
+            let last = match several.len().checked_sub(NAMED).filter(|&more| more > 0) {
+                Some(more) => format!("{more} more"),
+                None => quoted.pop().unwrap_or_default(),
+            };
+            let known_as = format!("NCCL's stream of process groups {} and {last}", quoted.join(", "));
+            (known_as, format!("NCCL stream, {} process groups", several.len()))
+        }
     }
 }
 
@@ -317,6 +348,12 @@ mod tests {
             kind: OpKind::Kernel { stream: StreamId(stream), name: name.into(), accesses: vec![], pointers: vec![] },
         })
     }
+
+    fn group(stream: u32, group: &str) -> TraceRecord {
+        TraceRecord::GroupStream(GroupStream { stream: StreamId(stream), group: group.into() })
+    }
+
+    const ALL_REDUCE: &str = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
 
     fn named(records: &[TraceRecord]) -> Names {
         let mut names = Names::default();
@@ -381,5 +418,58 @@ mod tests {
             kernel(0, "scale", None),
         ]);
         assert_eq!(known(&names, 0), None);
+    }
+
+    fn short(names: &Names, stream: usize) -> Option<&str> {
+        names.stream(stream).and_then(|n| n.short.as_deref())
+    }
+
+    #[test]
+    fn nccls_stream_is_named_by_the_process_group_of_its_collectives() {
+        let names = named(&[
+            stream(0, 1, StreamKind::LegacyDefault, None),
+            stream(1, 0x366eecf0, StreamKind::NonBlocking, None),
+            stream(2, 0x366ef000, StreamKind::NonBlocking, None),
+            kernel(1, ALL_REDUCE, Some("/home/u/train.py:13")),
+            group(1, "default_pg"),
+            kernel(1, ALL_REDUCE, Some("/home/u/train.py:13")),
+            group(1, "default_pg"),
+            kernel(2, ALL_REDUCE, Some("/home/u/train.py:20")),
+            group(2, "group 1"),
+            // A synchronous collective runs on the current stream: that stays the default stream.
+            kernel(0, ALL_REDUCE, Some("/home/u/train.py:22")),
+            group(0, "default_pg"),
+        ]);
+        assert_eq!(known(&names, 1).as_deref(), Some("NCCL's stream of process group `default_pg`"));
+        assert_eq!(short(&names, 1), Some("NCCL stream, default_pg"));
+        assert_eq!(known(&names, 2).as_deref(), Some("NCCL's stream of process group `group 1`"));
+        assert_eq!(known(&names, 0).as_deref(), Some("the default stream"));
+    }
+
+    #[test]
+    fn a_stream_of_several_process_groups_names_three_and_counts_the_rest() {
+        let mut records = vec![stream(0, 0x10, StreamKind::NonBlocking, None), stream(1, 0x20, StreamKind::NonBlocking, None)];
+        for name in ["tp", "dp"] {
+            records.extend([kernel(0, ALL_REDUCE, None), group(0, name)]);
+        }
+        for name in ["a", "b", "c", "b", "d", "e"] {
+            records.extend([kernel(1, ALL_REDUCE, None), group(1, name)]);
+        }
+        let names = named(&records);
+        assert_eq!(known(&names, 0).as_deref(), Some("NCCL's stream of process groups `tp` and `dp`"));
+        assert_eq!(short(&names, 0), Some("NCCL stream, 2 process groups"));
+        assert_eq!(known(&names, 1).as_deref(), Some("NCCL's stream of process groups `a`, `b`, `c` and 2 more"));
+        assert_eq!(short(&names, 1), Some("NCCL stream, 5 process groups"));
+    }
+
+    #[test]
+    fn a_process_group_does_not_make_a_stream_of_other_kernels_nccls() {
+        let names = named(&[
+            stream(0, 0x21a9e000, StreamKind::NonBlocking, None),
+            kernel(0, "scale", Some("/home/u/train.py:20")),
+            kernel(0, ALL_REDUCE, None),
+            group(0, "default_pg"),
+        ]);
+        assert_eq!(known(&names, 0).as_deref(), Some("the stream first used at train.py:20"));
     }
 }

@@ -230,6 +230,9 @@ names!(
         Base = "base",
         /// A module's GNU build id, in hex: symbolizing checks that the file read is the one that was loaded.
         BuildId = "build_id",
+        /// `op_end` of a collective or point-to-point op (PyTorch's c10d): the process group as the user knows
+        /// it, its description (`default_pg`, `new_group(group_desc=...)`) or else `group` and its name.
+        ProcessGroup = "process_group",
     }
 );
 
@@ -373,7 +376,8 @@ impl RecordKind {
             RecordKind::GraphLaunch => &[F::Exec, F::Stream, F::Name],
             RecordKind::GpuTime => &[],
             RecordKind::CaptureStats => &[F::Calls, F::CallbackNs, F::SetupNs],
-            RecordKind::OpBegin | RecordKind::OpEnd => &[F::Name, F::Reads, F::Writes],
+            RecordKind::OpBegin => &[F::Name, F::Reads, F::Writes],
+            RecordKind::OpEnd => &[F::Name, F::Reads, F::Writes, F::ProcessGroup],
             RecordKind::CallBegin => &[F::Name],
             RecordKind::CallEnd => &[],
             RecordKind::HostAccess => &[F::Name, F::Reads, F::Writes],
@@ -551,6 +555,8 @@ mod tests {
         assert!(!RecordKind::Memset.allows(Field::Writes));
         assert!(!RecordKind::Kernel.allows(Field::From));
         assert!(!RecordKind::Header.allows(Field::Thread));
+        assert!(RecordKind::OpEnd.allows(Field::ProcessGroup), "a c10d op says its group when it ends");
+        assert!(!RecordKind::OpBegin.allows(Field::ProcessGroup));
         for kind in RecordKind::ALL {
             assert!(kind.allows(Field::Type));
             let mut seen = kind.fields().to_vec();

@@ -237,7 +237,7 @@ impl Engine {
             TraceRecord::Stream(info) => self.add_stream(info.clone()),
             TraceRecord::Event(info) => self.add_event(info.clone()),
             TraceRecord::Op(op) => self.apply_op(op),
-            TraceRecord::GpuTime { .. } | TraceRecord::Created(_) | TraceRecord::Job(_) => Ok(()),
+            TraceRecord::GpuTime { .. } | TraceRecord::Created(_) | TraceRecord::GroupStream(_) | TraceRecord::Job(_) => Ok(()),
         }
     }
 

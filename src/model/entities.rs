@@ -108,6 +108,16 @@ pub struct Creation {
     pub text: Option<std::sync::Arc<str>>,
 }
 
+/// A framework's collective or point-to-point op of a process group (tier T2: a PyTorch c10d op, whose
+/// `op_end` names the group) launched NCCL's kernels on a stream: that stream is the group's NCCL stream.
+/// It orders nothing; reports name the stream by its group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupStream {
+    pub stream: StreamId,
+    /// The group as the program knows it (`default_pg`, or `group 1` for one without a description).
+    pub group: std::sync::Arc<str>,
+}
+
 /// A host thread, with the id the trace gave it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ThreadInfo {

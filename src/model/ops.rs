@@ -64,6 +64,12 @@ pub fn normalize_region(text: &str) -> &str {
     &text[..end]
 }
 
+/// Whether a kernel is NCCL's (a collective's or point-to-point transfer's): NCCL names all its kernels so
+/// (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`, `ncclKernel_...`).
+pub fn is_nccl_kernel(name: &str) -> bool {
+    name.starts_with("nccl")
+}
+
 /// The kind of memory a copy or set touches: whether a non-Async call makes the host wait depends on it
 /// (DESIGN.md, blocking APIs).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]

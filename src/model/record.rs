@@ -1,6 +1,6 @@
 //! The unit an ingester hands to the engine.
 
-use super::entities::{Creation, EventInfo, JobPlace, StreamInfo, ThreadInfo};
+use super::entities::{Creation, EventInfo, GroupStream, JobPlace, StreamInfo, ThreadInfo};
 use super::ops::Operation;
 
 /// One item of a trace in host issue order: an entity coming into existence, or an operation.
@@ -13,6 +13,8 @@ pub enum TraceRecord {
     Thread(ThreadInfo),
     /// Where a framework created the object wrapping a stream or event declared earlier; names it, orders nothing.
     Created(Creation),
+    /// Whose NCCL stream a stream is (a collective of a process group ran on it); names it, orders nothing.
+    GroupStream(GroupStream),
     Op(Operation),
     /// When the operation with this correlation id ran on the GPU, learned after the fact (CUPTI activity
     /// records). Ordering does not depend on it; timelines place bars by it.

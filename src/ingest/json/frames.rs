@@ -12,7 +12,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::Batch;
-use crate::model::{Access, OpKind, Operation, ProcessId, SourceLocation, ThreadId, TraceRecord};
+use crate::model::{is_nccl_kernel, Access, GroupStream, OpKind, Operation, ProcessId, SourceLocation, StreamId, ThreadId, TraceRecord};
 
 /// What a framework frame is.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -37,6 +37,8 @@ pub(super) struct FrameFacts {
     pub name: Option<Arc<str>>,
     pub accesses: Vec<Access>,
     pub source: Option<SourceLocation>,
+    /// A collective's process group (`op_end` of a c10d op): its NCCL kernels' stream is that group's.
+    pub process_group: Option<Arc<str>>,
 }
 
 struct Frame {
@@ -137,6 +139,10 @@ impl OpenFrames {
         if ending.source.is_some() {
             frame.facts.source = ending.source;
         }
+        if ending.process_group.is_some() {
+            frame.facts.process_group = ending.process_group;
+        }
+        let group_streams = frame.facts.process_group.as_ref().map(|group| nccl_streams(&frame.held, group));
         for mut held in std::mem::take(&mut frame.held) {
             if let OpKind::Kernel { accesses, pointers, .. } = &mut held.kind {
                 accesses.clone_from(&frame.facts.accesses);
@@ -146,6 +152,7 @@ impl OpenFrames {
             held.source = held.source.or_else(|| frame.facts.source.clone());
             self.place(owner, held, out);
         }
+        out.extend(group_streams.into_iter().flatten().map(|named| Ok(TraceRecord::GroupStream(named))));
         Ok(matched)
     }
 
@@ -192,4 +199,18 @@ impl OpenFrames {
         out.extend(held.into_iter().map(|op| Ok(TraceRecord::Op(op))));
         open
     }
+}
+
+/// The streams the NCCL kernels among `held` ran on, each once, as streams of `group`.
+fn nccl_streams(held: &[Operation], group: &Arc<str>) -> Vec<GroupStream> {
+    let mut streams: Vec<StreamId> = held
+        .iter()
+        .filter_map(|op| match &op.kind {
+            OpKind::Kernel { stream, name, .. } if is_nccl_kernel(name) => Some(*stream),
+            _ => None,
+        })
+        .collect();
+    streams.sort_unstable();
+    streams.dedup();
+    streams.into_iter().map(|stream| GroupStream { stream, group: group.clone() }).collect()
 }

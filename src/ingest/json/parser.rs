@@ -555,7 +555,8 @@ impl JsonTraceParser {
         super::records::read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
         let name = raw.name.as_deref().map(|n| self.intern(n));
         let source = raw.src.as_deref().map(|text| self.source(text));
-        Ok(FrameFacts { name, accesses, source })
+        let process_group = raw.process_group.as_deref().map(|group| self.intern(group));
+        Ok(FrameFacts { name, accesses, source, process_group })
     }
 }
 

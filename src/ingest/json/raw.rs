@@ -207,6 +207,8 @@ pub(super) struct RawRecord<'a> {
     pub base: Option<Address>,
     #[serde(borrow)]
     pub build_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub process_group: Option<Cow<'a, str>>,
 }
 
 impl RawRecord<'_> {
@@ -274,6 +276,7 @@ impl RawRecord<'_> {
         note(self.path.is_some(), Field::Path);
         note(self.base.is_some(), Field::Base);
         note(self.build_id.is_some(), Field::BuildId);
+        note(self.process_group.is_some(), Field::ProcessGroup);
         present
     }
 
@@ -318,7 +321,7 @@ mod tests {
                 Field::Comment => format!("{{\"type\":\"x\",\"{field}\":{{}}}}"),
                 Field::Producer | Field::Api | Field::Region | Field::Src | Field::Name | Field::StreamKind
                 | Field::Copy | Field::FromMemory | Field::ToMemory | Field::AllocKind | Field::FreeKind | Field::Label
-                | Field::NodeKind | Field::Path | Field::BuildId => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
+                | Field::NodeKind | Field::Path | Field::BuildId | Field::ProcessGroup => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
                 _ => format!("{{\"type\":\"x\",\"{field}\":1}}"),
             };
             let raw: RawRecord = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{field}: {e}"));

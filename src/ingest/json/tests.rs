@@ -330,3 +330,32 @@ fn creation_records_name_a_declared_stream_or_event_and_refuse_the_rest() {
         assert!(err.starts_with("t.json:4:") && err.contains(problem), "{err}");
     }
 }
+
+#[test]
+fn a_collective_names_its_process_group_on_the_streams_of_its_nccl_kernels() {
+    // A c10d op: a copy kernel on the current stream and NCCL's kernel on NCCL's stream, twice on that one.
+    let text = format!(
+        "{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"stream\",\"id\":2}}\n\
+         {{\"type\":\"op_begin\",\"thread\":5}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"copy_kernel\"}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":2,\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\"}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":2,\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\"}}\n\
+         {{\"type\":\"op_end\",\"thread\":5,\"name\":\"allreduce_.default\",\"writes\":[[4096,64]],\"process_group\":\"default_pg\"}}\n\
+         {{\"type\":\"op_begin\",\"thread\":5}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":2,\"name\":\"ncclDevKernel_Broadcast_RING_LL\"}}\n\
+         {{\"type\":\"op_end\",\"thread\":5,\"name\":\"broadcast_.default\",\"writes\":[[4096,64]]}}\n"
+    );
+    let records = read_all(&text).unwrap();
+    let named: Vec<(u32, &str)> = records
+        .iter()
+        .filter_map(|r| if let TraceRecord::GroupStream(g) = r { Some((g.stream.0, &*g.group)) } else { None })
+        .collect();
+    assert_eq!(named, [(1, "default_pg")], "NCCL's stream once, from the op that named its group");
+}
+
+#[test]
+fn only_op_end_names_a_process_group() {
+    let text = format!("{HEADER}{{\"type\":\"op_begin\",\"thread\":5,\"process_group\":\"default_pg\"}}\n");
+    let err = read_all(&text).unwrap_err().to_string();
+    assert!(err.contains("t.json:2: field `process_group` does not belong to a op_begin record"), "{err}");
+}
