@@ -357,6 +357,37 @@ def _start_dispatch_mode(torch, begin, emit, lines):
             schemas[func] = info
         return info
 
+    # A c10d op's process group, named as the native observer names it: reports call NCCL's stream by it.
+    group_arguments = {}  # op -> (index, name) of its ProcessGroup argument, or None
+    ProcessGroup = getattr(getattr(torch._C, "_distributed_c10d", None), "ProcessGroup", None)
+
+    def group_argument(func):
+        if func not in group_arguments:
+            schema = func._schema
+            group_arguments[func] = next(
+                ((index, argument.name) for index, argument in enumerate(schema.arguments)
+                 if "ProcessGroup" in str(argument.type)), None) if schema.name.startswith("c10d::") else None
+        return group_arguments[func]
+
+    def process_group_of(func, args, kwargs):
+        """The group a c10d op ran in as the user knows it: its description (`default_pg`, `group_desc=` of
+        new_group) when it has one, else "group" and its name; None for other ops or where this torch cannot say."""
+        where = group_argument(func)
+        if where is None:
+            return None
+        index, name = where
+        try:
+            value = args[index] if index < len(args) else (kwargs or {}).get(name)
+            # The dispatcher hands the group over boxed (a ScriptObject): unboxed, it has its names.
+            group = value if isinstance(value, ProcessGroup) else ProcessGroup.unbox(value)
+            description = getattr(group, "group_desc", None)
+            if description and description != "undefined":
+                return str(description)
+            group_name = getattr(group, "group_name", None)
+            return "group %s" % group_name if group_name else None
+        except Exception:  # an older torch without these names, or a group it cannot unbox: the field is left out
+            return None
+
     aliasing = {}
 
     def outputs_alias(func):
@@ -474,8 +505,10 @@ def _start_dispatch_mode(torch, begin, emit, lines):
                 src = lines.at()
                 if blocks:
                     record_new_blocks(blocks, out, src)
-                emit('{"type":"op_end","name":"%s","reads":[%s],"writes":[%s],"src":%s}' % (
-                    func.__name__, ",".join(reads), ",".join(writes), src))
+                group = process_group_of(func, args, kwargs)
+                emit('{"type":"op_end","name":"%s","reads":[%s],"writes":[%s],"src":%s%s}' % (
+                    func.__name__, ",".join(reads), ",".join(writes), src,
+                    ',"process_group":%s' % json.dumps(group) if group else ""))
                 if (host_reads or host_writes) and not (reads or writes or view):
                     # A CPU op on pinned memory: the host itself read or wrote it (rule 12). In an op with CUDA
                     # tensors too (a copy to or from the GPU) the pinned bytes are the copy's, not the host's.
