@@ -55,6 +55,7 @@ fn expected(sample: &str) -> (Vec<(&'static str, &'static str, &'static str, u64
         "host_order_watchdog_poll_waited.json" => (vec![], 0),
         "host_order_sync_handover.json" => (vec![], 0),
         "host_order_event_handover.json" => (vec![], 0),
+        "process_group_streams.json" => (vec![("write-after-write", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "mul_kernel", 1)], 0),
         other => panic!("sample {other} has no ground truth in tests/cli.rs"),
     }
 }

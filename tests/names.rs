@@ -1,7 +1,8 @@
 //! Streams and events named as people know them (src/names.rs), in every report: the text, the JSON (which keeps
 //! the handles and adds the names), the HTML timeline's lanes, the Perfetto tracks and the picture. The sample
 //! (samples/json/named_streams_race.json) has two streams created at one line, a framework's pool stream named
-//! by its creation record, NCCL's stream, the default stream and an event with its creation line.
+//! by its creation record, NCCL's stream, the default stream and an event with its creation line;
+//! samples/json/process_group_streams.json has two NCCL streams named by their process groups.
 
 mod support;
 
@@ -92,4 +93,50 @@ fn the_picture_draws_the_named_lanes() {
     let height = u32::from_be_bytes([bytes[20], bytes[21], bytes[22], bytes[23]]);
     // All five streams ran something: five lanes in one group, one race listed.
     assert_eq!(height, streamtrace::report::png::timeline_height(5, 1, 1));
+}
+
+/// The two NCCL streams of samples/json/process_group_streams.json, each named by the process group whose
+/// c10d ops (`op_end` with `process_group`) launched its kernels.
+const GROUPS_SAMPLE: &str = "samples/json/process_group_streams.json";
+
+fn analyze_sample(sample: &str, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace")).arg("analyze").arg(sample).args(args).current_dir(repo()).output().expect("runs");
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn nccls_streams_are_named_by_their_process_groups_in_every_report() {
+    let text = analyze_sample(GROUPS_SAMPLE, &[]);
+    assert!(text.contains("on NCCL's stream of process group `default_pg` (0x366eecf0, non-blocking)"), "{text}");
+
+    let json: Value = serde_json::from_str(&analyze_sample(GROUPS_SAMPLE, &["--format", "json"])).expect("parses");
+    assert_eq!(json["races"][0]["earlier"]["site"]["stream"]["name"], "NCCL's stream of process group `default_pg`");
+    assert_eq!(json["races"][0]["earlier"]["site"]["stream"]["handle"], 913239280);
+
+    let (html, perfetto) = (scratch("groups.html"), scratch("groups.perfetto.json"));
+    analyze_sample(GROUPS_SAMPLE, &["--html", html.to_str().expect("utf-8"), "--perfetto", perfetto.to_str().expect("utf-8")]);
+    let page = std::fs::read_to_string(&html).expect("html");
+    for title in ["\"title\":\"NCCL stream, default_pg\"", "\"title\":\"NCCL stream, group 1\""] {
+        assert!(page.contains(title), "{title} missing from the page");
+    }
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&perfetto).expect("perfetto")).expect("parses");
+    let tracks: Vec<&str> = trace["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    assert!(tracks.contains(&"NCCL stream, group 1 (0x366f5200, non-blocking, device 0)"), "{tracks:?}");
+}
+
+#[test]
+fn captures_whose_collectives_name_no_group_keep_nccls_stream() {
+    // Recorded before `op_end` said its process group.
+    let json: Value =
+        serde_json::from_str(&analyze_sample("samples/capture/multi_gpu/dist_async_use_before_wait", &["--format", "json"])).expect("parses");
+    for trace in json["traces"].as_array().expect("one trace per rank") {
+        assert_eq!(trace["races"][0]["earlier"]["site"]["stream"]["name"], "NCCL's stream", "{}", trace["races"][0]);
+    }
 }
