@@ -89,6 +89,7 @@ fn a_replay_runs_in_its_stream_order_and_another_stream_must_wait_for_it() {
     assert_eq!(graph.launched_at.as_ref().map(ToString::to_string).as_deref(), Some("app.cu:99"));
     assert_eq!(found[0].earlier.site.source.as_ref().map(ToString::to_string).as_deref(), Some("app.cu:7"), "the capture line");
     assert!(matches!(found[0].fix, Fix::RecordAndWait { .. }));
+    assert_eq!(found[0].earlier.node, None, "a replay against another stream is outlined as the whole launch");
 }
 
 #[test]
@@ -134,6 +135,8 @@ fn explicit_edges_order_nodes_and_their_absence_is_a_race() {
     assert!(races(&explicit("[1]", "")).is_empty());
     let found = races(&explicit("[]", ""));
     assert_one_race(&found, RaceKind::ReadAfterWrite, "fill", "use");
+    // Both ran in one launch: each says which of its nodes it is (timelines outline the two inside the launch).
+    assert_eq!((found[0].earlier.seq, found[0].earlier.node, found[0].later.node), (found[0].later.seq, Some(0), Some(1)));
     match &found[0].fix {
         Fix::GraphDependency { from, to, explicit, .. } => assert_eq!((from.as_str(), to.as_str(), *explicit), ("fill", "use", true)),
         other => panic!("expected a graph edge, got {other:?}"),

@@ -101,6 +101,10 @@ pub struct OpOccurrence {
     pub origin: u64,
     /// Its position among the memory-touching operations of its stream (1-based); none for host actions.
     pub stream_position: Option<u64>,
+    /// In a race between two nodes of one graph launch: the node's index among the launch's graph nodes (the
+    /// launch is the operation `seq`), so that timelines outline the node inside the launch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
 }
 
 impl OpOccurrence {

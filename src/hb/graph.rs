@@ -144,15 +144,16 @@ impl Engine {
             races.push(key);
             self.stats.race_occurrences += 1;
             // Both ran in this launch: the occurrence is the launch's, the site says where each node was made.
-            let occurrence = |site: SiteId, mode: AccessMode| OpOccurrence {
-                site: self.sites.get(site).clone(),
+            let occurrence = |node: usize, mode: AccessMode| OpOccurrence {
+                site: self.sites.get(node_sites[node]).clone(),
                 action: action_of(Effect::Access, mode),
                 seq: op.seq,
                 origin: op.origin,
                 stream_position: Some(epoch.tick),
+                node: u32::try_from(node).ok(),
             };
-            let earlier = occurrence(node_sites[i], a.mode);
-            let later = occurrence(node_sites[j], b.mode);
+            let earlier = occurrence(i, a.mode);
+            let later = occurrence(j, b.mode);
             let fix = self.node_fix(graph, &nodes[i], &nodes[j]);
             let allocation = self.processes[op.process.index()].allocations.describe(range, None);
             self.collector.race(key, || RaceFinding {

@@ -54,6 +54,7 @@ impl Engine {
                     seq: earlier.seq,
                     origin: earlier.origin,
                     stream_position: Some(earlier.epoch.tick),
+                    node: None,
                 };
                 let later_occurrence = OpOccurrence {
                     site: sites.get(later.site).clone(),
@@ -61,6 +62,7 @@ impl Engine {
                     seq: later.seq,
                     origin: later.origin,
                     stream_position: later.position,
+                    node: None,
                 };
                 let fix = Fix::for_race(&earlier_occurrence, &later_occurrence).unwrap_or(Fix::SyncBeforeRelease {
                     stream: streams[earlier.epoch.stream.index()].sref.clone(),

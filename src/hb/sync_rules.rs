@@ -249,6 +249,7 @@ impl Engine {
             seq: op.seq,
             origin: op.origin,
             stream_position: Some(position),
+            node: None,
         };
         (site, occurrence)
     }
