@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::findings::{stream_number, EdgeKind, RaceFinding};
+use crate::findings::{stream_number, EdgeKind, OpOccurrence, RaceFinding};
 use crate::hb::HbEdge;
 use crate::model::{OpKind, StreamKind, TraceRecord};
 use crate::names::Names;
@@ -106,6 +106,16 @@ pub struct TimelineOp {
     pub end_ns: u64,
     #[serde(skip)]
     pub correlation: Option<u64>,
+}
+
+/// Where one of a race's operations is drawn: its bar, and for a node of a graph launch (a race between two
+/// nodes of one launch) the node's place among those drawn inside the bar, which is what gets outlined.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Mark {
+    /// Index into `ops`.
+    pub bar: usize,
+    /// Index into the bar's `nodes`.
+    pub node: Option<usize>,
 }
 
 /// An arrow between two bars (indexes into `ops`), or from a bar to the host.
@@ -298,6 +308,27 @@ impl Timeline {
     /// The bar of the operation `seq`, if it ran on a stream.
     pub fn op_index(&self, seq: u64) -> Option<usize> {
         self.ops.binary_search_by_key(&seq, |o| o.seq).ok()
+    }
+
+    /// Where `op`, one of a race's operations, is drawn, when it ran on a stream.
+    pub fn mark(&self, op: &OpOccurrence) -> Option<Mark> {
+        let bar = self.op_index(op.seq)?;
+        let drawn = self.ops[bar].nodes.as_ref().map_or(0, |nodes| nodes.len());
+        let node = op.node.map(|n| n as usize).filter(|n| *n < drawn);
+        Some(Mark { bar, node })
+    }
+
+    /// For a race between two nodes of one graph launch, what its outlines hold, for legends: "nodes `add_`
+    /// and `mul` inside one graph launch". None for a race whose two operations are outlined whole.
+    pub fn outlined_nodes(&self, race: &RaceFinding) -> Option<String> {
+        let node = |op: &OpOccurrence| {
+            let mark = self.mark(op)?;
+            Some((mark.bar, self.ops[mark.bar].nodes.as_ref()?.get(mark.node?)?.clone()))
+        };
+        match (node(&race.earlier)?, node(&race.later)?) {
+            ((a, earlier), (b, later)) if a == b => Some(format!("nodes `{earlier}` and `{later}` inside one graph launch")),
+            _ => None,
+        }
     }
 
     /// The lanes' groups, in order, each with its first lane and number of lanes.

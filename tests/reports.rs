@@ -82,6 +82,33 @@ fn perfetto_draws_a_graph_launch_as_a_block_with_its_nodes() {
 }
 
 #[test]
+fn a_race_between_two_nodes_of_one_launch_is_marked_on_those_nodes() {
+    let (html, perfetto) = (scratch("nodes.html"), scratch("nodes.json"));
+    analyze_with_reports(&repo().join("samples/json/graph_capture_fork.json"), &html, &perfetto);
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&perfetto).expect("written")).expect("parses");
+    let events = json["traceEvents"].as_array().expect("events");
+    let marker = events.iter().find(|e| e["ph"] == "i").expect("the race's marker");
+    assert_eq!(marker["args"]["outlined"], "nodes `add_` and `mul` inside one graph launch");
+    // The marker's node indexes are the node slices' own, and it sits on the later node's slice.
+    let launch = marker["args"]["later_seq"].as_u64().expect("the launch");
+    let node = |index: &Value| {
+        events
+            .iter()
+            .find(|e| e["cat"] == "graph node" && e["args"]["launch_seq"].as_u64() == Some(launch) && &e["args"]["node"] == index)
+            .unwrap_or_else(|| panic!("no node {index} in launch {launch}"))
+    };
+    let (earlier, later) = (node(&marker["args"]["earlier_node"]), node(&marker["args"]["later_node"]));
+    assert_eq!((earlier["name"].as_str(), later["name"].as_str()), (Some("add_"), Some("mul")));
+    assert_eq!(marker["ts"], later["ts"]);
+    // The page outlines the same two nodes inside the launch's block and says so in its legend.
+    let page = std::fs::read_to_string(&html).expect("html");
+    assert!(
+        page.contains("\"earlier_node\":1,\"later_node\":2,\"outlined\":\"nodes `add_` and `mul` inside one graph launch\""),
+        "{page}"
+    );
+}
+
+#[test]
 fn nsys_input_is_placed_by_gpu_time() {
     let (html, perfetto) = (scratch("nsys.html"), scratch("nsys.json"));
     analyze_with_reports(&repo().join("samples/nsys/torch_loop_race.sqlite"), &html, &perfetto);
@@ -160,6 +187,22 @@ fn html_report_works_in_a_browser() {
     assert_eq!(&png[1..4], b"PNG");
     let width = u32::from_be_bytes([png[16], png[17], png[18], png[19]]);
     assert_eq!(width, 1400);
+}
+
+#[test]
+fn html_report_outlines_two_nodes_of_one_launch_in_a_browser() {
+    let Some(chromium) = support::chromium_or_skip("html_report_outlines_two_nodes_of_one_launch_in_a_browser") else { return };
+    let (html, perfetto) = (scratch("nodes-browser.html"), scratch("nodes-browser.json"));
+    analyze_with_reports(&repo().join("samples/json/graph_capture_fork.json"), &html, &perfetto);
+    let url = format!("file://{}#finding=0", html.display());
+    let (dom, log) = headless(&chromium, &["--dump-dom", &url]);
+    let console_errors: Vec<&str> =
+        log.lines().filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("Error"))).collect();
+    assert!(console_errors.is_empty(), "JavaScript errors: {console_errors:#?}");
+    assert!(dom.contains("data-ready=\"1\""), "the script did not finish: {dom}");
+    // Both parties are the first launch (operation 11); what is outlined are two of its nodes.
+    assert!(dom.contains("data-selected=\"11,11\""), "{dom}");
+    assert!(dom.contains("data-outlined=\"nodes `add_` and `mul` inside one graph launch\""), "{dom}");
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! A self-contained HTML report: a canvas timeline with a time axis, one lane per stream that ran something
 //! (named as people know it, grouped by process and device), bars labelled with short op or kernel names
 //! where they fit (a graph launch's nodes inside its bar), happens-before arrows, a legend, and the findings
-//! beside it; picking a finding zooms to its two operations, outlined, with the hand-over that came too early. Everything is inline; nothing is fetched. Every string from the trace reaches the page as JSON
+//! beside it; picking a finding zooms to its two operations, outlined (two nodes of one graph launch inside its
+//! block), with the hand-over that came too early. Everything is inline; nothing is fetched. Every string from the trace reaches the page as JSON
 //! data and is shown through `textContent`, never parsed as HTML.
 
 use std::io;
@@ -19,6 +20,9 @@ pub struct HtmlReport;
 /// races everywhere would otherwise put tens of megabytes of sentences into the page.
 const FINDINGS_SHOWN: usize = 1000;
 
+/// What a picked finding's outlines hold, unless they are two nodes inside one graph launch.
+const TWO_OPERATIONS: &str = "its two operations";
+
 #[derive(Serialize)]
 struct Lane {
     title: String,
@@ -33,6 +37,11 @@ struct FindingView {
     /// Indexes of the two bars in `ops`, when both ran on streams.
     earlier: Option<usize>,
     later: Option<usize>,
+    /// For nodes of a graph launch: their indexes among the nodes drawn inside the bar, outlined there.
+    earlier_node: Option<usize>,
+    later_node: Option<usize>,
+    /// What the two outlines hold, for the legend: "its two operations", or the two nodes of one launch.
+    outlined: String,
     /// The happens-before arrows that matter for it (indexes into `arrows`).
     arrows: Vec<usize>,
     lines: Vec<String>,
@@ -124,10 +133,14 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
             if race.count > 1 {
                 lines.push(format!("seen {} times", race.count));
             }
+            let (earlier, later) = (timeline.mark(&race.earlier), timeline.mark(&race.later));
             FindingView {
                 title: race_title(race),
-                earlier: timeline.op_index(race.earlier.seq),
-                later: timeline.op_index(race.later.seq),
+                earlier: earlier.map(|m| m.bar),
+                later: later.map(|m| m.bar),
+                earlier_node: earlier.and_then(|m| m.node),
+                later_node: later.and_then(|m| m.node),
+                outlined: timeline.outlined_nodes(race).unwrap_or_else(|| TWO_OPERATIONS.to_string()),
                 arrows: timeline.arrows_for(race).into_iter().filter_map(|i| page_arrow[i]).collect(),
                 lines,
             }
@@ -137,6 +150,9 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
         title: format!("wait on a never-recorded event: {}", w.event_phrase()),
         earlier: None,
         later: None,
+        earlier_node: None,
+        later_node: None,
+        outlined: TWO_OPERATIONS.to_string(),
         arrows: Vec::new(),
         lines: vec![describe_op(&w.wait), "the wait orders nothing: record the event before waiting on it".into()],
     }));
@@ -246,6 +262,18 @@ function barRect(i, w) {
   const a = Math.max(LABEL_W, x(op[1], w)), b = Math.min(w, x(op[2], w));
   return { a, b, y };
 }
+// A graph launch's nodes when its bar is wide enough to show them side by side, else null.
+function shownNodes(i, w) {
+  const nodes = graphs.get(i);
+  if (!nodes) return null;
+  const { a, b } = barRect(i, w);
+  return Math.max(1, b - a) > 4 * nodes.length ? nodes : null;
+}
+// Node k of a launch's n shown nodes: an equal part of the bar's time span, in node order.
+function nodeSpan(i, k, n, w) {
+  const op = data.ops[i], a = x(op[1], w), nw = (x(op[2], w) - a) / n;
+  return [a + k * nw, a + (k + 1) * nw];
+}
 function draw() {
   const w = canvas.clientWidth, h = canvas.clientHeight, dpr = window.devicePixelRatio || 1;
   canvas.width = w * dpr; canvas.height = h * dpr; ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
@@ -277,14 +305,15 @@ function draw() {
       const bw = Math.max(1, b - a);
       ctx.fillStyle = color; ctx.fillRect(a, y + 5, bw, LANE_H - 10);
       lastPx = Math.floor(b);
-      const nodes = graphs.get(i);
-      if (nodes && bw > 4 * nodes.length) {
-        // A graph launch: its nodes side by side inside the block.
-        const nw = bw / nodes.length;
+      const nodes = shownNodes(i, w);
+      if (nodes) {
+        // A graph launch: its nodes side by side inside the block (the parts left of the lane labels hidden).
         nodes.forEach((n, k) => {
-          ctx.fillStyle = "#ffffff"; ctx.fillRect(a + k * nw, y + 5, 1, LANE_H - 10);
+          const [na, nb] = nodeSpan(i, k, nodes.length, w), left = Math.max(a, na), nw = Math.min(b, nb) - left;
+          if (nw <= 0) return;
+          ctx.fillStyle = "#ffffff"; if (na >= a) ctx.fillRect(na, y + 5, 1, LANE_H - 10);
           const text = data.names[n];
-          if (nw > 24 && ctx.measureText(text).width < nw - 4) ctx.fillText(text, a + k * nw + 3, y + 19);
+          if (nw > 24 && ctx.measureText(text).width < nw - 4) ctx.fillText(text, left + 3, y + 19);
         });
       } else if (bw > 24) {
         const text = data.names[op[5]];
@@ -311,13 +340,23 @@ function draw() {
   if (selected) {
     ctx.strokeStyle = "#d0021b"; ctx.lineWidth = 2;
     const ends = [];
-    for (const i of [selected.earlier, selected.later]) {
+    for (const [i, node] of [[selected.earlier, selected.earlier_node], [selected.later, selected.later_node]]) {
       if (i === null || i === undefined) continue;
-      const op = data.ops[i], a = x(op[1], w), b = x(op[2], w), y = laneY[op[0]];
-      ctx.strokeRect(Math.max(LABEL_W, a) - 3, y + 2, Math.max(3, b - a) + 6, LANE_H - 4);
-      ends.push([a, b, y + LANE_H / 2]);
+      const op = data.ops[i], y = laneY[op[0]];
+      // A node of a graph launch is outlined inside the launch's block, apart from its neighbours.
+      const nodes = node === null || node === undefined ? null : shownNodes(i, w);
+      if (nodes) {
+        const [a, b] = nodeSpan(i, node, nodes.length, w);
+        ctx.strokeRect(a + 2, y + 4, Math.max(2, b - a - 4), LANE_H - 8);
+        ends.push([a, b, y + LANE_H / 2, i]);
+      } else {
+        const a = x(op[1], w), b = x(op[2], w);
+        ctx.strokeRect(Math.max(LABEL_W, a) - 3, y + 2, Math.max(3, b - a) + 6, LANE_H - 4);
+        ends.push([a, b, y + LANE_H / 2, i]);
+      }
     }
-    if (ends.length === 2) {
+    // Two operations are joined by a dotted line; two nodes of one block need none.
+    if (ends.length === 2 && ends[0][3] !== ends[1][3]) {
       ctx.setLineDash([2, 3]); ctx.beginPath(); ctx.moveTo(ends[0][1], ends[0][2]); ctx.lineTo(ends[1][0], ends[1][2]); ctx.stroke(); ctx.setLineDash([]);
     }
   }
@@ -334,7 +373,7 @@ function drawLegend(w, h) {
     if (px + 22 + ctx.measureText(text).width > w - 6 && px > 6) { px = 6; row += 14; }
     draw(px, row); px += 22; ctx.fillStyle = "#1d2330"; ctx.fillText(text, px, row + 9); px += ctx.measureText(text).width + 18;
   };
-  item((a, b) => { ctx.strokeStyle = "#d0021b"; ctx.lineWidth = 2; ctx.strokeRect(a, b, 16, 10); }, "the finding picked: its two operations");
+  item((a, b) => { ctx.strokeStyle = "#d0021b"; ctx.lineWidth = 2; ctx.strokeRect(a, b, 16, 10); }, "the finding picked: " + (selected ? selected.outlined : "its two operations"));
   item((a, b) => { ctx.strokeStyle = "#1d2330"; ctx.lineWidth = 2.5; ctx.setLineDash([6, 3]); ctx.beginPath(); ctx.moveTo(a, b + 5); ctx.lineTo(a + 16, b + 5); ctx.stroke(); ctx.setLineDash([]); }, "last hand-over between their streams (too early)");
   item((a, b) => { ctx.strokeStyle = "#7d8597"; ctx.lineWidth = 1; ctx.beginPath(); ctx.moveTo(a, b + 5); ctx.lineTo(a + 16, b + 5); ctx.stroke(); }, "event record -> wait");
   item((a, b) => { ctx.strokeStyle = "#b8bfcc"; ctx.lineWidth = 1; ctx.beginPath(); ctx.moveTo(a, b + 5); ctx.lineTo(a + 16, b + 5); ctx.stroke(); }, "host or legacy default stream synchronization");
@@ -347,6 +386,7 @@ function select(index) {
   details.textContent = f.title + "\n\n" + f.lines.join("\n");
   const seqs = [f.earlier, f.later].filter(i => i !== null && i !== undefined);
   details.dataset.selected = seqs.map(i => data.ops[i][4]).join(",");
+  details.dataset.outlined = f.outlined;
   const shown = seqs.concat(f.arrows.flatMap(a => [data.arrows[a][0]]));
   if (shown.length) {
     let a = Math.min(...shown.map(i => data.ops[i][1])), b = Math.max(...shown.map(i => data.ops[i][2]));

@@ -1,7 +1,8 @@
 //! Chrome Trace Event JSON, which ui.perfetto.dev and chrome://tracing load: one track per stream that ran
 //! something, named as people know it and grouped by process and device, bars named by their short op or
-//! kernel names (the whole name in their arguments), a flow arrow per happens-before edge, and an instant
-//! marker on the later operation of each race.
+//! kernel names (the whole name in their arguments), a graph launch's nodes nested in its slice, a flow arrow
+//! per happens-before edge, and an instant marker on the later operation of each race (on the later node, for
+//! a race between two nodes of one launch, whose arguments name both).
 
 use std::io;
 
@@ -28,6 +29,13 @@ fn micros(ns: u64) -> f64 {
     ns as f64 / 1000.0
 }
 
+/// Start and duration of node `k` of a graph launch's `n`, nested in the launch's slice in node order (one
+/// launch's nodes are not timed apart).
+fn node_slice(op: &crate::timeline::TimelineOp, k: usize, n: usize) -> (f64, f64) {
+    let each = micros(op.end_ns.saturating_sub(op.start_ns)) / n.max(1) as f64;
+    (micros(op.start_ns) + each * k as f64, each)
+}
+
 fn events(analysis: &Analysis, timeline: &Timeline) -> Vec<Value> {
     let mut events = Vec::with_capacity(timeline.ops.len() * 2 + timeline.streams.len() + 8);
     // One Perfetto process per lane group (a device of a process, or its host threads), named after it.
@@ -43,8 +51,8 @@ fn events(analysis: &Analysis, timeline: &Timeline) -> Vec<Value> {
         events.push(json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": stream.id, "args": {"sort_index": lane}}));
     }
     let process_of = |op: &crate::timeline::TimelineOp| group_of_lane.get(op.lane as usize).copied().unwrap_or(0);
-    // A graph launch is its stream's block with its nodes nested inside (in node order: one launch's nodes are
-    // not timed apart), up to a bound, so that a graph replayed thousands of times keeps the file loadable.
+    // A graph launch is its stream's block with its nodes nested inside, up to a bound, so that a graph replayed
+    // thousands of times keeps the file loadable.
     const NODE_SLICES: usize = 100_000;
     let mut node_slices = 0;
     for op in &timeline.ops {
@@ -61,11 +69,11 @@ fn events(analysis: &Analysis, timeline: &Timeline) -> Vec<Value> {
         }));
         let Some(nodes) = op.nodes.as_ref().filter(|n| !n.is_empty() && node_slices + n.len() <= NODE_SLICES) else { continue };
         node_slices += nodes.len();
-        let each = dur / nodes.len() as f64;
         for (i, node) in nodes.iter().enumerate() {
+            let (ts, dur) = node_slice(op, i, nodes.len());
             events.push(json!({
                 "ph": "X", "cat": "graph node", "name": &**node,
-                "pid": process_of(op), "tid": op.stream, "ts": ts + each * i as f64, "dur": each,
+                "pid": process_of(op), "tid": op.stream, "ts": ts, "dur": dur,
                 "args": {"launch_seq": op.seq, "node": i},
             }));
         }
@@ -84,14 +92,27 @@ fn events(analysis: &Analysis, timeline: &Timeline) -> Vec<Value> {
     // One marker per finding, the most frequent first, at most MARKERS of them (the JSON report has them all).
     const MARKERS: usize = 10_000;
     for race in analysis.findings.races_by_count().into_iter().take(MARKERS) {
-        let Some(later) = timeline.op_index(race.later.seq).map(|i| &timeline.ops[i]) else { continue };
+        let Some(mark) = timeline.mark(&race.later) else { continue };
+        let later = &timeline.ops[mark.bar];
+        // On the later node's slice when the race is between two nodes of one launch.
+        let ts = match (mark.node, &later.nodes) {
+            (Some(k), Some(nodes)) => node_slice(later, k, nodes.len()).0,
+            _ => micros(later.start_ns),
+        };
+        let mut args = json!({"why": super::describe_why(race), "fix": race.fix.to_string(), "count": race.count,
+                              "earlier": super::describe_op(&race.earlier), "later": super::describe_op(&race.later),
+                              "earlier_seq": race.earlier.seq, "later_seq": race.later.seq});
+        if let Some(nodes) = timeline.outlined_nodes(race) {
+            // The node slices' own `node` arguments, so that the pair can be found among the launch's slices.
+            args["outlined"] = json!(nodes);
+            args["earlier_node"] = json!(timeline.mark(&race.earlier).and_then(|m| m.node));
+            args["later_node"] = json!(mark.node);
+        }
         events.push(json!({
             "ph": "i", "s": "t", "cat": "race",
             "name": super::race_title(race),
-            "pid": process_of(later), "tid": later.stream, "ts": micros(later.start_ns),
-            "args": {"why": super::describe_why(race), "fix": race.fix.to_string(), "count": race.count,
-                     "earlier": super::describe_op(&race.earlier), "later": super::describe_op(&race.later),
-                     "earlier_seq": race.earlier.seq, "later_seq": race.later.seq},
+            "pid": process_of(later), "tid": later.stream, "ts": ts,
+            "args": args,
         }));
     }
     events

@@ -2,8 +2,8 @@
 //! times, said on the axis), one lane per stream that ran something, named as people know it and grouped by
 //! process and device, bars labelled with short op or kernel names where they fit (a graph launch's nodes
 //! inside its bar), happens-before arrows in grey, and the most frequent races numbered: both operations
-//! outlined in red, the last hand-over between their streams (which came too early) in black, and a legend
-//! with each numbered race's title below.
+//! outlined in red (two nodes of one graph launch inside its bar), the last hand-over between their streams
+//! (which came too early) in black, and a legend with each numbered race's title below.
 
 use std::path::Path;
 
@@ -14,7 +14,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::png::render;
 use super::race_title;
 use crate::analysis::Analysis;
-use crate::timeline::Timeline;
+use crate::timeline::{Mark, Timeline, TimelineOp};
 
 const WIDTH: u32 = 1600;
 const LABEL_W: i32 = 300;
@@ -99,6 +99,31 @@ impl Layout {
     }
 }
 
+/// The pixels a bar spans, at least one.
+fn bar_span(layout: &Layout, op: &TimelineOp) -> (i32, i32) {
+    let a = layout.x(op.start_ns);
+    (a, layout.x(op.end_ns).max(a + 1))
+}
+
+/// The pixels of node `k` of the `n` drawn side by side inside a graph launch's bar spanning `a` to `b`; None
+/// when the bar is too narrow to show its nodes (it is drawn, and outlined, whole).
+fn node_span(a: i32, b: i32, k: usize, n: usize) -> Option<(i32, i32)> {
+    if n == 0 || k >= n || b - a <= 4 * n as i32 {
+        return None;
+    }
+    let node_w = (b - a) / n as i32;
+    let start = a + k as i32 * node_w;
+    Some((start, start + node_w))
+}
+
+/// The pixels a race's mark spans: its node inside the launch's bar when it is one and shown, else the bar.
+fn mark_span(timeline: &Timeline, layout: &Layout, mark: Mark) -> (i32, i32) {
+    let op = &timeline.ops[mark.bar];
+    let (a, b) = bar_span(layout, op);
+    let nodes = op.nodes.as_ref().map_or(0, |nodes| nodes.len());
+    mark.node.and_then(|k| node_span(a, b, k, nodes)).unwrap_or((a, b))
+}
+
 type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
 
 fn text(area: &Area, text: &str, at: (i32, i32), size: u32, color: &RGBColor) -> anyhow::Result<()> {
@@ -135,7 +160,7 @@ pub fn write_timeline(analysis: &Analysis, path: &Path) -> anyhow::Result<()> {
         draw_bars(root, timeline, &layout)?;
         draw_arrows(root, timeline, &layout)?;
         draw_races(root, timeline, &layout, &races)?;
-        draw_legend(root, &layout, &races)
+        draw_legend(root, timeline, &layout, &races)
     })
 }
 
@@ -178,7 +203,7 @@ fn draw_bars(root: &Area, timeline: &Timeline, layout: &Layout) -> anyhow::Resul
     let mut last_px = vec![i32::MIN; timeline.streams.len()];
     for op in &timeline.ops {
         let lane = op.lane as usize;
-        let (a, b) = (layout.x(op.start_ns), layout.x(op.end_ns).max(layout.x(op.start_ns) + 1));
+        let (a, b) = bar_span(layout, op);
         if lane >= last_px.len() || b <= last_px[lane] {
             continue;
         }
@@ -187,13 +212,12 @@ fn draw_bars(root: &Area, timeline: &Timeline, layout: &Layout) -> anyhow::Resul
         root.draw(&Rectangle::new([(a, y + 5), (b, y + LANE_H as i32 - 5)], PALETTE[lane % PALETTE.len()].filled()))?;
         let label_y = y + LANE_H as i32 / 2 - 6;
         let nodes = op.nodes.as_deref().unwrap_or_default();
-        if !nodes.is_empty() && b - a > 4 * nodes.len() as i32 {
+        if node_span(a, b, 0, nodes.len()).is_some() {
             // A graph launch: its nodes side by side inside the block.
-            let node_w = (b - a) / nodes.len() as i32;
             for (k, node) in nodes.iter().enumerate() {
-                let nx = a + k as i32 * node_w;
+                let Some((nx, end)) = node_span(a, b, k, nodes.len()) else { continue };
                 root.draw(&Rectangle::new([(nx, y + 5), (nx + 1, y + LANE_H as i32 - 5)], WHITE.filled()))?;
-                if fits(root, node, 11, node_w) {
+                if fits(root, node, 11, end - nx) {
                     text(root, node, (nx + 3, label_y), 11, &WHITE)?;
                 }
             }
@@ -229,18 +253,27 @@ fn draw_races(root: &Area, timeline: &Timeline, layout: &Layout, races: &[&crate
             root.draw(&PathElement::new(vec![start, end], INK.stroke_width(3)))?;
             root.draw(&Circle::new(end, 4, INK.filled()))?;
         }
-        let (Some(e), Some(l)) = (timeline.op_index(race.earlier.seq), timeline.op_index(race.later.seq)) else { continue };
-        let (e, l) = (&timeline.ops[e], &timeline.ops[l]);
-        for op in [e, l] {
-            let y = layout.lane_top[op.lane as usize];
-            let (a, b) = (layout.x(op.start_ns), layout.x(op.end_ns).max(layout.x(op.start_ns) + 1));
-            root.draw(&Rectangle::new([(a - 3, y + 2), (b + 3, y + LANE_H as i32 - 2)], RED.stroke_width(2)))?;
+        let (Some(e), Some(l)) = (timeline.mark(&race.earlier), timeline.mark(&race.later)) else { continue };
+        let (e_span, l_span) = (mark_span(timeline, layout, e), mark_span(timeline, layout, l));
+        for (mark, (a, b)) in [(e, e_span), (l, l_span)] {
+            let y = layout.lane_top[timeline.ops[mark.bar].lane as usize];
+            // A node sits between its neighbours in the block: outlined inside its own part (two pixels in,
+            // where it is wide enough), apart from a neighbour's outline.
+            let (pad, inset) = match mark.node {
+                Some(_) if b - a > 6 => (-2, 4),
+                Some(_) => (0, 4),
+                None => (3, 2),
+            };
+            root.draw(&Rectangle::new([(a - pad, y + inset), (b + pad, y + LANE_H as i32 - inset)], RED.stroke_width(2)))?;
         }
-        let from = (layout.x(e.end_ns) + 3, layout.lane_middle(e.lane));
-        let to = (layout.x(l.start_ns) - 3, layout.lane_middle(l.lane));
-        root.draw(&PathElement::new(vec![from, to], RED.stroke_width(1)))?;
-        // The race's number, at the later operation's outline.
-        let tag = (layout.x(l.end_ns).max(layout.x(l.start_ns) + 1) + 5, layout.lane_top[l.lane as usize] + 2);
+        let (e_lane, l_lane) = (timeline.ops[e.bar].lane, timeline.ops[l.bar].lane);
+        if e.bar != l.bar {
+            let from = (e_span.1 + 3, layout.lane_middle(e_lane));
+            let to = (l_span.0 - 3, layout.lane_middle(l_lane));
+            root.draw(&PathElement::new(vec![from, to], RED.stroke_width(1)))?;
+        }
+        // The race's number, after the later operation's bar (a node's neighbours fill the bar up to its end).
+        let tag = (bar_span(layout, &timeline.ops[l.bar]).1 + 5, layout.lane_top[l_lane as usize] + 2);
         root.draw(&Rectangle::new([tag, (tag.0 + 14, tag.1 + 14)], RED.filled()))?;
         root.draw(&Text::new(
             (number + 1).to_string(),
@@ -251,7 +284,7 @@ fn draw_races(root: &Area, timeline: &Timeline, layout: &Layout, races: &[&crate
     Ok(())
 }
 
-fn draw_legend(root: &Area, layout: &Layout, races: &[&crate::findings::RaceFinding]) -> anyhow::Result<()> {
+fn draw_legend(root: &Area, timeline: &Timeline, layout: &Layout, races: &[&crate::findings::RaceFinding]) -> anyhow::Result<()> {
     let y = layout.plot_bottom + 14;
     let mut x = 10;
     root.draw(&Rectangle::new([(x, y), (x + 18, y + 12)], RED.stroke_width(2)))?;
@@ -265,7 +298,9 @@ fn draw_legend(root: &Area, layout: &Layout, races: &[&crate::findings::RaceFind
     for (number, race) in races.iter().enumerate() {
         let row = layout.plot_bottom + 10 + LEGEND_H as i32 + number as i32 * RACE_ROW_H as i32;
         let count = if race.count > 1 { format!(" (seen {} times)", race.count) } else { String::new() };
-        text(root, &format!("{}. {}{count}", number + 1, super::png::fit(&race_title(race), 170)), (10, row), 12, &INK)?;
+        let nodes = timeline.outlined_nodes(race).map_or(String::new(), |nodes| format!(": {nodes}"));
+        let title = super::png::fit(&format!("{}{nodes}", race_title(race)), 170);
+        text(root, &format!("{}. {title}{count}", number + 1), (10, row), 12, &INK)?;
     }
     Ok(())
 }
@@ -282,5 +317,13 @@ mod tests {
         assert_eq!(tick_text(5_000, 0, false), "#5");
         assert_eq!(tick_text(1_500_000 + 10, 10, true), "1.50 ms");
         assert_eq!(tick_text(2_500 + 10, 10, true), "2.5 us");
+    }
+
+    #[test]
+    fn a_node_is_drawn_and_outlined_in_its_own_part_of_the_launch() {
+        let spans: Vec<_> = (0..3).map(|k| node_span(100, 400, k, 3)).collect();
+        assert_eq!(spans, [Some((100, 200)), Some((200, 300)), Some((300, 400))]);
+        assert_eq!(node_span(100, 400, 3, 3), None, "no fourth node");
+        assert_eq!(node_span(100, 110, 0, 3), None, "too narrow to show nodes: the bar is outlined whole");
     }
 }
