@@ -144,7 +144,9 @@ fn every_string_from_the_trace_is_escaped() {
 }
 
 fn headless(chromium: &Path, args: &[&str]) -> (String, String) {
-    let profile = scratch(&format!("chromium-profile-{}", args.len()));
+    // A profile of its own: Chromium refuses a profile another running Chromium holds (tests run in parallel).
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let profile = scratch(&format!("chromium-profile-{}", RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
     let out = Command::new(chromium)
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
         .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
@@ -156,17 +158,24 @@ fn headless(chromium: &Path, args: &[&str]) -> (String, String) {
     (String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
 }
 
-#[test]
-fn html_report_works_in_a_browser() {
-    let Some(chromium) = support::chromium_or_skip("html_report_works_in_a_browser") else { return };
-    let (html, perfetto) = (scratch("browser.html"), scratch("browser.json"));
-    analyze_with_reports(&repo().join("samples/json/pipeline_loop_race.json"), &html, &perfetto);
+/// The HTML report of `sample` (written as `name`) open in headless Chromium with its first finding picked: its
+/// address and the page as the script left it, after checking that the script ran to its end without an error.
+fn page_in_browser(chromium: &Path, sample: &str, name: &str) -> (String, String) {
+    let (html, perfetto) = (scratch(&format!("{name}.html")), scratch(&format!("{name}.json")));
+    analyze_with_reports(&repo().join(sample), &html, &perfetto);
     let url = format!("file://{}#finding=0", html.display());
-    let (dom, log) = headless(&chromium, &["--dump-dom", &url]);
+    let (dom, log) = headless(chromium, &["--dump-dom", &url]);
     let console_errors: Vec<&str> =
         log.lines().filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("Error"))).collect();
     assert!(console_errors.is_empty(), "JavaScript errors: {console_errors:#?}");
     assert!(dom.contains("data-ready=\"1\""), "the script did not finish: {dom}");
+    (url, dom)
+}
+
+#[test]
+fn html_report_works_in_a_browser() {
+    let Some(chromium) = support::chromium_or_skip("html_report_works_in_a_browser") else { return };
+    let (url, dom) = page_in_browser(&chromium, "samples/json/pipeline_loop_race.json", "browser");
     // Lanes and findings are in the DOM.
     let list = |id: &str| dom.split(&format!("<ul id=\"{id}\">")).nth(1).and_then(|s| s.split("</ul>").next()).unwrap_or("").to_string();
     // The streams that ran something: the legacy default stream ran nothing and has no lane.
@@ -192,14 +201,7 @@ fn html_report_works_in_a_browser() {
 #[test]
 fn html_report_outlines_two_nodes_of_one_launch_in_a_browser() {
     let Some(chromium) = support::chromium_or_skip("html_report_outlines_two_nodes_of_one_launch_in_a_browser") else { return };
-    let (html, perfetto) = (scratch("nodes-browser.html"), scratch("nodes-browser.json"));
-    analyze_with_reports(&repo().join("samples/json/graph_capture_fork.json"), &html, &perfetto);
-    let url = format!("file://{}#finding=0", html.display());
-    let (dom, log) = headless(&chromium, &["--dump-dom", &url]);
-    let console_errors: Vec<&str> =
-        log.lines().filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("Error"))).collect();
-    assert!(console_errors.is_empty(), "JavaScript errors: {console_errors:#?}");
-    assert!(dom.contains("data-ready=\"1\""), "the script did not finish: {dom}");
+    let (_, dom) = page_in_browser(&chromium, "samples/json/graph_capture_fork.json", "nodes-browser");
     // Both parties are the first launch (operation 11); what is outlined are two of its nodes.
     assert!(dom.contains("data-selected=\"11,11\""), "{dom}");
     assert!(dom.contains("data-outlined=\"nodes `add_` and `mul` inside one graph launch\""), "{dom}");
