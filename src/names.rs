@@ -368,6 +368,10 @@ mod tests {
         names.stream(stream).and_then(|n| n.known_as.as_deref().map(str::to_string))
     }
 
+    fn short(names: &Names, stream: usize) -> Option<&str> {
+        names.stream(stream).and_then(|n| n.short.as_deref())
+    }
+
     #[test]
     fn each_source_of_a_name_in_its_order() {
         let names = named(&[
@@ -386,7 +390,7 @@ mod tests {
         ]);
         assert_eq!(known(&names, 0).as_deref(), Some("the default stream"));
         assert_eq!(known(&names, 1).as_deref(), Some("stream `side = torch.cuda.Stream()` at train.py:11"));
-        assert_eq!(names.stream(1).and_then(|n| n.short.as_deref()), Some("side = torch.cuda.Stream()"));
+        assert_eq!(short(&names, 1), Some("side = torch.cuda.Stream()"));
         assert_eq!(names.stream(1).and_then(|n| n.created_at.as_ref()).map(ToString::to_string).as_deref(), Some("/home/u/train.py:11"));
         assert_eq!(known(&names, 2).as_deref(), Some("NCCL's stream"));
         assert_eq!(known(&names, 3).as_deref(), Some("the stream created at pipeline.cu:40"));
@@ -418,10 +422,6 @@ mod tests {
             kernel(0, "scale", None),
         ]);
         assert_eq!(known(&names, 0), None);
-    }
-
-    fn short(names: &Names, stream: usize) -> Option<&str> {
-        names.stream(stream).and_then(|n| n.short.as_deref())
     }
 
     #[test]
