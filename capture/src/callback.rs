@@ -64,7 +64,7 @@ pub unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_Callba
         let flush = {
             let Ok(mut slot) = cost::lock_wait(|| STATE.lock()) else { return };
             let Some(state) = state_for_this_process(&mut slot) else { return };
-            let call = if CALL_SITES.load(Ordering::Relaxed) {
+            let call = if CALL_SITES.load(Ordering::Relaxed) && crate::framework::call_sites_wanted() {
                 Call { site: cost::walk(|| state.call_site(call, walk_from)), ..call }
             } else {
                 call

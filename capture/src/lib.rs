@@ -3,7 +3,7 @@
 //! The CUDA driver calls [`InitializeInjection`] while it initializes. The library subscribes to CUPTI's
 //! driver-API callbacks for the calls that order or touch memory (setup.rs, cbid.rs), turns each into a record
 //! of the streamtrace JSON trace format (callback.rs, state.rs, record.rs) and hands it to a writer thread
-//! (writer.rs). The PyTorch bootstrap adds its records through the two `streamtrace_framework_*` functions.
+//! (writer.rs). The PyTorch bootstrap adds its records through the `streamtrace_framework_*` functions.
 //! This file holds only the exported entry points.
 //!
 //! Capture must never change what the program does: nothing panics or unwinds across the FFI boundary (every
@@ -20,6 +20,7 @@ pub mod cbid;
 mod control;
 mod cost;
 mod fork;
+mod framework;
 mod functions;
 mod graph_calls;
 pub mod graph_params;
@@ -40,7 +41,7 @@ use std::sync::atomic::Ordering;
 use control::{say_once, ENABLED};
 use origin::{now_ns, thread_id};
 use record::{Call, Record};
-use state::{state_for_this_process, STATE};
+use state::{state_for_this_process, ProcessState, STATE};
 
 /// Entry point the CUDA driver calls for a library named in `CUDA_INJECTION64_PATH`. Returns 1 (success) in every
 /// case: a failed capture must not fail the program's CUDA initialization.
@@ -71,7 +72,7 @@ pub unsafe extern "C" fn streamtrace_framework_record(text: *const u8, len: usiz
     // Safety: the caller passes `len` readable bytes.
     let bytes = unsafe { std::slice::from_raw_parts(text, len) };
     match std::str::from_utf8(bytes) {
-        Ok(line) if line.trim_start().starts_with('{') => framework_record(|| Record::Raw(line.to_string())),
+        Ok(line) if line.trim_start().starts_with('{') => framework_record(|call, state| state.pending.push_raw(call, line).map_or(-1, |()| 0)),
         _ => -1,
     }
 }
@@ -83,18 +84,49 @@ pub extern "C" fn streamtrace_framework_op_begin() -> i32 {
     if !ENABLED.load(Ordering::Relaxed) {
         return -1;
     }
-    framework_record(|| Record::OpBegin)
+    framework::op_began(true);
+    framework_record(|call, state| {
+        state.emit(call, Record::OpBegin);
+        0
+    })
 }
 
-/// Records `make()`'s record for the calling thread, in order with its CUDA calls. Catches: the caller is
-/// the program's Python.
-fn framework_record(make: impl FnOnce() -> Record + std::panic::UnwindSafe) -> i32 {
+/// As [`streamtrace_framework_op_begin`], for an op whose own record says where its CUDA calls come from (a
+/// PyTorch op with its Python line, or one of PyTorch's own, whose native frames are PyTorch's): until the op's
+/// end ([`streamtrace_framework_op_end`]) the calling thread's CUDA calls get no native call site, which saves
+/// the stack walk on each of them. Returns 0 when recorded.
+#[no_mangle]
+pub extern "C" fn streamtrace_framework_op_begin_unsited() -> i32 {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return -1;
+    }
+    framework::op_began(false);
+    framework_record(|call, state| {
+        state.emit(call, Record::OpBegin);
+        0
+    })
+}
+
+/// Records an op's `op_end` record (as [`streamtrace_framework_record`]) and ends the op on the calling thread:
+/// its CUDA calls get native call sites again. Returns 0 when recorded, -1 otherwise.
+///
+/// # Safety
+/// `text` must point to `len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn streamtrace_framework_op_end(text: *const u8, len: usize) -> i32 {
+    framework::op_ended();
+    // Safety: passed on from the caller.
+    unsafe { streamtrace_framework_record(text, len) }
+}
+
+/// Records a framework record for the calling thread through `add`, in order with its CUDA calls; returns what
+/// `add` returns (0: recorded). Catches: the caller is the program's Python.
+fn framework_record(add: impl FnOnce(Call, &mut ProcessState) -> i32 + std::panic::UnwindSafe) -> i32 {
     let outcome = std::panic::catch_unwind(|| {
         let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: 0, site: 0 };
         let Ok(mut slot) = STATE.lock() else { return -1 };
         let Some(state) = state_for_this_process(&mut slot) else { return -1 };
-        state.emit(call, make());
-        0
+        add(call, state)
     });
     outcome.unwrap_or(-1)
 }
