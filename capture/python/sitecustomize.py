@@ -290,10 +290,11 @@ def _start_native_observer(torch, capture, lines, all_devices=False):
     # Last: once ops are observed, nothing here may fail (the caller would start the Python mode beside it).
     error = ctypes.create_string_buffer(512)
     observe = observer.streamtrace_torch_observe
-    observe.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t)
-    begin, record = (ctypes.cast(f, ctypes.c_void_p).value
-                     for f in (capture.streamtrace_framework_op_begin, capture.streamtrace_framework_record))
-    if observe(begin, record, int(all_devices), error, len(error)) != 0:
+    observe.argtypes = (ctypes.c_void_p,) * 4 + (ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t)
+    entry_points = (ctypes.cast(f, ctypes.c_void_p).value for f in (
+        capture.streamtrace_framework_op_begin, capture.streamtrace_framework_op_begin_unsited,
+        capture.streamtrace_framework_record, capture.streamtrace_framework_op_end))
+    if observe(*entry_points, int(all_devices), error, len(error)) != 0:
         raise RuntimeError(error.value.decode(errors="replace"))
 
     def observe_blocks():

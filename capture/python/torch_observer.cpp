@@ -27,6 +27,12 @@
 
 #include "observer_lifetime.h"
 
+// c10d's ProcessGroup, to name the group of a collective; a libtorch built without distributed has no header.
+#if __has_include(<torch/csrc/distributed/c10d/ProcessGroup.hpp>)
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#define STREAMTRACE_HAS_C10D 1
+#endif
+
 #include <cxxabi.h>
 #include <dlfcn.h>
 
@@ -72,8 +78,10 @@ namespace {
 using OpBeginFn = int (*)();
 using RecordFn = int (*)(const char*, size_t);
 
-OpBeginFn op_begin = nullptr;
+OpBeginFn op_begin = nullptr;          // an op whose CUDA calls want their native call sites
+OpBeginFn op_begin_unsited = nullptr;  // an op whose record says where its CUDA calls come from
 RecordFn record = nullptr;
+RecordFn record_op_end = nullptr;      // an op's op_end record, which also ends the op
 bool cuda_only = true;  // off only in the CPU benchmark, where CPU tensors stand in for CUDA ones
 int (*is_finalizing)() = nullptr;
 
@@ -150,14 +158,47 @@ struct CodeFacts {
   std::string file;     // the file name, JSON-escaped without quotes
 };
 
+// The line of a code object's instruction, by (code object, instruction offset): CPython finds a line by
+// scanning the code's line table from its start, which showed in the cost of every op.
+struct InstructionKey {
+  struct _object* code;
+  int offset;
+  bool operator==(const InstructionKey& other) const { return code == other.code && offset == other.offset; }
+};
+struct InstructionHash {
+  size_t operator()(const InstructionKey& key) const {
+    return std::hash<const void*>()(key.code) ^ (static_cast<size_t>(key.offset) * 0x9E3779B97F4A7C15ull);
+  }
+};
+
 // What is known of Python files: guarded by the GIL (only touched while the calling thread holds it), never freed.
 struct PythonFiles {
   std::vector<std::string> library_prefixes;
   std::unordered_map<struct _object*, CodeFacts> code_facts;  // code objects are kept alive once seen
+  std::unordered_map<InstructionKey, int, InstructionHash> lines;  // of user code objects (kept alive above)
 };
 
 PythonFiles& python_files() {
   return streamtrace_observer::forever<PythonFiles>();
+}
+
+// PyFrame_GetLasti, where the interpreter has it (3.11 and later): the key of the line cache.
+int (*frame_lasti)(struct _frame*) = nullptr;
+
+// The line `frame` (of user code object `code`, kept alive by facts_of) is at.
+int line_of(struct _frame* frame, struct _object* code) {
+  if (!frame_lasti) {
+    return PyFrame_GetLineNumber(frame);
+  }
+  auto& lines = python_files().lines;
+  InstructionKey key{code, frame_lasti(frame)};
+  auto found = lines.find(key);
+  if (found != lines.end()) {
+    return found->second;
+  }
+  int line = PyFrame_GetLineNumber(frame);
+  lines.emplace(key, line);
+  return line;
 }
 
 const CodeFacts& facts_of(struct _object* code) {
@@ -194,12 +235,12 @@ void append_python_line(std::string& out) {
   while (frame) {
     struct _object* code = PyFrame_GetCode(frame);
     const CodeFacts& facts = facts_of(code);
-    Py_DecRef(code);
+    Py_DecRef(code);  // still alive: facts_of keeps every code object it has seen
     if (facts.user) {
       out += '"';
       out += facts.file;
       out += ':';
-      append_number(out, static_cast<uint64_t>(PyFrame_GetLineNumber(frame)));
+      append_number(out, static_cast<uint64_t>(line_of(frame, code)));
       out += '"';
       Py_DecRef(reinterpret_cast<struct _object*>(frame));
       return;
@@ -232,9 +273,23 @@ void append_source(std::string& out) {
 
 struct OpFacts {
   std::string schema_name;       // "aten::addmm", to confirm a cache hit
-  std::string name;              // "addmm.default", as the Python dispatch mode names ops
+  std::string quoted_name;       // "\"addmm.default\"", as the Python dispatch mode names ops, as a JSON string
   std::vector<bool> written;     // per schema argument: does the op write it (Tensor(a!))
+  int group_argument = -1;       // a c10d op's ProcessGroup argument, or -1
+  bool torch_own = false;        // an op of PyTorch's own (aten, prims, c10d...): its native frames are PyTorch's
 };
+
+// The namespaces of PyTorch's own ops. The native call site of their kernels lies in libtorch, which names
+// nothing the user wrote; an op of another namespace (a C++ extension's) keeps its native frames when it has no
+// Python line.
+bool is_torch_own(const std::string& schema_name) {
+  for (const char* prefix : {"aten::", "prims::", "c10d::", "_c10d_functional", "inductor::", "quantized::"}) {
+    if (schema_name.rfind(prefix, 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
 
 // The observed op running on this thread. Its inputs are boxed only for the start callback, so what is needed
 // of them is taken there: the extents it reads, and the arguments it writes (their extents are taken at the
@@ -244,6 +299,7 @@ struct ThreadOp {
   int nested = 0;                       // ops started inside it all the same (RecordFunction re-enabled)
   const OpFacts* facts = nullptr;
   std::string source;                   // its Python line, as JSON (also for the blocks it allocates)
+  std::string group;                    // a c10d op's process group, JSON-escaped; empty for other ops
   std::string reads;                    // "[[first,length],...]"
   std::string host_reads;               // the same, of CPU tensors in pinned memory
   std::vector<c10::IValue> written;     // the written arguments
@@ -287,15 +343,26 @@ const OpFacts* facts_of(ThreadState& thread, const at::RecordFunction& fn) {
   OpFacts facts;
   facts.schema_name = schema->name();
   auto colons = facts.schema_name.find("::");
-  facts.name = colons == std::string::npos ? facts.schema_name : facts.schema_name.substr(colons + 2);
-  facts.name += '.';
-  facts.name += schema->overload_name().empty() ? "default" : schema->overload_name();
+  std::string name = colons == std::string::npos ? facts.schema_name : facts.schema_name.substr(colons + 2);
+  name += '.';
+  name += schema->overload_name().empty() ? "default" : schema->overload_name();
+  append_json_string(facts.quoted_name, name.c_str());
   for (const auto& argument : schema->arguments()) {
     const c10::AliasInfo* alias = argument.alias_info();
     facts.written.push_back(alias != nullptr && alias->isWrite());
   }
   if (!facts.written.empty() && c10d_writes_first_argument(facts.schema_name)) {
     facts.written[0] = true;
+  }
+  facts.torch_own = is_torch_own(facts.schema_name);
+  if (facts.schema_name.rfind("c10d::", 0) == 0) {
+    const auto& arguments = schema->arguments();
+    for (size_t index = 0; index < arguments.size(); ++index) {
+      if (arguments[index].type()->str().find("ProcessGroup") != std::string::npos) {
+        facts.group_argument = static_cast<int>(index);
+        break;
+      }
+    }
   }
   op_facts.erase(key);
   return &op_facts.emplace(key, std::move(facts)).first->second;
@@ -395,6 +462,27 @@ void append_extents(ExtentLists out, const c10::IValue& value) {
   for_each_tensor(value, visit);
 }
 
+// A c10d op's process group as the user knows it, JSON-escaped, into `out` (left empty where it cannot be
+// said): its description ("default_pg", or new_group's group_desc) when it has one, else "group" and its name.
+void note_process_group(const c10::IValue& value, std::string& out) {
+  out.clear();
+#ifdef STREAMTRACE_HAS_C10D
+  if (!value.isObject()) {
+    return;
+  }
+  auto group = value.toCustomClass<c10d::ProcessGroup>();  // throws for another class: the caller catches
+  const std::string& description = group->getGroupDesc();
+  if (!description.empty() && description != "undefined") {
+    append_json_escaped(out, description.c_str());
+  } else if (!group->getGroupName().empty()) {
+    out += "group ";
+    append_json_escaped(out, group->getGroupName().c_str());
+  }
+#else
+  (void)value;
+#endif
+}
+
 const void* storage_of(const at::Tensor& tensor) {
   return tensor.defined() && tensor.has_storage() ? tensor.storage().unsafeGetStorageImpl() : nullptr;
 }
@@ -435,9 +523,21 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     }
     op.reads += ']';
     op.host_reads += ']';
+    op.group.clear();
+    if (facts->group_argument >= 0 && static_cast<size_t>(facts->group_argument) < inputs.size()) {
+      try {
+        note_process_group(inputs[facts->group_argument], op.group);
+      } catch (abi::__forced_unwind&) {
+        throw;
+      } catch (...) {
+        op.group.clear();  // the op is observed all the same, without its group
+      }
+    }
     op.source.clear();
     append_source(op.source);
-    op_begin();
+    // Where the op's record already says where its kernels come from, the capture need not walk the stack.
+    bool has_line = op.source != "null";
+    (has_line || facts->torch_own ? op_begin_unsited : op_begin)();
   } catch (abi::__forced_unwind&) {
     throw;
   } catch (...) {
@@ -447,6 +547,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       op.written.clear();
       op.storages.clear();
       op.source.clear();
+      op.group.clear();
       op_begin();
     }
   }
@@ -508,15 +609,20 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
   op.storages.clear();
   try {
     text.assign("{\"type\":\"op_end\",\"name\":");
-    append_json_string(text, op.facts->name.c_str());
+    text += op.facts->quoted_name;
     text += ",\"reads\":";
     text += op.reads;
     text += ",\"writes\":";
     text += writes;
     text += ",\"src\":";
     text += op.source.empty() ? "null" : op.source;
+    if (!op.group.empty()) {
+      text += ",\"process_group\":\"";
+      text += op.group;
+      text += '"';
+    }
     text += '}';
-    emit(text);
+    record_op_end(text.data(), text.size());
     bool touches_cuda = op.reads.size() > 2 || writes.size() > 2;
     // A view op (its outputs all in its arguments' storages, none written) reads no byte either.
     bool view = aliased_outputs > 0 && new_outputs == 0 && !wrote_arguments;
@@ -524,7 +630,7 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
       // A CPU op on pinned memory: the host itself read or wrote it (rule 12), after the op, on this thread. In
       // an op with CUDA tensors too (a copy to or from the GPU) the pinned bytes are the copy's, not the host's.
       text.assign("{\"type\":\"host_access\",\"name\":");
-      append_json_string(text, op.facts->name.c_str());
+      text += op.facts->quoted_name;
       text += ",\"reads\":";
       text += op.host_reads;
       text += ",\"writes\":";
@@ -674,14 +780,19 @@ void on_allocator_event(const TraceEntry& entry) {
 
 extern "C" {
 
-// Starts observing ops on every thread: `begin` and `write` are the capture library's entry points, and
+// Starts observing ops on every thread: `begin`, `begin_unsited`, `write` and `write_op_end` are the capture
+// library's entry points (streamtrace_framework_op_begin, _op_begin_unsited, _record and _op_end), and
 // `all_devices` counts CPU tensors too (for the CPU benchmark). Returns 0, or -1 with a reason in `error`.
-int streamtrace_torch_observe(OpBeginFn begin, RecordFn write, int all_devices, char* error, size_t error_len) {
+int streamtrace_torch_observe(OpBeginFn begin, OpBeginFn begin_unsited, RecordFn write, RecordFn write_op_end,
+                              int all_devices, char* error, size_t error_len) {
   try {
     op_begin = begin;
+    op_begin_unsited = begin_unsited;
     record = write;
+    record_op_end = write_op_end;
     cuda_only = all_devices == 0;
     cost_detail = std::getenv("STREAMTRACE_COST_DETAIL") != nullptr;
+    frame_lasti = reinterpret_cast<int (*)(struct _frame*)>(dlsym(RTLD_DEFAULT, "PyFrame_GetLasti"));
     void* finalizing = dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
     if (!finalizing) {
       finalizing = dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
@@ -738,6 +849,7 @@ void streamtrace_torch_library_files(const char* prefix) {
     Py_DecRef(entry.first);
   }
   files.code_facts.clear();
+  files.lines.clear();  // keyed by the code objects just let go
 }
 
 }  // extern "C"
