@@ -42,6 +42,9 @@ static CALLS_BY_ID: [AtomicU64; CALL_SLOTS] = [const { AtomicU64::new(0) }; CALL
 static NS_BY_ID: [AtomicU64; CALL_SLOTS] = [const { AtomicU64::new(0) }; CALL_SLOTS];
 static LOCK_WAIT_NS: AtomicU64 = AtomicU64::new(0);
 static WALK_NS: AtomicU64 = AtomicU64::new(0);
+static KERNEL_ARGS_NS: AtomicU64 = AtomicU64::new(0);
+static KERNEL_LAYOUTS: AtomicU64 = AtomicU64::new(0);
+static KERNEL_LAYOUT_NS: AtomicU64 = AtomicU64::new(0);
 
 /// Whether the split is kept (`DETAIL`).
 pub fn detail() -> bool {
@@ -67,6 +70,19 @@ pub fn lock_wait<T>(lock: impl FnOnce() -> T) -> T {
 /// Walks a call site through `walk`, counting its time with the split kept.
 pub fn walk<T>(walk: impl FnOnce() -> T) -> T {
     timed_part(&WALK_NS, walk)
+}
+
+/// Looks a new kernel's layout up through `describe` (once per kernel), counting it with the split kept.
+pub fn kernel_layout<T>(describe: impl FnOnce() -> T) -> T {
+    if detail() {
+        KERNEL_LAYOUTS.fetch_add(1, Ordering::Relaxed);
+    }
+    timed_part(&KERNEL_LAYOUT_NS, describe)
+}
+
+/// Reads a kernel's name and pointer arguments through `read`, counting its time with the split kept.
+pub fn kernel_args<T>(read: impl FnOnce() -> T) -> T {
+    timed_part(&KERNEL_ARGS_NS, read)
 }
 
 /// A mark taken as a callback starts, for [`call_recorded`].
@@ -111,10 +127,16 @@ pub fn detail_lines(name_of: impl Fn(u32) -> String) -> Option<String> {
     }
     let total = CALLBACK_NS.load(Ordering::Relaxed);
     text += &format!(
-        "streamtrace:   of {:.1} us in all: {:.1} us waiting for the state lock, {:.1} us walking call sites\n",
+        "streamtrace:   of {:.1} us in all: {:.1} us waiting for the state lock, {:.1} us walking call sites, {:.1} us reading kernel arguments\n",
         us(total),
         us(LOCK_WAIT_NS.load(Ordering::Relaxed)),
-        us(WALK_NS.load(Ordering::Relaxed))
+        us(WALK_NS.load(Ordering::Relaxed)),
+        us(KERNEL_ARGS_NS.load(Ordering::Relaxed))
+    );
+    let layouts = KERNEL_LAYOUTS.load(Ordering::Relaxed);
+    text += &format!(
+        "streamtrace:   of those, {:.1} us looking up the layouts of {layouts} kernels (once each)\n",
+        us(KERNEL_LAYOUT_NS.load(Ordering::Relaxed))
     );
     Some(text)
 }

@@ -3,6 +3,7 @@
 //! the only thing this file touches) and cached by state.rs.
 
 use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::sys as cu;
@@ -18,43 +19,66 @@ pub struct FunctionInfo {
 }
 
 /// Launches from the CUDA runtime pass CUkernel handles, Triton and module users CUfunctions; each takes its
-/// own query (CAPTURE-NOTES.md). Tries the function form first, then the kernel form.
+/// own query (CAPTURE-NOTES.md). The handle's kind is found by its name query (the form that worked for the
+/// last handle first), and its parameters are asked of that form only.
 pub fn describe(handle: *mut c_void) -> FunctionInfo {
-    let mangled = name_of(handle).unwrap_or_else(|| "kernel".to_string());
+    let (mangled, kind) = match name_of(handle) {
+        Some((mangled, kind)) => (mangled, Some(kind)),
+        None => ("kernel".to_string(), None),
+    };
     let name: Arc<str> = Arc::from(demangle(&mangled).as_str());
     let types: Vec<String> = parameter_types(&name).into_iter().map(str::to_string).collect();
     let mut params = Vec::new();
     for index in 0..4096usize {
-        let Some((offset, size)) = param_info(handle, index) else { break };
+        let Some((offset, size)) = kind.and_then(|kind| param_info(handle, kind, index)) else { break };
         let read_only = types.get(index).is_some_and(|t| is_pointer_to_const(t));
         params.push((offset, size, read_only));
     }
     FunctionInfo { name, params }
 }
 
-fn name_of(handle: *mut c_void) -> Option<String> {
-    let mut name: *const std::ffi::c_char = std::ptr::null();
-    // Safety: the driver writes a pointer to a string it owns; the handle came from the launch being traced, and
-    // one of the wrong kind returns an error code.
-    let function_named = unsafe { cu::cuFuncGetName(&mut name, handle as cu::CUfunction) } == cu::CUresult::CUDA_SUCCESS;
-    // Safety: as above, for the CUkernel form.
-    let ok = function_named || unsafe { cu::cuKernelGetName(&mut name, handle as cu::CUkernel) } == cu::CUresult::CUDA_SUCCESS;
-    if !ok || name.is_null() {
-        return None;
-    }
-    // Safety: a non-null name from the driver is a NUL-terminated string that lives as long as the module.
-    Some(unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
+/// The two kinds of kernel handle a launch may pass.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum HandleKind {
+    Function,
+    Kernel,
 }
 
-fn param_info(handle: *mut c_void, index: usize) -> Option<(usize, usize)> {
+/// Whether the last handle named was a CUkernel: a program's launches mostly come from one source, and a query
+/// of the wrong form is a failed driver call.
+static LAST_WAS_KERNEL: AtomicBool = AtomicBool::new(true);
+
+/// The handle's mangled name and its kind.
+fn name_of(handle: *mut c_void) -> Option<(String, HandleKind)> {
+    let first = if LAST_WAS_KERNEL.load(Ordering::Relaxed) { HandleKind::Kernel } else { HandleKind::Function };
+    let other = if first == HandleKind::Kernel { HandleKind::Function } else { HandleKind::Kernel };
+    for kind in [first, other] {
+        let mut name: *const std::ffi::c_char = std::ptr::null();
+        let named = match kind {
+            // Safety: the driver writes a pointer to a string it owns; the handle came from the launch being
+            // traced, and one of the wrong kind returns an error code.
+            HandleKind::Function => unsafe { cu::cuFuncGetName(&mut name, handle as cu::CUfunction) },
+            // Safety: as above, for the CUkernel form.
+            HandleKind::Kernel => unsafe { cu::cuKernelGetName(&mut name, handle as cu::CUkernel) },
+        } == cu::CUresult::CUDA_SUCCESS;
+        if named && !name.is_null() {
+            LAST_WAS_KERNEL.store(kind == HandleKind::Kernel, Ordering::Relaxed);
+            // Safety: a non-null name from the driver is a NUL-terminated string that lives as long as the module.
+            return Some((unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned(), kind));
+        }
+    }
+    None
+}
+
+fn param_info(handle: *mut c_void, kind: HandleKind, index: usize) -> Option<(usize, usize)> {
     let (mut offset, mut size) = (0usize, 0usize);
-    // Safety: out-pointers to locals; an invalid index or handle returns an error code.
-    let function_param = unsafe { cu::cuFuncGetParamInfo(handle as cu::CUfunction, index, &mut offset, &mut size) }
-        == cu::CUresult::CUDA_SUCCESS;
-    // Safety: as above, for the CUkernel form.
-    let ok = function_param
-        || unsafe { cu::cuKernelGetParamInfo(handle as cu::CUkernel, index, &mut offset, &mut size) } == cu::CUresult::CUDA_SUCCESS;
-    ok.then_some((offset, size))
+    let found = match kind {
+        // Safety: out-pointers to locals; an invalid index or handle returns an error code.
+        HandleKind::Function => unsafe { cu::cuFuncGetParamInfo(handle as cu::CUfunction, index, &mut offset, &mut size) },
+        // Safety: as above, for the CUkernel form.
+        HandleKind::Kernel => unsafe { cu::cuKernelGetParamInfo(handle as cu::CUkernel, index, &mut offset, &mut size) },
+    } == cu::CUresult::CUDA_SUCCESS;
+    found.then_some((offset, size))
 }
 
 /// The demangled form of an Itanium-mangled name; the name itself when it is not mangled (extern "C").

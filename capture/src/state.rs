@@ -216,8 +216,8 @@ impl ProcessState {
     /// `kernel_params` and `extra` are the launch's arguments for kernel `handle`, valid for the call.
     pub unsafe fn kernel(&mut self, call: Call, stream: u64, handle: *mut c_void, kernel_params: *mut *mut c_void, extra: *mut *mut c_void, api: &'static str) {
         // Safety: passed on from the caller.
-        let NodeBody::Kernel { function, first_pointer, pointer_count } = (unsafe { self.kernel_body(call, handle, kernel_params, extra) })
-        else {
+        let body = crate::cost::kernel_args(|| unsafe { self.kernel_body(call, handle, kernel_params, extra) });
+        let NodeBody::Kernel { function, first_pointer, pointer_count } = body else {
             return;
         };
         self.emit(call, Record::Kernel { stream, function, first_pointer, pointer_count, api });
@@ -243,7 +243,7 @@ impl ProcessState {
         if let Some(&index) = self.functions.get(&(handle as usize)) {
             return index;
         }
-        let info = describe(handle);
+        let info = crate::cost::kernel_layout(|| describe(handle));
         let index = self.function_layouts.len() as u32;
         self.emit(call, Record::Function { index, name: info.name.clone() });
         self.function_layouts.push(info);
