@@ -32,7 +32,7 @@ pub fn scan_parameter(bytes: &[u8], offset: usize, read_only: bool, out: &mut Ve
 
 /// Launches with at most this many words are deduplicated by searching the words kept so far: no allocation,
 /// and faster than a sort for the few words most kernels take.
-const FEW_WORDS: usize = 16;
+const FEW_WORDS: usize = 48;
 
 /// Keeps the first of each address among `words[start..]` (one launch's words), in order. A struct of pointer
 /// lists (PyTorch's multi-tensor kernels pass hundreds of words) makes a search of the words kept so far for

@@ -64,8 +64,9 @@ pub enum Record {
     /// it the one-time set-up (cost.rs).
     CaptureStats { calls: u64, callback_ns: u64, setup_ns: u64 },
     /// A record written by a framework hook (the PyTorch bootstrap): one JSON object, passed through with the
-    /// calling thread's id added.
-    Raw(String),
+    /// calling thread's id added. Its text is `len` bytes from `start` of its batch's `framework_text`
+    /// ([`Batch::push_raw`]).
+    Raw { start: u32, len: u32 },
     /// A framework operation (a PyTorch op) begins on the calling thread; its `op_end` record, sent through
     /// `Raw`, says what it was.
     OpBegin,
@@ -87,15 +88,29 @@ pub struct Entry {
 pub struct Batch {
     pub entries: Vec<Entry>,
     pub pointers: Vec<PointerArg>,
+    /// The text of the framework hooks' records, one after another: a PyTorch op makes one or more, and an
+    /// allocation each would cost the op's thread a malloc and the writer thread a free into its arena.
+    framework_text: String,
 }
 
 impl Batch {
     pub fn with_capacity(entries: usize) -> Batch {
-        Batch { entries: Vec::with_capacity(entries), pointers: Vec::with_capacity(entries * 2) }
+        Batch { entries: Vec::with_capacity(entries), pointers: Vec::with_capacity(entries * 2), framework_text: String::new() }
     }
 
     pub fn push(&mut self, call: Call, record: Record) {
         self.entries.push(Entry { call, record });
+    }
+
+    /// A framework hook's record: one JSON object (a PyTorch op's `op_end`), written with the calling thread's
+    /// id added. None when the batch's text would pass 4 GiB (not believed of 100 ms of records).
+    pub fn push_raw(&mut self, call: Call, text: &str) -> Option<()> {
+        let start = u32::try_from(self.framework_text.len()).ok()?;
+        let len = u32::try_from(text.len()).ok()?;
+        start.checked_add(len)?;
+        self.framework_text.push_str(text);
+        self.push(call, Record::Raw { start, len });
+        Some(())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -105,6 +120,7 @@ impl Batch {
     pub fn clear(&mut self) {
         self.entries.clear();
         self.pointers.clear();
+        self.framework_text.clear();
     }
 
     /// Appends every record as one JSON line. `names` holds the kernel names declared so far, escaped for JSON
@@ -266,8 +282,9 @@ impl Entry {
                 common(&mut line, call, Some(api));
                 line
             }
-            Record::Raw(text) => {
+            Record::Raw { start, len } => {
                 // The hook's object with the thread in front; one record, one line: a stray newline would split it.
+                let text = batch.framework_text.get(*start as usize..(*start + *len) as usize).unwrap_or("{}");
                 let fields = text.trim_start().strip_prefix('{').unwrap_or(text);
                 out.push_str("{\"thread\":");
                 push_number(out, call.tid);
@@ -377,12 +394,14 @@ mod tests {
     fn framework_records_take_the_calling_thread() {
         let mut batch = Batch::default();
         batch.push(call(), Record::OpBegin);
-        batch.push(call(), Record::Raw("{\"type\":\"op_end\",\"name\":\"a\nb\"}".into()));
+        batch.push_raw(call(), "{\"type\":\"op_end\",\"name\":\"a\nb\"}").unwrap();
+        batch.push_raw(call(), "{\"type\":\"free\",\"id\":3}").unwrap();
         let mut text = String::new();
         batch.write_lines(&mut Vec::new(), &mut text);
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
-        assert_eq!(lines.len(), 2);
+        assert_eq!(lines.len(), 3);
         assert_eq!((lines[0]["type"].as_str(), lines[0]["thread"].as_u64()), (Some("op_begin"), Some(7)));
         assert_eq!((lines[1]["type"].as_str(), lines[1]["thread"].as_u64()), (Some("op_end"), Some(7)));
+        assert_eq!((lines[2]["type"].as_str(), lines[2]["id"].as_u64()), (Some("free"), Some(3)));
     }
 }
