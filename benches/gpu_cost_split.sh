@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # On nvidia-h200-x2: where capture's cost goes, by variant and from inside. The DDP training loop
-# (samples/multi_gpu/dist_ddp_train.py, STEPS steps, two ranks) in ROUNDS interleaved rounds of: plain; full
-# capture; capture with the cost split (STREAMTRACE_COST_DETAIL=1: the callback's time by driver call, lock
-# waits and walks, and the native observer's time by part); --no-call-sites; tier T1 only (the capture library
-# injected without the PyTorch bootstrap); and the observer with an empty CUPTI callback
-# (STREAMTRACE_CALLBACK_NOOP=1). Then the 100,000-launch benchmark with the cost split and LAUNCH_ROUNDS rounds
+# (samples/multi_gpu/dist_ddp_train.py, STEPS steps, two ranks) in ROUNDS interleaved rounds of the VARIANTS
+# (default all): plain; full capture; --no-call-sites; tier T1 only (the capture library injected without the
+# PyTorch bootstrap); the observer with an empty CUPTI callback (STREAMTRACE_CALLBACK_NOOP=1); and full capture
+# with its records dropped instead of written (STREAMTRACE_DISCARD=1). Then one capture with the cost split
+# (STREAMTRACE_COST_DETAIL=1: the callback's time by driver call, lock waits, walks and kernel arguments, and the
+# native observer's time by part), and the 100,000-launch benchmark with the cost split and LAUNCH_ROUNDS rounds
 # plain / captured / --no-call-sites. Lines come back in $OUT/cost_split.txt. Needs .gpu/ (benches/gpu_env.sh).
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,20 +23,25 @@ out=$OUT/cost_split.txt
   # The observer is compiled on first use: once, before any round is timed.
   $st capture --no-analyze -o /tmp/warm -- $torchrun samples/multi_gpu/dist_ddp_train.py 5 > /dev/null 2>&1
   loop_lines() { grep -o 'rank [0-9] ddp.*' | sed "s/^/$1 /"; }
+  variant() {
+    case $1 in
+      plain) $torchrun $ddp ;;
+      full) $st capture --no-analyze -o /tmp/full -- $torchrun $ddp ;;
+      nosites) $st capture --no-call-sites --no-analyze -o /tmp/nosites -- $torchrun $ddp ;;
+      t1only) rm -rf /tmp/t1 && mkdir -p /tmp/t1
+        env CUDA_INJECTION64_PATH=$lib STREAMTRACE_OUTPUT=/tmp/t1/trace.%p.json STREAMTRACE_CUPTI=$cupti $torchrun $ddp ;;
+      noop) STREAMTRACE_CALLBACK_NOOP=1 $st capture --no-analyze -o /tmp/noop -- $torchrun $ddp ;;
+      discard) STREAMTRACE_DISCARD=1 $st capture --no-analyze -o /tmp/discard -- $torchrun $ddp ;;
+    esac 2>/dev/null | loop_lines "$(printf '%-8s' $1)"
+  }
   for round in $(seq 1 "${ROUNDS:-2}"); do
-    $torchrun $ddp 2>/dev/null | loop_lines "plain   "
-    $st capture --no-analyze -o /tmp/full -- $torchrun $ddp 2>/dev/null | loop_lines "full    "
-    $st capture --no-call-sites --no-analyze -o /tmp/nosites -- $torchrun $ddp 2>/dev/null | loop_lines "nosites "
-    rm -rf /tmp/t1 && mkdir -p /tmp/t1
-    env CUDA_INJECTION64_PATH=$lib STREAMTRACE_OUTPUT=/tmp/t1/trace.%p.json STREAMTRACE_CUPTI=$cupti \
-      $torchrun $ddp 2>/dev/null | loop_lines "t1only  "
-    STREAMTRACE_CALLBACK_NOOP=1 $st capture --no-analyze -o /tmp/noop -- $torchrun $ddp 2>/dev/null | loop_lines "noop    "
+    for v in ${VARIANTS:-plain full nosites t1only noop discard}; do variant $v; done
   done
   STREAMTRACE_COST_DETAIL=1 STREAMTRACE_WALK_STATS=1 $st capture --no-analyze -o /tmp/detail -- $torchrun $ddp > /tmp/detail.log 2>&1
   loop_lines "detail  " < /tmp/detail.log
   grep "streamtrace:" /tmp/detail.log
   $st analyze /tmp/full | grep -E "Capture cost|JOB SUMMARY"
-  $st analyze /tmp/t1 | grep -E "Capture cost|JOB SUMMARY"
+  [ ! -d /tmp/t1 ] || $st analyze /tmp/t1 | grep -E "Capture cost|JOB SUMMARY"
   nvcc -O2 -arch=sm_90 -o /tmp/launches benches/capture_launches.cu
   STREAMTRACE_COST_DETAIL=1 STREAMTRACE_WALK_STATS=1 $st capture --no-analyze -o /tmp/l0 -- /tmp/launches 100000 2>&1
   for round in $(seq 1 "${LAUNCH_ROUNDS:-5}"); do

@@ -26,7 +26,7 @@ command_of() {  # the command line of sample $1
 
 # The program's own output, comparable between runs: its standard output without timings, a line per print
 # (two ranks printing at once may share a line) in a fixed order.
-own_output() { sed 's/GROUND_TRUTH/\nGROUND_TRUTH/g; s/rank \([0-9]*\) ddp/\nrank \1 ddp/g' "$1" | grep -v '^streamtrace' | grep -v ' in [0-9.]* s$' | grep -v '^$' | sort; }
+own_output() { sed 's/GROUND_TRUTH/\nGROUND_TRUTH/g; s/rank \([0-9]*\) ddp/\nrank \1 ddp/g' "$1" | grep -v '^streamtrace' | grep -v ' in [0-9.]* s\( (.*)\)\?$' | grep -v '^$' | sort; }
 
 run_one() {  # runs sample $1 plain and captured; prints its line
   local name=${1%.*} dir=$out/${1%.*} cmd
