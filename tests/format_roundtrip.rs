@@ -253,8 +253,8 @@ fn call_sites_read_back_with_their_modules() {
 }
 
 /// An `op_end` as the observers write it (sitecustomize.py, torch_observer.cpp), handed to the library.
-fn op_end(name: &str, reads: &str, writes: &str, src: &str) -> Record {
-    Record::Raw(format!("{{\"type\":\"op_end\",\"name\":\"{name}\",\"reads\":[{reads}],\"writes\":[{writes}],\"src\":\"{src}\"}}"))
+fn op_end(name: &str, reads: &str, writes: &str, src: &str) -> String {
+    format!("{{\"type\":\"op_end\",\"name\":\"{name}\",\"reads\":[{reads}],\"writes\":[{writes}],\"src\":\"{src}\"}}")
 }
 
 fn on(thread: u64) -> Call {
@@ -271,19 +271,19 @@ fn framework_frames_read_back_around_the_calls_they_hold() {
     let launch = Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 1, api: "cuLaunchKernel" };
     // An op on thread 1, with a call bracket inside it and a block allocated for its output.
     batch.push(on(1), Record::OpBegin);
-    batch.push(on(1), Record::Raw("{\"type\":\"call_begin\",\"name\":\"Event.record\",\"src\":\"train.py:12\"}".into()));
+    batch.push_raw(on(1), "{\"type\":\"call_begin\",\"name\":\"Event.record\",\"src\":\"train.py:12\"}").expect("room");
     batch.push(on(1), Record::EventRecord { event: EVENT, stream: SIDE, api: "cuEventRecord" });
-    batch.push(on(1), Record::Raw("{\"type\":\"call_end\"}".into()));
-    batch.push(on(1), Record::Raw("{\"type\":\"alloc\",\"id\":5,\"addr\":36864,\"size\":512,\"alloc_kind\":\"pool_block\",\"stream\":94489285168,\"src\":\"train.py:9\"}".into()));
+    batch.push_raw(on(1), "{\"type\":\"call_end\"}").expect("room");
+    batch.push_raw(on(1), "{\"type\":\"alloc\",\"id\":5,\"addr\":36864,\"size\":512,\"alloc_kind\":\"pool_block\",\"stream\":94489285168,\"src\":\"train.py:9\"}").expect("room");
     batch.push(on(1), launch.clone());
-    batch.push(on(1), op_end("add_", "[4096,64]", "[36864,512]", "train.py:9"));
+    batch.push_raw(on(1), &op_end("add_", "[4096,64]", "[36864,512]", "train.py:9")).expect("room");
     // An op that begins on thread 2 and ends on thread 3 (PyTorch can run an op's end callback elsewhere).
     batch.push(on(2), Record::OpBegin);
     batch.push(on(2), launch.clone());
-    batch.push(on(3), op_end("mul_", "", "[8192,8]", "train.py:20"));
+    batch.push_raw(on(3), &op_end("mul_", "", "[8192,8]", "train.py:20")).expect("room");
     // An op whose begin was lost: its end matches nothing and its kernel keeps its pointer arguments.
     batch.push(on(4), launch);
-    batch.push(on(4), op_end("lost", "", "", "train.py:30"));
+    batch.push_raw(on(4), &op_end("lost", "", "", "train.py:30")).expect("room");
 
     let (records, counters) = read(written(&batch));
     let ops = operations(&records);
