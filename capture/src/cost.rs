@@ -127,7 +127,7 @@ pub fn detail_lines(name_of: impl Fn(u32) -> String) -> Option<String> {
     }
     let total = CALLBACK_NS.load(Ordering::Relaxed);
     text += &format!(
-        "streamtrace:   of {:.1} us in all: {:.1} us waiting for the state lock, {:.1} us walking call sites, {:.1} us reading kernel arguments\n",
+        "streamtrace:   of {:.1} us in all: {:.1} us waiting for the state lock (the framework's records' waits included), {:.1} us walking call sites, {:.1} us reading kernel arguments\n",
         us(total),
         us(LOCK_WAIT_NS.load(Ordering::Relaxed)),
         us(WALK_NS.load(Ordering::Relaxed)),

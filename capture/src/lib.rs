@@ -124,7 +124,7 @@ pub unsafe extern "C" fn streamtrace_framework_op_end(text: *const u8, len: usiz
 fn framework_record(add: impl FnOnce(Call, &mut ProcessState) -> i32 + std::panic::UnwindSafe) -> i32 {
     let outcome = std::panic::catch_unwind(|| {
         let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: 0, site: 0 };
-        let Ok(mut slot) = STATE.lock() else { return -1 };
+        let Ok(mut slot) = cost::lock_wait(|| STATE.lock()) else { return -1 };
         let Some(state) = state_for_this_process(&mut slot) else { return -1 };
         add(call, state)
     });
