@@ -245,7 +245,7 @@ mod tests {
         let mut shadow = ShadowMemory::default();
         let mut out = Vec::new();
         shadow.access(AccessRange::new(0x1000, 4096).unwrap(), stamp(9, 1, AccessMode::Write), &clock_of(9, 1), &mut out);
-        let mut after_init = |stream| {
+        let after_init = |stream| {
             let mut c = clock_of(stream, 1);
             c.set(Slot(9), 1);
             c
