@@ -132,11 +132,12 @@ fn nccls_streams_are_named_by_their_process_groups_in_every_report() {
 }
 
 #[test]
-fn captures_whose_collectives_name_no_group_keep_nccls_stream() {
-    // Recorded before `op_end` said its process group.
+fn a_two_gpu_capture_names_nccls_stream_by_its_process_group() {
+    // Recorded on two GPUs by the native observer, whose c10d op_end records name their group.
     let json: Value =
         serde_json::from_str(&analyze_sample("samples/capture/multi_gpu/dist_async_use_before_wait", &["--format", "json"])).expect("parses");
     for trace in json["traces"].as_array().expect("one trace per rank") {
-        assert_eq!(trace["races"][0]["earlier"]["site"]["stream"]["name"], "NCCL's stream", "{}", trace["races"][0]);
+        let stream = &trace["races"][0]["earlier"]["site"]["stream"]["name"];
+        assert_eq!(stream, "NCCL's stream of process group `default_pg`", "{}", trace["races"][0]);
     }
 }
