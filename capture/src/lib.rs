@@ -81,14 +81,7 @@ pub unsafe extern "C" fn streamtrace_framework_record(text: *const u8, len: usiz
 /// A separate entry point with no argument, because it is made once per PyTorch op. Returns 0 when recorded.
 #[no_mangle]
 pub extern "C" fn streamtrace_framework_op_begin() -> i32 {
-    if !ENABLED.load(Ordering::Relaxed) {
-        return -1;
-    }
-    framework::op_began(true);
-    framework_record(|call, state| {
-        state.emit(call, Record::OpBegin);
-        0
-    })
+    op_begin(true)
 }
 
 /// As [`streamtrace_framework_op_begin`], for an op whose own record says where its CUDA calls come from (a
@@ -97,10 +90,15 @@ pub extern "C" fn streamtrace_framework_op_begin() -> i32 {
 /// the stack walk on each of them. Returns 0 when recorded.
 #[no_mangle]
 pub extern "C" fn streamtrace_framework_op_begin_unsited() -> i32 {
+    op_begin(false)
+}
+
+/// Begins an op on the calling thread; `sited`: whether its CUDA calls want their native call sites.
+fn op_begin(sited: bool) -> i32 {
     if !ENABLED.load(Ordering::Relaxed) {
         return -1;
     }
-    framework::op_began(false);
+    framework::op_began(sited);
     framework_record(|call, state| {
         state.emit(call, Record::OpBegin);
         0
