@@ -155,6 +155,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_split_counts_each_call_kind_and_says_the_parts() {
+        DETAIL.store(true, Ordering::SeqCst);
+        for _ in 0..3 {
+            let start = call_started(now_ns());
+            walk(|| std::thread::sleep(std::time::Duration::from_millis(1)));
+            call_recorded(start, 1000);
+        }
+        call_recorded(call_started(now_ns()), 5000); // past the last slot: counted in it
+        let lines = detail_lines(|cbid| format!("call{cbid}")).expect("the split is kept");
+        let line = lines.lines().find(|l| l.contains("call1000")).expect("the kind called three times");
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(fields[2], "3", "{line}");
+        assert!(fields[3].parse::<f64>().expect("total us") >= 3000.0, "{line}");
+        assert!(lines.contains("call1023"), "an id past the table goes to its last slot: {lines}");
+        let parts = lines.lines().find(|l| l.contains("waiting for the state lock")).expect("the parts");
+        assert!(parts.contains("us walking call sites") && parts.contains("us reading kernel arguments"), "{lines}");
+        assert!(WALK_NS.load(Ordering::Relaxed) >= 3_000_000);
+    }
+
+    #[test]
     fn set_up_inside_a_call_is_left_out_of_the_call() {
         let start = call_started(now_ns());
         setup(|| std::thread::sleep(std::time::Duration::from_millis(20)));
