@@ -20,11 +20,15 @@ pub struct FunctionInfo {
 
 /// Launches from the CUDA runtime pass CUkernel handles, Triton and module users CUfunctions; each takes its
 /// own query (CAPTURE-NOTES.md). The handle's kind is found by its name query (the form that worked for the
-/// last handle first), and its parameters are asked of that form only.
+/// last handle first), and its parameters are asked of that form only; a handle neither form names is asked for
+/// its first parameter in both.
 pub fn describe(handle: *mut c_void) -> FunctionInfo {
     let (mangled, kind) = match name_of(handle) {
         Some((mangled, kind)) => (mangled, Some(kind)),
-        None => ("kernel".to_string(), None),
+        None => {
+            let kind = [HandleKind::Kernel, HandleKind::Function].into_iter().find(|&kind| param_info(handle, kind, 0).is_some());
+            ("kernel".to_string(), kind)
+        }
     };
     let name: Arc<str> = Arc::from(demangle(&mangled).as_str());
     let types: Vec<String> = parameter_types(&name).into_iter().map(str::to_string).collect();
