@@ -155,6 +155,8 @@ unsafe fn packed_buffer(extra: *const *mut c_void) -> Option<(*const u8, usize)>
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn many_words_keep_the_first_of_each_address_in_order() {
         let word = |address, writes| PointerArg { address, writes };
@@ -172,8 +174,6 @@ mod tests {
         }
         assert_eq!(words[41], word(0x9000_0000, false));
     }
-
-    use super::*;
 
     #[test]
     fn finds_aligned_pointer_words_in_structs() {

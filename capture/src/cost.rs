@@ -31,9 +31,10 @@ pub fn setup<T>(setup: impl FnOnce() -> T) -> T {
     result
 }
 
-// `STREAMTRACE_COST_DETAIL=1`: the callback's time split by driver call, with what of it went to waiting for
-/// the state lock and to the call-site walk, said on standard error at exit. For finding where a program's
-/// capture cost goes (docs/performance.md); each recorded call then reads the clock four more times.
+/// `STREAMTRACE_COST_DETAIL=1`: the callback's time split by driver call, with what of it went to waiting for
+/// the state lock, to the call-site walk and to kernel arguments and layouts, said on standard error at exit.
+/// For finding where a program's capture cost goes (docs/performance.md); each part timed then reads the clock
+/// twice more.
 pub static DETAIL: AtomicBool = AtomicBool::new(false);
 
 /// Callback ids are below this (cupti_driver_cbid.h ends under 900); a larger one is counted in the last slot.
