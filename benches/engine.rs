@@ -16,7 +16,11 @@ fn main() -> anyhow::Result<()> {
     let parse_start = Instant::now();
     let records: Vec<TraceRecord> = streamtrace::ingest::open(std::path::Path::new(path))?.collect::<Result<_, _>>()?;
     let parse = parse_start.elapsed().as_secs_f64();
-    println!("parse (its own thread, collected in memory): {} records in {parse:.3} s ({:.2} M/s)", records.len(), records.len() as f64 / parse / 1e6);
+    println!(
+        "parse (its own thread, collected in memory): {} records in {parse:.3} s ({:.2} M/s)",
+        records.len(),
+        records.len() as f64 / parse / 1e6
+    );
     let prefetch = std::env::var_os("STREAMTRACE_BENCH_NO_PREFETCH").is_none();
     let mut seconds = Vec::new();
     for _ in 0..rounds {

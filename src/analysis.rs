@@ -7,8 +7,8 @@ use serde::Serialize;
 use crate::findings::Findings;
 use crate::hb::{Engine, EngineOptions, EngineStats, HostOrder};
 use crate::ingest::{self, ImportCounters, IngestError, RecordSource};
-use crate::names::Names;
 use crate::model::{JobPlace, TraceRecord};
+use crate::names::Names;
 use crate::symbols::Symbolizer;
 use crate::timeline::Timeline;
 
@@ -52,7 +52,11 @@ pub fn analyze_path_with_timeline(path: &Path, options: EngineOptions) -> Result
 }
 
 /// Analyzes records from an open source; `name` is how reports refer to the trace.
-pub fn analyze_source(name: &str, source: Box<dyn RecordSource>, options: EngineOptions) -> Result<Analysis, AnalysisError> {
+pub fn analyze_source(
+    name: &str,
+    source: Box<dyn RecordSource>,
+    options: EngineOptions,
+) -> Result<Analysis, AnalysisError> {
     run(name, source, options, false)
 }
 
@@ -103,5 +107,14 @@ fn run(
     // Only what the findings hold is symbolized (and the creation sites of the streams and events named).
     symbols.resolve(&mut findings, &mut import);
     names.name_findings(&mut findings);
-    Ok(Analysis { trace: name.to_string(), format, host_order: options.host_order, job, findings, stats, import, timeline })
+    Ok(Analysis {
+        trace: name.to_string(),
+        format,
+        host_order: options.host_order,
+        job,
+        findings,
+        stats,
+        import,
+        timeline,
+    })
 }

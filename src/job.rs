@@ -48,7 +48,11 @@ impl JobTrace {
 /// The GPUs of the streams the analysis's findings name, in order.
 pub fn finding_devices(analysis: &Analysis) -> Vec<u32> {
     let findings = &analysis.findings;
-    let ops = findings.races.iter().flat_map(|r| [&r.earlier, &r.later]).chain(findings.unrecorded_waits.iter().map(|w| &w.wait));
+    let ops = findings
+        .races
+        .iter()
+        .flat_map(|r| [&r.earlier, &r.later])
+        .chain(findings.unrecorded_waits.iter().map(|w| &w.wait));
     let mut devices: Vec<u32> = ops.filter_map(|op| op.site.stream.as_ref().map(|s| s.device)).collect();
     devices.sort_unstable();
     devices.dedup();
@@ -82,7 +86,9 @@ pub fn analyze_job(traces: &[PathBuf], options: EngineOptions, with_timeline: bo
                 let Some(path) = traces.get(i) else { break };
                 let outcome =
                     if with_timeline { analyze_path_with_timeline(path, options) } else { analyze_path(path, options) };
-                done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(JobTrace { path: path.clone(), outcome });
+                done.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(JobTrace { path: path.clone(), outcome });
             });
         }
     });
@@ -145,7 +151,8 @@ impl JobSummary {
 /// position in rank order), its operations and findings follow the previous trace's. Traces that could not be
 /// analyzed are left out. None when no trace kept a timeline.
 pub fn merged_for_timeline(dir: &Path, traces: &[JobTrace]) -> Option<Analysis> {
-    let analyses: Vec<&Analysis> = traces.iter().filter_map(|t| t.outcome.as_ref().ok()).filter(|a| a.timeline.is_some()).collect();
+    let analyses: Vec<&Analysis> =
+        traces.iter().filter_map(|t| t.outcome.as_ref().ok()).filter(|a| a.timeline.is_some()).collect();
     let first = analyses.first()?;
     let mut merged = Analysis {
         trace: format!("{} ({} traces)", dir.display(), analyses.len()),

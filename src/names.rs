@@ -19,7 +19,9 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use crate::findings::{Findings, StreamRef};
-use crate::model::{is_nccl_kernel, Creation, Entity, GroupStream, NativeSite, OpKind, SourceLocation, StreamKind, TraceRecord};
+use crate::model::{
+    is_nccl_kernel, Creation, Entity, GroupStream, NativeSite, OpKind, SourceLocation, StreamKind, TraceRecord,
+};
 use crate::symbols::Symbolizer;
 
 /// A stream's or event's name, for reports.
@@ -155,8 +157,12 @@ impl Names {
             devices.dedup();
             devices.len()
         };
-        self.stream_names =
-            self.streams.iter().zip(stream_places).map(|(facts, nth)| stream_name(facts, nth, legacy_devices > 1)).collect();
+        self.stream_names = self
+            .streams
+            .iter()
+            .zip(stream_places)
+            .map(|(facts, nth)| stream_name(facts, nth, legacy_devices > 1))
+            .collect();
         self.event_names = self.events.iter().zip(event_places).map(|(facts, nth)| event_name(facts, nth)).collect();
     }
 
@@ -242,15 +248,25 @@ fn stream_name(facts: &Facts, nth: Option<usize>, several_devices: bool) -> Name
     if let Some((place, text, _)) = &facts.framework {
         return created_name("stream", place, text.as_deref(), nth);
     }
-    let plain = |known_as: String, short: String| Name { known_as: Some(known_as.into()), short: Some(short.into()), created_at: None };
+    let plain = |known_as: String, short: String| Name {
+        known_as: Some(known_as.into()),
+        short: Some(short.into()),
+        created_at: None,
+    };
     match facts.kind {
         Some(StreamKind::LegacyDefault) if several_devices => {
-            return plain(format!("the default stream of device {}", facts.device), format!("default stream, device {}", facts.device));
+            return plain(
+                format!("the default stream of device {}", facts.device),
+                format!("default stream, device {}", facts.device),
+            );
         }
         Some(StreamKind::LegacyDefault) => return plain("the default stream".into(), "default stream".into()),
         Some(StreamKind::PerThreadDefault) => {
             let thread = facts.tid.map_or(String::new(), |tid| format!(" of host thread {tid}"));
-            return plain(format!("the per-thread default stream{thread}"), format!("per-thread default stream{thread}"));
+            return plain(
+                format!("the per-thread default stream{thread}"),
+                format!("per-thread default stream{thread}"),
+            );
         }
         Some(StreamKind::HostThread) => {
             return plain(format!("host thread {}", facts.handle), format!("host thread {}", facts.handle));
@@ -327,7 +343,11 @@ mod tests {
     }
 
     fn created(id: u32, at: &str, text: &str) -> TraceRecord {
-        TraceRecord::Created(Creation { entity: Entity::Stream(StreamId(id)), source: SourceLocation::parse(at), text: Some(text.into()) })
+        TraceRecord::Created(Creation {
+            entity: Entity::Stream(StreamId(id)),
+            source: SourceLocation::parse(at),
+            text: Some(text.into()),
+        })
     }
 
     fn kernel(stream: u32, name: &str, source: Option<&str>) -> TraceRecord {
@@ -382,7 +402,11 @@ mod tests {
             stream(4, 0x21a9e000, StreamKind::NonBlocking, None),
             stream(5, 0x21a9f000, StreamKind::NonBlocking, None),
             created(1, "/home/u/train.py:11", "side = torch.cuda.Stream()"),
-            kernel(2, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", Some("/home/u/train.py:30")),
+            kernel(
+                2,
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                Some("/home/u/train.py:30"),
+            ),
             kernel(4, "scale", Some("/home/u/train.py:20")),
             kernel(4, "scale", Some("/home/u/train.py:21")),
             // The framework line wins over the first use.
@@ -391,7 +415,10 @@ mod tests {
         assert_eq!(known(&names, 0).as_deref(), Some("the default stream"));
         assert_eq!(known(&names, 1).as_deref(), Some("stream `side = torch.cuda.Stream()` at train.py:11"));
         assert_eq!(short(&names, 1), Some("side = torch.cuda.Stream()"));
-        assert_eq!(names.stream(1).and_then(|n| n.created_at.as_ref()).map(ToString::to_string).as_deref(), Some("/home/u/train.py:11"));
+        assert_eq!(
+            names.stream(1).and_then(|n| n.created_at.as_ref()).map(ToString::to_string).as_deref(),
+            Some("/home/u/train.py:11")
+        );
         assert_eq!(known(&names, 2).as_deref(), Some("NCCL's stream"));
         assert_eq!(known(&names, 3).as_deref(), Some("the stream created at pipeline.cu:40"));
         assert_eq!(known(&names, 4).as_deref(), Some("the stream first used at train.py:20"));
@@ -409,8 +436,14 @@ mod tests {
             // Handed out again by the pool: the first line stays.
             created(1, "t.py:30", "again = torch.cuda.Stream()"),
         ]);
-        assert_eq!(known(&names, 1).as_deref(), Some("stream #1 of `s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()` at t.py:9"));
-        assert_eq!(known(&names, 0).as_deref(), Some("stream #2 of `s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()` at t.py:9"));
+        assert_eq!(
+            known(&names, 1).as_deref(),
+            Some("stream #1 of `s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()` at t.py:9")
+        );
+        assert_eq!(
+            known(&names, 0).as_deref(),
+            Some("stream #2 of `s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()` at t.py:9")
+        );
         assert_eq!(known(&names, 2), None);
     }
 
@@ -448,7 +481,8 @@ mod tests {
 
     #[test]
     fn a_stream_of_several_process_groups_names_three_and_counts_the_rest() {
-        let mut records = vec![stream(0, 0x10, StreamKind::NonBlocking, None), stream(1, 0x20, StreamKind::NonBlocking, None)];
+        let mut records =
+            vec![stream(0, 0x10, StreamKind::NonBlocking, None), stream(1, 0x20, StreamKind::NonBlocking, None)];
         for name in ["tp", "dp"] {
             records.extend([kernel(0, ALL_REDUCE, None), group(0, name)]);
         }

@@ -51,10 +51,15 @@ pub fn write_atomically(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::R
 
 /// Writes `path` with `produce`, which writes a file at the path it is given, for writers that insist on a path
 /// (the PNG encoder picks its format from the name's `extension`). Atomic and as careful as [`write_atomically`].
-pub fn write_atomically_with(path: &Path, extension: &str, produce: impl FnOnce(&Path) -> anyhow::Result<()>) -> anyhow::Result<()> {
+pub fn write_atomically_with(
+    path: &Path,
+    extension: &str,
+    produce: impl FnOnce(&Path) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     match target(path)? {
         Target::Stream(mut file) => {
-            let tmp = temporary(&std::env::temp_dir().join(path.file_name().unwrap_or("output".as_ref())), Some(extension));
+            let tmp =
+                temporary(&std::env::temp_dir().join(path.file_name().unwrap_or("output".as_ref())), Some(extension));
             let produced = produce(&tmp).and_then(|()| {
                 let mut written = File::open(&tmp).with_context(|| format!("cannot read back {}", tmp.display()))?;
                 io::copy(&mut written, &mut file).with_context(|| format!("writing {}", path.display()))?;
@@ -76,7 +81,11 @@ pub fn write_atomically_with(path: &Path, extension: &str, produce: impl FnOnce(
 pub fn output_dir(dir: &Path) -> anyhow::Result<()> {
     if let Ok(metadata) = fs::metadata(dir) {
         if !metadata.is_dir() {
-            bail!("{} exists and is not a directory ({}): output files go into a directory", dir.display(), kind(&metadata));
+            bail!(
+                "{} exists and is not a directory ({}): output files go into a directory",
+                dir.display(),
+                kind(&metadata)
+            );
         }
     }
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))
@@ -100,7 +109,8 @@ fn target(path: &Path) -> anyhow::Result<Target> {
         return Ok(Target::Replace(real));
     }
     let same = |other: &Metadata| other.dev() == metadata.dev() && other.ino() == metadata.ino();
-    let null_device = metadata.file_type().is_char_device() && fs::metadata("/dev/null").is_ok_and(|null| null.rdev() == metadata.rdev());
+    let null_device = metadata.file_type().is_char_device()
+        && fs::metadata("/dev/null").is_ok_and(|null| null.rdev() == metadata.rdev());
     if null_device {
         let file = File::options().write(true).open(path).with_context(|| format!("cannot open {}", path.display()))?;
         return Ok(Target::Stream(file));

@@ -154,7 +154,10 @@ pub fn compute(path: &Path) -> Result<TraceStats, StatsError> {
     let tables = vec![
         ("kernels", kernel_summary(&columns).map_err(|source| StatsError::Table { table: "kernels", source })?),
         ("streams", stream_busy(&unions).map_err(|source| StatsError::Table { table: "streams", source })?),
-        ("stream_overlap", stream_overlap(&unions).map_err(|source| StatsError::Table { table: "stream_overlap", source })?),
+        (
+            "stream_overlap",
+            stream_overlap(&unions).map_err(|source| StatsError::Table { table: "stream_overlap", source })?,
+        ),
         ("syncs", sync_summary(&columns).map_err(|source| StatsError::Table { table: "syncs", source })?),
         ("memcpy", memcpy_summary(&columns).map_err(|source| StatsError::Table { table: "memcpy", source })?),
     ];
@@ -201,7 +204,9 @@ fn kernel_summary(c: &Columns) -> PolarsResult<DataFrame> {
     grouped.with_column(Column::new("name".into(), names))?;
     grouped
         .lazy()
-        .with_column((col("total_ns").cast(DataType::Float64) * lit(100.0) / lit(total.max(1) as f64)).alias("time_pct"))
+        .with_column(
+            (col("total_ns").cast(DataType::Float64) * lit(100.0) / lit(total.max(1) as f64)).alias("time_pct"),
+        )
         .select([
             col("time_pct"),
             col("total_ns"),
@@ -321,8 +326,18 @@ fn sync_summary(c: &Columns) -> PolarsResult<DataFrame> {
             col("blocked_ns").mean().alias("avg_blocked_ns"),
             col("blocked_ns").max().alias("max_blocked_ns"),
         ])
-        .select([col("api"), col("calls"), col("calls_timed"), col("total_blocked_ns"), col("avg_blocked_ns"), col("max_blocked_ns")])
-        .sort_by_exprs([col("total_blocked_ns"), col("api")], SortMultipleOptions::default().with_order_descending_multi([true, false]))
+        .select([
+            col("api"),
+            col("calls"),
+            col("calls_timed"),
+            col("total_blocked_ns"),
+            col("avg_blocked_ns"),
+            col("max_blocked_ns"),
+        ])
+        .sort_by_exprs(
+            [col("total_blocked_ns"), col("api")],
+            SortMultipleOptions::default().with_order_descending_multi([true, false]),
+        )
         .collect()
 }
 
@@ -336,7 +351,10 @@ fn memcpy_summary(c: &Columns) -> PolarsResult<DataFrame> {
             col("ns").sum().alias("total_ns"),
             col("ns").mean().alias("avg_ns"),
         ])
-        .sort_by_exprs([col("total_bytes"), col("kind")], SortMultipleOptions::default().with_order_descending_multi([true, false]))
+        .sort_by_exprs(
+            [col("total_bytes"), col("kind")],
+            SortMultipleOptions::default().with_order_descending_multi([true, false]),
+        )
         .collect()
 }
 
@@ -353,7 +371,10 @@ mod tests {
     fn sums_past_two_to_the_64_are_refused_not_wrapped() {
         let columns = Columns { kernel_ns: vec![Some(u64::MAX), Some(2)], ..Columns::default() };
         let error = check_sums(Path::new("t.json"), &columns).expect_err("too large").to_string();
-        assert!(error.starts_with("t.json: the kernel nanoseconds add up to more than 2^64 (18446744073709551617)"), "{error}");
+        assert!(
+            error.starts_with("t.json: the kernel nanoseconds add up to more than 2^64 (18446744073709551617)"),
+            "{error}"
+        );
         let columns = Columns { copy_bytes: vec![u64::MAX - 1, 1], ..Columns::default() };
         assert!(check_sums(Path::new("t.json"), &columns).is_ok());
     }

@@ -148,7 +148,9 @@ pub fn write_trace(spec: &SynthSpec, out: &mut dyn Write) -> io::Result<()> {
                 let slot = rng2.below(ranges);
                 let old = ids[slot as usize];
                 record(&mut text, RecordKind::Free, |l| {
-                    l.number(Field::Id, old).name(Field::FreeKind, FreeKind::StreamOrdered.as_str()).number(Field::Stream, s);
+                    l.number(Field::Id, old)
+                        .name(Field::FreeKind, FreeKind::StreamOrdered.as_str())
+                        .number(Field::Stream, s);
                 });
                 ids[slot as usize] = next_id;
                 let on = stream();

@@ -151,7 +151,11 @@ fn bar_label(region: Option<&Arc<str>>, name: &Arc<str>) -> Arc<str> {
     match region {
         Some(region) => {
             let short = short_op_name(region);
-            if short.len() == region.len() { region.clone() } else { Arc::from(short) }
+            if short.len() == region.len() {
+                region.clone()
+            } else {
+                Arc::from(short)
+            }
         }
         None => match short_name(name) {
             std::borrow::Cow::Borrowed(_) => name.clone(),
@@ -188,8 +192,13 @@ impl Timeline {
                     OpKind::GraphLaunch { graph, .. } => {
                         let labels = self.graph_nodes.entry(graph.key).or_insert_with(|| {
                             // A node captured from a framework op is labelled by the op, as the op's own bars are.
-                            let region = |node: &crate::model::GraphNode| node.made_at.as_ref().and_then(|m| m.region.clone());
-                            graph.nodes.iter().map(|node| bar_label(region(node).as_ref(), &Arc::from(node.name.as_str()))).collect()
+                            let region =
+                                |node: &crate::model::GraphNode| node.made_at.as_ref().and_then(|m| m.region.clone());
+                            graph
+                                .nodes
+                                .iter()
+                                .map(|node| bar_label(region(node).as_ref(), &Arc::from(node.name.as_str())))
+                                .collect()
                         });
                         nodes = Some(labels.clone());
                         Arc::from(graph.name.as_str())
@@ -206,7 +215,8 @@ impl Timeline {
                     _ => (u64::MAX, u64::MAX),
                 };
                 // A host access is named after the framework op that made it.
-                let region = if matches!(op.kind, OpKind::HostAccess { .. }) { Some(&name) } else { op.region.as_ref() };
+                let region =
+                    if matches!(op.kind, OpKind::HostAccess { .. }) { Some(&name) } else { op.region.as_ref() };
                 let label = bar_label(region, &name);
                 self.ops.push(TimelineOp {
                     seq: op.seq,
@@ -291,7 +301,8 @@ impl Timeline {
                 stream
             })
             .collect();
-        let default_first = |kind: StreamKind| !matches!(kind, StreamKind::LegacyDefault | StreamKind::PerThreadDefault);
+        let default_first =
+            |kind: StreamKind| !matches!(kind, StreamKind::LegacyDefault | StreamKind::PerThreadDefault);
         lanes.sort_by_key(|s| (s.group().order(), default_first(s.kind), s.id));
         let mut lane_of = vec![u32::MAX; self.declared.len()];
         for (lane, stream) in lanes.iter().enumerate() {
@@ -326,7 +337,9 @@ impl Timeline {
             Some((mark.bar, self.ops[mark.bar].nodes.as_ref()?.get(mark.node?)?.clone()))
         };
         match (node(&race.earlier)?, node(&race.later)?) {
-            ((a, earlier), (b, later)) if a == b => Some(format!("nodes `{earlier}` and `{later}` inside one graph launch")),
+            ((a, earlier), (b, later)) if a == b => {
+                Some(format!("nodes `{earlier}` and `{later}` inside one graph launch"))
+            }
             _ => None,
         }
     }
@@ -347,7 +360,9 @@ impl Timeline {
     /// the later operation's stream before the later operation (it ordered only what ran before the earlier
     /// operation: the hand-over the race lacks came too early). Indexes into `arrows`.
     pub fn arrows_for(&self, race: &RaceFinding) -> Vec<usize> {
-        let (Some(earlier), Some(later)) = (self.op_index(race.earlier.seq), self.op_index(race.later.seq)) else { return Vec::new() };
+        let (Some(earlier), Some(later)) = (self.op_index(race.earlier.seq), self.op_index(race.later.seq)) else {
+            return Vec::new();
+        };
         let (earlier_lane, later) = (self.ops[earlier].lane, &self.ops[later]);
         let last = self
             .arrows

@@ -36,7 +36,10 @@ fn compile(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
 fn function_address(symbols_from: &Path, name: &str) -> u64 {
     let out = Command::new("nm").arg(symbols_from).output().expect("nm runs");
     let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().find(|l| l.ends_with(&format!(" T {name}"))).unwrap_or_else(|| panic!("{name} in nm output:\n{text}"));
+    let line = text
+        .lines()
+        .find(|l| l.ends_with(&format!(" T {name}")))
+        .unwrap_or_else(|| panic!("{name} in nm output:\n{text}"));
     u64::from_str_radix(line.split_whitespace().next().expect("address"), 16).expect("hex")
 }
 
@@ -52,7 +55,12 @@ fn trace(binary: &Path, symbols_from: &Path) -> String {
         format!(r#"{{"type":"callsite","id":1,"frames":[{}]}}"#, at("make_stream")),
         format!(r#"{{"type":"callsite","id":2,"frames":[{},{}]}}"#, at("launch_fill"), at("main")),
         format!(r#"{{"type":"callsite","id":3,"frames":[{},{}]}}"#, at("launch_scale"), at("main")),
-        format!(r#"{{"type":"callsite","id":4,"frames":[{},{},{}]}}"#, at("__device_stub__Z4stepi"), at("step"), at("main")),
+        format!(
+            r#"{{"type":"callsite","id":4,"frames":[{},{},{}]}}"#,
+            at("__device_stub__Z4stepi"),
+            at("step"),
+            at("main")
+        ),
         r#"{"type":"stream","id":1,"stream_kind":"non_blocking","site":1}"#.to_string(),
         r#"{"type":"stream","id":2,"stream_kind":"non_blocking","site":1}"#.to_string(),
         r#"{"type":"alloc","id":1,"addr":"0x1000","size":4096}"#.to_string(),
@@ -67,7 +75,10 @@ fn analyze(trace_text: &str, dir: &Path) -> (String, Value) {
     let path = dir.join("trace.json");
     std::fs::write(&path, trace_text).expect("write trace");
     let run = |format: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_streamtrace")).args(["analyze", path.to_str().expect("utf-8"), "--format", format]).output().expect("runs");
+        let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+            .args(["analyze", path.to_str().expect("utf-8"), "--format", format])
+            .output()
+            .expect("runs");
         assert_eq!(out.status.code(), Some(1), "a race: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).expect("utf-8")
     };
@@ -88,14 +99,26 @@ fn call_sites_name_lines_with_debug_info() {
     let race = &json["races"][0];
     let fill = format!("app.c:{} in launch_fill", line_of("int launch_fill"));
     let scale = format!("app.c:{} in launch_scale", line_of("int launch_scale"));
-    let shown = |site: &Value| format!("{}:{} in {}", site["file"].as_str().unwrap_or(""), site["line"], site["function"].as_str().unwrap_or(""));
+    let shown = |site: &Value| {
+        format!(
+            "{}:{} in {}",
+            site["file"].as_str().unwrap_or(""),
+            site["line"],
+            site["function"].as_str().unwrap_or("")
+        )
+    };
     assert!(shown(&race["earlier"]["site"]["source"]).ends_with(&fill), "{race:#}");
     assert!(shown(&race["later"]["site"]["source"]).ends_with(&scale), "{race:#}");
     let created = shown(&race["earlier"]["site"]["stream"]["created_at"]);
     assert!(created.ends_with(&format!("app.c:{} in make_stream", line_of("int make_stream"))), "{race:#}");
     assert!(text.contains(&fill) && text.contains(&scale), "the text report names both lines:\n{text}");
     // A kernel launched through nvcc's stub and wrapper is named at its caller's line.
-    let step = json["races"].as_array().expect("races").iter().find(|r| r["later"]["site"]["name"] == "step").expect("step races");
+    let step = json["races"]
+        .as_array()
+        .expect("races")
+        .iter()
+        .find(|r| r["later"]["site"]["name"] == "step")
+        .expect("step races");
     let main = format!("app.c:{} in main", line_of("int main"));
     assert!(shown(&step["later"]["site"]["source"]).ends_with(&main), "{step:#}");
 }

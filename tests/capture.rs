@@ -13,7 +13,8 @@ fn analyze(trace: &str) -> (i32, Value) {
         .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")))
         .output()
         .expect("runs");
-    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{trace}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let json = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{trace}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
     (out.status.code().expect("exit code"), json)
 }
 
@@ -55,29 +56,46 @@ fn expect_races(trace: &str, expected: &[(&str, &str, &str)]) -> Value {
             "{trace}: no {kind} {earlier} -> {later} in {found:#?}"
         );
     }
-    assert_eq!(code, if expected.is_empty() && json["unrecorded_waits"].as_array().is_some_and(Vec::is_empty) { 0 } else { 1 }, "{trace}");
+    assert_eq!(
+        code,
+        if expected.is_empty() && json["unrecorded_waits"].as_array().is_some_and(Vec::is_empty) { 0 } else { 1 },
+        "{trace}"
+    );
     json
 }
 
 #[test]
 fn cuda_race_samples_are_found_with_their_range_and_streams() {
-    let json = expect_races("samples/capture/cuda/two_streams_race.json", &[("write-after-write", "write_kernel", "write_kernel")]);
+    let json = expect_races(
+        "samples/capture/cuda/two_streams_race.json",
+        &[("write-after-write", "write_kernel", "write_kernel")],
+    );
     let race = &json["races"][0];
     assert_ne!(race["earlier"]["site"]["stream"]["handle"], race["later"]["site"]["stream"]["handle"]);
     assert_eq!(race["range"]["len"], 4 << 20, "the whole 4 MiB buffer (tier T1: the allocation block)");
     assert_eq!(race["allocation"]["kind"], "device");
 
-    let json = expect_races("samples/capture/cuda/legacy_nonblocking.json", &[("read-after-write", "write_kernel", "read_kernel")]);
+    let json = expect_races(
+        "samples/capture/cuda/legacy_nonblocking.json",
+        &[("read-after-write", "write_kernel", "read_kernel")],
+    );
     assert_eq!(json["races"][0]["later"]["site"]["stream"]["kind"], "legacy_default");
     assert_eq!(json["races"][0]["earlier"]["site"]["stream"]["kind"], "non_blocking");
 
-    let json = expect_races("samples/capture/cuda/free_async_while_reading.json", &[("use-after-free", "read_kernel", "cudaFreeAsync")]);
+    let json = expect_races(
+        "samples/capture/cuda/free_async_while_reading.json",
+        &[("use-after-free", "read_kernel", "cudaFreeAsync")],
+    );
     assert_eq!(json["races"][0]["allocation"]["kind"], "stream_ordered");
 
-    let json = expect_races("samples/capture/cuda/wait_before_record.json", &[("read-after-write", "write_kernel", "read_kernel")]);
+    let json = expect_races(
+        "samples/capture/cuda/wait_before_record.json",
+        &[("read-after-write", "write_kernel", "read_kernel")],
+    );
     assert_eq!(json["unrecorded_waits"].as_array().map(Vec::len), Some(1));
 
-    let json = expect_races("samples/capture/cuda/d2d_copy_race.json", &[("write-after-read", "read_kernel", "memcpy DtoD")]);
+    let json =
+        expect_races("samples/capture/cuda/d2d_copy_race.json", &[("write-after-read", "read_kernel", "memcpy DtoD")]);
     assert_eq!(json["races"][0]["range"]["len"], 4 << 20);
 }
 
@@ -100,7 +118,9 @@ fn cuda_findings_carry_native_call_sites() {
 
 #[test]
 fn cuda_clean_samples_have_no_finding() {
-    for sample in ["two_streams_event", "legacy_blocking", "event_sync_then_launch", "threads_event_handover", "two_readers"] {
+    for sample in
+        ["two_streams_event", "legacy_blocking", "event_sync_then_launch", "threads_event_handover", "two_readers"]
+    {
         expect_races(&format!("samples/capture/cuda/{sample}.json"), &[]);
     }
 }
@@ -160,7 +180,8 @@ fn libc_sigterm() -> i32 {
 
 #[test]
 fn capture_steps_aside_for_another_injection_library() {
-    let out = capture(&["sh", "-c", "echo $CUDA_INJECTION64_PATH"], &[("CUDA_INJECTION64_PATH", "/opt/other/libinject.so")]);
+    let out =
+        capture(&["sh", "-c", "echo $CUDA_INJECTION64_PATH"], &[("CUDA_INJECTION64_PATH", "/opt/other/libinject.so")]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "/opt/other/libinject.so\n", "the other tool's library stays");
     assert!(String::from_utf8_lossy(&out.stderr).contains("capture is off for this run"));
@@ -214,7 +235,8 @@ fn torch_samples_at_tier_t2_match_their_ground_truth() {
         let (_, json) = analyze(&format!("{DIR}/{sample}.json"));
         let races = json["races"].as_array().expect("races").len();
         assert_eq!(races > 0, race, "{sample}: {races} races");
-        let framework_ops = json["import"].as_array().expect("counters").iter().find(|c| c["name"] == "json.framework_ops");
+        let framework_ops =
+            json["import"].as_array().expect("counters").iter().find(|c| c["name"] == "json.framework_ops");
         assert!(framework_ops.is_some_and(|c| c["count"].as_u64() > Some(0)), "{sample}: no tier T2 records");
     }
 }
@@ -242,7 +264,10 @@ fn tier_t2_python_mode_fallback_gives_the_same_verdicts() {
     const DIR: &str = "samples/capture/torch-t2-python-mode";
     let (_, json) = analyze(&format!("{DIR}/block_reuse_without_record_stream.json"));
     let race = &json["races"][0];
-    assert_eq!((race["earlier"]["site"]["region"].as_str(), race["later"]["site"]["region"].as_str()), (Some("sum.default"), Some("fill_.Scalar")));
+    assert_eq!(
+        (race["earlier"]["site"]["region"].as_str(), race["later"]["site"]["region"].as_str()),
+        (Some("sum.default"), Some("fill_.Scalar"))
+    );
     assert_eq!(race["allocation"]["reuses"]["freed_at"]["line"].as_u64(), Some(14), "del a gave the block back");
     let (_, json) = analyze(&format!("{DIR}/triton_kernel_race.json"));
     assert_eq!(json["races"][0]["earlier"]["site"]["region"], "triton scale_kernel");
@@ -252,7 +277,8 @@ fn tier_t2_python_mode_fallback_gives_the_same_verdicts() {
     assert!(threads.len() >= 3, "the mode entered on the producer and consumer threads: {threads:?}");
     // Host accesses of pinned memory (rule 12): the same two reads, the same refill, the same clean twin.
     let (_, json) = analyze(&format!("{DIR}/host_read_too_early.json"));
-    let later: Vec<&str> = json["races"].as_array().expect("races").iter().filter_map(|r| r["later"]["site"]["name"].as_str()).collect();
+    let later: Vec<&str> =
+        json["races"].as_array().expect("races").iter().filter_map(|r| r["later"]["site"]["name"].as_str()).collect();
     assert_eq!(later, ["numpy", "sum.default"]);
     let (_, json) = analyze(&format!("{DIR}/staging_refill_too_early.json"));
     assert_eq!(json["races"][0]["later"]["site"]["stream"]["kind"], "host_thread");
@@ -267,10 +293,18 @@ fn tier_t2_findings_name_python_lines_and_ops() {
     assert_eq!(race["kind"], "write-after-read");
     let file_line = |op: &Value| {
         let source = &op["site"]["source"];
-        format!("{}:{}", source["file"].as_str().unwrap_or_default().rsplit('/').next().unwrap_or_default(), source["line"])
+        format!(
+            "{}:{}",
+            source["file"].as_str().unwrap_or_default().rsplit('/').next().unwrap_or_default(),
+            source["line"]
+        )
     };
     assert_eq!(file_line(&race["earlier"]), "block_reuse_without_record_stream.py:13", "a.sum() on the side stream");
-    assert_eq!(file_line(&race["later"]), "block_reuse_without_record_stream.py:16", "b.fill_(3.0) on the default stream");
+    assert_eq!(
+        file_line(&race["later"]),
+        "block_reuse_without_record_stream.py:16",
+        "b.fill_(3.0) on the default stream"
+    );
     assert_eq!(race["earlier"]["site"]["region"], "sum.default");
     assert_eq!(race["later"]["site"]["region"], "fill_.Scalar");
     // Exact extents: the 4 MiB tensor, not the 20 MiB allocator segment.
@@ -291,15 +325,22 @@ fn tier_t2_names_the_allocator_block_and_the_freed_block_it_reuses() {
     // The text report says it in words, and the HTML report's finding panel uses the same sentences.
     let text = analyze_text("samples/capture/torch-t2/block_reuse_without_record_stream.json");
     assert!(text.contains("caching-allocator block), allocated at "), "{text}");
-    assert!(text.contains("It reuses the memory of allocation 1 ") && text.contains("block_reuse_without_record_stream.py:14, which"), "{text}");
+    assert!(
+        text.contains("It reuses the memory of allocation 1 ")
+            && text.contains("block_reuse_without_record_stream.py:14, which"),
+        "{text}"
+    );
 }
 
 #[test]
 fn tier_t2_names_the_python_line_of_event_and_stream_calls() {
     // wait_event issued before the record: the wait's CUDA call carries the line of the Python call.
     let text = std::fs::read_to_string("samples/capture/torch-t2/wait_before_record.json").expect("trace");
-    let calls: Vec<Value> =
-        text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter(|r| r["type"] == "call_begin").collect();
+    let calls: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["type"] == "call_begin")
+        .collect();
     let names: Vec<&str> = calls.iter().filter_map(|c| c["name"].as_str()).collect();
     assert!(names.contains(&"Stream.wait_event") && names.contains(&"Event.record"), "{names:?}");
     let (_, json) = analyze("samples/capture/torch-t2/wait_before_record.json");
@@ -356,7 +397,8 @@ fn gpu_times_from_cupti_activity_place_capture_bars() {
     let trace = "samples/capture/gpu-times/d2d_copy_race.json";
     expect_races(trace, &[("write-after-read", "read_kernel", "memcpy DtoD")]);
     let text = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(trace)).expect("trace");
-    let times: Vec<Value> = text.lines().filter(|l| l.contains("\"gpu_time\"")).map(|l| serde_json::from_str(l).expect("json")).collect();
+    let times: Vec<Value> =
+        text.lines().filter(|l| l.contains("\"gpu_time\"")).map(|l| serde_json::from_str(l).expect("json")).collect();
     assert_eq!(times.len(), 4, "two memsets, the kernel and the copy");
     assert!(times.iter().all(|t| t["gpu_end"].as_u64() >= t["gpu_start"].as_u64()));
 }
@@ -365,17 +407,29 @@ fn gpu_times_from_cupti_activity_place_capture_bars() {
 fn rule6_samples_follow_the_api_synchronization_page() {
     // A plain cudaMemcpy from pageable memory returns before its DMA; from pinned or registered memory it returns
     // when done. Every copy now says what memory it touched.
-    let json = expect_races("samples/capture/cuda/pageable_copy_then_nonblocking.json", &[("read-after-write", "memcpy HtoD", "read_kernel")]);
+    let json = expect_races(
+        "samples/capture/cuda/pageable_copy_then_nonblocking.json",
+        &[("read-after-write", "memcpy HtoD", "read_kernel")],
+    );
     assert_eq!(json["races"][0]["earlier"]["site"]["stream"]["kind"], "legacy_default");
     for clean in ["pinned_copy_then_nonblocking", "registered_copy_then_nonblocking", "d2h_copy_after_sync"] {
         expect_races(&format!("samples/capture/cuda/{clean}.json"), &[]);
     }
-    expect_races("samples/capture/cuda/memset_then_nonblocking.json", &[("write-after-write", "memset", "write_kernel")]);
-    expect_races("samples/capture/cuda/d2h_copy_unsynchronized.json", &[("read-after-write", "write_kernel", "memcpy DtoH")]);
+    expect_races(
+        "samples/capture/cuda/memset_then_nonblocking.json",
+        &[("write-after-write", "memset", "write_kernel")],
+    );
+    expect_races(
+        "samples/capture/cuda/d2h_copy_unsynchronized.json",
+        &[("read-after-write", "write_kernel", "memcpy DtoH")],
+    );
     let text = std::fs::read_to_string("samples/capture/cuda/pinned_copy_then_nonblocking.json").expect("trace");
     assert!(text.contains("\"from_memory\":\"pinned\""), "the capture saw cudaMallocHost's memory as pinned");
     let text = std::fs::read_to_string("samples/capture/cuda/registered_copy_then_nonblocking.json").expect("trace");
-    assert!(text.contains("cuMemHostRegister") && text.contains("\"from_memory\":\"pinned\""), "registered memory is pinned");
+    assert!(
+        text.contains("cuMemHostRegister") && text.contains("\"from_memory\":\"pinned\""),
+        "registered memory is pinned"
+    );
     let text = std::fs::read_to_string("samples/capture/cuda/pageable_copy_then_nonblocking.json").expect("trace");
     assert!(text.contains("\"from_memory\":\"pageable\""), "heap memory is pageable");
 }
@@ -398,7 +452,10 @@ fn rule12_samples_find_the_host_reading_or_refilling_too_early() {
     assert!(text.contains("host_read_too_early.py:13") && text.contains("synchronize"), "{text}");
     let (_, json) = analyze(&format!("{DIR}/staging_refill_too_early.json"));
     let races = json["races"].as_array().expect("races");
-    assert!(races.iter().any(|r| r["kind"] == "write-after-read" && r["later"]["site"]["stream"]["kind"] == "host_thread"), "{races:#?}");
+    assert!(
+        races.iter().any(|r| r["kind"] == "write-after-read" && r["later"]["site"]["stream"]["kind"] == "host_thread"),
+        "{races:#?}"
+    );
     for clean in ["host_read_after_event", "staging_refill_after_wait", "pinned_fill_before_cuda"] {
         let (code, json) = analyze(&format!("{DIR}/{clean}.json"));
         assert!(json["races"].as_array().is_some_and(Vec::is_empty), "{clean}: {:#}", json["races"]);
@@ -421,7 +478,10 @@ fn tier_t2_strided_views_are_compared_on_the_bytes_they_cover() {
     let (_, json) = analyze("samples/capture/torch-t2/views_column_overlap.json");
     let race = &json["races"][0];
     assert_eq!(json["races"].as_array().map(Vec::len), Some(1));
-    assert_eq!((race["earlier"]["site"]["region"].as_str(), race["later"]["site"]["region"].as_str()), (Some("fill_.Scalar"), Some("add_.Tensor")));
+    assert_eq!(
+        (race["earlier"]["site"]["region"].as_str(), race["later"]["site"]["region"].as_str()),
+        (Some("fill_.Scalar"), Some("add_.Tensor"))
+    );
     assert_eq!(race["later"]["site"]["source"]["line"].as_u64(), Some(16), "m[:, 8].add_ on s2");
 }
 
@@ -429,7 +489,10 @@ fn tier_t2_strided_views_are_compared_on_the_bytes_they_cover() {
 fn pitched_copies_and_sets_are_recorded_with_their_extent_and_memory() {
     // cudaMallocPitch's block, a cudaMemcpy2DAsync into pinned memory racing with the kernel that writes it, and
     // the clean twin ordered by events through a cudaMemset2DAsync on a third stream.
-    let json = expect_races("samples/capture/cuda/pitched_copy_race.json", &[("read-after-write", "write_kernel", "memcpy DtoH")]);
+    let json = expect_races(
+        "samples/capture/cuda/pitched_copy_race.json",
+        &[("read-after-write", "write_kernel", "memcpy DtoH")],
+    );
     assert_eq!(json["races"][0]["allocation"]["kind"], "device");
     expect_races("samples/capture/cuda/pitched_copy_event.json", &[]);
     let text = std::fs::read_to_string("samples/capture/cuda/pitched_copy_event.json").expect("trace");
@@ -437,7 +500,10 @@ fn pitched_copies_and_sets_are_recorded_with_their_extent_and_memory() {
         assert!(text.contains(call), "{call}");
     }
     // cudaMemcpyBatchAsync: each copy of the batch is recorded; the first races with the kernel, the second not.
-    let json = expect_races("samples/capture/cuda/batch_copy_race.json", &[("read-after-write", "write_kernel", "memcpy DtoD")]);
+    let json = expect_races(
+        "samples/capture/cuda/batch_copy_race.json",
+        &[("read-after-write", "write_kernel", "memcpy DtoD")],
+    );
     assert_eq!(json["races"][0]["later"]["site"]["stream"]["kind"], "non_blocking");
     let text = std::fs::read_to_string("samples/capture/cuda/batch_copy_race.json").expect("trace");
     assert_eq!(text.matches("cuMemcpyBatchAsync").count(), 2, "both copies of the batch");
@@ -452,7 +518,10 @@ fn graph_of(site: &Value) -> (&str, &str) {
 fn cuda_graph_samples_match_their_ground_truth() {
     const DIR: &str = "samples/capture/cuda";
     // Stream capture: a forked stream racing inside the capture, once per replay; the same joined.
-    let json = expect_races(&format!("{DIR}/graph_capture_fork_race.json"), &[("read-after-write", "write_kernel", "read_kernel")]);
+    let json = expect_races(
+        &format!("{DIR}/graph_capture_fork_race.json"),
+        &[("read-after-write", "write_kernel", "read_kernel")],
+    );
     let race = &json["races"][0];
     assert_eq!(race["count"], 3, "one finding for the three replays");
     assert_eq!(race["why"]["kind"], "graph_nodes");
@@ -460,15 +529,24 @@ fn cuda_graph_samples_match_their_ground_truth() {
     assert_eq!(graph_of(&race["earlier"]["site"]).1, "captured");
     expect_races(&format!("{DIR}/graph_capture_fork_joined.json"), &[]);
     // Built node by node, with and without the edge.
-    let json = expect_races(&format!("{DIR}/graph_explicit_edge-no-edge.json"), &[("read-after-write", "write_kernel", "read_kernel")]);
+    let json = expect_races(
+        &format!("{DIR}/graph_explicit_edge-no-edge.json"),
+        &[("read-after-write", "write_kernel", "read_kernel")],
+    );
     assert_eq!(json["races"][0]["fix"]["kind"], "graph_dependency");
     assert_eq!(json["races"][0]["fix"]["explicit"], true);
     expect_races(&format!("{DIR}/graph_explicit_edge.json"), &[]);
     // An exec update points the node at the buffer another stream reads.
-    let json = expect_races(&format!("{DIR}/graph_update_buffer.json"), &[("read-after-write", "write_kernel", "read_kernel")]);
+    let json = expect_races(
+        &format!("{DIR}/graph_update_buffer.json"),
+        &[("read-after-write", "write_kernel", "read_kernel")],
+    );
     assert_eq!(graph_of(&json["races"][0]["earlier"]["site"]).1, "explicit");
     // A replay against another stream: compared with the replay, ordered by an event recorded after it.
-    let json = expect_races(&format!("{DIR}/graph_replay_wait-no-wait.json"), &[("read-after-write", "write_kernel", "read_kernel")]);
+    let json = expect_races(
+        &format!("{DIR}/graph_replay_wait-no-wait.json"),
+        &[("read-after-write", "write_kernel", "read_kernel")],
+    );
     assert_eq!(json["races"][0]["fix"]["kind"], "record_and_wait");
     expect_races(&format!("{DIR}/graph_replay_wait.json"), &[]);
     // The replay benchmark's program: 20,000 launches of a 64-node graph on one stream.
@@ -486,7 +564,11 @@ fn torch_graph_samples_match_their_ground_truth() {
         let races = json["races"].as_array().expect("races");
         assert_eq!(races.len(), 1, "{dir}: {races:#?}");
         let race = &races[0];
-        assert_eq!((race["earlier"]["site"]["region"].as_str(), race["later"]["site"]["region"].as_str()), (Some("add_.Tensor"), Some("mul.Tensor")), "{dir}");
+        assert_eq!(
+            (race["earlier"]["site"]["region"].as_str(), race["later"]["site"]["region"].as_str()),
+            (Some("add_.Tensor"), Some("mul.Tensor")),
+            "{dir}"
+        );
         assert_eq!(race["count"], 3, "{dir}: three replays, one finding");
         assert_eq!(race["earlier"]["site"]["source"]["line"], 25, "{dir}: the capture line of add_");
         assert_eq!(race["fix"]["kind"], "capture_join", "{dir}");
@@ -497,7 +579,10 @@ fn torch_graph_samples_match_their_ground_truth() {
     const DIR: &str = "samples/capture/torch-t2";
     let (_, json) = analyze(&format!("{DIR}/graph_replay_side_stream-no-wait.json"));
     let race = &json["races"][0];
-    assert_eq!((race["earlier"]["site"]["region"].as_str(), race["later"]["site"]["region"].as_str()), (Some("mul.Tensor"), Some("sum.default")));
+    assert_eq!(
+        (race["earlier"]["site"]["region"].as_str(), race["later"]["site"]["region"].as_str()),
+        (Some("mul.Tensor"), Some("sum.default"))
+    );
     assert_eq!(graph_of(&race["earlier"]["site"]).1, "captured");
     // torch.compile(mode="reduce-overhead") on a side stream: its CUDA graphs are captured and replayed.
     for (sample, races) in [("compile_reduce_overhead_side", 0), ("compile_reduce_overhead_side-no-wait", 1)] {

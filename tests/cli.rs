@@ -17,8 +17,9 @@ fn streamtrace(args: &[&str]) -> Output {
 fn analyze_json(trace: &str) -> (i32, Value) {
     let out = streamtrace(&["analyze", trace, "--format", "json"]);
     let code = out.status.code().expect("exited normally");
-    let json = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{trace}: JSON report does not parse: {e}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{trace}: JSON report does not parse: {e}\n{}", String::from_utf8_lossy(&out.stderr))
+    });
     (code, json)
 }
 
@@ -50,12 +51,28 @@ fn expected(sample: &str) -> (Vec<(&'static str, &'static str, &'static str, u64
         "views_interleaved.json" => (vec![], 0),
         "views_shifted.json" => (vec![("write-after-write", "fill_even", "mul_shifted", 1)], 0),
         "views_column_slices.json" => (vec![], 0),
-        "named_streams_race.json" => (vec![("read-after-write", "void app::produce<float>(float*, int)", "void app::consume<float>(float const*, int)", 1)], 1),
+        "named_streams_race.json" => (
+            vec![(
+                "read-after-write",
+                "void app::produce<float>(float*, int)",
+                "void app::consume<float>(float const*, int)",
+                1,
+            )],
+            1,
+        ),
         "host_order_watchdog_poll.json" => (vec![("write-after-write", "all_reduce", "mul_", 1)], 0),
         "host_order_watchdog_poll_waited.json" => (vec![], 0),
         "host_order_sync_handover.json" => (vec![], 0),
         "host_order_event_handover.json" => (vec![], 0),
-        "process_group_streams.json" => (vec![("write-after-write", "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "mul_kernel", 1)], 0),
+        "process_group_streams.json" => (
+            vec![(
+                "write-after-write",
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                "mul_kernel",
+                1,
+            )],
+            0,
+        ),
         other => panic!("sample {other} has no ground truth in tests/cli.rs"),
     }
 }
@@ -227,7 +244,17 @@ fn missing_file_and_bad_usage_exit_2() {
 fn synthetic_trace_round_trips_through_analyze() {
     let dir = tempdir();
     let trace = dir.join("synth.json");
-    let out = streamtrace(&["synth", "-o", trace.to_str().expect("utf-8"), "--ops", "20000", "--ranges", "500", "--streams", "4"]);
+    let out = streamtrace(&[
+        "synth",
+        "-o",
+        trace.to_str().expect("utf-8"),
+        "--ops",
+        "20000",
+        "--ranges",
+        "500",
+        "--streams",
+        "4",
+    ]);
     assert_eq!(out.status.code(), Some(0));
     let (code, json) = analyze_json(trace.to_str().expect("utf-8"));
     assert!(code == 0 || code == 1);
@@ -246,8 +273,14 @@ fn capture_stats_become_import_counters_and_the_cost_per_call() {
     .expect("trace written");
     let out = streamtrace(&["analyze", path.to_str().expect("utf-8 path")]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("Capture cost: 4 driver calls recorded, 0.01 ms in the capture library (1.50 us a call"), "{text}");
-    assert!(text.contains("counted its one-time set-up into the calls"), "a capture without setup_ns says its calls hold it: {text}");
+    assert!(
+        text.contains("Capture cost: 4 driver calls recorded, 0.01 ms in the capture library (1.50 us a call"),
+        "{text}"
+    );
+    assert!(
+        text.contains("counted its one-time set-up into the calls"),
+        "a capture without setup_ns says its calls hold it: {text}"
+    );
     let (_, json) = analyze_json(path.to_str().expect("utf-8 path"));
     let counters = json["import"].as_array().expect("counters");
     assert!(counters.iter().any(|c| c["name"] == "capture.callback_ns" && c["count"] == 6000));
@@ -268,7 +301,11 @@ fn the_capture_cost_line_puts_the_one_time_set_up_apart_from_the_calls() {
         "{text}"
     );
     let (_, json) = analyze_json(path.to_str().expect("utf-8 path"));
-    assert!(json["import"].as_array().expect("counters").iter().any(|c| c["name"] == "capture.setup_ns" && c["count"] == 377000));
+    assert!(json["import"]
+        .as_array()
+        .expect("counters")
+        .iter()
+        .any(|c| c["name"] == "capture.setup_ns" && c["count"] == 377000));
 }
 
 // Two GPUs (issue 14): the samples of samples/multi_gpu captured on the H200 pair (samples/capture/multi_gpu,
@@ -293,8 +330,12 @@ mod multi_gpu {
             ],
             "peer_copy_race" => vec![(None, "read-after-write", "write_kernel", "memcpy PtoP")],
             "device_sync_other_gpu" => vec![(None, "read-after-write", "write_kernel", "read_kernel")],
-            "dist_async_use_after_wait" | "dist_side_stream_wait_stream" | "dist_send_recv_after_wait" | "dist_ddp_train"
-            | "peer_copy_event" | "device_sync_own_gpu" => vec![],
+            "dist_async_use_after_wait"
+            | "dist_side_stream_wait_stream"
+            | "dist_send_recv_after_wait"
+            | "dist_ddp_train"
+            | "peer_copy_event"
+            | "device_sync_own_gpu" => vec![],
             other => panic!("two-GPU sample {other} has no ground truth in tests/cli.rs"),
         }
     }
@@ -328,15 +369,25 @@ mod multi_gpu {
             }
             let mut found = Vec::new();
             for trace in traces {
-                assert!(trace["unrecorded_waits"].as_array().is_some_and(Vec::is_empty), "{sample}: no finding from NCCL's own waits");
+                assert!(
+                    trace["unrecorded_waits"].as_array().is_some_and(Vec::is_empty),
+                    "{sample}: no finding from NCCL's own waits"
+                );
                 for race in trace["races"].as_array().expect("races") {
-                    found.push((trace["job"]["rank"].as_u64(), race["kind"].as_str().unwrap_or_default().to_string(), op_name(&race["earlier"]), op_name(&race["later"])));
+                    found.push((
+                        trace["job"]["rank"].as_u64(),
+                        race["kind"].as_str().unwrap_or_default().to_string(),
+                        op_name(&race["earlier"]),
+                        op_name(&race["later"]),
+                    ));
                 }
             }
             assert_eq!(found.len(), want.len(), "{sample}: {found:#?}");
             for (rank, kind, earlier, later) in &want {
                 assert!(
-                    found.iter().any(|(r, k, e, l)| r == rank && k == kind && e.starts_with(earlier) && l.starts_with(later)),
+                    found
+                        .iter()
+                        .any(|(r, k, e, l)| r == rank && k == kind && e.starts_with(earlier) && l.starts_with(later)),
                     "{sample}: no {kind} {earlier} -> {later} on rank {rank:?} in {found:#?}"
                 );
             }
@@ -349,8 +400,16 @@ mod multi_gpu {
     fn a_collective_finding_names_its_call_and_line_and_the_fix_speaks_torch_distributed() {
         let (_, json) = job("dist_async_use_before_wait");
         let race = &json["traces"][0]["races"][0];
-        assert!(race["earlier"]["site"]["name"].as_str().is_some_and(|n| n.starts_with("ncclDevKernel_AllReduce")), "{race}");
-        assert!(race["earlier"]["site"]["source"]["file"].as_str().is_some_and(|f| f.ends_with("dist_async_use_before_wait.py")), "{race}");
+        assert!(
+            race["earlier"]["site"]["name"].as_str().is_some_and(|n| n.starts_with("ncclDevKernel_AllReduce")),
+            "{race}"
+        );
+        assert!(
+            race["earlier"]["site"]["source"]["file"]
+                .as_str()
+                .is_some_and(|f| f.ends_with("dist_async_use_before_wait.py")),
+            "{race}"
+        );
         assert_eq!(race["earlier"]["site"]["source"]["line"], 13, "the all_reduce's line");
         assert_eq!(race["later"]["site"]["source"]["line"], 14, "the mul_'s line");
         assert_eq!(race["fix"]["kind"], "wait_for_collective");
@@ -371,7 +430,12 @@ mod multi_gpu {
         let (code, json) = job("dist_async_use_after_wait");
         assert_eq!((code, json["verdict"].as_str()), (0, Some("clean")));
         for trace in json["traces"].as_array().expect("traces") {
-            let info: u64 = trace["waits_on_never_recorded_events"].as_array().expect("info").iter().map(|w| w["count"].as_u64().unwrap_or(0)).sum();
+            let info: u64 = trace["waits_on_never_recorded_events"]
+                .as_array()
+                .expect("info")
+                .iter()
+                .map(|w| w["count"].as_u64().unwrap_or(0))
+                .sum();
             assert!(info >= 30, "NCCL waits on its serial event at every collective: {info}");
         }
     }
@@ -385,22 +449,39 @@ mod multi_gpu {
         let rank1 = text.find("== rank 1 (local rank 1) of 2, GPU 1:").expect("rank 1's heading");
         assert!(rank0 < rank1, "{text}");
         assert_eq!(text.matches("JOB SUMMARY").count(), 1, "{text}");
-        assert!(text.trim_end().lines().last().is_some_and(|l| l.starts_with("JOB SUMMARY: streamtrace: 2 traces: 2 races")), "{text}");
+        assert!(
+            text.trim_end()
+                .lines()
+                .last()
+                .is_some_and(|l| l.starts_with("JOB SUMMARY: streamtrace: 2 traces: 2 races")),
+            "{text}"
+        );
     }
 
     #[test]
     fn a_peer_copy_race_names_both_gpus() {
         let (_, json) = job("peer_copy_race");
         let race = &json["traces"][0]["races"][0];
-        assert_eq!((race["earlier"]["site"]["stream"]["device"].as_u64(), race["later"]["site"]["stream"]["device"].as_u64()), (Some(0), Some(1)));
+        assert_eq!(
+            (race["earlier"]["site"]["stream"]["device"].as_u64(), race["later"]["site"]["stream"]["device"].as_u64()),
+            (Some(0), Some(1))
+        );
     }
 
     #[test]
     fn a_job_html_report_has_a_lane_group_per_rank() {
         let html = tempdir().join("job.html");
-        let out = streamtrace(&["analyze", "samples/capture/multi_gpu/dist_async_use_before_wait", "--html", html.to_str().expect("utf-8")]);
+        let out = streamtrace(&[
+            "analyze",
+            "samples/capture/multi_gpu/dist_async_use_before_wait",
+            "--html",
+            html.to_str().expect("utf-8"),
+        ]);
         assert_eq!(out.status.code(), Some(1));
         let page = std::fs::read_to_string(&html).expect("html written");
-        assert!(page.contains("rank 0: default stream") && page.contains("rank 1: default stream"), "lanes labeled by rank");
+        assert!(
+            page.contains("rank 0: default stream") && page.contains("rank 1: default stream"),
+            "lanes labeled by rank"
+        );
     }
 }

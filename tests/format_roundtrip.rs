@@ -11,8 +11,8 @@ use streamtrace::model::{
     HostSync, MemoryKind, OpKind, Operation, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind,
     ThreadId, ThreadInfo, TraceRecord,
 };
-use streamtrace_capture::args::PointerArg as CapturedPointer;
 use streamtrace::model::{GraphExec, NodeKind};
+use streamtrace_capture::args::PointerArg as CapturedPointer;
 use streamtrace_capture::graph_record::{GraphRecord, NodeBody, NodeOwner};
 use streamtrace_capture::record::{Batch, Call, Record, SyncTarget};
 use streamtrace_format as format;
@@ -26,7 +26,10 @@ fn written(batch: &Batch) -> String {
 
 fn read(text: String) -> (Vec<TraceRecord>, ImportCounters) {
     let mut reader = JsonTraceReader::from_text("roundtrip.json", text);
-    let records = reader.by_ref().collect::<Result<Vec<_>, _>>().unwrap_or_else(|e| panic!("the reader refused the writer's trace: {e}"));
+    let records = reader
+        .by_ref()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap_or_else(|e| panic!("the reader refused the writer's trace: {e}"));
     (records, Box::new(reader).finish())
 }
 
@@ -61,12 +64,17 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
     batch.push(CALL, stream(TOP, format::StreamKind::Blocking, Some(i32::MAX), Some(0)));
     batch.push(CALL, Record::Event { handle: EVENT });
     batch.push(CALL, Record::Function { index: 0, name: Arc::from(NAME) });
-    batch.pointers.extend([
-        CapturedPointer { address: 0, writes: false },
-        CapturedPointer { address: u64::MAX, writes: true },
-    ]);
-    batch.push(EDGE_CALL, Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 2, api: "cuLaunchKernelEx" });
-    batch.push(CALL, Record::Kernel { stream: TOP, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" });
+    batch
+        .pointers
+        .extend([CapturedPointer { address: 0, writes: false }, CapturedPointer { address: u64::MAX, writes: true }]);
+    batch.push(
+        EDGE_CALL,
+        Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 2, api: "cuLaunchKernelEx" },
+    );
+    batch.push(
+        CALL,
+        Record::Kernel { stream: TOP, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" },
+    );
     use format::MemoryKind as M;
     let copies = [
         (format::CopyKind::HtoD, true, (M::Pageable, M::Device)),
@@ -77,11 +85,44 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
         (format::CopyKind::Default, true, (M::Managed, M::Pinned)),
     ];
     for (copy, synchronous, memory) in copies {
-        batch.push(CALL, Record::Memcpy { stream: LEGACY, copy, src: 0, dst: u64::MAX - 4096, bytes: 4096, synchronous, memory, api: "cuMemcpyAsync" });
+        batch.push(
+            CALL,
+            Record::Memcpy {
+                stream: LEGACY,
+                copy,
+                src: 0,
+                dst: u64::MAX - 4096,
+                bytes: 4096,
+                synchronous,
+                memory,
+                api: "cuMemcpyAsync",
+            },
+        );
     }
-    batch.push(CALL, Record::Memset { stream: PER_THREAD, dst: 0x7f00_0000_0000, bytes: 0, synchronous: true, memory: M::Managed, api: "cuMemsetD8" });
+    batch.push(
+        CALL,
+        Record::Memset {
+            stream: PER_THREAD,
+            dst: 0x7f00_0000_0000,
+            bytes: 0,
+            synchronous: true,
+            memory: M::Managed,
+            api: "cuMemsetD8",
+        },
+    );
     // A 2D copy from a CUDA array (no address) into pinned memory: only its destination has a range.
-    batch.push(CALL, Record::PitchedMemcpy { stream: SIDE, copy: format::CopyKind::DtoH, from: None, to: Some((0x9000, 3 * 512 + 100)), synchronous: false, memory: (M::Device, M::Pinned), api: "cuMemcpy2DAsync" });
+    batch.push(
+        CALL,
+        Record::PitchedMemcpy {
+            stream: SIDE,
+            copy: format::CopyKind::DtoH,
+            from: None,
+            to: Some((0x9000, 3 * 512 + 100)),
+            synchronous: false,
+            memory: (M::Device, M::Pinned),
+            api: "cuMemcpy2DAsync",
+        },
+    );
     batch.push(CALL, Record::EventRecord { event: EVENT, stream: SIDE, api: "cuEventRecord" });
     batch.push(CALL, Record::Wait { stream: TOP, event: EVENT });
     batch.push(CALL, Record::Sync { target: SyncTarget::Stream(SIDE), api: "cuStreamSynchronize" });
@@ -98,7 +139,17 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
     ];
     for (id, (kind, stream, _)) in allocs.iter().enumerate() {
         let address = 0x7f00_0000_0000 + ((id as u64) << 32);
-        batch.push(CALL, Record::Alloc { id: id as u64 + 1, address, bytes: u64::from(u32::MAX), kind: *kind, stream: *stream, api: "cuMemAlloc" });
+        batch.push(
+            CALL,
+            Record::Alloc {
+                id: id as u64 + 1,
+                address,
+                bytes: u64::from(u32::MAX),
+                kind: *kind,
+                stream: *stream,
+                api: "cuMemAlloc",
+            },
+        );
     }
     for (id, (_, stream, kind)) in allocs.iter().enumerate() {
         batch.push(CALL, Record::Free { id: id as u64 + 1, kind: *kind, stream: *stream, api: "cuMemFree" });
@@ -110,7 +161,8 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
     let (records, counters) = read(written(&batch));
 
     // Entities: streams with their kinds, priorities, devices and context; the event; the two calling threads.
-    let streams: Vec<&StreamInfo> = records.iter().filter_map(|r| if let TraceRecord::Stream(s) = r { Some(s) } else { None }).collect();
+    let streams: Vec<&StreamInfo> =
+        records.iter().filter_map(|r| if let TraceRecord::Stream(s) = r { Some(s) } else { None }).collect();
     let expected_stream = |id, handle, kind, priority, (device, gpu), created_by| StreamInfo {
         id: StreamId(id),
         handle,
@@ -136,7 +188,8 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
     );
     let event = EventInfo { id: EventId(0), handle: EVENT, process: ProcessId(0), source: None, native: None };
     assert!(records.contains(&TraceRecord::Event(event)));
-    let threads: Vec<&ThreadInfo> = records.iter().filter_map(|r| if let TraceRecord::Thread(t) = r { Some(t) } else { None }).collect();
+    let threads: Vec<&ThreadInfo> =
+        records.iter().filter_map(|r| if let TraceRecord::Thread(t) = r { Some(t) } else { None }).collect();
     assert_eq!(threads.iter().map(|t| t.tid).collect::<Vec<_>>(), [CALL.tid, u64::MAX]);
 
     // Operations, in the order they were recorded, each as it was recorded.
@@ -148,7 +201,10 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
             stream: side,
             name: name.clone(),
             accesses: vec![],
-            pointers: vec![PointerArg { address: 0, mode: AccessMode::Read }, PointerArg { address: u64::MAX, mode: AccessMode::Write }],
+            pointers: vec![
+                PointerArg { address: 0, mode: AccessMode::Read },
+                PointerArg { address: u64::MAX, mode: AccessMode::Write },
+            ],
         },
         OpKind::Kernel { stream: top, name, accesses: vec![], pointers: vec![] },
     ];
@@ -163,11 +219,35 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
     ];
     for (copy, synchronous, src_memory, dst_memory) in copies {
         let (src, dst) = (Some(range(0, 4096)), Some(range(u64::MAX - 4096, 4096)));
-        expected.push(OpKind::Memcpy { stream: legacy, copy, bytes: 4096, src, dst, synchronous, src_memory, dst_memory });
+        expected.push(OpKind::Memcpy {
+            stream: legacy,
+            copy,
+            bytes: 4096,
+            src,
+            dst,
+            synchronous,
+            src_memory,
+            dst_memory,
+        });
     }
     expected.extend([
-        OpKind::Memset { stream: per_thread, bytes: 0, dst: Some(range(0x7f00_0000_0000, 0)), synchronous: true, dst_memory: Managed },
-        OpKind::Memcpy { stream: side, copy: CopyKind::DtoH, bytes: 3 * 512 + 100, src: None, dst: Some(range(0x9000, 3 * 512 + 100)), synchronous: false, src_memory: Device, dst_memory: Pinned },
+        OpKind::Memset {
+            stream: per_thread,
+            bytes: 0,
+            dst: Some(range(0x7f00_0000_0000, 0)),
+            synchronous: true,
+            dst_memory: Managed,
+        },
+        OpKind::Memcpy {
+            stream: side,
+            copy: CopyKind::DtoH,
+            bytes: 3 * 512 + 100,
+            src: None,
+            dst: Some(range(0x9000, 3 * 512 + 100)),
+            synchronous: false,
+            src_memory: Device,
+            dst_memory: Pinned,
+        },
         OpKind::EventRecord { event: EventId(0), stream: side },
         OpKind::StreamWait { stream: top, event: EventId(0) },
         OpKind::HostSync(HostSync::Stream(side)),
@@ -205,12 +285,20 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
 
     // Where and when each call was made.
     let launch = ops[0];
-    assert_eq!((launch.thread, launch.host_time_ns, launch.correlation_id), (edge_thread, Some(u64::MAX), Some(u64::from(u32::MAX))));
+    assert_eq!(
+        (launch.thread, launch.host_time_ns, launch.correlation_id),
+        (edge_thread, Some(u64::MAX), Some(u64::from(u32::MAX)))
+    );
     assert_eq!(launch.api.as_deref(), Some("cuLaunchKernelEx"));
-    let sync = ops.iter().find(|op| matches!(op.kind, OpKind::HostSync(HostSync::Context(_)))).expect("the context sync");
+    let sync =
+        ops.iter().find(|op| matches!(op.kind, OpKind::HostSync(HostSync::Context(_)))).expect("the context sync");
     assert_eq!((sync.thread, sync.host_time_ns, sync.correlation_id), (thread, Some(1_000), Some(7)));
     assert_eq!(sync.api.as_deref(), Some("cuCtxSynchronize"));
-    assert!(records.contains(&TraceRecord::GpuTime { correlation: u64::from(u32::MAX), start_ns: 0, end_ns: u64::MAX }));
+    assert!(records.contains(&TraceRecord::GpuTime {
+        correlation: u64::from(u32::MAX),
+        start_ns: 0,
+        end_ns: u64::MAX
+    }));
     assert_eq!(counters.get("capture.recorded_calls"), u64::MAX);
     assert_eq!(counters.get("capture.setup_ns"), 1);
     assert_eq!(counters.data_loss().count(), 0, "nothing skipped: {:?}", counters.data_loss().collect::<Vec<_>>());
@@ -219,26 +307,55 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
 #[test]
 fn call_sites_read_back_with_their_modules() {
     let mut batch = Batch::default();
-    let app = Record::Module { path: Arc::from("/opt/app/bin/run"), bias: 0x5555_0000_0000, start: 0x5555_0000_0000, size: 0x4000, build_id: Some(Arc::from("0badc0de")) };
-    let libc = Record::Module { path: Arc::from("/lib/libc.so.6"), bias: 0x7f00_0000_0000, start: 0x7f00_0002_8000, size: 0x1000, build_id: None };
+    let app = Record::Module {
+        path: Arc::from("/opt/app/bin/run"),
+        bias: 0x5555_0000_0000,
+        start: 0x5555_0000_0000,
+        size: 0x4000,
+        build_id: Some(Arc::from("0badc0de")),
+    };
+    let libc = Record::Module {
+        path: Arc::from("/lib/libc.so.6"),
+        bias: 0x7f00_0000_0000,
+        start: 0x7f00_0002_8000,
+        size: 0x1000,
+        build_id: None,
+    };
     batch.push(CALL, app);
     batch.push(CALL, libc);
     let frames: Arc<[u64]> = Arc::from(&[0x5555_0000_1234u64, 0x7f00_0002_8abc, 0x9999][..]);
     batch.push(CALL, Record::Callsite { id: 1, frames });
     batch.push(CALL, Record::Callsite { id: 2, frames: Arc::from(&[0x5555_0000_2000u64][..]) });
     let at = |site| Call { site, ..CALL };
-    batch.push(at(2), Record::Stream { handle: SIDE, kind: format::StreamKind::NonBlocking, priority: Some(0), context: 0, device: Some(0) });
+    batch.push(
+        at(2),
+        Record::Stream {
+            handle: SIDE,
+            kind: format::StreamKind::NonBlocking,
+            priority: Some(0),
+            context: 0,
+            device: Some(0),
+        },
+    );
     batch.push(at(2), Record::Event { handle: EVENT });
     batch.push(CALL, Record::Function { index: 0, name: Arc::from("k") });
-    batch.push(at(1), Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" });
-    batch.push(at(1), Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" });
+    batch.push(
+        at(1),
+        Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" },
+    );
+    batch.push(
+        at(1),
+        Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" },
+    );
     batch.push(at(0), Record::EventRecord { event: EVENT, stream: SIDE, api: "cuEventRecord" });
 
     let (records, counters) = read(written(&batch));
-    let stream = records.iter().find_map(|r| if let TraceRecord::Stream(s) = r { Some(s) } else { None }).expect("the stream");
+    let stream =
+        records.iter().find_map(|r| if let TraceRecord::Stream(s) = r { Some(s) } else { None }).expect("the stream");
     let created = stream.native.as_ref().expect("a creation site");
     assert_eq!(created.frames().iter().map(|f| f.address).collect::<Vec<_>>(), [0x5555_0000_2000]);
-    let event = records.iter().find_map(|r| if let TraceRecord::Event(e) = r { Some(e) } else { None }).expect("the event");
+    let event =
+        records.iter().find_map(|r| if let TraceRecord::Event(e) = r { Some(e) } else { None }).expect("the event");
     assert_eq!(event.native.as_ref(), Some(created), "one record, one shared site");
     let ops = operations(&records);
     let launch = ops[0].native.as_ref().expect("the launch's site");
@@ -264,11 +381,21 @@ fn on(thread: u64) -> Call {
 #[test]
 fn framework_frames_read_back_around_the_calls_they_hold() {
     let mut batch = Batch::default();
-    batch.push(on(1), Record::Stream { handle: SIDE, kind: format::StreamKind::NonBlocking, priority: None, context: 0, device: None });
+    batch.push(
+        on(1),
+        Record::Stream {
+            handle: SIDE,
+            kind: format::StreamKind::NonBlocking,
+            priority: None,
+            context: 0,
+            device: None,
+        },
+    );
     batch.push(on(1), Record::Event { handle: EVENT });
     batch.push(on(1), Record::Function { index: 0, name: Arc::from("add_kernel") });
     batch.pointers.push(CapturedPointer { address: 0x9000, writes: true });
-    let launch = Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 1, api: "cuLaunchKernel" };
+    let launch =
+        Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 1, api: "cuLaunchKernel" };
     // An op on thread 1, with a call bracket inside it and a block allocated for its output.
     batch.push(on(1), Record::OpBegin);
     batch.push_raw(on(1), "{\"type\":\"call_begin\",\"name\":\"Event.record\",\"src\":\"train.py:12\"}").expect("room");
@@ -315,7 +442,11 @@ fn framework_frames_read_back_around_the_calls_they_hold() {
     };
     let write = |start, len| Access { range: range(start, len), mode: AccessMode::Write, view: None };
     let read = |start, len| Access { range: range(start, len), mode: AccessMode::Read, view: None };
-    assert_eq!(accesses(ops[2]), (vec![read(4096, 64), write(36864, 512)], 0), "the op's exact extents replace the pointers");
+    assert_eq!(
+        accesses(ops[2]),
+        (vec![read(4096, 64), write(36864, 512)], 0),
+        "the op's exact extents replace the pointers"
+    );
     assert_eq!(accesses(ops[3]), (vec![write(8192, 8)], 0), "ended on another thread, still the op's extents");
     assert_eq!(accesses(ops[4]), (vec![], 1), "a kernel outside any op keeps its pointer arguments (tier T1)");
     assert_eq!(counters.get("json.frames_ended_on_other_thread"), 1);
@@ -329,7 +460,10 @@ fn framework_frames_read_back_around_the_calls_they_hold() {
 fn push_graphs(batch: &mut Batch) {
     let graph = |batch: &mut Batch, graph: GraphRecord| batch.push(CALL, Record::Graph { graph, api: "cuGraph" });
     let node = |batch: &mut Batch, graph: u64, node: u64, deps: &[u64], body: NodeBody| {
-        batch.push(CALL, Record::Graph { graph: GraphRecord::Node { graph, node, deps: deps.into(), body }, api: "cuGraphAdd*Node" });
+        batch.push(
+            CALL,
+            Record::Graph { graph: GraphRecord::Node { graph, node, deps: deps.into(), body }, api: "cuGraphAdd*Node" },
+        );
     };
     let (g, child, exec) = (0x5000, 0x6000, 0x7000);
     graph(batch, GraphRecord::Create { graph: child });
@@ -343,11 +477,17 @@ fn push_graphs(batch: &mut Batch) {
     node(batch, g, 0x56, &[], NodeBody::Memory { kind: format::NodeKind::MemAlloc, range: (0x400, 32) });
     graph(batch, GraphRecord::Dependencies { graph: g, node: 0x53, deps: Box::new([0x51]), added: true });
     graph(batch, GraphRecord::Instantiate { graph: g, exec });
-    graph(batch, GraphRecord::NodeUpdate { owner: NodeOwner::Exec(exec), node: 0x53, body: NodeBody::Set { to: (0x500, 8) } });
+    graph(
+        batch,
+        GraphRecord::NodeUpdate { owner: NodeOwner::Exec(exec), node: 0x53, body: NodeBody::Set { to: (0x500, 8) } },
+    );
     graph(batch, GraphRecord::Launch { exec, stream: SIDE });
     // Captured on SIDE: the kernel does not run then, only at the launch on TOP.
     graph(batch, GraphRecord::CaptureBegin { stream: SIDE, into: None });
-    batch.push(CALL, Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" });
+    batch.push(
+        CALL,
+        Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" },
+    );
     graph(batch, GraphRecord::CaptureEnd { stream: SIDE, graph: Some(0x8000) });
     graph(batch, GraphRecord::Instantiate { graph: 0x8000, exec: 0x9000 });
     graph(batch, GraphRecord::Launch { exec: 0x9000, stream: TOP });
@@ -366,13 +506,27 @@ fn check_graphs(launches: &[&Operation], side: StreamId, top: StreamId) {
     let kinds: Vec<NodeKind> = explicit.nodes.iter().map(|n| n.kind).collect();
     assert_eq!(
         kinds,
-        [NodeKind::Kernel, NodeKind::Memcpy, NodeKind::Memset, NodeKind::EventRecord(EventId(0)), NodeKind::Empty, NodeKind::MemAlloc],
+        [
+            NodeKind::Kernel,
+            NodeKind::Memcpy,
+            NodeKind::Memset,
+            NodeKind::EventRecord(EventId(0)),
+            NodeKind::Empty,
+            NodeKind::MemAlloc
+        ],
         "the child graph's empty node stands in for the child node"
     );
     assert_eq!(explicit.nodes[0].name, NAME);
     assert_eq!(explicit.nodes[0].pointers.len(), 2);
-    assert_eq!(explicit.nodes[1].accesses, [Access::plain(range(0x100, 64), AccessMode::Read), Access::plain(range(0x200, 64), AccessMode::Write)]);
-    assert_eq!(explicit.nodes[2].accesses, [Access::plain(range(0x500, 8), AccessMode::Write)], "the exec update's range");
+    assert_eq!(
+        explicit.nodes[1].accesses,
+        [Access::plain(range(0x100, 64), AccessMode::Read), Access::plain(range(0x200, 64), AccessMode::Write)]
+    );
+    assert_eq!(
+        explicit.nodes[2].accesses,
+        [Access::plain(range(0x500, 8), AccessMode::Write)],
+        "the exec update's range"
+    );
     assert_eq!(explicit.nodes[2].depends_on, [0], "the added edge");
     assert_eq!(explicit.nodes[4].depends_on, [3]);
     let captured = graph_of(launches[1], top);

@@ -207,7 +207,10 @@ fn broken_export(test: &str, sql: &str) -> PathBuf {
 }
 
 fn counter(json: &Value, name: &str) -> u64 {
-    json["import"].as_array().and_then(|cs| cs.iter().find(|c| c["name"] == name)).map_or(0, |c| c["count"].as_u64().unwrap_or(0))
+    json["import"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["name"] == name))
+        .map_or(0, |c| c["count"].as_u64().unwrap_or(0))
 }
 
 #[test]
@@ -217,7 +220,11 @@ fn an_export_without_string_ids_says_it_lost_names() {
     let json: Value = serde_json::from_slice(&out.stdout).expect("json report");
     assert_eq!(counter(&json, "nsys.no_string_ids"), 1);
     let out = streamtrace(&["analyze", text(&export)]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("warning: 1 export without a StringIds table"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("warning: 1 export without a StringIds table"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]
@@ -241,10 +248,18 @@ fn a_failed_nsys_export_leaves_no_partial_database() {
     std::fs::write(&report, &bytes).expect("write");
     // An `nsys` that writes half a database, then fails (disk full, killed).
     let fake = dir.join("nsys");
-    std::fs::write(&fake, "#!/bin/sh\nwhile [ \"$1\" != --output ]; do shift; done\nhead -c 4096 /dev/urandom > \"$2\"\nexit 1\n").expect("write");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nwhile [ \"$1\" != --output ]; do shift; done\nhead -c 4096 /dev/urandom > \"$2\"\nexit 1\n",
+    )
+    .expect("write");
     Command::new("chmod").arg("+x").arg(&fake).status().expect("chmod");
     for _ in 0..2 {
-        let out = Command::new(env!("CARGO_BIN_EXE_streamtrace")).args(["analyze", text(&report)]).env("NSYS", &fake).output().expect("runs");
+        let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+            .args(["analyze", text(&report)])
+            .env("NSYS", &fake)
+            .output()
+            .expect("runs");
         assert_eq!(out.status.code(), Some(2));
         assert!(stderr(&out).contains("`nsys export` failed"), "{}", stderr(&out));
     }
@@ -256,7 +271,11 @@ fn a_failed_nsys_export_leaves_no_partial_database() {
 fn stats_sums_past_two_to_the_64_are_an_error_not_a_wrap() {
     let out = streamtrace(&["stats", "tests/hostile/stats_kernel_times_past_2_pow_64.json"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("stats_kernel_times_past_2_pow_64.json: the kernel nanoseconds add up to more than 2^64"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("stats_kernel_times_past_2_pow_64.json: the kernel nanoseconds add up to more than 2^64"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -269,7 +288,8 @@ fn a_record_spread_over_lines_is_read_whole() {
 
 #[test]
 fn a_recording_with_an_unclosed_record_keeps_the_records_after_it() {
-    let out = streamtrace(&["analyze", "tests/hostile/recording_with_an_unclosed_record_mid_file.json", "--format", "json"]);
+    let out =
+        streamtrace(&["analyze", "tests/hostile/recording_with_an_unclosed_record_mid_file.json", "--format", "json"]);
     let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
     assert_eq!(counter(&json, "json.skipped_malformed"), 1);
     assert_eq!(json["stats"]["operations"], 2, "both kernels after the broken graph record are read");

@@ -13,8 +13,8 @@ use std::sync::Once;
 use rusqlite::Connection;
 use streamtrace::analysis::analyze_source;
 use streamtrace::hb::EngineOptions;
-use streamtrace::synth::Rng;
 use streamtrace::ingest::{self, json::JsonTraceReader, RecordSource};
+use streamtrace::synth::Rng;
 
 /// Mutated JSON traces run per sample.
 const JSON_MUTATIONS_PER_SAMPLE: usize = 300;
@@ -56,7 +56,20 @@ fn run(name: &str, source: Result<Box<dyn RecordSource>, ingest::IngestError>) -
 }
 
 const TOKENS: [&[u8]; 14] = [
-    b"{", b"}", b"[", b"]", b"\"", b",", b":", b"\n", b"-1", b"18446744073709551615", b"\"0x\"", b"null", b"\\u0000", b"1e999",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b"\"",
+    b",",
+    b":",
+    b"\n",
+    b"-1",
+    b"18446744073709551615",
+    b"\"0x\"",
+    b"null",
+    b"\\u0000",
+    b"1e999",
 ];
 
 /// One mutation of `text`.
@@ -93,13 +106,23 @@ fn mutate(text: &[u8], rng: &mut Rng) -> Vec<u8> {
             // A number made extreme.
             let digits: Vec<usize> = (0..out.len()).filter(|&i| out[i].is_ascii_digit()).collect();
             if let Some(&at) = digits.get(rng.index(digits.len())) {
-                let extreme: &[u8] = [b"18446744073709551615".as_slice(), b"-9", b"99999999999999999999", b"0"][rng.index(4)];
+                let extreme: &[u8] =
+                    [b"18446744073709551615".as_slice(), b"-9", b"99999999999999999999", b"0"][rng.index(4)];
                 out.splice(at..at + 1, extreme.iter().copied());
             }
         }
         6 => {
             // A field value of one record given to another key.
-            let keys = [&b"\"reads\""[..], b"\"writes\"", b"\"from\"", b"\"to\"", b"\"stream\"", b"\"event\"", b"\"id\"", b"\"nodes\""];
+            let keys = [
+                &b"\"reads\""[..],
+                b"\"writes\"",
+                b"\"from\"",
+                b"\"to\"",
+                b"\"stream\"",
+                b"\"event\"",
+                b"\"id\"",
+                b"\"nodes\"",
+            ];
             let (from, to) = (keys[rng.index(keys.len())], keys[rng.index(keys.len())]);
             if let Some(at) = out.windows(from.len()).position(|w| w == from) {
                 out.splice(at..at + from.len(), to.iter().copied());
@@ -140,7 +163,8 @@ fn mutated_json_traces_never_panic_and_every_error_names_the_file() {
         for i in 0..JSON_MUTATIONS_PER_SAMPLE {
             let name = format!("mutant-{i}-{}", sample.file_name().and_then(|n| n.to_str()).unwrap_or("sample"));
             let mutant = mutate(&text, &mut rng);
-            let source = JsonTraceReader::from_reader(PathBuf::from(&name), Cursor::new(mutant)).map(|r| Box::new(r) as Box<dyn RecordSource>);
+            let source = JsonTraceReader::from_reader(PathBuf::from(&name), Cursor::new(mutant))
+                .map(|r| Box::new(r) as Box<dyn RecordSource>);
             refused += usize::from(run(&name, source));
             runs += 1;
         }

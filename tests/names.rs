@@ -24,7 +24,13 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn analyze(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace")).arg("analyze").arg(SAMPLE).args(args).current_dir(repo()).output().expect("runs");
+    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+        .arg("analyze")
+        .arg(SAMPLE)
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -64,13 +70,19 @@ fn timelines_name_their_lanes_and_draw_graph_nodes() {
     let (html, perfetto) = (scratch("names.html"), scratch("names.perfetto.json"));
     analyze(&["--html", html.to_str().expect("utf-8"), "--perfetto", perfetto.to_str().expect("utf-8")]);
     let page = std::fs::read_to_string(&html).expect("html");
-    for title in ["\"title\":\"default stream\"", "\"title\":\"stream #1 created at app.cu:40\"", "\"title\":\"side = torch.cuda.Stream()\"", "\"title\":\"NCCL stream\""] {
+    for title in [
+        "\"title\":\"default stream\"",
+        "\"title\":\"stream #1 created at app.cu:40\"",
+        "\"title\":\"side = torch.cuda.Stream()\"",
+        "\"title\":\"NCCL stream\"",
+    ] {
         assert!(page.contains(title), "{title} missing from the page");
     }
     assert!(page.contains("\"groups\":[\"process 0, device 0\"]"), "lanes grouped by device");
     let trace: Value = serde_json::from_str(&std::fs::read_to_string(&perfetto).expect("perfetto")).expect("parses");
     let events = trace["traceEvents"].as_array().expect("events");
-    let tracks: Vec<&str> = events.iter().filter(|e| e["name"] == "thread_name").filter_map(|e| e["args"]["name"].as_str()).collect();
+    let tracks: Vec<&str> =
+        events.iter().filter(|e| e["name"] == "thread_name").filter_map(|e| e["args"]["name"].as_str()).collect();
     assert!(tracks.contains(&"side = torch.cuda.Stream() (0x8583b03, non-blocking, device 0)"), "{tracks:?}");
     // The graph launch's bar is named by its graph and lists its nodes' short names.
     let graph = events.iter().find(|e| e["ph"] == "X" && e["cat"] == "graph launch").expect("a graph bar");
@@ -100,7 +112,13 @@ fn the_picture_draws_the_named_lanes() {
 const GROUPS_SAMPLE: &str = "samples/json/process_group_streams.json";
 
 fn analyze_sample(sample: &str, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace")).arg("analyze").arg(sample).args(args).current_dir(repo()).output().expect("runs");
+    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+        .arg("analyze")
+        .arg(sample)
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -115,7 +133,10 @@ fn nccls_streams_are_named_by_their_process_groups_in_every_report() {
     assert_eq!(json["races"][0]["earlier"]["site"]["stream"]["handle"], 913239280);
 
     let (html, perfetto) = (scratch("groups.html"), scratch("groups.perfetto.json"));
-    analyze_sample(GROUPS_SAMPLE, &["--html", html.to_str().expect("utf-8"), "--perfetto", perfetto.to_str().expect("utf-8")]);
+    analyze_sample(
+        GROUPS_SAMPLE,
+        &["--html", html.to_str().expect("utf-8"), "--perfetto", perfetto.to_str().expect("utf-8")],
+    );
     let page = std::fs::read_to_string(&html).expect("html");
     for title in ["\"title\":\"NCCL stream, default_pg\"", "\"title\":\"NCCL stream, group 1\""] {
         assert!(page.contains(title), "{title} missing from the page");
@@ -134,8 +155,11 @@ fn nccls_streams_are_named_by_their_process_groups_in_every_report() {
 #[test]
 fn a_two_gpu_capture_names_nccls_stream_by_its_process_group() {
     // Recorded on two GPUs by the native observer, whose c10d op_end records name their group.
-    let json: Value =
-        serde_json::from_str(&analyze_sample("samples/capture/multi_gpu/dist_async_use_before_wait", &["--format", "json"])).expect("parses");
+    let json: Value = serde_json::from_str(&analyze_sample(
+        "samples/capture/multi_gpu/dist_async_use_before_wait",
+        &["--format", "json"],
+    ))
+    .expect("parses");
     for trace in json["traces"].as_array().expect("one trace per rank") {
         let stream = &trace["races"][0]["earlier"]["site"]["stream"]["name"];
         assert_eq!(stream, "NCCL's stream of process group `default_pg`", "{}", trace["races"][0]);

@@ -28,13 +28,18 @@ fn analyze_json(path: &Path) -> (i32, Value, String) {
 }
 
 fn counter(json: &Value, name: &str) -> u64 {
-    json["import"].as_array().and_then(|cs| cs.iter().find(|c| c["name"] == name)).map_or(0, |c| c["count"].as_u64().unwrap_or(0))
+    json["import"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["name"] == name))
+        .map_or(0, |c| c["count"].as_u64().unwrap_or(0))
 }
 
 fn sql_count(db: &Path, table: &str, filter: &str) -> u64 {
     let conn = Connection::open(db).expect("opens");
     let exists: bool = conn
-        .query_row("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)", [table], |r| r.get(0))
+        .query_row("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)", [table], |r| {
+            r.get(0)
+        })
         .expect("query");
     if !exists {
         return 0;
@@ -98,8 +103,14 @@ fn torch_capture_matches_its_ground_truth() {
     assert_eq!(pairs[0]["pairs"], 9);
     // By site: mul_ (s2) || add_ (s1) six times, mul_ (s2) || the next fill_ (s1) three times.
     let groups = groups(&json);
-    assert!(groups[0].0.contains("MulFunctor") && groups[0].1.contains("CUDAFunctorOnSelf_add") && groups[0].2 == 6, "{groups:?}");
-    assert!(groups[1].0.contains("MulFunctor") && groups[1].1.contains("FillFunctor") && groups[1].2 == 3, "{groups:?}");
+    assert!(
+        groups[0].0.contains("MulFunctor") && groups[0].1.contains("CUDAFunctorOnSelf_add") && groups[0].2 == 6,
+        "{groups:?}"
+    );
+    assert!(
+        groups[1].0.contains("MulFunctor") && groups[1].1.contains("FillFunctor") && groups[1].2 == 3,
+        "{groups:?}"
+    );
     assert!(json["unrecorded_waits"].as_array().is_some_and(Vec::is_empty));
     assert!(json["waits_with_unknown_record"].as_array().is_some_and(Vec::is_empty));
 }
@@ -140,7 +151,8 @@ fn minimal_export(path: &Path, schema_version: &str, kernel_not_null: bool) {
     ))
     .expect("schema");
     if !kernel_not_null {
-        conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (NULL, 300, 0, 1, 14, 2, 5 << 24, 2, 2)", []).expect("row");
+        conn.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (NULL, 300, 0, 1, 14, 2, 5 << 24, 2, 2)", [])
+            .expect("row");
     }
 }
 
@@ -148,7 +160,10 @@ fn minimal_export(path: &Path, schema_version: &str, kernel_not_null: bool) {
 fn broken_and_foreign_sqlite_get_clear_messages() {
     // SQLite from something else.
     let foreign = scratch("foreign.sqlite");
-    Connection::open(&foreign).expect("create").execute_batch("CREATE TABLE songs (title TEXT); INSERT INTO songs VALUES ('x');").expect("db");
+    Connection::open(&foreign)
+        .expect("create")
+        .execute_batch("CREATE TABLE songs (title TEXT); INSERT INTO songs VALUES ('x');")
+        .expect("db");
     let (code, _, stderr) = analyze_json(&foreign);
     assert_eq!(code, 2);
     assert!(stderr.contains("foreign.sqlite") && stderr.contains("not an Nsight Systems export"), "{stderr}");
@@ -207,7 +222,10 @@ fn nsys_rep_is_converted_with_nsys_or_explained_without_it() {
     )
     .expect("write");
     std::process::Command::new("chmod").arg("+x").arg(&fake).status().expect("chmod");
-    let out = streamtrace(&["analyze", report.to_str().expect("utf-8"), "--format", "json"], &[("NSYS", fake.to_str().expect("utf-8"))]);
+    let out = streamtrace(
+        &["analyze", report.to_str().expect("utf-8"), "--format", "json"],
+        &[("NSYS", fake.to_str().expect("utf-8"))],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let json: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(json["stream_pairs"][0]["pairs"], 9);
@@ -238,7 +256,13 @@ fn event_edges(json: &Value) -> Vec<(u64, u64, u64)> {
         .expect("edges")
         .iter()
         .filter(|e| e["via"] == "event_wait")
-        .map(|e| (e["from"]["handle"].as_u64().unwrap_or(0), e["to"]["handle"].as_u64().unwrap_or(0), e["count"].as_u64().unwrap_or(0)))
+        .map(|e| {
+            (
+                e["from"]["handle"].as_u64().unwrap_or(0),
+                e["to"]["handle"].as_u64().unwrap_or(0),
+                e["count"].as_u64().unwrap_or(0),
+            )
+        })
         .collect()
 }
 

@@ -43,7 +43,8 @@ fn perfetto_trace_has_tracks_flows_and_markers() {
     let count = |ph: &str| events.iter().filter(|e| e["ph"] == ph).count();
     // The 3 streams that ran something named as tracks (the legacy default stream ran nothing); 3 iterations x
     // (copy, transform, emit) bars; 3 record->wait flows; 3 races.
-    let tracks: Vec<&str> = events.iter().filter(|e| e["name"] == "thread_name").filter_map(|e| e["args"]["name"].as_str()).collect();
+    let tracks: Vec<&str> =
+        events.iter().filter(|e| e["name"] == "thread_name").filter_map(|e| e["args"]["name"].as_str()).collect();
     assert_eq!(tracks.len(), 3, "{tracks:?}");
     assert!(tracks.iter().any(|t| t.starts_with("stream 2 (non-blocking")));
     assert_eq!(count("X"), 9);
@@ -67,7 +68,13 @@ fn perfetto_draws_a_graph_launch_as_a_block_with_its_nodes() {
         events
             .iter()
             .filter(|e| e["cat"] == cat)
-            .map(|e| (e["ts"].as_f64().unwrap_or(-1.0), e["dur"].as_f64().unwrap_or(-1.0), e["name"].as_str().unwrap_or("").to_string()))
+            .map(|e| {
+                (
+                    e["ts"].as_f64().unwrap_or(-1.0),
+                    e["dur"].as_f64().unwrap_or(-1.0),
+                    e["name"].as_str().unwrap_or("").to_string(),
+                )
+            })
             .collect()
     };
     let launches = slices("graph launch");
@@ -75,7 +82,10 @@ fn perfetto_draws_a_graph_launch_as_a_block_with_its_nodes() {
     assert_eq!(launches.len(), 2, "two replays");
     assert_eq!(nodes.len(), 2 * 3, "three nodes in each");
     for (ts, dur, _) in &nodes {
-        assert!(launches.iter().any(|(l, d, _)| ts >= l && ts + dur <= l + d + 1e-9), "a node outside its launch: {ts} {dur}");
+        assert!(
+            launches.iter().any(|(l, d, _)| ts >= l && ts + dur <= l + d + 1e-9),
+            "a node outside its launch: {ts} {dur}"
+        );
     }
     let names: Vec<&str> = nodes[..3].iter().map(|(_, _, n)| n.as_str()).collect();
     assert_eq!(names, ["fill", "add_", "mul"]);
@@ -94,7 +104,11 @@ fn a_race_between_two_nodes_of_one_launch_is_marked_on_those_nodes() {
     let node = |index: &Value| {
         events
             .iter()
-            .find(|e| e["cat"] == "graph node" && e["args"]["launch_seq"].as_u64() == Some(launch) && &e["args"]["node"] == index)
+            .find(|e| {
+                e["cat"] == "graph node"
+                    && e["args"]["launch_seq"].as_u64() == Some(launch)
+                    && &e["args"]["node"] == index
+            })
             .unwrap_or_else(|| panic!("no node {index} in launch {launch}"))
     };
     let (earlier, later) = (node(&marker["args"]["earlier_node"]), node(&marker["args"]["later_node"]));
@@ -103,7 +117,9 @@ fn a_race_between_two_nodes_of_one_launch_is_marked_on_those_nodes() {
     // The page outlines the same two nodes inside the launch's block and says so in its legend.
     let page = std::fs::read_to_string(&html).expect("html");
     assert!(
-        page.contains("\"earlier_node\":1,\"later_node\":2,\"outlined\":\"nodes `add_` and `mul` inside one graph launch\""),
+        page.contains(
+            "\"earlier_node\":1,\"later_node\":2,\"outlined\":\"nodes `add_` and `mul` inside one graph launch\""
+        ),
         "{page}"
     );
 }
@@ -177,12 +193,17 @@ fn html_report_works_in_a_browser() {
     let Some(chromium) = support::chromium_or_skip("html_report_works_in_a_browser") else { return };
     let (url, dom) = page_in_browser(&chromium, "samples/json/pipeline_loop_race.json", "browser");
     // Lanes and findings are in the DOM.
-    let list = |id: &str| dom.split(&format!("<ul id=\"{id}\">")).nth(1).and_then(|s| s.split("</ul>").next()).unwrap_or("").to_string();
+    let list = |id: &str| {
+        dom.split(&format!("<ul id=\"{id}\">")).nth(1).and_then(|s| s.split("</ul>").next()).unwrap_or("").to_string()
+    };
     // The streams that ran something: the legacy default stream ran nothing and has no lane.
     assert_eq!(list("lanes").matches("<li").count(), 3, "{dom}");
     let findings = list("findings");
     assert_eq!(findings.matches("<li").count(), 3, "{dom}");
-    assert!(findings.contains("write-after-read race: transform at pipe.cu:23 / memcpy HtoD at pipe.cu:20"), "{findings}");
+    assert!(
+        findings.contains("write-after-read race: transform at pipe.cu:23 / memcpy HtoD at pipe.cu:20"),
+        "{findings}"
+    );
     // Picking finding 0 selected its two operations: transform (seq 6) and emit (seq 7) of the first iteration.
     let selected = dom.split("data-selected=\"").nth(1).and_then(|s| s.split('"').next()).expect("a selection");
     let seqs: Vec<u64> = selected.split(',').map(|s| s.parse().expect("seq")).collect();
@@ -200,7 +221,9 @@ fn html_report_works_in_a_browser() {
 
 #[test]
 fn html_report_outlines_two_nodes_of_one_launch_in_a_browser() {
-    let Some(chromium) = support::chromium_or_skip("html_report_outlines_two_nodes_of_one_launch_in_a_browser") else { return };
+    let Some(chromium) = support::chromium_or_skip("html_report_outlines_two_nodes_of_one_launch_in_a_browser") else {
+        return;
+    };
     let (_, dom) = page_in_browser(&chromium, "samples/json/graph_capture_fork.json", "nodes-browser");
     // Both parties are the first launch (operation 11); what is outlined are two of its nodes.
     assert!(dom.contains("data-selected=\"11,11\""), "{dom}");
@@ -229,7 +252,13 @@ fn gpu_times_recorded_after_the_fact_place_the_bars() {
         .expect("events")
         .iter()
         .filter(|e| e["ph"] == "X")
-        .map(|e| (e["name"].as_str().unwrap_or_default().to_string(), e["ts"].as_f64().unwrap_or(0.0), e["dur"].as_f64().unwrap_or(0.0)))
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap_or_default().to_string(),
+                e["ts"].as_f64().unwrap_or(0.0),
+                e["dur"].as_f64().unwrap_or(0.0),
+            )
+        })
         .collect();
     assert_eq!(bars, vec![("a".to_string(), 2000.0, 1000.0), ("b".to_string(), 5000.0, 1000.0)]);
 }
@@ -266,8 +295,11 @@ fn a_missing_tool_skips_with_a_notice_unless_required() {
     let empty = scratch("empty-path");
     std::fs::create_dir_all(&empty).expect("dir");
     assert_eq!(support::chromium_on(empty.as_os_str()), None);
-    let decide = |required| support::missing("t", "headless Chromium", "not on PATH", support::REQUIRE_BROWSER, required);
-    assert!(matches!(decide(None), support::Missing::Skip(n) if n.contains("t skipped") && n.contains("STREAMTRACE_REQUIRE_BROWSER=1")));
+    let decide =
+        |required| support::missing("t", "headless Chromium", "not on PATH", support::REQUIRE_BROWSER, required);
+    assert!(
+        matches!(decide(None), support::Missing::Skip(n) if n.contains("t skipped") && n.contains("STREAMTRACE_REQUIRE_BROWSER=1"))
+    );
     assert!(matches!(decide(Some("0")), support::Missing::Skip(_)));
     assert!(matches!(decide(Some("1")), support::Missing::Fail(m) if m.contains("required")));
 }
@@ -283,6 +315,10 @@ fn a_picture_without_a_font_is_a_clear_error() {
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("STREAMTRACE_FONT names"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("STREAMTRACE_FONT names"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!png.exists(), "no partial picture");
 }

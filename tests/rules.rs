@@ -117,14 +117,16 @@ fn rule3_rerecord_replaces_the_snapshot() {
 // rule 4: waits join the snapshot as it is at the call.
 #[test]
 fn rule4_transitive_chain_of_events_orders() {
-    let body = write(1, "produce", "$X") + &rec(1, 1) + &wait(2, 1) + &rec(2, 2) + &wait(3, 2) + &read(3, "consume", "$X");
+    let body =
+        write(1, "produce", "$X") + &rec(1, 1) + &wait(2, 1) + &rec(2, 2) + &wait(3, 2) + &read(3, "consume", "$X");
     assert!(races(&body).is_empty());
 }
 
 #[test]
 fn rule4_broken_chain_does_not_order() {
     // Stream 2 records event 2 before it waited on event 1: the chain carries nothing from stream 1.
-    let body = write(1, "produce", "$X") + &rec(1, 1) + &rec(2, 2) + &wait(2, 1) + &wait(3, 2) + &read(3, "consume", "$X");
+    let body =
+        write(1, "produce", "$X") + &rec(1, 1) + &rec(2, 2) + &wait(2, 1) + &wait(3, 2) + &read(3, "consume", "$X");
     assert_one_race(&races(&body), RaceKind::ReadAfterWrite, "produce", "consume");
 }
 
@@ -148,7 +150,8 @@ fn rule4_wait_after_record_is_not_reported_as_unrecorded() {
 // rule 5: host synchronization.
 #[test]
 fn rule5_stream_synchronize_orders_only_that_stream() {
-    let body = write(1, "a", "$X") + &write(2, "b", "$Y") + &sync("stream", 1) + &read(3, "rx", "$X") + &read(3, "ry", "$Y");
+    let body =
+        write(1, "a", "$X") + &write(2, "b", "$Y") + &sync("stream", 1) + &read(3, "rx", "$X") + &read(3, "ry", "$Y");
     assert_one_race(&races(&body), RaceKind::ReadAfterWrite, "b", "ry");
 }
 
@@ -242,7 +245,9 @@ fn rule6_copy_to_the_host_returns_when_done() {
         assert!(races(&body).is_empty(), "sync {sync}");
     }
     // To pinned host memory only the plain form waits.
-    assert!(races(&(copy(1, "DtoH", ("$X", "device"), (HOST, "pinned"), true) + &write(2, "overwrite", "$X"))).is_empty());
+    assert!(
+        races(&(copy(1, "DtoH", ("$X", "device"), (HOST, "pinned"), true) + &write(2, "overwrite", "$X"))).is_empty()
+    );
     let body = copy(1, "DtoH", ("$X", "device"), (HOST, "pinned"), false) + &write(2, "overwrite", "$X");
     assert_one_race(&races(&body), RaceKind::WriteAfterRead, "memcpy DtoH", "overwrite");
 }
@@ -251,8 +256,10 @@ fn rule6_copy_to_the_host_returns_when_done() {
 fn rule6_plain_copy_from_pageable_memory_returns_before_its_dma() {
     // The copy waits for the default stream's earlier work (the host joins that), is staged, and returns: its
     // write of X is not known complete, so a non-blocking stream reading X races with it.
-    let body = write(0, "earlier", "$Y") + &copy(0, "HtoD", (HOST, "pageable"), ("$X", "device"), true)
-        + &read(2, "reader", "$X") + &write(2, "after_earlier", "$Y");
+    let body = write(0, "earlier", "$Y")
+        + &copy(0, "HtoD", (HOST, "pageable"), ("$X", "device"), true)
+        + &read(2, "reader", "$X")
+        + &write(2, "after_earlier", "$Y");
     assert_one_race(&races(&body), RaceKind::ReadAfterWrite, "memcpy HtoD", "reader");
     // From pinned memory the plain copy returns when done.
     let body = copy(0, "HtoD", (HOST, "pinned"), ("$X", "device"), true) + &read(2, "reader", "$X");
@@ -271,14 +278,18 @@ fn rule6_device_to_device_copies_do_not_make_the_host_wait() {
 #[test]
 fn rule6_host_to_host_copies_are_synchronous_in_both_forms() {
     for sync in [true, false] {
-        let body = copy(1, "HtoH", ("$X", "pinned"), ("$Y", "pageable"), sync) + &write(2, "reuse", "$X") + &read(2, "use", "$Y");
+        let body = copy(1, "HtoH", ("$X", "pinned"), ("$Y", "pageable"), sync)
+            + &write(2, "reuse", "$X")
+            + &read(2, "use", "$Y");
         assert!(races(&body).is_empty(), "sync {sync}");
     }
 }
 
 #[test]
 fn rule6_plain_memset_waits_only_on_host_or_managed_memory() {
-    let set = |memory: &str| format!("{{\"type\":\"memset\",\"stream\":0,\"to\":$X,\"to_memory\":\"{memory}\",\"sync\":true}}\n");
+    let set = |memory: &str| {
+        format!("{{\"type\":\"memset\",\"stream\":0,\"to\":$X,\"to_memory\":\"{memory}\",\"sync\":true}}\n")
+    };
     assert_one_race(&races(&(set("device") + &write(2, "fill", "$X"))), RaceKind::WriteAfterWrite, "memset", "fill");
     for memory in ["pinned", "managed"] {
         assert!(races(&(set(memory) + &write(2, "fill", "$X"))).is_empty(), "{memory}");
@@ -288,7 +299,8 @@ fn rule6_plain_memset_waits_only_on_host_or_managed_memory() {
 #[test]
 fn rule6_a_copy_of_unknown_memory_blocks_as_its_name_says() {
     // cudaMemcpyDefault with no memory kinds (an older trace): the plain form is taken to block.
-    let body = "{\"type\":\"memcpy\",\"stream\":0,\"copy\":\"Default\",\"from\":$Y,\"to\":$X,\"sync\":true}\n".to_string()
+    let body = "{\"type\":\"memcpy\",\"stream\":0,\"copy\":\"Default\",\"from\":$Y,\"to\":$X,\"sync\":true}\n"
+        .to_string()
         + &read(2, "reader", "$X");
     assert!(races(&body).is_empty());
 }
@@ -301,11 +313,13 @@ fn rule6_cuda_free_synchronizes_the_device() {
 
 #[test]
 fn rule6_unmap_does_not_synchronize() {
-    let body = "{\"type\":\"alloc\",\"id\":9,\"addr\":\"0x8000\",\"size\":256,\"alloc_kind\":\"virtual_map\"}\n".to_string()
+    let body = "{\"type\":\"alloc\",\"id\":9,\"addr\":\"0x8000\",\"size\":256,\"alloc_kind\":\"virtual_map\"}\n"
+        .to_string()
         + &read(1, "last_use", "[\"0x8000\", 256]")
         + "{\"type\":\"free\",\"id\":9,\"free_kind\":\"virtual_unmap\"}\n";
     assert_one_race(&races(&body), RaceKind::UseAfterFree, "last_use", "cuMemUnmap");
-    let synced = "{\"type\":\"alloc\",\"id\":9,\"addr\":\"0x8000\",\"size\":256,\"alloc_kind\":\"virtual_map\"}\n".to_string()
+    let synced = "{\"type\":\"alloc\",\"id\":9,\"addr\":\"0x8000\",\"size\":256,\"alloc_kind\":\"virtual_map\"}\n"
+        .to_string()
         + &read(1, "last_use", "[\"0x8000\", 256]")
         + &sync("stream", 1)
         + "{\"type\":\"free\",\"id\":9,\"free_kind\":\"virtual_unmap\"}\n";
@@ -314,7 +328,8 @@ fn rule6_unmap_does_not_synchronize() {
 
 // rule 12: the host is an accessor of pinned memory.
 /// A pinned host buffer at 0x90000 and the host thread's access to it.
-const PINNED: &str = "{\"type\":\"alloc\",\"id\":7,\"addr\":\"0x90000\",\"size\":256,\"alloc_kind\":\"host\",\"label\":\"staging\"}\n";
+const PINNED: &str =
+    "{\"type\":\"alloc\",\"id\":7,\"addr\":\"0x90000\",\"size\":256,\"alloc_kind\":\"host\",\"label\":\"staging\"}\n";
 
 fn host(name: &str, mode: &str) -> String {
     format!("{{\"type\":\"host_access\",\"name\":\"{name}\",\"{mode}\":[{HOST}],\"src\":\"train.py:9\"}}\n")
@@ -335,7 +350,12 @@ fn rule12_host_reading_a_copy_before_waiting_for_it_races() {
 #[test]
 fn rule12_refilling_a_staging_buffer_while_its_upload_may_run_races() {
     let upload = copy(1, "HtoD", (HOST, "pinned"), ("$X", "device"), false);
-    assert_one_race(&races(&(PINNED.to_string() + &upload + &host("fill_", "writes"))), RaceKind::WriteAfterRead, "memcpy HtoD", "fill_");
+    assert_one_race(
+        &races(&(PINNED.to_string() + &upload + &host("fill_", "writes"))),
+        RaceKind::WriteAfterRead,
+        "memcpy HtoD",
+        "fill_",
+    );
     assert!(races(&(PINNED.to_string() + &upload + &sync("stream", 1) + &host("fill_", "writes"))).is_empty());
 }
 
@@ -365,8 +385,18 @@ fn rule7_per_thread_default_stream_behaves_as_blocking() {
 
 #[test]
 fn rule7_non_blocking_streams_take_no_part() {
-    assert_one_race(&races(&(write(1, "nb", "$X") + &read(0, "legacy", "$X"))), RaceKind::ReadAfterWrite, "nb", "legacy");
-    assert_one_race(&races(&(write(0, "legacy", "$X") + &read(1, "nb", "$X"))), RaceKind::ReadAfterWrite, "legacy", "nb");
+    assert_one_race(
+        &races(&(write(1, "nb", "$X") + &read(0, "legacy", "$X"))),
+        RaceKind::ReadAfterWrite,
+        "nb",
+        "legacy",
+    );
+    assert_one_race(
+        &races(&(write(0, "legacy", "$X") + &read(1, "nb", "$X"))),
+        RaceKind::ReadAfterWrite,
+        "legacy",
+        "nb",
+    );
 }
 
 #[test]
@@ -377,7 +407,8 @@ fn rule7_blocking_streams_are_not_ordered_with_each_other_without_legacy_work() 
 }
 
 // rule 8: stream-ordered allocation.
-const ASYNC_BLOCK: &str = "{\"type\":\"alloc\",\"id\":7,\"addr\":\"0x4000\",\"size\":512,\"alloc_kind\":\"stream_ordered\",\"stream\":1}\n";
+const ASYNC_BLOCK: &str =
+    "{\"type\":\"alloc\",\"id\":7,\"addr\":\"0x4000\",\"size\":512,\"alloc_kind\":\"stream_ordered\",\"stream\":1}\n";
 const B: &str = "[\"0x4000\", 512]";
 
 #[test]
@@ -473,8 +504,18 @@ fn rule10_event_hand_over_between_threads_orders_in_strict_mode() {
 fn rule11_memcpy_reads_source_and_writes_destination() {
     let copy = "{\"type\":\"memcpy\",\"stream\":1,\"copy\":\"DtoD\",\"from\":$X,\"to\":$Y}\n";
     assert!(races(&(copy.to_string() + &read(2, "read_src", "$X"))).is_empty(), "read/read");
-    assert_one_race(&races(&(copy.to_string() + &write(2, "write_src", "$X"))), RaceKind::WriteAfterRead, "memcpy DtoD", "write_src");
-    assert_one_race(&races(&(copy.to_string() + &read(2, "read_dst", "$Y"))), RaceKind::ReadAfterWrite, "memcpy DtoD", "read_dst");
+    assert_one_race(
+        &races(&(copy.to_string() + &write(2, "write_src", "$X"))),
+        RaceKind::WriteAfterRead,
+        "memcpy DtoD",
+        "write_src",
+    );
+    assert_one_race(
+        &races(&(copy.to_string() + &read(2, "read_dst", "$Y"))),
+        RaceKind::ReadAfterWrite,
+        "memcpy DtoD",
+        "read_dst",
+    );
 }
 
 #[test]
@@ -494,7 +535,13 @@ fn write_is_checked_against_every_read_since_the_last_write() {
     // Stream 3 is ordered after stream 1's read but not stream 2's.
     let body = read(1, "r1", "$X") + &read(2, "r2", "$X") + &rec(1, 1) + &wait(3, 1) + &write(3, "w", "$X");
     assert_one_race(&races(&body), RaceKind::WriteAfterRead, "r2", "w");
-    let both = read(1, "r1", "$X") + &read(2, "r2", "$X") + &rec(1, 1) + &wait(3, 1) + &rec(2, 2) + &wait(3, 2) + &write(3, "w", "$X");
+    let both = read(1, "r1", "$X")
+        + &read(2, "r2", "$X")
+        + &rec(1, 1)
+        + &wait(3, 1)
+        + &rec(2, 2)
+        + &wait(3, 2)
+        + &write(3, "w", "$X");
     assert!(races(&both).is_empty());
 }
 
@@ -556,7 +603,8 @@ fn pool_free(id: u32, line: u32) -> String {
 
 #[test]
 fn pool_block_reuse_while_another_stream_reads_is_a_race() {
-    let body = pool_alloc(1, 9) + &read(1, "sum", BLOCK) + &pool_free(1, 14) + &pool_alloc(2, 15) + &write(0, "fill", BLOCK);
+    let body =
+        pool_alloc(1, 9) + &read(1, "sum", BLOCK) + &pool_free(1, 14) + &pool_alloc(2, 15) + &write(0, "fill", BLOCK);
     let found = races(&body);
     assert_one_race(&found, RaceKind::WriteAfterRead, "sum", "fill");
     let alloc = found[0].allocation.as_ref().expect("allocation named");
@@ -639,7 +687,8 @@ mod host_order {
         // Thread 2 polls the collective done, then launches a kernel of its own: from that call on, thread 1's
         // calls come after what thread 2 knew (the timestamp order stands for a host-side hand-over), before it
         // they do not.
-        let body = "{\"type\":\"kernel\",\"stream\":2,\"name\":\"all_reduce\",\"writes\":[$X],\"thread\":1}\n".to_string()
+        let body = "{\"type\":\"kernel\",\"stream\":2,\"name\":\"all_reduce\",\"writes\":[$X],\"thread\":1}\n"
+            .to_string()
             + "{\"type\":\"record\",\"event\":1,\"stream\":2,\"thread\":1}\n"
             + "{\"type\":\"query\",\"event\":1,\"ready\":true,\"thread\":2}\n"
             + "{\"type\":\"kernel\",\"stream\":1,\"name\":\"too_early\",\"writes\":[$X],\"thread\":1}\n"
@@ -647,10 +696,14 @@ mod host_order {
             + "{\"type\":\"kernel\",\"stream\":0,\"name\":\"after_hand_over\",\"writes\":[$X],\"thread\":1}\n";
         let found = run_with(&body, HostOrder::Global).findings.races;
         assert_eq!(found.len(), 2, "{found:#?}");
-        assert!(found.iter().all(|r| r.later.site.name == "too_early" || r.earlier.site.name == "too_early"), "{found:#?}");
+        assert!(
+            found.iter().all(|r| r.later.site.name == "too_early" || r.earlier.site.name == "too_early"),
+            "{found:#?}"
+        );
         // Without the early write: the hand-over orders the later write after the collective, in the global
         // order only (in the per-thread order nothing thread 2 learns reaches thread 1).
-        let handed_over = body.replace("{\"type\":\"kernel\",\"stream\":1,\"name\":\"too_early\",\"writes\":[$X],\"thread\":1}\n", "");
+        let handed_over = body
+            .replace("{\"type\":\"kernel\",\"stream\":1,\"name\":\"too_early\",\"writes\":[$X],\"thread\":1}\n", "");
         assert!(run_with(&handed_over, HostOrder::Global).findings.races.is_empty());
         let strict = run_with(&handed_over, HostOrder::PerThread).findings.races;
         assert_one_race(&strict, RaceKind::WriteAfterWrite, "all_reduce", "after_hand_over");

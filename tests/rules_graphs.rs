@@ -87,7 +87,11 @@ fn a_replay_runs_in_its_stream_order_and_another_stream_must_wait_for_it() {
     assert_one_race(&found, RaceKind::ReadAfterWrite, "produce", "consume");
     let graph = found[0].earlier.site.graph.as_ref().expect("the earlier party is a graph node");
     assert_eq!(graph.launched_at.as_ref().map(ToString::to_string).as_deref(), Some("app.cu:99"));
-    assert_eq!(found[0].earlier.site.source.as_ref().map(ToString::to_string).as_deref(), Some("app.cu:7"), "the capture line");
+    assert_eq!(
+        found[0].earlier.site.source.as_ref().map(ToString::to_string).as_deref(),
+        Some("app.cu:7"),
+        "the capture line"
+    );
     assert!(matches!(found[0].fix, Fix::RecordAndWait { .. }));
     assert_eq!(found[0].earlier.node, None, "a replay against another stream is outlined as the whole launch");
 }
@@ -101,7 +105,14 @@ fn stream_order_inside_a_capture_orders_the_nodes() {
 /// A capture on stream 1 that forks stream 2 (event 1) and joins it back (event 2); `before_join` is issued on
 /// stream 1 between the fork and the join.
 fn fork_join(before_join: &str, after_join: &str) -> String {
-    begin(1) + &rec(1, 1) + &wait(2, 1) + &write(2, "side", "$X") + before_join + &rec(2, 2) + &wait(1, 2) + after_join
+    begin(1)
+        + &rec(1, 1)
+        + &wait(2, 1)
+        + &write(2, "side", "$X")
+        + before_join
+        + &rec(2, 2)
+        + &wait(1, 2)
+        + after_join
         + &end_and_instantiate(1)
         + &launch(1)
 }
@@ -136,9 +147,14 @@ fn explicit_edges_order_nodes_and_their_absence_is_a_race() {
     let found = races(&explicit("[]", ""));
     assert_one_race(&found, RaceKind::ReadAfterWrite, "fill", "use");
     // Both ran in one launch: each says which of its nodes it is (timelines outline the two inside the launch).
-    assert_eq!((found[0].earlier.seq, found[0].earlier.node, found[0].later.node), (found[0].later.seq, Some(0), Some(1)));
+    assert_eq!(
+        (found[0].earlier.seq, found[0].earlier.node, found[0].later.node),
+        (found[0].later.seq, Some(0), Some(1))
+    );
     match &found[0].fix {
-        Fix::GraphDependency { from, to, explicit, .. } => assert_eq!((from.as_str(), to.as_str(), *explicit), ("fill", "use", true)),
+        Fix::GraphDependency { from, to, explicit, .. } => {
+            assert_eq!((from.as_str(), to.as_str(), *explicit), ("fill", "use", true))
+        }
         other => panic!("expected a graph edge, got {other:?}"),
     }
     let added = "{\"type\":\"graph_dep_add\",\"graph\":10,\"node\":2,\"deps\":[1]}\n";
@@ -189,13 +205,19 @@ fn event_nodes_act_like_their_stream_calls() {
     assert!(races(&(recording.clone() + &wait(2, 1) + &read(2, "after", "$X"))).is_empty());
     assert_eq!(races(&(recording + &read(2, "after", "$X"))).len(), 1);
     let waiting = |wait_node: bool| {
-        let node = if wait_node { "{\"type\":\"graph_node\",\"graph\":10,\"node\":1,\"node_kind\":\"event_wait\",\"event\":2}\n" } else { "" };
+        let node = if wait_node {
+            "{\"type\":\"graph_node\",\"graph\":10,\"node\":1,\"node_kind\":\"event_wait\",\"event\":2}\n"
+        } else {
+            ""
+        };
         let deps = if wait_node { "[1]" } else { "[]" };
         write(2, "before", "$X")
             + &rec(2, 2)
             + "{\"type\":\"graph_create\",\"graph\":10}\n"
             + node
-            + &format!("{{\"type\":\"graph_node\",\"graph\":10,\"node\":2,\"name\":\"use\",\"reads\":[$X],\"deps\":{deps}}}\n")
+            + &format!(
+                "{{\"type\":\"graph_node\",\"graph\":10,\"node\":2,\"name\":\"use\",\"reads\":[$X],\"deps\":{deps}}}\n"
+            )
             + "{\"type\":\"graph_instantiate\",\"graph\":10,\"exec\":200}\n"
             + &launch(1)
     };
@@ -224,7 +246,12 @@ fn an_event_recorded_again_outside_the_capture_is_waited_on_as_recorded_there() 
     // Event 1 is recorded inside the capture on stream 1, then again on stream 3, outside it. Stream 2's wait
     // waits for stream 3's record: stream 2 does not join the capture, its read runs, and it races with the write
     // stream 3 issues after the record.
-    let body = begin(1) + &rec(1, 1) + &rec(1, 3) + &wait(2, 1) + &read(2, "reader", "$X") + &write(3, "late", "$X")
+    let body = begin(1)
+        + &rec(1, 1)
+        + &rec(1, 3)
+        + &wait(2, 1)
+        + &read(2, "reader", "$X")
+        + &write(3, "late", "$X")
         + &end_and_instantiate(1);
     assert_one_race(&races(&body), RaceKind::WriteAfterRead, "reader", "late");
 }

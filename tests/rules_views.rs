@@ -37,7 +37,9 @@ fn races(body: &str) -> Vec<RaceFinding> {
 }
 
 fn op(stream: u32, name: &str, reads: &str, writes: &str) -> String {
-    format!("{{\"type\":\"kernel\",\"stream\":{stream},\"name\":\"{name}\",\"reads\":[{reads}],\"writes\":[{writes}]}}\n")
+    format!(
+        "{{\"type\":\"kernel\",\"stream\":{stream},\"name\":\"{name}\",\"reads\":[{reads}],\"writes\":[{writes}]}}\n"
+    )
 }
 
 #[test]

@@ -29,7 +29,8 @@ fn kernel_summary_matches_sql() {
     let dir = out_dir("json");
     let out = stats(&[SAMPLE, "--format", "json", "-o", dir.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let kernels: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("kernels.json")).expect("kernels.json")).expect("json");
+    let kernels: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("kernels.json")).expect("kernels.json")).expect("json");
     let rows = kernels.as_array().expect("rows");
     let conn = Connection::open(repo().join(SAMPLE)).expect("open");
     let mut stmt = conn
@@ -129,7 +130,8 @@ fn kernels_without_gpu_times_are_counted_and_said_so() {
     let dir = out_dir("no-gpu-times");
     let out = stats(&[trace, "--format", "json", "-o", dir.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(0));
-    let kernels: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("kernels.json")).expect("kernels.json")).expect("json");
+    let kernels: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("kernels.json")).expect("kernels.json")).expect("json");
     let rows = kernels.as_array().expect("rows");
     assert_eq!(rows.iter().map(|r| r["instances"].as_u64().unwrap_or(0)).sum::<u64>(), 2);
     assert!(rows.iter().all(|r| r["avg_ns"].is_null()), "no time is made up: {rows:?}");

@@ -15,13 +15,25 @@ fn main() {
     batch.push(call(0), Record::Function { index: 0, name });
     for i in 0..100_000u64 {
         if i % 8 == 0 {
-            batch.push(call(i), Record::EventRecord { event: 0x5555_0000_1000 + i % 4, stream: 0x5555_0000_2000, api: "cuEventRecord" });
+            batch.push(
+                call(i),
+                Record::EventRecord { event: 0x5555_0000_1000 + i % 4, stream: 0x5555_0000_2000, api: "cuEventRecord" },
+            );
             batch.push(call(i), Record::Wait { event: 0x5555_0000_1000 + i % 4, stream: 0x5555_0000_3000 });
         }
         let first_pointer = batch.pointers.len() as u32;
         batch.pointers.push(PointerArg { address: 0x7f00_1234_0000 + (i % 4) * 0x4000, writes: true });
         batch.pointers.push(PointerArg { address: 0x7f00_1234_4000, writes: false });
-        batch.push(call(i), Record::Kernel { stream: 0x5555_0000_3000, function: 0, first_pointer, pointer_count: 2, api: "cuLaunchKernel" });
+        batch.push(
+            call(i),
+            Record::Kernel {
+                stream: 0x5555_0000_3000,
+                function: 0,
+                first_pointer,
+                pointer_count: 2,
+                api: "cuLaunchKernel",
+            },
+        );
     }
     let records = batch.entries.len();
     let mut best = f64::MAX;

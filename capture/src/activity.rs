@@ -22,7 +22,9 @@ const BUFFER_ALIGN: usize = 8;
 /// CUpti_ActivityMemset2.
 fn time_fields(kind: CUpti_ActivityKind) -> Option<(usize, usize, usize)> {
     match kind {
-        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL | CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_KERNEL => Some((16, 24, 92)),
+        CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL | CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_KERNEL => {
+            Some((16, 24, 92))
+        }
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY => Some((16, 24, 44)),
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET => Some((16, 24, 44)),
         _ => None,
@@ -45,7 +47,13 @@ extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_recor
 }
 
 /// CUPTI hands back a buffer it filled with `valid` bytes of activity records.
-extern "C" fn buffer_completed(_context: cudarc::driver::sys::CUcontext, _stream: u32, buffer: *mut u8, _size: usize, valid: usize) {
+extern "C" fn buffer_completed(
+    _context: cudarc::driver::sys::CUcontext,
+    _stream: u32,
+    buffer: *mut u8,
+    _size: usize,
+    valid: usize,
+) {
     let _ = std::panic::catch_unwind(|| {
         if buffer.is_null() {
             return;

@@ -86,7 +86,12 @@ const MAX_EXTRA_WORDS: usize = 64;
 /// `kernel_params` is not null it holds one pointer per parameter of `params`, each to that parameter's bytes;
 /// otherwise `extra`, when not null, is readable up to its CU_LAUNCH_PARAM_END or `MAX_EXTRA_WORDS` words,
 /// whichever comes first.
-pub unsafe fn launch_pointers(params: &[(usize, usize, bool)], kernel_params: *mut *mut c_void, extra: *mut *mut c_void, out: &mut Vec<PointerArg>) {
+pub unsafe fn launch_pointers(
+    params: &[(usize, usize, bool)],
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    out: &mut Vec<PointerArg>,
+) {
     let start = out.len();
     if !kernel_params.is_null() {
         for (index, &(offset, size, read_only)) in params.iter().enumerate() {
@@ -205,8 +210,11 @@ mod tests {
         let layout = [(0usize, 8usize, true), (8, 8, false), (16, 8, false)];
         let mut out = vec![PointerArg { address: b, writes: false }]; // an earlier launch's word
         let (mut pa, mut pb, mut pb2) = (a, b, b);
-        let mut args: Vec<*mut c_void> =
-            vec![&mut pa as *mut u64 as *mut c_void, &mut pb as *mut u64 as *mut c_void, &mut pb2 as *mut u64 as *mut c_void];
+        let mut args: Vec<*mut c_void> = vec![
+            &mut pa as *mut u64 as *mut c_void,
+            &mut pb as *mut u64 as *mut c_void,
+            &mut pb2 as *mut u64 as *mut c_void,
+        ];
         // Safety: three parameter pointers to live locals, matching the layout.
         unsafe { launch_pointers(&layout, args.as_mut_ptr(), std::ptr::null_mut(), &mut out) };
         assert_eq!(out[1..], [PointerArg { address: a, writes: false }, PointerArg { address: b, writes: true }]);
@@ -242,7 +250,8 @@ mod tests {
             let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
             let data_pages = bytes.len().div_ceil(page).max(1);
             let map_len = (data_pages + 1) * page;
-            let (read_write, private_anonymous) = (libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS);
+            let (read_write, private_anonymous) =
+                (libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS);
             // Safety: a fresh private anonymous mapping; no existing memory is touched.
             let map = unsafe { libc::mmap(std::ptr::null_mut(), map_len, read_write, private_anonymous, -1, 0) };
             assert_ne!(map, libc::MAP_FAILED);
@@ -297,8 +306,17 @@ mod tests {
     fn a_well_formed_extra_at_a_page_end_is_read_to_its_end_and_no_further() {
         let buffer = packed_arguments();
         let mut size = 24usize;
-        let extra = BeforeGuardPage::words(&[POINTER, buffer.start as *mut c_void, SIZE, &mut size as *mut usize as *mut c_void, END]);
-        assert_eq!(from_extra(&extra), [PointerArg { address: A, writes: false }, PointerArg { address: B, writes: true }]);
+        let extra = BeforeGuardPage::words(&[
+            POINTER,
+            buffer.start as *mut c_void,
+            SIZE,
+            &mut size as *mut usize as *mut c_void,
+            END,
+        ]);
+        assert_eq!(
+            from_extra(&extra),
+            [PointerArg { address: A, writes: false }, PointerArg { address: B, writes: true }]
+        );
     }
 
     #[test]
@@ -307,9 +325,14 @@ mod tests {
         let mut size = 24usize;
         let size_at = &mut size as *mut usize as *mut c_void;
         // 32 well-formed pairs and no END: the 64th word is the last one read.
-        let words: Vec<*mut c_void> = (0..32).flat_map(|i| if i % 2 == 0 { [POINTER, buffer.start as *mut c_void] } else { [SIZE, size_at] }).collect();
+        let words: Vec<*mut c_void> = (0..32)
+            .flat_map(|i| if i % 2 == 0 { [POINTER, buffer.start as *mut c_void] } else { [SIZE, size_at] })
+            .collect();
         assert_eq!(words.len(), MAX_EXTRA_WORDS);
-        assert!(from_extra(&BeforeGuardPage::words(&words)).is_empty(), "no END: malformed, nothing read from the buffer");
+        assert!(
+            from_extra(&BeforeGuardPage::words(&words)).is_empty(),
+            "no END: malformed, nothing read from the buffer"
+        );
     }
 
     #[test]
@@ -317,7 +340,9 @@ mod tests {
         let buffer = packed_arguments();
         let mut size = 24usize;
         let size_at = &mut size as *mut usize as *mut c_void;
-        let mut words: Vec<*mut c_void> = (0..31).flat_map(|i| if i % 2 == 0 { [POINTER, buffer.start as *mut c_void] } else { [SIZE, size_at] }).collect();
+        let mut words: Vec<*mut c_void> = (0..31)
+            .flat_map(|i| if i % 2 == 0 { [POINTER, buffer.start as *mut c_void] } else { [SIZE, size_at] })
+            .collect();
         words.push(END);
         assert_eq!(words.len(), MAX_EXTRA_WORDS - 1, "the END at index 62, the last key slot");
         assert_eq!(from_extra(&BeforeGuardPage::words(&words)).len(), 2);
@@ -345,7 +370,13 @@ mod tests {
         assert!(from_extra(&BeforeGuardPage::words(&[SIZE, &mut size as *mut usize as *mut c_void, END])).is_empty());
         assert!(from_extra(&BeforeGuardPage::words(&[POINTER, buffer.start as *mut c_void, END])).is_empty());
         let mut zero = 0usize;
-        let extra = BeforeGuardPage::words(&[POINTER, buffer.start as *mut c_void, SIZE, &mut zero as *mut usize as *mut c_void, END]);
+        let extra = BeforeGuardPage::words(&[
+            POINTER,
+            buffer.start as *mut c_void,
+            SIZE,
+            &mut zero as *mut usize as *mut c_void,
+            END,
+        ]);
         assert!(from_extra(&extra).is_empty());
     }
 
@@ -369,12 +400,27 @@ mod tests {
     fn a_huge_size_reads_only_the_kernels_own_parameters() {
         let buffer = packed_arguments();
         for mut size in [usize::MAX, usize::MAX - 4, 1 << 40] {
-            let extra = BeforeGuardPage::words(&[POINTER, buffer.start as *mut c_void, SIZE, &mut size as *mut usize as *mut c_void, END]);
-            assert_eq!(from_extra(&extra), [PointerArg { address: A, writes: false }, PointerArg { address: B, writes: true }]);
+            let extra = BeforeGuardPage::words(&[
+                POINTER,
+                buffer.start as *mut c_void,
+                SIZE,
+                &mut size as *mut usize as *mut c_void,
+                END,
+            ]);
+            assert_eq!(
+                from_extra(&extra),
+                [PointerArg { address: A, writes: false }, PointerArg { address: B, writes: true }]
+            );
         }
         // A size smaller than the layout: the parameters past it are not read.
         let mut size = 16usize;
-        let extra = BeforeGuardPage::words(&[POINTER, buffer.start as *mut c_void, SIZE, &mut size as *mut usize as *mut c_void, END]);
+        let extra = BeforeGuardPage::words(&[
+            POINTER,
+            buffer.start as *mut c_void,
+            SIZE,
+            &mut size as *mut usize as *mut c_void,
+            END,
+        ]);
         assert_eq!(from_extra(&extra), [PointerArg { address: A, writes: false }]);
     }
 
@@ -382,7 +428,13 @@ mod tests {
     fn a_layout_entry_whose_end_overflows_is_skipped() {
         let buffer = packed_arguments();
         let mut size = usize::MAX;
-        let extra = BeforeGuardPage::words(&[POINTER, buffer.start as *mut c_void, SIZE, &mut size as *mut usize as *mut c_void, END]);
+        let extra = BeforeGuardPage::words(&[
+            POINTER,
+            buffer.start as *mut c_void,
+            SIZE,
+            &mut size as *mut usize as *mut c_void,
+            END,
+        ]);
         let layout = [(usize::MAX - 3, 8usize, false), (0, 8, false)];
         let mut out = Vec::new();
         // Safety: the arrays end at guard pages.

@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering;
 use cudarc::cupti::sys::CUpti_CallbackDomain;
 
 use crate::activity;
-use crate::cost::capture_stats;
 use crate::control::GPU_TIMES;
+use crate::cost::capture_stats;
 use crate::origin::{current_pid, now_ns, thread_id};
 use crate::record::Call;
 use crate::state::{drain_into, STATE};
@@ -49,7 +49,9 @@ pub extern "C" fn flush_at_exit() {
 fn callback_name(cbid: u32) -> String {
     let mut name: *const std::ffi::c_char = std::ptr::null();
     // Safety: asks CUPTI for the static name of a driver-API callback id; writes a pointer into a local.
-    let result = unsafe { cudarc::cupti::sys::cuptiGetCallbackName(CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API, cbid, &mut name) };
+    let result = unsafe {
+        cudarc::cupti::sys::cuptiGetCallbackName(CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API, cbid, &mut name)
+    };
     if result != cudarc::cupti::sys::CUptiResult::CUPTI_SUCCESS || name.is_null() {
         return format!("driver call {cbid}");
     }

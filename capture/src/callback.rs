@@ -17,10 +17,10 @@ use crate::cbid::*;
 use crate::control::{disable, CALL_SITES, ENABLED, NOOP};
 use crate::cost;
 use crate::fork;
+use crate::graph_calls::on_graph_call;
 use crate::origin::{now_ns, thread_id};
 use crate::params::*;
 use crate::pitched::{pitched_extent, PitchedCopyShape};
-use crate::graph_calls::on_graph_call;
 use crate::record::{Call, GraphRecord, Record, SyncTarget};
 use crate::state::{drain_into, state_for_this_process, ProcessState, STATE};
 use crate::unwind::Start;
@@ -34,7 +34,12 @@ thread_local! {
 ///
 /// # Safety
 /// Called by CUPTI only: `data`, for the driver-API domain, is the callback data of the call `cbid`.
-pub unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_CallbackDomain, cbid: u32, data: *const c_void) {
+pub unsafe extern "C" fn on_driver_call(
+    _user: *mut c_void,
+    domain: CUpti_CallbackDomain,
+    cbid: u32,
+    data: *const c_void,
+) {
     if !ENABLED.load(Ordering::Relaxed)
         || NOOP.load(Ordering::Relaxed)
         || data.is_null()
@@ -45,7 +50,8 @@ pub unsafe extern "C" fn on_driver_call(_user: *mut c_void, domain: CUpti_Callba
     // CUPTI calls at entry and at exit; each call is recorded at one of them. The other returns here, before
     // the clock, the thread id or the lock.
     // Safety: CUPTI passes driver-API callback data for the driver domain; `data` is not null.
-    let at_exit = unsafe { (*(data as *const CUpti_CallbackData)).callbackSite } == CUpti_ApiCallbackSite::CUPTI_API_EXIT;
+    let at_exit =
+        unsafe { (*(data as *const CUpti_CallbackData)).callbackSite } == CUpti_ApiCallbackSite::CUPTI_API_EXIT;
     if at_exit != recorded_at_exit(cbid) {
         return;
     }
@@ -153,9 +159,15 @@ unsafe fn written<T: Copy>(out: *const T) -> Option<T> {
 
 fn copy_kind(cbid: u32) -> CopyKind {
     match cbid {
-        CU_MEMCPY_HTOD_V2 | CU_MEMCPY_HTOD_ASYNC_V2 | CU_MEMCPY_HTOD_V2_PTDS | CU_MEMCPY_HTOD_ASYNC_V2_PTSZ => CopyKind::HtoD,
-        CU_MEMCPY_DTOH_V2 | CU_MEMCPY_DTOH_ASYNC_V2 | CU_MEMCPY_DTOH_V2_PTDS | CU_MEMCPY_DTOH_ASYNC_V2_PTSZ => CopyKind::DtoH,
-        CU_MEMCPY_DTOD_V2 | CU_MEMCPY_DTOD_ASYNC_V2 | CU_MEMCPY_DTOD_V2_PTDS | CU_MEMCPY_DTOD_ASYNC_V2_PTSZ => CopyKind::DtoD,
+        CU_MEMCPY_HTOD_V2 | CU_MEMCPY_HTOD_ASYNC_V2 | CU_MEMCPY_HTOD_V2_PTDS | CU_MEMCPY_HTOD_ASYNC_V2_PTSZ => {
+            CopyKind::HtoD
+        }
+        CU_MEMCPY_DTOH_V2 | CU_MEMCPY_DTOH_ASYNC_V2 | CU_MEMCPY_DTOH_V2_PTDS | CU_MEMCPY_DTOH_ASYNC_V2_PTSZ => {
+            CopyKind::DtoH
+        }
+        CU_MEMCPY_DTOD_V2 | CU_MEMCPY_DTOD_ASYNC_V2 | CU_MEMCPY_DTOD_V2_PTDS | CU_MEMCPY_DTOD_ASYNC_V2_PTSZ => {
+            CopyKind::DtoD
+        }
         CU_MEMCPY_PEER | CU_MEMCPY_PEER_ASYNC | CU_MEMCPY_PEER_ASYNC_PTSZ => CopyKind::PtoP,
         _ => CopyKind::Default,
     }
@@ -211,15 +223,25 @@ fn set_2d(state: &ProcessState, p: &Memset2D, cbid: u32, stream: u64, synchronou
 
 fn memset_width(cbid: u32) -> u64 {
     match cbid {
-        CU_MEMSET_D16_V2 | CU_MEMSET_D16_ASYNC | CU_MEMSET_D16_V2_PTDS | CU_MEMSET_D16_ASYNC_PTSZ | CU_MEMSET_D2D16_V2
-        | CU_MEMSET_D2D16_ASYNC | CU_MEMSET_D2D16_V2_PTDS
+        CU_MEMSET_D16_V2
+        | CU_MEMSET_D16_ASYNC
+        | CU_MEMSET_D16_V2_PTDS
+        | CU_MEMSET_D16_ASYNC_PTSZ
+        | CU_MEMSET_D2D16_V2
+        | CU_MEMSET_D2D16_ASYNC
+        | CU_MEMSET_D2D16_V2_PTDS
         | CU_MEMSET_D2D16_ASYNC_PTSZ => 2,
-        CU_MEMSET_D32_V2 | CU_MEMSET_D32_ASYNC | CU_MEMSET_D32_V2_PTDS | CU_MEMSET_D32_ASYNC_PTSZ | CU_MEMSET_D2D32_V2
-        | CU_MEMSET_D2D32_ASYNC | CU_MEMSET_D2D32_V2_PTDS | CU_MEMSET_D2D32_ASYNC_PTSZ => 4,
+        CU_MEMSET_D32_V2
+        | CU_MEMSET_D32_ASYNC
+        | CU_MEMSET_D32_V2_PTDS
+        | CU_MEMSET_D32_ASYNC_PTSZ
+        | CU_MEMSET_D2D32_V2
+        | CU_MEMSET_D2D32_ASYNC
+        | CU_MEMSET_D2D32_V2_PTDS
+        | CU_MEMSET_D2D32_ASYNC_PTSZ => 4,
         _ => 1,
     }
 }
-
 
 /// Records one driver call. Each arm reads the parameter block of its calls (the one unsafe step: naming the
 /// block's layout, params.rs) and records in safe code.
@@ -241,7 +263,9 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             let Some(p) = (unsafe { data.params::<LaunchCooperativeKernel>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
             // Safety: the launch's own parameter array, valid while the driver is in the call.
-            unsafe { state.kernel(call, stream, p.f, p.kernelParams, std::ptr::null_mut(), "cuLaunchCooperativeKernel") };
+            unsafe {
+                state.kernel(call, stream, p.f, p.kernelParams, std::ptr::null_mut(), "cuLaunchCooperativeKernel")
+            };
         }
         CU_LAUNCH_KERNEL_EX | CU_LAUNCH_KERNEL_EX_PTSZ if enter => {
             // Safety: cuLaunchKernelEx's block is LaunchKernelEx.
@@ -261,39 +285,104 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: the launch's own argument arrays, valid while the driver is in the call.
             unsafe { state.kernel(call, stream, p.f, p.kernelParams, p.extra, "cuLaunchKernelEx") };
         }
-        CU_MEMCPY | CU_MEMCPY_PTDS | CU_MEMCPY_HTOD_V2 | CU_MEMCPY_HTOD_V2_PTDS | CU_MEMCPY_DTOH_V2
-        | CU_MEMCPY_DTOH_V2_PTDS | CU_MEMCPY_DTOD_V2 | CU_MEMCPY_DTOD_V2_PTDS
+        CU_MEMCPY
+        | CU_MEMCPY_PTDS
+        | CU_MEMCPY_HTOD_V2
+        | CU_MEMCPY_HTOD_V2_PTDS
+        | CU_MEMCPY_DTOH_V2
+        | CU_MEMCPY_DTOH_V2_PTDS
+        | CU_MEMCPY_DTOD_V2
+        | CU_MEMCPY_DTOD_V2_PTDS
             if enter =>
         {
             // Safety: the synchronous copies' blocks start (dst, src, ByteCount): Memcpy.
             let Some(p) = (unsafe { data.params::<Memcpy>() }) else { return };
             let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
             let memory = state.copy_memory(copy_kind(cbid), p.src, p.dst);
-            state.emit(call, Record::Memcpy { stream, copy: copy_kind(cbid), src: p.src, dst: p.dst, bytes: p.ByteCount as u64, synchronous: true, memory, api: "cuMemcpy" });
+            state.emit(
+                call,
+                Record::Memcpy {
+                    stream,
+                    copy: copy_kind(cbid),
+                    src: p.src,
+                    dst: p.dst,
+                    bytes: p.ByteCount as u64,
+                    synchronous: true,
+                    memory,
+                    api: "cuMemcpy",
+                },
+            );
         }
-        CU_MEMCPY_ASYNC | CU_MEMCPY_ASYNC_PTSZ | CU_MEMCPY_HTOD_ASYNC_V2 | CU_MEMCPY_HTOD_ASYNC_V2_PTSZ
-        | CU_MEMCPY_DTOH_ASYNC_V2 | CU_MEMCPY_DTOH_ASYNC_V2_PTSZ | CU_MEMCPY_DTOD_ASYNC_V2 | CU_MEMCPY_DTOD_ASYNC_V2_PTSZ
+        CU_MEMCPY_ASYNC
+        | CU_MEMCPY_ASYNC_PTSZ
+        | CU_MEMCPY_HTOD_ASYNC_V2
+        | CU_MEMCPY_HTOD_ASYNC_V2_PTSZ
+        | CU_MEMCPY_DTOH_ASYNC_V2
+        | CU_MEMCPY_DTOH_ASYNC_V2_PTSZ
+        | CU_MEMCPY_DTOD_ASYNC_V2
+        | CU_MEMCPY_DTOD_ASYNC_V2_PTSZ
             if enter =>
         {
             // Safety: the asynchronous copies' blocks are (dst, src, ByteCount, hStream): MemcpyAsync.
             let Some(p) = (unsafe { data.params::<MemcpyAsync>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
             let memory = state.copy_memory(copy_kind(cbid), p.src, p.dst);
-            state.emit(call, Record::Memcpy { stream, copy: copy_kind(cbid), src: p.src, dst: p.dst, bytes: p.ByteCount as u64, synchronous: false, memory, api: "cuMemcpyAsync" });
+            state.emit(
+                call,
+                Record::Memcpy {
+                    stream,
+                    copy: copy_kind(cbid),
+                    src: p.src,
+                    dst: p.dst,
+                    bytes: p.ByteCount as u64,
+                    synchronous: false,
+                    memory,
+                    api: "cuMemcpyAsync",
+                },
+            );
         }
         CU_MEMCPY_PEER | CU_MEMCPY_PEER_PTDS if enter => {
             // Safety: cuMemcpyPeer's block is MemcpyPeer.
             let Some(p) = (unsafe { data.params::<MemcpyPeer>() }) else { return };
             let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
-            state.emit(call, Record::Memcpy { stream, copy: CopyKind::PtoP, src: p.srcDevice, dst: p.dstDevice, bytes: p.ByteCount as u64, synchronous: true, memory: (MemoryKind::Device, MemoryKind::Device), api: "cuMemcpyPeer" });
+            state.emit(
+                call,
+                Record::Memcpy {
+                    stream,
+                    copy: CopyKind::PtoP,
+                    src: p.srcDevice,
+                    dst: p.dstDevice,
+                    bytes: p.ByteCount as u64,
+                    synchronous: true,
+                    memory: (MemoryKind::Device, MemoryKind::Device),
+                    api: "cuMemcpyPeer",
+                },
+            );
         }
         CU_MEMCPY_PEER_ASYNC | CU_MEMCPY_PEER_ASYNC_PTSZ if enter => {
             // Safety: cuMemcpyPeerAsync's block is MemcpyPeerAsync.
             let Some(p) = (unsafe { data.params::<MemcpyPeerAsync>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
-            state.emit(call, Record::Memcpy { stream, copy: CopyKind::PtoP, src: p.srcDevice, dst: p.dstDevice, bytes: p.ByteCount as u64, synchronous: false, memory: (MemoryKind::Device, MemoryKind::Device), api: "cuMemcpyPeerAsync" });
+            state.emit(
+                call,
+                Record::Memcpy {
+                    stream,
+                    copy: CopyKind::PtoP,
+                    src: p.srcDevice,
+                    dst: p.dstDevice,
+                    bytes: p.ByteCount as u64,
+                    synchronous: false,
+                    memory: (MemoryKind::Device, MemoryKind::Device),
+                    api: "cuMemcpyPeerAsync",
+                },
+            );
         }
-        CU_MEMSET_D8_V2 | CU_MEMSET_D16_V2 | CU_MEMSET_D32_V2 | CU_MEMSET_D8_V2_PTDS | CU_MEMSET_D16_V2_PTDS | CU_MEMSET_D32_V2_PTDS
+        CU_MEMSET_D8_V2
+        | CU_MEMSET_D16_V2
+        | CU_MEMSET_D32_V2
+        | CU_MEMSET_D8_V2_PTDS
+        | CU_MEMSET_D16_V2_PTDS
+        | CU_MEMSET_D32_V2_PTDS
             if enter =>
         {
             // Safety: the synchronous sets' blocks are (dstDevice, value, N), the value padded alike: Memset.
@@ -301,9 +390,16 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
             let bytes = (p.N as u64).saturating_mul(memset_width(cbid));
             let memory = state.memory_at(p.dstDevice);
-            state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: true, memory, api: "cuMemset" });
+            state.emit(
+                call,
+                Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: true, memory, api: "cuMemset" },
+            );
         }
-        CU_MEMSET_D8_ASYNC | CU_MEMSET_D16_ASYNC | CU_MEMSET_D32_ASYNC | CU_MEMSET_D8_ASYNC_PTSZ | CU_MEMSET_D16_ASYNC_PTSZ
+        CU_MEMSET_D8_ASYNC
+        | CU_MEMSET_D16_ASYNC
+        | CU_MEMSET_D32_ASYNC
+        | CU_MEMSET_D8_ASYNC_PTSZ
+        | CU_MEMSET_D16_ASYNC_PTSZ
         | CU_MEMSET_D32_ASYNC_PTSZ
             if enter =>
         {
@@ -312,9 +408,14 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             let stream = state.stream(call, context, device, p.hStream, pt);
             let bytes = (p.N as u64).saturating_mul(memset_width(cbid));
             let memory = state.memory_at(p.dstDevice);
-            state.emit(call, Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: false, memory, api: "cuMemsetAsync" });
+            state.emit(
+                call,
+                Record::Memset { stream, dst: p.dstDevice, bytes, synchronous: false, memory, api: "cuMemsetAsync" },
+            );
         }
-        CU_MEMCPY_2D_V2 | CU_MEMCPY_2D_UNALIGNED_V2 | CU_MEMCPY_2D_V2_PTDS | CU_MEMCPY_2D_UNALIGNED_V2_PTDS if enter => {
+        CU_MEMCPY_2D_V2 | CU_MEMCPY_2D_UNALIGNED_V2 | CU_MEMCPY_2D_V2_PTDS | CU_MEMCPY_2D_UNALIGNED_V2_PTDS
+            if enter =>
+        {
             // Safety: the synchronous 2D copies' block is the descriptor pointer: PitchedCopy<Memcpy2D>.
             let Some(p) = (unsafe { data.params::<PitchedCopy<Memcpy2D>>() }) else { return };
             // Safety: the descriptor the program passed to the call, valid while the call runs.
@@ -362,7 +463,11 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             let copies = unsafe { batch_copies(&p.copies) };
             state.batch_copy(call, stream, &copies, "cuMemcpyBatchAsync");
         }
-        CU_MEMSET_D2D8_V2 | CU_MEMSET_D2D16_V2 | CU_MEMSET_D2D32_V2 | CU_MEMSET_D2D8_V2_PTDS | CU_MEMSET_D2D16_V2_PTDS
+        CU_MEMSET_D2D8_V2
+        | CU_MEMSET_D2D16_V2
+        | CU_MEMSET_D2D32_V2
+        | CU_MEMSET_D2D8_V2_PTDS
+        | CU_MEMSET_D2D16_V2_PTDS
         | CU_MEMSET_D2D32_V2_PTDS
             if enter =>
         {
@@ -371,8 +476,12 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             let stream = state.stream(call, context, device, std::ptr::null_mut(), pt);
             state.emit(call, set_2d(state, p, cbid, stream, true));
         }
-        CU_MEMSET_D2D8_ASYNC | CU_MEMSET_D2D16_ASYNC | CU_MEMSET_D2D32_ASYNC | CU_MEMSET_D2D8_ASYNC_PTSZ
-        | CU_MEMSET_D2D16_ASYNC_PTSZ | CU_MEMSET_D2D32_ASYNC_PTSZ
+        CU_MEMSET_D2D8_ASYNC
+        | CU_MEMSET_D2D16_ASYNC
+        | CU_MEMSET_D2D32_ASYNC
+        | CU_MEMSET_D2D8_ASYNC_PTSZ
+        | CU_MEMSET_D2D16_ASYNC_PTSZ
+        | CU_MEMSET_D2D32_ASYNC_PTSZ
             if enter =>
         {
             // Safety: the asynchronous 2D sets' blocks are Memset2D followed by the stream: Memset2DAsync.
@@ -380,7 +489,9 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             let stream = state.stream(call, context, device, p.hStream, pt);
             state.emit(call, set_2d(state, &p.set, cbid, stream, false));
         }
-        CU_EVENT_RECORD | CU_EVENT_RECORD_PTSZ | CU_EVENT_RECORD_WITH_FLAGS | CU_EVENT_RECORD_WITH_FLAGS_PTSZ if enter => {
+        CU_EVENT_RECORD | CU_EVENT_RECORD_PTSZ | CU_EVENT_RECORD_WITH_FLAGS | CU_EVENT_RECORD_WITH_FLAGS_PTSZ
+            if enter =>
+        {
             // Safety: cuEventRecord's block, and the start of cuEventRecordWithFlags's, is EventRecord.
             let Some(p) = (unsafe { data.params::<EventRecord>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
@@ -415,13 +526,19 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: cuStreamQuery's block is its stream handle.
             let Some(p) = (unsafe { data.params::<OneHandle>() }) else { return };
             let stream = state.stream(call, context, device, p.handle, pt);
-            state.emit(call, Record::Query { target: SyncTarget::Stream(stream), ready: data.succeeded(), api: "cuStreamQuery" });
+            state.emit(
+                call,
+                Record::Query { target: SyncTarget::Stream(stream), ready: data.succeeded(), api: "cuStreamQuery" },
+            );
         }
         CU_EVENT_QUERY if !enter => {
             // Safety: cuEventQuery's block is its event handle.
             let Some(p) = (unsafe { data.params::<OneHandle>() }) else { return };
             let event = state.event(call, p.handle as u64);
-            state.emit(call, Record::Query { target: SyncTarget::Event(event), ready: data.succeeded(), api: "cuEventQuery" });
+            state.emit(
+                call,
+                Record::Query { target: SyncTarget::Event(event), ready: data.succeeded(), api: "cuEventQuery" },
+            );
         }
         CU_STREAM_CREATE | CU_STREAM_CREATE_WITH_PRIORITY if !enter && data.succeeded() => {
             // Safety: cuStreamCreate's block is StreamCreate less `priority`, read only for cuStreamCreateWithPriority.
@@ -464,7 +581,14 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: the call succeeded, so the driver wrote the address through `dptr`.
             if let Some(address) = unsafe { written(p.dptr) } {
                 let stream = state.stream(call, context, device, p.hStream, pt);
-                state.allocated(call, address, p.bytesize as u64, AllocKind::StreamOrdered, Some(stream), "cuMemAllocAsync");
+                state.allocated(
+                    call,
+                    address,
+                    p.bytesize as u64,
+                    AllocKind::StreamOrdered,
+                    Some(stream),
+                    "cuMemAllocAsync",
+                );
             }
         }
         CU_MEM_ALLOC_FROM_POOL_ASYNC | CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ if !enter && data.succeeded() => {
@@ -473,7 +597,14 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: the call succeeded, so the driver wrote the address through `dptr`.
             if let Some(address) = unsafe { written(p.dptr) } {
                 let stream = state.stream(call, context, device, p.hStream, pt);
-                state.allocated(call, address, p.bytesize as u64, AllocKind::StreamOrdered, Some(stream), "cuMemAllocFromPoolAsync");
+                state.allocated(
+                    call,
+                    address,
+                    p.bytesize as u64,
+                    AllocKind::StreamOrdered,
+                    Some(stream),
+                    "cuMemAllocFromPoolAsync",
+                );
             }
         }
         CU_MEM_HOST_ALLOC | CU_MEM_ALLOC_HOST_V2 if !enter && data.succeeded() => {
@@ -524,7 +655,10 @@ fn on_call(state: &mut ProcessState, data: &CallData, call: Call, device: Option
             // Safety: cuGraphLaunch's block is GraphLaunch.
             let Some(p) = (unsafe { data.params::<GraphLaunch>() }) else { return };
             let stream = state.stream(call, context, device, p.hStream, pt);
-            state.emit(call, Record::Graph { graph: GraphRecord::Launch { exec: p.hGraph as u64, stream }, api: "cuGraphLaunch" });
+            state.emit(
+                call,
+                Record::Graph { graph: GraphRecord::Launch { exec: p.hGraph as u64, stream }, api: "cuGraphLaunch" },
+            );
         }
         _ => {
             on_graph_call(state, data, call, context, device);

@@ -124,7 +124,12 @@ pub fn detail_lines(name_of: impl Fn(u32) -> String) -> Option<String> {
     let us = |ns: u64| ns as f64 / 1e3;
     let mut text = String::from("streamtrace: capture cost by driver call (calls, total us, us a call):\n");
     for (ns, calls, cbid) in by_call {
-        text += &format!("streamtrace:   {:<36} {calls:>9} {:>12.1} {:>8.2}\n", name_of(cbid), us(ns), us(ns) / calls as f64);
+        text += &format!(
+            "streamtrace:   {:<36} {calls:>9} {:>12.1} {:>8.2}\n",
+            name_of(cbid),
+            us(ns),
+            us(ns) / calls as f64
+        );
     }
     let total = CALLBACK_NS.load(Ordering::Relaxed);
     text += &format!(

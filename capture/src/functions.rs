@@ -26,7 +26,9 @@ pub fn describe(handle: *mut c_void) -> FunctionInfo {
     let (mangled, kind) = match name_of(handle) {
         Some((mangled, kind)) => (mangled, Some(kind)),
         None => {
-            let kind = [HandleKind::Kernel, HandleKind::Function].into_iter().find(|&kind| param_info(handle, kind, 0).is_some());
+            let kind = [HandleKind::Kernel, HandleKind::Function]
+                .into_iter()
+                .find(|&kind| param_info(handle, kind, 0).is_some());
             ("kernel".to_string(), kind)
         }
     };
@@ -78,9 +80,13 @@ fn param_info(handle: *mut c_void, kind: HandleKind, index: usize) -> Option<(us
     let (mut offset, mut size) = (0usize, 0usize);
     let found = match kind {
         // Safety: out-pointers to locals; an invalid index or handle returns an error code.
-        HandleKind::Function => unsafe { cu::cuFuncGetParamInfo(handle as cu::CUfunction, index, &mut offset, &mut size) },
+        HandleKind::Function => unsafe {
+            cu::cuFuncGetParamInfo(handle as cu::CUfunction, index, &mut offset, &mut size)
+        },
         // Safety: as above, for the CUkernel form.
-        HandleKind::Kernel => unsafe { cu::cuKernelGetParamInfo(handle as cu::CUkernel, index, &mut offset, &mut size) },
+        HandleKind::Kernel => unsafe {
+            cu::cuKernelGetParamInfo(handle as cu::CUkernel, index, &mut offset, &mut size)
+        },
     } == cu::CUresult::CUDA_SUCCESS;
     found.then_some((offset, size))
 }

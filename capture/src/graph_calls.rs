@@ -33,9 +33,14 @@ pub fn on_graph_call(state: &mut ProcessState, data: &CallData, call: Call, cont
         return true;
     }
     let pt = per_thread(cbid);
-    let emit = |state: &mut ProcessState, graph: GraphRecord, api: &'static str| state.emit(call, Record::Graph { graph, api });
+    let emit = |state: &mut ProcessState, graph: GraphRecord, api: &'static str| {
+        state.emit(call, Record::Graph { graph, api })
+    };
     match cbid {
-        CU_STREAM_BEGIN_CAPTURE | CU_STREAM_BEGIN_CAPTURE_PTSZ | CU_STREAM_BEGIN_CAPTURE_V2 | CU_STREAM_BEGIN_CAPTURE_V2_PTSZ => {
+        CU_STREAM_BEGIN_CAPTURE
+        | CU_STREAM_BEGIN_CAPTURE_PTSZ
+        | CU_STREAM_BEGIN_CAPTURE_V2
+        | CU_STREAM_BEGIN_CAPTURE_V2_PTSZ => {
             // Safety: every cuStreamBeginCapture form's block starts with the stream: BeginCapture.
             let Some(p) = (unsafe { data.params::<BeginCapture>() }) else { return true };
             let stream = state.stream(call, context, device, p.hStream, pt);
@@ -45,14 +50,22 @@ pub fn on_graph_call(state: &mut ProcessState, data: &CallData, call: Call, cont
             // Safety: cuStreamBeginCaptureToGraph's block starts (hStream, hGraph): BeginCaptureToGraph.
             let Some(p) = (unsafe { data.params::<BeginCaptureToGraph>() }) else { return true };
             let stream = state.stream(call, context, device, p.hStream, pt);
-            emit(state, GraphRecord::CaptureBegin { stream, into: Some(p.hGraph as u64) }, "cuStreamBeginCaptureToGraph");
+            emit(
+                state,
+                GraphRecord::CaptureBegin { stream, into: Some(p.hGraph as u64) },
+                "cuStreamBeginCaptureToGraph",
+            );
         }
         CU_STREAM_END_CAPTURE | CU_STREAM_END_CAPTURE_PTSZ => {
             // Safety: cuStreamEndCapture's block is EndCapture.
             let Some(p) = (unsafe { data.params::<EndCapture>() }) else { return true };
             let stream = state.stream(call, context, device, p.hStream, pt);
             // Safety: written by the driver when the call succeeded; null-checked.
-            let graph = if data.succeeded() { unsafe { p.phGraph.as_ref() }.map(|g| *g as u64).filter(|&g| g != 0) } else { None };
+            let graph = if data.succeeded() {
+                unsafe { p.phGraph.as_ref() }.map(|g| *g as u64).filter(|&g| g != 0)
+            } else {
+                None
+            };
             emit(state, GraphRecord::CaptureEnd { stream, graph }, "cuStreamEndCapture");
         }
         CU_GRAPH_CREATE | CU_GRAPH_CLONE => {
@@ -101,7 +114,10 @@ pub fn on_graph_call(state: &mut ProcessState, data: &CallData, call: Call, cont
             let deps = unsafe { handles(p.dependencies, p.numDependencies) };
             add_node(state, call, p.phGraphNode, p.hGraph, deps, body, "cuGraphAdd*Node");
         }
-        CU_GRAPH_ADD_DEPENDENCIES | CU_GRAPH_REMOVE_DEPENDENCIES | CU_GRAPH_ADD_DEPENDENCIES_V2 | CU_GRAPH_REMOVE_DEPENDENCIES_V2 => {
+        CU_GRAPH_ADD_DEPENDENCIES
+        | CU_GRAPH_REMOVE_DEPENDENCIES
+        | CU_GRAPH_ADD_DEPENDENCIES_V2
+        | CU_GRAPH_REMOVE_DEPENDENCIES_V2 => {
             let v2 = matches!(cbid, CU_GRAPH_ADD_DEPENDENCIES_V2 | CU_GRAPH_REMOVE_DEPENDENCIES_V2);
             let edges = if v2 {
                 // Safety: the _v2 block is DependenciesWithEdges.
@@ -134,7 +150,11 @@ pub fn on_graph_call(state: &mut ProcessState, data: &CallData, call: Call, cont
             let Some(&graph) = state.graph_of_node.get(&node) else { return true };
             // Safety: the parameter word is the setter's pointer or handle for `cbid`.
             let body = unsafe { setter_body(state, call, cbid, p.params) };
-            emit(state, GraphRecord::NodeUpdate { owner: NodeOwner::Graph(graph), node, body }, "cuGraph*NodeSetParams");
+            emit(
+                state,
+                GraphRecord::NodeUpdate { owner: NodeOwner::Graph(graph), node, body },
+                "cuGraph*NodeSetParams",
+            );
         }
         CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS
         | CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2
@@ -148,7 +168,8 @@ pub fn on_graph_call(state: &mut ProcessState, data: &CallData, call: Call, cont
             let Some(p) = (unsafe { data.params::<ExecNodeSet<*const c_void>>() }) else { return true };
             // Safety: the parameter word is the setter's pointer or handle for `cbid`.
             let body = unsafe { setter_body(state, call, cbid, p.params) };
-            let record = GraphRecord::NodeUpdate { owner: NodeOwner::Exec(p.hGraphExec as u64), node: p.hNode as u64, body };
+            let record =
+                GraphRecord::NodeUpdate { owner: NodeOwner::Exec(p.hGraphExec as u64), node: p.hNode as u64, body };
             emit(state, record, "cuGraphExec*NodeSetParams");
         }
         CU_GRAPH_DESTROY_NODE => {
@@ -173,7 +194,11 @@ pub fn on_graph_call(state: &mut ProcessState, data: &CallData, call: Call, cont
         CU_GRAPH_EXEC_UPDATE | CU_GRAPH_EXEC_UPDATE_V2 => {
             // Safety: both versions start (hGraphExec, hGraph): ExecUpdate.
             let Some(p) = (unsafe { data.params::<ExecUpdate>() }) else { return true };
-            emit(state, GraphRecord::ExecUpdate { exec: p.hGraphExec as u64, graph: p.hGraph as u64 }, "cuGraphExecUpdate");
+            emit(
+                state,
+                GraphRecord::ExecUpdate { exec: p.hGraphExec as u64, graph: p.hGraph as u64 },
+                "cuGraphExecUpdate",
+            );
         }
         CU_GRAPH_DESTROY => {
             // Safety: cuGraphDestroy's block is its graph handle.
@@ -192,12 +217,23 @@ pub fn on_graph_call(state: &mut ProcessState, data: &CallData, call: Call, cont
     true
 }
 
-fn add_node(state: &mut ProcessState, call: Call, out: *mut Handle, graph: Handle, deps: Vec<u64>, body: NodeBody, api: &'static str) {
+fn add_node(
+    state: &mut ProcessState,
+    call: Call,
+    out: *mut Handle,
+    graph: Handle,
+    deps: Vec<u64>,
+    body: NodeBody,
+    api: &'static str,
+) {
     // Safety: the call succeeded, so the driver wrote the new node through `out`; null-checked.
     let Some(node) = (unsafe { out.as_ref() }).map(|n| *n as u64) else { return };
     let graph = graph as u64;
     state.graph_of_node.insert(node, graph);
-    state.emit(call, Record::Graph { graph: GraphRecord::Node { graph, node, deps: deps.into_boxed_slice(), body }, api });
+    state.emit(
+        call,
+        Record::Graph { graph: GraphRecord::Node { graph, node, deps: deps.into_boxed_slice(), body }, api },
+    );
 }
 
 /// `count` handles from `list`; none when it is null or the count is past belief.
@@ -260,8 +296,12 @@ unsafe fn setter_body(state: &mut ProcessState, call: Call, cbid: u32, word: *co
         CU_GRAPH_KERNEL_NODE_SET_PARAMS_V2 | CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2 => unsafe {
             kernel_body(state, call, word as *const KernelNodeParams, true)
         },
-        CU_GRAPH_MEMCPY_NODE_SET_PARAMS | CU_GRAPH_EXEC_MEMCPY_NODE_SET_PARAMS => unsafe { copy_body(state, word as *const Memcpy3D) },
-        CU_GRAPH_MEMSET_NODE_SET_PARAMS | CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS => unsafe { set_body(word as *const MemsetNodeParams) },
+        CU_GRAPH_MEMCPY_NODE_SET_PARAMS | CU_GRAPH_EXEC_MEMCPY_NODE_SET_PARAMS => unsafe {
+            copy_body(state, word as *const Memcpy3D)
+        },
+        CU_GRAPH_MEMSET_NODE_SET_PARAMS | CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS => unsafe {
+            set_body(word as *const MemsetNodeParams)
+        },
         CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS => NodeBody::Child { graph: word as u64 },
         CU_GRAPH_EVENT_RECORD_NODE_SET_EVENT | CU_GRAPH_EXEC_EVENT_RECORD_NODE_SET_EVENT => {
             event_node(state, call, NodeKind::EventRecord, word as u64)

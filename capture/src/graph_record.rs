@@ -35,21 +35,62 @@ pub enum NodeOwner {
 
 #[derive(Clone, Debug)]
 pub enum GraphRecord {
-    CaptureBegin { stream: u64, into: Option<u64> },
+    CaptureBegin {
+        stream: u64,
+        into: Option<u64>,
+    },
     /// `graph` is none when the capture failed or was invalidated.
-    CaptureEnd { stream: u64, graph: Option<u64> },
-    Create { graph: u64 },
+    CaptureEnd {
+        stream: u64,
+        graph: Option<u64>,
+    },
+    Create {
+        graph: u64,
+    },
     /// `deps` are the node handles it depends on.
-    Node { graph: u64, node: u64, deps: Box<[u64]>, body: NodeBody },
-    NodeUpdate { owner: NodeOwner, node: u64, body: NodeBody },
-    Dependencies { graph: u64, node: u64, deps: Box<[u64]>, added: bool },
-    NodeDestroy { graph: u64, node: u64 },
-    Clone { graph: u64, original: u64 },
-    Instantiate { graph: u64, exec: u64 },
-    ExecUpdate { exec: u64, graph: u64 },
-    Destroy { graph: u64 },
-    ExecDestroy { exec: u64 },
-    Launch { exec: u64, stream: u64 },
+    Node {
+        graph: u64,
+        node: u64,
+        deps: Box<[u64]>,
+        body: NodeBody,
+    },
+    NodeUpdate {
+        owner: NodeOwner,
+        node: u64,
+        body: NodeBody,
+    },
+    Dependencies {
+        graph: u64,
+        node: u64,
+        deps: Box<[u64]>,
+        added: bool,
+    },
+    NodeDestroy {
+        graph: u64,
+        node: u64,
+    },
+    Clone {
+        graph: u64,
+        original: u64,
+    },
+    Instantiate {
+        graph: u64,
+        exec: u64,
+    },
+    ExecUpdate {
+        exec: u64,
+        graph: u64,
+    },
+    Destroy {
+        graph: u64,
+    },
+    ExecDestroy {
+        exec: u64,
+    },
+    Launch {
+        exec: u64,
+        stream: u64,
+    },
 }
 
 impl GraphRecord {
@@ -128,7 +169,9 @@ impl NodeBody {
                     .name(Field::Name, names.get(*function as usize).map_or("kernel", |n| n))
                     .pointers(
                         Field::Pointers,
-                        pointers.iter().map(|p| (p.address, if p.writes { AccessFlag::Write } else { AccessFlag::Read })),
+                        pointers
+                            .iter()
+                            .map(|p| (p.address, if p.writes { AccessFlag::Write } else { AccessFlag::Read })),
                     );
             }
             NodeBody::Copy { from, to } => {

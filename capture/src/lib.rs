@@ -72,7 +72,9 @@ pub unsafe extern "C" fn streamtrace_framework_record(text: *const u8, len: usiz
     // Safety: the caller passes `len` readable bytes.
     let bytes = unsafe { std::slice::from_raw_parts(text, len) };
     match std::str::from_utf8(bytes) {
-        Ok(line) if line.trim_start().starts_with('{') => framework_record(|call, state| state.pending.push_raw(call, line).map_or(-1, |()| 0)),
+        Ok(line) if line.trim_start().starts_with('{') => {
+            framework_record(|call, state| state.pending.push_raw(call, line).map_or(-1, |()| 0))
+        }
         _ => -1,
     }
 }

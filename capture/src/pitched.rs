@@ -48,17 +48,37 @@ impl PitchedCopyShape {
     }
 
     pub fn of_3d(c: &Memcpy3D) -> PitchedCopyShape {
-        let side = |memory_type, host, device, x: usize, y: usize, z: usize, pitch: usize, slice_rows: usize| PitchedSide {
-            memory_type,
-            host,
-            device,
-            offset: (x as u64)
-                .saturating_add((z as u64).saturating_mul(slice_rows as u64).saturating_add(y as u64).saturating_mul(pitch as u64)),
-            extent: pitched_extent(pitch, c.WidthInBytes as u64, c.Height, c.Depth, slice_rows),
-        };
+        let side =
+            |memory_type, host, device, x: usize, y: usize, z: usize, pitch: usize, slice_rows: usize| PitchedSide {
+                memory_type,
+                host,
+                device,
+                offset: (x as u64).saturating_add(
+                    (z as u64).saturating_mul(slice_rows as u64).saturating_add(y as u64).saturating_mul(pitch as u64),
+                ),
+                extent: pitched_extent(pitch, c.WidthInBytes as u64, c.Height, c.Depth, slice_rows),
+            };
         PitchedCopyShape {
-            src: side(c.srcMemoryType, c.srcHost as u64, c.srcDevice, c.srcXInBytes, c.srcY, c.srcZ, c.srcPitch, c.srcHeight),
-            dst: side(c.dstMemoryType, c.dstHost as u64, c.dstDevice, c.dstXInBytes, c.dstY, c.dstZ, c.dstPitch, c.dstHeight),
+            src: side(
+                c.srcMemoryType,
+                c.srcHost as u64,
+                c.srcDevice,
+                c.srcXInBytes,
+                c.srcY,
+                c.srcZ,
+                c.srcPitch,
+                c.srcHeight,
+            ),
+            dst: side(
+                c.dstMemoryType,
+                c.dstHost as u64,
+                c.dstDevice,
+                c.dstXInBytes,
+                c.dstY,
+                c.dstZ,
+                c.dstPitch,
+                c.dstHeight,
+            ),
         }
     }
 }

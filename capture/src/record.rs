@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use streamtrace_format::{
-    push_escaped, push_number, AccessFlag, AllocKind, CopyKind, Field, FreeKind, MemoryKind, RecordKind, RecordLine, StreamKind,
+    push_escaped, push_number, AccessFlag, AllocKind, CopyKind, Field, FreeKind, MemoryKind, RecordKind, RecordLine,
+    StreamKind,
 };
 
 use crate::args::PointerArg;
@@ -29,17 +30,50 @@ pub enum SyncTarget {
 
 #[derive(Clone, Debug)]
 pub enum Record {
-    Stream { handle: u64, kind: StreamKind, priority: Option<i32>, context: u32, device: Option<u32> },
-    Event { handle: u64 },
+    Stream {
+        handle: u64,
+        kind: StreamKind,
+        priority: Option<i32>,
+        context: u32,
+        device: Option<u32>,
+    },
+    Event {
+        handle: u64,
+    },
     /// A launch of the kernel declared by the `Function` record `function`; its pointer words are
     /// `pointers[first_pointer..first_pointer + pointer_count]` of the batch (no allocation per launch).
-    Kernel { stream: u64, function: u32, first_pointer: u32, pointer_count: u32, api: &'static str },
+    Kernel {
+        stream: u64,
+        function: u32,
+        first_pointer: u32,
+        pointer_count: u32,
+        api: &'static str,
+    },
     /// Names kernel `index` for the writer, which keeps the names across batches; writes no line.
-    Function { index: u32, name: Arc<str> },
+    Function {
+        index: u32,
+        name: Arc<str>,
+    },
     /// `memory`: what the source and the destination are (pageable or pinned host, device, managed), which
     /// decides whether the call makes the host wait.
-    Memcpy { stream: u64, copy: CopyKind, src: u64, dst: u64, bytes: u64, synchronous: bool, memory: (MemoryKind, MemoryKind), api: &'static str },
-    Memset { stream: u64, dst: u64, bytes: u64, synchronous: bool, memory: MemoryKind, api: &'static str },
+    Memcpy {
+        stream: u64,
+        copy: CopyKind,
+        src: u64,
+        dst: u64,
+        bytes: u64,
+        synchronous: bool,
+        memory: (MemoryKind, MemoryKind),
+        api: &'static str,
+    },
+    Memset {
+        stream: u64,
+        dst: u64,
+        bytes: u64,
+        synchronous: bool,
+        memory: MemoryKind,
+        api: &'static str,
+    },
     /// A 2D or 3D copy: each side as `(first byte, extent)`, absent for a CUDA array (no address).
     PitchedMemcpy {
         stream: u64,
@@ -51,29 +85,78 @@ pub enum Record {
         api: &'static str,
     },
     /// An event takes the stream's clock: `cuEventRecord`, or a launch attribute that names an event.
-    EventRecord { event: u64, stream: u64, api: &'static str },
-    Wait { stream: u64, event: u64 },
-    Sync { target: SyncTarget, api: &'static str },
-    Query { target: SyncTarget, ready: bool, api: &'static str },
-    Alloc { id: u64, address: u64, bytes: u64, kind: AllocKind, stream: Option<u64>, api: &'static str },
-    Free { id: u64, kind: FreeKind, stream: Option<u64>, api: &'static str },
+    EventRecord {
+        event: u64,
+        stream: u64,
+        api: &'static str,
+    },
+    Wait {
+        stream: u64,
+        event: u64,
+    },
+    Sync {
+        target: SyncTarget,
+        api: &'static str,
+    },
+    Query {
+        target: SyncTarget,
+        ready: bool,
+        api: &'static str,
+    },
+    Alloc {
+        id: u64,
+        address: u64,
+        bytes: u64,
+        kind: AllocKind,
+        stream: Option<u64>,
+        api: &'static str,
+    },
+    Free {
+        id: u64,
+        kind: FreeKind,
+        stream: Option<u64>,
+        api: &'static str,
+    },
     /// Stream capture and the graph API, by the program's handles.
-    Graph { graph: GraphRecord, api: &'static str },
-    GpuTime { correlation: u32, start: u64, end: u64 },
+    Graph {
+        graph: GraphRecord,
+        api: &'static str,
+    },
+    GpuTime {
+        correlation: u32,
+        start: u64,
+        end: u64,
+    },
     /// At exit: the driver calls recorded in this process, the time the callback spent on them, and apart from
     /// it the one-time set-up (cost.rs).
-    CaptureStats { calls: u64, callback_ns: u64, setup_ns: u64 },
+    CaptureStats {
+        calls: u64,
+        callback_ns: u64,
+        setup_ns: u64,
+    },
     /// A record written by a framework hook (the PyTorch bootstrap): one JSON object, passed through with the
     /// calling thread's id added. Its text is `len` bytes from `start` of its batch's `framework_text`
     /// ([`Batch::push_raw`]).
-    Raw { start: u32, len: u32 },
+    Raw {
+        start: u32,
+        len: u32,
+    },
     /// A framework operation (a PyTorch op) begins on the calling thread; its `op_end` record, sent through
     /// `Raw`, says what it was.
     OpBegin,
     /// A loaded module that call sites point into (sites.rs).
-    Module { path: Arc<str>, bias: u64, start: u64, size: u64, build_id: Option<Arc<str>> },
+    Module {
+        path: Arc<str>,
+        bias: u64,
+        start: u64,
+        size: u64,
+        build_id: Option<Arc<str>>,
+    },
     /// A native call site's return addresses, innermost first.
-    Callsite { id: u32, frames: Arc<[u64]> },
+    Callsite {
+        id: u32,
+        frames: Arc<[u64]>,
+    },
 }
 
 /// One record with its call, ready to format.
@@ -95,7 +178,11 @@ pub struct Batch {
 
 impl Batch {
     pub fn with_capacity(entries: usize) -> Batch {
-        Batch { entries: Vec::with_capacity(entries), pointers: Vec::with_capacity(entries * 2), framework_text: String::new() }
+        Batch {
+            entries: Vec::with_capacity(entries),
+            pointers: Vec::with_capacity(entries * 2),
+            framework_text: String::new(),
+        }
     }
 
     pub fn push(&mut self, call: Call, record: Record) {
@@ -191,7 +278,9 @@ impl Entry {
                     .name(Field::Name, names.get(*function as usize).map_or("kernel", |n| n))
                     .pointers(
                         Field::Pointers,
-                        pointers.iter().map(|p| (p.address, if p.writes { AccessFlag::Write } else { AccessFlag::Read })),
+                        pointers
+                            .iter()
+                            .map(|p| (p.address, if p.writes { AccessFlag::Write } else { AccessFlag::Read })),
                     );
                 common(&mut line, call, Some(api));
                 line
@@ -245,7 +334,8 @@ impl Entry {
                 line
             }
             Record::Sync { target, api } | Record::Query { target, api, .. } => {
-                let kind = if matches!(self.record, Record::Sync { .. }) { RecordKind::Sync } else { RecordKind::Query };
+                let kind =
+                    if matches!(self.record, Record::Sync { .. }) { RecordKind::Sync } else { RecordKind::Query };
                 let mut line = RecordLine::begin(out, kind);
                 match target {
                     SyncTarget::Stream(s) => line.number(Field::Stream, *s),
@@ -260,7 +350,10 @@ impl Entry {
             }
             Record::Alloc { id, address, bytes, kind, stream, api } => {
                 let mut line = RecordLine::begin(out, RecordKind::Alloc);
-                line.number(Field::Id, *id).address(Field::Addr, *address).number(Field::Size, *bytes).name(Field::AllocKind, kind.as_str());
+                line.number(Field::Id, *id)
+                    .address(Field::Addr, *address)
+                    .number(Field::Size, *bytes)
+                    .name(Field::AllocKind, kind.as_str());
                 if let Some(s) = stream {
                     line.number(Field::Stream, *s);
                 }
@@ -305,12 +398,17 @@ impl Entry {
             Record::Function { .. } => return,
             Record::CaptureStats { calls, callback_ns, setup_ns } => {
                 let mut line = RecordLine::begin(out, RecordKind::CaptureStats);
-                line.number(Field::Calls, *calls).number(Field::CallbackNs, *callback_ns).number(Field::SetupNs, *setup_ns);
+                line.number(Field::Calls, *calls)
+                    .number(Field::CallbackNs, *callback_ns)
+                    .number(Field::SetupNs, *setup_ns);
                 line
             }
             Record::Module { path, bias, start, size, build_id } => {
                 let mut line = RecordLine::begin(out, RecordKind::Module);
-                line.string(Field::Path, path).address(Field::Base, *bias).address(Field::Addr, *start).number(Field::Size, *size);
+                line.string(Field::Path, path)
+                    .address(Field::Base, *bias)
+                    .address(Field::Addr, *start)
+                    .number(Field::Size, *size);
                 if let Some(id) = build_id {
                     line.string(Field::BuildId, id);
                 }
@@ -343,8 +441,13 @@ mod tests {
     fn kernel_line_is_valid_json_with_escaped_name() {
         let mut batch = Batch::default();
         batch.push(call(), Record::Function { index: 0, name: Arc::from("k<\"x\\y\">(float const*)") });
-        batch.pointers.extend([PointerArg { address: 0x9999, writes: true }, PointerArg { address: 0x1000, writes: false }]);
-        batch.push(call(), Record::Kernel { stream: 5, function: 0, first_pointer: 1, pointer_count: 1, api: "cuLaunchKernel" });
+        batch
+            .pointers
+            .extend([PointerArg { address: 0x9999, writes: true }, PointerArg { address: 0x1000, writes: false }]);
+        batch.push(
+            call(),
+            Record::Kernel { stream: 5, function: 0, first_pointer: 1, pointer_count: 1, api: "cuLaunchKernel" },
+        );
         let (mut names, mut line) = (Vec::new(), String::new());
         batch.write_lines(&mut names, &mut line);
         assert_eq!(line.lines().count(), 1, "a function declaration writes no line");
@@ -373,7 +476,10 @@ mod tests {
     fn call_sites_and_their_modules() {
         let mut batch = Batch::default();
         let path: Arc<str> = Arc::from("/opt/app \"x\"/run");
-        batch.push(call(), Record::Module { path, bias: 0x5000, start: 0x5000, size: 0x2000, build_id: Some("ab12".into()) });
+        batch.push(
+            call(),
+            Record::Module { path, bias: 0x5000, start: 0x5000, size: 0x2000, build_id: Some("ab12".into()) },
+        );
         batch.push(call(), Record::Callsite { id: 1, frames: Arc::from(&[0x5123u64, 0x5456][..]) });
         batch.push(Call { site: 1, ..call() }, Record::Wait { stream: 5, event: 9 });
         batch.push(Call { site: 1, ..call() }, Record::Event { handle: 9 });
@@ -382,7 +488,10 @@ mod tests {
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
         assert_eq!(lines[0]["type"], "module");
         assert_eq!(lines[0]["path"], "/opt/app \"x\"/run");
-        assert_eq!((lines[0]["base"].as_str(), lines[0]["addr"].as_str(), lines[0]["size"].as_u64()), (Some("0x5000"), Some("0x5000"), Some(0x2000)));
+        assert_eq!(
+            (lines[0]["base"].as_str(), lines[0]["addr"].as_str(), lines[0]["size"].as_u64()),
+            (Some("0x5000"), Some("0x5000"), Some(0x2000))
+        );
         assert_eq!(lines[0]["build_id"], "ab12");
         assert_eq!(lines[1]["frames"], serde_json::json!(["0x5123", "0x5456"]));
         assert_eq!(lines[2]["site"], 1);

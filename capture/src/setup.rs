@@ -29,7 +29,9 @@ fn load_cupti() -> Result<(), String> {
         for path in cupti_candidates() {
             if path.exists() {
                 // Safety: loading CUPTI runs its initializers, which expect to be loaded into a CUDA process.
-                if let Ok(lib) = unsafe { libloading::os::unix::Library::open(Some(&path), libc::RTLD_NOW | libc::RTLD_GLOBAL) } {
+                if let Ok(lib) =
+                    unsafe { libloading::os::unix::Library::open(Some(&path), libc::RTLD_NOW | libc::RTLD_GLOBAL) }
+                {
                     return Some(lib.into());
                 }
             }
@@ -52,9 +54,13 @@ pub fn initialize() -> Result<(), String> {
     load_cupti()?;
     let mut subscriber: CUpti_SubscriberHandle = std::ptr::null_mut();
     // Safety: registers a callback with the signature CUPTI expects; no user data.
-    unsafe { cupti::subscribe(&mut subscriber, Some(callback::on_driver_call), std::ptr::null_mut()) }.map_err(|e| {
-        format!("cuptiSubscribe failed ({e:?}): another CUPTI client (nsys, ncu, a profiler) may already be attached")
-    })?;
+    unsafe { cupti::subscribe(&mut subscriber, Some(callback::on_driver_call), std::ptr::null_mut()) }.map_err(
+        |e| {
+            format!(
+                "cuptiSubscribe failed ({e:?}): another CUPTI client (nsys, ncu, a profiler) may already be attached"
+            )
+        },
+    )?;
     for &id in cbid::ENABLED.iter().chain(cbid::GRAPH_CALLS) {
         // Safety: a subscriber handle just returned by CUPTI; ids from cupti_driver_cbid.h.
         let _ = unsafe { cupti::enable_callback(1, subscriber, CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API, id) };

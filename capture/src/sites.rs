@@ -121,6 +121,9 @@ mod tests {
         assert!(records.iter().any(|r| matches!(r, Record::Module { .. })));
         let other = from_there(&mut sites, &mut records);
         assert_ne!(other, ids[0]);
-        assert!(!records[declared[1]..].iter().any(|r| matches!(r, Record::Module { .. })), "its modules were declared");
+        assert!(
+            !records[declared[1]..].iter().any(|r| matches!(r, Record::Module { .. })),
+            "its modules were declared"
+        );
     }
 }

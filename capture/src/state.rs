@@ -16,9 +16,9 @@ use streamtrace_format::{AllocKind, CopyKind, FreeKind, MemoryKind, StreamKind};
 use crate::args::launch_pointers;
 use crate::control::disable;
 use crate::functions::{describe, FunctionInfo};
+use crate::graph_record::NodeBody;
 use crate::origin::current_pid;
 use crate::pitched::{PitchedCopyShape, PitchedSide};
-use crate::graph_record::NodeBody;
 use crate::record::{Batch, Call, Record};
 use crate::sites::CallSites;
 use crate::unwind::Start;
@@ -40,7 +40,8 @@ pub fn state_for_this_process(slot: &mut Option<ProcessState>) -> Option<&mut Pr
 
 /// Creates this process's trace file and starts its writer thread; None (capture turned off) when either fails.
 fn start_trace(pid: u32) -> Option<ProcessState> {
-    let template = std::env::var(streamtrace_format::launch::ENV_OUTPUT).unwrap_or_else(|_| "streamtrace.%p.json".into());
+    let template =
+        std::env::var(streamtrace_format::launch::ENV_OUTPUT).unwrap_or_else(|_| "streamtrace.%p.json".into());
     let path = writer::trace_path(&template, pid);
     match Writer::create(path.clone()) {
         Ok(writer) => {
@@ -156,7 +157,14 @@ impl ProcessState {
 
     /// The trace's id for a stream handle, declaring the stream on first sight. A null handle is the legacy
     /// default stream, or the calling thread's default stream in a per-thread (`_ptsz`) call.
-    pub fn stream(&mut self, call: Call, context: u32, device: Option<u32>, handle: *mut c_void, per_thread_call: bool) -> u64 {
+    pub fn stream(
+        &mut self,
+        call: Call,
+        context: u32,
+        device: Option<u32>,
+        handle: *mut c_void,
+        per_thread_call: bool,
+    ) -> u64 {
         let raw = handle as u64;
         let (id, kind, priority) = match raw {
             0 if !per_thread_call => (context as u64, StreamKind::LegacyDefault, None),
@@ -173,7 +181,8 @@ impl ProcessState {
                 let (mut flags, mut priority) = (0u32, 0i32);
                 // Safety: a stream handle from the call being traced (an invalid one returns an error code);
                 // out-pointer to a local.
-                let known = unsafe { cu::cuStreamGetFlags(handle as cu::CUstream, &mut flags) } == cu::CUresult::CUDA_SUCCESS;
+                let known =
+                    unsafe { cu::cuStreamGetFlags(handle as cu::CUstream, &mut flags) } == cu::CUresult::CUDA_SUCCESS;
                 // Safety: as above.
                 let _ = unsafe { cu::cuStreamGetPriority(handle as cu::CUstream, &mut priority) };
                 let kind = if known && flags & 1 == 0 { StreamKind::Blocking } else { StreamKind::NonBlocking };
@@ -188,7 +197,15 @@ impl ProcessState {
     }
 
     /// Declares a stream from its creation call.
-    pub fn created_stream(&mut self, call: Call, context: u32, device: Option<u32>, handle: u64, flags: u32, priority: Option<i32>) {
+    pub fn created_stream(
+        &mut self,
+        call: Call,
+        context: u32,
+        device: Option<u32>,
+        handle: u64,
+        flags: u32,
+        priority: Option<i32>,
+    ) {
         if handle > 2 && self.streams.insert(handle) {
             let kind = if flags & 1 == 0 { StreamKind::Blocking } else { StreamKind::NonBlocking };
             self.emit(call, Record::Stream { handle, kind, priority, context, device });
@@ -214,7 +231,15 @@ impl ProcessState {
     ///
     /// # Safety
     /// `kernel_params` and `extra` are the launch's arguments for kernel `handle`, valid for the call.
-    pub unsafe fn kernel(&mut self, call: Call, stream: u64, handle: *mut c_void, kernel_params: *mut *mut c_void, extra: *mut *mut c_void, api: &'static str) {
+    pub unsafe fn kernel(
+        &mut self,
+        call: Call,
+        stream: u64,
+        handle: *mut c_void,
+        kernel_params: *mut *mut c_void,
+        extra: *mut *mut c_void,
+        api: &'static str,
+    ) {
         // Safety: passed on from the caller.
         let body = crate::cost::kernel_args(|| unsafe { self.kernel_body(call, handle, kernel_params, extra) });
         let NodeBody::Kernel { function, first_pointer, pointer_count } = body else {
@@ -228,7 +253,13 @@ impl ProcessState {
     ///
     /// # Safety
     /// As for [`ProcessState::kernel`].
-    pub unsafe fn kernel_body(&mut self, call: Call, handle: *mut c_void, kernel_params: *mut *mut c_void, extra: *mut *mut c_void) -> NodeBody {
+    pub unsafe fn kernel_body(
+        &mut self,
+        call: Call,
+        handle: *mut c_void,
+        kernel_params: *mut *mut c_void,
+        extra: *mut *mut c_void,
+    ) -> NodeBody {
         let function = self.function(call, handle);
         let first_pointer = self.pending.pointers.len();
         let layout = &self.function_layouts[function as usize].params;
@@ -251,12 +282,21 @@ impl ProcessState {
         index
     }
 
-    pub fn allocated(&mut self, call: Call, address: u64, bytes: u64, kind: AllocKind, stream: Option<u64>, api: &'static str) {
+    pub fn allocated(
+        &mut self,
+        call: Call,
+        address: u64,
+        bytes: u64,
+        kind: AllocKind,
+        stream: Option<u64>,
+        api: &'static str,
+    ) {
         let id = self.next_alloc;
         self.next_alloc += 1;
         // A block at an address still marked live was freed by a path the capture does not see: retire it first.
         if let Some((old, _, old_kind)) = self.allocations.insert(address, (id, bytes, kind)) {
-            let free_kind = if old_kind == AllocKind::VirtualMap { FreeKind::VirtualUnmap } else { FreeKind::Synchronous };
+            let free_kind =
+                if old_kind == AllocKind::VirtualMap { FreeKind::VirtualUnmap } else { FreeKind::Synchronous };
             self.emit(call, Record::Free { id: old, kind: free_kind, stream: None, api: "implicit" });
         }
         self.emit(call, Record::Alloc { id, address, bytes, kind, stream, api });
@@ -311,7 +351,14 @@ impl ProcessState {
 
     /// A 2D or 3D copy: each side's extent, where the descriptor gives one (a CUDA array has no address), and
     /// its memory; the direction follows from the memory on both sides.
-    pub fn pitched_copy(&mut self, call: Call, stream: u64, shape: &PitchedCopyShape, synchronous: bool, api: &'static str) {
+    pub fn pitched_copy(
+        &mut self,
+        call: Call,
+        stream: u64,
+        shape: &PitchedCopyShape,
+        synchronous: bool,
+        api: &'static str,
+    ) {
         let (from, from_memory) = self.pitched_side(&shape.src);
         let (to, to_memory) = self.pitched_side(&shape.dst);
         let copy = direction(from_memory, to_memory);

@@ -63,7 +63,8 @@ impl Writer {
         let mut out = create(&path)?;
         // A recording: the analyzer counts and skips a record it cannot take instead of refusing the trace.
         let job = streamtrace_format::JobPlace::from_env(|name| std::env::var(name).ok());
-        let header = streamtrace_format::job_header_line(Some(Producer::Capture), job, Some("recorded by streamtrace capture"));
+        let header =
+            streamtrace_format::job_header_line(Some(Producer::Capture), job, Some("recorded by streamtrace capture"));
         out.write_all(header.as_bytes())?;
         Ok(Writer { file: Arc::new(Mutex::new(TraceFile { out, names: Vec::new(), lines: String::new() })), path })
     }
@@ -122,7 +123,11 @@ pub(crate) fn start_thread(mut drain: impl FnMut() -> bool + Send + 'static) -> 
 /// `take_records` hands over the batch collected so far, None when `writer`'s capture has ended (or the
 /// process forked and this thread belongs to the parent's state); `keep_spare` gets the emptied batch back
 /// for reuse. False when nothing more is to be written with `writer`.
-pub(crate) fn drain(writer: &Writer, take_records: impl FnOnce() -> Option<Batch>, keep_spare: impl FnOnce(Batch)) -> bool {
+pub(crate) fn drain(
+    writer: &Writer,
+    take_records: impl FnOnce() -> Option<Batch>,
+    keep_spare: impl FnOnce(Batch),
+) -> bool {
     // The file first, then the records: batches reach the file in the order they were taken even when the
     // writer thread and a synchronizing thread drain at once, and no thread waits for the file while holding
     // the state lock that every recorded call needs.

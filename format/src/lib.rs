@@ -20,8 +20,8 @@ pub mod vocabulary;
 
 pub use line::{push_address, push_escaped, push_number, RecordLine};
 pub use vocabulary::{
-    AccessFlag, AllocKind, CopyKind, Field, FieldSet, FreeKind, MemoryKind, NodeKind, Producer, RecordKind, StreamKind, UnknownName, COMMON_FIELDS,
-    GRAPH_NODE_FIELDS, access_range,
+    access_range, AccessFlag, AllocKind, CopyKind, Field, FieldSet, FreeKind, MemoryKind, NodeKind, Producer,
+    RecordKind, StreamKind, UnknownName, COMMON_FIELDS, GRAPH_NODE_FIELDS,
 };
 
 /// The version of the format this crate describes; the header carries it.
@@ -41,7 +41,11 @@ impl JobPlace {
     /// number is left out).
     pub fn from_env(env: impl Fn(&str) -> Option<String>) -> JobPlace {
         let number = |name: &str| env(name).and_then(|v| v.trim().parse().ok());
-        JobPlace { rank: number(launch::ENV_RANK), local_rank: number(launch::ENV_LOCAL_RANK), world_size: number(launch::ENV_WORLD_SIZE) }
+        JobPlace {
+            rank: number(launch::ENV_RANK),
+            local_rank: number(launch::ENV_LOCAL_RANK),
+            world_size: number(launch::ENV_WORLD_SIZE),
+        }
     }
 }
 
@@ -59,7 +63,9 @@ pub fn job_header_line(producer: Option<Producer>, job: JobPlace, comment: Optio
     if let Some(producer) = producer {
         line.name(Field::Producer, producer.as_str());
     }
-    for (field, value) in [(Field::Rank, job.rank), (Field::LocalRank, job.local_rank), (Field::WorldSize, job.world_size)] {
+    for (field, value) in
+        [(Field::Rank, job.rank), (Field::LocalRank, job.local_rank), (Field::WorldSize, job.world_size)]
+    {
         if let Some(value) = value {
             line.number(field, value);
         }
@@ -93,7 +99,11 @@ mod tests {
             _ => None,
         };
         let job = JobPlace::from_env(env);
-        assert_eq!(job, JobPlace { rank: Some(3), local_rank: Some(1), world_size: None }, "a variable that is no number is left out");
+        assert_eq!(
+            job,
+            JobPlace { rank: Some(3), local_rank: Some(1), world_size: None },
+            "a variable that is no number is left out"
+        );
         assert_eq!(
             job_header_line(Some(Producer::Capture), job, None),
             "{\"type\":\"streamtrace\",\"version\":1,\"producer\":\"capture\",\"rank\":3,\"local_rank\":1}\n"

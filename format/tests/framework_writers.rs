@@ -62,7 +62,10 @@ fn check(path: &str, must_write: &[RecordKind]) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let records = spelled_records(&root.join(path));
     for expected in must_write {
-        assert!(records.iter().any(|r| r.kind == expected.as_str()), "{path}: no `{expected}` record found: {records:?}");
+        assert!(
+            records.iter().any(|r| r.kind == expected.as_str()),
+            "{path}: no `{expected}` record found: {records:?}"
+        );
     }
     for record in &records {
         let kind = RecordKind::parse(&record.kind).unwrap_or_else(|e| panic!("{path}: {e}"));

@@ -9,8 +9,8 @@ use anyhow::Context;
 use super::args::{AnalyzeArgs, OutputFormat};
 use super::{EXIT_CLEAN, EXIT_FINDINGS};
 use crate::analysis::{analyze_path, analyze_path_with_timeline};
-use crate::job;
 use crate::hb::EngineOptions;
+use crate::job;
 use crate::output::write_atomically;
 use crate::report::{html::HtmlReport, json::JsonReport, perfetto::PerfettoReport, text::TextReport, Report};
 
@@ -67,7 +67,9 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
 /// status (src/job.rs).
 fn run_job(args: &AnalyzeArgs, options: EngineOptions) -> anyhow::Result<u8> {
     if args.perfetto.is_some() || args.png.is_some() {
-        anyhow::bail!("--perfetto and --png take one trace; for a directory of traces, --html draws every rank's lanes");
+        anyhow::bail!(
+            "--perfetto and --png take one trace; for a directory of traces, --html draws every rank's lanes"
+        );
     }
     let traces = job::traces_in(&args.trace)?;
     if traces.is_empty() {

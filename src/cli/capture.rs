@@ -11,9 +11,9 @@ use streamtrace_format::{launch, Producer, RecordKind};
 
 use super::args::CaptureArgs;
 use super::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND};
-use crate::output::{output_dir, write_atomically};
-use crate::job;
 use crate::hb::EngineOptions;
+use crate::job;
+use crate::output::{output_dir, write_atomically};
 use crate::report::{text::TextReport, Report};
 
 /// The PyTorch bootstrap (tier T2), put in front of the interpreter as `sitecustomize`, with the source of the
@@ -81,7 +81,8 @@ struct IgnoreTerminalSignals {
 impl IgnoreTerminalSignals {
     fn new() -> IgnoreTerminalSignals {
         // Safety: installs SIG_IGN for two signals; the previous dispositions are restored on drop.
-        let previous = unsafe { [libc::signal(libc::SIGINT, libc::SIG_IGN), libc::signal(libc::SIGQUIT, libc::SIG_IGN)] };
+        let previous =
+            unsafe { [libc::signal(libc::SIGINT, libc::SIG_IGN), libc::signal(libc::SIGQUIT, libc::SIG_IGN)] };
         IgnoreTerminalSignals { previous }
     }
 }
@@ -97,7 +98,9 @@ impl Drop for IgnoreTerminalSignals {
 }
 
 pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
-    let Some((program, program_args)) = args.command.split_first() else { bail!("no command to run: streamtrace capture -- cmd args...") };
+    let Some((program, program_args)) = args.command.split_first() else {
+        bail!("no command to run: streamtrace capture -- cmd args...")
+    };
     if let Some(other) = std::env::var_os("CUDA_INJECTION64_PATH") {
         // Another tool (nsys, ncu) already injects itself; only one injection library can be named, and taking
         // its place would break that tool. Run the program under it, untouched.
@@ -106,7 +109,8 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
             other.to_string_lossy()
         );
         let status = {
-            let mut child = Command::new(program).args(program_args).spawn().map_err(|e| ProgramNotStarted::new(program, e))?;
+            let mut child =
+                Command::new(program).args(program_args).spawn().map_err(|e| ProgramNotStarted::new(program, e))?;
             let _ignore = IgnoreTerminalSignals::new();
             child.wait().with_context(|| format!("waiting for {program}"))?
         };
@@ -168,7 +172,9 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
             .collect();
         traces.sort();
         if traces.is_empty() {
-            eprintln!("streamtrace: no trace was written (the program made no CUDA call, or capture was disabled: see above)");
+            eprintln!(
+                "streamtrace: no trace was written (the program made no CUDA call, or capture was disabled: see above)"
+            );
         }
         // Every process's trace at once (a launcher such as torchrun starts one process per GPU), then one
         // report in rank order.

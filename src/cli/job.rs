@@ -27,7 +27,12 @@ pub fn write_text(traces: &[JobTrace], out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "== {}: {}", printable(&trace.label()), printable(&trace.path.display().to_string()))?;
         match &trace.outcome {
             Ok(analysis) => TextReport.write(analysis, out)?,
-            Err(error) => writeln!(out, "streamtrace: cannot analyze {}: {}", printable(&trace.path.display().to_string()), printable(&error.to_string()))?,
+            Err(error) => writeln!(
+                out,
+                "streamtrace: cannot analyze {}: {}",
+                printable(&trace.path.display().to_string()),
+                printable(&error.to_string())
+            )?,
         }
     }
     writeln!(out, "{}", JobSummary::of(traces).line())
@@ -72,14 +77,20 @@ pub fn write_json(dir: &Path, traces: &[JobTrace], out: &mut dyn Write) -> io::R
     };
     let errors = traces
         .iter()
-        .filter_map(|t| t.outcome.as_ref().err().map(|e| WireError { trace: t.path.display().to_string(), error: e.to_string() }))
+        .filter_map(|t| {
+            t.outcome.as_ref().err().map(|e| WireError { trace: t.path.display().to_string(), error: e.to_string() })
+        })
         .collect();
     let head = WireJob {
         schema: JOB_SCHEMA,
         version: 1,
         directory: dir.display().to_string(),
         verdict,
-        summary: WireSummary { traces: summary.traces, races: summary.races, unrecorded_waits: summary.unrecorded_waits },
+        summary: WireSummary {
+            traces: summary.traces,
+            races: summary.races,
+            unrecorded_waits: summary.unrecorded_waits,
+        },
         errors,
     };
     // The head's fields, then the traces' reports as written by the JSON report (one object each).

@@ -29,7 +29,9 @@ pub fn run(args: &StatsArgs) -> anyhow::Result<()> {
                 StatsFormat::Json => FileFormat::Json,
                 _ => FileFormat::Parquet,
             };
-            let dir = output.as_deref().context("--format csv, json and parquet write one file per table: name a directory with -o")?;
+            let dir = output
+                .as_deref()
+                .context("--format csv, json and parquet write one file per table: name a directory with -o")?;
             crate::output::output_dir(dir)?;
             for (name, df) in stats.tables.iter_mut() {
                 write_table(dir, name, df, format)?;
@@ -44,9 +46,14 @@ fn chart_rows(tables: &[(&'static str, DataFrame)]) -> PolarsResult<(Vec<(String
     let table = |name: &str| tables.iter().find(|(n, _)| *n == name).map(|(_, df)| df);
     let mut busy = Vec::new();
     if let Some(df) = table("streams") {
-        let (process, stream, ns) = (df.column("process")?.u32()?, df.column("stream")?.u64()?, df.column("busy_ns")?.u64()?);
+        let (process, stream, ns) =
+            (df.column("process")?.u32()?, df.column("stream")?.u64()?, df.column("busy_ns")?.u64()?);
         for i in 0..df.height() {
-            let label = format!("process {} stream {}", process.get(i).unwrap_or(0), crate::findings::stream_number(stream.get(i).unwrap_or(0)));
+            let label = format!(
+                "process {} stream {}",
+                process.get(i).unwrap_or(0),
+                crate::findings::stream_number(stream.get(i).unwrap_or(0))
+            );
             busy.push((label, ns.get(i).unwrap_or(0) as f64 / 1e6));
         }
     }

@@ -110,7 +110,8 @@ impl FindingCollector {
         let mut unordered_pairs = self.pair_groups;
         unordered_pairs.sort_by(|a, b| b.pairs.cmp(&a.pairs).then(a.first.cmp(&b.first)));
         let mut stream_pairs: Vec<_> = self.stream_pairs.into_values().collect();
-        stream_pairs.sort_by(|a, b| b.pairs.cmp(&a.pairs).then((a.a.handle, a.b.handle).cmp(&(b.a.handle, b.b.handle))));
+        stream_pairs
+            .sort_by(|a, b| b.pairs.cmp(&a.pairs).then((a.a.handle, a.b.handle).cmp(&(b.a.handle, b.b.handle))));
         let mut edges: Vec<_> = self.edges.into_values().collect();
         edges.sort_by_key(|e| (e.via as u8, e.from.handle, e.to.as_ref().map(|t| t.handle)));
         Findings {
@@ -143,4 +144,3 @@ impl WaitTally {
         }
     }
 }
-

@@ -179,7 +179,14 @@ impl Engine {
                 let Engine { processes, host_clocks, conflicts, .. } = self;
                 conflicts.clear();
                 processes[process.index()].shadow.release(range, &host_clocks[host].clock, conflicts);
-                let later = Later { site, seq: op.seq, origin: op.origin, position: None, action: AccessAction::Free, view: None };
+                let later = Later {
+                    site,
+                    seq: op.seq,
+                    origin: op.origin,
+                    position: None,
+                    action: AccessAction::Free,
+                    view: None,
+                };
                 self.report(process, &later, Known::Host(host));
                 self.processes[process.index()].allocations.free(alloc, false, None);
             }
@@ -266,7 +273,8 @@ impl<'a> Writes<'a> {
             return Writes::Few(accesses);
         }
         let plain = |a: &&Access| a.mode == AccessMode::Write && a.view.is_none();
-        let mut writes: Vec<(u64, u64)> = accesses.iter().filter(plain).map(|a| (a.range.start, a.range.end())).collect();
+        let mut writes: Vec<(u64, u64)> =
+            accesses.iter().filter(plain).map(|a| (a.range.start, a.range.end())).collect();
         let strided = accesses.iter().filter(|a| a.mode == AccessMode::Write && a.view.is_some()).collect();
         writes.sort_unstable();
         let mut furthest = 0;

@@ -166,7 +166,8 @@ impl BlockTable {
     }
 
     fn overlapping(&self, range: AccessRange) -> impl Iterator<Item = &Allocation> {
-        let before = self.by_start.range(..range.start).next_back().map(|(_, a)| a).filter(|a| a.range.end() > range.start);
+        let before =
+            self.by_start.range(..range.start).next_back().map(|(_, a)| a).filter(|a| a.range.end() > range.start);
         before.into_iter().chain(self.by_start.range(range.start..range.end()).map(|(_, a)| a))
     }
 }

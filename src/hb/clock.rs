@@ -89,7 +89,6 @@ impl VectorClock {
     pub fn assign(&mut self, other: &VectorClock) {
         self.ticks.clone_from(&other.ticks);
     }
-
 }
 
 /// A clock with a version that changes whenever the clock does, so that a join from it can be skipped when the

@@ -16,11 +16,11 @@ use serde::Serialize;
 
 use super::allocations::AllocationTable;
 use super::clock::{Slot, VectorClock, VersionedClock};
+use super::graph::GraphMemo;
 use super::host_order::{host_role, ThreadOrder};
 use super::idle_streams::SyncScope;
 use super::shadow::{Conflict, ShadowMemory};
 use super::sites::{SiteId, SiteTable};
-use super::graph::GraphMemo;
 use crate::findings::{EdgeKind, FindingCollector, Findings, StreamRef, ThreadRef};
 use crate::model::{
     Access, Allocation, EventInfo, OpKind, Operation, ProcessId, StreamId, StreamInfo, StreamKind, ThreadId,
@@ -237,7 +237,10 @@ impl Engine {
             TraceRecord::Stream(info) => self.add_stream(info.clone()),
             TraceRecord::Event(info) => self.add_event(info.clone()),
             TraceRecord::Op(op) => self.apply_op(op),
-            TraceRecord::GpuTime { .. } | TraceRecord::Created(_) | TraceRecord::GroupStream(_) | TraceRecord::Job(_) => Ok(()),
+            TraceRecord::GpuTime { .. }
+            | TraceRecord::Created(_)
+            | TraceRecord::GroupStream(_)
+            | TraceRecord::Job(_) => Ok(()),
         }
     }
 
@@ -261,7 +264,8 @@ impl Engine {
         // A wait before any record is a finding when the event was recorded later (the order is
         // wrong); a wait on an event that nothing ever recorded is a library's deliberate no-op (NCCL's).
         let events = &self.events;
-        self.collector.set_aside_never_recorded_waits(|event| events.get(event.index()).is_some_and(|e| e.recorded_on.is_none()));
+        self.collector
+            .set_aside_never_recorded_waits(|event| events.get(event.index()).is_some_and(|e| e.recorded_on.is_none()));
         self.count_idle_edges();
         self.stats.streams = self.streams.len();
         self.stats.events = self.events.len();
@@ -284,7 +288,11 @@ impl Engine {
             return Err(EngineError { origin: 0, message: format!("thread ids out of order at {:?}", info.id) });
         }
         let host_clock = self.host_clock_for_thread(info.process);
-        self.threads.push(ThreadState { tref: ThreadRef { id: info.id, tid: info.tid }, host_clock, order: ThreadOrder::default() });
+        self.threads.push(ThreadState {
+            tref: ThreadRef { id: info.id, tid: info.tid },
+            host_clock,
+            order: ThreadOrder::default(),
+        });
         Ok(())
     }
 

@@ -30,7 +30,12 @@ pub(super) struct GraphMemo {
 impl Engine {
     /// rule 9: the whole graph is one step of its stream, after the stream's earlier work and before its later
     /// work; its nodes share that step's epoch, and among themselves only their dependencies order them.
-    pub(super) fn graph_launch(&mut self, op: &Operation, stream: StreamId, graph: &Arc<GraphExec>) -> Result<(), EngineError> {
+    pub(super) fn graph_launch(
+        &mut self,
+        op: &Operation,
+        stream: StreamId,
+        graph: &Arc<GraphExec>,
+    ) -> Result<(), EngineError> {
         // An event wait node orders the nodes after it behind the event's record; taken for the whole launch,
         // which can only hide a race between the graph's earlier nodes and the recording stream.
         for node in &graph.nodes {

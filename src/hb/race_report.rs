@@ -72,7 +72,10 @@ impl Engine {
                     kind,
                     range: conflict.range,
                     allocation: allocations.describe(conflict.range, Some(earlier.seq)),
-                    why: Unordered::CrossStream { known: known_clock.get(earlier.epoch.slot), position: earlier.epoch.tick },
+                    why: Unordered::CrossStream {
+                        known: known_clock.get(earlier.epoch.slot),
+                        position: earlier.epoch.tick,
+                    },
                     fix,
                     count: 1,
                     earlier: earlier_occurrence,

@@ -306,7 +306,14 @@ impl Engine {
 
     /// A blocking call returns only once what it waited for has run, so the host thread joins it: a copy or
     /// set its stream (before or after its own work, as [`host_wait`] says), a free every stream of the process.
-    pub(super) fn host_waited(&mut self, host: usize, wait: HostWait, stream: Option<StreamId>, process: ProcessId, at_seq: u64) {
+    pub(super) fn host_waited(
+        &mut self,
+        host: usize,
+        wait: HostWait,
+        stream: Option<StreamId>,
+        process: ProcessId,
+        at_seq: u64,
+    ) {
         match (wait, stream) {
             (HostWait::EarlierWork | HostWait::OwnWork, Some(stream)) => self.host_joins_stream(host, stream, at_seq),
             (HostWait::Device, _) => self.host_joins_scope(host, Scope::Process(process), at_seq),

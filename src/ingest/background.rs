@@ -29,11 +29,19 @@ impl BackgroundReader {
         work: impl FnOnce(SyncSender<Batch>) -> ImportCounters + Send + 'static,
     ) -> Result<BackgroundReader, IngestError> {
         let (tx, rx) = sync_channel::<Batch>(QUEUED_BATCHES);
-        let worker = std::thread::Builder::new()
-            .name(name.to_string())
-            .spawn(move || work(tx))
-            .map_err(|e| IngestError { path: name.to_string(), location: None, message: format!("cannot start the reader thread: {e}") })?;
-        Ok(BackgroundReader { format, batches: rx, current: Vec::new().into_iter(), worker: Some(worker), failed: false })
+        let worker =
+            std::thread::Builder::new().name(name.to_string()).spawn(move || work(tx)).map_err(|e| IngestError {
+                path: name.to_string(),
+                location: None,
+                message: format!("cannot start the reader thread: {e}"),
+            })?;
+        Ok(BackgroundReader {
+            format,
+            batches: rx,
+            current: Vec::new().into_iter(),
+            worker: Some(worker),
+            failed: false,
+        })
     }
 }
 

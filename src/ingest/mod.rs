@@ -88,12 +88,21 @@ pub fn open(path: &Path) -> Result<Box<dyn RecordSource>, IngestError> {
         (path.to_path_buf(), Box::new(file), regular)
     };
     let mut head = Vec::with_capacity(32);
-    (&mut input).take(32).read_to_end(&mut head).map_err(|e| IngestError::new(&name, None, format!("cannot read: {e}")))?;
+    (&mut input)
+        .take(32)
+        .read_to_end(&mut head)
+        .map_err(|e| IngestError::new(&name, None, format!("cannot read: {e}")))?;
     let sqlite = head.starts_with(SQLITE_MAGIC);
     if sqlite || head.starts_with(nsys_rep::MAGIC) {
         let what = if sqlite { "an nsys SQLite export" } else { "an Nsight Systems report" };
         if !regular {
-            return Err(IngestError::new(&name, None, format!("{what} that is not a regular file (a pipe?): SQLite reads a file by path; name the file itself")));
+            return Err(IngestError::new(
+                &name,
+                None,
+                format!(
+                    "{what} that is not a regular file (a pipe?): SQLite reads a file by path; name the file itself"
+                ),
+            ));
         }
         // A regular file given as standard input (`< report.sqlite`) is read through its /dev/stdin link.
         let file = if path == Path::new(STDIN) { Path::new("/dev/stdin") } else { path };

@@ -12,12 +12,19 @@ mod record;
 mod source;
 mod view;
 
-pub use entities::{AllocKind, Allocation, Creation, Entity, EventInfo, FreeKind, GroupStream, JobPlace, StreamInfo, StreamKind, ThreadInfo};
+pub use entities::{
+    AllocKind, Allocation, Creation, Entity, EventInfo, FreeKind, GroupStream, JobPlace, StreamInfo, StreamKind,
+    ThreadInfo,
+};
+pub use graph::{
+    GraphBuild, GraphCall, GraphExec, GraphNode, NodeKind, NodeOrigin, NodeOwner, NodeParams, SharedGraph,
+};
 pub use ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
-pub use graph::{GraphBuild, GraphCall, GraphExec, GraphNode, NodeKind, NodeOrigin, NodeOwner, NodeParams, SharedGraph};
-pub use ops::{is_nccl_kernel, Access, AccessMode, CopyKind, HostSync, MemoryKind, OpKind, Operation, PointerArg, QueryTarget};
+pub use ops::normalize_region;
+pub use ops::{
+    is_nccl_kernel, Access, AccessMode, CopyKind, HostSync, MemoryKind, OpKind, Operation, PointerArg, QueryTarget,
+};
 pub use range::{AccessRange, RangeError};
+pub use record::TraceRecord;
 pub use source::{NativeFrame, NativeModule, NativeSite, SourceLocation};
 pub use view::{ByteDim, ElementDim, StridedView, ViewBytes, ViewError};
-pub use ops::normalize_region;
-pub use record::TraceRecord;

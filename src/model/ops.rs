@@ -185,15 +185,33 @@ pub enum OpKind {
         src_memory: MemoryKind,
         dst_memory: MemoryKind,
     },
-    Memset { stream: StreamId, bytes: u64, dst: Option<AccessRange>, synchronous: bool, dst_memory: MemoryKind },
-    EventRecord { event: EventId, stream: StreamId },
-    StreamWait { stream: StreamId, event: EventId },
+    Memset {
+        stream: StreamId,
+        bytes: u64,
+        dst: Option<AccessRange>,
+        synchronous: bool,
+        dst_memory: MemoryKind,
+    },
+    EventRecord {
+        event: EventId,
+        stream: StreamId,
+    },
+    StreamWait {
+        stream: StreamId,
+        event: EventId,
+    },
     /// A stream wait whose event record the trace does not hold (an nsys export without event records): it
     /// orders nothing here, and the report says so rather than guessing the recording stream.
-    StreamWaitUnknownRecord { stream: StreamId, event: u64 },
+    StreamWaitUnknownRecord {
+        stream: StreamId,
+        event: u64,
+    },
     HostSync(HostSync),
     /// A stream or event query; only a successful one (`ready`) orders anything.
-    Query { target: QueryTarget, ready: bool },
+    Query {
+        target: QueryTarget,
+        ready: bool,
+    },
     Alloc {
         alloc: AllocId,
         /// The id the trace gave the block.
@@ -211,7 +229,10 @@ pub enum OpKind {
         stream: Option<StreamId>,
     },
     /// A graph launch: every node of `graph` runs, as one step of `stream`.
-    GraphLaunch { stream: StreamId, graph: SharedGraph },
+    GraphLaunch {
+        stream: StreamId,
+        graph: SharedGraph,
+    },
     /// A call that builds graphs (stream capture, the explicit graph API): what it means is worked out by the
     /// reader, which turns launches into `GraphLaunch`; it is no operation that runs.
     #[serde(skip)]
@@ -219,7 +240,11 @@ pub enum OpKind {
     /// The host thread itself reads or writes memory the GPU also touches (pinned host memory): a framework op
     /// on a CPU tensor, `.numpy()`, `.item()`. `lane` is the thread's host-access lane (a stream of kind
     /// `HostThread`), which holds its place among the streams' accesses.
-    HostAccess { lane: StreamId, name: Arc<str>, accesses: Vec<Access> },
+    HostAccess {
+        lane: StreamId,
+        name: Arc<str>,
+        accesses: Vec<Access>,
+    },
 }
 
 impl OpKind {

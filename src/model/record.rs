@@ -18,7 +18,11 @@ pub enum TraceRecord {
     Op(Operation),
     /// When the operation with this correlation id ran on the GPU, learned after the fact (CUPTI activity
     /// records). Ordering does not depend on it; timelines place bars by it.
-    GpuTime { correlation: u64, start_ns: u64, end_ns: u64 },
+    GpuTime {
+        correlation: u64,
+        start_ns: u64,
+        end_ns: u64,
+    },
     /// The process is one rank of a distributed job (from the trace header): informative, orders nothing.
     Job(JobPlace),
 }

@@ -57,7 +57,9 @@ pub enum ViewBytes {
     /// A dimension of size 0: no byte at all.
     Empty,
     /// One contiguous range of `len` bytes from the first: a plain access.
-    Contiguous { len: u64 },
+    Contiguous {
+        len: u64,
+    },
     Strided(StridedView),
 }
 
@@ -98,7 +100,8 @@ impl StridedView {
         }
         let mut extent = run;
         for d in &merged {
-            extent = (d.count - 1).checked_mul(d.stride).and_then(|s| s.checked_add(extent)).ok_or(ViewError::Overflow)?;
+            extent =
+                (d.count - 1).checked_mul(d.stride).and_then(|s| s.checked_add(extent)).ok_or(ViewError::Overflow)?;
         }
         if merged.is_empty() {
             return Ok(ViewBytes::Contiguous { len: run });

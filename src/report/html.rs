@@ -9,10 +9,10 @@ use std::io;
 
 use serde::Serialize;
 
-use crate::timeline::Timeline;
 use super::{describe_location, describe_op, describe_why, race_title, Report};
 use crate::analysis::Analysis;
 use crate::findings::EdgeKind;
+use crate::timeline::Timeline;
 
 pub struct HtmlReport;
 
@@ -87,10 +87,18 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
     let lanes = timeline
         .streams
         .iter()
-        .map(|s| Lane { title: s.title(), detail: s.detail(), group: groups.iter().position(|(g, _, _)| *g == s.group()).unwrap_or(0) })
+        .map(|s| Lane {
+            title: s.title(),
+            detail: s.detail(),
+            group: groups.iter().position(|(g, _, _)| *g == s.group()).unwrap_or(0),
+        })
         .collect();
     let mut names = Interner { names: Vec::new(), index: std::collections::HashMap::new() };
-    let ops = timeline.ops.iter().map(|op| (op.lane, op.start_ns, op.end_ns, names.index(&op.name), op.seq, names.index(&op.label))).collect();
+    let ops = timeline
+        .ops
+        .iter()
+        .map(|op| (op.lane, op.start_ns, op.end_ns, names.index(&op.name), op.seq, names.index(&op.label)))
+        .collect();
     let graphs = timeline
         .ops
         .iter()

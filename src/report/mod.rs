@@ -14,8 +14,8 @@ mod timeline_picture;
 use std::io;
 
 use crate::analysis::Analysis;
-use crate::model::StreamKind;
 use crate::findings::{AccessAction, OpOccurrence, RaceFinding, Unordered};
+use crate::model::StreamKind;
 
 /// An output format.
 pub trait Report {
@@ -40,7 +40,10 @@ pub fn ordinal(n: u64) -> String {
 /// report lines. Every text output (the text report, capture's report, `stats`' tables) passes trace text
 /// through it; JSON, HTML and CSV escape by their own rules.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let unsafe_char = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
     // Printable ASCII, nearly every name, is checked a byte at a time.
     if text.bytes().all(|b| (0x20..0x7f).contains(&b)) || !text.chars().any(unsafe_char) {
         return text.into();
@@ -172,7 +175,9 @@ pub fn describe_location(race: &RaceFinding) -> Vec<String> {
         alloc.kind.as_str()
     )];
     if let Some(old) = &alloc.reuses {
-        let at = |label: &str, s: &Option<crate::model::SourceLocation>| s.as_ref().map_or(String::new(), |s| format!(", {label} {s}"));
+        let at = |label: &str, s: &Option<crate::model::SourceLocation>| {
+            s.as_ref().map_or(String::new(), |s| format!(", {label} {s}"))
+        };
         lines.push(format!(
             "It reuses the memory of allocation {} {}{}{}, which the previous access used: that block went back to the pool while its stream could still use it (in PyTorch, `tensor.record_stream(stream)` before freeing keeps it)",
             old.handle,
@@ -199,12 +204,19 @@ mod tests {
     #[test]
     fn shorten_keeps_the_functor() {
         let name = "void at::native::vectorized_elementwise_kernel<(int)4, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float>>, std::array<char *, (unsigned long)2>>(int, T2, T3)";
-        assert_eq!(shorten(name), "vectorized_elementwise_kernel<4, AUnaryFunctor<float, float, float, MulFunctor<float>>, array<char *, 2>>");
+        assert_eq!(
+            shorten(name),
+            "vectorized_elementwise_kernel<4, AUnaryFunctor<float, float, float, MulFunctor<float>>, array<char *, 2>>"
+        );
         assert_eq!(shorten("add_parallel(const float *, float *, int)"), "add_parallel");
         let with_casts = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, (unsigned long)1> >(int, at::native::FillFunctor<float>, std::array<char*, (unsigned long)1>)";
         assert_eq!(shorten(with_casts), "vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, 1> >");
         assert_eq!(kernel_name(name), shorten(name), "long names are shortened in sentences");
-        assert_eq!(kernel_name("write_kernel(float*, int, float)"), "write_kernel(float*, int, float)", "short names stay whole");
+        assert_eq!(
+            kernel_name("write_kernel(float*, int, float)"),
+            "write_kernel(float*, int, float)",
+            "short names stay whole"
+        );
     }
 }
 

@@ -9,10 +9,10 @@ use std::io;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::timeline::Timeline;
 use super::Report;
 use crate::analysis::Analysis;
 use crate::findings::EdgeKind;
+use crate::timeline::Timeline;
 
 pub struct PerfettoReport;
 
@@ -44,11 +44,16 @@ fn events(analysis: &Analysis, timeline: &Timeline) -> Vec<Value> {
         events.push(json!({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": group.label()}}));
         events.push(json!({"ph": "M", "name": "process_sort_index", "pid": pid, "args": {"sort_index": pid}}));
     }
-    let group_of_lane: Vec<usize> = groups.iter().enumerate().flat_map(|(pid, (_, _, count))| std::iter::repeat(pid).take(*count)).collect();
+    let group_of_lane: Vec<usize> =
+        groups.iter().enumerate().flat_map(|(pid, (_, _, count))| std::iter::repeat(pid).take(*count)).collect();
     for (lane, stream) in timeline.streams.iter().enumerate() {
         let pid = group_of_lane[lane];
-        events.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": stream.id, "args": {"name": stream.label()}}));
-        events.push(json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": stream.id, "args": {"sort_index": lane}}));
+        events.push(
+            json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": stream.id, "args": {"name": stream.label()}}),
+        );
+        events.push(
+            json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": stream.id, "args": {"sort_index": lane}}),
+        );
     }
     let process_of = |op: &crate::timeline::TimelineOp| group_of_lane.get(op.lane as usize).copied().unwrap_or(0);
     // A graph launch is its stream's block with its nodes nested inside, up to a bound, so that a graph replayed
@@ -67,7 +72,9 @@ fn events(analysis: &Analysis, timeline: &Timeline) -> Vec<Value> {
             "pid": process_of(op), "tid": op.stream, "ts": ts, "dur": dur,
             "args": args,
         }));
-        let Some(nodes) = op.nodes.as_ref().filter(|n| !n.is_empty() && node_slices + n.len() <= NODE_SLICES) else { continue };
+        let Some(nodes) = op.nodes.as_ref().filter(|n| !n.is_empty() && node_slices + n.len() <= NODE_SLICES) else {
+            continue;
+        };
         node_slices += nodes.len();
         for (i, node) in nodes.iter().enumerate() {
             let (ts, dur) = node_slice(op, i, nodes.len());

@@ -26,7 +26,11 @@ const FONT_DIRS: &[&str] = &["/usr/share/fonts", "/usr/local/share/fonts"];
 /// the usual places. Tests ask it too, to know whether pictures can be drawn on this machine.
 pub fn font_path() -> Result<std::path::PathBuf, String> {
     if let Some(named) = std::env::var_os("STREAMTRACE_FONT").map(std::path::PathBuf::from) {
-        return if named.is_file() { Ok(named) } else { Err(format!("STREAMTRACE_FONT names {}, which is not a file", named.display())) };
+        return if named.is_file() {
+            Ok(named)
+        } else {
+            Err(format!("STREAMTRACE_FONT names {}, which is not a file", named.display()))
+        };
     }
     FONT_CANDIDATES
         .iter()
@@ -59,11 +63,17 @@ fn first_ttf(dir: &Path, depth: u32) -> Option<std::path::PathBuf> {
     let mut entries: Vec<_> = std::fs::read_dir(dir).ok()?.filter_map(Result::ok).map(|e| e.path()).collect();
     entries.sort();
     let file = entries.iter().find(|p| p.is_file() && p.extension().is_some_and(|e| e.eq_ignore_ascii_case("ttf")));
-    file.cloned().or_else(|| (depth > 0).then(|| entries.iter().filter(|p| p.is_dir()).find_map(|d| first_ttf(d, depth - 1))).flatten())
+    file.cloned().or_else(|| {
+        (depth > 0).then(|| entries.iter().filter(|p| p.is_dir()).find_map(|d| first_ttf(d, depth - 1))).flatten()
+    })
 }
 
 /// Renders into `path` through [`crate::output::write_atomically_with`].
-pub(super) fn render(path: &Path, size: (u32, u32), draw: impl FnOnce(&DrawingArea<BitMapBackend, plotters::coord::Shift>) -> anyhow::Result<()>) -> anyhow::Result<()> {
+pub(super) fn render(
+    path: &Path,
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<BitMapBackend, plotters::coord::Shift>) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     // The output path is checked before the font is looked for: a bad target is the first thing to say.
     crate::output::write_atomically_with(path, "png", |tmp| {
         ensure_font()?;
@@ -102,7 +112,11 @@ pub(super) fn fit(label: &str, max: usize) -> String {
 }
 
 /// A horizontal bar chart drawn directly: label, bar, value, one row each.
-fn bar_chart(area: &DrawingArea<BitMapBackend, plotters::coord::Shift>, title: &str, rows: &[(String, f64)]) -> anyhow::Result<()> {
+fn bar_chart(
+    area: &DrawingArea<BitMapBackend, plotters::coord::Shift>,
+    title: &str,
+    rows: &[(String, f64)],
+) -> anyhow::Result<()> {
     let (width, height) = area.dim_in_pixel();
     area.draw(&Text::new(title.to_string(), (20, 15), ("sans-serif", 18).into_font())).context("drawing the title")?;
     if rows.is_empty() {
@@ -118,7 +132,10 @@ fn bar_chart(area: &DrawingArea<BitMapBackend, plotters::coord::Shift>, title: &
         let text = fit(label, 40);
         area.draw(&Text::new(text, (12, y + row_h / 2 - 6), ("sans-serif", 12).into_font()))?;
         let end = label_w + (value / max * bar_max) as i32;
-        area.draw(&Rectangle::new([(label_w, y + 3), (end.max(label_w + 1), y + row_h - 3)], RGBColor(74, 114, 201).filled()))?;
+        area.draw(&Rectangle::new(
+            [(label_w, y + 3), (end.max(label_w + 1), y + row_h - 3)],
+            RGBColor(74, 114, 201).filled(),
+        ))?;
         area.draw(&Text::new(format!("{value:.3}"), (end + 6, y + row_h / 2 - 6), ("sans-serif", 12).into_font()))?;
     }
     Ok(())

@@ -40,7 +40,9 @@ pub fn short_op_name(name: &str) -> &str {
     let identifier = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     match name.split_once('.') {
         Some((op, overload))
-            if identifier(op) && identifier(overload) && op.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') =>
+            if identifier(op)
+                && identifier(overload)
+                && op.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') =>
         {
             op
         }
@@ -58,7 +60,10 @@ mod tests {
         assert_eq!(short_name("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, (unsigned long)1> >(int, at::native::FillFunctor<float>, std::array<char*, (unsigned long)1>)"), "vectorized_elementwise_kernel");
         assert_eq!(short_name("write_kernel(float*, int, float)"), "write_kernel");
         assert_eq!(short_name("void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false, false>(T2 *, const T1 *, int, int, int, const bool *, int, bool)"), "softmax_warp_forward");
-        assert_eq!(short_name("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"), "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+        assert_eq!(
+            short_name("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+        );
         assert_eq!(short_name("scale"), "scale");
         assert_eq!(short_name("memcpy HtoD"), "memcpy HtoD");
         assert_eq!(short_name("<script>"), "<script>", "nothing left: the name stays whole");

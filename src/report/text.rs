@@ -23,7 +23,8 @@ fn access_word(action: AccessAction) -> &'static str {
 
 fn write_occurrence(out: &mut dyn io::Write, heading: &str, op: &OpOccurrence, bytes: u64, at: u64) -> io::Result<()> {
     writeln!(out, "  {heading} of {bytes} bytes at {at:#x} by {}:", printable(&describe_op(op)))?;
-    let source = op.site.source.as_ref().map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned());
+    let source =
+        op.site.source.as_ref().map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned());
     let position = op.stream_position.map_or(String::new(), |p| format!(", {} on its stream", ordinal(p)));
     let Some(graph) = &op.site.graph else {
         return writeln!(out, "    at {source} (operation {}{position}, input line/row {})", op.seq, op.origin);
@@ -37,7 +38,8 @@ fn write_occurrence(out: &mut dyn io::Write, heading: &str, op: &OpOccurrence, b
     if op.site.source.is_some() {
         writeln!(out, "    {made} {source}")?;
     }
-    let launched = graph.launched_at.as_ref().map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned());
+    let launched =
+        graph.launched_at.as_ref().map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned());
     writeln!(
         out,
         "    in {}, launched at {launched} (operation {}{position}, input line/row {})",
@@ -86,7 +88,8 @@ fn write_capture_cost(out: &mut dyn io::Write, analysis: &Analysis) -> io::Resul
         return Ok(());
     }
     let ns = analysis.import.get("capture.callback_ns");
-    let setup = analysis.import.iter().any(|c| c.name == "capture.setup_ns").then(|| analysis.import.get("capture.setup_ns"));
+    let setup =
+        analysis.import.iter().any(|c| c.name == "capture.setup_ns").then(|| analysis.import.get("capture.setup_ns"));
     let apart = match setup {
         Some(setup) => format!("; one-time set-up apart: {:.2} ms (loading CUPTI, creating the trace file and its writer)", setup as f64 / 1e6),
         None => "; this capture counted its one-time set-up into the calls, so a short program's calls look costlier than they are".to_string(),
@@ -108,8 +111,18 @@ impl Report for TextReport {
         for wait in &findings.unrecorded_waits {
             writeln!(out, "==================")?;
             writeln!(out, "WARNING: streamtrace: wait on an event that was never recorded")?;
-            writeln!(out, "  {} waits on {}, which no record preceded:", printable(&describe_op(&wait.wait)), printable(&wait.event_phrase()))?;
-            let source = wait.wait.site.source.as_ref().map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned());
+            writeln!(
+                out,
+                "  {} waits on {}, which no record preceded:",
+                printable(&describe_op(&wait.wait)),
+                printable(&wait.event_phrase())
+            )?;
+            let source = wait
+                .wait
+                .site
+                .source
+                .as_ref()
+                .map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned());
             writeln!(out, "    at {source} (operation {}, input line/row {})", wait.wait.seq, wait.wait.origin)?;
             writeln!(out, "  The wait orders nothing. Record the event before waiting on it (check the order of record and wait).")?;
             if wait.count > 1 {
@@ -173,7 +186,9 @@ impl Report for TextReport {
             if !findings.unordered_pairs.is_empty() {
                 writeln!(out, "Unordered cross-stream operation pairs, by site (most first):")?;
                 for group in findings.unordered_pairs.iter().take(PAIR_GROUPS_SHOWN) {
-                    let stream = |s: &crate::findings::Site| s.stream.as_ref().map_or("stream 0".to_string(), |s| printable(&s.to_string()).into_owned());
+                    let stream = |s: &crate::findings::Site| {
+                        s.stream.as_ref().map_or("stream 0".to_string(), |s| printable(&s.to_string()).into_owned())
+                    };
                     writeln!(
                         out,
                         "  {:>10} pairs  {} `{}` ({}) || {} `{}` ({}), first at operations {} and {}",
@@ -189,7 +204,11 @@ impl Report for TextReport {
                     )?;
                 }
                 if findings.unordered_pairs.len() > PAIR_GROUPS_SHOWN {
-                    writeln!(out, "  ... {} more groups (see --format json)", findings.unordered_pairs.len() - PAIR_GROUPS_SHOWN)?;
+                    writeln!(
+                        out,
+                        "  ... {} more groups (see --format json)",
+                        findings.unordered_pairs.len() - PAIR_GROUPS_SHOWN
+                    )?;
                 }
             }
         }
@@ -202,7 +221,11 @@ impl Report for TextReport {
         }
         for counter in analysis.import.data_loss() {
             let first = counter.first.as_deref().map(|at| format!("; first at {}", printable(at))).unwrap_or_default();
-            writeln!(out, "warning: {} {} ({}{first}): findings may be incomplete", counter.count, counter.meaning, counter.name)?;
+            writeln!(
+                out,
+                "warning: {} {} ({}{first}): findings may be incomplete",
+                counter.count, counter.meaning, counter.name
+            )?;
         }
         let stats = &analysis.stats;
         let occurrences: u64 = findings.races.iter().map(|r| r.count).sum();

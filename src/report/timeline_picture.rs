@@ -31,11 +31,19 @@ const ARROWS_DRAWN: usize = 2000;
 
 const INK: RGBColor = RGBColor(29, 35, 48);
 const GREY: RGBColor = RGBColor(104, 112, 133);
-const PALETTE: [RGBColor; 4] = [RGBColor(74, 114, 201), RGBColor(47, 158, 119), RGBColor(201, 130, 43), RGBColor(138, 92, 194)];
+const PALETTE: [RGBColor; 4] =
+    [RGBColor(74, 114, 201), RGBColor(47, 158, 119), RGBColor(201, 130, 43), RGBColor(138, 92, 194)];
 
 /// The picture's height for `lanes` lanes in `groups` groups and `races` numbered races.
 pub fn timeline_height(lanes: usize, groups: usize, races: usize) -> u32 {
-    TITLE_H + AXIS_H + groups as u32 * GROUP_H + lanes.max(1) as u32 * LANE_H + 10 + LEGEND_H + races.min(RACES_SHOWN) as u32 * RACE_ROW_H + 10
+    TITLE_H
+        + AXIS_H
+        + groups as u32 * GROUP_H
+        + lanes.max(1) as u32 * LANE_H
+        + 10
+        + LEGEND_H
+        + races.min(RACES_SHOWN) as u32 * RACE_ROW_H
+        + 10
 }
 
 /// A round step giving about `count` ticks over `span`.
@@ -127,13 +135,17 @@ fn mark_span(timeline: &Timeline, layout: &Layout, mark: Mark) -> (i32, i32) {
 type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
 
 fn text(area: &Area, text: &str, at: (i32, i32), size: u32, color: &RGBColor) -> anyhow::Result<()> {
-    area.draw(&Text::new(text.to_string(), at, ("sans-serif", size).into_font().color(color))).context("drawing text")?;
+    area.draw(&Text::new(text.to_string(), at, ("sans-serif", size).into_font().color(color)))
+        .context("drawing text")?;
     Ok(())
 }
 
 /// Whether `label` fits in `width` pixels at `size`.
 fn fits(area: &Area, label: &str, size: u32, width: i32) -> bool {
-    width > 20 && area.estimate_text_size(label, &("sans-serif", size).into_font().into_text_style(area)).is_ok_and(|(w, _)| (w as i32) < width - 4)
+    width > 20
+        && area
+            .estimate_text_size(label, &("sans-serif", size).into_font().into_text_style(area))
+            .is_ok_and(|(w, _)| (w as i32) < width - 4)
 }
 
 pub fn write_timeline(analysis: &Analysis, path: &Path) -> anyhow::Result<()> {
@@ -166,7 +178,11 @@ pub fn write_timeline(analysis: &Analysis, path: &Path) -> anyhow::Result<()> {
 
 fn draw_axis(root: &Area, timeline: &Timeline, layout: &Layout) -> anyhow::Result<()> {
     let axis_y = TITLE_H as i32;
-    let what = if timeline.gpu_time { "GPU time since the first operation" } else { "issue order (no GPU times): operation #" };
+    let what = if timeline.gpu_time {
+        "GPU time since the first operation"
+    } else {
+        "issue order (no GPU times): operation #"
+    };
     text(root, what, (8, axis_y + 4), 12, &GREY)?;
     let step = tick_step(layout.t1 - layout.t0, 10);
     let step = if timeline.gpu_time { step } else { step.max(1000) / 1000 * 1000 };
@@ -174,14 +190,22 @@ fn draw_axis(root: &Area, timeline: &Timeline, layout: &Layout) -> anyhow::Resul
     let mut value = base + (layout.t0.saturating_sub(base)).div_ceil(step) * step;
     while value <= layout.t1 {
         let x = layout.x(value);
-        root.draw(&PathElement::new(vec![(x, axis_y + AXIS_H as i32 - 4), (x, layout.plot_bottom)], RGBColor(214, 218, 226)))?;
+        root.draw(&PathElement::new(
+            vec![(x, axis_y + AXIS_H as i32 - 4), (x, layout.plot_bottom)],
+            RGBColor(214, 218, 226),
+        ))?;
         text(root, &tick_text(value, layout.t0, timeline.gpu_time), (x + 3, axis_y + 4), 11, &GREY)?;
         value += step;
     }
     Ok(())
 }
 
-fn draw_lanes(root: &Area, timeline: &Timeline, layout: &Layout, groups: &[(crate::timeline::LaneGroup, usize, usize)]) -> anyhow::Result<()> {
+fn draw_lanes(
+    root: &Area,
+    timeline: &Timeline,
+    layout: &Layout,
+    groups: &[(crate::timeline::LaneGroup, usize, usize)],
+) -> anyhow::Result<()> {
     for (group, first, _) in groups {
         let y = layout.lane_top[*first] - GROUP_H as i32;
         root.draw(&Rectangle::new([(0, y), (WIDTH as i32, y + GROUP_H as i32)], RGBColor(233, 236, 243).filled()))?;
@@ -229,7 +253,8 @@ fn draw_bars(root: &Area, timeline: &Timeline, layout: &Layout) -> anyhow::Resul
 }
 
 fn draw_arrows(root: &Area, timeline: &Timeline, layout: &Layout) -> anyhow::Result<()> {
-    let drawn: Vec<_> = timeline.arrows.iter().filter_map(|a| Some((&timeline.ops[a.from], &timeline.ops[a.to?]))).collect();
+    let drawn: Vec<_> =
+        timeline.arrows.iter().filter_map(|a| Some((&timeline.ops[a.from], &timeline.ops[a.to?]))).collect();
     if drawn.len() > ARROWS_DRAWN {
         return Ok(());
     }
@@ -242,7 +267,12 @@ fn draw_arrows(root: &Area, timeline: &Timeline, layout: &Layout) -> anyhow::Res
     Ok(())
 }
 
-fn draw_races(root: &Area, timeline: &Timeline, layout: &Layout, races: &[&crate::findings::RaceFinding]) -> anyhow::Result<()> {
+fn draw_races(
+    root: &Area,
+    timeline: &Timeline,
+    layout: &Layout,
+    races: &[&crate::findings::RaceFinding],
+) -> anyhow::Result<()> {
     for (number, race) in races.iter().enumerate() {
         for arrow in timeline.arrows_for(race) {
             let arrow = &timeline.arrows[arrow];
@@ -264,7 +294,10 @@ fn draw_races(root: &Area, timeline: &Timeline, layout: &Layout, races: &[&crate
                 Some(_) => (0, 4),
                 None => (3, 2),
             };
-            root.draw(&Rectangle::new([(a - pad, y + inset), (b + pad, y + LANE_H as i32 - inset)], RED.stroke_width(2)))?;
+            root.draw(&Rectangle::new(
+                [(a - pad, y + inset), (b + pad, y + LANE_H as i32 - inset)],
+                RED.stroke_width(2),
+            ))?;
         }
         let (e_lane, l_lane) = (timeline.ops[e.bar].lane, timeline.ops[l.bar].lane);
         if e.bar != l.bar {
@@ -284,7 +317,12 @@ fn draw_races(root: &Area, timeline: &Timeline, layout: &Layout, races: &[&crate
     Ok(())
 }
 
-fn draw_legend(root: &Area, timeline: &Timeline, layout: &Layout, races: &[&crate::findings::RaceFinding]) -> anyhow::Result<()> {
+fn draw_legend(
+    root: &Area,
+    timeline: &Timeline,
+    layout: &Layout,
+    races: &[&crate::findings::RaceFinding],
+) -> anyhow::Result<()> {
     let y = layout.plot_bottom + 14;
     let mut x = 10;
     root.draw(&Rectangle::new([(x, y), (x + 18, y + 12)], RED.stroke_width(2)))?;

@@ -39,10 +39,17 @@ impl Binary {
         let found = file.build_id().ok().flatten().map(hex);
         if let (Some(expected), Some(found)) = (build_id, found.as_deref()) {
             if !expected.eq_ignore_ascii_case(found) {
-                return Err(format!("{} is another build than the one that ran (build id {found}, the trace says {expected})", path.display()));
+                return Err(format!(
+                    "{} is another build than the one that ran (build id {found}, the trace says {expected})",
+                    path.display()
+                ));
             }
         }
-        let lines = if has_line_tables(&file) { line_tables(&file) } else { separate_debug_file(path, &file, found.as_deref()) };
+        let lines = if has_line_tables(&file) {
+            line_tables(&file)
+        } else {
+            separate_debug_file(path, &file, found.as_deref())
+        };
         Ok(Binary { lines, functions: function_symbols(&file) })
     }
 
@@ -61,7 +68,8 @@ impl Binary {
         let mut entries = Vec::new();
         if let Some(Ok(mut frames)) = self.lines.as_ref().map(|lines| lines.find_frames(call).skip_all_loads()) {
             while let Ok(Some(frame)) = frames.next() {
-                let function = frame.function.as_ref().and_then(|f| f.demangle().ok()).map(|name| Arc::<str>::from(&*name));
+                let function =
+                    frame.function.as_ref().and_then(|f| f.demangle().ok()).map(|name| Arc::<str>::from(&*name));
                 let (file, line) = match frame.location {
                     Some(location) => (location.file.map(Arc::from), location.line),
                     None => (None, None),
@@ -98,7 +106,8 @@ fn has_line_tables(file: &object::File) -> bool {
 fn line_tables(file: &object::File) -> Option<addr2line::Context<Reader>> {
     let endian = if file.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big };
     let load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
-        let data = file.section_by_name(id.name()).and_then(|s| s.uncompressed_data().ok()).unwrap_or(Cow::Borrowed(&[]));
+        let data =
+            file.section_by_name(id.name()).and_then(|s| s.uncompressed_data().ok()).unwrap_or(Cow::Borrowed(&[]));
         Ok(gimli::EndianArcSlice::new(Arc::from(&*data), endian))
     };
     let dwarf = gimli::Dwarf::load(load).ok()?;
@@ -170,10 +179,14 @@ mod tests {
     fn this_test_binary_symbolizes_its_own_code() {
         let exe = std::env::current_exe().expect("the test binary");
         let binary = Binary::open(&exe, None).expect("readable");
-        let name_start = binary.functions.iter().find(|(_, _, name)| name.contains("this_test_binary_symbolizes_its_own_code"));
+        let name_start =
+            binary.functions.iter().find(|(_, _, name)| name.contains("this_test_binary_symbolizes_its_own_code"));
         let (start, _, _) = name_start.expect("its own symbol");
         let symbolized = binary.symbolize(start + 5).pop().expect("an entry");
-        assert!(symbolized.function.as_deref().is_some_and(|f| f.contains("this_test_binary_symbolizes_its_own_code")), "{symbolized:?}");
+        assert!(
+            symbolized.function.as_deref().is_some_and(|f| f.contains("this_test_binary_symbolizes_its_own_code")),
+            "{symbolized:?}"
+        );
         assert!(symbolized.file.as_deref().is_some_and(|f| f.ends_with("binary.rs")), "{symbolized:?}");
     }
 }

@@ -19,8 +19,24 @@ pub enum FrameClass {
 const CUDA_MODULES: &[&str] = &["libcuda.so", "libcupti.so", "libcudart.so", "libstreamtrace_capture"];
 /// Frameworks and system libraries, by file name prefix.
 const LIBRARY_MODULES: &[&str] = &[
-    "libtorch", "libc10", "libcaffe2", "libshm", "libnccl", "libcublas", "libcudnn", "libpython", "python",
-    "libstdc++", "libc.so", "libc-", "libm.so", "ld-linux", "libgcc_s", "libpthread", "libgomp", "linux-vdso",
+    "libtorch",
+    "libc10",
+    "libcaffe2",
+    "libshm",
+    "libnccl",
+    "libcublas",
+    "libcudnn",
+    "libpython",
+    "python",
+    "libstdc++",
+    "libc.so",
+    "libc-",
+    "libm.so",
+    "ld-linux",
+    "libgcc_s",
+    "libpthread",
+    "libgomp",
+    "linux-vdso",
 ];
 /// The C runtime's entry code, linked into every executable.
 const STARTUP_FUNCTIONS: &[&str] = &["_start", "__libc_start_main", "__libc_start_call_main", "_init"];
@@ -95,11 +111,27 @@ mod tests {
     fn the_cuda_stack_is_never_the_program() {
         assert_eq!(classify(Some("/usr/lib/x86_64-linux-gnu/libcuda.so.1"), None, None), FrameClass::Cuda);
         assert_eq!(classify(Some("/app/run"), Some("cudaLaunchKernel"), None), FrameClass::Cuda);
-        assert_eq!(classify(Some("/app/run"), Some("cudart::cudaApiLaunchKernel(void const*)"), None), FrameClass::Cuda);
+        assert_eq!(
+            classify(Some("/app/run"), Some("cudart::cudaApiLaunchKernel(void const*)"), None),
+            FrameClass::Cuda
+        );
         assert_eq!(classify(Some("/app/run"), Some("__cudart803"), None), FrameClass::Cuda);
-        assert_eq!(classify(Some("/app/run"), Some("__device_stub__Z4stepPfPKfi(float*, float const*, int)"), None), FrameClass::Cuda);
-        assert_eq!(classify(Some("/app/run"), Some("cudaError cudaLaunchKernel<char>(char const*)"), Some("/usr/local/cuda/include/cuda_runtime.h")), FrameClass::Cuda);
-        assert_eq!(classify(Some("/app/run"), Some("f"), Some("/tmp/tmpxft_0001_00000000-6_x.cudafe1.stub.c")), FrameClass::Cuda);
+        assert_eq!(
+            classify(Some("/app/run"), Some("__device_stub__Z4stepPfPKfi(float*, float const*, int)"), None),
+            FrameClass::Cuda
+        );
+        assert_eq!(
+            classify(
+                Some("/app/run"),
+                Some("cudaError cudaLaunchKernel<char>(char const*)"),
+                Some("/usr/local/cuda/include/cuda_runtime.h")
+            ),
+            FrameClass::Cuda
+        );
+        assert_eq!(
+            classify(Some("/app/run"), Some("f"), Some("/tmp/tmpxft_0001_00000000-6_x.cudafe1.stub.c")),
+            FrameClass::Cuda
+        );
     }
 
     #[test]
@@ -117,9 +149,18 @@ mod tests {
     fn programs_come_before_libraries() {
         assert_eq!(classify(Some("/app/run"), Some("main"), Some("/src/pipeline.cu")), FrameClass::Program);
         assert_eq!(classify(Some("/app/run"), Some("cudaish_helper"), None), FrameClass::Program, "not an API name");
-        assert_eq!(classify(Some("/venv/torch/lib/libtorch_cuda.so"), Some("at::native::add_kernel"), None), FrameClass::Library);
-        assert_eq!(classify(Some("/usr/lib/x86_64-linux-gnu/libc.so.6"), Some("__libc_start_call_main"), None), FrameClass::Library);
-        assert_eq!(classify(Some("/venv/ext/my_ops.cpython-312-x86_64-linux-gnu.so"), Some("launch_fused"), None), FrameClass::Program);
+        assert_eq!(
+            classify(Some("/venv/torch/lib/libtorch_cuda.so"), Some("at::native::add_kernel"), None),
+            FrameClass::Library
+        );
+        assert_eq!(
+            classify(Some("/usr/lib/x86_64-linux-gnu/libc.so.6"), Some("__libc_start_call_main"), None),
+            FrameClass::Library
+        );
+        assert_eq!(
+            classify(Some("/venv/ext/my_ops.cpython-312-x86_64-linux-gnu.so"), Some("launch_fused"), None),
+            FrameClass::Program
+        );
         assert_eq!(classify(None, None, None), FrameClass::Program);
         assert_eq!(classify(Some("/app/run"), Some("_start"), None), FrameClass::Library);
     }

@@ -20,8 +20,8 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::findings::{Findings, Fix, OpOccurrence, Site, Unordered};
 use crate::ingest::{ImportCounters, Severity};
 use crate::model::{NativeFrame, NativeSite, SourceLocation};
-use binary::{Binary, Symbolized};
 pub use binary::demangle;
+use binary::{Binary, Symbolized};
 use frames::{classify, is_startup_code, kernel_of_stub, module_class, same_function, FrameClass};
 
 /// Reads binaries as their frames are asked for, and remembers what each call site came to.
@@ -93,7 +93,8 @@ impl Symbolizer {
             return None;
         }
         // The C runtime's start code in the executable is no place the program wrote.
-        self.locate(&NativeSite::new(program_frames)).filter(|place| !place.function.as_deref().is_some_and(is_startup_code))
+        self.locate(&NativeSite::new(program_frames))
+            .filter(|place| !place.function.as_deref().is_some_and(is_startup_code))
     }
 
     /// What the frame's binary says about it, innermost inlined function first (one empty entry when the trace
@@ -174,7 +175,6 @@ impl Symbolizer {
         site.source = site.native.clone().and_then(|native| self.locate(&native));
         site.source.is_some()
     }
-
 }
 
 /// A frame as reports show it: its line, else its function and offset, else its module and offset.
@@ -191,7 +191,11 @@ fn location(frame: &NativeFrame, symbolized: &Symbolized) -> SourceLocation {
         },
         (_, Some(module)) => {
             let bias = frame.module.as_ref().map_or(0, |m| m.bias);
-            SourceLocation { file: format!("{module}+{:#x}", frame.address.wrapping_sub(bias)).into(), line: None, function: None }
+            SourceLocation {
+                file: format!("{module}+{:#x}", frame.address.wrapping_sub(bias)).into(),
+                line: None,
+                function: None,
+            }
         }
         (_, None) => SourceLocation { file: format!("{:#x}", frame.address).into(), line: None, function: None },
     }
@@ -217,7 +221,9 @@ fn unknown_frames(frames: &[NativeFrame]) -> SourceLocation {
 
 /// A source file as reports name it: relative to the current folder when it lies below it.
 fn shown_path(file: &Arc<str>) -> Arc<str> {
-    let relative = std::env::current_dir().ok().and_then(|dir| Path::new(&**file).strip_prefix(dir).ok().map(|p| p.display().to_string()));
+    let relative = std::env::current_dir()
+        .ok()
+        .and_then(|dir| Path::new(&**file).strip_prefix(dir).ok().map(|p| p.display().to_string()));
     relative.map_or_else(|| file.clone(), Into::into)
 }
 
@@ -245,6 +251,9 @@ mod tests {
         let mut counters = ImportCounters::default();
         symbolizer.resolve(&mut Findings::default(), &mut counters);
         let text = format!("{counters:?}");
-        assert!(text.contains("symbols.unreadable_modules") && text.contains("cannot read /nonexistent/build/app"), "{text}");
+        assert!(
+            text.contains("symbols.unreadable_modules") && text.contains("cannot read /nonexistent/build/app"),
+            "{text}"
+        );
     }
 }

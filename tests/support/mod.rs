@@ -39,7 +39,9 @@ pub fn missing(test: &str, tool: &str, why: &str, require_var: &str, required: O
     if required.is_some_and(|v| v == "1") {
         Missing::Fail(format!("{test}: {tool} is required here ({require_var}=1) but missing: {why}"))
     } else {
-        Missing::Skip(format!("note: {test} skipped: {tool} is missing ({why}); set {require_var}=1 to make it required"))
+        Missing::Skip(format!(
+            "note: {test} skipped: {tool} is missing ({why}); set {require_var}=1 to make it required"
+        ))
     }
 }
 
@@ -64,7 +66,13 @@ pub fn chromium_or_skip(test: &str) -> Option<PathBuf> {
         Some(found) => Some(found),
         None => {
             let why = format!("none of {} on PATH", CHROMIUM_NAMES.join(", "));
-            act(missing(test, "headless Chromium", &why, REQUIRE_BROWSER, std::env::var(REQUIRE_BROWSER).ok().as_deref()));
+            act(missing(
+                test,
+                "headless Chromium",
+                &why,
+                REQUIRE_BROWSER,
+                std::env::var(REQUIRE_BROWSER).ok().as_deref(),
+            ));
             None
         }
     }
@@ -75,6 +83,8 @@ pub fn chromium_or_skip(test: &str) -> Option<PathBuf> {
 pub fn font_or_skip(test: &str) -> bool {
     match streamtrace::report::png::font_path() {
         Ok(_) => true,
-        Err(why) => act(missing(test, "a TrueType font", &why, REQUIRE_FONT, std::env::var(REQUIRE_FONT).ok().as_deref())),
+        Err(why) => {
+            act(missing(test, "a TrueType font", &why, REQUIRE_FONT, std::env::var(REQUIRE_FONT).ok().as_deref()))
+        }
     }
 }

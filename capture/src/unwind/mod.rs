@@ -312,7 +312,9 @@ impl Unwinder {
 /// shared runtime), whose frames are walked through but not kept.
 fn is_runtime(path: &str) -> bool {
     let file = path.rsplit('/').next().unwrap_or(path);
-    ["libcuda.so", "libcupti.so", "libcudart.so", "libstreamtrace_capture"].iter().any(|prefix| file.starts_with(prefix))
+    ["libcuda.so", "libcupti.so", "libcudart.so", "libstreamtrace_capture"]
+        .iter()
+        .any(|prefix| file.starts_with(prefix))
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]

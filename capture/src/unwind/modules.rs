@@ -70,7 +70,8 @@ unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: usize, data: *m
         }
         // Safety: the loader's name of this module: null or a C string.
         let name = (!info.dlpi_name.is_null()).then(|| unsafe { CStr::from_ptr(info.dlpi_name) });
-        query.found = Some(Found { module: segments.describe(name), rule: segments.rule_at(query.address, query.context) });
+        query.found =
+            Some(Found { module: segments.describe(name), rule: segments.rule_at(query.address, query.context) });
         1
     }));
     outcome.unwrap_or(1)
@@ -84,10 +85,7 @@ struct Segments<'a> {
 
 impl Segments<'_> {
     fn loads(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.headers
-            .iter()
-            .filter(|h| h.p_type == PT_LOAD)
-            .map(|h| (self.bias.wrapping_add(h.p_vaddr), h.p_memsz))
+        self.headers.iter().filter(|h| h.p_type == PT_LOAD).map(|h| (self.bias.wrapping_add(h.p_vaddr), h.p_memsz))
     }
 
     fn maps_code_at(&self, address: u64) -> bool {
@@ -101,7 +99,10 @@ impl Segments<'_> {
     fn mapped(&self, address: u64, len: u64) -> Option<&[u8]> {
         let inside = self.headers.iter().any(|h| {
             let start = self.bias.wrapping_add(h.p_vaddr);
-            h.p_type == PT_LOAD && address >= start && address - start <= h.p_filesz && len <= h.p_filesz - (address - start)
+            h.p_type == PT_LOAD
+                && address >= start
+                && address - start <= h.p_filesz
+                && len <= h.p_filesz - (address - start)
         });
         // Safety: the range lies in a segment the loader mapped from the file, mapped while the module is
         // loaded (the loader's lock is held during this callback).
@@ -153,7 +154,8 @@ impl Segments<'_> {
 
 /// The descriptor of the NT_GNU_BUILD_ID note among `notes` (ELF note entries, each 4-byte aligned).
 fn build_id_note(mut notes: &[u8]) -> Option<&[u8]> {
-    let word = |bytes: &[u8], at: usize| -> Option<u32> { Some(u32::from_ne_bytes(bytes.get(at..at + 4)?.try_into().ok()?)) };
+    let word =
+        |bytes: &[u8], at: usize| -> Option<u32> { Some(u32::from_ne_bytes(bytes.get(at..at + 4)?.try_into().ok()?)) };
     let padded = |n: u32| (n as usize).div_ceil(4) * 4;
     while notes.len() >= 12 {
         let (name_size, desc_size, kind) = (word(notes, 0)?, word(notes, 4)?, word(notes, 8)?);

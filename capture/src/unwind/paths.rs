@@ -39,7 +39,8 @@ impl Default for Paths {
 
 impl Paths {
     pub fn new() -> Paths {
-        let root = Node { pc: 0, rule: Rule::Unknown, module: 0, kept: false, site: 0, first_child: NONE, next_sibling: NONE };
+        let root =
+            Node { pc: 0, rule: Rule::Unknown, module: 0, kept: false, site: 0, first_child: NONE, next_sibling: NONE };
         let mut nodes = Vec::with_capacity(256);
         nodes.push(root);
         Paths { nodes }

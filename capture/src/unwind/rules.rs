@@ -6,7 +6,9 @@
 //! slices it is given.
 
 // `UnwindSection` provides `EhFrame::cie_from_offset`.
-use gimli::{BaseAddresses, CfaRule, EhFrame, EhFrameHdr, LittleEndian, Register, RegisterRule, UnwindContext, UnwindSection};
+use gimli::{
+    BaseAddresses, CfaRule, EhFrame, EhFrameHdr, LittleEndian, Register, RegisterRule, UnwindContext, UnwindSection,
+};
 
 /// DWARF register numbers of x86-64 (System V psABI).
 const RBP: Register = Register(6);
@@ -47,13 +49,14 @@ pub fn eh_frame_address(eh_frame_hdr: &[u8], eh_frame_hdr_address: u64) -> Optio
 
 /// The rule at code address `address` (a return address less one, or the exact pc of the first frame).
 pub fn rule_at(tables: &UnwindTables, address: u64, context: &mut UnwindContext<usize>) -> Rule {
-    let bases = BaseAddresses::default()
-        .set_eh_frame_hdr(tables.eh_frame_hdr_address)
-        .set_eh_frame(tables.eh_frame_address);
+    let bases =
+        BaseAddresses::default().set_eh_frame_hdr(tables.eh_frame_hdr_address).set_eh_frame(tables.eh_frame_address);
     let Ok(header) = EhFrameHdr::new(tables.eh_frame_hdr, LittleEndian).parse(&bases, 8) else { return Rule::Unknown };
     let Some(table) = header.table() else { return Rule::Unknown };
     let eh_frame = EhFrame::new(tables.eh_frame, LittleEndian);
-    let Ok(fde) = table.fde_for_address(&eh_frame, &bases, address, EhFrame::cie_from_offset) else { return Rule::Unknown };
+    let Ok(fde) = table.fde_for_address(&eh_frame, &bases, address, EhFrame::cie_from_offset) else {
+        return Rule::Unknown;
+    };
     match fde.unwind_info_for_address(&eh_frame, &bases, context, address) {
         Ok(row) => reduce(row.cfa(), row.register(RETURN_ADDRESS), row.register(RBP)),
         Err(_) => Rule::Unknown,

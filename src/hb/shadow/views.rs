@@ -60,7 +60,13 @@ impl ViewAccesses {
     }
 
     /// A plain access of `range`: checked against the views kept; a write drops the views it covers whole.
-    pub(super) fn check_range(&mut self, range: AccessRange, current: &Stamp, clock: &VectorClock, out: &mut Vec<Conflict>) {
+    pub(super) fn check_range(
+        &mut self,
+        range: AccessRange,
+        current: &Stamp,
+        clock: &VectorClock,
+        out: &mut Vec<Conflict>,
+    ) {
         let (lo, hi) = (range.start, range.end());
         let mut assumed = 0;
         let mut doomed = std::mem::take(&mut self.doomed);
@@ -85,7 +91,14 @@ impl ViewAccesses {
     }
 
     /// A strided access: checked against the views kept, then kept itself.
-    fn check_and_keep(&mut self, start: u64, view: &Arc<StridedView>, current: Stamp, clock: &VectorClock, out: &mut Vec<Conflict>) {
+    fn check_and_keep(
+        &mut self,
+        start: u64,
+        view: &Arc<StridedView>,
+        current: Stamp,
+        clock: &VectorClock,
+        out: &mut Vec<Conflict>,
+    ) {
         let end = start + view.extent;
         let mine = placed(start, view);
         let mut assumed = 0;
@@ -125,7 +138,9 @@ impl ViewAccesses {
         let mut assumed = 0;
         for (key, entry) in meeting(&self.entries, self.longest, lo, hi) {
             let mut budget = Budget::new(OVERLAP_STEP_CAP);
-            if !clock.covers(entry.stamp.epoch) && pattern_meets_range(entry.placed(), lo as i128, hi as i128, &mut budget) {
+            if !clock.covers(entry.stamp.epoch)
+                && pattern_meets_range(entry.placed(), lo as i128, hi as i128, &mut budget)
+            {
                 push_view_conflict(out, entry, lo, hi);
             }
             assumed += budget.exhausted as u64;
@@ -150,7 +165,12 @@ impl ViewAccesses {
 }
 
 /// The entries of `entries` whose extent meets `[lo, hi)`, none longer than `longest`.
-fn meeting(entries: &BTreeMap<(u64, u64), ViewEntry>, longest: u64, lo: u64, hi: u64) -> impl Iterator<Item = (&(u64, u64), &ViewEntry)> {
+fn meeting(
+    entries: &BTreeMap<(u64, u64), ViewEntry>,
+    longest: u64,
+    lo: u64,
+    hi: u64,
+) -> impl Iterator<Item = (&(u64, u64), &ViewEntry)> {
     entries.range((lo.saturating_sub(longest), 0)..(hi, 0)).filter(move |(_, e)| e.end > lo)
 }
 
@@ -176,7 +196,14 @@ impl ShadowMemory {
     /// Checks a strided access (the bytes of `view` from `start`) by the operation stamped `current` against
     /// what those bytes saw before, appends the conflicts to `out`, and records the access. The segments under
     /// it are left as they are: they still hold the bytes between the view's elements.
-    pub fn access_view(&mut self, start: u64, view: &Arc<StridedView>, current: Stamp, clock: &VectorClock, out: &mut Vec<Conflict>) {
+    pub fn access_view(
+        &mut self,
+        start: u64,
+        view: &Arc<StridedView>,
+        current: Stamp,
+        clock: &VectorClock,
+        out: &mut Vec<Conflict>,
+    ) {
         let end = start + view.extent;
         let mine = placed(start, view);
         let mut assumed = 0;
@@ -193,7 +220,11 @@ impl ShadowMemory {
                 let (lo, hi) = (seg_start.max(start), seg.end.min(end));
                 let mut budget = Budget::new(OVERLAP_STEP_CAP);
                 if pattern_meets_range(mine, lo as i128, hi as i128, &mut budget) {
-                    out.push(Conflict { earlier: *earlier, range: AccessRange { start: lo, len: hi - lo }, earlier_view: None });
+                    out.push(Conflict {
+                        earlier: *earlier,
+                        range: AccessRange { start: lo, len: hi - lo },
+                        earlier_view: None,
+                    });
                 }
                 assumed += budget.exhausted as u64;
             }
@@ -223,7 +254,14 @@ mod tests {
     use crate::model::{AccessMode, ElementDim, StreamId, ViewBytes};
 
     fn stamp(stream: u32, tick: u64, mode: AccessMode) -> Stamp {
-        Stamp { epoch: Epoch { stream: StreamId(stream), slot: Slot(stream), tick }, seq: tick, origin: tick, site: SiteId(stream), mode, effect: Effect::Access }
+        Stamp {
+            epoch: Epoch { stream: StreamId(stream), slot: Slot(stream), tick },
+            seq: tick,
+            origin: tick,
+            site: SiteId(stream),
+            mode,
+            effect: Effect::Access,
+        }
     }
 
     fn clock_of(stream: u32, tick: u64) -> VectorClock {
@@ -244,7 +282,12 @@ mod tests {
     fn interleaved_writes_do_not_conflict_and_a_whole_read_meets_both() {
         let mut shadow = ShadowMemory::default();
         let mut out = Vec::new();
-        shadow.access(AccessRange::new(0x1000, 4096).unwrap(), stamp(9, 1, AccessMode::Write), &clock_of(9, 1), &mut out);
+        shadow.access(
+            AccessRange::new(0x1000, 4096).unwrap(),
+            stamp(9, 1, AccessMode::Write),
+            &clock_of(9, 1),
+            &mut out,
+        );
         let after_init = |stream| {
             let mut c = clock_of(stream, 1);
             c.set(Slot(9), 1);
@@ -294,12 +337,23 @@ mod tests {
         let mut shadow = ShadowMemory::default();
         let mut out = Vec::new();
         for tick in 1..100 {
-            shadow.access_view(0x1000, &floats(512, 2), stamp(0, tick, AccessMode::Write), &clock_of(0, tick), &mut out);
+            shadow.access_view(
+                0x1000,
+                &floats(512, 2),
+                stamp(0, tick, AccessMode::Write),
+                &clock_of(0, tick),
+                &mut out,
+            );
             shadow.access_view(0x1000, &floats(512, 2), stamp(0, tick, AccessMode::Read), &clock_of(0, tick), &mut out);
         }
         assert!(out.is_empty());
         assert_eq!(shadow.views_held(), 2, "the last write and the read after it");
-        shadow.access(AccessRange::new(0x1000, 4096).unwrap(), stamp(0, 100, AccessMode::Write), &clock_of(0, 100), &mut out);
+        shadow.access(
+            AccessRange::new(0x1000, 4096).unwrap(),
+            stamp(0, 100, AccessMode::Write),
+            &clock_of(0, 100),
+            &mut out,
+        );
         assert_eq!(shadow.views_held(), 0);
     }
 

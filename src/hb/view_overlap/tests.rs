@@ -105,7 +105,8 @@ fn a_one_gib_every_other_column_view_costs_what_a_range_costs() {
     // 16384 x 16384 floats (1 GiB): x[:, ::2] against the whole tensor, against x[:, 1::2], and x[:, 0::4]
     // against x[:, 2::4] (two dimensions each, rows of the same stride).
     let (rows, columns) = (16384u64, 16384u64);
-    let every_other = |first: u64, step: u64| view(0x10_0000_0000 + 4 * first, 4, &[(rows, columns), (columns / step, step)]);
+    let every_other =
+        |first: u64, step: u64| view(0x10_0000_0000 + 4 * first, 4, &[(rows, columns), (columns / step, step)]);
     let whole = view(0x10_0000_0000, 4, &[(rows * columns, 1)]);
     let started = Instant::now();
     assert!(meet(&every_other(0, 2), &whole));

@@ -12,7 +12,9 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::Batch;
-use crate::model::{is_nccl_kernel, Access, GroupStream, OpKind, Operation, ProcessId, SourceLocation, StreamId, ThreadId, TraceRecord};
+use crate::model::{
+    is_nccl_kernel, Access, GroupStream, OpKind, Operation, ProcessId, SourceLocation, StreamId, ThreadId, TraceRecord,
+};
 
 /// What a framework frame is.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]

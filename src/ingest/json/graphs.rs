@@ -16,8 +16,8 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::parser::Problem;
 use crate::model::{
-    Access, AccessMode, EventId, GraphBuild, GraphCall, GraphExec, GraphNode, NodeKind, NodeOrigin, NodeOwner, NodeParams,
-    OpKind, Operation, ProcessId, SharedGraph, SourceLocation, StreamId,
+    Access, AccessMode, EventId, GraphBuild, GraphCall, GraphExec, GraphNode, NodeKind, NodeOrigin, NodeOwner,
+    NodeParams, OpKind, Operation, ProcessId, SharedGraph, SourceLocation, StreamId,
 };
 
 /// A graph being built, or built: nodes in the order they were added, dependencies by index in that order.
@@ -179,7 +179,8 @@ impl GraphAssembler {
                 (NodeKind::Empty, Vec::new(), Vec::new(), graph.name.clone(), Some(Box::new(Draft::of_exec(graph))))
             }
             OpKind::EventRecord { event, .. } => {
-                let frontier = self.captures.get(&capture).and_then(|c| c.frontier.get(&stream)).cloned().unwrap_or_default();
+                let frontier =
+                    self.captures.get(&capture).and_then(|c| c.frontier.get(&stream)).cloned().unwrap_or_default();
                 self.captured_events.insert(*event, (capture, frontier));
                 self.captured_ops += 1;
                 return Ok(None);
@@ -314,10 +315,9 @@ impl GraphAssembler {
             GraphCall::UpdateNode { owner: NodeOwner::Exec(exec), node, params } => {
                 let key = self.next_key + 1;
                 let instance = self.instance_mut(process, *exec)?;
-                let index = *instance
-                    .by_handle
-                    .get(node)
-                    .ok_or_else(|| Problem::inconsistent(format!("graph node {node:#x} is not in executable graph {exec:#x}")))?;
+                let index = *instance.by_handle.get(node).ok_or_else(|| {
+                    Problem::inconsistent(format!("graph node {node:#x} is not in executable graph {exec:#x}"))
+                })?;
                 let mut graph = GraphExec::clone(&instance.graph);
                 apply_params(&mut graph.nodes[index], params);
                 graph.key = key;
@@ -386,7 +386,8 @@ impl GraphAssembler {
             GraphBuild::Captured => "captured",
             GraphBuild::Explicit | GraphBuild::Inline => "built",
         };
-        let at = draft.made_at.clone().or_else(|| draft.nodes.iter().find_map(|n| n.node.made_at.as_ref()?.source.clone()));
+        let at =
+            draft.made_at.clone().or_else(|| draft.nodes.iter().find_map(|n| n.node.made_at.as_ref()?.source.clone()));
         Ok(match at {
             Some(at) => format!("graph {how} at {at}"),
             None => format!("graph {graph:#x}"),
@@ -399,7 +400,8 @@ impl GraphAssembler {
         let mut flat = Flat::default();
         let top = flat.add(draft);
         let (nodes, order) = flat.sorted()?;
-        let by_handle = top.iter().filter_map(|(handle, entries)| Some(((*handle)?, order[*entries.first()?]))).collect();
+        let by_handle =
+            top.iter().filter_map(|(handle, entries)| Some(((*handle)?, order[*entries.first()?]))).collect();
         self.next_key += 1;
         let exec = GraphExec { key: self.next_key, name, build, made_at, nodes };
         Ok(Instance { graph: Arc::new(exec), by_handle })
@@ -436,7 +438,8 @@ impl Flat {
                 ends.push(None);
                 continue;
             }
-            let child_ends = entry.child.as_ref().map(|child| self.add_child(child)).filter(|(roots, _)| !roots.is_empty());
+            let child_ends =
+                entry.child.as_ref().map(|child| self.add_child(child)).filter(|(roots, _)| !roots.is_empty());
             ends.push(Some(match child_ends {
                 Some(both) => both,
                 None => {

@@ -128,7 +128,10 @@ impl<R: BufRead> LineRecords<R> {
             };
             return Err((
                 self.line,
-                format!("{whose} is longer than {} MiB, the most a record may hold (is this a trace?)", MAX_RECORD_BYTES >> 20),
+                format!(
+                    "{whose} is longer than {} MiB, the most a record may hold (is this a trace?)",
+                    MAX_RECORD_BYTES >> 20
+                ),
             ));
         }
         Ok(true)

@@ -28,15 +28,25 @@ impl NativeSites {
         let start = raw.addr.ok_or_else(|| Problem::malformed("module without `addr` (where it is mapped)"))?.0;
         let size = raw.size.ok_or_else(|| Problem::malformed("module without `size`"))?.0;
         if start.checked_add(size).is_none() {
-            return Err(Problem::malformed(format!("module {path} at {start:#x} with {size} bytes runs past the address space")));
+            return Err(Problem::malformed(format!(
+                "module {path} at {start:#x} with {size} bytes runs past the address space"
+            )));
         }
-        if let Some(id) = raw.build_id.as_deref().filter(|id| id.is_empty() || !id.bytes().all(|b| b.is_ascii_hexdigit())) {
+        if let Some(id) =
+            raw.build_id.as_deref().filter(|id| id.is_empty() || !id.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
             return Err(Problem::malformed(format!("module {path}: build_id `{id}` is not hex digits")));
         }
-        let module = NativeModule { path: path.into(), bias, start, size, build_id: raw.build_id.as_deref().map(Into::into) };
+        let module =
+            NativeModule { path: path.into(), bias, start, size, build_id: raw.build_id.as_deref().map(Into::into) };
         let modules = self.modules.entry(process).or_default();
-        if let Some(other) = modules.iter().find(|m| m.start < start.saturating_add(size) && start < m.start.saturating_add(m.size)) {
-            return Err(Problem::inconsistent(format!("module {path} overlaps module {}, declared before", other.path)));
+        if let Some(other) =
+            modules.iter().find(|m| m.start < start.saturating_add(size) && start < m.start.saturating_add(m.size))
+        {
+            return Err(Problem::inconsistent(format!(
+                "module {path} overlaps module {}, declared before",
+                other.path
+            )));
         }
         modules.push(Arc::new(module));
         Ok(())
@@ -47,7 +57,10 @@ impl NativeSites {
         let id = raw.id.ok_or_else(|| Problem::malformed("callsite without `id`"))?;
         let addresses = raw.frames.as_deref().ok_or_else(|| Problem::malformed("callsite without `frames`"))?;
         if addresses.is_empty() || addresses.len() > MAX_FRAMES {
-            return Err(Problem::malformed(format!("callsite {id} has {} frames (1 to {MAX_FRAMES})", addresses.len())));
+            return Err(Problem::malformed(format!(
+                "callsite {id} has {} frames (1 to {MAX_FRAMES})",
+                addresses.len()
+            )));
         }
         if self.sites.contains_key(&(process, id)) {
             return Err(Problem::inconsistent(format!("callsite {id} declared twice")));
@@ -55,7 +68,10 @@ impl NativeSites {
         let modules = self.modules.get(&process).map_or(&[][..], Vec::as_slice);
         let frames = addresses
             .iter()
-            .map(|address| NativeFrame { address: address.0, module: modules.iter().find(|m| m.contains(address.0)).cloned() })
+            .map(|address| NativeFrame {
+                address: address.0,
+                module: modules.iter().find(|m| m.contains(address.0)).cloned(),
+            })
             .collect();
         self.sites.insert((process, id), NativeSite::new(frames));
         Ok(())
@@ -64,7 +80,9 @@ impl NativeSites {
     /// The call site a record's `site` names.
     pub fn site(&self, process: ProcessId, id: u64) -> Result<NativeSite, Problem> {
         self.sites.get(&(process, id)).cloned().ok_or_else(|| {
-            Problem::inconsistent(format!("call site {id} used before its record {{\"type\": \"callsite\", \"id\": {id}, \"frames\": [...]}}"))
+            Problem::inconsistent(format!(
+                "call site {id} used before its record {{\"type\": \"callsite\", \"id\": {id}, \"frames\": [...]}}"
+            ))
         })
     }
 }

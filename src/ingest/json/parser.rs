@@ -20,9 +20,9 @@ use super::native::NativeSites;
 use super::raw::{without_unknown_fields, RawRecord};
 use super::Batch;
 use crate::ingest::{ImportCounters, IngestError, Severity};
-use crate::model::{JobPlace, 
-    AllocId, ContextId, DeviceId, EventId, NativeSite, OpKind, Operation, ProcessId, SourceLocation, StreamId, ThreadId,
-    ThreadInfo, TraceRecord, normalize_region,
+use crate::model::{
+    normalize_region, AllocId, ContextId, DeviceId, EventId, JobPlace, NativeSite, OpKind, Operation, ProcessId,
+    SourceLocation, StreamId, ThreadId, ThreadInfo, TraceRecord,
 };
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -201,7 +201,8 @@ impl JsonTraceParser {
             Err(e) if self.strict || !self.seen_header => return Err(self.decode_error(line, &e)),
             Err(e) => {
                 // A recording: a newer capture may have written fields this build does not know.
-                let Some((value, dropped)) = without_unknown_fields(text).filter(|(_, dropped)| !dropped.is_empty()) else {
+                let Some((value, dropped)) = without_unknown_fields(text).filter(|(_, dropped)| !dropped.is_empty())
+                else {
                     return self.skip(line, Problem::malformed(decode_message(&e)));
                 };
                 cleaned = value;
@@ -262,7 +263,8 @@ impl JsonTraceParser {
     /// becomes graph nodes, graph calls build graphs, and launches carry their graphs. A trace without graphs
     /// pays one check per record.
     fn assemble_graphs(&mut self, start: usize, out: &mut Batch) -> Result<(), IngestError> {
-        let wanted = |item: &Result<TraceRecord, IngestError>| matches!(item, Ok(TraceRecord::Op(op)) if self.graphs.wants(op));
+        let wanted =
+            |item: &Result<TraceRecord, IngestError>| matches!(item, Ok(TraceRecord::Op(op)) if self.graphs.wants(op));
         if !out[start..].iter().any(wanted) {
             return Ok(());
         }
@@ -289,7 +291,9 @@ impl JsonTraceParser {
         }
         let (name, meaning) = problem.kind.counter();
         let path = &self.path;
-        self.counters.bump_noting(name, Severity::DataLoss, meaning, 1, || format!("{}:{line}: {}", path.display(), problem.message));
+        self.counters.bump_noting(name, Severity::DataLoss, meaning, 1, || {
+            format!("{}:{line}: {}", path.display(), problem.message)
+        });
         Ok(())
     }
 
@@ -320,10 +324,15 @@ impl JsonTraceParser {
         }
         match raw.version {
             Some(FORMAT_VERSION) => {}
-            Some(v) => return Err(self.error(line, format!("unsupported format version {v} (this build reads {FORMAT_VERSION})"))),
+            Some(v) => {
+                return Err(
+                    self.error(line, format!("unsupported format version {v} (this build reads {FORMAT_VERSION})"))
+                )
+            }
             None => return Err(self.error(line, "header without `version`")),
         }
-        let producer = raw.producer.as_deref().map(Producer::parse).transpose().map_err(|e| self.error(line, e.to_string()))?;
+        let producer =
+            raw.producer.as_deref().map(Producer::parse).transpose().map_err(|e| self.error(line, e.to_string()))?;
         self.strict = producer != Some(Producer::Capture);
         self.seen_header = true;
         let job = JobPlace { rank: raw.rank, local_rank: raw.local_rank, world_size: raw.world_size };
@@ -381,11 +390,26 @@ impl JsonTraceParser {
                 let (Some(calls), Some(ns)) = (raw.calls, raw.callback_ns) else {
                     return Err(Problem::malformed("capture_stats needs `calls` and `callback_ns`"));
                 };
-                self.counters.bump("capture.recorded_calls", Severity::Info, "driver calls the capture library recorded", calls);
-                self.counters.bump("capture.callback_ns", Severity::Info, "nanoseconds the capture library spent recording them, on the program's threads", ns);
+                self.counters.bump(
+                    "capture.recorded_calls",
+                    Severity::Info,
+                    "driver calls the capture library recorded",
+                    calls,
+                );
+                self.counters.bump(
+                    "capture.callback_ns",
+                    Severity::Info,
+                    "nanoseconds the capture library spent recording them, on the program's threads",
+                    ns,
+                );
                 // Older captures counted their set-up into `callback_ns` and wrote no `setup_ns`.
                 if let Some(setup) = raw.setup_ns {
-                    self.counters.bump("capture.setup_ns", Severity::Info, "nanoseconds of the capture's one-time set-up (CUPTI, the trace file), apart from the calls", setup);
+                    self.counters.bump(
+                        "capture.setup_ns",
+                        Severity::Info,
+                        "nanoseconds of the capture's one-time set-up (CUPTI, the trace file), apart from the calls",
+                        setup,
+                    );
                 }
                 return Ok(());
             }
@@ -476,7 +500,12 @@ impl JsonTraceParser {
             out.push(Ok(TraceRecord::Op(op)));
         } else {
             if matches!(op.kind, OpKind::Kernel { .. }) && self.frames.inside_op(thread) {
-                self.counters.bump("json.kernels_in_framework_ops", Severity::Info, "kernels attributed to a framework operation's read and write sets", 1);
+                self.counters.bump(
+                    "json.kernels_in_framework_ops",
+                    Severity::Info,
+                    "kernels attributed to a framework operation's read and write sets",
+                    1,
+                );
             }
             self.frames.place(thread, op, out);
         }
@@ -504,7 +533,13 @@ impl JsonTraceParser {
         }
     }
 
-    fn frame_begin(&mut self, kind: RecordKind, process: ProcessId, thread: ThreadId, raw: RawRecord) -> Result<(), Problem> {
+    fn frame_begin(
+        &mut self,
+        kind: RecordKind,
+        process: ProcessId,
+        thread: ThreadId,
+        raw: RawRecord,
+    ) -> Result<(), Problem> {
         let frame_kind = if kind == RecordKind::OpBegin { FrameKind::Op } else { FrameKind::Call };
         let facts = self.frame_facts(&raw)?;
         if frame_kind == FrameKind::Call && facts.name.is_none() {
@@ -514,12 +549,24 @@ impl JsonTraceParser {
         if frame_kind == FrameKind::Op {
             self.counters.bump("json.framework_ops", Severity::Info, "framework operations (tier T2)", 1);
         } else {
-            self.counters.bump("json.framework_calls", Severity::Info, "framework calls that order streams or the host", 1);
+            self.counters.bump(
+                "json.framework_calls",
+                Severity::Info,
+                "framework calls that order streams or the host",
+                1,
+            );
         }
         Ok(())
     }
 
-    fn frame_end(&mut self, kind: RecordKind, process: ProcessId, thread: ThreadId, raw: RawRecord, out: &mut Batch) -> Result<(), Problem> {
+    fn frame_end(
+        &mut self,
+        kind: RecordKind,
+        process: ProcessId,
+        thread: ThreadId,
+        raw: RawRecord,
+        out: &mut Batch,
+    ) -> Result<(), Problem> {
         let frame_kind = if kind == RecordKind::OpEnd { FrameKind::Op } else { FrameKind::Call };
         let facts = self.frame_facts(&raw)?;
         match self.frames.close(thread, process, frame_kind, facts, self.strict, out) {

@@ -94,13 +94,19 @@ impl<'de> Deserialize<'de> for RawAccessRange {
                 let start: Address = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(0, &self))?;
                 let len: Address = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(1, &self))?;
                 let range = RawRange(start, len);
-                let Some(element_size) = seq.next_element::<u64>()? else { return Ok(RawAccessRange { range, view: None }) };
+                let Some(element_size) = seq.next_element::<u64>()? else {
+                    return Ok(RawAccessRange { range, view: None });
+                };
                 let dims: Vec<(u64, u64)> = seq.next_element()?.ok_or_else(|| de::Error::invalid_length(3, &self))?;
                 if seq.next_element::<de::IgnoredAny>()?.is_some() {
                     return Err(de::Error::invalid_length(access_range::VIEW_ITEMS + 1, &self));
                 }
                 if dims.len() > access_range::MAX_VIEW_DIMS {
-                    return Err(de::Error::custom(format!("a view of {} dimensions (at most {})", dims.len(), access_range::MAX_VIEW_DIMS)));
+                    return Err(de::Error::custom(format!(
+                        "a view of {} dimensions (at most {})",
+                        dims.len(),
+                        access_range::MAX_VIEW_DIMS
+                    )));
                 }
                 Ok(RawAccessRange { range, view: Some(Box::new(RawView { element_size, dims })) })
             }
@@ -315,13 +321,28 @@ mod tests {
         for field in Field::ALL {
             let text = match field {
                 Field::Type => continue,
-                Field::Reads | Field::Writes | Field::Pointers | Field::Nodes | Field::Deps | Field::Frames => format!("{{\"type\":\"x\",\"{field}\":[]}}"),
+                Field::Reads | Field::Writes | Field::Pointers | Field::Nodes | Field::Deps | Field::Frames => {
+                    format!("{{\"type\":\"x\",\"{field}\":[]}}")
+                }
                 Field::From | Field::To => format!("{{\"type\":\"x\",\"{field}\":[1,2]}}"),
                 Field::Sync | Field::Ready => format!("{{\"type\":\"x\",\"{field}\":true}}"),
                 Field::Comment => format!("{{\"type\":\"x\",\"{field}\":{{}}}}"),
-                Field::Producer | Field::Api | Field::Region | Field::Src | Field::Name | Field::StreamKind
-                | Field::Copy | Field::FromMemory | Field::ToMemory | Field::AllocKind | Field::FreeKind | Field::Label
-                | Field::NodeKind | Field::Path | Field::BuildId | Field::ProcessGroup => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
+                Field::Producer
+                | Field::Api
+                | Field::Region
+                | Field::Src
+                | Field::Name
+                | Field::StreamKind
+                | Field::Copy
+                | Field::FromMemory
+                | Field::ToMemory
+                | Field::AllocKind
+                | Field::FreeKind
+                | Field::Label
+                | Field::NodeKind
+                | Field::Path
+                | Field::BuildId
+                | Field::ProcessGroup => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
                 _ => format!("{{\"type\":\"x\",\"{field}\":1}}"),
             };
             let raw: RawRecord = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{field}: {e}"));
@@ -331,7 +352,9 @@ mod tests {
 
     #[test]
     fn access_items_are_ranges_or_views() {
-        let raw: RawRecord = serde_json::from_str(r#"{"type":"op_end","writes":[[4096,64],["0x2000",4092,4,[[512,2]]]]}"#).expect("decodes");
+        let raw: RawRecord =
+            serde_json::from_str(r#"{"type":"op_end","writes":[[4096,64],["0x2000",4092,4,[[512,2]]]]}"#)
+                .expect("decodes");
         let writes = raw.writes();
         assert!(writes[0].view.is_none() && writes[0].range.1 .0 == 64);
         let view = writes[1].view.as_ref().expect("a view");
@@ -344,17 +367,33 @@ mod tests {
 
     #[test]
     fn addresses_are_parsed_strictly() {
-        for good in [("0x10", 16), ("0X7f_0000", 0x7f0000), ("4096", 4096), ("0", 0), ("0xffffffffffffffff", u64::MAX)] {
+        for good in [("0x10", 16), ("0X7f_0000", 0x7f0000), ("4096", 4096), ("0", 0), ("0xffffffffffffffff", u64::MAX)]
+        {
             assert_eq!(parse_address(good.0), Some(good.1), "{}", good.0);
         }
-        for bad in ["0x+10", "+4096", "-1", "0x", "", " ", " 16", "16 ", "0x 10", "0x_10", "1_000", "0x10000000000000000", "0b101"] {
+        for bad in [
+            "0x+10",
+            "+4096",
+            "-1",
+            "0x",
+            "",
+            " ",
+            " 16",
+            "16 ",
+            "0x 10",
+            "0x_10",
+            "1_000",
+            "0x10000000000000000",
+            "0b101",
+        ] {
             assert_eq!(parse_address(bad), None, "`{bad}` was taken");
         }
     }
 
     #[test]
     fn unknown_fields_are_dropped_and_named() {
-        let (value, dropped) = without_unknown_fields(b"{\"type\":\"kernel\",\"stream\":1,\"shiny\":2}").expect("an object");
+        let (value, dropped) =
+            without_unknown_fields(b"{\"type\":\"kernel\",\"stream\":1,\"shiny\":2}").expect("an object");
         assert_eq!(dropped, vec!["shiny".to_string()]);
         assert!(value.get("shiny").is_none() && value.get("stream").is_some());
     }

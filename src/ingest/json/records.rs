@@ -12,9 +12,10 @@ use super::parser::{JsonTraceParser, Problem};
 use super::raw::{RawAccessRange, RawPointer, RawRange, RawRecord};
 use super::Batch;
 use crate::model::{
-    Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, Creation, DeviceId, Entity, EventId, EventInfo, FreeKind,
-    GraphCall, GraphNode, HostSync, MemoryKind, NativeSite, NodeKind, NodeOwner, NodeParams, OpKind, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId,
-    TraceRecord, ElementDim, StridedView, ViewBytes,
+    Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, Creation, DeviceId, ElementDim, Entity,
+    EventId, EventInfo, FreeKind, GraphCall, GraphNode, HostSync, MemoryKind, NativeSite, NodeKind, NodeOwner,
+    NodeParams, OpKind, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, StridedView, ThreadId,
+    TraceRecord, ViewBytes,
 };
 
 impl JsonTraceParser {
@@ -50,11 +51,29 @@ impl JsonTraceParser {
         let created_by = (kind != StreamKind::LegacyDefault).then_some(thread);
         let source = raw.src.as_deref().map(|text| self.source(text));
         let gpu = raw.device.unwrap_or(0) as u32;
-        out.push(Ok(TraceRecord::Stream(StreamInfo { id, handle, kind, priority: raw.priority, process, device, gpu, context, created_by, source, native })));
+        out.push(Ok(TraceRecord::Stream(StreamInfo {
+            id,
+            handle,
+            kind,
+            priority: raw.priority,
+            process,
+            device,
+            gpu,
+            context,
+            created_by,
+            source,
+            native,
+        })));
         Ok(())
     }
 
-    pub(super) fn event_record(&mut self, process: ProcessId, raw: &RawRecord, native: Option<NativeSite>, out: &mut Batch) -> Result<(), Problem> {
+    pub(super) fn event_record(
+        &mut self,
+        process: ProcessId,
+        raw: &RawRecord,
+        native: Option<NativeSite>,
+        out: &mut Batch,
+    ) -> Result<(), Problem> {
         let handle = raw.id.ok_or_else(|| Problem::malformed("event record without `id`"))?;
         if self.events.get(process, handle).is_some() {
             return Err(Problem::inconsistent(format!("event {handle} declared twice")));
@@ -68,7 +87,12 @@ impl JsonTraceParser {
     }
 
     /// A framework's creation line for a stream or event declared earlier (tier T2).
-    pub(super) fn creation_record(&mut self, process: ProcessId, raw: &RawRecord, out: &mut Batch) -> Result<(), Problem> {
+    pub(super) fn creation_record(
+        &mut self,
+        process: ProcessId,
+        raw: &RawRecord,
+        out: &mut Batch,
+    ) -> Result<(), Problem> {
         let entity = match (raw.stream, raw.event) {
             (Some(_), None) => Entity::Stream(self.stream(process, raw.stream)?),
             (None, Some(_)) => Entity::Event(self.event(process, raw.event)?),
@@ -82,7 +106,13 @@ impl JsonTraceParser {
     }
 
     /// The host thread's own access (tier T2), on its host-access lane, which is declared at the thread's first.
-    pub(super) fn host_access(&mut self, process: ProcessId, thread: ThreadId, raw: &RawRecord, out: &mut Batch) -> Result<OpKind, Problem> {
+    pub(super) fn host_access(
+        &mut self,
+        process: ProcessId,
+        thread: ThreadId,
+        raw: &RawRecord,
+        out: &mut Batch,
+    ) -> Result<OpKind, Problem> {
         let mut accesses = Vec::with_capacity(raw.reads().len() + raw.writes().len());
         read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
         let name = self.intern(raw.name.as_deref().unwrap_or("host access"));
@@ -119,7 +149,12 @@ impl JsonTraceParser {
 
     /// The operation an operation record describes (a launch, copy, set, event call, synchronization,
     /// allocation or graph launch).
-    pub(super) fn operation(&mut self, kind: RecordKind, process: ProcessId, raw: &RawRecord) -> Result<OpKind, Problem> {
+    pub(super) fn operation(
+        &mut self,
+        kind: RecordKind,
+        process: ProcessId,
+        raw: &RawRecord,
+    ) -> Result<OpKind, Problem> {
         Ok(match kind {
             RecordKind::Kernel => {
                 let stream = self.stream(process, raw.stream)?;
@@ -153,7 +188,16 @@ impl JsonTraceParser {
                 let (default_src, default_dst) = copy.default_memory();
                 let src_memory = memory_kind(raw.from_memory.as_deref(), default_src)?;
                 let dst_memory = memory_kind(raw.to_memory.as_deref(), default_dst)?;
-                OpKind::Memcpy { stream, copy, bytes, src, dst, synchronous: raw.sync.unwrap_or(false), src_memory, dst_memory }
+                OpKind::Memcpy {
+                    stream,
+                    copy,
+                    bytes,
+                    src,
+                    dst,
+                    synchronous: raw.sync.unwrap_or(false),
+                    src_memory,
+                    dst_memory,
+                }
             }
             RecordKind::Memset => {
                 let stream = self.stream(process, raw.stream)?;
@@ -163,18 +207,33 @@ impl JsonTraceParser {
                 let dst_memory = memory_kind(raw.to_memory.as_deref(), MemoryKind::Device)?;
                 OpKind::Memset { stream, bytes, dst, synchronous: raw.sync.unwrap_or(false), dst_memory }
             }
-            RecordKind::Record => OpKind::EventRecord { event: self.event(process, raw.event)?, stream: self.stream(process, raw.stream)? },
-            RecordKind::Wait => OpKind::StreamWait { stream: self.stream(process, raw.stream)?, event: self.event(process, raw.event)? },
+            RecordKind::Record => OpKind::EventRecord {
+                event: self.event(process, raw.event)?,
+                stream: self.stream(process, raw.stream)?,
+            },
+            RecordKind::Wait => {
+                OpKind::StreamWait { stream: self.stream(process, raw.stream)?, event: self.event(process, raw.event)? }
+            }
             RecordKind::Sync => OpKind::HostSync(match (raw.stream, raw.event, raw.device, raw.context) {
                 (Some(_), None, None, None) => HostSync::Stream(self.stream(process, raw.stream)?),
                 (None, Some(_), None, None) => HostSync::Event(self.event(process, raw.event)?),
-                (None, None, Some(d), None) => {
-                    HostSync::Device(*self.devices.get(&(process, d)).ok_or_else(|| Problem::inconsistent(format!("device {d} has no streams")))?)
+                (None, None, Some(d), None) => HostSync::Device(
+                    *self
+                        .devices
+                        .get(&(process, d))
+                        .ok_or_else(|| Problem::inconsistent(format!("device {d} has no streams")))?,
+                ),
+                (None, None, None, Some(c)) => HostSync::Context(
+                    *self
+                        .contexts
+                        .get(&(process, c))
+                        .ok_or_else(|| Problem::inconsistent(format!("context {c} has no streams")))?,
+                ),
+                _ => {
+                    return Err(Problem::malformed(
+                        "a sync record names exactly one of `stream`, `event`, `device` or `context`",
+                    ))
                 }
-                (None, None, None, Some(c)) => {
-                    HostSync::Context(*self.contexts.get(&(process, c)).ok_or_else(|| Problem::inconsistent(format!("context {c} has no streams")))?)
-                }
-                _ => return Err(Problem::malformed("a sync record names exactly one of `stream`, `event`, `device` or `context`")),
             }),
             RecordKind::Query => {
                 let target = match (raw.stream, raw.event) {
@@ -182,7 +241,12 @@ impl JsonTraceParser {
                     (None, Some(_)) => QueryTarget::Event(self.event(process, raw.event)?),
                     _ => return Err(Problem::malformed("a query record names exactly one of `stream` or `event`")),
                 };
-                OpKind::Query { target, ready: raw.ready.ok_or_else(|| Problem::malformed("query without `ready` (true when it returned cudaSuccess)"))? }
+                OpKind::Query {
+                    target,
+                    ready: raw.ready.ok_or_else(|| {
+                        Problem::malformed("query without `ready` (true when it returned cudaSuccess)")
+                    })?,
+                }
             }
             RecordKind::Alloc => self.alloc(process, raw)?,
             RecordKind::Free => self.free(process, raw)?,
@@ -204,11 +268,20 @@ impl JsonTraceParser {
                 let name = raw.name.as_deref().map_or_else(|| "graph".into(), str::to_string);
                 OpKind::GraphLaunch { stream, graph: self.graphs.inline(name, nodes) }
             }
-            RecordKind::CaptureBegin => OpKind::GraphCall(GraphCall::CaptureBegin { stream: self.stream(process, raw.stream)?, into: raw.graph }),
-            RecordKind::CaptureEnd => OpKind::GraphCall(GraphCall::CaptureEnd { stream: self.stream(process, raw.stream)?, graph: raw.graph }),
+            RecordKind::CaptureBegin => OpKind::GraphCall(GraphCall::CaptureBegin {
+                stream: self.stream(process, raw.stream)?,
+                into: raw.graph,
+            }),
+            RecordKind::CaptureEnd => {
+                OpKind::GraphCall(GraphCall::CaptureEnd { stream: self.stream(process, raw.stream)?, graph: raw.graph })
+            }
             RecordKind::GraphCreate => OpKind::GraphCall(GraphCall::Create { graph: handle(raw.graph, Field::Graph)? }),
-            RecordKind::GraphDestroy => OpKind::GraphCall(GraphCall::Destroy { graph: handle(raw.graph, Field::Graph)? }),
-            RecordKind::GraphExecDestroy => OpKind::GraphCall(GraphCall::ExecDestroy { exec: handle(raw.exec, Field::Exec)? }),
+            RecordKind::GraphDestroy => {
+                OpKind::GraphCall(GraphCall::Destroy { graph: handle(raw.graph, Field::Graph)? })
+            }
+            RecordKind::GraphExecDestroy => {
+                OpKind::GraphCall(GraphCall::ExecDestroy { exec: handle(raw.exec, Field::Exec)? })
+            }
             RecordKind::GraphNode => OpKind::GraphCall(GraphCall::AddNode {
                 graph: handle(raw.graph, Field::Graph)?,
                 node: handle(raw.node, Field::Node)?,
@@ -221,7 +294,11 @@ impl JsonTraceParser {
                     (None, Some(exec)) => NodeOwner::Exec(exec),
                     _ => return Err(Problem::malformed("a graph_node_update names exactly one of `graph` or `exec`")),
                 };
-                OpKind::GraphCall(GraphCall::UpdateNode { owner, node: handle(raw.node, Field::Node)?, params: self.node_params(process, raw)? })
+                OpKind::GraphCall(GraphCall::UpdateNode {
+                    owner,
+                    node: handle(raw.node, Field::Node)?,
+                    params: self.node_params(process, raw)?,
+                })
             }
             RecordKind::GraphDepAdd | RecordKind::GraphDepRemove => {
                 let (graph, node) = (handle(raw.graph, Field::Graph)?, handle(raw.node, Field::Node)?);
@@ -232,22 +309,26 @@ impl JsonTraceParser {
                     GraphCall::RemoveDependencies { graph, node, deps }
                 })
             }
-            RecordKind::GraphNodeDestroy => {
-                OpKind::GraphCall(GraphCall::DestroyNode { graph: handle(raw.graph, Field::Graph)?, node: handle(raw.node, Field::Node)? })
-            }
+            RecordKind::GraphNodeDestroy => OpKind::GraphCall(GraphCall::DestroyNode {
+                graph: handle(raw.graph, Field::Graph)?,
+                node: handle(raw.node, Field::Node)?,
+            }),
             RecordKind::GraphClone => OpKind::GraphCall(GraphCall::Clone {
                 graph: handle(raw.graph, Field::Graph)?,
                 original: handle(raw.original, Field::Original)?,
             }),
-            RecordKind::GraphInstantiate => {
-                OpKind::GraphCall(GraphCall::Instantiate { graph: handle(raw.graph, Field::Graph)?, exec: handle(raw.exec, Field::Exec)? })
-            }
-            RecordKind::GraphExecUpdate => {
-                OpKind::GraphCall(GraphCall::ExecUpdate { exec: handle(raw.exec, Field::Exec)?, graph: handle(raw.graph, Field::Graph)? })
-            }
-            RecordKind::GraphLaunch => {
-                OpKind::GraphCall(GraphCall::Launch { exec: handle(raw.exec, Field::Exec)?, stream: self.stream(process, raw.stream)? })
-            }
+            RecordKind::GraphInstantiate => OpKind::GraphCall(GraphCall::Instantiate {
+                graph: handle(raw.graph, Field::Graph)?,
+                exec: handle(raw.exec, Field::Exec)?,
+            }),
+            RecordKind::GraphExecUpdate => OpKind::GraphCall(GraphCall::ExecUpdate {
+                exec: handle(raw.exec, Field::Exec)?,
+                graph: handle(raw.graph, Field::Graph)?,
+            }),
+            RecordKind::GraphLaunch => OpKind::GraphCall(GraphCall::Launch {
+                exec: handle(raw.exec, Field::Exec)?,
+                stream: self.stream(process, raw.stream)?,
+            }),
             other => return Err(Problem::malformed(format!("{other} is not an operation record"))),
         })
     }
@@ -275,7 +356,9 @@ impl JsonTraceParser {
         };
         let child = raw.child;
         if (raw.node_kind.as_deref() == Some(format::NodeKind::Child.as_str())) != child.is_some() {
-            return Err(Problem::malformed("a child node names the graph it runs in `child`, and only a child node does"));
+            return Err(Problem::malformed(
+                "a child node names the graph it runs in `child`, and only a child node does",
+            ));
         }
         let mut accesses = Vec::with_capacity(raw.reads().len() + raw.writes().len());
         read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
@@ -313,7 +396,9 @@ impl JsonTraceParser {
         };
         let ids = if alloc_kind == AllocKind::PoolBlock { &mut self.blocks } else { &mut self.allocs };
         if ids.get(process, handle).is_some() {
-            return Err(Problem::inconsistent(format!("allocation {handle} is still live: free it before reusing its id")));
+            return Err(Problem::inconsistent(format!(
+                "allocation {handle} is still live: free it before reusing its id"
+            )));
         }
         let alloc = AllocId(self.next_alloc);
         self.next_alloc += 1;
@@ -341,7 +426,10 @@ impl JsonTraceParser {
             _ => None,
         };
         let ids = if free_kind == FreeKind::PoolBlock { &mut self.blocks } else { &mut self.allocs };
-        let alloc = ids.ids.remove(&(process, handle)).ok_or_else(|| Problem::inconsistent(format!("free of allocation {handle}, which is not live")))?;
+        let alloc = ids
+            .ids
+            .remove(&(process, handle))
+            .ok_or_else(|| Problem::inconsistent(format!("free of allocation {handle}, which is not live")))?;
         Ok(OpKind::Free { alloc, free_kind, stream })
     }
 
@@ -354,9 +442,11 @@ impl JsonTraceParser {
 
     fn event(&self, process: ProcessId, handle: Option<u64>) -> Result<EventId, Problem> {
         let handle = handle.ok_or_else(|| Problem::malformed(format!("missing field `{}`", Field::Event)))?;
-        self.events
-            .get(process, handle)
-            .ok_or_else(|| Problem::inconsistent(format!("event {handle} used before it exists: declare it with {{\"type\": \"event\", \"id\": {handle}}}")))
+        self.events.get(process, handle).ok_or_else(|| {
+            Problem::inconsistent(format!(
+                "event {handle} used before it exists: declare it with {{\"type\": \"event\", \"id\": {handle}}}"
+            ))
+        })
     }
 }
 
@@ -393,7 +483,11 @@ fn range(raw: RawRange) -> Result<AccessRange, Problem> {
 
 /// A record's `reads` and `writes` lists as accesses. A view of no byte is no access; a view whose bytes are
 /// one contiguous range is a plain access of that range.
-pub(super) fn read_write_accesses(reads: &[RawAccessRange], writes: &[RawAccessRange], out: &mut Vec<Access>) -> Result<(), Problem> {
+pub(super) fn read_write_accesses(
+    reads: &[RawAccessRange],
+    writes: &[RawAccessRange],
+    out: &mut Vec<Access>,
+) -> Result<(), Problem> {
     for (list, mode) in [(reads, AccessMode::Read), (writes, AccessMode::Write)] {
         for item in list {
             let extent = range(item.range)?;
@@ -401,8 +495,10 @@ pub(super) fn read_write_accesses(reads: &[RawAccessRange], writes: &[RawAccessR
                 out.push(Access::plain(extent, mode));
                 continue;
             };
-            let shape: Vec<ElementDim> = raw_view.dims.iter().map(|&(size, stride)| ElementDim { size, stride }).collect();
-            let view = StridedView::new(raw_view.element_size, &shape).map_err(|e| Problem::malformed(e.to_string()))?;
+            let shape: Vec<ElementDim> =
+                raw_view.dims.iter().map(|&(size, stride)| ElementDim { size, stride }).collect();
+            let view =
+                StridedView::new(raw_view.element_size, &shape).map_err(|e| Problem::malformed(e.to_string()))?;
             let covered = match &view {
                 ViewBytes::Empty => 0,
                 ViewBytes::Contiguous { len } => *len,

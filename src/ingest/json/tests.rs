@@ -90,8 +90,16 @@ fn kernels_inside_a_framework_op_take_its_exact_extents() {
         OpKind::Kernel { accesses, pointers, .. } => {
             assert!(pointers.is_empty(), "tier T2 replaces the pointer arguments");
             assert_eq!(accesses.len(), 2);
-            assert!(accesses.contains(&Access { range: AccessRange { start: 4096, len: 64 }, mode: AccessMode::Read, view: None }));
-            assert!(accesses.contains(&Access { range: AccessRange { start: 8192, len: 32 }, mode: AccessMode::Write, view: None }));
+            assert!(accesses.contains(&Access {
+                range: AccessRange { start: 4096, len: 64 },
+                mode: AccessMode::Read,
+                view: None
+            }));
+            assert!(accesses.contains(&Access {
+                range: AccessRange { start: 8192, len: 32 },
+                mode: AccessMode::Write,
+                view: None
+            }));
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -122,7 +130,10 @@ fn an_op_named_only_at_its_end_names_the_copies_it_held() {
     let records = read_all(&text).unwrap();
     let ops = ops(&records);
     assert_eq!(ops.len(), 2);
-    assert!(matches!(ops[0].kind, OpKind::Alloc { alloc_kind: AllocKind::PoolBlock, .. }), "a block is not held: it names memory first");
+    assert!(
+        matches!(ops[0].kind, OpKind::Alloc { alloc_kind: AllocKind::PoolBlock, .. }),
+        "a block is not held: it names memory first"
+    );
     assert!(matches!(ops[1].kind, OpKind::Memcpy { .. }), "the copy, released at op_end");
     assert_eq!(ops[1].region.as_deref(), Some("copy_"));
     assert_eq!(ops[1].source.as_ref().and_then(|s| s.line), Some(7));
@@ -160,7 +171,10 @@ fn a_call_inside_an_op_names_its_kernel_and_the_op_holds_it() {
     match &kernel.kind {
         OpKind::Kernel { accesses, pointers, .. } => {
             assert!(pointers.is_empty(), "held by the op, it takes the op's extents");
-            assert_eq!(accesses, &[Access { range: AccessRange { start: 4096, len: 64 }, mode: AccessMode::Write, view: None }]);
+            assert_eq!(
+                accesses,
+                &[Access { range: AccessRange { start: 4096, len: 64 }, mode: AccessMode::Write, view: None }]
+            );
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -223,7 +237,10 @@ fn a_hand_written_trace_stops_at_the_same_records_with_their_line() {
         ("{\"type\":\"op_end\",\"thread\":5}", "t.json:3: op_end without an open op_begin on this thread"),
         ("{\"type\":\"green_context\"}", "t.json:3: unknown record type `green_context`"),
         ("{\"type\":\"kernel\",\"stream\":9,\"name\":\"k\"}", "t.json:3: unknown stream 9"),
-        ("{\"type\":\"kernel\",\"stream\":1,\"name\":\"k\",\"shiny\":1}", "t.json:3: malformed record: unknown field `shiny`"),
+        (
+            "{\"type\":\"kernel\",\"stream\":1,\"name\":\"k\",\"shiny\":1}",
+            "t.json:3: malformed record: unknown field `shiny`",
+        ),
         ("{\"type\":\"streamtrace\",\"version\":1}", "t.json:3: a second header record"),
     ] {
         let text = format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{record}\n");
@@ -262,7 +279,10 @@ fn an_op_that_ends_on_another_thread_gives_its_kernels_its_extents() {
     match &ops[0].kind {
         OpKind::Kernel { accesses, pointers, .. } => {
             assert!(pointers.is_empty());
-            assert_eq!(accesses, &[Access { range: AccessRange { start: 4096, len: 64 }, mode: AccessMode::Write, view: None }]);
+            assert_eq!(
+                accesses,
+                &[Access { range: AccessRange { start: 4096, len: 64 }, mode: AccessMode::Write, view: None }]
+            );
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -313,9 +333,15 @@ fn creation_records_name_a_declared_stream_or_event_and_refuse_the_rest() {
          {{\"type\":\"creation\",\"event\":3,\"src\":\"t.py:12\"}}\n"
     );
     let records = read_all(&text).unwrap();
-    let stream = records.iter().find_map(|r| if let TraceRecord::Stream(s) = r { Some(s) } else { None }).expect("stream");
-    assert_eq!(stream.source.as_ref().map(ToString::to_string).as_deref(), Some("app.cu:40"), "a declaration's src is its creation site");
-    let created: Vec<&Creation> = records.iter().filter_map(|r| if let TraceRecord::Created(c) = r { Some(c) } else { None }).collect();
+    let stream =
+        records.iter().find_map(|r| if let TraceRecord::Stream(s) = r { Some(s) } else { None }).expect("stream");
+    assert_eq!(
+        stream.source.as_ref().map(ToString::to_string).as_deref(),
+        Some("app.cu:40"),
+        "a declaration's src is its creation site"
+    );
+    let created: Vec<&Creation> =
+        records.iter().filter_map(|r| if let TraceRecord::Created(c) = r { Some(c) } else { None }).collect();
     assert_eq!(created.len(), 2);
     assert_eq!(created[0].entity, Entity::Stream(StreamId(0)));
     assert_eq!(created[0].text.as_deref(), Some("side = torch.cuda.Stream()"));

@@ -14,7 +14,12 @@ pub(super) fn base_name(api: &str) -> &str {
 pub(super) fn blocks_device(api: &str) -> bool {
     matches!(
         api,
-        "cudaDeviceSynchronize" | "cuCtxSynchronize" | "cudaFree" | "cuMemFree" | "cudaFreeHost" | "cuMemFreeHost"
+        "cudaDeviceSynchronize"
+            | "cuCtxSynchronize"
+            | "cudaFree"
+            | "cuMemFree"
+            | "cudaFreeHost"
+            | "cuMemFreeHost"
             | "cudaThreadSynchronize"
     )
 }

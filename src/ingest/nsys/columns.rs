@@ -92,7 +92,11 @@ impl std::fmt::Display for BadValue {
 
 /// Reads `columns` from `row`, the first of them at index `first`: `None` when a NULL skips the row.
 #[inline]
-pub(super) fn read_ints<const N: usize>(row: &Row, first: usize, columns: &[Column; N]) -> Result<Option<[i64; N]>, BadValue> {
+pub(super) fn read_ints<const N: usize>(
+    row: &Row,
+    first: usize,
+    columns: &[Column; N],
+) -> Result<Option<[i64; N]>, BadValue> {
     let mut values = [0i64; N];
     for (i, (value, column)) in values.iter_mut().zip(columns).enumerate() {
         *value = match row.get_ref(first + i) {

@@ -15,8 +15,8 @@ use super::tables::{Activity, ActivityRow, NOT_APPLICABLE};
 use crate::ingest::background::Batch;
 use crate::ingest::{ImportCounters, Severity, BATCH};
 use crate::model::{
-    AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind, HostSync, MemoryKind, OpKind, Operation,
-    ProcessId, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo, TraceRecord,
+    AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind, HostSync, MemoryKind,
+    OpKind, Operation, ProcessId, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo, TraceRecord,
 };
 
 /// The ids given so far and the records not yet handed over.
@@ -235,7 +235,8 @@ impl Mapper {
         let name = api_name.as_deref().unwrap_or("");
         let mut emitted = false;
         for activity in group.iter_mut() {
-            let row = std::mem::replace(&mut activity.row, ActivityRow::Api { start: 0, end: 0, global_tid: 0, name: -1 });
+            let row =
+                std::mem::replace(&mut activity.row, ActivityRow::Api { start: 0, end: 0, global_tid: 0, name: -1 });
             let kind = match row {
                 ActivityRow::Api { .. } => continue,
                 ActivityRow::Kernel { start, end, device, context, stream, name: kernel } => {
@@ -262,7 +263,16 @@ impl Mapper {
                     let synchronous = name.starts_with("cudaMemcpy") && !name.contains("Async")
                         || name.starts_with("cuMemcpy") && !name.contains("Async");
                     let (src_memory, dst_memory) = (memory_kind(src_kind), memory_kind(dst_kind));
-                    let op = OpKind::Memcpy { stream, copy, bytes: bytes.max(0) as u64, src: None, dst: None, synchronous, src_memory, dst_memory };
+                    let op = OpKind::Memcpy {
+                        stream,
+                        copy,
+                        bytes: bytes.max(0) as u64,
+                        src: None,
+                        dst: None,
+                        synchronous,
+                        src_memory,
+                        dst_memory,
+                    };
                     let gpu = self.gpu_times(start, end);
                     self.push_op(&call, gpu, op);
                     emitted = true;
@@ -272,7 +282,13 @@ impl Mapper {
                     self.counters.bump("nsys.memsets", Severity::Info, "memset rows read", 1);
                     let stream = self.stream(pid, context, stream, Some(device));
                     let synchronous = name.starts_with("cudaMemset") && !name.contains("Async");
-                    let op = OpKind::Memset { stream, bytes: bytes.max(0) as u64, dst: None, synchronous, dst_memory: memory_kind(mem_kind) };
+                    let op = OpKind::Memset {
+                        stream,
+                        bytes: bytes.max(0) as u64,
+                        dst: None,
+                        synchronous,
+                        dst_memory: memory_kind(mem_kind),
+                    };
                     let gpu = self.gpu_times(start, end);
                     self.push_op(&call, gpu, op);
                     emitted = true;
@@ -282,7 +298,12 @@ impl Mapper {
                     self.counters.bump("nsys.event_records", Severity::Info, "event record rows read", 1);
                     let stream = self.stream(pid, context, stream, Some(device));
                     let Some(key) = Self::event_key(event, event_sync) else {
-                        self.counters.bump("nsys.event_without_id", Severity::DataLoss, "event records without an event id, skipped", 1);
+                        self.counters.bump(
+                            "nsys.event_without_id",
+                            Severity::DataLoss,
+                            "event records without an event id, skipped",
+                            1,
+                        );
                         continue;
                     };
                     // With sync ids every record is its own event; without, a record replaces the last one.
@@ -300,7 +321,12 @@ impl Mapper {
                     self.counters.bump("nsys.syncs", Severity::Info, "synchronization rows read", 1);
                     let class = classify_sync(name, sync_type);
                     if api.is_none() || class.by_type {
-                        self.counters.bump("nsys.sync_classified_by_type", Severity::Info, "synchronization rows classified by syncType (no API name)", 1);
+                        self.counters.bump(
+                            "nsys.sync_classified_by_type",
+                            Severity::Info,
+                            "synchronization rows classified by syncType (no API name)",
+                            1,
+                        );
                     }
                     match class.kind {
                         SyncKind::StreamWait => {
@@ -348,7 +374,12 @@ impl Mapper {
                     }
                 }
                 ActivityRow::Memory { address, bytes, free, name: label } => {
-                    self.counters.bump("nsys.memory_events", Severity::Info, "device memory allocation and free rows read", 1);
+                    self.counters.bump(
+                        "nsys.memory_events",
+                        Severity::Info,
+                        "device memory allocation and free rows read",
+                        1,
+                    );
                     if free {
                         match self.live_allocations.remove(&(pid, address)) {
                             Some((alloc, _)) => OpKind::Free { alloc, free_kind: FreeKind::VirtualUnmap, stream: None },
@@ -356,15 +387,31 @@ impl Mapper {
                         }
                     } else {
                         let Ok(range) = AccessRange::new(address as u64, bytes.max(0) as u64) else {
-                            self.counters.bump("nsys.bad_memory_range", Severity::DataLoss, "allocations whose range overflows, skipped", 1);
+                            self.counters.bump(
+                                "nsys.bad_memory_range",
+                                Severity::DataLoss,
+                                "allocations whose range overflows, skipped",
+                                1,
+                            );
                             continue;
                         };
                         let alloc = AllocId(self.next_alloc);
                         self.next_alloc += 1;
                         if let Some((old, _)) = self.live_allocations.insert((pid, address), (alloc, bytes as u64)) {
-                            self.push_op(&call, None, OpKind::Free { alloc: old, free_kind: FreeKind::VirtualUnmap, stream: None });
+                            self.push_op(
+                                &call,
+                                None,
+                                OpKind::Free { alloc: old, free_kind: FreeKind::VirtualUnmap, stream: None },
+                            );
                         }
-                        OpKind::Alloc { alloc, handle: alloc.0 as u64, range, alloc_kind: AllocKind::Device, stream: None, label }
+                        OpKind::Alloc {
+                            alloc,
+                            handle: alloc.0 as u64,
+                            range,
+                            alloc_kind: AllocKind::Device,
+                            stream: None,
+                            label,
+                        }
                     }
                 }
             };
@@ -375,12 +422,8 @@ impl Mapper {
         if !emitted && api.is_some() && blocks_device(name) {
             // cudaFree and cudaFreeHost synchronize the device (DESIGN.md's blocking-API rule), and a device
             // synchronization may come without a SYNCHRONIZATION row: the host joins every context of the process.
-            let contexts: Vec<ContextId> = self
-                .contexts
-                .iter()
-                .filter(|((p, _), _)| *p == pid)
-                .map(|(_, &c)| c)
-                .collect();
+            let contexts: Vec<ContextId> =
+                self.contexts.iter().filter(|((p, _), _)| *p == pid).map(|(_, &c)| c).collect();
             for ctx in contexts {
                 self.push_op(&call, None, OpKind::HostSync(HostSync::Context(ctx)));
             }

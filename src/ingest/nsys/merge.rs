@@ -63,7 +63,9 @@ impl<'s> Merge<'s> {
     ) -> Result<Merge<'s>, IngestError> {
         let mut cursors = Vec::with_capacity(statements.len());
         for (table, stmt) in statements.iter_mut() {
-            let rows = stmt.query([]).map_err(|e| IngestError::new(path, Some(table.table().to_string()), format!("cannot query: {e}")))?;
+            let rows = stmt
+                .query([])
+                .map_err(|e| IngestError::new(path, Some(table.table().to_string()), format!("cannot query: {e}")))?;
             cursors.push(TableCursor { table: *table, rows, peeked: None });
         }
         for cursor in cursors.iter_mut() {

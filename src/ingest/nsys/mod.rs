@@ -33,11 +33,15 @@ pub struct NsysReader;
 
 impl NsysReader {
     pub fn open(path: &Path) -> Result<BackgroundReader, IngestError> {
-        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-            .map_err(|e| IngestError::new(path, None, format!("cannot open as SQLite: {e}")))?;
-        let tables =
-            schema::table_names(&conn).map_err(|e| IngestError::new(path, None, format!("not a readable SQLite database: {e}")))?;
-        if !tables.iter().any(|t| t.starts_with("CUPTI_ACTIVITY_KIND_") || t == "META_DATA_EXPORT" || t == "EXPORT_META_DATA") {
+        let conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                .map_err(|e| IngestError::new(path, None, format!("cannot open as SQLite: {e}")))?;
+        let tables = schema::table_names(&conn)
+            .map_err(|e| IngestError::new(path, None, format!("not a readable SQLite database: {e}")))?;
+        if !tables
+            .iter()
+            .any(|t| t.starts_with("CUPTI_ACTIVITY_KIND_") || t == "META_DATA_EXPORT" || t == "EXPORT_META_DATA")
+        {
             return Err(IngestError::new(
                 path,
                 None,
@@ -61,7 +65,9 @@ fn read(conn: &Connection, tables: &HashSet<String>, path: &Path, mapper: &mut M
     let plan = tables::plan(conn, tables, path, &mut mapper.counters)?;
     let mut statements = Vec::with_capacity(plan.queries.len());
     for (table, sql) in &plan.queries {
-        let stmt = conn.prepare(sql).map_err(|e| IngestError::new(path, Some(table.table().to_string()), format!("cannot query: {e}")))?;
+        let stmt = conn
+            .prepare(sql)
+            .map_err(|e| IngestError::new(path, Some(table.table().to_string()), format!("cannot query: {e}")))?;
         statements.push((*table, stmt));
     }
     let mut merge = Merge::start(&mut statements, path, &mut mapper.counters)?;

@@ -22,7 +22,11 @@ pub(super) fn prepare<'c>(
         return None;
     }
     let pid = if per_process { "((globalTid >> 24) & 16777215)" } else { "0" };
-    let text = if tables.contains("StringIds") { "COALESCE(text, (SELECT value FROM StringIds WHERE id = textId))" } else { "text" };
+    let text = if tables.contains("StringIds") {
+        "COALESCE(text, (SELECT value FROM StringIds WHERE id = textId))"
+    } else {
+        "text"
+    };
     // Event types 59 and 60: push/pop and start/end ranges.
     let sql = format!(
         "SELECT {pid}, start, end, globalTid, {text} FROM NVTX_EVENTS \
@@ -31,7 +35,12 @@ pub(super) fn prepare<'c>(
     match conn.prepare(&sql) {
         Ok(stmt) => Some(stmt),
         Err(_) => {
-            counters.bump("nsys.nvtx_unreadable", Severity::Info, "NVTX table in an unknown shape: no region labels", 1);
+            counters.bump(
+                "nsys.nvtx_unreadable",
+                Severity::Info,
+                "NVTX table in an unknown shape: no region labels",
+                1,
+            );
             None
         }
     }

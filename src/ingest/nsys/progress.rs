@@ -25,7 +25,12 @@ impl Progress {
         }
         self.next_check = self.rows + (1 << 18);
         if self.started.elapsed().as_secs() >= 2 && std::io::stderr().is_terminal() {
-            eprint!("\rstreamtrace: {}: {} rows read in {:.0} s", path.display(), self.rows, self.started.elapsed().as_secs_f64());
+            eprint!(
+                "\rstreamtrace: {}: {} rows read in {:.0} s",
+                path.display(),
+                self.rows,
+                self.started.elapsed().as_secs_f64()
+            );
             self.shown = true;
         }
     }

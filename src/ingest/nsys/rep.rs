@@ -51,7 +51,11 @@ pub fn to_sqlite(report: &Path) -> Result<PathBuf, IngestError> {
             .spawn()
             .and_then(|child| {
                 // Conversions of large reports take minutes: say what is happening.
-                eprintln!("streamtrace: converting {} with `{} export --type sqlite` ...", report.display(), nsys.display());
+                eprintln!(
+                    "streamtrace: converting {} with `{} export --type sqlite` ...",
+                    report.display(),
+                    nsys.display()
+                );
                 child.wait_with_output()
             });
         match run {

@@ -82,8 +82,12 @@ const STREAM_COLUMNS: [Column; 5] = [
     Column::required("flag"),
 ];
 
-const CONTEXT_COLUMNS: [Column; 4] =
-    [Column::required("processId"), Column::required("contextId"), Column::required("nullStreamId"), Column::required("deviceId")];
+const CONTEXT_COLUMNS: [Column; 4] = [
+    Column::required("processId"),
+    Column::required("contextId"),
+    Column::required("nullStreamId"),
+    Column::required("deviceId"),
+];
 
 impl Lookups {
     pub(super) fn read(
@@ -111,7 +115,12 @@ impl Lookups {
             })?;
         }
         if skipped > 0 {
-            counters.bump("nsys.null_in_not_null", Severity::DataLoss, "rows with NULL in a NOT NULL column, skipped", skipped);
+            counters.bump(
+                "nsys.null_in_not_null",
+                Severity::DataLoss,
+                "rows with NULL in a NOT NULL column, skipped",
+                skipped,
+            );
         }
         if tables.contains("StringIds") {
             lookups.strings = read_strings(conn, path)?;
@@ -140,7 +149,8 @@ fn for_each_row<const N: usize>(
     let error = |message: String| IngestError::new(path, Some(table.to_string()), message);
     let present = column_names(conn, table).map_err(|e| error(e.to_string()))?;
     let select = select_list(columns, &present).map_err(|m| error(format!("cannot query: {m}")))?;
-    let mut stmt = conn.prepare(&format!("SELECT {select} FROM {table}")).map_err(|e| error(format!("cannot query: {e}")))?;
+    let mut stmt =
+        conn.prepare(&format!("SELECT {select} FROM {table}")).map_err(|e| error(format!("cannot query: {e}")))?;
     let mut rows = stmt.query([]).map_err(|e| error(format!("cannot query: {e}")))?;
     while let Some(row) = rows.next().map_err(|e| error(format!("cannot read: {e}")))? {
         each(read_ints(row, 0, columns).map_err(|e| error(e.to_string()))?);

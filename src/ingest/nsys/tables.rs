@@ -25,13 +25,60 @@ pub(super) struct Activity {
 /// has no sync ids.
 #[derive(Debug)]
 pub(super) enum ActivityRow {
-    Api { start: i64, end: i64, global_tid: i64, name: i64 },
-    Kernel { start: i64, end: i64, device: i64, context: i64, stream: i64, name: i64 },
-    Memcpy { start: i64, end: i64, device: i64, context: i64, stream: i64, bytes: i64, copy_kind: i64, src_kind: i64, dst_kind: i64 },
-    Memset { start: i64, end: i64, device: i64, context: i64, stream: i64, bytes: i64, mem_kind: i64 },
-    Sync { context: i64, stream: i64, sync_type: i64, event: i64, event_sync: i64 },
-    EventRecord { device: i64, context: i64, stream: i64, event: i64, event_sync: i64 },
-    Memory { address: i64, bytes: i64, free: bool, name: Option<String> },
+    Api {
+        start: i64,
+        end: i64,
+        global_tid: i64,
+        name: i64,
+    },
+    Kernel {
+        start: i64,
+        end: i64,
+        device: i64,
+        context: i64,
+        stream: i64,
+        name: i64,
+    },
+    Memcpy {
+        start: i64,
+        end: i64,
+        device: i64,
+        context: i64,
+        stream: i64,
+        bytes: i64,
+        copy_kind: i64,
+        src_kind: i64,
+        dst_kind: i64,
+    },
+    Memset {
+        start: i64,
+        end: i64,
+        device: i64,
+        context: i64,
+        stream: i64,
+        bytes: i64,
+        mem_kind: i64,
+    },
+    Sync {
+        context: i64,
+        stream: i64,
+        sync_type: i64,
+        event: i64,
+        event_sync: i64,
+    },
+    EventRecord {
+        device: i64,
+        context: i64,
+        stream: i64,
+        event: i64,
+        event_sync: i64,
+    },
+    Memory {
+        address: i64,
+        bytes: i64,
+        free: bool,
+        name: Option<String>,
+    },
 }
 
 /// How one table is read.
@@ -126,7 +173,14 @@ static KERNEL: ActivityTable<6> = ActivityTable {
     label: None,
     filter: None,
     ties: Some("start"),
-    decode: |[start, end, device, context, stream, name], _| ActivityRow::Kernel { start, end, device, context, stream, name },
+    decode: |[start, end, device, context, stream, name], _| ActivityRow::Kernel {
+        start,
+        end,
+        device,
+        context,
+        stream,
+        name,
+    },
 };
 
 /// ENUM_CUDA_MEM_KIND's "unknown": what an export that did not record a memory kind reads as.
@@ -165,7 +219,15 @@ static MEMCPY: ActivityTable<9> = ActivityTable {
 static MEMSET: ActivityTable<7> = ActivityTable {
     name: "CUPTI_ACTIVITY_KIND_MEMSET",
     process: "globalPid",
-    columns: [START, END, DEVICE, CONTEXT, STREAM, BYTES, Column::required("memKind").or_literal("7").null_reads(MEM_KIND_UNKNOWN)],
+    columns: [
+        START,
+        END,
+        DEVICE,
+        CONTEXT,
+        STREAM,
+        BYTES,
+        Column::required("memKind").or_literal("7").null_reads(MEM_KIND_UNKNOWN),
+    ],
     label: None,
     filter: None,
     ties: Some("start"),
@@ -213,7 +275,13 @@ static CUDA_EVENT: ActivityTable<5> = ActivityTable {
     label: None,
     filter: None,
     ties: None,
-    decode: |[device, context, stream, event, event_sync], _| ActivityRow::EventRecord { device, context, stream, event, event_sync },
+    decode: |[device, context, stream, event, event_sync], _| ActivityRow::EventRecord {
+        device,
+        context,
+        stream,
+        event,
+        event_sync,
+    },
 };
 
 static MEMORY_USAGE: ActivityTable<4> = ActivityTable {
@@ -225,7 +293,12 @@ static MEMORY_USAGE: ActivityTable<4> = ActivityTable {
     filter: Some("memKind = 2"),
     ties: Some("start"),
     // Operation type 1 is a free.
-    decode: |[_start, address, bytes, operation], name| ActivityRow::Memory { address, bytes, free: operation == 1, name },
+    decode: |[_start, address, bytes, operation], name| ActivityRow::Memory {
+        address,
+        bytes,
+        free: operation == 1,
+        name,
+    },
 };
 
 /// Every table the merge reads, in the order a group's rows are mapped (the API call first).
@@ -240,7 +313,12 @@ pub(super) struct Plan {
 }
 
 /// The queries for the tables this export has, each sorted by (process, correlation id).
-pub(super) fn plan(conn: &Connection, tables: &HashSet<String>, path: &Path, counters: &mut ImportCounters) -> Result<Plan, IngestError> {
+pub(super) fn plan(
+    conn: &Connection,
+    tables: &HashSet<String>,
+    path: &Path,
+    counters: &mut ImportCounters,
+) -> Result<Plan, IngestError> {
     let error = |table: &str, message: String| IngestError::new(path, Some(table.to_string()), message);
     let mut present = Vec::new();
     for table in ACTIVITY_TABLES.iter().copied().filter(|t| tables.contains(t.table())) {
@@ -248,12 +326,23 @@ pub(super) fn plan(conn: &Connection, tables: &HashSet<String>, path: &Path, cou
         present.push((table, columns));
     }
     // Processes are told apart by globalPid; an export whose activity tables lack it is read as one process.
-    let per_process = present.iter().filter(|(t, _)| t.table() != RUNTIME.name).all(|(_, columns)| columns.contains("globalPid"));
+    let per_process =
+        present.iter().filter(|(t, _)| t.table() != RUNTIME.name).all(|(_, columns)| columns.contains("globalPid"));
     if !per_process {
-        counters.bump("nsys.no_global_pid", Severity::Info, "activity tables without globalPid: read as one process", 1);
+        counters.bump(
+            "nsys.no_global_pid",
+            Severity::Info,
+            "activity tables without globalPid: read as one process",
+            1,
+        );
     }
     if !tables.contains(RUNTIME.name) {
-        counters.bump("nsys.no_runtime_table", Severity::DataLoss, "export without CUDA API calls: host threads and host order unknown", 1);
+        counters.bump(
+            "nsys.no_runtime_table",
+            Severity::DataLoss,
+            "export without CUDA API calls: host threads and host order unknown",
+            1,
+        );
     }
     let mut queries = Vec::new();
     for (table, columns) in present {
