@@ -26,7 +26,7 @@ impl Default for SynthSpec {
 pub struct Rng(pub u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -36,7 +36,7 @@ impl Rng {
 
     /// A number below `n` (0 when `n` is 0).
     pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next() >> 32) * n) >> 32
+        ((self.next_u64() >> 32) * n) >> 32
     }
 
     /// An index into a list of `len` items (0 when it is empty).

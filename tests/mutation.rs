@@ -80,7 +80,7 @@ fn mutate(text: &[u8], rng: &mut Rng) -> Vec<u8> {
         0 => {
             for _ in 0..1 + rng.index(4) {
                 let at = rng.index(out.len());
-                out[at] = rng.next() as u8;
+                out[at] = rng.next_u64() as u8;
             }
         }
         1 => out.truncate(rng.index(out.len())),
@@ -219,7 +219,7 @@ fn mutated_nsys_exports_never_panic_and_every_error_names_the_file() {
             one(format!("sql{m}"), &|path| drop(Connection::open(path).and_then(|c| c.execute_batch(sql))));
         }
         for f in 0..SQLITE_FLIPS_PER_SAMPLE {
-            let flips: Vec<(usize, u8)> = (0..8).map(|_| (rng.index(bytes.len()), rng.next() as u8)).collect();
+            let flips: Vec<(usize, u8)> = (0..8).map(|_| (rng.index(bytes.len()), rng.next_u64() as u8)).collect();
             one(format!("flip{f}"), &|path| {
                 let mut changed = std::fs::read(path).expect("copy");
                 for &(at, value) in &flips {

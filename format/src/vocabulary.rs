@@ -436,6 +436,8 @@ names!(
     }
 );
 
+// Written out: the names! macro derives one fixed set of traits for every enum.
+#[allow(clippy::derivable_impls)]
 impl Default for StreamKind {
     fn default() -> Self {
         StreamKind::Blocking
@@ -480,6 +482,8 @@ names!(
     }
 );
 
+// Written out: the names! macro derives one fixed set of traits for every enum.
+#[allow(clippy::derivable_impls)]
 impl Default for AllocKind {
     fn default() -> Self {
         AllocKind::Device
@@ -497,6 +501,8 @@ names!(
     }
 );
 
+// Written out: the names! macro derives one fixed set of traits for every enum.
+#[allow(clippy::derivable_impls)]
 impl Default for FreeKind {
     fn default() -> Self {
         FreeKind::Synchronous

@@ -99,7 +99,7 @@ pub fn write_json(dir: &Path, traces: &[JobTrace], out: &mut dyn Write) -> io::R
     write!(out, "{head},\n  \"traces\": [")?;
     let mut first = true;
     for analysis in traces.iter().filter_map(|t| t.outcome.as_ref().ok()) {
-        write!(out, "{}\n", if first { "" } else { "," })?;
+        writeln!(out, "{}", if first { "" } else { "," })?;
         first = false;
         JsonReport.write(analysis, out)?;
     }

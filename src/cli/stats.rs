@@ -41,8 +41,11 @@ pub fn run(args: &StatsArgs) -> anyhow::Result<()> {
     }
 }
 
+/// (label, value) bars of one chart.
+type ChartRows = Vec<(String, f64)>;
+
 /// (label, milliseconds) rows for the charts: busy time per stream, and the ten kernels taking the most time.
-fn chart_rows(tables: &[(&'static str, DataFrame)]) -> PolarsResult<(Vec<(String, f64)>, Vec<(String, f64)>)> {
+fn chart_rows(tables: &[(&'static str, DataFrame)]) -> PolarsResult<(ChartRows, ChartRows)> {
     let table = |name: &str| tables.iter().find(|(n, _)| *n == name).map(|(_, df)| df);
     let mut busy = Vec::new();
     if let Some(df) = table("streams") {

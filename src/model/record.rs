@@ -4,6 +4,8 @@ use super::entities::{Creation, EventInfo, GroupStream, JobPlace, StreamInfo, Th
 use super::ops::Operation;
 
 /// One item of a trace in host issue order: an entity coming into existence, or an operation.
+// Operations dominate the stream and are moved by value; boxing them would cost an allocation each.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceRecord {
     /// A stream is created. Its clock starts from the creating thread's knowledge (so a stream created after a

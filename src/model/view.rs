@@ -65,6 +65,7 @@ pub enum ViewBytes {
 
 impl StridedView {
     /// Normalizes the view of `element_size`-byte elements with `shape` (outermost first, strides in elements).
+    #[allow(clippy::new_ret_no_self)] // a view normalizes to a ViewBytes: empty, contiguous or strided
     pub fn new(element_size: u64, shape: &[ElementDim]) -> Result<ViewBytes, ViewError> {
         if element_size == 0 {
             return Err(ViewError::ZeroElementSize);

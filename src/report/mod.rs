@@ -189,36 +189,6 @@ pub fn describe_location(race: &RaceFinding) -> Vec<String> {
     lines
 }
 
-#[cfg(test)]
-mod tests {
-    use super::{kernel_name, printable, shorten};
-
-    #[test]
-    fn printable_escapes_what_a_terminal_would_obey() {
-        assert_eq!(printable("add_kernel<float>"), "add_kernel<float>");
-        assert_eq!(printable("a\u{1b}[2J\r\n\0b"), "a\\u{1b}[2J\\u{d}\\u{a}\\u{0}b");
-        assert_eq!(printable("x\u{202e}y\u{85}z\u{7f}"), "x\\u{202e}y\\u{85}z\\u{7f}");
-        assert_eq!(printable("été"), "été");
-    }
-
-    #[test]
-    fn shorten_keeps_the_functor() {
-        let name = "void at::native::vectorized_elementwise_kernel<(int)4, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float>>, std::array<char *, (unsigned long)2>>(int, T2, T3)";
-        assert_eq!(
-            shorten(name),
-            "vectorized_elementwise_kernel<4, AUnaryFunctor<float, float, float, MulFunctor<float>>, array<char *, 2>>"
-        );
-        assert_eq!(shorten("add_parallel(const float *, float *, int)"), "add_parallel");
-        let with_casts = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, (unsigned long)1> >(int, at::native::FillFunctor<float>, std::array<char*, (unsigned long)1>)";
-        assert_eq!(shorten(with_casts), "vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, 1> >");
-        assert_eq!(kernel_name(name), shorten(name), "long names are shortened in sentences");
-        assert_eq!(
-            kernel_name("write_kernel(float*, int, float)"),
-            "write_kernel(float*, int, float)",
-            "short names stay whole"
-        );
-    }
-}
 
 /// Why nothing orders the two operations of a race, as a sentence.
 pub fn describe_why(race: &RaceFinding) -> String {
@@ -253,5 +223,36 @@ pub fn describe_why(race: &RaceFinding) -> String {
                 ordinal(*position)
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{kernel_name, printable, shorten};
+
+    #[test]
+    fn printable_escapes_what_a_terminal_would_obey() {
+        assert_eq!(printable("add_kernel<float>"), "add_kernel<float>");
+        assert_eq!(printable("a\u{1b}[2J\r\n\0b"), "a\\u{1b}[2J\\u{d}\\u{a}\\u{0}b");
+        assert_eq!(printable("x\u{202e}y\u{85}z\u{7f}"), "x\\u{202e}y\\u{85}z\\u{7f}");
+        assert_eq!(printable("été"), "été");
+    }
+
+    #[test]
+    fn shorten_keeps_the_functor() {
+        let name = "void at::native::vectorized_elementwise_kernel<(int)4, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float>>, std::array<char *, (unsigned long)2>>(int, T2, T3)";
+        assert_eq!(
+            shorten(name),
+            "vectorized_elementwise_kernel<4, AUnaryFunctor<float, float, float, MulFunctor<float>>, array<char *, 2>>"
+        );
+        assert_eq!(shorten("add_parallel(const float *, float *, int)"), "add_parallel");
+        let with_casts = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, (unsigned long)1> >(int, at::native::FillFunctor<float>, std::array<char*, (unsigned long)1>)";
+        assert_eq!(shorten(with_casts), "vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, 1> >");
+        assert_eq!(kernel_name(name), shorten(name), "long names are shortened in sentences");
+        assert_eq!(
+            kernel_name("write_kernel(float*, int, float)"),
+            "write_kernel(float*, int, float)",
+            "short names stay whole"
+        );
     }
 }

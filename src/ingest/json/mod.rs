@@ -65,7 +65,7 @@ impl JsonTraceReader {
                                 break parser.accept(line, lines.text(), decoded, &mut batch);
                             };
                             let closed = lines.closed();
-                            if !(cut_short && !closed) {
+                            if !cut_short || closed {
                                 if !closed {
                                     // The error is on the record's `error_line`th line: the lines after it may
                                     // begin the next records.

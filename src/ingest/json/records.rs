@@ -403,7 +403,7 @@ impl JsonTraceParser {
         let alloc = AllocId(self.next_alloc);
         self.next_alloc += 1;
         ids.ids.insert((process, handle), alloc);
-        let label = raw.label.as_ref().or(raw.name.as_ref()).map(|l| Cow::to_string(l));
+        let label = raw.label.as_ref().or(raw.name.as_ref()).map(Cow::to_string);
         Ok(OpKind::Alloc { alloc, handle, range, alloc_kind, stream, label })
     }
 
