@@ -189,7 +189,6 @@ pub fn describe_location(race: &RaceFinding) -> Vec<String> {
     lines
 }
 
-
 /// Why nothing orders the two operations of a race, as a sentence.
 pub fn describe_why(race: &RaceFinding) -> String {
     let earlier = &race.earlier;
