@@ -1,201 +1,27 @@
-//! The happens-before engine's state and its per-record dispatch: one vector clock per stream, host clock and
-//! event, the shadow memory and allocations of each process, and [`Engine::apply`], which hands each operation to
-//! the file that holds its rule. The engine decides; it never formats.
+//! The engine's dispatch, on top of its rule files: [`Engine::apply`] registers streams, events and threads and
+//! hands each operation to the file that holds its rule; [`Engine::finish`] folds what the rules counted into
+//! findings. The engine decides; it never formats.
 //!
 //! Each rule of DESIGN.md is applied in one place, marked `rule N` there: synchronization (stream order,
-//! enqueue, events, host synchronization, blocking calls, the legacy default stream, host threads) in
-//! `sync_rules`, memory operations and the shadow check in `access`, conflicts made findings in `race_report`,
-//! CUDA graphs in `graph`, and tier T0's unordered pairs in `unordered_pairs`; which streams a synchronization of
-//! many streams visits (those that ran nothing cost nothing) is decided in `idle_streams`. This file registers
-//! streams, events and threads and touches no clock beyond what those files hand back.
-
-use std::sync::Arc;
+//! enqueue, events, host synchronization, blocking calls, the legacy default stream) in `sync_rules`, the order
+//! among host threads in `host_order`, memory operations and the shadow check in `access`, conflicts made
+//! findings in `race_report`, CUDA graphs in `graph`, and tier T0's unordered pairs in `unordered_pairs`; which
+//! streams a synchronization of many streams visits (those that ran nothing cost nothing) is decided in
+//! `idle_streams`. They share the state in `state`; this file alone imports them, and touches no clock beyond
+//! what they hand back.
 
 use rustc_hash::FxHashMap;
-use serde::Serialize;
 
-use super::allocations::AllocationTable;
-use super::clock::{Slot, VectorClock, VersionedClock};
-use super::graph::GraphMemo;
-use super::host_order::{host_role, ThreadOrder};
-use super::idle_streams::SyncScope;
-use super::shadow::{Conflict, ShadowMemory};
+use super::host_order::host_role;
 use super::sites::{SiteId, SiteTable};
-use crate::findings::{EdgeKind, FindingCollector, Findings, StreamRef, ThreadRef};
+use super::state::{ContextState, Engine, EngineError, EngineOptions, EngineStats, EventState, HbEdge, StreamState};
+use super::state::{ThreadOrder, ThreadState};
+use super::sync_rules::{host_wait, HostWait};
+use crate::findings::{FindingCollector, Findings, StreamRef, ThreadRef};
 use crate::model::{
-    Access, Allocation, EventInfo, OpKind, Operation, ProcessId, StreamId, StreamInfo, StreamKind, ThreadId,
-    ThreadInfo, TraceRecord,
+    AccessRange, Allocation, EventInfo, OpKind, Operation, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo,
+    TraceRecord,
 };
-
-/// How host API calls of different threads are ordered (DESIGN.md, host threads).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum HostOrder {
-    /// Host-side synchronization between threads is invisible to tracing, so calls of all threads of a process
-    /// are taken in their timestamp order: one host clock per process.
-    #[default]
-    Global,
-    /// One host clock per thread: only CUDA synchronization orders threads.
-    PerThread,
-}
-
-/// Settings of one analysis.
-#[derive(Copy, Clone, Debug, Default)]
-pub struct EngineOptions {
-    pub host_order: HostOrder,
-}
-
-/// A record the engine cannot apply: it refers to something the ingester never introduced.
-#[derive(Debug, thiserror::Error)]
-#[error("operation at {origin}: {message}")]
-pub struct EngineError {
-    pub origin: u64,
-    pub message: String,
-}
-
-/// What the engine did, for reports and benchmarks.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct EngineStats {
-    pub operations: u64,
-    pub accesses: u64,
-    pub race_occurrences: u64,
-    pub streams: usize,
-    pub events: usize,
-    pub threads: usize,
-    pub sites: usize,
-    /// Whether any operation carried addresses (access tier T1 or above).
-    pub has_addresses: bool,
-    pub peak_shadow_segments: usize,
-    /// Overlap questions between strided views answered "overlap" because they ran past their step budget:
-    /// each may be a race reported that is not one.
-    pub assumed_view_overlaps: u64,
-    pub peak_live_allocations: usize,
-    /// Pointer-sized kernel arguments that fell in no live allocation (not pointers, or host memory).
-    pub unresolved_pointers: u64,
-    /// Kernels whose accesses came from pointer arguments (tier T1).
-    pub kernels_with_pointers: u64,
-    /// Host synchronizations and successful queries made by threads that had issued no work, which the global
-    /// host order keeps from other threads (`host_order`: PyTorch's NCCL watchdog polls events).
-    pub unshared_observations: u64,
-}
-
-pub(super) struct StreamState {
-    pub(super) info: StreamInfo,
-    pub(super) sref: StreamRef,
-    /// Its own clock, once it has been enqueued on; until then it is `creation`, and this one is empty but for
-    /// its version (`idle_streams`).
-    pub(super) clock: VersionedClock,
-    /// The clock it was created with, shared with the streams created at the same point, while it is idle.
-    pub(super) creation: Option<Arc<VectorClock>>,
-    /// Whether anything was enqueued on it yet.
-    pub(super) awake: bool,
-    /// Its component in clocks, from its first memory-touching operation on.
-    pub(super) slot: Option<Slot>,
-    /// Synchronizations of its device, context and process before it was created: the happens-before edges
-    /// it took part in while idle are counted from these when it wakes.
-    pub(super) idle_edge_base: u64,
-    /// Whether it may have changed since the legacy default stream last joined it (blocking streams only).
-    pub(super) barrier_pending: bool,
-    /// Version of each host clock last joined into this stream, by host clock index.
-    pub(super) seen_host: Vec<u64>,
-    /// Version of each stream clock last joined into this one (the legacy default stream's barrier).
-    pub(super) seen_stream: Vec<u64>,
-    /// Site of the latest memory-touching operation.
-    pub(super) last_site: Option<SiteId>,
-    pub(super) last_seq: u64,
-    /// Unordered operation pairs with each other stream, by its slot, counted when this stream's operation is
-    /// the later one.
-    pub(super) unordered_with: Vec<u64>,
-}
-
-impl StreamState {
-    /// What the stream has observed: while it has run nothing, the clock it was created with.
-    pub(super) fn current_clock(&self) -> &VectorClock {
-        self.creation.as_deref().unwrap_or(&self.clock.clock)
-    }
-
-    /// How many memory-touching operations it has run.
-    pub(super) fn position(&self) -> u64 {
-        self.slot.map_or(0, |slot| self.clock.clock.get(slot))
-    }
-}
-
-pub(super) struct EventState {
-    pub(super) info: EventInfo,
-    /// The clock captured by the last record; `None` until the first record.
-    pub(super) snapshot: Option<VectorClock>,
-    pub(super) recorded_on: Option<StreamId>,
-    /// The last memory-touching operation of the recording stream when it was recorded.
-    pub(super) recorded_after: Option<u64>,
-}
-
-pub(super) struct ThreadState {
-    pub(super) tref: ThreadRef,
-    /// Its own host clock (an index into `host_clocks`).
-    pub(super) host_clock: usize,
-    /// Its place in the order among host threads (`host_order`).
-    pub(super) order: ThreadOrder,
-}
-
-#[derive(Default)]
-pub(super) struct ContextState {
-    pub(super) legacy: Option<StreamId>,
-    /// Streams that take part in the legacy default stream's barrier (blocking and per-thread default) and may
-    /// have changed since the legacy default stream last joined them: created or enqueued on since.
-    pub(super) barrier_pending: Vec<StreamId>,
-    pub(super) scope: SyncScope,
-}
-
-#[derive(Default)]
-pub(super) struct ProcessState {
-    pub(super) scope: SyncScope,
-    /// Streams that have run a memory-touching operation, with their slots: only they can be unordered with
-    /// anything. PyTorch creates 128 pool streams at start-up and uses a few.
-    pub(super) active_streams: Vec<(StreamId, Slot)>,
-    pub(super) shadow: ShadowMemory,
-    pub(super) allocations: AllocationTable,
-    /// The host clock its threads share in the global host order (`host_order`).
-    pub(super) shared_host_clock: Option<usize>,
-}
-
-/// Consumes records and produces findings.
-pub struct Engine {
-    pub(super) options: EngineOptions,
-    pub(super) streams: Vec<StreamState>,
-    pub(super) events: Vec<EventState>,
-    pub(super) threads: Vec<ThreadState>,
-    pub(super) contexts: Vec<ContextState>,
-    pub(super) processes: Vec<ProcessState>,
-    pub(super) host_clocks: Vec<VersionedClock>,
-    /// The latest clock a stream was created with, per host clock, and that host clock's version then.
-    pub(super) creation_snapshots: Vec<Option<(u64, Option<Arc<VectorClock>>)>>,
-    /// Device-wide synchronization scopes, by device index.
-    pub(super) devices: Vec<SyncScope>,
-    /// The stream of each slot.
-    pub(super) slot_streams: Vec<StreamId>,
-    pub(super) sites: SiteTable,
-    pub(super) collector: FindingCollector,
-    pub(super) stats: EngineStats,
-    pub(super) conflicts: Vec<Conflict>,
-    /// What the engine learned about each executable graph launched from one launch site: its nodes' sites
-    /// and the races between its nodes, so that a graph replayed every iteration is checked once.
-    pub(super) graph_memos: FxHashMap<(u64, SiteId), GraphMemo>,
-    /// Every happens-before edge, kept only when a timeline report asks for them (it grows with the trace).
-    pub(super) edge_log: Option<Vec<HbEdge>>,
-    /// Reused list for a launch's resolved pointer arguments.
-    pub(super) pointer_scratch: Vec<Access>,
-}
-
-/// One happens-before edge between operations, for timelines: the operation `from_seq` is ordered before
-/// whatever the wait or synchronization at `at_seq` releases (the next operation on `to_stream`, or the host).
-#[derive(Copy, Clone, Debug, Serialize)]
-pub struct HbEdge {
-    pub kind: EdgeKind,
-    pub from_seq: u64,
-    pub at_seq: u64,
-    #[serde(skip)]
-    pub to_stream: Option<StreamId>,
-}
 
 impl Engine {
     pub fn new(options: EngineOptions) -> Engine {
@@ -275,14 +101,6 @@ impl Engine {
         (self.collector.into_findings(), self.stats)
     }
 
-    pub(super) fn process_mut(&mut self, process: ProcessId) -> &mut ProcessState {
-        let i = process.index();
-        if i >= self.processes.len() {
-            self.processes.resize_with(i + 1, ProcessState::default);
-        }
-        &mut self.processes[i]
-    }
-
     fn add_thread(&mut self, info: ThreadInfo) -> Result<(), EngineError> {
         if info.id.index() != self.threads.len() {
             return Err(EngineError { origin: 0, message: format!("thread ids out of order at {:?}", info.id) });
@@ -356,18 +174,25 @@ impl Engine {
             .ok_or_else(|| EngineError { origin, message: format!("thread {} unknown", thread.0) })
     }
 
-    pub(super) fn check_stream(&self, stream: StreamId, origin: u64) -> Result<(), EngineError> {
-        match self.streams.get(stream.index()) {
-            Some(_) => Ok(()),
-            None => Err(EngineError { origin, message: format!("stream {} unknown", stream.0) }),
+    /// A copy or set, with what its call makes the host wait for: its stream's earlier work (joined before the
+    /// copy's own step) or its own work (after).
+    fn copy_or_set_waited(
+        &mut self,
+        op: &Operation,
+        host: usize,
+        stream: StreamId,
+        site: SiteId,
+        src: Option<AccessRange>,
+        dst: Option<AccessRange>,
+    ) {
+        let wait = host_wait(&op.kind);
+        if wait == HostWait::EarlierWork {
+            self.host_waited(host, wait, Some(stream), op.process, op.seq);
         }
-    }
-
-    /// The interned site of `op`, named `name` in the class `class`.
-    pub(super) fn site(&mut self, class: &'static str, name: &str, stream: Option<StreamId>, op: &Operation) -> SiteId {
-        let sref = stream.map(|s| &self.streams[s.index()].sref);
-        let tref = &self.threads[op.thread.index()].tref;
-        self.sites.intern(class, name, sref, tref, op.source.as_ref(), op.native.as_ref(), op.region.as_ref(), None)
+        self.copy_or_set(op, stream, site, src, dst);
+        if wait == HostWait::OwnWork {
+            self.host_waited(host, wait, Some(stream), op.process, op.seq);
+        }
     }
 
     /// Every operation is first enqueued on its stream, if it has one; then its own rule applies.
@@ -413,7 +238,11 @@ impl Engine {
                 };
                 self.alloc(op, allocation, *stream, label.as_deref());
             }
-            OpKind::Free { alloc, free_kind, stream } => self.free(op, host, *alloc, *free_kind, *stream)?,
+            OpKind::Free { alloc, free_kind, stream } => {
+                // A free that synchronizes the device (`cudaFree`, `cudaFreeHost`) does so before the block ends.
+                self.host_waited(host, host_wait(&op.kind), None, op.process, op.seq);
+                self.free(op, host, *alloc, *free_kind, *stream)?;
+            }
             OpKind::GraphLaunch { stream, graph } => self.graph_launch(op, *stream, graph)?,
             // The reader turns graph calls into launches; none reaches here.
             OpKind::GraphCall(_) => {}

@@ -7,25 +7,13 @@
 
 use std::sync::Arc;
 
-use super::access::can_race;
 use super::clock::Epoch;
-use super::engine::{Engine, EngineError};
-use super::race_report::action_of;
+use super::racing_accesses::can_race;
 use super::shadow::Effect;
 use super::sites::SiteId;
-use crate::findings::{Fix, GraphSite, OpOccurrence, RaceFinding, RaceKey, RaceKind, Unordered};
+use super::state::{action_of, Engine, EngineError, GraphMemo};
+use crate::findings::{Fix, GraphSite, OpOccurrence, RaceFinding, RaceKind, Unordered};
 use crate::model::{Access, AccessMode, GraphBuild, GraphExec, GraphNode, NodeKind, Operation, StreamId};
-
-/// What the engine keeps about one executable graph launched from one site.
-pub(super) struct GraphMemo {
-    node_sites: Vec<SiteId>,
-    races: Vec<RaceKey>,
-    /// What one launch touches, as one operation: every node's accesses (pointer arguments resolved), less
-    /// reads inside a range the launch also writes, each with its node's site.
-    footprint: Vec<(Access, SiteId)>,
-    /// The allocation table's generation the pointer arguments were resolved in.
-    resolved_in: u64,
-}
 
 impl Engine {
     /// rule 9: the whole graph is one step of its stream, after the stream's earlier work and before its later

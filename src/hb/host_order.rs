@@ -20,8 +20,7 @@
 //! In the per-thread order the shared clock does not exist: only CUDA synchronization orders threads.
 //! docs/host-order.md says the same for users.
 
-use super::engine::{Engine, HostOrder};
-use super::sync_rules::pair_mut;
+use super::state::{pair_mut, Engine, HostOrder, ThreadOrder};
 use crate::model::{FreeKind, OpKind, ProcessId, ThreadId};
 
 /// What a call does in the order among host threads.
@@ -47,17 +46,6 @@ pub(super) fn host_role(kind: &OpKind) -> HostRole {
         OpKind::HostAccess { .. } => HostRole::Issues,
         _ => HostRole::Neither,
     }
-}
-
-/// A thread's place in the order among host threads.
-#[derive(Copy, Clone, Debug, Default)]
-pub(super) struct ThreadOrder {
-    /// Whether it has issued work: only then do its observations reach other threads.
-    pub worker: bool,
-    /// The version of the shared clock it last took in.
-    pub shared_seen: Option<u64>,
-    /// The version of its own clock it last published.
-    pub published: Option<u64>,
 }
 
 impl Engine {

@@ -14,28 +14,9 @@
 use std::sync::Arc;
 
 use super::clock::VectorClock;
-use super::engine::{ContextState, Engine};
+use super::state::{ContextState, Engine, Scope, SyncScope};
 use crate::findings::EdgeKind;
-use crate::model::{ContextId, DeviceId, ProcessId, StreamId, StreamInfo};
-
-/// The streams of one device, context or process, as a synchronization of all of them needs them.
-#[derive(Default)]
-pub(super) struct SyncScope {
-    /// Streams that have been enqueued on, in the order they woke up.
-    awake: Vec<StreamId>,
-    /// For each host clock that created streams here, the latest clock it created one with.
-    creations: Vec<(usize, Arc<VectorClock>)>,
-    /// Synchronizations of the whole scope so far.
-    syncs: u64,
-}
-
-/// A group of streams that one host call synchronizes with.
-#[derive(Copy, Clone)]
-pub(super) enum Scope {
-    Device(DeviceId),
-    Context(ContextId),
-    Process(ProcessId),
-}
+use crate::model::{StreamId, StreamInfo};
 
 /// The scopes a stream belongs to.
 fn scopes_of(info: &StreamInfo) -> [Scope; 3] {

@@ -1,9 +1,11 @@
-//! Happens-before: vector clocks (`clock`), shadow memory (`shadow`), the sites it names (`sites`), the
-//! allocations it attributes ranges to (`allocations`), and the engine that applies DESIGN.md's rules: its state
-//! and dispatch (`engine`), every synchronization (`sync_rules`), the order among host threads (`host_order`), memory operations and the access check
-//! (`access`), conflicts made findings (`race_report`), CUDA graphs (`graph`), tier T0's unordered pairs
-//! (`unordered_pairs`), the books that let declared streams that ran nothing cost nothing (`idle_streams`), and
-//! the overlap of strided views (`view_overlap`). Nothing here formats output.
+//! Happens-before, as a star: at the bottom the engine's state (`state`) over its parts (vector clocks `clock`,
+//! shadow memory `shadow`, the sites it names `sites`, the allocations it attributes ranges to `allocations`,
+//! the overlap of strided views `view_overlap`); in the middle the rule files, each importing the state and
+//! never a sibling: every synchronization (`sync_rules`), the order among host threads (`host_order`), memory
+//! operations and the access check (`access`, with the accesses of one operation that can race in
+//! `racing_accesses`), conflicts made findings (`race_report`), CUDA graphs (`graph`), tier T0's unordered pairs
+//! (`unordered_pairs`), the books that let declared streams that ran nothing cost nothing (`idle_streams`); on
+//! top the dispatch (`engine`). Nothing here formats output.
 
 mod access;
 mod allocations;
@@ -13,10 +15,13 @@ mod graph;
 mod host_order;
 mod idle_streams;
 mod race_report;
+mod racing_accesses;
 pub mod shadow;
 pub mod sites;
+mod state;
 mod sync_rules;
 mod unordered_pairs;
 pub mod view_overlap;
 
-pub use engine::{analyze_records, Engine, EngineError, EngineOptions, EngineStats, HbEdge, HostOrder};
+pub use engine::analyze_records;
+pub use state::{Engine, EngineError, EngineOptions, EngineStats, HbEdge, HostOrder};

@@ -2,31 +2,9 @@
 //! two, and the fix. It decides nothing about ordering (the access check found the conflicts) and formats
 //! nothing (findings are plain data); it reads the engine's state and writes only the collector and counters.
 
-use std::sync::Arc;
-
-use super::engine::Engine;
-use super::shadow::Effect;
-use super::sites::SiteId;
+use super::state::{action_of, Engine, Known, Later};
 use crate::findings::{AccessAction, Fix, OpOccurrence, RaceFinding, RaceKind, Unordered};
-use crate::model::{AccessMode, ProcessId, StreamId, StridedView};
-
-/// The later party of a conflict, as the engine knows it at the time.
-pub(super) struct Later {
-    pub(super) site: SiteId,
-    pub(super) seq: u64,
-    pub(super) origin: u64,
-    pub(super) position: Option<u64>,
-    pub(super) action: AccessAction,
-    /// Its strided view (tier T2), when the access was one.
-    pub(super) view: Option<Arc<StridedView>>,
-}
-
-/// Whose clock a conflict's later party had.
-#[derive(Copy, Clone)]
-pub(super) enum Known {
-    Stream(StreamId),
-    Host(usize),
-}
+use crate::model::ProcessId;
 
 impl Engine {
     /// Turns the conflicts in `self.conflicts` into race findings.
@@ -85,15 +63,5 @@ impl Engine {
                 }
             });
         }
-    }
-}
-
-/// What an access did, as findings name it.
-pub(super) fn action_of(effect: Effect, mode: AccessMode) -> AccessAction {
-    match (effect, mode) {
-        (Effect::Free, _) => AccessAction::Free,
-        (Effect::Alloc, _) => AccessAction::Alloc,
-        (Effect::Access, AccessMode::Read) => AccessAction::Read,
-        (Effect::Access, AccessMode::Write) => AccessAction::Write,
     }
 }

@@ -11,9 +11,8 @@
 use std::sync::Arc;
 
 use super::clock::{Epoch, Slot, VectorClock, VersionedClock};
-use super::engine::{Engine, EngineError, HbEdge};
-use super::idle_streams::Scope;
 use super::sites::SiteId;
+use super::state::{pair_mut, Engine, EngineError, HbEdge, Scope};
 use crate::findings::{AccessAction, EdgeKind, OpOccurrence, UnrecordedWait};
 use crate::model::{
     EventId, FreeKind, HostSync, MemoryKind, OpKind, Operation, ProcessId, QueryTarget, StreamId, StreamKind, ThreadId,
@@ -325,18 +324,6 @@ impl Engine {
 fn index_mut<'a, T>(v: &'a mut [T], index: usize, what: &str, origin: u64) -> Result<&'a mut T, EngineError> {
     let len = v.len();
     v.get_mut(index).ok_or_else(|| EngineError { origin, message: format!("{what} {index} unknown ({len} known)") })
-}
-
-/// Mutable references to two distinct elements.
-pub(super) fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
-    debug_assert_ne!(a, b);
-    if a < b {
-        let (left, right) = v.split_at_mut(b);
-        (&mut left[a], &mut right[0])
-    } else {
-        let (left, right) = v.split_at_mut(a);
-        (&mut right[0], &mut left[b])
-    }
 }
 
 fn set_grow(v: &mut Vec<u64>, index: usize, value: u64) {

@@ -4,8 +4,8 @@
 //!
 //! It touches each stream's pair counts and the collector; it reads clocks and never changes them.
 
-use super::engine::Engine;
 use super::sites::SiteId;
+use super::state::Engine;
 use crate::findings::UnorderedPairGroup;
 use crate::model::{Operation, StreamId};
 

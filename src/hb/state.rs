@@ -1,0 +1,299 @@
+//! The happens-before engine's state, at the bottom of the engine: one vector clock per stream, host clock and
+//! event, each thread's place in the order among host threads, each process's shadow memory and allocations,
+//! the books of synchronization scopes and graph launches, and the settings and counters of one analysis.
+//!
+//! Every rule file (`sync_rules`, `host_order`, `access`, `race_report`, `graph`, `unordered_pairs`,
+//! `idle_streams`) imports this file and never a sibling, as TSan's rule files include `tsan_rtl.h` and never
+//! each other; where one rule needs another (a copy's stream step, a graph's event nodes), it calls the
+//! [`Engine`] method that applies it, as TSan's files call the functions that header declares. The dispatch
+//! (`engine`) stands on top. This file holds data and the lookups every rule shares, and applies no rule.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use super::allocations::AllocationTable;
+use super::clock::{Slot, VectorClock, VersionedClock};
+use super::shadow::{Conflict, Effect, ShadowMemory};
+use super::sites::{SiteId, SiteTable};
+use crate::findings::{AccessAction, EdgeKind, FindingCollector, RaceKey, StreamRef, ThreadRef};
+use crate::model::{
+    Access, AccessMode, ContextId, DeviceId, EventInfo, Operation, ProcessId, StreamId, StreamInfo, StridedView,
+};
+
+/// How host API calls of different threads are ordered (DESIGN.md, host threads).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostOrder {
+    /// Host-side synchronization between threads is invisible to tracing, so calls of all threads of a process
+    /// are taken in their timestamp order: one host clock per process.
+    #[default]
+    Global,
+    /// One host clock per thread: only CUDA synchronization orders threads.
+    PerThread,
+}
+
+/// Settings of one analysis.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct EngineOptions {
+    pub host_order: HostOrder,
+}
+
+/// A record the engine cannot apply: it refers to something the ingester never introduced.
+#[derive(Debug, thiserror::Error)]
+#[error("operation at {origin}: {message}")]
+pub struct EngineError {
+    pub origin: u64,
+    pub message: String,
+}
+
+/// What the engine did, for reports and benchmarks.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EngineStats {
+    pub operations: u64,
+    pub accesses: u64,
+    pub race_occurrences: u64,
+    pub streams: usize,
+    pub events: usize,
+    pub threads: usize,
+    pub sites: usize,
+    /// Whether any operation carried addresses (access tier T1 or above).
+    pub has_addresses: bool,
+    pub peak_shadow_segments: usize,
+    /// Overlap questions between strided views answered "overlap" because they ran past their step budget:
+    /// each may be a race reported that is not one.
+    pub assumed_view_overlaps: u64,
+    pub peak_live_allocations: usize,
+    /// Pointer-sized kernel arguments that fell in no live allocation (not pointers, or host memory).
+    pub unresolved_pointers: u64,
+    /// Kernels whose accesses came from pointer arguments (tier T1).
+    pub kernels_with_pointers: u64,
+    /// Host synchronizations and successful queries made by threads that had issued no work, which the global
+    /// host order keeps from other threads (`host_order`: PyTorch's NCCL watchdog polls events).
+    pub unshared_observations: u64,
+}
+
+/// One happens-before edge between operations, for timelines: the operation `from_seq` is ordered before
+/// whatever the wait or synchronization at `at_seq` releases (the next operation on `to_stream`, or the host).
+#[derive(Copy, Clone, Debug, Serialize)]
+pub struct HbEdge {
+    pub kind: EdgeKind,
+    pub from_seq: u64,
+    pub at_seq: u64,
+    #[serde(skip)]
+    pub to_stream: Option<StreamId>,
+}
+
+pub(super) struct StreamState {
+    pub(super) info: StreamInfo,
+    pub(super) sref: StreamRef,
+    /// Its own clock, once it has been enqueued on; until then it is `creation`, and this one is empty but for
+    /// its version (`idle_streams`).
+    pub(super) clock: VersionedClock,
+    /// The clock it was created with, shared with the streams created at the same point, while it is idle.
+    pub(super) creation: Option<Arc<VectorClock>>,
+    /// Whether anything was enqueued on it yet.
+    pub(super) awake: bool,
+    /// Its component in clocks, from its first memory-touching operation on.
+    pub(super) slot: Option<Slot>,
+    /// Synchronizations of its device, context and process before it was created: the happens-before edges
+    /// it took part in while idle are counted from these when it wakes.
+    pub(super) idle_edge_base: u64,
+    /// Whether it may have changed since the legacy default stream last joined it (blocking streams only).
+    pub(super) barrier_pending: bool,
+    /// Version of each host clock last joined into this stream, by host clock index.
+    pub(super) seen_host: Vec<u64>,
+    /// Version of each stream clock last joined into this one (the legacy default stream's barrier).
+    pub(super) seen_stream: Vec<u64>,
+    /// Site of the latest memory-touching operation.
+    pub(super) last_site: Option<SiteId>,
+    pub(super) last_seq: u64,
+    /// Unordered operation pairs with each other stream, by its slot, counted when this stream's operation is
+    /// the later one.
+    pub(super) unordered_with: Vec<u64>,
+}
+
+impl StreamState {
+    /// What the stream has observed: while it has run nothing, the clock it was created with.
+    pub(super) fn current_clock(&self) -> &VectorClock {
+        self.creation.as_deref().unwrap_or(&self.clock.clock)
+    }
+
+    /// How many memory-touching operations it has run.
+    pub(super) fn position(&self) -> u64 {
+        self.slot.map_or(0, |slot| self.clock.clock.get(slot))
+    }
+}
+
+pub(super) struct EventState {
+    pub(super) info: EventInfo,
+    /// The clock captured by the last record; `None` until the first record.
+    pub(super) snapshot: Option<VectorClock>,
+    pub(super) recorded_on: Option<StreamId>,
+    /// The last memory-touching operation of the recording stream when it was recorded.
+    pub(super) recorded_after: Option<u64>,
+}
+
+pub(super) struct ThreadState {
+    pub(super) tref: ThreadRef,
+    /// Its own host clock (an index into `host_clocks`).
+    pub(super) host_clock: usize,
+    /// Its place in the order among host threads (`host_order`).
+    pub(super) order: ThreadOrder,
+}
+
+/// A thread's place in the order among host threads (`host_order`).
+#[derive(Copy, Clone, Debug, Default)]
+pub(super) struct ThreadOrder {
+    /// Whether it has issued work: only then do its observations reach other threads.
+    pub(super) worker: bool,
+    /// The version of the shared clock it last took in.
+    pub(super) shared_seen: Option<u64>,
+    /// The version of its own clock it last published.
+    pub(super) published: Option<u64>,
+}
+
+#[derive(Default)]
+pub(super) struct ContextState {
+    pub(super) legacy: Option<StreamId>,
+    /// Streams that take part in the legacy default stream's barrier (blocking and per-thread default) and may
+    /// have changed since the legacy default stream last joined them: created or enqueued on since.
+    pub(super) barrier_pending: Vec<StreamId>,
+    pub(super) scope: SyncScope,
+}
+
+#[derive(Default)]
+pub(super) struct ProcessState {
+    pub(super) scope: SyncScope,
+    /// Streams that have run a memory-touching operation, with their slots: only they can be unordered with
+    /// anything. PyTorch creates 128 pool streams at start-up and uses a few.
+    pub(super) active_streams: Vec<(StreamId, Slot)>,
+    pub(super) shadow: ShadowMemory,
+    pub(super) allocations: AllocationTable,
+    /// The host clock its threads share in the global host order (`host_order`).
+    pub(super) shared_host_clock: Option<usize>,
+}
+
+/// The streams of one device, context or process, as a synchronization of all of them needs them
+/// (`idle_streams` keeps these books).
+#[derive(Default)]
+pub(super) struct SyncScope {
+    /// Streams that have been enqueued on, in the order they woke up.
+    pub(super) awake: Vec<StreamId>,
+    /// For each host clock that created streams here, the latest clock it created one with.
+    pub(super) creations: Vec<(usize, Arc<VectorClock>)>,
+    /// Synchronizations of the whole scope so far.
+    pub(super) syncs: u64,
+}
+
+/// A group of streams that one host call synchronizes with.
+#[derive(Copy, Clone)]
+pub(super) enum Scope {
+    Device(DeviceId),
+    Context(ContextId),
+    Process(ProcessId),
+}
+
+/// What the engine keeps about one executable graph launched from one site (`graph`).
+pub(super) struct GraphMemo {
+    pub(super) node_sites: Vec<SiteId>,
+    pub(super) races: Vec<RaceKey>,
+    /// What one launch touches, as one operation: every node's accesses (pointer arguments resolved), less
+    /// reads inside a range the launch also writes, each with its node's site.
+    pub(super) footprint: Vec<(Access, SiteId)>,
+    /// The allocation table's generation the pointer arguments were resolved in.
+    pub(super) resolved_in: u64,
+}
+
+/// Consumes records and produces findings.
+pub struct Engine {
+    pub(super) options: EngineOptions,
+    pub(super) streams: Vec<StreamState>,
+    pub(super) events: Vec<EventState>,
+    pub(super) threads: Vec<ThreadState>,
+    pub(super) contexts: Vec<ContextState>,
+    pub(super) processes: Vec<ProcessState>,
+    pub(super) host_clocks: Vec<VersionedClock>,
+    /// The latest clock a stream was created with, per host clock, and that host clock's version then.
+    pub(super) creation_snapshots: Vec<Option<(u64, Option<Arc<VectorClock>>)>>,
+    /// Device-wide synchronization scopes, by device index.
+    pub(super) devices: Vec<SyncScope>,
+    /// The stream of each slot.
+    pub(super) slot_streams: Vec<StreamId>,
+    pub(super) sites: SiteTable,
+    pub(super) collector: FindingCollector,
+    pub(super) stats: EngineStats,
+    pub(super) conflicts: Vec<Conflict>,
+    /// What the engine learned about each executable graph launched from one launch site: its nodes' sites
+    /// and the races between its nodes, so that a graph replayed every iteration is checked once.
+    pub(super) graph_memos: FxHashMap<(u64, SiteId), GraphMemo>,
+    /// Every happens-before edge, kept only when a timeline report asks for them (it grows with the trace).
+    pub(super) edge_log: Option<Vec<HbEdge>>,
+    /// Reused list for a launch's resolved pointer arguments.
+    pub(super) pointer_scratch: Vec<Access>,
+}
+
+/// The later party of a conflict, as the access check hands it to the race report.
+pub(super) struct Later {
+    pub(super) site: SiteId,
+    pub(super) seq: u64,
+    pub(super) origin: u64,
+    pub(super) position: Option<u64>,
+    pub(super) action: AccessAction,
+    /// Its strided view (tier T2), when the access was one.
+    pub(super) view: Option<Arc<StridedView>>,
+}
+
+/// Whose clock a conflict's later party had.
+#[derive(Copy, Clone)]
+pub(super) enum Known {
+    Stream(StreamId),
+    Host(usize),
+}
+
+/// What an access did, as findings name it.
+pub(super) fn action_of(effect: Effect, mode: AccessMode) -> AccessAction {
+    match (effect, mode) {
+        (Effect::Free, _) => AccessAction::Free,
+        (Effect::Alloc, _) => AccessAction::Alloc,
+        (Effect::Access, AccessMode::Read) => AccessAction::Read,
+        (Effect::Access, AccessMode::Write) => AccessAction::Write,
+    }
+}
+
+impl Engine {
+    pub(super) fn process_mut(&mut self, process: ProcessId) -> &mut ProcessState {
+        let i = process.index();
+        if i >= self.processes.len() {
+            self.processes.resize_with(i + 1, ProcessState::default);
+        }
+        &mut self.processes[i]
+    }
+
+    pub(super) fn check_stream(&self, stream: StreamId, origin: u64) -> Result<(), EngineError> {
+        match self.streams.get(stream.index()) {
+            Some(_) => Ok(()),
+            None => Err(EngineError { origin, message: format!("stream {} unknown", stream.0) }),
+        }
+    }
+
+    /// The interned site of `op`, named `name` in the class `class`.
+    pub(super) fn site(&mut self, class: &'static str, name: &str, stream: Option<StreamId>, op: &Operation) -> SiteId {
+        let sref = stream.map(|s| &self.streams[s.index()].sref);
+        let tref = &self.threads[op.thread.index()].tref;
+        self.sites.intern(class, name, sref, tref, op.source.as_ref(), op.native.as_ref(), op.region.as_ref(), None)
+    }
+}
+
+/// Mutable references to two distinct elements.
+pub(super) fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
+    debug_assert_ne!(a, b);
+    if a < b {
+        let (left, right) = v.split_at_mut(b);
+        (&mut left[a], &mut right[0])
+    } else {
+        let (left, right) = v.split_at_mut(a);
+        (&mut right[0], &mut left[b])
+    }
+}
