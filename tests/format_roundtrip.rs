@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use streamtrace::ingest::json::JsonTraceReader;
-use streamtrace::ingest::{ImportCounters, RecordSource};
+use streamtrace::ingest::{Counter, ImportCounters, RecordSource};
 use streamtrace::model::{
     Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind,
     HostSync, MemoryKind, OpKind, Operation, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind,
@@ -299,8 +299,8 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
         start_ns: 0,
         end_ns: u64::MAX
     }));
-    assert_eq!(counters.get("capture.recorded_calls"), u64::MAX);
-    assert_eq!(counters.get("capture.setup_ns"), 1);
+    assert_eq!(counters.get(Counter::CaptureRecordedCalls), u64::MAX);
+    assert_eq!(counters.get(Counter::CaptureSetupNs), 1);
     assert_eq!(counters.data_loss().count(), 0, "nothing skipped: {:?}", counters.data_loss().collect::<Vec<_>>());
 }
 
@@ -365,7 +365,7 @@ fn call_sites_read_back_with_their_modules() {
     assert_eq!(modules, [Some("/opt/app/bin/run"), Some("/lib/libc.so.6"), None], "each frame's module by its range");
     let app = launch.frames()[0].module.as_ref().expect("the app");
     assert_eq!((app.bias, app.size, app.build_id.as_deref()), (0x5555_0000_0000, 0x4000, Some("0badc0de")));
-    assert_eq!(counters.get("json.call_sites"), 2);
+    assert_eq!(counters.get(Counter::JsonCallSites), 2);
     assert_eq!(counters.data_loss().count(), 0);
 }
 
@@ -449,10 +449,10 @@ fn framework_frames_read_back_around_the_calls_they_hold() {
     );
     assert_eq!(accesses(ops[3]), (vec![write(8192, 8)], 0), "ended on another thread, still the op's extents");
     assert_eq!(accesses(ops[4]), (vec![], 1), "a kernel outside any op keeps its pointer arguments (tier T1)");
-    assert_eq!(counters.get("json.frames_ended_on_other_thread"), 1);
-    assert_eq!(counters.get("json.skipped_unmatched_frame_ends"), 1);
-    assert_eq!(counters.get("json.frames_left_open"), 0);
-    assert_eq!(counters.get("json.framework_ops"), 2);
+    assert_eq!(counters.get(Counter::JsonFramesEndedOnOtherThread), 1);
+    assert_eq!(counters.get(Counter::JsonSkippedUnmatchedFrameEnds), 1);
+    assert_eq!(counters.get(Counter::JsonFramesLeftOpen), 0);
+    assert_eq!(counters.get(Counter::JsonFrameworkOps), 2);
 }
 
 /// Graph records: an explicitly built graph with a node of every body, a child graph, an added edge and an exec

@@ -13,7 +13,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub use background::BackgroundReader;
-pub use counters::{ImportCounter, ImportCounters, Severity};
+pub use counters::{Counter, ImportCounter, ImportCounters, Severity};
 
 use crate::model::TraceRecord;
 

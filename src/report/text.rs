@@ -6,6 +6,7 @@ use std::io;
 use super::{describe_location, describe_op, describe_why, ordinal, printable, shorten, Report};
 use crate::analysis::Analysis;
 use crate::findings::{AccessAction, EdgeKind, OpOccurrence, RaceFinding};
+use crate::ingest::Counter;
 
 /// How many unordered-pair groups the text report lists.
 const PAIR_GROUPS_SHOWN: usize = 10;
@@ -83,13 +84,12 @@ fn write_race(out: &mut dyn io::Write, race: &RaceFinding) -> io::Result<()> {
 /// What the capture cost the program: per recorded call on its threads, and the one-time set-up apart (captures
 /// before the set-up was counted apart have it inside the calls' time, which the line then says).
 fn write_capture_cost(out: &mut dyn io::Write, analysis: &Analysis) -> io::Result<()> {
-    let recorded_calls = analysis.import.get("capture.recorded_calls");
+    let recorded_calls = analysis.import.get(Counter::CaptureRecordedCalls);
     if recorded_calls == 0 {
         return Ok(());
     }
-    let ns = analysis.import.get("capture.callback_ns");
-    let setup =
-        analysis.import.iter().any(|c| c.name == "capture.setup_ns").then(|| analysis.import.get("capture.setup_ns"));
+    let ns = analysis.import.get(Counter::CaptureCallbackNs);
+    let setup = analysis.import.bumped(Counter::CaptureSetupNs);
     let apart = match setup {
         Some(setup) => format!("; one-time set-up apart: {:.2} ms (loading CUPTI, creating the trace file and its writer)", setup as f64 / 1e6),
         None => "; this capture counted its one-time set-up into the calls, so a short program's calls look costlier than they are".to_string(),
@@ -165,7 +165,7 @@ impl Report for TextReport {
         }
         let total_pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
         write_capture_cost(out, analysis)?;
-        let framework_ops = analysis.import.get("json.framework_ops");
+        let framework_ops = analysis.import.get(Counter::JsonFrameworkOps);
         if framework_ops > 0 {
             writeln!(
                 out,
@@ -219,12 +219,14 @@ impl Report for TextReport {
                 analysis.stats.assumed_view_overlaps
             )?;
         }
-        for counter in analysis.import.data_loss() {
-            let first = counter.first.as_deref().map(|at| format!("; first at {}", printable(at))).unwrap_or_default();
+        for lost in analysis.import.data_loss() {
+            let first = lost.first.as_deref().map(|at| format!("; first at {}", printable(at))).unwrap_or_default();
             writeln!(
                 out,
                 "warning: {} {} ({}{first}): findings may be incomplete",
-                counter.count, counter.meaning, counter.name
+                lost.count,
+                lost.counter.description(),
+                lost.counter.name()
             )?;
         }
         let stats = &analysis.stats;

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::findings::{Findings, Fix, OpOccurrence, Site, Unordered};
-use crate::ingest::{ImportCounters, Severity};
+use crate::ingest::{Counter, ImportCounters};
 use crate::model::{NativeFrame, NativeSite, SourceLocation};
 pub use binary::demangle;
 use binary::{Binary, Symbolized};
@@ -146,13 +146,7 @@ impl Symbolizer {
         }
         let unreadable: Vec<&String> = self.binaries.values().filter_map(|b| b.as_ref().err()).collect();
         if let Some(first) = unreadable.first() {
-            counters.bump_noting(
-                "symbols.unreadable_modules",
-                Severity::Info,
-                "binaries whose call sites are shown as module+offset: not found here, not ELF, or another build",
-                unreadable.len() as u64,
-                || first.to_string(),
-            );
+            counters.bump_noting(Counter::SymbolsUnreadableModules, unreadable.len() as u64, || first.to_string());
         }
     }
 
@@ -250,7 +244,7 @@ mod tests {
         assert_eq!(located.to_string(), "app+0x1234");
         let mut counters = ImportCounters::default();
         symbolizer.resolve(&mut Findings::default(), &mut counters);
-        let text = format!("{counters:?}");
+        let text = serde_json::to_string(&counters).expect("counters serialize");
         assert!(
             text.contains("symbols.unreadable_modules") && text.contains("cannot read /nonexistent/build/app"),
             "{text}"

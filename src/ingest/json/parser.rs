@@ -19,7 +19,7 @@ use super::graphs::GraphAssembler;
 use super::native::NativeSites;
 use super::raw::{without_unknown_fields, RawRecord};
 use super::Batch;
-use crate::ingest::{ImportCounters, IngestError, Severity};
+use crate::ingest::{Counter, ImportCounters, IngestError};
 use crate::model::{
     normalize_region, AllocId, ContextId, DeviceId, EventId, JobPlace, NativeSite, OpKind, Operation, ProcessId,
     SourceLocation, StreamId, ThreadId, ThreadInfo, TraceRecord,
@@ -65,19 +65,13 @@ pub(super) enum ProblemKind {
 }
 
 impl ProblemKind {
-    /// The import counter a recording's reading counts a skipped record under, and what it means.
-    fn counter(self) -> (&'static str, &'static str) {
+    /// The import counter a recording's reading counts a skipped record under.
+    fn counter(self) -> Counter {
         match self {
-            ProblemKind::Malformed => ("json.skipped_malformed", "records that are not valid JSON or hold a value of the wrong type, skipped"),
-            ProblemKind::UnknownKind => ("json.skipped_unknown_kind", "records of a kind this build does not know (from a newer capture?), skipped"),
-            ProblemKind::Inconsistent => (
-                "json.skipped_inconsistent",
-                "records that contradict the trace before them (an undeclared stream or event, a block not live, a second declaration), skipped",
-            ),
-            ProblemKind::UnmatchedFrameEnd => (
-                "json.skipped_unmatched_frame_ends",
-                "op_end or call_end records with no open op or call to end (their begin was lost), skipped",
-            ),
+            ProblemKind::Malformed => Counter::JsonSkippedMalformed,
+            ProblemKind::UnknownKind => Counter::JsonSkippedUnknownKind,
+            ProblemKind::Inconsistent => Counter::JsonSkippedInconsistent,
+            ProblemKind::UnmatchedFrameEnd => Counter::JsonSkippedUnmatchedFrameEnds,
         }
     }
 }
@@ -160,24 +154,9 @@ impl JsonTraceParser {
         if let Err(error) = self.assemble_graphs(start, out) {
             out.push(Err(error));
         }
-        self.counters.bump(
-            "graphs.captured_ops",
-            Severity::Info,
-            "operations issued to capturing streams: graph nodes that run at each launch, not when issued",
-            self.graphs.captured_ops,
-        );
-        self.counters.bump(
-            "graphs.failed_captures",
-            Severity::Info,
-            "stream captures that ended without a graph (failed or invalidated): their work never ran",
-            self.graphs.failed_captures,
-        );
-        self.counters.bump(
-            "json.frames_left_open",
-            Severity::DataLoss,
-            "framework ops or calls that never ended (the program exited inside them, or their end was lost): their kernels keep their pointer arguments",
-            open,
-        );
+        self.counters.bump(Counter::GraphsCapturedOps, self.graphs.captured_ops);
+        self.counters.bump(Counter::GraphsFailedCaptures, self.graphs.failed_captures);
+        self.counters.bump(Counter::JsonFramesLeftOpen, open);
         if !self.seen_header {
             out.push(Err(IngestError::new(
                 &self.path,
@@ -209,13 +188,9 @@ impl JsonTraceParser {
                 match RawRecord::deserialize(&cleaned) {
                     Ok(raw) => {
                         let path = &self.path;
-                        self.counters.bump_noting(
-                            "json.dropped_unknown_fields",
-                            Severity::DataLoss,
-                            "fields this build does not know (from a newer capture?), dropped from their records",
-                            dropped.len() as u64,
-                            || format!("{}:{line}: field `{}`", path.display(), dropped[0]),
-                        );
+                        self.counters.bump_noting(Counter::JsonDroppedUnknownFields, dropped.len() as u64, || {
+                            format!("{}:{line}: field `{}`", path.display(), dropped[0])
+                        });
                         raw
                     }
                     Err(e) => return self.skip(line, Problem::malformed(e.to_string())),
@@ -244,13 +219,9 @@ impl JsonTraceParser {
                 return Err(self.error(line, message));
             }
             let path = &self.path;
-            self.counters.bump_noting(
-                "json.ignored_foreign_fields",
-                Severity::DataLoss,
-                "fields that belong to another record kind, ignored",
-                foreign.iter().count() as u64,
-                || format!("{}:{line}: {message}", path.display()),
-            );
+            self.counters.bump_noting(Counter::JsonIgnoredForeignFields, foreign.iter().count() as u64, || {
+                format!("{}:{line}: {message}", path.display())
+            });
         }
         let start = out.len();
         match self.convert(line, kind, raw, out) {
@@ -289,11 +260,9 @@ impl JsonTraceParser {
         if self.strict {
             return Err(self.error(line, problem.message));
         }
-        let (name, meaning) = problem.kind.counter();
         let path = &self.path;
-        self.counters.bump_noting(name, Severity::DataLoss, meaning, 1, || {
-            format!("{}:{line}: {}", path.display(), problem.message)
-        });
+        self.counters
+            .bump_noting(problem.kind.counter(), 1, || format!("{}:{line}: {}", path.display(), problem.message));
         Ok(())
     }
 
@@ -382,7 +351,7 @@ impl JsonTraceParser {
 
     /// Turns a record of a known kind into what it means: an entity, a frame boundary, or an operation.
     fn convert(&mut self, line: u64, kind: RecordKind, raw: RawRecord, out: &mut Batch) -> Result<(), Problem> {
-        self.counters.bump("json.records", Severity::Info, "records read", 1);
+        self.counters.bump(Counter::JsonRecords, 1);
         // Records that are no thread's call: they introduce no thread.
         match kind {
             RecordKind::CaptureStats => {
@@ -390,26 +359,11 @@ impl JsonTraceParser {
                 let (Some(calls), Some(ns)) = (raw.calls, raw.callback_ns) else {
                     return Err(Problem::malformed("capture_stats needs `calls` and `callback_ns`"));
                 };
-                self.counters.bump(
-                    "capture.recorded_calls",
-                    Severity::Info,
-                    "driver calls the capture library recorded",
-                    calls,
-                );
-                self.counters.bump(
-                    "capture.callback_ns",
-                    Severity::Info,
-                    "nanoseconds the capture library spent recording them, on the program's threads",
-                    ns,
-                );
+                self.counters.bump(Counter::CaptureRecordedCalls, calls);
+                self.counters.bump(Counter::CaptureCallbackNs, ns);
                 // Older captures counted their set-up into `callback_ns` and wrote no `setup_ns`.
                 if let Some(setup) = raw.setup_ns {
-                    self.counters.bump(
-                        "capture.setup_ns",
-                        Severity::Info,
-                        "nanoseconds of the capture's one-time set-up (CUPTI, the trace file), apart from the calls",
-                        setup,
-                    );
+                    self.counters.bump(Counter::CaptureSetupNs, setup);
                 }
                 return Ok(());
             }
@@ -420,13 +374,13 @@ impl JsonTraceParser {
             RecordKind::Callsite => {
                 let process = self.process(raw.pid);
                 self.native.call_site(process, &raw)?;
-                self.counters.bump("json.call_sites", Severity::Info, "native call sites (callsite records)", 1);
+                self.counters.bump(Counter::JsonCallSites, 1);
                 return Ok(());
             }
             RecordKind::GpuTime => {
                 // GPU start and end of an operation, delivered by CUPTI after the fact: for timelines, not for
                 // deciding ordering.
-                self.counters.bump("json.gpu_times", Severity::Info, "GPU time records (placed on timelines)", 1);
+                self.counters.bump(Counter::JsonGpuTimes, 1);
                 let (Some(correlation), Some(start_ns), Some(end_ns)) = (raw.corr, raw.gpu_start, raw.gpu_end) else {
                     return Err(Problem::malformed("gpu_time needs `corr`, `gpu_start` and `gpu_end`"));
                 };
@@ -500,12 +454,7 @@ impl JsonTraceParser {
             out.push(Ok(TraceRecord::Op(op)));
         } else {
             if matches!(op.kind, OpKind::Kernel { .. }) && self.frames.inside_op(thread) {
-                self.counters.bump(
-                    "json.kernels_in_framework_ops",
-                    Severity::Info,
-                    "kernels attributed to a framework operation's read and write sets",
-                    1,
-                );
+                self.counters.bump(Counter::JsonKernelsInFrameworkOps, 1);
             }
             self.frames.place(thread, op, out);
         }
@@ -521,13 +470,9 @@ impl JsonTraceParser {
             Err(problem) if self.strict => Err(problem),
             Err(problem) => {
                 let path = &self.path;
-                self.counters.bump_noting(
-                    "json.unknown_call_sites",
-                    Severity::DataLoss,
-                    "records naming a call site no callsite record declared (kept without it)",
-                    1,
-                    || format!("{}:{line}: {}", path.display(), problem.message),
-                );
+                self.counters.bump_noting(Counter::JsonUnknownCallSites, 1, || {
+                    format!("{}:{line}: {}", path.display(), problem.message)
+                });
                 Ok(None)
             }
         }
@@ -547,14 +492,9 @@ impl JsonTraceParser {
         }
         self.frames.open(thread, process, frame_kind, facts);
         if frame_kind == FrameKind::Op {
-            self.counters.bump("json.framework_ops", Severity::Info, "framework operations (tier T2)", 1);
+            self.counters.bump(Counter::JsonFrameworkOps, 1);
         } else {
-            self.counters.bump(
-                "json.framework_calls",
-                Severity::Info,
-                "framework calls that order streams or the host",
-                1,
-            );
+            self.counters.bump(Counter::JsonFrameworkCalls, 1);
         }
         Ok(())
     }
@@ -571,21 +511,14 @@ impl JsonTraceParser {
         let facts = self.frame_facts(&raw)?;
         match self.frames.close(thread, process, frame_kind, facts, self.strict, out) {
             Ok(EndMatch::Innermost) => {}
-            Ok(EndMatch::Outer { unended }) => self.counters.bump(
-                "json.frames_without_end",
-                Severity::DataLoss,
-                "framework ops or calls whose end was lost inside an enclosing one (their kernels take the enclosing op's extents)",
-                unended as u64,
-            ),
-            Ok(EndMatch::OtherThread) => self.counters.bump(
-                "json.frames_ended_on_other_thread",
-                Severity::Info,
-                "framework ops or calls that ended on another thread than the one they began on",
-                1,
-            ),
+            Ok(EndMatch::Outer { unended }) => self.counters.bump(Counter::JsonFramesWithoutEnd, unended as u64),
+            Ok(EndMatch::OtherThread) => self.counters.bump(Counter::JsonFramesEndedOnOtherThread, 1),
             Err(EndMismatch::NothingOpen) => {
                 let opening = frame_kind.opening_record();
-                return Err(Problem { kind: ProblemKind::UnmatchedFrameEnd, message: format!("{kind} without an open {opening} on this thread") });
+                return Err(Problem {
+                    kind: ProblemKind::UnmatchedFrameEnd,
+                    message: format!("{kind} without an open {opening} on this thread"),
+                });
             }
             Err(EndMismatch::WrongKind(open)) => {
                 return Err(Problem {

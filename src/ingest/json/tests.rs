@@ -2,6 +2,7 @@
 //! record that cannot be taken.
 
 use super::*;
+use crate::ingest::Counter;
 use crate::model::{Access, AccessMode, AccessRange, AllocKind, OpKind, Operation, TraceRecord};
 
 fn read_all(text: &str) -> Result<Vec<TraceRecord>, IngestError> {
@@ -219,15 +220,19 @@ fn a_recording_skips_what_it_cannot_take_counts_it_and_reads_the_rest() {
     let ops = ops(&records);
     assert_eq!(ops.len(), 2, "the kernel with an unknown field and the copy remain");
     assert!(matches!(ops[0].kind, OpKind::Kernel { .. }));
-    assert_eq!(counters.get("json.skipped_unmatched_frame_ends"), 1);
-    assert_eq!(counters.get("json.skipped_unknown_kind"), 1);
-    assert_eq!(counters.get("json.skipped_inconsistent"), 1);
-    assert_eq!(counters.get("json.dropped_unknown_fields"), 1);
-    assert_eq!(counters.get("json.ignored_foreign_fields"), 1);
-    assert_eq!(counters.get("json.skipped_malformed"), 1, "the record cut off at the end");
-    let first = |name: &str| counters.iter().find(|c| c.name == name).and_then(|c| c.first.clone()).unwrap_or_default();
-    assert_eq!(first("json.skipped_unmatched_frame_ends"), "t.json:3: op_end without an open op_begin on this thread");
-    assert!(first("json.skipped_inconsistent").starts_with("t.json:5: unknown stream 9"));
+    assert_eq!(counters.get(Counter::JsonSkippedUnmatchedFrameEnds), 1);
+    assert_eq!(counters.get(Counter::JsonSkippedUnknownKind), 1);
+    assert_eq!(counters.get(Counter::JsonSkippedInconsistent), 1);
+    assert_eq!(counters.get(Counter::JsonDroppedUnknownFields), 1);
+    assert_eq!(counters.get(Counter::JsonIgnoredForeignFields), 1);
+    assert_eq!(counters.get(Counter::JsonSkippedMalformed), 1, "the record cut off at the end");
+    let first =
+        |counter| counters.iter().find(|c| c.counter == counter).and_then(|c| c.first.clone()).unwrap_or_default();
+    assert_eq!(
+        first(Counter::JsonSkippedUnmatchedFrameEnds),
+        "t.json:3: op_end without an open op_begin on this thread"
+    );
+    assert!(first(Counter::JsonSkippedInconsistent).starts_with("t.json:5: unknown stream 9"));
     assert!(counters.data_loss().count() >= 6);
 }
 
@@ -287,8 +292,8 @@ fn an_op_that_ends_on_another_thread_gives_its_kernels_its_extents() {
         other => panic!("unexpected {other:?}"),
     }
     assert_eq!(ops[0].region.as_deref(), Some("add_"));
-    assert_eq!(counters.get("json.frames_ended_on_other_thread"), 1);
-    assert_eq!(counters.get("json.frames_left_open"), 0);
+    assert_eq!(counters.get(Counter::JsonFramesEndedOnOtherThread), 1);
+    assert_eq!(counters.get(Counter::JsonFramesLeftOpen), 0);
 }
 
 #[test]
@@ -307,8 +312,8 @@ fn a_call_whose_end_was_lost_inside_an_op_ends_with_the_op() {
     assert_eq!(ops_out[0].region.as_deref(), Some("Event.record"), "named by the call it was issued in");
     assert!(matches!(&ops_out[0].kind, OpKind::Kernel { accesses, .. } if accesses.len() == 1), "the op's extents");
     assert_eq!(ops_out[1].region, None, "the call ended with the op");
-    assert_eq!(counters.get("json.frames_without_end"), 1);
-    assert_eq!(counters.get("json.frames_left_open"), 0);
+    assert_eq!(counters.get(Counter::JsonFramesWithoutEnd), 1);
+    assert_eq!(counters.get(Counter::JsonFramesLeftOpen), 0);
 }
 
 #[test]
@@ -321,7 +326,7 @@ fn frames_open_at_the_end_are_counted_and_their_operations_kept() {
     let (records, counters) = read_with_counters(&text);
     let ops_out = ops(records.as_ref().expect("read"));
     assert!(matches!(&ops_out[0].kind, OpKind::Kernel { pointers, .. } if pointers.len() == 1), "tier T1 stays");
-    assert_eq!(counters.get("json.frames_left_open"), 1);
+    assert_eq!(counters.get(Counter::JsonFramesLeftOpen), 1);
 }
 
 #[test]

@@ -13,7 +13,7 @@ use super::nvtx::RegionCursor;
 use super::schema::Lookups;
 use super::tables::{Activity, ActivityRow, NOT_APPLICABLE};
 use crate::ingest::background::Batch;
-use crate::ingest::{ImportCounters, Severity, BATCH};
+use crate::ingest::{Counter, ImportCounters, BATCH};
 use crate::model::{
     AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind, HostSync, MemoryKind,
     OpKind, Operation, ProcessId, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo, TraceRecord,
@@ -141,12 +141,7 @@ impl Mapper {
             (Some((1, _)), _) => StreamKind::Blocking,
             (Some((2, _)), _) => StreamKind::NonBlocking,
             _ => {
-                self.counters.bump(
-                    "nsys.stream_flags_unknown",
-                    Severity::DataLoss,
-                    "streams missing from TARGET_INFO_CUDA_STREAM, taken as non-blocking (legacy default stream ordering may be missed)",
-                    1,
-                );
+                self.counters.bump(Counter::NsysStreamFlagsUnknown, 1);
                 StreamKind::NonBlocking
             }
         };
@@ -225,12 +220,7 @@ impl Mapper {
         };
         let gpu_rows = group.iter().filter(|a| !matches!(a.row, ActivityRow::Api { .. })).count();
         if api.is_none() {
-            self.counters.bump(
-                "nsys.activity_without_api_call",
-                Severity::Info,
-                "GPU activities whose API call is outside the capture window: host thread unknown",
-                gpu_rows as u64,
-            );
+            self.counters.bump(Counter::NsysActivityWithoutApiCall, gpu_rows as u64);
         }
         let name = api_name.as_deref().unwrap_or("");
         let mut emitted = false;
@@ -240,7 +230,7 @@ impl Mapper {
             let kind = match row {
                 ActivityRow::Api { .. } => continue,
                 ActivityRow::Kernel { start, end, device, context, stream, name: kernel } => {
-                    self.counters.bump("nsys.kernels", Severity::Info, "kernel rows read", 1);
+                    self.counters.bump(Counter::NsysKernels, 1);
                     let stream = self.stream(pid, context, stream, Some(device));
                     let name = self.lookups.strings.get(&kernel).cloned().unwrap_or_else(|| Arc::from("kernel"));
                     let op = OpKind::Kernel { stream, name, accesses: Vec::new(), pointers: Vec::new() };
@@ -250,7 +240,7 @@ impl Mapper {
                     continue;
                 }
                 ActivityRow::Memcpy { start, end, device, context, stream, bytes, copy_kind, src_kind, dst_kind } => {
-                    self.counters.bump("nsys.memcpys", Severity::Info, "memcpy rows read", 1);
+                    self.counters.bump(Counter::NsysMemcpys, 1);
                     let stream = self.stream(pid, context, stream, Some(device));
                     let copy = match copy_kind {
                         1 => CopyKind::HtoD,
@@ -279,7 +269,7 @@ impl Mapper {
                     continue;
                 }
                 ActivityRow::Memset { start, end, device, context, stream, bytes, mem_kind } => {
-                    self.counters.bump("nsys.memsets", Severity::Info, "memset rows read", 1);
+                    self.counters.bump(Counter::NsysMemsets, 1);
                     let stream = self.stream(pid, context, stream, Some(device));
                     let synchronous = name.starts_with("cudaMemset") && !name.contains("Async");
                     let op = OpKind::Memset {
@@ -295,15 +285,10 @@ impl Mapper {
                     continue;
                 }
                 ActivityRow::EventRecord { device, context, stream, event, event_sync } => {
-                    self.counters.bump("nsys.event_records", Severity::Info, "event record rows read", 1);
+                    self.counters.bump(Counter::NsysEventRecords, 1);
                     let stream = self.stream(pid, context, stream, Some(device));
                     let Some(key) = Self::event_key(event, event_sync) else {
-                        self.counters.bump(
-                            "nsys.event_without_id",
-                            Severity::DataLoss,
-                            "event records without an event id, skipped",
-                            1,
-                        );
+                        self.counters.bump(Counter::NsysEventWithoutId, 1);
                         continue;
                     };
                     // With sync ids every record is its own event; without, a record replaces the last one.
@@ -318,15 +303,10 @@ impl Mapper {
                     OpKind::EventRecord { event: id, stream }
                 }
                 ActivityRow::Sync { context, stream, sync_type, event, event_sync } => {
-                    self.counters.bump("nsys.syncs", Severity::Info, "synchronization rows read", 1);
+                    self.counters.bump(Counter::NsysSyncs, 1);
                     let class = classify_sync(name, sync_type);
                     if api.is_none() || class.by_type {
-                        self.counters.bump(
-                            "nsys.sync_classified_by_type",
-                            Severity::Info,
-                            "synchronization rows classified by syncType (no API name)",
-                            1,
-                        );
+                        self.counters.bump(Counter::NsysSyncClassifiedByType, 1);
                     }
                     match class.kind {
                         SyncKind::StreamWait => {
@@ -340,12 +320,7 @@ impl Mapper {
                                     OpKind::StreamWait { stream: waiting, event: id }
                                 }
                                 None => {
-                                    self.counters.bump(
-                                        "nsys.wait_record_unknown",
-                                        Severity::DataLoss,
-                                        "stream waits whose recording stream is unknown (no CUPTI_ACTIVITY_KIND_CUDA_EVENT table): they order nothing here",
-                                        1,
-                                    );
+                                    self.counters.bump(Counter::NsysWaitRecordUnknown, 1);
                                     OpKind::StreamWaitUnknownRecord { stream: waiting, event: event.max(0) as u64 }
                                 }
                             }
@@ -356,12 +331,7 @@ impl Mapper {
                             match key.and_then(|k| self.events.get(&(pid, k)).copied()) {
                                 Some(id) => OpKind::HostSync(HostSync::Event(id)),
                                 None => {
-                                    self.counters.bump(
-                                        "nsys.event_sync_record_unknown",
-                                        Severity::DataLoss,
-                                        "event synchronizations whose record is not in the export: they order nothing here",
-                                        1,
-                                    );
+                                    self.counters.bump(Counter::NsysEventSyncRecordUnknown, 1);
                                     continue;
                                 }
                             }
@@ -374,12 +344,7 @@ impl Mapper {
                     }
                 }
                 ActivityRow::Memory { address, bytes, free, name: label } => {
-                    self.counters.bump(
-                        "nsys.memory_events",
-                        Severity::Info,
-                        "device memory allocation and free rows read",
-                        1,
-                    );
+                    self.counters.bump(Counter::NsysMemoryEvents, 1);
                     if free {
                         match self.live_allocations.remove(&(pid, address)) {
                             Some((alloc, _)) => OpKind::Free { alloc, free_kind: FreeKind::VirtualUnmap, stream: None },
@@ -387,12 +352,7 @@ impl Mapper {
                         }
                     } else {
                         let Ok(range) = AccessRange::new(address as u64, bytes.max(0) as u64) else {
-                            self.counters.bump(
-                                "nsys.bad_memory_range",
-                                Severity::DataLoss,
-                                "allocations whose range overflows, skipped",
-                                1,
-                            );
+                            self.counters.bump(Counter::NsysBadMemoryRange, 1);
                             continue;
                         };
                         let alloc = AllocId(self.next_alloc);
@@ -439,12 +399,7 @@ impl Mapper {
     /// `end`, unless it is before `start` (then counted).
     fn end_after_start(&mut self, start: i64, end: i64) -> Option<i64> {
         if end < start {
-            self.counters.bump(
-                "nsys.end_before_start",
-                Severity::DataLoss,
-                "rows whose end is before their start: their times are dropped (the operations are kept)",
-                1,
-            );
+            self.counters.bump(Counter::NsysEndBeforeStart, 1);
             return None;
         }
         Some(end)

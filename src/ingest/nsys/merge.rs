@@ -7,7 +7,7 @@ use std::path::Path;
 use rusqlite::{Rows, Statement};
 
 use super::tables::{Activity, ActivityQuery};
-use crate::ingest::{ImportCounters, IngestError, Severity};
+use crate::ingest::{Counter, ImportCounters, IngestError};
 
 /// One table's rows in (process, correlation id) order, one row ahead.
 struct TableCursor<'s> {
@@ -33,12 +33,7 @@ impl TableCursor<'_> {
                     self.peeked = Some(activity);
                     return Ok(());
                 }
-                Ok(None) => counters.bump(
-                    "nsys.null_in_not_null",
-                    Severity::DataLoss,
-                    "rows with NULL in a NOT NULL column (or no correlation id), skipped",
-                    1,
-                ),
+                Ok(None) => counters.bump(Counter::NsysNullInNotNull, 1),
                 Err(bad) => return Err(error(bad.to_string())),
             }
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rusqlite::{Connection, Statement};
 use rustc_hash::FxHashMap;
 
-use crate::ingest::{ImportCounters, Severity};
+use crate::ingest::{Counter, ImportCounters};
 use crate::model::normalize_region;
 
 /// The query of NVTX ranges in (process, start) order, or None when the export has none that can be read.
@@ -35,12 +35,7 @@ pub(super) fn prepare<'c>(
     match conn.prepare(&sql) {
         Ok(stmt) => Some(stmt),
         Err(_) => {
-            counters.bump(
-                "nsys.nvtx_unreadable",
-                Severity::Info,
-                "NVTX table in an unknown shape: no region labels",
-                1,
-            );
+            counters.bump(Counter::NsysNvtxUnreadable, 1);
             None
         }
     }

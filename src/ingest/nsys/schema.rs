@@ -10,7 +10,7 @@ use rusqlite::Connection;
 use rustc_hash::FxHashMap;
 
 use super::columns::{read_ints, read_text, select_list, Column};
-use crate::ingest::{ImportCounters, IngestError, Severity};
+use crate::ingest::{Counter, ImportCounters, IngestError};
 
 pub(super) fn table_names(conn: &Connection) -> rusqlite::Result<HashSet<String>> {
     let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
@@ -41,15 +41,10 @@ pub(super) fn check_version(conn: &Connection, tables: &HashSet<String>, counter
         Some(version) => {
             let major = version.split('.').next().and_then(|m| m.parse::<u32>().ok());
             if !matches!(major, Some(2 | 3)) {
-                counters.bump(
-                    "nsys.schema_unknown",
-                    Severity::DataLoss,
-                    "export schema version outside 2.x-3.x: read as 3.x, columns checked one by one",
-                    1,
-                );
+                counters.bump(Counter::NsysSchemaUnknown, 1);
             }
         }
-        None => counters.bump("nsys.schema_version_missing", Severity::Info, "export without a schema version", 1),
+        None => counters.bump(Counter::NsysSchemaVersionMissing, 1),
     }
 }
 
@@ -115,24 +110,14 @@ impl Lookups {
             })?;
         }
         if skipped > 0 {
-            counters.bump(
-                "nsys.null_in_not_null",
-                Severity::DataLoss,
-                "rows with NULL in a NOT NULL column, skipped",
-                skipped,
-            );
+            counters.bump(Counter::NsysNullInNotNull, skipped);
         }
         if tables.contains("StringIds") {
             lookups.strings = read_strings(conn, path)?;
         } else {
             // Names are how API calls are told apart: without them, calls that synchronize without an activity
             // row (cudaFree, cudaDeviceSynchronize) and synchronous copies cannot be recognized.
-            counters.bump(
-                "nsys.no_string_ids",
-                Severity::DataLoss,
-                "export without a StringIds table: API and kernel names unknown, so synchronizations implied by API calls (cudaFree, cudaDeviceSynchronize without a row, synchronous copies) are missed",
-                1,
-            );
+            counters.bump(Counter::NsysNoStringIds, 1);
         }
         Ok(lookups)
     }

@@ -8,7 +8,7 @@ use rusqlite::{Connection, Row};
 
 use super::columns::{read_ints, read_text, select_list, BadValue, Column};
 use super::schema::column_names;
-use crate::ingest::{ImportCounters, IngestError, Severity};
+use crate::ingest::{Counter, ImportCounters, IngestError};
 
 /// CUPTI's "not applicable" for event ids.
 pub(super) const NOT_APPLICABLE: i64 = 4_294_967_295;
@@ -329,20 +329,10 @@ pub(super) fn plan(
     let per_process =
         present.iter().filter(|(t, _)| t.table() != RUNTIME.name).all(|(_, columns)| columns.contains("globalPid"));
     if !per_process {
-        counters.bump(
-            "nsys.no_global_pid",
-            Severity::Info,
-            "activity tables without globalPid: read as one process",
-            1,
-        );
+        counters.bump(Counter::NsysNoGlobalPid, 1);
     }
     if !tables.contains(RUNTIME.name) {
-        counters.bump(
-            "nsys.no_runtime_table",
-            Severity::DataLoss,
-            "export without CUDA API calls: host threads and host order unknown",
-            1,
-        );
+        counters.bump(Counter::NsysNoRuntimeTable, 1);
     }
     let mut queries = Vec::new();
     for (table, columns) in present {

@@ -1,0 +1,220 @@
+//! Framework frames (tier T2): a framework operation (a PyTorch op) between `op_begin` and `op_end`, or a
+//! framework call that orders streams or the host (`Event.record`, `Stream.wait_stream`...) between
+//! `call_begin` and `call_end`, open on a host thread.
+//!
+//! An op's name, line and whole read and write sets (outputs included) may come only with `op_end`, so the
+//! operations its thread issues inside it are held until then: its kernels then take those exact extents
+//! instead of their pointer arguments. A call's name and line come first; the CUDA calls inside take them as
+//! they pass.
+//!
+//! A stage every reader's operations pass through (`stages`): it holds and names operations and hands them on
+//! as records, in the order they are released; it orders nothing.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::model::{
+    is_nccl_kernel, Access, GroupStream, OpKind, Operation, ProcessId, SourceLocation, StreamId, ThreadId, TraceRecord,
+};
+
+/// What a framework frame is.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum FrameKind {
+    Op,
+    Call,
+}
+
+impl FrameKind {
+    /// The record type that opens a frame of this kind.
+    pub fn opening_record(self) -> &'static str {
+        match self {
+            FrameKind::Op => "op_begin",
+            FrameKind::Call => "call_begin",
+        }
+    }
+}
+
+/// What a frame's opening or closing record said about it.
+#[derive(Default)]
+pub struct FrameFacts {
+    pub name: Option<Arc<str>>,
+    pub accesses: Vec<Access>,
+    pub source: Option<SourceLocation>,
+    /// A collective's process group (`op_end` of a c10d op): its NCCL kernels' stream is that group's.
+    pub process_group: Option<Arc<str>>,
+}
+
+struct Frame {
+    kind: FrameKind,
+    process: ProcessId,
+    /// When it opened, counted over all threads: the latest frame open elsewhere is the one a stray end closes.
+    opened: u64,
+    facts: FrameFacts,
+    held: Vec<Operation>,
+}
+
+/// How a frame end was matched, when it was not simply the innermost frame of its own thread.
+#[derive(Debug, PartialEq, Eq)]
+pub enum EndMatch {
+    /// The innermost frame of the thread, as it should be.
+    Innermost,
+    /// A frame further out on the same thread: this many frames inside it never ended.
+    Outer { unended: usize },
+    /// The thread had no frame of that kind open: the latest one open on another thread of the process ended
+    /// (PyTorch may run an op's end callback on another thread).
+    OtherThread,
+}
+
+/// Why a frame end matched nothing.
+#[derive(Debug)]
+pub enum EndMismatch {
+    /// No frame of that kind is open anywhere in the process: its begin was lost.
+    NothingOpen,
+    /// Strict reading: the innermost frame of the thread is of the other kind.
+    WrongKind(FrameKind),
+}
+
+/// The frames open on every thread, innermost last.
+#[derive(Default)]
+pub struct OpenFrames {
+    by_thread: HashMap<ThreadId, Vec<Frame>>,
+    opened: u64,
+}
+
+impl OpenFrames {
+    pub fn open(&mut self, thread: ThreadId, process: ProcessId, kind: FrameKind, facts: FrameFacts) {
+        self.opened += 1;
+        let frame = Frame { kind, process, opened: self.opened, facts, held: Vec::new() };
+        self.by_thread.entry(thread).or_default().push(frame);
+    }
+
+    /// Whether an op is open on the thread (its kernels will take the op's extents).
+    pub fn inside_op(&self, thread: ThreadId) -> bool {
+        self.by_thread.get(&thread).is_some_and(|frames| frames.iter().any(|f| f.kind == FrameKind::Op))
+    }
+
+    /// Hands an operation on: named by the open calls inside the innermost open op of its thread (the
+    /// innermost call first) and held by that op, or out when no op is open. Copies and sets keep their own
+    /// exact addresses; kernels take an op's sets when it ends.
+    pub fn place(&mut self, thread: ThreadId, mut op: Operation, out: &mut Vec<TraceRecord>) {
+        for frame in self.by_thread.get_mut(&thread).into_iter().flatten().rev() {
+            match frame.kind {
+                FrameKind::Op => {
+                    frame.held.push(op);
+                    return;
+                }
+                FrameKind::Call => {
+                    op.region = op.region.or_else(|| frame.facts.name.clone());
+                    op.source = op.source.or_else(|| frame.facts.source.clone());
+                }
+            }
+        }
+        out.push(TraceRecord::Op(op));
+    }
+
+    /// Ends a frame of `kind` on `thread`, with what its closing record said, and releases the operations it held.
+    /// Strictly, only the innermost frame of the thread may end. Tolerantly (a recording), the innermost frame
+    /// of that kind on the thread ends (frames inside it never ended: theirs are released as they are), or, with
+    /// none there, the latest of that kind open on another thread of the process.
+    pub fn close(
+        &mut self,
+        thread: ThreadId,
+        process: ProcessId,
+        kind: FrameKind,
+        ending: FrameFacts,
+        strict: bool,
+        out: &mut Vec<TraceRecord>,
+    ) -> Result<EndMatch, EndMismatch> {
+        let (owner, depth, matched) = self.find_ending(thread, process, kind, strict)?;
+        let Some(frames) = self.by_thread.get_mut(&owner) else { return Err(EndMismatch::NothingOpen) };
+        let unended: Vec<Frame> = frames.drain(depth + 1..).collect();
+        let Some(mut frame) = frames.pop() else { return Err(EndMismatch::NothingOpen) };
+        for inner in unended.into_iter().rev() {
+            // Released into the frame that is ending, as if they had ended without saying what they were.
+            frame.held.extend(inner.held);
+        }
+        frame.held.sort_by_key(|op| op.seq);
+        // What the op was, its line and its outputs may be known only now.
+        frame.facts.accesses.extend(ending.accesses);
+        if ending.name.is_some() {
+            frame.facts.name = ending.name;
+        }
+        if ending.source.is_some() {
+            frame.facts.source = ending.source;
+        }
+        if ending.process_group.is_some() {
+            frame.facts.process_group = ending.process_group;
+        }
+        let group_streams = frame.facts.process_group.as_ref().map(|group| nccl_streams(&frame.held, group));
+        for mut held in std::mem::take(&mut frame.held) {
+            if let OpKind::Kernel { accesses, pointers, .. } = &mut held.kind {
+                accesses.clone_from(&frame.facts.accesses);
+                pointers.clear();
+            }
+            held.region = held.region.or_else(|| frame.facts.name.clone());
+            held.source = held.source.or_else(|| frame.facts.source.clone());
+            self.place(owner, held, out);
+        }
+        out.extend(group_streams.into_iter().flatten().map(TraceRecord::GroupStream));
+        Ok(matched)
+    }
+
+    /// The thread and stack depth of the frame an end of `kind` on `thread` closes.
+    fn find_ending(
+        &self,
+        thread: ThreadId,
+        process: ProcessId,
+        kind: FrameKind,
+        strict: bool,
+    ) -> Result<(ThreadId, usize, EndMatch), EndMismatch> {
+        let own = self.by_thread.get(&thread).map(Vec::as_slice).unwrap_or_default();
+        if strict {
+            return match own.last() {
+                Some(frame) if frame.kind == kind => Ok((thread, own.len() - 1, EndMatch::Innermost)),
+                Some(frame) => Err(EndMismatch::WrongKind(frame.kind)),
+                None => Err(EndMismatch::NothingOpen),
+            };
+        }
+        if let Some(depth) = own.iter().rposition(|f| f.kind == kind) {
+            let unended = own.len() - 1 - depth;
+            let matched = if unended == 0 { EndMatch::Innermost } else { EndMatch::Outer { unended } };
+            return Ok((thread, depth, matched));
+        }
+        // Only the innermost frame of another thread can end there: one further out has frames inside it
+        // still running on that thread.
+        let latest = self
+            .by_thread
+            .iter()
+            .filter(|(&other, _)| other != thread)
+            .filter_map(|(&other, frames)| frames.last().map(|f| (other, frames.len() - 1, f)))
+            .filter(|(_, _, f)| f.kind == kind && f.process == process)
+            .max_by_key(|(_, _, f)| f.opened);
+        latest.map(|(other, depth, _)| (other, depth, EndMatch::OtherThread)).ok_or(EndMismatch::NothingOpen)
+    }
+
+    /// At the end of the trace: the operations of frames still open (the program exited inside them), in
+    /// issue order with their pointer arguments, and how many frames were open.
+    pub fn finish(&mut self, out: &mut Vec<TraceRecord>) -> u64 {
+        let frames: Vec<Frame> = self.by_thread.drain().flat_map(|(_, frames)| frames).collect();
+        let open = frames.len() as u64;
+        let mut held: Vec<Operation> = frames.into_iter().flat_map(|f| f.held).collect();
+        held.sort_by_key(|op| op.seq);
+        out.extend(held.into_iter().map(TraceRecord::Op));
+        open
+    }
+}
+
+/// The streams the NCCL kernels among `held` ran on, each once, as streams of `group`.
+fn nccl_streams(held: &[Operation], group: &Arc<str>) -> Vec<GroupStream> {
+    let mut streams: Vec<StreamId> = held
+        .iter()
+        .filter_map(|op| match &op.kind {
+            OpKind::Kernel { stream, name, .. } if is_nccl_kernel(name) => Some(*stream),
+            _ => None,
+        })
+        .collect();
+    streams.sort_unstable();
+    streams.dedup();
+    streams.into_iter().map(|stream| GroupStream { stream, group: group.clone() }).collect()
+}

@@ -1,0 +1,572 @@
+//! CUDA graphs from the calls that build them (DESIGN.md, CUDA graphs). Work issued to a capturing stream does not
+//! run: it becomes a node of the graph being captured, after the stream's earlier nodes and whatever the stream
+//! waited on inside the capture; a stream that waits on an event recorded inside a capture joins it. Graphs built
+//! node by node keep the dependencies their calls named. Instantiation fixes a graph as it is then, child graphs
+//! flattened in and nodes sorted so that each depends only on earlier ones; exec updates and parameter changes
+//! make a new version. A launch becomes one `GraphLaunch` carrying its executable graph, shared by every launch
+//! of it, so that the engine remembers what it learned about the graph by the version's key.
+//!
+//! The one stage of ingest that decides ordering: the dependencies among a graph's nodes, taken from the order
+//! of a capture and from the calls that built the graph, are what the engine orders the nodes by (its launch
+//! half, one step of the launching stream, is the engine's). Every reader's operations pass through it
+//! (`stages`); a trace without graph calls pays one check per operation.
+//!
+//! State lives as long as the program's graphs and captures do; ops that did not run are dropped here.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::model::{
+    Access, AccessMode, EventId, GraphBuild, GraphCall, GraphExec, GraphNode, NodeKind, NodeOrigin, NodeOwner,
+    NodeParams, OpKind, Operation, ProcessId, SharedGraph, SourceLocation, StreamId,
+};
+
+/// Graph calls that contradict the calls before them (a node not in its graph, a capture ended on a stream that
+/// is not capturing, a cycle): the reader decides whether that ends its reading.
+#[derive(Debug)]
+pub struct GraphProblem(pub String);
+
+impl GraphProblem {
+    fn new(message: impl Into<String>) -> GraphProblem {
+        GraphProblem(message.into())
+    }
+}
+
+/// A graph being built, or built: nodes in the order they were added, dependencies by index in that order.
+#[derive(Clone, Debug)]
+struct Draft {
+    build: GraphBuild,
+    made_at: Option<SourceLocation>,
+    nodes: Vec<DraftNode>,
+    by_handle: HashMap<u64, usize>,
+}
+
+#[derive(Clone, Debug)]
+struct DraftNode {
+    handle: Option<u64>,
+    /// `depends_on` holds indexes into the draft's nodes, in any order.
+    node: GraphNode,
+    /// A child-graph node runs this copy of its graph, taken when the node was added.
+    child: Option<Box<Draft>>,
+    removed: bool,
+}
+
+impl Draft {
+    fn new(build: GraphBuild, made_at: Option<SourceLocation>) -> Draft {
+        Draft { build, made_at, nodes: Vec::new(), by_handle: HashMap::default() }
+    }
+
+    fn push(&mut self, handle: Option<u64>, node: GraphNode, child: Option<Box<Draft>>) -> usize {
+        let index = self.nodes.len();
+        if let Some(handle) = handle {
+            self.by_handle.insert(handle, index);
+        }
+        self.nodes.push(DraftNode { handle, node, child, removed: false });
+        index
+    }
+
+    fn index_of(&self, node: u64) -> Result<usize, GraphProblem> {
+        self.by_handle
+            .get(&node)
+            .copied()
+            .filter(|&i| !self.nodes[i].removed)
+            .ok_or_else(|| GraphProblem::new(format!("graph node {node:#x} is not in its graph")))
+    }
+
+    /// A draft of an executable graph's nodes (a graph launched inside a capture runs as a child node).
+    fn of_exec(graph: &GraphExec) -> Draft {
+        let mut draft = Draft::new(graph.build, graph.made_at.clone());
+        for node in &graph.nodes {
+            draft.push(None, node.clone(), None);
+        }
+        draft
+    }
+}
+
+/// A stream capture in progress: the graph it builds and, per stream taking part, the nodes the stream's next
+/// node will depend on.
+struct Capture {
+    process: ProcessId,
+    draft: Draft,
+    frontier: HashMap<StreamId, Vec<usize>>,
+}
+
+/// An executable graph: its current version, and where each node the program holds a handle to went.
+struct Instance {
+    graph: SharedGraph,
+    by_handle: HashMap<u64, usize>,
+}
+
+/// What the trace's graph calls have built so far.
+#[derive(Default)]
+pub struct GraphAssembler {
+    next_key: u64,
+    /// Hand-written `graph` records, shared when a trace writes the same graph again.
+    inline: HashMap<String, Vec<SharedGraph>>,
+    graphs: HashMap<(ProcessId, u64), Draft>,
+    execs: HashMap<(ProcessId, u64), Instance>,
+    captures: HashMap<u32, Capture>,
+    next_capture: u32,
+    capturing: HashMap<StreamId, u32>,
+    /// Events recorded inside a capture: the capture and the nodes a wait on them joins.
+    captured_events: HashMap<EventId, (u32, Vec<usize>)>,
+    /// Captures that ended without a graph (failed or invalidated).
+    pub failed_captures: u64,
+    /// Operations that became graph nodes instead of running.
+    pub captured_ops: u64,
+}
+
+impl GraphAssembler {
+    /// A hand-written graph launch's graph: the same one again when the trace already launched one like it.
+    pub fn inline(&mut self, name: String, nodes: Vec<GraphNode>) -> SharedGraph {
+        let seen = self.inline.entry(name.clone()).or_default();
+        if let Some(graph) = seen.iter().find(|g| g.nodes == nodes) {
+            return graph.clone();
+        }
+        self.next_key += 1;
+        let graph = Arc::new(GraphExec { key: self.next_key, name, build: GraphBuild::Inline, made_at: None, nodes });
+        seen.push(graph.clone());
+        graph
+    }
+
+    /// Whether `op` needs the assembler: a graph call, or anything while a capture is open.
+    pub fn wants(&self, op: &Operation) -> bool {
+        matches!(op.kind, OpKind::GraphCall(_)) || !self.capturing.is_empty()
+    }
+
+    /// Takes one operation in issue order: the operation to hand on (a launch made whole), or none when it
+    /// built a graph instead of running.
+    pub fn take(&mut self, op: Operation) -> Result<Option<Operation>, GraphProblem> {
+        if let OpKind::GraphCall(call) = &op.kind {
+            return self.call(&op, call);
+        }
+        let Some(stream) = op.kind.stream() else { return Ok(Some(op)) };
+        let Some(&capture) = self.capturing.get(&stream) else {
+            match op.kind {
+                OpKind::StreamWait { stream, event } => {
+                    if let Some((capture, frontier)) = self.captured_events.get(&event).cloned() {
+                        // Waiting on an event recorded inside a capture pulls the stream into that capture.
+                        self.join(capture, stream, &frontier);
+                        return Ok(None);
+                    }
+                }
+                // Recorded again outside the capture: a wait on it now waits for that record.
+                OpKind::EventRecord { event, .. } => {
+                    self.captured_events.remove(&event);
+                }
+                _ => {}
+            }
+            return Ok(Some(op));
+        };
+        self.captured(capture, stream, op)
+    }
+
+    fn join(&mut self, capture: u32, stream: StreamId, frontier: &[usize]) {
+        let Some(open) = self.captures.get_mut(&capture) else { return };
+        let mine = open.frontier.entry(stream).or_default();
+        for &node in frontier {
+            if !mine.contains(&node) {
+                mine.push(node);
+            }
+        }
+        self.capturing.insert(stream, capture);
+    }
+
+    /// An operation issued to a capturing stream.
+    fn captured(&mut self, capture: u32, stream: StreamId, op: Operation) -> Result<Option<Operation>, GraphProblem> {
+        let (kind, accesses, pointers, name, child) = match &op.kind {
+            OpKind::Kernel { name, accesses, pointers, .. } => {
+                (NodeKind::Kernel, accesses.clone(), pointers.clone(), name.to_string(), None)
+            }
+            OpKind::Memcpy { src, dst, .. } => {
+                let mut accesses: Vec<Access> = src.iter().map(|r| Access::plain(*r, AccessMode::Read)).collect();
+                accesses.extend(dst.iter().map(|r| Access::plain(*r, AccessMode::Write)));
+                (NodeKind::Memcpy, accesses, Vec::new(), "memcpy".to_string(), None)
+            }
+            OpKind::Memset { dst, .. } => {
+                let accesses = dst.iter().map(|r| Access::plain(*r, AccessMode::Write)).collect();
+                (NodeKind::Memset, accesses, Vec::new(), "memset".to_string(), None)
+            }
+            OpKind::GraphLaunch { graph, .. } => {
+                (NodeKind::Empty, Vec::new(), Vec::new(), graph.name.clone(), Some(Box::new(Draft::of_exec(graph))))
+            }
+            OpKind::EventRecord { event, .. } => {
+                let frontier =
+                    self.captures.get(&capture).and_then(|c| c.frontier.get(&stream)).cloned().unwrap_or_default();
+                self.captured_events.insert(*event, (capture, frontier));
+                self.captured_ops += 1;
+                return Ok(None);
+            }
+            OpKind::StreamWait { event, .. } => {
+                if let Some((from, frontier)) = self.captured_events.get(event).cloned() {
+                    if from == capture {
+                        self.join(capture, stream, &frontier);
+                        self.captured_ops += 1;
+                        return Ok(None);
+                    }
+                }
+                // An event recorded outside the capture: the graph waits for it at each launch.
+                (NodeKind::EventWait(*event), Vec::new(), Vec::new(), "event wait".to_string(), None)
+            }
+            OpKind::StreamWaitUnknownRecord { .. } => {
+                self.captured_ops += 1;
+                return Ok(None);
+            }
+            // Allocations, frees and host accesses keep their own meaning.
+            _ => return Ok(Some(op)),
+        };
+        let Some(open) = self.captures.get_mut(&capture) else { return Ok(Some(op)) };
+        let depends_on = open.frontier.get(&stream).cloned().unwrap_or_default();
+        let made_at = NodeOrigin {
+            seq: op.seq,
+            origin: op.origin,
+            thread: op.thread,
+            stream: Some(stream),
+            source: op.source.clone(),
+            native: op.native.clone(),
+            region: op.region.clone(),
+        };
+        let node = GraphNode { name, kind, accesses, pointers, depends_on, made_at: Some(made_at) };
+        let index = open.draft.push(None, node, child);
+        open.frontier.insert(stream, vec![index]);
+        self.captured_ops += 1;
+        Ok(None)
+    }
+
+    fn call(&mut self, op: &Operation, call: &GraphCall) -> Result<Option<Operation>, GraphProblem> {
+        let process = op.process;
+        match call {
+            GraphCall::CaptureBegin { stream, into } => {
+                if self.capturing.contains_key(stream) {
+                    return Err(GraphProblem::new("a capture begins on a stream that is already capturing"));
+                }
+                let draft = match into {
+                    Some(graph) => self.draft(process, *graph)?.clone(),
+                    None => Draft::new(GraphBuild::Captured, op.source.clone()),
+                };
+                let id = self.next_capture;
+                self.next_capture += 1;
+                let mut frontier = HashMap::default();
+                frontier.insert(*stream, Vec::new());
+                self.captures.insert(id, Capture { process, draft, frontier });
+                self.capturing.insert(*stream, id);
+            }
+            GraphCall::CaptureEnd { stream, graph } => {
+                let id = self
+                    .capturing
+                    .get(stream)
+                    .copied()
+                    .ok_or_else(|| GraphProblem::new("a capture ends on a stream that is not capturing"))?;
+                let Some(capture) = self.captures.remove(&id) else { return Ok(None) };
+                self.capturing.retain(|_, c| *c != id);
+                self.captured_events.retain(|_, (c, _)| *c != id);
+                match graph {
+                    Some(graph) => {
+                        self.graphs.insert((capture.process, *graph), capture.draft);
+                    }
+                    None => self.failed_captures += 1,
+                }
+            }
+            GraphCall::Create { graph } => {
+                self.graphs.insert((process, *graph), Draft::new(GraphBuild::Explicit, op.source.clone()));
+            }
+            GraphCall::AddNode { graph, node, deps, params } => {
+                let child = match params.child {
+                    Some(child) => Some(Box::new(self.draft(process, child)?.clone())),
+                    None => None,
+                };
+                let made_at = NodeOrigin {
+                    seq: op.seq,
+                    origin: op.origin,
+                    thread: op.thread,
+                    stream: None,
+                    source: op.source.clone(),
+                    native: op.native.clone(),
+                    region: op.region.clone(),
+                };
+                let draft = self.draft_mut(process, *graph)?;
+                let depends_on = deps.iter().map(|d| draft.index_of(*d)).collect::<Result<Vec<_>, _>>()?;
+                let name = params.name.as_deref().map_or_else(|| params.kind.as_str().to_string(), str::to_string);
+                let new_node = GraphNode {
+                    name,
+                    kind: params.kind,
+                    accesses: params.accesses.clone(),
+                    pointers: params.pointers.clone(),
+                    depends_on,
+                    made_at: Some(made_at),
+                };
+                draft.push(Some(*node), new_node, child);
+            }
+            GraphCall::AddDependencies { graph, node, deps } | GraphCall::RemoveDependencies { graph, node, deps } => {
+                let adding = matches!(call, GraphCall::AddDependencies { .. });
+                let draft = self.draft_mut(process, *graph)?;
+                let to = draft.index_of(*node)?;
+                for dep in deps {
+                    let from = draft.index_of(*dep)?;
+                    let list = &mut draft.nodes[to].node.depends_on;
+                    if adding && !list.contains(&from) {
+                        list.push(from);
+                    } else if !adding {
+                        list.retain(|&d| d != from);
+                    }
+                }
+            }
+            GraphCall::UpdateNode { owner: NodeOwner::Graph(graph), node, params } => {
+                let child = match params.child {
+                    Some(child) => Some(Box::new(self.draft(process, child)?.clone())),
+                    None => None,
+                };
+                let draft = self.draft_mut(process, *graph)?;
+                let index = draft.index_of(*node)?;
+                let entry = &mut draft.nodes[index];
+                apply_params(&mut entry.node, params);
+                if child.is_some() {
+                    entry.child = child;
+                }
+            }
+            GraphCall::UpdateNode { owner: NodeOwner::Exec(exec), node, params } => {
+                let key = self.next_key + 1;
+                let instance = self.instance_mut(process, *exec)?;
+                let index = *instance.by_handle.get(node).ok_or_else(|| {
+                    GraphProblem::new(format!("graph node {node:#x} is not in executable graph {exec:#x}"))
+                })?;
+                let mut graph = GraphExec::clone(&instance.graph);
+                apply_params(&mut graph.nodes[index], params);
+                graph.key = key;
+                instance.graph = Arc::new(graph);
+                self.next_key = key;
+            }
+            GraphCall::DestroyNode { graph, node } => {
+                let draft = self.draft_mut(process, *graph)?;
+                let index = draft.index_of(*node)?;
+                draft.nodes[index].removed = true;
+                for other in &mut draft.nodes {
+                    other.node.depends_on.retain(|&d| d != index);
+                }
+            }
+            GraphCall::Clone { graph, original } => {
+                let copy = self.draft(process, *original)?.clone();
+                self.graphs.insert((process, *graph), copy);
+            }
+            GraphCall::Instantiate { graph, exec } => {
+                let name = self.graph_name(process, *graph)?;
+                let instance = self.instantiate(process, *graph, name)?;
+                self.execs.insert((process, *exec), instance);
+            }
+            GraphCall::ExecUpdate { exec, graph } => {
+                let name = self.instance_mut(process, *exec)?.graph.name.clone();
+                let instance = self.instantiate(process, *graph, name)?;
+                self.execs.insert((process, *exec), instance);
+            }
+            GraphCall::Destroy { graph } => {
+                self.graphs.remove(&(process, *graph));
+            }
+            GraphCall::ExecDestroy { exec } => {
+                self.execs.remove(&(process, *exec));
+            }
+            GraphCall::Launch { exec, stream } => {
+                let graph = self.instance_mut(process, *exec)?.graph.clone();
+                let launch = Operation { kind: OpKind::GraphLaunch { stream: *stream, graph }, ..op.clone() };
+                // A graph launched into a capture is a child node of the captured graph.
+                return match self.capturing.get(stream) {
+                    Some(&capture) => self.captured(capture, *stream, launch),
+                    None => Ok(Some(launch)),
+                };
+            }
+        }
+        Ok(None)
+    }
+
+    fn draft(&self, process: ProcessId, graph: u64) -> Result<&Draft, GraphProblem> {
+        self.graphs.get(&(process, graph)).ok_or_else(|| unknown_graph(graph))
+    }
+
+    fn draft_mut(&mut self, process: ProcessId, graph: u64) -> Result<&mut Draft, GraphProblem> {
+        self.graphs.get_mut(&(process, graph)).ok_or_else(|| unknown_graph(graph))
+    }
+
+    fn instance_mut(&mut self, process: ProcessId, exec: u64) -> Result<&mut Instance, GraphProblem> {
+        self.execs.get_mut(&(process, exec)).ok_or_else(|| {
+            GraphProblem::new(format!("executable graph {exec:#x} was never instantiated (or was destroyed)"))
+        })
+    }
+
+    /// What reports call a graph: where it was captured or first built, else its handle.
+    fn graph_name(&self, process: ProcessId, graph: u64) -> Result<String, GraphProblem> {
+        let draft = self.draft(process, graph)?;
+        let how = match draft.build {
+            GraphBuild::Captured => "captured",
+            GraphBuild::Explicit | GraphBuild::Inline => "built",
+        };
+        let at =
+            draft.made_at.clone().or_else(|| draft.nodes.iter().find_map(|n| n.node.made_at.as_ref()?.source.clone()));
+        Ok(match at {
+            Some(at) => format!("graph {how} at {at}"),
+            None => format!("graph {graph:#x}"),
+        })
+    }
+
+    fn instantiate(&mut self, process: ProcessId, graph: u64, name: String) -> Result<Instance, GraphProblem> {
+        let draft = self.draft(process, graph)?;
+        let (build, made_at) = (draft.build, draft.made_at.clone());
+        let mut flat = Flat::default();
+        let top = flat.add(draft);
+        let (nodes, order) = flat.sorted()?;
+        let by_handle =
+            top.iter().filter_map(|(handle, entries)| Some(((*handle)?, order[*entries.first()?]))).collect();
+        self.next_key += 1;
+        let exec = GraphExec { key: self.next_key, name, build, made_at, nodes };
+        Ok(Instance { graph: Arc::new(exec), by_handle })
+    }
+}
+
+fn unknown_graph(graph: u64) -> GraphProblem {
+    GraphProblem::new(format!("graph {graph:#x} does not exist (never created or captured, or destroyed)"))
+}
+
+fn apply_params(node: &mut GraphNode, params: &NodeParams) {
+    node.kind = params.kind;
+    if let Some(name) = &params.name {
+        node.name = name.to_string();
+    }
+    node.accesses.clone_from(&params.accesses);
+    node.pointers.clone_from(&params.pointers);
+}
+
+/// A graph's nodes with child graphs flattened in, before sorting: dependencies by flat index.
+#[derive(Default)]
+struct Flat {
+    nodes: Vec<GraphNode>,
+}
+
+impl Flat {
+    /// Adds `draft`'s nodes; for each of its nodes, its handle and the flat nodes that stand for it.
+    fn add(&mut self, draft: &Draft) -> Vec<(Option<u64>, Vec<usize>)> {
+        // Per draft node: the flat nodes that wait for its dependencies (entries), and those its dependents
+        // wait for (exits). A plain node is both; a child graph's roots and leaves.
+        let mut ends: Vec<Option<(Vec<usize>, Vec<usize>)>> = Vec::with_capacity(draft.nodes.len());
+        for entry in &draft.nodes {
+            if entry.removed {
+                ends.push(None);
+                continue;
+            }
+            let child_ends =
+                entry.child.as_ref().map(|child| self.add_child(child)).filter(|(roots, _)| !roots.is_empty());
+            ends.push(Some(match child_ends {
+                Some(both) => both,
+                None => {
+                    let index = self.nodes.len();
+                    let mut node = entry.node.clone();
+                    node.depends_on.clear();
+                    self.nodes.push(node);
+                    (vec![index], vec![index])
+                }
+            }));
+        }
+        for (i, entry) in draft.nodes.iter().enumerate() {
+            let Some((entries, _)) = ends[i].clone() else { continue };
+            for &dep in &entry.node.depends_on {
+                let Some((_, exits)) = ends.get(dep).and_then(Option::as_ref) else { continue };
+                for &e in &entries {
+                    for &x in exits {
+                        if !self.nodes[e].depends_on.contains(&x) {
+                            self.nodes[e].depends_on.push(x);
+                        }
+                    }
+                }
+            }
+        }
+        draft.nodes.iter().zip(ends).filter_map(|(entry, ends)| Some((entry.handle, ends?.0))).collect()
+    }
+
+    /// A child graph's nodes; its roots and its leaves.
+    fn add_child(&mut self, child: &Draft) -> (Vec<usize>, Vec<usize>) {
+        let first = self.nodes.len();
+        self.add(child);
+        let mine = first..self.nodes.len();
+        let roots = mine.clone().filter(|&i| self.nodes[i].depends_on.iter().all(|d| !mine.contains(d))).collect();
+        let depended: Vec<usize> = mine.clone().flat_map(|i| self.nodes[i].depends_on.clone()).collect();
+        let leaves = mine.filter(|i| !depended.contains(i)).collect();
+        (roots, leaves)
+    }
+
+    /// The nodes in an order where each depends only on earlier ones, as close to the order they were added in as
+    /// that allows, and where each flat node went.
+    fn sorted(self) -> Result<(Vec<GraphNode>, Vec<usize>), GraphProblem> {
+        let count = self.nodes.len();
+        let mut waiting: Vec<usize> = self.nodes.iter().map(|n| n.depends_on.len()).collect();
+        let mut dependents = vec![Vec::new(); count];
+        for (i, node) in self.nodes.iter().enumerate() {
+            for &d in &node.depends_on {
+                dependents[d].push(i);
+            }
+        }
+        let mut ready: BinaryHeap<Reverse<usize>> = (0..count).filter(|&i| waiting[i] == 0).map(Reverse).collect();
+        let mut order = vec![usize::MAX; count];
+        let mut sequence = Vec::with_capacity(count);
+        while let Some(Reverse(i)) = ready.pop() {
+            order[i] = sequence.len();
+            sequence.push(i);
+            for &next in &dependents[i] {
+                waiting[next] -= 1;
+                if waiting[next] == 0 {
+                    ready.push(Reverse(next));
+                }
+            }
+        }
+        if sequence.len() != count {
+            return Err(GraphProblem::new("the graph's dependencies form a cycle"));
+        }
+        let mut slots: Vec<Option<GraphNode>> = self.nodes.into_iter().map(Some).collect();
+        let mut nodes = Vec::with_capacity(count);
+        for i in sequence {
+            let Some(mut node) = slots[i].take() else { continue };
+            node.depends_on = node.depends_on.iter().map(|&d| order[d]).collect();
+            node.depends_on.sort_unstable();
+            nodes.push(node);
+        }
+        Ok((nodes, order))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, deps: Vec<usize>) -> GraphNode {
+        GraphNode::with_accesses(name.to_string(), Vec::new(), deps)
+    }
+
+    #[test]
+    fn flattening_puts_a_child_graph_between_its_node_s_dependencies_and_dependents() {
+        let mut child = Draft::new(GraphBuild::Explicit, None);
+        child.push(None, node("c0", vec![]), None);
+        child.push(None, node("c1", vec![0]), None);
+        let mut top = Draft::new(GraphBuild::Explicit, None);
+        // Added out of dependency order: `after` first, depending on the child node added later.
+        top.push(Some(1), node("after", vec![2]), None);
+        top.push(Some(2), node("before", vec![]), None);
+        top.push(Some(3), node("child", vec![1]), Some(Box::new(child)));
+        top.nodes[0].node.depends_on = vec![2];
+        let mut flat = Flat::default();
+        flat.add(&top);
+        let (nodes, _) = flat.sorted().expect("no cycle");
+        let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["before", "c0", "c1", "after"]);
+        assert_eq!(nodes[1].depends_on, vec![0]);
+        assert_eq!(nodes[3].depends_on, vec![2]);
+    }
+
+    #[test]
+    fn a_cycle_is_refused() {
+        let mut top = Draft::new(GraphBuild::Explicit, None);
+        top.push(Some(1), node("a", vec![1]), None);
+        top.push(Some(2), node("b", vec![0]), None);
+        let mut flat = Flat::default();
+        flat.add(&top);
+        assert!(flat.sorted().is_err());
+    }
+}
