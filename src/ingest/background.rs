@@ -4,7 +4,8 @@
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
-use super::{ImportCounters, IngestError, RecordSource};
+use super::counters::ImportCounters;
+use super::record_source::{IngestError, RecordSource};
 use crate::model::TraceRecord;
 
 /// Records as the worker hands them over; an error ends the stream.

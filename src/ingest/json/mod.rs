@@ -4,24 +4,25 @@
 //! Parsing and id mapping run on a background thread that hands batches of model records to the caller, so that
 //! reading a large trace overlaps with analyzing it and memory stays bounded by the batch queue.
 //!
-//! The record kinds, fields and values are the format crate's (`streamtrace_format`); here: reading lines
-//! (this file), decoding one record (raw.rs), the reading's state and what to do with a record that cannot be
-//! taken (parser.rs), what each record means in the model (records.rs), and framework frames (frames.rs).
+//! The record kinds, fields and values are the format crate's (`streamtrace_format`). The tokenizer: reading
+//! lines (this file, lines.rs) and decoding one record (raw.rs). Then the reading's state and what to do with a
+//! record that cannot be taken (parser.rs, problem.rs), and what each record means in the model (records.rs,
+//! accesses.rs, native.rs). Its operations go through the stages every reader shares (`ingest::stages`).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-mod frames;
-mod graphs;
+mod accesses;
 mod lines;
 mod native;
 mod parser;
+mod problem;
 mod raw;
 mod records;
 
-use super::background::{BackgroundReader, Batch};
-use super::{IngestError, BATCH};
+use super::background::BackgroundReader;
+use super::record_source::{IngestError, BATCH};
 use lines::LineRecords;
 use parser::JsonTraceParser;
 use raw::RawRecord;

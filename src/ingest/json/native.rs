@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::parser::Problem;
+use super::problem::Problem;
 use super::raw::RawRecord;
 use crate::model::{NativeFrame, NativeModule, NativeSite, ProcessId};
 

@@ -14,76 +14,37 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Deserialize;
 use streamtrace_format::{Field, Producer, RecordKind, FORMAT_VERSION};
 
-use super::frames::{EndMatch, EndMismatch, FrameFacts, FrameKind, OpenFrames};
-use super::graphs::GraphAssembler;
+use super::accesses::read_write_accesses;
 use super::native::NativeSites;
+use super::problem::{Problem, ProblemKind};
 use super::raw::{without_unknown_fields, RawRecord};
-use super::Batch;
-use crate::ingest::{Counter, ImportCounters, IngestError};
+use crate::ingest::background::Batch;
+use crate::ingest::counters::{Counter, ImportCounters};
+use crate::ingest::record_source::IngestError;
+use crate::ingest::stages::frames::{EndMatch, EndMismatch, FrameFacts, FrameKind};
+use crate::ingest::stages::ids::DenseIds;
+use crate::ingest::stages::Stages;
 use crate::model::{
     normalize_region, AllocId, ContextId, DeviceId, EventId, JobPlace, NativeSite, OpKind, Operation, ProcessId,
     SourceLocation, StreamId, ThreadId, ThreadInfo, TraceRecord,
 };
 use std::borrow::Cow;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-/// Maps the handles of one process-scoped namespace (streams, events, allocations) to dense ids.
-pub(super) struct HandleMap<Id> {
-    pub ids: HashMap<(ProcessId, u64), Id>,
+/// What a stream id stands for in a JSON trace: a declared stream, or a host thread's host-access lane (one
+/// numbering for both).
+#[derive(Copy, Clone, PartialEq, Eq, Hash)]
+pub(super) enum StreamHandle {
+    Declared(ProcessId, u64),
+    HostLane(ThreadId),
 }
 
-impl<Id> Default for HandleMap<Id> {
-    fn default() -> Self {
-        HandleMap { ids: HashMap::default() }
-    }
-}
-
-impl<Id: Copy> HandleMap<Id> {
-    pub fn get(&self, process: ProcessId, handle: u64) -> Option<Id> {
-        self.ids.get(&(process, handle)).copied()
-    }
-}
-
-/// Why a record could not be taken, and under which counter a recording's reading counts it.
-#[derive(Debug)]
-pub(super) struct Problem {
-    pub kind: ProblemKind,
-    pub message: String,
-}
-
-#[derive(Copy, Clone, Debug)]
-pub(super) enum ProblemKind {
-    /// Not valid JSON, or a value of the wrong type or out of range.
-    Malformed,
-    /// A record type this build does not know.
-    UnknownKind,
-    /// It refers to what the trace before it never introduced (an undeclared stream, a block not live), or
-    /// declares again what exists.
-    Inconsistent,
-    /// An `op_end` or `call_end` with no open op or call to end.
-    UnmatchedFrameEnd,
-}
-
-impl ProblemKind {
-    /// The import counter a recording's reading counts a skipped record under.
-    fn counter(self) -> Counter {
-        match self {
-            ProblemKind::Malformed => Counter::JsonSkippedMalformed,
-            ProblemKind::UnknownKind => Counter::JsonSkippedUnknownKind,
-            ProblemKind::Inconsistent => Counter::JsonSkippedInconsistent,
-            ProblemKind::UnmatchedFrameEnd => Counter::JsonSkippedUnmatchedFrameEnds,
-        }
-    }
-}
-
-impl Problem {
-    pub fn malformed(message: impl Into<String>) -> Problem {
-        Problem { kind: ProblemKind::Malformed, message: message.into() }
-    }
-
-    pub fn inconsistent(message: impl Into<String>) -> Problem {
-        Problem { kind: ProblemKind::Inconsistent, message: message.into() }
-    }
+/// What an allocation id stands for: a driver allocation, or a caching-allocator block (`pool_block`), whose
+/// ids are their own namespace (one numbering for both).
+#[derive(Copy, Clone, PartialEq, Eq, Hash)]
+pub(super) enum AllocHandle {
+    Driver(ProcessId, u64),
+    PoolBlock(ProcessId, u64),
 }
 
 pub(super) struct JsonTraceParser {
@@ -93,25 +54,18 @@ pub(super) struct JsonTraceParser {
     /// Strict (hand-written, generated) or tolerant (a recording); see the module doc.
     strict: bool,
     pub seq: u64,
-    processes: HashMap<u64, ProcessId>,
-    threads: HashMap<(ProcessId, u64), ThreadId>,
-    pub streams: HandleMap<StreamId>,
-    pub events: HandleMap<EventId>,
-    pub allocs: HandleMap<AllocId>,
-    /// Caching-allocator blocks (`pool_block`), whose ids are their own namespace.
-    pub blocks: HandleMap<AllocId>,
-    pub next_stream: u32,
-    pub next_event: u32,
-    pub next_alloc: u32,
-    pub devices: HashMap<(ProcessId, u64), DeviceId>,
-    pub contexts: HashMap<(ProcessId, u64), ContextId>,
+    processes: DenseIds<u64, ProcessId>,
+    threads: DenseIds<(ProcessId, u64), ThreadId>,
+    /// Declared streams, and each host thread's host-access lane, declared at its first host access.
+    pub streams: DenseIds<StreamHandle, StreamId>,
+    pub events: DenseIds<(ProcessId, u64), EventId>,
+    pub allocs: DenseIds<AllocHandle, AllocId>,
+    pub devices: DenseIds<(ProcessId, u64), DeviceId>,
+    pub contexts: DenseIds<(ProcessId, u64), ContextId>,
     names: HashSet<Arc<str>>,
     sources: HashMap<String, SourceLocation>,
-    pub frames: OpenFrames,
-    /// Each host thread's host-access lane, declared at its first host access.
-    pub host_lanes: HashMap<ThreadId, StreamId>,
-    /// Stream capture and the graph API: what graph each launch runs.
-    pub graphs: GraphAssembler,
+    /// Framework frames and CUDA graphs, which every reader's operations pass through.
+    pub stages: Stages,
     /// Modules and call sites declared so far.
     native: NativeSites,
 }
@@ -124,38 +78,31 @@ impl JsonTraceParser {
             seen_header: false,
             strict: true,
             seq: 0,
-            processes: HashMap::default(),
-            threads: HashMap::default(),
-            streams: HandleMap::default(),
-            events: HandleMap::default(),
-            allocs: HandleMap::default(),
-            blocks: HandleMap::default(),
-            next_stream: 0,
-            next_event: 0,
-            next_alloc: 0,
-            devices: HashMap::default(),
-            contexts: HashMap::default(),
+            processes: DenseIds::default(),
+            threads: DenseIds::default(),
+            streams: DenseIds::default(),
+            events: DenseIds::default(),
+            allocs: DenseIds::default(),
+            devices: DenseIds::default(),
+            contexts: DenseIds::default(),
             names: HashSet::default(),
             sources: HashMap::default(),
-            frames: OpenFrames::default(),
-            host_lanes: HashMap::default(),
-            graphs: GraphAssembler::default(),
+            stages: Stages::default(),
             native: NativeSites::default(),
         }
     }
 
     pub fn error(&self, line: u64, message: impl Into<String>) -> IngestError {
-        IngestError::new(&self.path, Some(format!("{line}")), message)
+        error(&self.path, line, message)
     }
 
     pub fn finish(&mut self, out: &mut Batch) {
-        let start = out.len();
-        let open = self.frames.finish(out);
-        if let Err(error) = self.assemble_graphs(start, out) {
+        let open = self.stages.finish();
+        if let Err(error) = self.flush(out) {
             out.push(Err(error));
         }
-        self.counters.bump(Counter::GraphsCapturedOps, self.graphs.captured_ops);
-        self.counters.bump(Counter::GraphsFailedCaptures, self.graphs.failed_captures);
+        self.counters.bump(Counter::GraphsCapturedOps, self.stages.captured_ops());
+        self.counters.bump(Counter::GraphsFailedCaptures, self.stages.failed_captures());
         self.counters.bump(Counter::JsonFramesLeftOpen, open);
         if !self.seen_header {
             out.push(Err(IngestError::new(
@@ -223,47 +170,22 @@ impl JsonTraceParser {
                 format!("{}:{line}: {message}", path.display())
             });
         }
-        let start = out.len();
-        match self.convert(line, kind, raw, out) {
-            Ok(()) => self.assemble_graphs(start, out),
-            Err(problem) => self.skip(line, problem),
+        if let Err(problem) = self.convert(line, kind, raw, out) {
+            self.skip(line, problem)?;
         }
+        self.flush(out)
     }
 
-    /// Passes the operations from `out[start..]` through the graph assembler: work issued to capturing streams
-    /// becomes graph nodes, graph calls build graphs, and launches carry their graphs. A trace without graphs
-    /// pays one check per record.
-    fn assemble_graphs(&mut self, start: usize, out: &mut Batch) -> Result<(), IngestError> {
-        let wanted =
-            |item: &Result<TraceRecord, IngestError>| matches!(item, Ok(TraceRecord::Op(op)) if self.graphs.wants(op));
-        if !out[start..].iter().any(wanted) {
-            return Ok(());
-        }
-        let items: Vec<_> = out.drain(start..).collect();
-        for item in items {
-            let Ok(TraceRecord::Op(op)) = item else {
-                out.push(item);
-                continue;
-            };
-            let line = op.origin;
-            match self.graphs.take(op) {
-                Ok(Some(op)) => out.push(Ok(TraceRecord::Op(op))),
-                Ok(None) => {}
-                Err(problem) => self.skip(line, problem)?,
-            }
-        }
-        Ok(())
+    /// Passes what the record made through the stages into `out` (see [`Stages::flush`]): an operation the
+    /// graphs stage cannot take is skipped like a record that contradicts the trace before it.
+    fn flush(&mut self, out: &mut Batch) -> Result<(), IngestError> {
+        let JsonTraceParser { stages, path, strict, counters, .. } = self;
+        stages.flush(out, &mut |line, problem| skip(path, *strict, counters, line, Problem::inconsistent(problem.0)))
     }
 
     /// A record that cannot be taken: the end of a strict reading, a counted skip in a tolerant one.
     fn skip(&mut self, line: u64, problem: Problem) -> Result<(), IngestError> {
-        if self.strict {
-            return Err(self.error(line, problem.message));
-        }
-        let path = &self.path;
-        self.counters
-            .bump_noting(problem.kind.counter(), 1, || format!("{}:{line}: {}", path.display(), problem.message));
-        Ok(())
+        skip(&self.path, self.strict, &mut self.counters, line, problem)
     }
 
     fn decode_error(&self, line: u64, e: &serde_json::Error) -> IngestError {
@@ -312,15 +234,13 @@ impl JsonTraceParser {
     }
 
     fn process(&mut self, pid: Option<u64>) -> ProcessId {
-        let next = ProcessId(self.processes.len() as u32);
-        *self.processes.entry(pid.unwrap_or(0)).or_insert(next)
+        self.processes.get_or_add(pid.unwrap_or(0)).0
     }
 
     fn thread(&mut self, process: ProcessId, tid: Option<u64>, out: &mut Batch) -> ThreadId {
         let tid = tid.unwrap_or(1);
-        let next = ThreadId(self.threads.len() as u32);
-        let id = *self.threads.entry((process, tid)).or_insert(next);
-        if id == next {
+        let (id, fresh) = self.threads.get_or_add((process, tid));
+        if fresh {
             out.push(Ok(TraceRecord::Thread(ThreadInfo { id, process, tid, name: None })));
         }
         id
@@ -408,7 +328,7 @@ impl JsonTraceParser {
             | RecordKind::Module
             | RecordKind::Callsite => return Ok(()),
             RecordKind::OpBegin | RecordKind::CallBegin => return self.frame_begin(kind, process, thread, raw),
-            RecordKind::OpEnd | RecordKind::CallEnd => return self.frame_end(kind, process, thread, raw, out),
+            RecordKind::OpEnd | RecordKind::CallEnd => return self.frame_end(kind, process, thread, raw),
             RecordKind::Stream => {
                 let native = self.native_site(line, process, &raw)?;
                 return self.stream_record(process, thread, &raw, native, out);
@@ -451,12 +371,12 @@ impl JsonTraceParser {
         );
         if naming_only {
             // A caching-allocator block only names memory; it orders nothing, so it need not wait for its op.
-            out.push(Ok(TraceRecord::Op(op)));
+            self.stages.op_outside_frames(op);
         } else {
-            if matches!(op.kind, OpKind::Kernel { .. }) && self.frames.inside_op(thread) {
+            if matches!(op.kind, OpKind::Kernel { .. }) && self.stages.inside_op(thread) {
                 self.counters.bump(Counter::JsonKernelsInFrameworkOps, 1);
             }
-            self.frames.place(thread, op, out);
+            self.stages.op(thread, op);
         }
         Ok(())
     }
@@ -490,7 +410,7 @@ impl JsonTraceParser {
         if frame_kind == FrameKind::Call && facts.name.is_none() {
             return Err(Problem::malformed(format!("{kind} without `{}`", Field::Name)));
         }
-        self.frames.open(thread, process, frame_kind, facts);
+        self.stages.frame_begin(thread, process, frame_kind, facts);
         if frame_kind == FrameKind::Op {
             self.counters.bump(Counter::JsonFrameworkOps, 1);
         } else {
@@ -505,11 +425,10 @@ impl JsonTraceParser {
         process: ProcessId,
         thread: ThreadId,
         raw: RawRecord,
-        out: &mut Batch,
     ) -> Result<(), Problem> {
         let frame_kind = if kind == RecordKind::OpEnd { FrameKind::Op } else { FrameKind::Call };
         let facts = self.frame_facts(&raw)?;
-        match self.frames.close(thread, process, frame_kind, facts, self.strict, out) {
+        match self.stages.frame_end(thread, process, frame_kind, facts, self.strict) {
             Ok(EndMatch::Innermost) => {}
             Ok(EndMatch::Outer { unended }) => self.counters.bump(Counter::JsonFramesWithoutEnd, unended as u64),
             Ok(EndMatch::OtherThread) => self.counters.bump(Counter::JsonFramesEndedOnOtherThread, 1),
@@ -532,12 +451,31 @@ impl JsonTraceParser {
 
     fn frame_facts(&mut self, raw: &RawRecord) -> Result<FrameFacts, Problem> {
         let mut accesses = Vec::with_capacity(raw.reads().len() + raw.writes().len());
-        super::records::read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
+        read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
         let name = raw.name.as_deref().map(|n| self.intern(n));
         let source = raw.src.as_deref().map(|text| self.source(text));
         let process_group = raw.process_group.as_deref().map(|group| self.intern(group));
         Ok(FrameFacts { name, accesses, source, process_group })
     }
+}
+
+fn error(path: &Path, line: u64, message: impl Into<String>) -> IngestError {
+    IngestError::new(path, Some(format!("{line}")), message)
+}
+
+/// A record that cannot be taken: the end of a strict reading, a counted skip in a tolerant one.
+fn skip(
+    path: &Path,
+    strict: bool,
+    counters: &mut ImportCounters,
+    line: u64,
+    problem: Problem,
+) -> Result<(), IngestError> {
+    if strict {
+        return Err(error(path, line, problem.message));
+    }
+    counters.bump_noting(problem.kind.counter(), 1, || format!("{}:{line}: {}", path.display(), problem.message));
+    Ok(())
 }
 
 /// serde_json's message without its own position (the caller says where, in file terms).

@@ -3,19 +3,19 @@
 //! allocations resolved to dense ids.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use streamtrace_format as format;
 use streamtrace_format::{AccessFlag, Field, RecordKind};
 
-use super::parser::{JsonTraceParser, Problem};
-use super::raw::{RawAccessRange, RawPointer, RawRange, RawRecord};
-use super::Batch;
+use super::accesses::{range, read_write_accesses};
+use super::parser::{AllocHandle, JsonTraceParser, StreamHandle};
+use super::problem::Problem;
+use super::raw::{RawPointer, RawRecord};
+use crate::ingest::background::Batch;
 use crate::model::{
-    Access, AccessMode, AccessRange, AllocId, AllocKind, ContextId, CopyKind, Creation, DeviceId, ElementDim, Entity,
-    EventId, EventInfo, FreeKind, GraphCall, GraphNode, HostSync, MemoryKind, NativeSite, NodeKind, NodeOwner,
-    NodeParams, OpKind, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, StridedView, ThreadId,
-    TraceRecord, ViewBytes,
+    AccessMode, AccessRange, AllocKind, CopyKind, Creation, Entity, EventId, EventInfo, FreeKind, GraphCall, GraphNode,
+    HostSync, MemoryKind, NativeSite, NodeKind, NodeOwner, NodeParams, OpKind, PointerArg, ProcessId, QueryTarget,
+    StreamId, StreamInfo, StreamKind, ThreadId, TraceRecord,
 };
 
 impl JsonTraceParser {
@@ -28,7 +28,7 @@ impl JsonTraceParser {
         out: &mut Batch,
     ) -> Result<(), Problem> {
         let handle = raw.id.ok_or_else(|| Problem::malformed("stream record without `id`"))?;
-        if self.streams.get(process, handle).is_some() {
+        if self.streams.get(&StreamHandle::Declared(process, handle)).is_some() {
             return Err(Problem::inconsistent(format!("stream {handle} declared twice")));
         }
         let kind = match raw.stream_kind.as_deref() {
@@ -41,13 +41,9 @@ impl JsonTraceParser {
             format::StreamKind::Blocking => StreamKind::Blocking,
             format::StreamKind::NonBlocking => StreamKind::NonBlocking,
         };
-        let id = StreamId(self.next_stream);
-        self.next_stream += 1;
-        self.streams.ids.insert((process, handle), id);
-        let next_device = DeviceId(self.devices.len() as u32);
-        let device = *self.devices.entry((process, raw.device.unwrap_or(0))).or_insert(next_device);
-        let next_context = ContextId(self.contexts.len() as u32);
-        let context = *self.contexts.entry((process, raw.context.unwrap_or(0))).or_insert(next_context);
+        let id = self.streams.add(StreamHandle::Declared(process, handle));
+        let device = self.devices.get_or_add((process, raw.device.unwrap_or(0))).0;
+        let context = self.contexts.get_or_add((process, raw.context.unwrap_or(0))).0;
         let created_by = (kind != StreamKind::LegacyDefault).then_some(thread);
         let source = raw.src.as_deref().map(|text| self.source(text));
         let gpu = raw.device.unwrap_or(0) as u32;
@@ -75,12 +71,10 @@ impl JsonTraceParser {
         out: &mut Batch,
     ) -> Result<(), Problem> {
         let handle = raw.id.ok_or_else(|| Problem::malformed("event record without `id`"))?;
-        if self.events.get(process, handle).is_some() {
+        if self.events.get(&(process, handle)).is_some() {
             return Err(Problem::inconsistent(format!("event {handle} declared twice")));
         }
-        let id = EventId(self.next_event);
-        self.next_event += 1;
-        self.events.ids.insert((process, handle), id);
+        let id = self.events.add((process, handle));
         let source = raw.src.as_deref().map(|text| self.source(text));
         out.push(Ok(TraceRecord::Event(EventInfo { id, handle, process, source, native })));
         Ok(())
@@ -116,16 +110,11 @@ impl JsonTraceParser {
         let mut accesses = Vec::with_capacity(raw.reads().len() + raw.writes().len());
         read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
         let name = self.intern(raw.name.as_deref().unwrap_or("host access"));
-        let lane = match self.host_lanes.get(&thread) {
-            Some(&lane) => lane,
-            None => {
-                let id = StreamId(self.next_stream);
-                self.next_stream += 1;
-                self.host_lanes.insert(thread, id);
-                let next_device = DeviceId(self.devices.len() as u32);
-                let device = *self.devices.entry((process, 0)).or_insert(next_device);
-                let next_context = ContextId(self.contexts.len() as u32);
-                let context = *self.contexts.entry((process, 0)).or_insert(next_context);
+        let lane = match self.streams.get_or_add(StreamHandle::HostLane(thread)) {
+            (lane, false) => lane,
+            (id, true) => {
+                let device = self.devices.get_or_add((process, 0)).0;
+                let context = self.contexts.get_or_add((process, 0)).0;
                 // The lane's handle is the thread's id, which is how reports name it.
                 let info = StreamInfo {
                     id,
@@ -218,14 +207,12 @@ impl JsonTraceParser {
                 (Some(_), None, None, None) => HostSync::Stream(self.stream(process, raw.stream)?),
                 (None, Some(_), None, None) => HostSync::Event(self.event(process, raw.event)?),
                 (None, None, Some(d), None) => HostSync::Device(
-                    *self
-                        .devices
+                    self.devices
                         .get(&(process, d))
                         .ok_or_else(|| Problem::inconsistent(format!("device {d} has no streams")))?,
                 ),
                 (None, None, None, Some(c)) => HostSync::Context(
-                    *self
-                        .contexts
+                    self.contexts
                         .get(&(process, c))
                         .ok_or_else(|| Problem::inconsistent(format!("context {c} has no streams")))?,
                 ),
@@ -266,7 +253,7 @@ impl JsonTraceParser {
                     nodes.push(GraphNode::with_accesses(name, accesses, node.deps.clone()));
                 }
                 let name = raw.name.as_deref().map_or_else(|| "graph".into(), str::to_string);
-                OpKind::GraphLaunch { stream, graph: self.graphs.inline(name, nodes) }
+                OpKind::GraphLaunch { stream, graph: self.stages.inline_graph(name, nodes) }
             }
             RecordKind::CaptureBegin => OpKind::GraphCall(GraphCall::CaptureBegin {
                 stream: self.stream(process, raw.stream)?,
@@ -391,18 +378,19 @@ impl JsonTraceParser {
         let stream = match alloc_kind {
             AllocKind::StreamOrdered => Some(self.stream(process, raw.stream)?),
             // The stream a block was handed out on only describes it: one not yet seen is left out.
-            AllocKind::PoolBlock => raw.stream.and_then(|s| self.streams.get(process, s)),
+            AllocKind::PoolBlock => raw.stream.and_then(|s| self.streams.get(&StreamHandle::Declared(process, s))),
             _ => None,
         };
-        let ids = if alloc_kind == AllocKind::PoolBlock { &mut self.blocks } else { &mut self.allocs };
-        if ids.get(process, handle).is_some() {
+        let key = match alloc_kind {
+            AllocKind::PoolBlock => AllocHandle::PoolBlock(process, handle),
+            _ => AllocHandle::Driver(process, handle),
+        };
+        if self.allocs.get(&key).is_some() {
             return Err(Problem::inconsistent(format!(
                 "allocation {handle} is still live: free it before reusing its id"
             )));
         }
-        let alloc = AllocId(self.next_alloc);
-        self.next_alloc += 1;
-        ids.ids.insert((process, handle), alloc);
+        let alloc = self.allocs.add(key);
         let label = raw.label.as_ref().or(raw.name.as_ref()).map(Cow::to_string);
         Ok(OpKind::Alloc { alloc, handle, range, alloc_kind, stream, label })
     }
@@ -425,24 +413,27 @@ impl JsonTraceParser {
             FreeKind::StreamOrdered => Some(self.stream(process, raw.stream)?),
             _ => None,
         };
-        let ids = if free_kind == FreeKind::PoolBlock { &mut self.blocks } else { &mut self.allocs };
-        let alloc = ids
-            .ids
-            .remove(&(process, handle))
+        let key = match free_kind {
+            FreeKind::PoolBlock => AllocHandle::PoolBlock(process, handle),
+            _ => AllocHandle::Driver(process, handle),
+        };
+        let alloc = self
+            .allocs
+            .remove(&key)
             .ok_or_else(|| Problem::inconsistent(format!("free of allocation {handle}, which is not live")))?;
         Ok(OpKind::Free { alloc, free_kind, stream })
     }
 
     fn stream(&self, process: ProcessId, handle: Option<u64>) -> Result<StreamId, Problem> {
         let handle = handle.ok_or_else(|| Problem::malformed(format!("missing field `{}`", Field::Stream)))?;
-        self.streams.get(process, handle).ok_or_else(|| {
+        self.streams.get(&StreamHandle::Declared(process, handle)).ok_or_else(|| {
             Problem::inconsistent(format!("unknown stream {handle}: declare it first with {{\"type\": \"stream\", \"id\": {handle}, \"stream_kind\": ...}}"))
         })
     }
 
     fn event(&self, process: ProcessId, handle: Option<u64>) -> Result<EventId, Problem> {
         let handle = handle.ok_or_else(|| Problem::malformed(format!("missing field `{}`", Field::Event)))?;
-        self.events.get(process, handle).ok_or_else(|| {
+        self.events.get(&(process, handle)).ok_or_else(|| {
             Problem::inconsistent(format!(
                 "event {handle} used before it exists: declare it with {{\"type\": \"event\", \"id\": {handle}}}"
             ))
@@ -475,47 +466,4 @@ fn pointer_mode(flag: &str) -> Result<AccessMode, Problem> {
         Err(_) if flag == "write" => Ok(AccessMode::Write),
         Err(_) => Err(Problem::malformed(format!("pointer mode `{flag}` (expected \"r\" or \"w\")"))),
     }
-}
-
-fn range(raw: RawRange) -> Result<AccessRange, Problem> {
-    AccessRange::new(raw.0 .0, raw.1 .0).map_err(|e| Problem::malformed(e.to_string()))
-}
-
-/// A record's `reads` and `writes` lists as accesses. A view of no byte is no access; a view whose bytes are
-/// one contiguous range is a plain access of that range.
-pub(super) fn read_write_accesses(
-    reads: &[RawAccessRange],
-    writes: &[RawAccessRange],
-    out: &mut Vec<Access>,
-) -> Result<(), Problem> {
-    for (list, mode) in [(reads, AccessMode::Read), (writes, AccessMode::Write)] {
-        for item in list {
-            let extent = range(item.range)?;
-            let Some(raw_view) = &item.view else {
-                out.push(Access::plain(extent, mode));
-                continue;
-            };
-            let shape: Vec<ElementDim> =
-                raw_view.dims.iter().map(|&(size, stride)| ElementDim { size, stride }).collect();
-            let view =
-                StridedView::new(raw_view.element_size, &shape).map_err(|e| Problem::malformed(e.to_string()))?;
-            let covered = match &view {
-                ViewBytes::Empty => 0,
-                ViewBytes::Contiguous { len } => *len,
-                ViewBytes::Strided(strided) => strided.extent,
-            };
-            if covered != extent.len {
-                return Err(Problem::malformed(format!(
-                    "a view at {:#x} gives a length of {} bytes, but its sizes and strides span {covered}",
-                    extent.start, extent.len
-                )));
-            }
-            match view {
-                ViewBytes::Empty => {}
-                ViewBytes::Contiguous { .. } => out.push(Access::plain(extent, mode)),
-                ViewBytes::Strided(strided) => out.push(Access { range: extent, mode, view: Some(Arc::new(strided)) }),
-            }
-        }
-    }
-    Ok(())
 }

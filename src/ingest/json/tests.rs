@@ -2,7 +2,7 @@
 //! record that cannot be taken.
 
 use super::*;
-use crate::ingest::Counter;
+use crate::ingest::counters::Counter;
 use crate::model::{Access, AccessMode, AccessRange, AllocKind, OpKind, Operation, TraceRecord};
 
 fn read_all(text: &str) -> Result<Vec<TraceRecord>, IngestError> {

@@ -1,8 +1,11 @@
 //! Mapping rows to model records: each group of activities that one API call caused becomes operations on
 //! streams, events and allocations, declared as they first appear. Synchronization rows are classified by the
 //! API name of their call, since `syncType` disagrees with its own enum in many versions (MANIFEST.md).
-//! Memory grows with streams and events, not with rows.
+//! Ids are drawn from the shared dense-id tables (`stages::ids`), and operations go through the stages every
+//! reader shares (an export holds no framework frames or graph calls: they pass unchanged). Memory grows with
+//! streams and events, not with rows.
 
+use std::path::PathBuf;
 use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 
@@ -13,14 +16,27 @@ use super::nvtx::RegionCursor;
 use super::schema::Lookups;
 use super::tables::{Activity, ActivityRow, NOT_APPLICABLE};
 use crate::ingest::background::Batch;
-use crate::ingest::{Counter, ImportCounters, BATCH};
+use crate::ingest::counters::{Counter, ImportCounters};
+use crate::ingest::record_source::{IngestError, BATCH};
+use crate::ingest::stages::ids::DenseIds;
+use crate::ingest::stages::Stages;
 use crate::model::{
     AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind, HostSync, MemoryKind,
     OpKind, Operation, ProcessId, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo, TraceRecord,
 };
 
+/// What a thread id stands for in an export: a thread by its globalTid, or the one unknown thread of a process
+/// whose activities came without an API call (one numbering for both).
+#[derive(Copy, Clone, PartialEq, Eq, Hash)]
+enum ThreadHandle {
+    Global(i64),
+    Unknown(ProcessId),
+}
+
 /// The ids given so far and the records not yet handed over.
 pub(super) struct Mapper {
+    /// The export, as errors name it.
+    path: PathBuf,
     tx: SyncSender<Batch>,
     batch: Batch,
     pub(super) counters: ImportCounters,
@@ -28,18 +44,20 @@ pub(super) struct Mapper {
     /// Whether the export recorded event records (a wait without one is then a wait on a never-recorded event).
     pub(super) has_event_table: bool,
     seq: u64,
-    processes: FxHashMap<i64, ProcessId>,
-    threads: FxHashMap<i64, ThreadId>,
-    unknown_threads: FxHashMap<ProcessId, ThreadId>,
-    streams: FxHashMap<(i64, i64, i64), StreamId>,
-    contexts: FxHashMap<(i64, i64), ContextId>,
-    devices: FxHashMap<(i64, i64), DeviceId>,
+    processes: DenseIds<i64, ProcessId>,
+    threads: DenseIds<ThreadHandle, ThreadId>,
+    /// Streams by (pid, context, stream).
+    streams: DenseIds<(i64, i64, i64), StreamId>,
+    contexts: DenseIds<(i64, i64), ContextId>,
+    devices: DenseIds<(i64, i64), DeviceId>,
     /// Events by (pid, eventSyncId) when the export has sync ids, else by (pid, eventId): the latest record.
-    events: FxHashMap<(i64, i64), EventId>,
-    next_event: u32,
-    live_allocations: FxHashMap<(i64, i64), (AllocId, u64)>,
-    next_alloc: u32,
+    events: DenseIds<(i64, i64), EventId>,
+    /// Live allocations by (pid, address).
+    live_allocations: DenseIds<(i64, i64), AllocId>,
     api_names: FxHashMap<i64, Arc<str>>,
+    /// Framework frames and CUDA graphs, which every reader's operations pass through (an export has neither:
+    /// its operations pass unchanged).
+    stages: Stages,
 }
 
 /// What the API call behind a group of activities tells about each of them.
@@ -54,30 +72,29 @@ struct CallContext {
 }
 
 impl Mapper {
-    pub(super) fn new(tx: SyncSender<Batch>) -> Mapper {
+    pub(super) fn new(path: PathBuf, tx: SyncSender<Batch>) -> Mapper {
         Mapper {
+            path,
             tx,
             batch: Vec::with_capacity(BATCH),
             counters: ImportCounters::default(),
             lookups: Lookups::default(),
             has_event_table: false,
             seq: 0,
-            processes: FxHashMap::default(),
-            threads: FxHashMap::default(),
-            unknown_threads: FxHashMap::default(),
-            streams: FxHashMap::default(),
-            contexts: FxHashMap::default(),
-            devices: FxHashMap::default(),
-            events: FxHashMap::default(),
-            next_event: 0,
-            live_allocations: FxHashMap::default(),
-            next_alloc: 0,
+            processes: DenseIds::default(),
+            threads: DenseIds::default(),
+            streams: DenseIds::default(),
+            contexts: DenseIds::default(),
+            devices: DenseIds::default(),
+            events: DenseIds::default(),
+            live_allocations: DenseIds::default(),
             api_names: FxHashMap::default(),
+            stages: Stages::default(),
         }
     }
 
     /// Hands over the last records, then `error` if reading failed; the counters of what was read.
-    pub(super) fn finish(mut self, error: Option<crate::ingest::IngestError>) -> ImportCounters {
+    pub(super) fn finish(mut self, error: Option<IngestError>) -> ImportCounters {
         if let Some(error) = error {
             self.batch.push(Err(error));
         }
@@ -85,8 +102,13 @@ impl Mapper {
         self.counters
     }
 
+    /// A declaration (a thread, stream or event), into the batch.
     fn push(&mut self, record: TraceRecord) {
         self.batch.push(Ok(record));
+        self.flush_when_full();
+    }
+
+    fn flush_when_full(&mut self) {
         if self.batch.len() >= BATCH {
             self.flush();
         }
@@ -99,22 +121,15 @@ impl Mapper {
     }
 
     fn process(&mut self, pid: i64) -> ProcessId {
-        let next = ProcessId(self.processes.len() as u32);
-        *self.processes.entry(pid).or_insert(next)
+        self.processes.get_or_add(pid).0
     }
 
     fn thread(&mut self, process: ProcessId, global_tid: Option<i64>) -> ThreadId {
-        let next = ThreadId((self.threads.len() + self.unknown_threads.len()) as u32);
-        let (id, fresh, tid) = match global_tid {
-            Some(g) => {
-                let id = *self.threads.entry(g).or_insert(next);
-                (id, id == next, (g & 0xFF_FFFF) as u64)
-            }
-            None => {
-                let id = *self.unknown_threads.entry(process).or_insert(next);
-                (id, id == next, 0)
-            }
+        let (key, tid) = match global_tid {
+            Some(g) => (ThreadHandle::Global(g), (g & 0xFF_FFFF) as u64),
+            None => (ThreadHandle::Unknown(process), 0),
         };
+        let (id, fresh) = self.threads.get_or_add(key);
         if fresh {
             self.push(TraceRecord::Thread(ThreadInfo { id, process, tid, name: None }));
         }
@@ -122,18 +137,16 @@ impl Mapper {
     }
 
     fn device(&mut self, pid: i64, device: i64) -> DeviceId {
-        let next = DeviceId(self.devices.len() as u32);
-        *self.devices.entry((pid, device)).or_insert(next)
+        self.devices.get_or_add((pid, device)).0
     }
 
     /// The stream (pid, context, stream), declared on first use from TARGET_INFO's flags.
     fn stream(&mut self, pid: i64, context: i64, stream: i64, device: Option<i64>) -> StreamId {
-        if let Some(&id) = self.streams.get(&(pid, context, stream)) {
+        if let Some(id) = self.streams.get(&(pid, context, stream)) {
             return id;
         }
         let process = self.process(pid);
-        let id = StreamId(self.streams.len() as u32);
-        self.streams.insert((pid, context, stream), id);
+        let id = self.streams.add((pid, context, stream));
         let null = self.lookups.null_streams.get(&(pid, context)).copied();
         let kind = match (self.lookups.stream_flags.get(&(pid, context, stream)), null) {
             (_, Some((null_stream, _))) if null_stream == stream => StreamKind::LegacyDefault,
@@ -148,8 +161,7 @@ impl Mapper {
         let priority = self.lookups.stream_flags.get(&(pid, context, stream)).map(|&(_, p)| p as i32);
         let device_number = null.map(|(_, d)| d).or(device).unwrap_or(0);
         let device = self.device(pid, device_number);
-        let next_context = ContextId(self.contexts.len() as u32);
-        let context_id = *self.contexts.entry((pid, context)).or_insert(next_context);
+        let context_id = self.contexts.get_or_add((pid, context)).0;
         self.push(TraceRecord::Stream(StreamInfo {
             id,
             handle: stream as u64,
@@ -177,10 +189,9 @@ impl Mapper {
         api
     }
 
-    fn new_event(&mut self, pid: i64, handle: i64) -> EventId {
+    /// Declares the event `id` the export calls `handle`.
+    fn declare_event(&mut self, pid: i64, handle: i64, id: EventId) -> EventId {
         let process = self.process(pid);
-        let id = EventId(self.next_event);
-        self.next_event += 1;
         self.push(TraceRecord::Event(EventInfo { id, handle: handle as u64, process, source: None, native: None }));
         id
     }
@@ -293,11 +304,10 @@ impl Mapper {
                     };
                     // With sync ids every record is its own event; without, a record replaces the last one.
                     let id = match (event_sync != NOT_APPLICABLE, self.events.get(&(pid, key))) {
-                        (false, Some(&id)) => id,
+                        (false, Some(id)) => id,
                         _ => {
-                            let id = self.new_event(pid, event);
-                            self.events.insert((pid, key), id);
-                            id
+                            let id = self.events.add((pid, key));
+                            self.declare_event(pid, event, id)
                         }
                     };
                     OpKind::EventRecord { event: id, stream }
@@ -312,11 +322,12 @@ impl Mapper {
                         SyncKind::StreamWait => {
                             let waiting = self.stream(pid, context, stream, None);
                             let key = Self::event_key(event, event_sync);
-                            match key.and_then(|k| self.events.get(&(pid, k)).copied()) {
+                            match key.and_then(|k| self.events.get(&(pid, k))) {
                                 Some(id) => OpKind::StreamWait { stream: waiting, event: id },
                                 None if self.has_event_table => {
                                     // The export records event records, and none came before this wait.
-                                    let id = self.new_event(pid, event);
+                                    let id = self.events.draw();
+                                    let id = self.declare_event(pid, event, id);
                                     OpKind::StreamWait { stream: waiting, event: id }
                                 }
                                 None => {
@@ -328,7 +339,7 @@ impl Mapper {
                         SyncKind::Stream => OpKind::HostSync(HostSync::Stream(self.stream(pid, context, stream, None))),
                         SyncKind::Event => {
                             let key = Self::event_key(event, event_sync);
-                            match key.and_then(|k| self.events.get(&(pid, k)).copied()) {
+                            match key.and_then(|k| self.events.get(&(pid, k))) {
                                 Some(id) => OpKind::HostSync(HostSync::Event(id)),
                                 None => {
                                     self.counters.bump(Counter::NsysEventSyncRecordUnknown, 1);
@@ -337,8 +348,7 @@ impl Mapper {
                             }
                         }
                         SyncKind::Context => {
-                            let next = ContextId(self.contexts.len() as u32);
-                            let ctx = *self.contexts.entry((pid, context)).or_insert(next);
+                            let ctx = self.contexts.get_or_add((pid, context)).0;
                             OpKind::HostSync(HostSync::Context(ctx))
                         }
                     }
@@ -347,7 +357,7 @@ impl Mapper {
                     self.counters.bump(Counter::NsysMemoryEvents, 1);
                     if free {
                         match self.live_allocations.remove(&(pid, address)) {
-                            Some((alloc, _)) => OpKind::Free { alloc, free_kind: FreeKind::VirtualUnmap, stream: None },
+                            Some(alloc) => OpKind::Free { alloc, free_kind: FreeKind::VirtualUnmap, stream: None },
                             None => continue, // allocated before the capture started
                         }
                     } else {
@@ -355,9 +365,9 @@ impl Mapper {
                             self.counters.bump(Counter::NsysBadMemoryRange, 1);
                             continue;
                         };
-                        let alloc = AllocId(self.next_alloc);
-                        self.next_alloc += 1;
-                        if let Some((old, _)) = self.live_allocations.insert((pid, address), (alloc, bytes as u64)) {
+                        let replaced = self.live_allocations.remove(&(pid, address));
+                        let alloc = self.live_allocations.add((pid, address));
+                        if let Some(old) = replaced {
                             self.push_op(
                                 &call,
                                 None,
@@ -383,7 +393,7 @@ impl Mapper {
             // cudaFree and cudaFreeHost synchronize the device (DESIGN.md's blocking-API rule), and a device
             // synchronization may come without a SYNCHRONIZATION row: the host joins every context of the process.
             let contexts: Vec<ContextId> =
-                self.contexts.iter().filter(|((p, _), _)| *p == pid).map(|(_, &c)| c).collect();
+                self.contexts.iter().filter(|((p, _), _)| *p == pid).map(|(_, c)| c).collect();
             for ctx in contexts {
                 self.push_op(&call, None, OpKind::HostSync(HostSync::Context(ctx)));
             }
@@ -423,7 +433,17 @@ impl Mapper {
             kind,
         };
         self.seq += 1;
-        self.push(TraceRecord::Op(op));
+        self.stages.op(call.thread, op);
+        let Mapper { stages, batch, path, .. } = self;
+        // An export holds no graph calls, so the graphs stage takes every operation; should it refuse one, the
+        // reading ends there.
+        let refused = stages.flush(batch, &mut |origin, problem| {
+            Err(IngestError::new(path, Some(format!("correlation id {origin}")), problem.0))
+        });
+        if let Err(error) = refused {
+            self.batch.push(Err(error));
+        }
+        self.flush_when_full();
     }
 }
 

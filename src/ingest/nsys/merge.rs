@@ -7,7 +7,8 @@ use std::path::Path;
 use rusqlite::{Rows, Statement};
 
 use super::tables::{Activity, ActivityQuery};
-use crate::ingest::{Counter, ImportCounters, IngestError};
+use crate::ingest::counters::{Counter, ImportCounters};
+use crate::ingest::record_source::IngestError;
 
 /// One table's rows in (process, correlation id) order, one row ahead.
 struct TableCursor<'s> {

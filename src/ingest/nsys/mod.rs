@@ -21,7 +21,7 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags};
 
 use super::background::BackgroundReader;
-use super::IngestError;
+use super::record_source::IngestError;
 use mapping::Mapper;
 use merge::Merge;
 use nvtx::RegionCursor;
@@ -50,7 +50,7 @@ impl NsysReader {
         }
         let path = path.to_path_buf();
         BackgroundReader::spawn("nsys-ingest", "Nsight Systems SQLite export", move |tx| {
-            let mut mapper = Mapper::new(tx);
+            let mut mapper = Mapper::new(path.clone(), tx);
             let error = read(&conn, &tables, &path, &mut mapper).err();
             mapper.finish(error)
         })

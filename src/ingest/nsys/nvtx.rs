@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rusqlite::{Connection, Statement};
 use rustc_hash::FxHashMap;
 
-use crate::ingest::{Counter, ImportCounters};
+use crate::ingest::counters::{Counter, ImportCounters};
 use crate::model::normalize_region;
 
 /// The query of NVTX ranges in (process, start) order, or None when the export has none that can be read.

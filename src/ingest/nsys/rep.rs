@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::ingest::IngestError;
+use crate::ingest::record_source::IngestError;
 
 /// The first bytes of an Nsight Systems report.
 pub const MAGIC: &[u8] = b"NVIDIA Tegra Profiler Report ";

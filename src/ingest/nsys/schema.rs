@@ -10,7 +10,8 @@ use rusqlite::Connection;
 use rustc_hash::FxHashMap;
 
 use super::columns::{read_ints, read_text, select_list, Column};
-use crate::ingest::{Counter, ImportCounters, IngestError};
+use crate::ingest::counters::{Counter, ImportCounters};
+use crate::ingest::record_source::IngestError;
 
 pub(super) fn table_names(conn: &Connection) -> rusqlite::Result<HashSet<String>> {
     let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;

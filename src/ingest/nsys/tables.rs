@@ -8,7 +8,8 @@ use rusqlite::{Connection, Row};
 
 use super::columns::{read_ints, read_text, select_list, BadValue, Column};
 use super::schema::column_names;
-use crate::ingest::{Counter, ImportCounters, IngestError};
+use crate::ingest::counters::{Counter, ImportCounters};
+use crate::ingest::record_source::IngestError;
 
 /// CUPTI's "not applicable" for event ids.
 pub(super) const NOT_APPLICABLE: i64 = 4_294_967_295;

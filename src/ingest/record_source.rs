@@ -1,0 +1,57 @@
+//! What every reader is to the rest of the program: a [`RecordSource`] of model records in host issue order,
+//! with its import counters, and the [`IngestError`] that ends one.
+
+use std::path::Path;
+
+use super::counters::ImportCounters;
+use crate::model::TraceRecord;
+
+/// An error in the input, with enough context to find it: the file, and the line or row when known.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}{}: {message}", location.as_deref().map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct IngestError {
+    pub path: String,
+    /// Line (for text formats) or record (for tables).
+    pub location: Option<String>,
+    pub message: String,
+}
+
+impl IngestError {
+    pub fn new(path: &Path, location: Option<String>, message: impl Into<String>) -> IngestError {
+        IngestError { path: path.display().to_string(), location, message: message.into() }
+    }
+}
+
+/// How much a trace knows about the memory each operation touches (DESIGN.md "Access tiers").
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub enum AccessTier {
+    /// No addresses at all: only operation-level findings are possible.
+    T0,
+    /// Allocation blocks reached through pointer arguments.
+    T1,
+    /// Exact byte extents and read/write sets.
+    T2,
+}
+
+/// A source of trace records in host issue order, with the counters of what the import saw.
+pub trait RecordSource: Iterator<Item = Result<TraceRecord, IngestError>> {
+    /// The name of the input format, for reports.
+    fn format(&self) -> &'static str;
+    /// Counters for the records read so far (all of them, once the iterator is exhausted).
+    fn finish(self: Box<Self>) -> ImportCounters;
+    /// The next records as one batch (None at the end), for a caller that reads them in place rather than
+    /// moving each one out: a record is a few hundred bytes.
+    fn next_batch(&mut self) -> Option<Vec<Result<TraceRecord, IngestError>>> {
+        let mut batch = Vec::new();
+        while batch.len() < BATCH {
+            match self.next() {
+                Some(record) => batch.push(record),
+                None => break,
+            }
+        }
+        (!batch.is_empty()).then_some(batch)
+    }
+}
+
+/// Records a reader hands over at a time.
+pub(super) const BATCH: usize = 4096;

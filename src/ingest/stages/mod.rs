@@ -1,0 +1,125 @@
+//! The stages every reader shares, as Perfetto's importers share their `importers/common/*_tracker`s: the
+//! readers only turn their input into model records; what does not depend on the input's format is done here,
+//! once. Dense ids (`ids`) are drawn by the readers as they map handles. Every operation then passes through
+//! framework frames (`frames`: held and named, released in issue order) and CUDA graph assembly (`graphs`: work
+//! captured into graphs, graph calls made launches), in that order, on its way into the batch; records that
+//! are not operations go into the batch as the reader makes them.
+//!
+//! Streaming: a stage holds what is live (open frames and their operations, graphs and captures), never the
+//! records that passed.
+
+pub mod frames;
+pub mod graphs;
+pub mod ids;
+
+use frames::{EndMatch, EndMismatch, FrameFacts, FrameKind, OpenFrames};
+use graphs::{GraphAssembler, GraphProblem};
+
+use super::background::Batch;
+use super::record_source::IngestError;
+use crate::model::{GraphNode, Operation, ProcessId, SharedGraph, ThreadId, TraceRecord};
+
+/// What a reader does with an operation the graphs stage cannot take (at `origin`, the operation's place in
+/// the input): end its reading with an error, or count it and go on.
+pub type Refuse<'a> = &'a mut dyn FnMut(u64, GraphProblem) -> Result<(), IngestError>;
+
+/// The stages between a reader and its batch.
+#[derive(Default)]
+pub struct Stages {
+    frames: OpenFrames,
+    graphs: GraphAssembler,
+    /// What the frames stage released and the graphs stage has yet to see, until [`Stages::flush`].
+    pending: Vec<TraceRecord>,
+}
+
+impl Stages {
+    /// An operation in issue order: held by the innermost framework op open on its thread, or on.
+    pub fn op(&mut self, thread: ThreadId, op: Operation) {
+        self.frames.place(thread, op, &mut self.pending);
+    }
+
+    /// An operation that only names memory (a caching allocator's block) and so need not wait for the framework
+    /// op around it.
+    pub fn op_outside_frames(&mut self, op: Operation) {
+        self.pending.push(TraceRecord::Op(op));
+    }
+
+    pub fn frame_begin(&mut self, thread: ThreadId, process: ProcessId, kind: FrameKind, facts: FrameFacts) {
+        self.frames.open(thread, process, kind, facts);
+    }
+
+    /// Ends a frame (see [`OpenFrames::close`]); what it held waits for [`Stages::flush`].
+    pub fn frame_end(
+        &mut self,
+        thread: ThreadId,
+        process: ProcessId,
+        kind: FrameKind,
+        ending: FrameFacts,
+        strict: bool,
+    ) -> Result<EndMatch, EndMismatch> {
+        self.frames.close(thread, process, kind, ending, strict, &mut self.pending)
+    }
+
+    /// Whether a framework op is open on `thread` (its kernels will take the op's extents).
+    pub fn inside_op(&self, thread: ThreadId) -> bool {
+        self.frames.inside_op(thread)
+    }
+
+    /// A hand-written graph launch's graph (see [`GraphAssembler::inline`]).
+    pub fn inline_graph(&mut self, name: String, nodes: Vec<GraphNode>) -> SharedGraph {
+        self.graphs.inline(name, nodes)
+    }
+
+    /// Passes what the frames released through the graphs stage into `out`. An operation the graphs stage
+    /// cannot take goes to `refuse`; when that ends the reading, what comes after it is dropped.
+    pub fn flush(&mut self, out: &mut Batch, refuse: Refuse) -> Result<(), IngestError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let mut pending = std::mem::take(&mut self.pending);
+        let passed = self.pass_to_graphs(&mut pending, out, refuse);
+        pending.clear();
+        self.pending = pending;
+        passed
+    }
+
+    fn pass_to_graphs(
+        &mut self,
+        pending: &mut Vec<TraceRecord>,
+        out: &mut Batch,
+        refuse: Refuse,
+    ) -> Result<(), IngestError> {
+        for record in pending.drain(..) {
+            let op = match record {
+                TraceRecord::Op(op) if self.graphs.wants(&op) => op,
+                other => {
+                    out.push(Ok(other));
+                    continue;
+                }
+            };
+            let origin = op.origin;
+            match self.graphs.take(op) {
+                Ok(Some(op)) => out.push(Ok(TraceRecord::Op(op))),
+                Ok(None) => {}
+                Err(problem) => refuse(origin, problem)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// At the end of the input: the operations of frames still open are released (flush them); how many
+    /// frames were open.
+    pub fn finish(&mut self) -> u64 {
+        self.frames.finish(&mut self.pending)
+    }
+
+    /// Operations that became graph nodes instead of running.
+    pub fn captured_ops(&self) -> u64 {
+        self.graphs.captured_ops
+    }
+
+    /// Captures that ended without a graph.
+    pub fn failed_captures(&self) -> u64 {
+        self.graphs.failed_captures
+    }
+}
