@@ -3,8 +3,6 @@
 
 use std::sync::atomic::Ordering;
 
-use cudarc::cupti::sys::CUpti_CallbackDomain;
-
 use crate::activity;
 use crate::control::GPU_TIMES;
 use crate::cost::capture_stats;
@@ -19,6 +17,9 @@ pub extern "C" fn flush_at_exit() {
         // queue and so the drain below.
         let _ = std::panic::catch_unwind(activity::flush);
     }
+    if crate::control::EXACT.load(Ordering::Relaxed) {
+        let _ = std::panic::catch_unwind(crate::sanitizer::say_device_memory);
+    }
     let _ = std::panic::catch_unwind(|| {
         let writer = {
             // Even after a panic caught in a callback (a poisoned lock): what was recorded is written.
@@ -32,7 +33,7 @@ pub extern "C" fn flush_at_exit() {
                             s.replayed, s.walked, s.frames, s.open_ended
                         );
                     }
-                    if let Some(lines) = crate::cost::detail_lines(callback_name) {
+                    if let Some(lines) = crate::cost::detail_lines(crate::calls::name_of) {
                         eprint!("{lines}");
                     }
                     state.emit(Call { tid: thread_id(), time_ns: now_ns(), correlation: 0, site: 0 }, capture_stats());
@@ -43,18 +44,4 @@ pub extern "C" fn flush_at_exit() {
         };
         drain_into(&writer);
     });
-}
-
-/// CUPTI's name of a driver call ("cuLaunchKernel"), or its number where CUPTI has none.
-fn callback_name(cbid: u32) -> String {
-    let mut name: *const std::ffi::c_char = std::ptr::null();
-    // Safety: asks CUPTI for the static name of a driver-API callback id; writes a pointer into a local.
-    let result = unsafe {
-        cudarc::cupti::sys::cuptiGetCallbackName(CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API, cbid, &mut name)
-    };
-    if result != cudarc::cupti::sys::CUptiResult::CUPTI_SUCCESS || name.is_null() {
-        return format!("driver call {cbid}");
-    }
-    // Safety: CUPTI returned a NUL-terminated static string.
-    unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned()
 }

@@ -14,6 +14,9 @@ pub static NOOP: AtomicBool = AtomicBool::new(false);
 pub static DISCARD: AtomicBool = AtomicBool::new(false);
 /// Whether CUPTI activity records (GPU start and end times) are collected.
 pub static GPU_TIMES: AtomicBool = AtomicBool::new(false);
+/// Whether the exact-access backend (the Compute Sanitizer API, `--exact`) records instead of CUPTI: launches
+/// then wait for their accesses before they are written.
+pub static EXACT: AtomicBool = AtomicBool::new(false);
 /// Whether recorded calls get their native call sites (cleared by `STREAMTRACE_NO_CALL_SITES`).
 pub static CALL_SITES: AtomicBool = AtomicBool::new(true);
 

@@ -1,9 +1,10 @@
 //! The streamtrace capture library, injected into a CUDA program through `CUDA_INJECTION64_PATH`.
 //!
-//! The CUDA driver calls [`InitializeInjection`] while it initializes. The library subscribes to CUPTI's
-//! driver-API callbacks for the calls that order or touch memory (setup.rs, cbid.rs), turns each into a record
-//! of the streamtrace JSON trace format (callback.rs, state.rs, record.rs) and hands it to a writer thread
-//! (writer.rs). The PyTorch bootstrap adds its records through the `streamtrace_framework_*` functions.
+//! The CUDA driver calls [`InitializeInjection`] while it initializes. The library subscribes one backend to
+//! the driver calls that order or touch memory (calls.rs, one table): CUPTI's callbacks by default (cupti.rs,
+//! tier T1), or the Compute Sanitizer API's for `--exact` (sanitizer/, tier T3: it also patches every kernel to
+//! learn the bytes it touched). Both hand each call to recording.rs, whose handlers (handlers/) turn it into
+//! records of the streamtrace trace format (state.rs, record.rs) for a writer thread (writer.rs). The PyTorch bootstrap adds its records through the `streamtrace_framework_*` functions.
 //! This file holds only the exported entry points.
 //!
 //! Capture must never change what the program does: nothing panics or unwinds across the FFI boundary (every
@@ -15,20 +16,23 @@
 mod activity;
 pub mod args;
 mod at_exit;
-mod callback;
-pub mod cbid;
+pub mod calls;
 mod control;
 mod cost;
+mod cupti;
+pub mod driver_call;
 mod fork;
 mod framework;
 mod functions;
-mod graph_calls;
 pub mod graph_params;
 pub mod graph_record;
+mod handlers;
 mod origin;
 pub mod params;
 mod pitched;
 pub mod record;
+mod recording;
+mod sanitizer;
 mod setup;
 pub mod signature;
 pub mod sites;

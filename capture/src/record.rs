@@ -4,12 +4,23 @@
 use std::sync::Arc;
 
 use streamtrace_format::{
-    push_escaped, push_number, AccessFlag, AllocKind, CopyKind, Field, FreeKind, MemoryKind, RecordKind, RecordLine,
-    StreamKind,
+    push_escaped, push_number, AccessFlag, AllocKind, ByteRuns, CopyKind, Coverage, Field, FreeKind, MemoryKind,
+    RecordKind, RecordLine, StreamKind, Unseen,
 };
 
 use crate::args::PointerArg;
 pub use crate::graph_record::{GraphRecord, NodeBody, NodeOwner};
+
+/// A launch's accesses as the exact-access backend saw them: its reads then its writes are
+/// `runs[first_run..]` of the batch, and its coverage says whether its pointer words count too.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ExactAccesses {
+    pub first_run: u32,
+    pub reads: u32,
+    pub writes: u32,
+    pub coverage: Coverage,
+    pub unseen: Option<Unseen>,
+}
 
 /// Where and when a call was made.
 #[derive(Copy, Clone, Debug)]
@@ -48,6 +59,8 @@ pub enum Record {
         first_pointer: u32,
         pointer_count: u32,
         api: &'static str,
+        /// What the exact-access backend saw it touch; None for the CUPTI backend.
+        exact: Option<ExactAccesses>,
     },
     /// Names kernel `index` for the writer, which keeps the names across batches; writes no line.
     Function {
@@ -171,6 +184,8 @@ pub struct Entry {
 pub struct Batch {
     pub entries: Vec<Entry>,
     pub pointers: Vec<PointerArg>,
+    /// The byte runs of the exact-access backend's launches ([`ExactAccesses`]).
+    pub runs: Vec<ByteRuns>,
     /// The text of the framework hooks' records, one after another: a PyTorch op makes one or more, and an
     /// allocation each would cost the op's thread a malloc and the writer thread a free into its arena.
     framework_text: String,
@@ -181,6 +196,7 @@ impl Batch {
         Batch {
             entries: Vec::with_capacity(entries),
             pointers: Vec::with_capacity(entries * 2),
+            runs: Vec::new(),
             framework_text: String::new(),
         }
     }
@@ -207,6 +223,7 @@ impl Batch {
     pub fn clear(&mut self) {
         self.entries.clear();
         self.pointers.clear();
+        self.runs.clear();
         self.framework_text.clear();
     }
 
@@ -270,18 +287,32 @@ impl Entry {
                 site(&mut line, call);
                 line
             }
-            Record::Kernel { stream, function, first_pointer, pointer_count, api } => {
+            Record::Kernel { stream, function, first_pointer, pointer_count, api, exact } => {
                 let first = *first_pointer as usize;
                 let pointers = batch.pointers.get(first..first + *pointer_count as usize).unwrap_or(&[]);
                 let mut line = RecordLine::begin(out, RecordKind::Kernel);
                 line.number(Field::Stream, *stream)
-                    .name(Field::Name, names.get(*function as usize).map_or("kernel", |n| n))
-                    .pointers(
+                    .name(Field::Name, names.get(*function as usize).map_or("kernel", |n| n));
+                // An exact launch's pointer words count only where its coverage says the ranges are not all.
+                if !matches!(exact, Some(e) if e.coverage == Coverage::Exact) {
+                    line.pointers(
                         Field::Pointers,
                         pointers
                             .iter()
                             .map(|p| (p.address, if p.writes { AccessFlag::Write } else { AccessFlag::Read })),
                     );
+                }
+                if let Some(e) = exact {
+                    let start = e.first_run as usize;
+                    let (reads, writes) = (e.reads as usize, e.writes as usize);
+                    let runs = batch.runs.get(start..start + reads + writes).unwrap_or(&[]);
+                    line.runs(Field::Reads, runs.iter().take(reads).copied())
+                        .runs(Field::Writes, runs.iter().skip(reads).copied())
+                        .name(Field::Coverage, e.coverage.as_str());
+                    if let Some(unseen) = e.unseen {
+                        line.name(Field::Unseen, unseen.as_str());
+                    }
+                }
                 common(&mut line, call, Some(api));
                 line
             }
@@ -446,7 +477,14 @@ mod tests {
             .extend([PointerArg { address: 0x9999, writes: true }, PointerArg { address: 0x1000, writes: false }]);
         batch.push(
             call(),
-            Record::Kernel { stream: 5, function: 0, first_pointer: 1, pointer_count: 1, api: "cuLaunchKernel" },
+            Record::Kernel {
+                stream: 5,
+                function: 0,
+                first_pointer: 1,
+                pointer_count: 1,
+                api: "cuLaunchKernel",
+                exact: None,
+            },
         );
         let (mut names, mut line) = (Vec::new(), String::new());
         batch.write_lines(&mut names, &mut line);
@@ -457,6 +495,37 @@ mod tests {
         assert_eq!(value["pointers"][0][1], "r");
         assert_eq!(value["pointers"].as_array().map(Vec::len), Some(1));
         assert_eq!(value["thread"], 7);
+    }
+
+    #[test]
+    fn an_exact_launch_writes_its_runs_and_its_arguments_only_where_the_runs_are_not_all() {
+        let mut batch = Batch::default();
+        batch.push(call(), Record::Function { index: 0, name: Arc::from("scale") });
+        batch.pointers.push(PointerArg { address: 0x7000_0000, writes: true });
+        batch.runs.extend([
+            ByteRuns { first: 0x7000_0000, len: 4096, step: 0, count: 1 },
+            ByteRuns { first: 0x7000_2000, len: 32, step: 64, count: 3 },
+        ]);
+        let launch = |coverage, unseen| Record::Kernel {
+            stream: 5,
+            function: 0,
+            first_pointer: 0,
+            pointer_count: 1,
+            api: "cuLaunchKernel",
+            exact: Some(ExactAccesses { first_run: 0, reads: 1, writes: 1, coverage, unseen }),
+        };
+        batch.push(call(), launch(Coverage::Exact, None));
+        batch.push(call(), launch(Coverage::ExactAndArguments, Some(Unseen::AsyncCopies)));
+        let mut text = String::new();
+        batch.write_lines(&mut Vec::new(), &mut text);
+        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+        assert_eq!(lines[0]["coverage"], "exact");
+        assert_eq!(lines[0]["reads"], serde_json::json!([["0x70000000", 4096]]));
+        assert_eq!(lines[0]["writes"], serde_json::json!([["0x70002000", 160, 32, [[3, 2], [1, 1]]]]));
+        assert!(lines[0].get("pointers").is_none(), "exact ranges are all it touched");
+        assert_eq!(lines[1]["coverage"], "exact_and_arguments");
+        assert_eq!(lines[1]["unseen"], "async_copies");
+        assert_eq!(lines[1]["pointers"][0][0], "0x70000000");
     }
 
     #[test]

@@ -5,21 +5,24 @@
 //! layouts) and the switches.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::ffi::c_void;
 
 use cudarc::driver::sys as cu;
-use streamtrace_format::{AllocKind, CopyKind, FreeKind, MemoryKind, StreamKind};
+use streamtrace_format::{AllocKind, ByteRuns, CopyKind, Coverage, FreeKind, MemoryKind, StreamKind, Unseen};
 
-use crate::args::launch_pointers;
-use crate::control::disable;
+use crate::args::{launch_pointers, PointerArg};
+use crate::control::{disable, EXACT};
+use crate::driver_call::CallContext;
 use crate::functions::{describe, FunctionInfo};
 use crate::graph_record::NodeBody;
 use crate::origin::current_pid;
 use crate::pitched::{PitchedCopyShape, PitchedSide};
-use crate::record::{Batch, Call, Record};
+use crate::record::{Batch, Call, ExactAccesses, Record};
+use crate::recording::ContextKey;
 use crate::sites::CallSites;
 use crate::unwind::Start;
 use crate::writer::{self, Writer};
@@ -83,6 +86,21 @@ fn keep_spare(batch: Batch) {
     }
 }
 
+/// A launch the exact-access backend holds until its accesses are read back, with its pointer words.
+struct HeldLaunch {
+    call: Call,
+    record: Record,
+    pointers: Vec<PointerArg>,
+}
+
+/// What the exact-access backend saw a launch touch, and how much of it that is.
+pub struct SeenAccesses {
+    pub coverage: Coverage,
+    pub unseen: Option<Unseen>,
+    pub reads: Vec<ByteRuns>,
+    pub writes: Vec<ByteRuns>,
+}
+
 /// Stream ids the trace uses for the default streams; real streams use their handle, a pointer far above these.
 const PER_THREAD_BASE: u64 = 1 << 31;
 
@@ -99,7 +117,12 @@ pub struct ProcessState {
     functions: HashMap<usize, u32>,
     function_layouts: Vec<FunctionInfo>,
     /// The device of each context, by context uid.
-    pub devices: HashMap<u32, Option<u32>>,
+    devices: HashMap<u32, Option<u32>>,
+    /// The trace's id of each context handle, for a backend that gives no ids of its own (recording.rs).
+    context_ids: HashMap<usize, u32>,
+    /// Launches recorded at entry whose accesses the exact-access backend adds before they are written, by
+    /// thread (one each: a thread is in one launch call at a time).
+    held_launches: Vec<HeldLaunch>,
     /// Records not yet written: the draining thread takes them every 100 ms.
     pub pending: Batch,
     /// The last drained batch, emptied, so that the next one starts with room (no regrowth on the launch path).
@@ -125,6 +148,8 @@ impl ProcessState {
             functions: HashMap::default(),
             function_layouts: Vec::new(),
             devices: HashMap::default(),
+            context_ids: HashMap::default(),
+            held_launches: Vec::new(),
             pending: Batch::with_capacity(4096),
             spare: None,
             graph_of_node: HashMap::default(),
@@ -135,6 +160,69 @@ impl ProcessState {
 
     pub fn emit(&mut self, call: Call, record: Record) {
         self.pending.push(call, record);
+    }
+
+    /// The trace's id of a call's context and the context's device, looked up once per context.
+    pub fn context_of(&mut self, key: ContextKey, device_of: fn(*mut c_void) -> Option<u32>) -> (u32, Option<u32>) {
+        let (uid, handle) = match key {
+            ContextKey::Uid { uid, handle } => (uid, handle),
+            ContextKey::Handle(handle) => {
+                let next = self.context_ids.len() as u32 + 1;
+                (*self.context_ids.entry(handle as usize).or_insert(next), handle)
+            }
+        };
+        let device = *self.devices.entry(uid).or_insert_with(|| device_of(handle));
+        (uid, device)
+    }
+
+    /// Holds a launch until its accesses are known (the exact-access backend): its pointer words leave the
+    /// batch with it, which the writer may take meanwhile.
+    fn hold_launch(&mut self, call: Call, record: Record) {
+        // A launch left from a call whose end never came (a driver that skipped the exit callback) goes out as
+        // it is rather than be lost.
+        if let Some(i) = self.held_launches.iter().position(|held| held.call.tid == call.tid) {
+            let held = self.held_launches.swap_remove(i);
+            self.release_launch(held, None);
+        }
+        let pointers = match &record {
+            Record::Kernel { first_pointer, .. } => self.pending.pointers.split_off(*first_pointer as usize),
+            _ => Vec::new(),
+        };
+        self.held_launches.push(HeldLaunch { call, record, pointers });
+    }
+
+    /// Writes the launch thread `tid` holds with what the exact-access backend saw of it (None: nothing, its
+    /// pointer words alone stand for what it touched).
+    pub fn complete_launch(&mut self, tid: u64, seen: Option<SeenAccesses>) {
+        if let Some(i) = self.held_launches.iter().position(|held| held.call.tid == tid) {
+            let held = self.held_launches.swap_remove(i);
+            self.release_launch(held, seen);
+        }
+    }
+
+    fn release_launch(&mut self, held: HeldLaunch, seen: Option<SeenAccesses>) {
+        let HeldLaunch { call, mut record, pointers } = held;
+        if let Record::Kernel { first_pointer, pointer_count, exact, .. } = &mut record {
+            *first_pointer = self.pending.pointers.len() as u32;
+            *pointer_count = pointers.len() as u32;
+            self.pending.pointers.extend(pointers);
+            let seen = seen.unwrap_or(SeenAccesses {
+                coverage: Coverage::Arguments,
+                unseen: Some(Unseen::NotReadBack),
+                reads: Vec::new(),
+                writes: Vec::new(),
+            });
+            *exact = Some(ExactAccesses {
+                first_run: self.pending.runs.len() as u32,
+                reads: seen.reads.len() as u32,
+                writes: seen.writes.len() as u32,
+                coverage: seen.coverage,
+                unseen: seen.unseen,
+            });
+            self.pending.runs.extend(seen.reads);
+            self.pending.runs.extend(seen.writes);
+        }
+        self.emit(call, record);
     }
 
     /// How the call sites' walks went.
@@ -157,14 +245,8 @@ impl ProcessState {
 
     /// The trace's id for a stream handle, declaring the stream on first sight. A null handle is the legacy
     /// default stream, or the calling thread's default stream in a per-thread (`_ptsz`) call.
-    pub fn stream(
-        &mut self,
-        call: Call,
-        context: u32,
-        device: Option<u32>,
-        handle: *mut c_void,
-        per_thread_call: bool,
-    ) -> u64 {
+    pub fn stream(&mut self, cx: &CallContext, handle: *mut c_void) -> u64 {
+        let CallContext { call, context, device, per_thread: per_thread_call } = *cx;
         let raw = handle as u64;
         let (id, kind, priority) = match raw {
             0 if !per_thread_call => (context as u64, StreamKind::LegacyDefault, None),
@@ -197,18 +279,11 @@ impl ProcessState {
     }
 
     /// Declares a stream from its creation call.
-    pub fn created_stream(
-        &mut self,
-        call: Call,
-        context: u32,
-        device: Option<u32>,
-        handle: u64,
-        flags: u32,
-        priority: Option<i32>,
-    ) {
+    pub fn created_stream(&mut self, cx: &CallContext, handle: u64, flags: u32, priority: Option<i32>) {
         if handle > 2 && self.streams.insert(handle) {
             let kind = if flags & 1 == 0 { StreamKind::Blocking } else { StreamKind::NonBlocking };
-            self.emit(call, Record::Stream { handle, kind, priority, context, device });
+            let (context, device) = (cx.context, cx.device);
+            self.emit(cx.call, Record::Stream { handle, kind, priority, context, device });
         }
     }
 
@@ -245,7 +320,12 @@ impl ProcessState {
         let NodeBody::Kernel { function, first_pointer, pointer_count } = body else {
             return;
         };
-        self.emit(call, Record::Kernel { stream, function, first_pointer, pointer_count, api });
+        let record = Record::Kernel { stream, function, first_pointer, pointer_count, api, exact: None };
+        if EXACT.load(Ordering::Relaxed) {
+            self.hold_launch(call, record);
+        } else {
+            self.emit(call, record);
+        }
     }
 
     /// A kernel's name and pointer arguments, for a launch or a kernel node: the arguments are scanned the same

@@ -11,6 +11,13 @@ pub const ENV_CUPTI: &str = "STREAMTRACE_CUPTI";
 pub const ENV_GPU_TIMES: &str = "STREAMTRACE_GPU_TIMES";
 /// Record no native call sites (the stack walk on every recorded call; docs/performance.md says what it costs).
 pub const ENV_NO_CALL_SITES: &str = "STREAMTRACE_NO_CALL_SITES";
+/// Record with the exact-access backend (the Compute Sanitizer API; `streamtrace capture --exact`).
+pub const ENV_EXACT: &str = "STREAMTRACE_EXACT";
+/// The libsanitizer-public.so the command found; the library tries it first.
+pub const ENV_SANITIZER: &str = "STREAMTRACE_SANITIZER";
+/// `--exact-kernels`: the kernels the exact-access backend instruments, comma-separated name patterns (`*`
+/// matches any text; a pattern without one matches any name containing it). Unset: every kernel.
+pub const ENV_EXACT_KERNELS: &str = "STREAMTRACE_EXACT_KERNELS";
 /// Leave the program alone: the library returns at once from its initialization.
 pub const ENV_DISABLE: &str = "STREAMTRACE_DISABLE";
 /// A distributed job's launcher (torchrun) tells each process its rank, its rank on its host and the job's size;
@@ -43,6 +50,18 @@ pub fn cupti_candidates(toolkit_roots: impl IntoIterator<Item = PathBuf>) -> Vec
     paths
 }
 
+/// Where the Compute Sanitizer API's library may be, in order: under each CUDA toolkit root given, then
+/// /usr/local/cuda (the toolkit puts it beside the compute-sanitizer tool). The caller picks the first that
+/// exists; the PyPI wheel (nvidia-cuda-sanitizer-api) is looked for by the command.
+pub fn sanitizer_candidates(toolkit_roots: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = toolkit_roots.into_iter().collect();
+    roots.push(PathBuf::from("/usr/local/cuda"));
+    roots.iter().map(|root| root.join("compute-sanitizer").join(SANITIZER_NAME)).collect()
+}
+
+/// The Compute Sanitizer API's library.
+pub const SANITIZER_NAME: &str = "libsanitizer-public.so";
+
 /// The CUDA toolkit roots the environment names (`CUDA_HOME`, then `CUDA_PATH`).
 pub fn toolkit_roots_from_env() -> Vec<PathBuf> {
     ["CUDA_HOME", "CUDA_PATH"].iter().filter_map(std::env::var_os).map(PathBuf::from).collect()
@@ -58,5 +77,17 @@ mod tests {
         assert_eq!(paths[0], PathBuf::from("/opt/cuda/targets/x86_64-linux/lib/libcupti.so.13"));
         assert!(paths.contains(&PathBuf::from("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.12")));
         assert_eq!(paths.last(), Some(&PathBuf::from("/usr/lib64/libcupti.so")));
+    }
+
+    #[test]
+    fn the_sanitizer_library_is_looked_for_beside_compute_sanitizer() {
+        let paths = sanitizer_candidates([PathBuf::from("/opt/cuda")]);
+        assert_eq!(
+            paths,
+            vec![
+                PathBuf::from("/opt/cuda/compute-sanitizer/libsanitizer-public.so"),
+                PathBuf::from("/usr/local/cuda/compute-sanitizer/libsanitizer-public.so"),
+            ]
+        );
     }
 }

@@ -18,10 +18,10 @@ pub mod launch;
 pub mod line;
 pub mod vocabulary;
 
-pub use line::{push_address, push_escaped, push_number, RecordLine};
+pub use line::{push_address, push_escaped, push_number, ByteRuns, RecordLine};
 pub use vocabulary::{
-    access_range, AccessFlag, AllocKind, CopyKind, Field, FieldSet, FreeKind, MemoryKind, NodeKind, Producer,
-    RecordKind, StreamKind, UnknownName, COMMON_FIELDS, GRAPH_NODE_FIELDS,
+    access_range, AccessFlag, AllocKind, CopyKind, Coverage, Field, FieldSet, FreeKind, MemoryKind, NodeKind, Producer,
+    RecordKind, StreamKind, UnknownName, Unseen, COMMON_FIELDS, GRAPH_NODE_FIELDS,
 };
 
 /// The version of the format this crate describes; the header carries it.

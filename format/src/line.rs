@@ -129,6 +129,37 @@ impl<'a> RecordLine<'a> {
         self
     }
 
+    /// A list of byte runs: a single run as `[address, size]`, a periodic one as the strided view that covers
+    /// exactly its bytes (`[address, extent, element size, [[count, step], [run, 1]]]`, docs/trace-format.md).
+    #[inline]
+    pub fn runs(&mut self, field: Field, runs: impl IntoIterator<Item = ByteRuns>) -> &mut Self {
+        self.out.push_str(field.key());
+        self.out.push('[');
+        for (i, run) in runs.into_iter().enumerate() {
+            self.out.push_str(if i > 0 { ",[" } else { "[" });
+            push_address(self.out, run.first);
+            self.out.push(',');
+            if run.count <= 1 {
+                push_number(self.out, run.len);
+            } else {
+                let element = gcd(run.len, run.step);
+                push_number(self.out, run.extent());
+                self.out.push(',');
+                push_number(self.out, element);
+                self.out.push_str(",[[");
+                push_number(self.out, run.count);
+                self.out.push(',');
+                push_number(self.out, run.step / element);
+                self.out.push_str("],[");
+                push_number(self.out, run.len / element);
+                self.out.push_str(",1]]");
+            }
+            self.out.push(']');
+        }
+        self.out.push(']');
+        self
+    }
+
     /// A list of byte ranges: `[[address, size], ...]`.
     #[inline]
     pub fn ranges(&mut self, field: Field, ranges: impl IntoIterator<Item = (u64, u64)>) -> &mut Self {
@@ -144,6 +175,30 @@ impl<'a> RecordLine<'a> {
         self.out.push(']');
         self
     }
+}
+
+/// `count` runs of `len` bytes, `step` bytes apart, from `first` (one run: `count` 1, `step` unused): how the
+/// exact-access capture writes what a kernel touched, a strided access pattern in one item.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ByteRuns {
+    pub first: u64,
+    pub len: u64,
+    pub step: u64,
+    pub count: u64,
+}
+
+impl ByteRuns {
+    /// From the first byte of the first run to one past the last byte of the last.
+    pub fn extent(&self) -> u64 {
+        self.step.saturating_mul(self.count.saturating_sub(1)).saturating_add(self.len)
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a.max(1)
 }
 
 /// Decimal digits of an integer.
@@ -232,5 +287,19 @@ mod tests {
         line.number(Field::Id, 1u32).addresses(Field::Frames, [0x401a2b, 0x7f00]);
         line.end();
         assert_eq!(out, "{\"type\":\"callsite\",\"id\":1,\"frames\":[\"0x401a2b\",\"0x7f00\"]}\n");
+    }
+
+    #[test]
+    fn a_periodic_run_is_the_strided_view_of_exactly_its_bytes() {
+        let mut out = String::new();
+        let mut line = RecordLine::begin(&mut out, RecordKind::Kernel);
+        let single = ByteRuns { first: 0x1000, len: 4096, step: 0, count: 1 };
+        let every_other = ByteRuns { first: 0x2000, len: 32, step: 64, count: 4 };
+        line.runs(Field::Writes, [single, every_other]);
+        line.end();
+        // Four 32-byte runs 64 bytes apart: 32-byte elements, 4 of them with a stride of 2, each one element.
+        assert_eq!(out, "{\"type\":\"kernel\",\"writes\":[[\"0x1000\",4096],[\"0x2000\",224,32,[[4,2],[1,1]]]]}\n");
+        assert_eq!(every_other.extent(), 3 * 64 + 32);
+        assert_eq!(gcd(96, 64), 32);
     }
 }

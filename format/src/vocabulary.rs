@@ -230,6 +230,11 @@ names!(
         Base = "base",
         /// A module's GNU build id, in hex: symbolizing checks that the file read is the one that was loaded.
         BuildId = "build_id",
+        /// A kernel launch recorded by the exact-access backend (`--exact`): how much of what it touched its
+        /// `reads` and `writes` show (see [`Coverage`]).
+        Coverage = "coverage",
+        /// Why a kernel of an exact-access capture keeps its pointer arguments (see [`Unseen`]).
+        Unseen = "unseen",
         /// `op_end` of a collective or point-to-point op (PyTorch's c10d): the process group as the user knows
         /// it, its description (`default_pg`, `new_group(group_desc=...)`) or else `group` and its name.
         ProcessGroup = "process_group",
@@ -282,13 +287,13 @@ pub const GRAPH_NODE_FIELDS: &[Field] = &[Field::Name, Field::Reads, Field::Writ
 
 /// A set of fields, one bit each: which fields a record carries, or may carry.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct FieldSet(u64);
+pub struct FieldSet(u128);
 
 impl FieldSet {
     pub const EMPTY: FieldSet = FieldSet(0);
 
     pub const fn of(fields: &[Field]) -> FieldSet {
-        let mut bits = 0u64;
+        let mut bits = 0u128;
         let mut i = 0;
         while i < fields.len() {
             bits |= 1 << fields[i] as u32;
@@ -324,7 +329,7 @@ impl FieldSet {
 }
 
 // One bit per field.
-const _: () = assert!(Field::ALL.len() <= 64);
+const _: () = assert!(Field::ALL.len() <= 128);
 
 /// The fields each record kind may carry, `type` and the common fields included, by kind.
 static ALLOWED_FIELDS: [FieldSet; RecordKind::ALL.len()] = {
@@ -351,7 +356,7 @@ impl RecordKind {
             RecordKind::Stream => &[F::Id, F::StreamKind, F::Priority, F::Device, F::Context],
             RecordKind::Event => &[F::Id],
             RecordKind::Thread | RecordKind::Process => &[F::Name],
-            RecordKind::Kernel => &[F::Stream, F::Name, F::Reads, F::Writes, F::Pointers],
+            RecordKind::Kernel => &[F::Stream, F::Name, F::Reads, F::Writes, F::Pointers, F::Coverage, F::Unseen],
             RecordKind::Memcpy => &[F::Stream, F::Copy, F::From, F::To, F::FromMemory, F::ToMemory, F::Bytes, F::Sync],
             RecordKind::Memset => &[F::Stream, F::To, F::ToMemory, F::Bytes, F::Sync],
             RecordKind::Record | RecordKind::Wait => &[F::Stream, F::Event],
@@ -508,6 +513,38 @@ impl Default for FreeKind {
         FreeKind::Synchronous
     }
 }
+
+names!(
+    /// How much of what a kernel touched its record's `reads` and `writes` show. A kernel record without the
+    /// field is tier T1 (its pointer arguments stand for their whole blocks) or hand-written.
+    Coverage, "coverage" {
+        /// Every byte the launch read or wrote, at 32-byte granules (tier T3): the ranges alone are its accesses.
+        Exact = "exact",
+        /// The bytes the launch was seen to touch, and its pointer arguments' blocks for what it may have touched
+        /// unseen (see `unseen`): both are its accesses.
+        ExactAndArguments = "exact_and_arguments",
+        /// Its pointer arguments' blocks only (tier T1; see `unseen`).
+        Arguments = "arguments",
+    }
+);
+
+names!(
+    /// Why the exact-access backend could not see every access of a kernel.
+    Unseen, "unseen" {
+        /// It used an asynchronous barrier, as tensor-map (TMA) copies do, which no patch sees.
+        AsyncCopies = "async_copies",
+        /// It touched more memory than its launch's table holds.
+        TableFull = "table_full",
+        /// Its code was not instrumented (no block of it reported).
+        NotInstrumented = "not_instrumented",
+        /// `--exact-kernels` did not select it.
+        NotSelected = "not_selected",
+        /// Its launch was captured into a graph or is a graph's node: graph launches keep tier T1.
+        GraphNode = "graph_node",
+        /// Its accesses could not be read back (a failed launch, or no memory for its table).
+        NotReadBack = "not_read_back",
+    }
+);
 
 names!(
     /// What a graph node does.

@@ -1,0 +1,70 @@
+//! One driver call as both capture backends hand it to the handlers: which call it is ([`CallSpec`]), its
+//! parameter block and result (CUPTI's and the Sanitizer API's callback data point at the same blocks, laid out
+//! as generated_cuda_meta.h declares them), and the [`CallContext`] every record of it shares: when and where it
+//! was made, in which context and on which device. Declarations and the one unchecked step (naming a block's
+//! layout); touches nothing.
+
+use std::ffi::c_void;
+use std::marker::PhantomData;
+
+use crate::calls::{CallSpec, StreamForm};
+use crate::record::Call;
+
+/// The parameter block and result of one driver call. Making one vouches that the pointers are the callback
+/// data's for that call (the only unchecked step), so what reads them needs only say which block the call has.
+pub struct DriverCall<'a> {
+    pub spec: &'static CallSpec,
+    params: *const c_void,
+    at_exit: bool,
+    result: *const i32,
+    _callback: PhantomData<&'a ()>,
+}
+
+impl<'a> DriverCall<'a> {
+    /// # Safety
+    /// `params` is null or the parameter block of the call `spec` names, and `result` null or its CUresult
+    /// (meaningful at exit), both valid for `'a`.
+    pub unsafe fn new(
+        spec: &'static CallSpec,
+        params: *const c_void,
+        at_exit: bool,
+        result: *const i32,
+    ) -> DriverCall<'a> {
+        DriverCall { spec, params, at_exit, result, _callback: PhantomData }
+    }
+
+    /// The call's parameter block as `T`; None when the backend passed none.
+    ///
+    /// # Safety
+    /// `T` is the layout of the parameter block of the call `self.spec`, or a prefix of it (params.rs).
+    pub unsafe fn params<T>(&self) -> Option<&'a T> {
+        // Safety: `params` is null or points to the call's block (`new`), which `T` describes (the caller),
+        // valid for 'a.
+        unsafe { (self.params as *const T).as_ref() }
+    }
+
+    /// Whether the call returned CUDA_SUCCESS: only known at exit.
+    pub fn succeeded(&self) -> bool {
+        if !self.at_exit || self.result.is_null() {
+            return false;
+        }
+        // Safety: at exit the backend points `result` at the call's CUresult (`new`).
+        unsafe { self.result.read() == 0 }
+    }
+}
+
+/// What every record of one call shares: the call (thread, time, correlation, native site), the trace's id of
+/// its context, the context's device, and whether a null stream is the calling thread's default stream.
+#[derive(Copy, Clone, Debug)]
+pub struct CallContext {
+    pub call: Call,
+    pub context: u32,
+    pub device: Option<u32>,
+    pub per_thread: bool,
+}
+
+impl CallContext {
+    pub fn new(call: Call, context: u32, device: Option<u32>, spec: &CallSpec) -> CallContext {
+        CallContext { call, context, device, per_thread: spec.stream == StreamForm::PerThread }
+    }
+}

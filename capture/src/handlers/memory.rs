@@ -1,0 +1,110 @@
+//! Allocations and frees: device (plain, pitched, stream-ordered, from a pool), managed, pinned and registered
+//! host memory, and virtual memory mappings.
+
+use streamtrace_format::{AllocKind, FreeKind};
+
+use crate::calls::Detail;
+use crate::driver_call::{CallContext, DriverCall};
+use crate::params::*;
+use crate::state::ProcessState;
+
+use super::written;
+
+/// cuMemAlloc and cuMemAllocManaged.
+pub fn alloc(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuMemAlloc's block, and the start of cuMemAllocManaged's, is MemAlloc.
+    let Some(p) = (unsafe { data.params::<MemAlloc>() }) else { return };
+    // Safety: the call succeeded, so the driver wrote the address through `dptr`.
+    if let Some(address) = unsafe { written(p.dptr) } {
+        let kind = match data.spec.detail {
+            Detail::Alloc(kind) => kind,
+            _ => AllocKind::Device,
+        };
+        state.allocated(cx.call, address, p.bytesize as u64, kind, None, "cuMemAlloc");
+    }
+}
+
+pub fn alloc_pitch(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuMemAllocPitch's block is MemAllocPitch.
+    let Some(p) = (unsafe { data.params::<MemAllocPitch>() }) else { return };
+    // Safety: the call succeeded, so the driver wrote the address and the pitch through them.
+    if let (Some(address), Some(pitch)) = unsafe { (written(p.dptr), written(p.pPitch)) } {
+        let bytes = (pitch as u64).saturating_mul(p.Height as u64);
+        state.allocated(cx.call, address, bytes, AllocKind::Device, None, "cuMemAllocPitch");
+    }
+}
+
+pub fn alloc_async(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuMemAllocAsync's block is MemAllocAsync.
+    let Some(p) = (unsafe { data.params::<MemAllocAsync>() }) else { return };
+    // Safety: the call succeeded, so the driver wrote the address through `dptr`.
+    if let Some(address) = unsafe { written(p.dptr) } {
+        let stream = state.stream(cx, p.hStream);
+        let bytes = p.bytesize as u64;
+        state.allocated(cx.call, address, bytes, AllocKind::StreamOrdered, Some(stream), "cuMemAllocAsync");
+    }
+}
+
+pub fn alloc_from_pool_async(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuMemAllocFromPoolAsync's block is MemAllocFromPoolAsync.
+    let Some(p) = (unsafe { data.params::<MemAllocFromPoolAsync>() }) else { return };
+    // Safety: the call succeeded, so the driver wrote the address through `dptr`.
+    if let Some(address) = unsafe { written(p.dptr) } {
+        let stream = state.stream(cx, p.hStream);
+        let bytes = p.bytesize as u64;
+        state.allocated(cx.call, address, bytes, AllocKind::StreamOrdered, Some(stream), "cuMemAllocFromPoolAsync");
+    }
+}
+
+/// cuMemHostAlloc and cuMemAllocHost.
+pub fn host_alloc(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuMemHostAlloc's block, and the start of cuMemAllocHost's, is MemHostAlloc.
+    let Some(p) = (unsafe { data.params::<MemHostAlloc>() }) else { return };
+    // Safety: the call succeeded, so the driver wrote the host address through `pp`.
+    if let Some(address) = unsafe { written(p.pp) } {
+        state.allocated(cx.call, address as u64, p.bytesize as u64, AllocKind::Host, None, "cuMemHostAlloc");
+    }
+}
+
+pub fn host_register(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuMemHostRegister's block (both versions) is MemHostRegister.
+    let Some(p) = (unsafe { data.params::<MemHostRegister>() }) else { return };
+    state.allocated(cx.call, p.p as u64, p.bytesize as u64, AllocKind::Host, None, "cuMemHostRegister");
+}
+
+pub fn host_unregister(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuMemHostUnregister's block is its host pointer.
+    let Some(p) = (unsafe { data.params::<OneHandle>() }) else { return };
+    state.freed(cx.call, p.handle as u64, FreeKind::Host, None, "cuMemHostUnregister");
+}
+
+pub fn map(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuMemMap's block starts (ptr, size): MemMap.
+    let Some(p) = (unsafe { data.params::<MemMap>() }) else { return };
+    state.allocated(cx.call, p.ptr, p.size as u64, AllocKind::VirtualMap, None, "cuMemMap");
+}
+
+pub fn unmap(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuMemUnmap's block is (ptr, size): MemMap.
+    let Some(p) = (unsafe { data.params::<MemMap>() }) else { return };
+    state.unmapped(cx.call, p.ptr, p.size as u64);
+}
+
+pub fn free(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuMemFree's block is MemFree.
+    let Some(p) = (unsafe { data.params::<MemFree>() }) else { return };
+    state.freed(cx.call, p.dptr, FreeKind::Synchronous, None, "cuMemFree");
+}
+
+pub fn free_host(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuMemFreeHost's block is its host pointer.
+    let Some(p) = (unsafe { data.params::<OneHandle>() }) else { return };
+    state.freed(cx.call, p.handle as u64, FreeKind::Host, None, "cuMemFreeHost");
+}
+
+pub fn free_async(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuMemFreeAsync's block is MemFreeAsync.
+    let Some(p) = (unsafe { data.params::<MemFreeAsync>() }) else { return };
+    let stream = state.stream(cx, p.hStream);
+    state.freed(cx.call, p.dptr, FreeKind::StreamOrdered, Some(stream), "cuMemFreeAsync");
+}

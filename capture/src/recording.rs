@@ -1,0 +1,91 @@
+//! What both capture backends do with a driver call once their callback has it: take the state's lock, walk
+//! the native call site, find the call's context and device, and hand the call to its handler (calls.rs), on
+//! the application's thread and without I/O (a synchronizing call of a forked child drains what is pending: the
+//! program is about to wait anyway). Also the guard that keeps the capture's own driver calls unrecorded.
+//! Touches the state, the switches and the cost counters.
+
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+
+use crate::control::{disable, CALL_SITES};
+use crate::cost;
+use crate::driver_call::{CallContext, DriverCall};
+use crate::fork;
+use crate::origin::{now_ns, thread_id};
+use crate::record::Call;
+use crate::state::{drain_into, state_for_this_process, STATE};
+use crate::unwind::Start;
+
+thread_local! {
+    /// Set while this thread runs capture code: driver calls the capture makes itself must not be recorded.
+    static IN_CAPTURE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// This thread is inside the capture until the guard drops.
+pub struct ReentryGuard(());
+
+impl ReentryGuard {
+    /// None when the thread is inside the capture already (a driver call the capture itself makes).
+    pub fn enter() -> Option<ReentryGuard> {
+        (!IN_CAPTURE.with(|flag| flag.replace(true))).then_some(ReentryGuard(()))
+    }
+}
+
+impl Drop for ReentryGuard {
+    fn drop(&mut self) {
+        IN_CAPTURE.with(|flag| flag.set(false));
+    }
+}
+
+/// How a backend names the call's context: CUPTI gives each a unique id, the Sanitizer API only its handle.
+#[derive(Copy, Clone, Debug)]
+pub enum ContextKey {
+    Uid { uid: u32, handle: *mut c_void },
+    Handle(*mut c_void),
+}
+
+/// Where a call came from, as the backend's callback data says.
+#[derive(Copy, Clone, Debug)]
+pub struct CallOrigin {
+    /// CUPTI's correlation id (0 where the backend has none).
+    pub correlation: u32,
+    pub context: ContextKey,
+    /// The device of a context handle, asked once per context.
+    pub device_of: fn(*mut c_void) -> Option<u32>,
+}
+
+/// Records one driver call the backend's callback received, at the site its spec records it. `walk_from` is
+/// the callback's own frame: the capture's frames below it are never walked. Catches: the caller is the
+/// program's thread inside a driver call.
+pub fn record(data: &DriverCall<'_>, origin: CallOrigin, walk_from: Start) {
+    let spec = data.spec;
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: origin.correlation, site: 0 };
+        let start = cost::call_started(call.time_ns);
+        let flush = {
+            let Ok(mut slot) = cost::lock_wait(|| STATE.lock()) else { return };
+            let Some(state) = state_for_this_process(&mut slot) else { return };
+            let call = if CALL_SITES.load(Ordering::Relaxed) && crate::framework::call_sites_wanted() {
+                Call { site: cost::walk(|| state.call_site(call, walk_from)), ..call }
+            } else {
+                call
+            };
+            let (context, device) = state.context_of(origin.context, origin.device_of);
+            (spec.handler)(state, &CallContext::new(call, context, device, spec), data);
+            // A forked child (a multiprocessing worker) ends in _exit, with no at-exit flush: at each of its
+            // synchronizations, where it is about to wait anyway, it writes what is pending, so that it loses
+            // nothing recorded before its last one. Other processes leave that to the writer thread and the
+            // at-exit flush: a training loop synchronizes several times a step (DDP did six), and each drain
+            // cost the program's thread tens of microseconds.
+            (spec.host_waits() && fork::in_forked_child()).then(|| state.writer.handle())
+        };
+        if let Some(writer) = flush {
+            drain_into(&writer);
+        }
+        cost::call_recorded(start, spec.id);
+    }));
+    if outcome.is_err() {
+        disable("an internal error in the capture library");
+    }
+}
