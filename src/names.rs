@@ -365,7 +365,13 @@ mod tests {
             source: source.map(SourceLocation::parse),
             native: None,
             origin: 0,
-            kind: OpKind::Kernel { stream: StreamId(stream), name: name.into(), accesses: vec![], pointers: vec![] },
+            kind: OpKind::Kernel {
+                stream: StreamId(stream),
+                name: name.into(),
+                accesses: vec![],
+                pointers: vec![],
+                exact: None,
+            },
         })
     }
 

@@ -11,10 +11,11 @@ use streamtrace::model::{
     HostSync, MemoryKind, OpKind, Operation, PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind,
     ThreadId, ThreadInfo, TraceRecord,
 };
+use streamtrace::model::{Coverage, ElementDim, ExactCoverage, StridedView, Unseen, ViewBytes};
 use streamtrace::model::{GraphExec, NodeKind};
 use streamtrace_capture::args::PointerArg as CapturedPointer;
 use streamtrace_capture::graph_record::{GraphRecord, NodeBody, NodeOwner};
-use streamtrace_capture::record::{Batch, Call, Record, SyncTarget};
+use streamtrace_capture::record::{Batch, Call, ExactAccesses, Record, SyncTarget};
 use streamtrace_format as format;
 
 /// What the capture library writes for `batch`: its header, then the batch's lines.
@@ -69,11 +70,47 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
         .extend([CapturedPointer { address: 0, writes: false }, CapturedPointer { address: u64::MAX, writes: true }]);
     batch.push(
         EDGE_CALL,
-        Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 2, api: "cuLaunchKernelEx" },
+        Record::Kernel {
+            stream: SIDE,
+            function: 0,
+            first_pointer: 0,
+            pointer_count: 2,
+            api: "cuLaunchKernelEx",
+            exact: None,
+        },
     );
     batch.push(
         CALL,
-        Record::Kernel { stream: TOP, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" },
+        Record::Kernel {
+            stream: TOP,
+            function: 0,
+            first_pointer: 0,
+            pointer_count: 0,
+            api: "cuLaunchKernel",
+            exact: None,
+        },
+    );
+    // The exact-access backend's launch: its runs (one plain, one periodic) and what it could not see.
+    batch.runs.extend([
+        format::ByteRuns { first: 0x7000_0000, len: 64, step: 0, count: 1 },
+        format::ByteRuns { first: 0x7000_1000, len: 32, step: 64, count: 3 },
+    ]);
+    batch.push(
+        CALL,
+        Record::Kernel {
+            stream: TOP,
+            function: 0,
+            first_pointer: 0,
+            pointer_count: 1,
+            api: "cuLaunchKernel",
+            exact: Some(ExactAccesses {
+                first_run: 0,
+                reads: 1,
+                writes: 1,
+                coverage: format::Coverage::ExactAndArguments,
+                unseen: Some(format::Unseen::AsyncCopies),
+            }),
+        },
     );
     use format::MemoryKind as M;
     let copies = [
@@ -205,8 +242,19 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
                 PointerArg { address: 0, mode: AccessMode::Read },
                 PointerArg { address: u64::MAX, mode: AccessMode::Write },
             ],
+            exact: None,
         },
-        OpKind::Kernel { stream: top, name, accesses: vec![], pointers: vec![] },
+        OpKind::Kernel { stream: top, name: name.clone(), accesses: vec![], pointers: vec![], exact: None },
+        OpKind::Kernel {
+            stream: top,
+            name,
+            accesses: vec![
+                Access::plain(AccessRange::new(0x7000_0000, 64).expect("range"), AccessMode::Read),
+                periodic_write(0x7000_1000, 160),
+            ],
+            pointers: vec![PointerArg { address: 0, mode: AccessMode::Read }],
+            exact: Some(ExactCoverage { coverage: Coverage::ExactAndArguments, unseen: Some(Unseen::AsyncCopies) }),
+        },
     ];
     use MemoryKind::{Device, Managed, Pageable, Pinned};
     let copies = [
@@ -341,11 +389,25 @@ fn call_sites_read_back_with_their_modules() {
     batch.push(CALL, Record::Function { index: 0, name: Arc::from("k") });
     batch.push(
         at(1),
-        Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" },
+        Record::Kernel {
+            stream: SIDE,
+            function: 0,
+            first_pointer: 0,
+            pointer_count: 0,
+            api: "cuLaunchKernel",
+            exact: None,
+        },
     );
     batch.push(
         at(1),
-        Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" },
+        Record::Kernel {
+            stream: SIDE,
+            function: 0,
+            first_pointer: 0,
+            pointer_count: 0,
+            api: "cuLaunchKernel",
+            exact: None,
+        },
     );
     batch.push(at(0), Record::EventRecord { event: EVENT, stream: SIDE, api: "cuEventRecord" });
 
@@ -394,8 +456,14 @@ fn framework_frames_read_back_around_the_calls_they_hold() {
     batch.push(on(1), Record::Event { handle: EVENT });
     batch.push(on(1), Record::Function { index: 0, name: Arc::from("add_kernel") });
     batch.pointers.push(CapturedPointer { address: 0x9000, writes: true });
-    let launch =
-        Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 1, api: "cuLaunchKernel" };
+    let launch = Record::Kernel {
+        stream: SIDE,
+        function: 0,
+        first_pointer: 0,
+        pointer_count: 1,
+        api: "cuLaunchKernel",
+        exact: None,
+    };
     // An op on thread 1, with a call bracket inside it and a block allocated for its output.
     batch.push(on(1), Record::OpBegin);
     batch.push_raw(on(1), "{\"type\":\"call_begin\",\"name\":\"Event.record\",\"src\":\"train.py:12\"}").expect("room");
@@ -486,7 +554,14 @@ fn push_graphs(batch: &mut Batch) {
     graph(batch, GraphRecord::CaptureBegin { stream: SIDE, into: None });
     batch.push(
         CALL,
-        Record::Kernel { stream: SIDE, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel" },
+        Record::Kernel {
+            stream: SIDE,
+            function: 0,
+            first_pointer: 0,
+            pointer_count: 0,
+            api: "cuLaunchKernel",
+            exact: None,
+        },
     );
     graph(batch, GraphRecord::CaptureEnd { stream: SIDE, graph: Some(0x8000) });
     graph(batch, GraphRecord::Instantiate { graph: 0x8000, exec: 0x9000 });
@@ -532,4 +607,15 @@ fn check_graphs(launches: &[&Operation], side: StreamId, top: StreamId) {
     let captured = graph_of(launches[1], top);
     assert_eq!(captured.nodes.len(), 1);
     assert_eq!((captured.nodes[0].kind, captured.nodes[0].name.as_str()), (NodeKind::Kernel, NAME));
+}
+
+/// The write of three 32-byte runs 64 bytes apart from `first` (`extent` bytes in all), as the reader makes it.
+fn periodic_write(first: u64, extent: u64) -> Access {
+    let shape = [ElementDim { size: 3, stride: 2 }, ElementDim { size: 1, stride: 1 }];
+    let Ok(ViewBytes::Strided(view)) = StridedView::new(32, &shape) else { panic!("a strided view") };
+    Access {
+        range: AccessRange::new(first, extent).expect("range"),
+        mode: AccessMode::Write,
+        view: Some(Arc::new(view)),
+    }
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # On the GPU machine: builds every sample with nvcc (with host debug info, so findings name their lines), runs each under `streamtrace capture`, and leaves in $1
-# (default $OUT) one trace per sample (NAME.json) with the program's output (NAME.log).
+# (default $OUT) one trace per sample (NAME.json) with the program's output (NAME.out) and capture's (NAME.log).
 # Needs the streamtrace binary and libstreamtrace_capture.so in .gpu/bin (built on the development machine).
 # CUDA="a b" runs only those samples. A sample with a line `// VARIANT: ARG` is also run with ARG as its argument,
-# into NAME-ARG.json.
+# into NAME-ARG.json; one with `// LINK: FLAGS` is linked with FLAGS. CAPTURE_ARGS="--exact" captures with those
+# options of `streamtrace capture`. Each program also runs plain: NAME.plain.out holds its output, and a line says
+# whether its output and exit status were the same plain and captured.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -13,13 +15,28 @@ build=$(mktemp -d)
 export PATH=/usr/local/cuda/bin:$PATH
 sources=("$here"/*.cu)
 [ -z "${CUDA:-}" ] || sources=($(printf "$here/%s.cu " $CUDA))
+# Built all at once (the GPU machine has many cores), then run one by one.
 for src in "${sources[@]}"; do
   name=$(basename "$src" .cu)
-  nvcc -g -lineinfo -O2 -arch=sm_90 -std=c++17 -o "$build/$name" "$src" -lpthread
+  nvcc -g -lineinfo -O2 -arch=sm_90 -std=c++17 -o "$build/$name" "$src" -lpthread $(sed -n 's|^// LINK: ||p' "$src") &
+done
+wait
+for src in "${sources[@]}"; do
+  name=$(basename "$src" .cu)
   for variant in "" $(sed -n 's|^// VARIANT: ||p' "$src"); do
     label=$name${variant:+-$variant}
-    "$bin/streamtrace" capture -o "$build/trace-$label" -- "$build/$name" $variant > "$out/$label.log" 2>&1 || true
-    grep GROUND_TRUTH "$out/$label.log" || { echo "$label: no ground truth line"; tail -20 "$out/$label.log"; }
+    # The program's standard output apart from capture's report (standard error), to compare with a plain run.
+    captured_status=0
+    "$bin/streamtrace" capture ${CAPTURE_ARGS:-} -o "$build/trace-$label" -- "$build/$name" $variant \
+      > "$out/$label.out" 2> "$out/$label.log" || captured_status=$?
+    plain_status=0
+    "$build/$name" $variant > "$out/$label.plain.out" 2>/dev/null || plain_status=$?
+    if [ "$captured_status" = "$plain_status" ] && cmp -s "$out/$label.out" "$out/$label.plain.out"; then
+      echo "$label: output and exit status $plain_status the same plain and captured"
+    else
+      echo "$label: DIFFERS plain (exit $plain_status) and captured (exit $captured_status)"
+    fi
+    grep GROUND_TRUTH "$out/$label.out" || { echo "$label: no ground truth line"; tail -20 "$out/$label.log"; }
     cp "$build/trace-$label"/trace.*.json "$out/$label.json"
   done
 done

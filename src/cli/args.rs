@@ -116,8 +116,22 @@ pub struct CaptureArgs {
     #[arg(long)]
     pub cupti: Option<PathBuf>,
     /// Also record GPU start and end times (CUPTI activity records), for timelines. Costs more than capture alone.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "exact")]
     pub gpu_times: bool,
+    /// Record with the exact-access backend (tier T3): the Compute Sanitizer API instead of CUPTI, with every
+    /// kernel instrumented so that each launch records the bytes it read and wrote (32-byte granules), whatever
+    /// pointer they came through. Much slower than the default backend (docs/performance.md); no GPU times.
+    #[arg(long)]
+    pub exact: bool,
+    /// With --exact: the Compute Sanitizer library (libsanitizer-public.so; found beside the CUDA toolkit's
+    /// compute-sanitizer or in the nvidia-cuda-sanitizer-api wheel when not given).
+    #[arg(long, requires = "exact")]
+    pub sanitizer_lib: Option<PathBuf>,
+    /// With --exact: instrument only kernels whose name matches one of these comma-separated patterns (`*`
+    /// matches any text; a pattern without `*` matches names containing it); the others keep tier T1, and the
+    /// report says which kernels ran at which tier.
+    #[arg(long, requires = "exact", value_name = "PATTERNS")]
+    pub exact_kernels: Option<String>,
     /// Record no native call sites. Saves the stack walk on each recorded CUDA call (about 0.15-0.2 us on the
     /// GPU machine, some 5% of a kernel launch's time; docs/performance.md); findings of C++ programs then name no
     /// source lines.

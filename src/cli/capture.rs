@@ -45,10 +45,37 @@ fn capture_library() -> anyhow::Result<PathBuf> {
 /// The libcupti matching the driver: CUDA toolkit locations, then the PyPI wheels (nvidia-cuda-cupti) of the
 /// Python environments on the machine.
 fn find_cupti() -> Option<PathBuf> {
-    if let Some(found) = launch::cupti_candidates(launch::toolkit_roots_from_env()).into_iter().find(|p| p.exists()) {
-        return Some(found);
+    let toolkit = launch::cupti_candidates(launch::toolkit_roots_from_env());
+    toolkit
+        .into_iter()
+        .find(|p| p.exists())
+        .or_else(|| in_python_wheels(&["nvidia/cu13/lib/libcupti.so.13", "nvidia/cuda_cupti/lib/libcupti.so.12"]))
+}
+
+/// The Compute Sanitizer library for `--exact`: the one named, else beside the toolkit's compute-sanitizer,
+/// else the PyPI wheel (nvidia-cuda-sanitizer-api). Without one, capture cannot run: one sentence, exit 2, and
+/// the program is not started.
+fn find_sanitizer(named: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(path) = named {
+        if path.is_file() {
+            return Ok(path.to_path_buf());
+        }
+        bail!("--sanitizer-lib {}: no such file", path.display());
     }
-    // PyPI wheels: .../site-packages/nvidia/{cu13,cuda_cupti}/lib/libcupti.so.*
+    let toolkit = launch::sanitizer_candidates(launch::toolkit_roots_from_env());
+    let wheels = ["nvidia/cu13/lib/libsanitizer-public.so", "nvidia/cuda_sanitizer_api/lib/libsanitizer-public.so"];
+    toolkit.into_iter().find(|p| p.exists()).or_else(|| in_python_wheels(&wheels)).ok_or_else(|| {
+        anyhow::anyhow!(
+            "capture --exact needs the Compute Sanitizer API ({}), which is not on this machine: install the CUDA \
+             toolkit's compute-sanitizer or `pip install nvidia-cuda-sanitizer-api`, or name the library with \
+             --sanitizer-lib PATH",
+            launch::SANITIZER_NAME
+        )
+    })
+}
+
+/// The first of `files` (paths under a site-packages folder) in the Python environments of the machine.
+fn in_python_wheels(files: &[&str]) -> Option<PathBuf> {
     let mut site_dirs = Vec::new();
     for base in ["/usr/local/lib", "/usr/lib"] {
         if let Ok(entries) = std::fs::read_dir(base) {
@@ -61,15 +88,7 @@ fn find_cupti() -> Option<PathBuf> {
             }
         }
     }
-    for site in site_dirs {
-        for sub in ["nvidia/cu13/lib/libcupti.so.13", "nvidia/cuda_cupti/lib/libcupti.so.12"] {
-            let path = site.join(sub);
-            if path.exists() {
-                return Some(path);
-            }
-        }
-    }
-    None
+    site_dirs.iter().flat_map(|site| files.iter().map(move |file| site.join(file))).find(|path| path.exists())
 }
 
 /// Ignores SIGINT and SIGQUIT while the child runs: the terminal delivers them to the child too, and capture must
@@ -117,6 +136,7 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
         return Ok(exit_like(status));
     }
     let library = capture_library()?;
+    let sanitizer = if args.exact { Some(find_sanitizer(args.sanitizer_lib.as_deref())?) } else { None };
     let cupti = match &args.cupti {
         Some(path) => Some(path.clone()),
         None => find_cupti(),
@@ -153,11 +173,17 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
     if args.no_call_sites {
         command.env(launch::ENV_NO_CALL_SITES, "1");
     }
-    match &cupti {
-        Some(path) => {
+    match (&sanitizer, &cupti) {
+        (Some(sanitizer), _) => {
+            command.env(launch::ENV_EXACT, "1").env(launch::ENV_SANITIZER, sanitizer);
+            if let Some(kernels) = &args.exact_kernels {
+                command.env(launch::ENV_EXACT_KERNELS, kernels);
+            }
+        }
+        (None, Some(path)) => {
             command.env(launch::ENV_CUPTI, path);
         }
-        None => eprintln!("streamtrace: libcupti not found in the usual places; the capture library will search again (pass --cupti PATH)"),
+        (None, None) => eprintln!("streamtrace: libcupti not found in the usual places; the capture library will search again (pass --cupti PATH)"),
     }
     let mut child = command.spawn().map_err(|e| ProgramNotStarted::new(program, e))?;
     let status = {

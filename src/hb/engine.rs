@@ -207,7 +207,10 @@ impl Engine {
             self.enqueue(stream, host);
         }
         match &op.kind {
-            OpKind::Kernel { stream, name, accesses, pointers } => {
+            OpKind::Kernel { stream, name, accesses, pointers, exact } => {
+                if let Some(exact) = exact {
+                    self.stats.exact_kernels.count(*exact, name);
+                }
                 self.kernel_launch(op, *stream, name, accesses, pointers);
             }
             OpKind::Memcpy { stream, copy, src, dst, .. } => {

@@ -24,4 +24,4 @@ mod unordered_pairs;
 pub mod view_overlap;
 
 pub use engine::analyze_records;
-pub use state::{Engine, EngineError, EngineOptions, EngineStats, HbEdge, HostOrder};
+pub use state::{Engine, EngineError, EngineOptions, EngineStats, ExactKernels, HbEdge, HostOrder, UnseenKernels};

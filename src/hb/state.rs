@@ -19,7 +19,8 @@ use super::shadow::{Conflict, Effect, ShadowMemory};
 use super::sites::{SiteId, SiteTable};
 use crate::findings::{AccessAction, EdgeKind, FindingCollector, RaceKey, StreamRef, ThreadRef};
 use crate::model::{
-    Access, AccessMode, ContextId, DeviceId, EventInfo, Operation, ProcessId, StreamId, StreamInfo, StridedView,
+    Access, AccessMode, ContextId, Coverage, DeviceId, EventInfo, ExactCoverage, Operation, ProcessId, StreamId,
+    StreamInfo, StridedView,
 };
 
 /// How host API calls of different threads are ordered (DESIGN.md, host threads).
@@ -72,6 +73,59 @@ pub struct EngineStats {
     /// Host synchronizations and successful queries made by threads that had issued no work, which the global
     /// host order keeps from other threads (`host_order`: PyTorch's NCCL watchdog polls events).
     pub unshared_observations: u64,
+    /// Which kernels of an exact-access capture ran at which tier (absent for other traces).
+    #[serde(skip_serializing_if = "ExactKernels::is_empty")]
+    pub exact_kernels: ExactKernels,
+}
+
+/// The launches of an exact-access capture (tier T3) by how much of them was seen, and why the rest was not.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ExactKernels {
+    /// Launches whose every access was seen (tier T3).
+    pub whole: u64,
+    /// Launches seen in part, which keep their pointer arguments' blocks beside (T3 and T1).
+    pub partly: u64,
+    /// Launches with their pointer arguments alone (T1).
+    pub arguments_only: u64,
+    /// For each reason a launch was not seen whole: how many, and the first few kernels' names.
+    pub unseen: Vec<UnseenKernels>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct UnseenKernels {
+    pub reason: &'static str,
+    pub launches: u64,
+    pub kernels: Vec<Arc<str>>,
+}
+
+impl ExactKernels {
+    pub fn is_empty(&self) -> bool {
+        self.whole + self.partly + self.arguments_only == 0
+    }
+
+    /// Counts one launch of kernel `name`.
+    pub fn count(&mut self, coverage: ExactCoverage, name: &Arc<str>) {
+        /// Kernel names kept per reason.
+        const NAMED: usize = 3;
+        match coverage.coverage {
+            Coverage::Exact => self.whole += 1,
+            Coverage::ExactAndArguments => self.partly += 1,
+            Coverage::Arguments => self.arguments_only += 1,
+        }
+        let Some(unseen) = coverage.unseen else { return };
+        let reason = unseen.as_str();
+        let entry = match self.unseen.iter().position(|u| u.reason == reason) {
+            Some(i) => &mut self.unseen[i],
+            None => {
+                self.unseen.push(UnseenKernels { reason, launches: 0, kernels: Vec::new() });
+                self.unseen.last_mut().expect("just pushed")
+            }
+        };
+        entry.launches += 1;
+        if entry.kernels.len() < NAMED && !entry.kernels.contains(name) {
+            entry.kernels.push(name.clone());
+        }
+    }
 }
 
 /// One happens-before edge between operations, for timelines: the operation `from_seq` is ordered before

@@ -22,7 +22,8 @@ pub use graph::{
 pub use ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
 pub use ops::normalize_region;
 pub use ops::{
-    is_nccl_kernel, Access, AccessMode, CopyKind, HostSync, MemoryKind, OpKind, Operation, PointerArg, QueryTarget,
+    is_nccl_kernel, Access, AccessMode, CopyKind, Coverage, ExactCoverage, HostSync, MemoryKind, OpKind, Operation,
+    PointerArg, QueryTarget, Unseen,
 };
 pub use range::{AccessRange, RangeError};
 pub use record::TraceRecord;

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use serde::Serialize;
+pub use streamtrace_format::{Coverage, Unseen};
 
 use super::entities::{AllocKind, FreeKind};
 use super::graph::{GraphCall, SharedGraph};
@@ -161,6 +162,35 @@ pub enum QueryTarget {
     Event(EventId),
 }
 
+/// How much of a launch the exact-access capture (tier T3) saw: with `Exact` its `accesses` are all it touched;
+/// with `ExactAndArguments` its pointer arguments' blocks stand for what it may have touched unseen; with
+/// `Arguments` only those (`unseen` says why).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ExactCoverage {
+    #[serde(serialize_with = "as_name")]
+    pub coverage: Coverage,
+    #[serde(serialize_with = "as_optional_name")]
+    pub unseen: Option<Unseen>,
+}
+
+impl ExactCoverage {
+    /// Whether the launch's recorded ranges are bytes it touched (rather than none at all).
+    pub fn saw_accesses(&self) -> bool {
+        self.coverage != Coverage::Arguments
+    }
+}
+
+fn as_name<S: serde::Serializer>(coverage: &Coverage, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(coverage.as_str())
+}
+
+fn as_optional_name<S: serde::Serializer>(unseen: &Option<Unseen>, s: S) -> Result<S::Ok, S::Error> {
+    match unseen {
+        Some(unseen) => s.serialize_str(unseen.as_str()),
+        None => s.serialize_none(),
+    }
+}
+
 /// What one API call did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
@@ -172,6 +202,8 @@ pub enum OpKind {
         accesses: Vec<Access>,
         /// Pointer-valued arguments (tier T1): each one that falls in a live allocation accesses that whole block.
         pointers: Vec<PointerArg>,
+        /// What the exact-access capture saw of the launch (tier T3); None for every other trace.
+        exact: Option<ExactCoverage>,
     },
     Memcpy {
         stream: StreamId,

@@ -178,6 +178,7 @@ impl Report for TextReport {
                 "Access tier T1: kernels' pointer arguments stand for whole allocation blocks, so tensors sharing a block (PyTorch's allocator segments) are not told apart."
             )?;
         }
+        write_exact_kernels(out, &analysis.stats.exact_kernels)?;
         if !analysis.stats.has_addresses {
             writeln!(
                 out,
@@ -247,4 +248,31 @@ impl Report for TextReport {
             printable(&analysis.trace)
         )
     }
+}
+
+/// Which kernels of an exact-access capture (`capture --exact`) were seen whole, in part, or not at all, and why.
+fn write_exact_kernels(out: &mut dyn io::Write, exact: &crate::hb::ExactKernels) -> io::Result<()> {
+    if exact.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "Exact accesses (--exact): {} kernel launches seen whole; {} seen in part, their pointer arguments' blocks \
+         counted too; {} with their pointer arguments' blocks only.",
+        exact.whole, exact.partly, exact.arguments_only
+    )?;
+    for unseen in &exact.unseen {
+        let why = match crate::model::Unseen::parse(unseen.reason) {
+            Ok(crate::model::Unseen::AsyncCopies) => "asynchronous (tensor-map) copies the patches cannot see",
+            Ok(crate::model::Unseen::TableFull) => "more memory touched than the launch's table held",
+            Ok(crate::model::Unseen::NotInstrumented) => "code the patches did not reach",
+            Ok(crate::model::Unseen::NotSelected) => "left out by --exact-kernels",
+            Ok(crate::model::Unseen::GraphNode) => "graph launches, which keep their arguments' blocks",
+            Ok(crate::model::Unseen::NotReadBack) | Err(_) => "accesses that could not be read back",
+        };
+        let names: Vec<String> =
+            unseen.kernels.iter().map(|k| printable(&super::short_names::short_name(k)).into_owned()).collect();
+        writeln!(out, "  {} launches: {why} ({})", unseen.launches, names.join(", "))?;
+    }
+    Ok(())
 }

@@ -215,6 +215,10 @@ pub(super) struct RawRecord<'a> {
     pub build_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub process_group: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub coverage: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub unseen: Option<Cow<'a, str>>,
 }
 
 impl RawRecord<'_> {
@@ -283,6 +287,8 @@ impl RawRecord<'_> {
         note(self.base.is_some(), Field::Base);
         note(self.build_id.is_some(), Field::BuildId);
         note(self.process_group.is_some(), Field::ProcessGroup);
+        note(self.coverage.is_some(), Field::Coverage);
+        note(self.unseen.is_some(), Field::Unseen);
         present
     }
 
@@ -342,7 +348,9 @@ mod tests {
                 | Field::NodeKind
                 | Field::Path
                 | Field::BuildId
-                | Field::ProcessGroup => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
+                | Field::ProcessGroup
+                | Field::Coverage
+                | Field::Unseen => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
                 _ => format!("{{\"type\":\"x\",\"{field}\":1}}"),
             };
             let raw: RawRecord = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{field}: {e}"));

@@ -13,9 +13,9 @@ use super::problem::Problem;
 use super::raw::{RawPointer, RawRecord};
 use crate::ingest::background::Batch;
 use crate::model::{
-    AccessMode, AccessRange, AllocKind, CopyKind, Creation, Entity, EventId, EventInfo, FreeKind, GraphCall, GraphNode,
-    HostSync, MemoryKind, NativeSite, NodeKind, NodeOwner, NodeParams, OpKind, PointerArg, ProcessId, QueryTarget,
-    StreamId, StreamInfo, StreamKind, ThreadId, TraceRecord,
+    AccessMode, AccessRange, AllocKind, CopyKind, Coverage, Creation, Entity, EventId, EventInfo, ExactCoverage,
+    FreeKind, GraphCall, GraphNode, HostSync, MemoryKind, NativeSite, NodeKind, NodeOwner, NodeParams, OpKind,
+    PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId, TraceRecord, Unseen,
 };
 
 impl JsonTraceParser {
@@ -155,7 +155,15 @@ impl JsonTraceParser {
                 for RawPointer(address, flag) in raw_pointers {
                     pointers.push(PointerArg { address: address.0, mode: pointer_mode(flag)? });
                 }
-                OpKind::Kernel { stream, name, accesses, pointers }
+                let exact = match raw.coverage.as_deref() {
+                    None => None,
+                    Some(coverage) => Some(ExactCoverage {
+                        coverage: Coverage::parse(coverage).map_err(|e| Problem::malformed(e.to_string()))?,
+                        unseen: (raw.unseen.as_deref().map(Unseen::parse).transpose())
+                            .map_err(|e| Problem::malformed(e.to_string()))?,
+                    }),
+                };
+                OpKind::Kernel { stream, name, accesses, pointers, exact }
             }
             RecordKind::Memcpy => {
                 let stream = self.stream(process, raw.stream)?;

@@ -244,7 +244,7 @@ impl Mapper {
                     self.counters.bump(Counter::NsysKernels, 1);
                     let stream = self.stream(pid, context, stream, Some(device));
                     let name = self.lookups.strings.get(&kernel).cloned().unwrap_or_else(|| Arc::from("kernel"));
-                    let op = OpKind::Kernel { stream, name, accesses: Vec::new(), pointers: Vec::new() };
+                    let op = OpKind::Kernel { stream, name, accesses: Vec::new(), pointers: Vec::new(), exact: None };
                     let gpu = self.gpu_times(start, end);
                     self.push_op(&call, gpu, op);
                     emitted = true;

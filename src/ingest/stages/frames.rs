@@ -148,9 +148,16 @@ impl OpenFrames {
         }
         let group_streams = frame.facts.process_group.as_ref().map(|group| nccl_streams(&frame.held, group));
         for mut held in std::mem::take(&mut frame.held) {
-            if let OpKind::Kernel { accesses, pointers, .. } = &mut held.kind {
-                accesses.clone_from(&frame.facts.accesses);
-                pointers.clear();
+            // The op's extents stand for its kernels' accesses (tier T2), except where the exact-access capture
+            // saw the kernel's own bytes (tier T3): those are what it touched, and the op gives it only its line
+            // and its name.
+            match &mut held.kind {
+                OpKind::Kernel { exact: Some(exact), .. } if exact.saw_accesses() => {}
+                OpKind::Kernel { accesses, pointers, .. } => {
+                    accesses.clone_from(&frame.facts.accesses);
+                    pointers.clear();
+                }
+                _ => {}
             }
             held.region = held.region.or_else(|| frame.facts.name.clone());
             held.source = held.source.or_else(|| frame.facts.source.clone());
