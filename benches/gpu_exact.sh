@@ -9,7 +9,7 @@ set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 source benches/gpu_env.sh
-st=.gpu/bin/streamtrace
+st="timeout ${STEP_TIMEOUT:-150} .gpu/bin/streamtrace"
 work=$(mktemp -d)
 mkdir -p "$work/exact" "$work/default" "$work/torch"
 CAPTURE_ARGS=--exact bash samples/cuda/run_all.sh "$work/exact" 2>&1 | tail -80

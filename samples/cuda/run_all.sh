@@ -27,10 +27,10 @@ for src in "${sources[@]}"; do
     label=$name${variant:+-$variant}
     # The program's standard output apart from capture's report (standard error), to compare with a plain run.
     captured_status=0
-    "$bin/streamtrace" capture ${CAPTURE_ARGS:-} -o "$build/trace-$label" -- "$build/$name" $variant \
+    timeout "${SAMPLE_TIMEOUT:-120}" "$bin/streamtrace" capture ${CAPTURE_ARGS:-} -o "$build/trace-$label" -- "$build/$name" $variant \
       > "$out/$label.out" 2> "$out/$label.log" || captured_status=$?
     plain_status=0
-    "$build/$name" $variant > "$out/$label.plain.out" 2>/dev/null || plain_status=$?
+    timeout "${SAMPLE_TIMEOUT:-120}" "$build/$name" $variant > "$out/$label.plain.out" 2>/dev/null || plain_status=$?
     if [ "$captured_status" = "$plain_status" ] && cmp -s "$out/$label.out" "$out/$label.plain.out"; then
       echo "$label: output and exit status $plain_status the same plain and captured"
     else
