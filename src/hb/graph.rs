@@ -175,6 +175,7 @@ impl Engine {
                 let mut all = node.accesses.clone();
                 if !node.pointers.is_empty() {
                     self.stats.kernels_with_pointers += 1;
+                    self.stats.exact_kernels.graph_nodes_with_arguments += 1;
                     self.resolve_pointers(op.process, &node.pointers, &mut all);
                 }
                 all

@@ -89,6 +89,8 @@ pub struct ExactKernels {
     pub arguments_only: u64,
     /// For each reason a launch was not seen whole: how many, and the first few kernels' names.
     pub unseen: Vec<UnseenKernels>,
+    /// Kernel nodes of launched graphs with pointer arguments: graph launches keep tier T1 (docs/capture.md).
+    pub graph_nodes_with_arguments: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]

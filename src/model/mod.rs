@@ -4,6 +4,7 @@
 //! [`TraceRecord`]s; the happens-before engine consumes that stream one record at a time. Nothing here does I/O.
 
 mod entities;
+mod exact;
 mod graph;
 mod ids;
 mod ops;
@@ -16,6 +17,7 @@ pub use entities::{
     AllocKind, Allocation, Creation, Entity, EventInfo, FreeKind, GroupStream, JobPlace, StreamInfo, StreamKind,
     ThreadInfo,
 };
+pub use exact::refine_with_extents;
 pub use graph::{
     GraphBuild, GraphCall, GraphExec, GraphNode, NodeKind, NodeOrigin, NodeOwner, NodeParams, SharedGraph,
 };

@@ -274,5 +274,12 @@ fn write_exact_kernels(out: &mut dyn io::Write, exact: &crate::hb::ExactKernels)
             unseen.kernels.iter().map(|k| printable(&super::short_names::short_name(k)).into_owned()).collect();
         writeln!(out, "  {} launches: {why} ({})", unseen.launches, names.join(", "))?;
     }
+    if exact.graph_nodes_with_arguments > 0 {
+        writeln!(
+            out,
+            "  {} graph kernel nodes: graph launches, which keep their arguments' blocks",
+            exact.graph_nodes_with_arguments
+        )?;
+    }
     Ok(())
 }

@@ -251,7 +251,10 @@ fn launch_returns(api: &Sanitizer, succeeded: bool) {
 pub fn say_device_memory() {
     let bytes = TABLES.lock().ok().and_then(|pool| pool.as_ref().map(|p| p.device_bytes)).unwrap_or(0);
     if bytes > 0 {
-        eprintln!("streamtrace: --exact took {:.1} MiB of device memory for its launch tables", bytes as f64 / 1048576.0);
+        eprintln!(
+            "streamtrace: --exact took {:.1} MiB of device memory for its launch tables",
+            bytes as f64 / 1048576.0
+        );
     }
 }
 

@@ -308,11 +308,12 @@ impl Unwinder {
     }
 }
 
-/// Whether frames in the module at `path` belong to the CUDA stack under the program (the driver, CUPTI, the
-/// shared runtime), whose frames are walked through but not kept.
+/// Whether frames in the module at `path` belong to the CUDA stack under the program (the driver, CUPTI or the
+/// Compute Sanitizer API that calls the capture, the shared runtime), whose frames are walked through but not
+/// kept.
 fn is_runtime(path: &str) -> bool {
     let file = path.rsplit('/').next().unwrap_or(path);
-    ["libcuda.so", "libcupti.so", "libcudart.so", "libstreamtrace_capture"]
+    ["libcuda.so", "libcupti.so", "libcudart.so", "libsanitizer-public.so", "libstreamtrace_capture"]
         .iter()
         .any(|prefix| file.starts_with(prefix))
 }
@@ -383,6 +384,7 @@ mod tests {
     fn runtime_modules_are_named_by_file() {
         assert!(is_runtime("/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04"));
         assert!(is_runtime("/usr/local/cuda/lib64/libcupti.so.13"));
+        assert!(is_runtime("/usr/local/cuda/compute-sanitizer/libsanitizer-public.so"));
         assert!(!is_runtime("/home/me/libcudart_helpers.so"));
         assert!(!is_runtime("/home/me/app"));
     }

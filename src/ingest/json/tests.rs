@@ -110,19 +110,21 @@ fn kernels_inside_a_framework_op_take_its_exact_extents() {
 
 #[test]
 fn an_exact_kernel_inside_an_op_keeps_its_own_bytes_and_takes_the_ops_line() {
-    // Tier T3 inside tier T2 (`capture --exact` of a PyTorch program): the op's extents span the tensor, the
-    // kernel wrote only the slice it touched; a kernel the capture saw nothing of takes the op's extents.
+    // Tier T3 inside tier T2 (`capture --exact` of a PyTorch program): the op wrote one tensor, the kernel was
+    // seen writing in it and in a workspace of its own; a kernel the capture saw nothing of takes the op's
+    // extents.
     let text = format!(
         "{HEADER}{{\"type\":\"stream\",\"id\":1}}\n\
          {{\"type\":\"op_begin\",\"thread\":5,\"name\":\"add_\",\"src\":\"t.py:4\"}}\n\
-         {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"k\",\"writes\":[[4096,32]],\"coverage\":\"exact\"}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"k\",\"writes\":[[4096,32],[65536,64]],\"coverage\":\"exact\"}}\n\
          {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"g\",\"pointers\":[[\"0x1000\",\"w\"]],\"coverage\":\"arguments\",\"unseen\":\"graph_node\"}}\n\
          {{\"type\":\"op_end\",\"thread\":5,\"writes\":[[4096,1024]]}}\n"
     );
     let records = read_all(&text).unwrap();
     let kernels: Vec<&OpKind> = ops(&records).into_iter().map(|op| &op.kind).collect();
     let OpKind::Kernel { accesses, exact: Some(exact), .. } = kernels[0] else { panic!("{:?}", kernels[0]) };
-    assert_eq!(accesses, &[Access::plain(AccessRange { start: 4096, len: 32 }, AccessMode::Write)]);
+    let write = |start, len| Access::plain(AccessRange { start, len }, AccessMode::Write);
+    assert_eq!(accesses, &[write(4096, 1024), write(65536, 64)], "the tensor's view, and the workspace beyond it");
     assert_eq!(exact.coverage, crate::model::Coverage::Exact);
     let OpKind::Kernel { accesses, pointers, .. } = kernels[1] else { panic!("{:?}", kernels[1]) };
     assert_eq!(accesses, &[Access::plain(AccessRange { start: 4096, len: 1024 }, AccessMode::Write)]);

@@ -15,7 +15,8 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::model::{
-    is_nccl_kernel, Access, GroupStream, OpKind, Operation, ProcessId, SourceLocation, StreamId, ThreadId, TraceRecord,
+    is_nccl_kernel, refine_with_extents, Access, GroupStream, OpKind, Operation, ProcessId, SourceLocation, StreamId,
+    ThreadId, TraceRecord,
 };
 
 /// What a framework frame is.
@@ -148,11 +149,13 @@ impl OpenFrames {
         }
         let group_streams = frame.facts.process_group.as_ref().map(|group| nccl_streams(&frame.held, group));
         for mut held in std::mem::take(&mut frame.held) {
-            // The op's extents stand for its kernels' accesses (tier T2), except where the exact-access capture
-            // saw the kernel's own bytes (tier T3): those are what it touched, and the op gives it only its line
-            // and its name.
+            // The op's extents stand for its kernels' accesses (tier T2); where the exact-access capture saw a
+            // kernel's own bytes (tier T3), the two together say which of the op's tensors it touched and how, and
+            // what it touched beyond them.
             match &mut held.kind {
-                OpKind::Kernel { exact: Some(exact), .. } if exact.saw_accesses() => {}
+                OpKind::Kernel { accesses, exact: Some(exact), .. } if exact.saw_accesses() => {
+                    *accesses = refine_with_extents(&frame.facts.accesses, accesses);
+                }
                 OpKind::Kernel { accesses, pointers, .. } => {
                     accesses.clone_from(&frame.facts.accesses);
                     pointers.clear();

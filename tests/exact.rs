@@ -1,0 +1,147 @@
+//! Traces recorded by `streamtrace capture --exact` (tier T3, the Compute Sanitizer backend) on the GPU machine
+//! (samples/capture/exact, samples/capture/torch-t3; samples/capture/README.md): every verdict, and the bytes
+//! the exact accesses narrow a race to, checked on every CI run without a GPU. Beside them the same programs'
+//! tier-T1 captures (samples/capture/cuda), whose verdicts rest on whole allocation blocks.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn analyze(trace: &str) -> (i32, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+        .args(["analyze", trace, "--format", "json"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("runs");
+    let json = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{trace}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().expect("exit code"), json)
+}
+
+fn text(trace: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+        .args(["analyze", trace])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The races of a trace as (kind, range length), sorted.
+fn races(json: &Value) -> Vec<(String, u64)> {
+    let mut found: Vec<(String, u64)> = json["races"]
+        .as_array()
+        .expect("races")
+        .iter()
+        .map(|r| (r["kind"].as_str().unwrap_or_default().to_string(), r["range"]["len"].as_u64().unwrap_or(0)))
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn slices_of_one_buffer_are_clean_at_t3_and_their_overlap_is_the_race() {
+    let (code, json) = analyze("samples/capture/exact/exact_slices_per_stream.json");
+    assert_eq!((code, races(&json)), (0, vec![]), "four streams, four disjoint slices");
+    // The same program at tier T1: one pointer into one block per launch, every pair of streams a race.
+    let (code, json) = analyze("samples/capture/cuda/exact_slices_per_stream.json");
+    assert_eq!(code, 1);
+    assert_eq!(races(&json).len(), 3);
+    assert!(races(&json).iter().all(|(_, len)| *len == 4 << 20), "T1 reports the whole 4 MiB block");
+
+    let (code, json) = analyze("samples/capture/exact/exact_slices_per_stream-overlap.json");
+    assert_eq!(code, 1);
+    assert_eq!(races(&json), vec![("write-after-write".to_string(), 1024); 3], "the 1 KiB each pair shares");
+}
+
+#[test]
+fn a_struct_of_pointers_races_only_on_the_member_written_twice() {
+    let (code, json) = analyze("samples/capture/exact/exact_struct_members.json");
+    assert_eq!((code, races(&json)), (0, vec![]), "b and c are different buffers");
+    let (code, json) = analyze("samples/capture/cuda/exact_struct_members.json");
+    assert_eq!((code, races(&json).len()), (1, 1), "T1 takes every pointer in the struct as a write");
+
+    let (code, json) = analyze("samples/capture/exact/exact_struct_members-same-member.json");
+    assert_eq!(code, 1);
+    assert_eq!(races(&json), vec![("write-after-write".to_string(), 4 << 20)]);
+}
+
+#[test]
+fn a_library_kernel_racing_with_a_copy_is_found_on_what_it_wrote() {
+    let (code, json) = analyze("samples/capture/exact/exact_cublas_copy_race.json");
+    assert_eq!(code, 1);
+    let found = races(&json);
+    assert_eq!(found, vec![("read-after-write".to_string(), 4 << 20)], "C, 1024 x 1024 floats");
+    let race = &json["races"][0];
+    assert!(race["earlier"]["site"]["name"].as_str().is_some_and(|n| n.contains("gemm")), "{race:#}");
+    assert_eq!(race["later"]["site"]["class"], "memcpy");
+}
+
+#[test]
+fn every_earlier_sample_keeps_its_verdict_under_exact() {
+    // (trace, races): the tier-T1 captures' verdicts, which were right for these.
+    let expected = [
+        ("two_streams_race", 1),
+        ("two_streams_event", 0),
+        ("legacy_blocking", 0),
+        ("legacy_nonblocking", 1),
+        ("free_async_while_reading", 1),
+        ("wait_before_record", 1),
+        ("event_sync_then_launch", 0),
+        ("threads_event_handover", 0),
+        ("d2d_copy_race", 1),
+        ("two_readers", 0),
+        ("pageable_copy_then_nonblocking", 1),
+        ("pinned_copy_then_nonblocking", 0),
+        ("registered_copy_then_nonblocking", 0),
+        ("memset_then_nonblocking", 1),
+        ("d2h_copy_unsynchronized", 1),
+        ("d2h_copy_after_sync", 0),
+        ("pitched_copy_race", 1),
+        ("batch_copy_race", 1),
+        ("pitched_copy_event", 0),
+        ("graph_capture_fork_race", 1),
+        ("graph_capture_fork_joined", 0),
+        ("graph_explicit_edge-no-edge", 1),
+        ("graph_explicit_edge", 0),
+        ("graph_update_buffer", 1),
+        ("graph_replay_wait-no-wait", 1),
+        ("graph_replay_wait", 0),
+    ];
+    for (name, count) in expected {
+        let exact = format!("samples/capture/exact/{name}.json");
+        let (_, json) = analyze(&exact);
+        assert_eq!(races(&json).len(), count, "{exact}");
+        let (_, t1) = analyze(&format!("samples/capture/cuda/{name}.json"));
+        let kinds = |j: &Value| races(j).into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+        assert_eq!(kinds(&json), kinds(&t1), "{name}: the same kinds of race as at tier T1");
+    }
+}
+
+#[test]
+fn the_report_says_which_kernels_ran_at_which_tier() {
+    let report = text("samples/capture/exact/graph_replay_wait-no-wait.json");
+    assert!(report.contains("Exact accesses (--exact):"), "{report}");
+    assert!(report.contains("graph launches, which keep their arguments' blocks"), "{report}");
+    let (_, json) = analyze("samples/capture/exact/exact_cublas_copy_race.json");
+    let exact = &json["stats"]["exact_kernels"];
+    assert!(exact["whole"].as_u64().is_some_and(|n| n > 0), "{exact:#}");
+    // A trace of the default backend says nothing of it.
+    let (_, json) = analyze("samples/capture/cuda/two_streams_race.json");
+    assert!(json["stats"].get("exact_kernels").is_none());
+}
+
+#[test]
+fn pytorch_ops_and_exact_bytes_together_keep_interleaved_views_apart() {
+    // At 32-byte granules the kernels writing buf[0::2] and buf[1::2] touch the same granules; the ops' views
+    // say which bytes are whose (tier T2 and T3 together).
+    let (code, json) = analyze("samples/capture/torch-t3/views_interleaved.json");
+    assert_eq!((code, races(&json)), (0, vec![]));
+    let (code, json) = analyze("samples/capture/torch-t3/two_streams_no_wait.json");
+    assert_eq!((code, races(&json).len()), (1, 2));
+    let source = &json["races"][0]["later"]["site"]["source"];
+    assert!(
+        source["file"].as_str().is_some_and(|f| f.ends_with("two_streams_no_wait.py")),
+        "the op's Python line: {source}"
+    );
+}
