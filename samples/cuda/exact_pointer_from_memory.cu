@@ -12,6 +12,9 @@ int main() {
     CHECK(cudaMalloc(&out, 1024 * sizeof(float)));
     CHECK(cudaMalloc(&table, sizeof(float*)));
     CHECK(cudaMemcpy(table, &buf, sizeof(float*), cudaMemcpyHostToDevice));
+    // A copy from pageable memory returns before its DMA lands (DESIGN rule 6): wait, so that the table is
+    // written before a non-blocking stream reads it.
+    CHECK(cudaDeviceSynchronize());
     cudaStream_t s1, s2;
     CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
     CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
