@@ -1,32 +1,29 @@
 //! Native call sites, symbolized by the real binary: a small C program is compiled here (with debug info,
 //! without, and stripped), a trace points its call sites into that program's functions as the capture would
 //! (`module` and `callsite` records, `site` fields), and the report must name the functions' lines, then
-//! `function+offset`, then `module+offset`. Skipped, with a notice, where no C compiler is installed.
+//! `function+offset`, then `module+offset`. Skipped, with a notice, where no C compiler is installed (failed
+//! instead where `STREAMTRACE_REQUIRE_CC=1`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
+use crate::util::{machine, repo, scratch_dir};
+
 /// Where the program is loaded in the trace (any bias works: the symbolizer takes it off).
 const BIAS: u64 = 0x5555_0000_0000;
 
-fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("streamtrace-callsites-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
-/// Compiles tests/callsites/app.c with `flags`; None when there is no C compiler.
-fn compile(dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/callsites/app.c");
+/// Compiles tests/callsites/app.c with `flags` for `test`; None after the skip notice when there is no C compiler.
+fn compile(test: &str, dir: &Path, name: &str, flags: &[&str]) -> Option<PathBuf> {
+    let source = repo().join("tests/callsites/app.c");
     let out = dir.join(name);
     let status = Command::new("cc").args(flags).arg("-o").arg(&out).arg(&source).status();
     match status {
         Ok(status) if status.success() => Some(out),
         Ok(status) => panic!("cc {flags:?} failed: {status}"),
-        Err(_) => {
-            eprintln!("notice: no C compiler (cc): native call site symbolization not tested");
+        Err(e) => {
+            machine::lacking(test, "a C compiler", &format!("cc: {e}"), machine::REQUIRE_CC);
             None
         }
     }
@@ -75,7 +72,7 @@ fn analyze(trace_text: &str, dir: &Path) -> (String, Value) {
     let path = dir.join("trace.json");
     std::fs::write(&path, trace_text).expect("write trace");
     let run = |format: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+        let out = crate::util::binary()
             .args(["analyze", path.to_str().expect("utf-8"), "--format", format])
             .output()
             .expect("runs");
@@ -93,8 +90,9 @@ fn line_of(text: &str) -> usize {
 
 #[test]
 fn call_sites_name_lines_with_debug_info() {
-    let dir = tempdir("debug");
-    let Some(binary) = compile(&dir, "app", &["-g", "-O0"]) else { return };
+    let test = "call_sites_name_lines_with_debug_info";
+    let dir = scratch_dir("callsites/debug");
+    let Some(binary) = compile(test, &dir, "app", &["-g", "-O0"]) else { return };
     let (text, json) = analyze(&trace(&binary, &binary), &dir);
     let race = &json["races"][0];
     let fill = format!("app.c:{} in launch_fill", line_of("int launch_fill"));
@@ -125,16 +123,19 @@ fn call_sites_name_lines_with_debug_info() {
 
 #[test]
 fn call_sites_fall_back_to_functions_then_modules() {
-    let dir = tempdir("fallback");
-    let Some(binary) = compile(&dir, "app_nodebug", &["-O0"]) else { return };
+    let test = "call_sites_fall_back_to_functions_then_modules";
+    let dir = scratch_dir("callsites/fallback");
+    let Some(binary) = compile(test, &dir, "app_nodebug", &["-O0"]) else { return };
     let (text, _) = analyze(&trace(&binary, &binary), &dir);
     let fill = function_address(&binary, "launch_fill");
     assert!(text.contains("app_nodebug in launch_fill+0x4"), "function+offset without debug info:\n{text}");
     let stripped = dir.join("app_stripped");
-    let status = Command::new("strip").arg("-o").arg(&stripped).arg(&binary).status();
-    if !status.is_ok_and(|s| s.success()) {
-        eprintln!("notice: no strip: the module+offset fallback not tested");
-        return;
+    match Command::new("strip").arg("-o").arg(&stripped).arg(&binary).status() {
+        Ok(status) => assert!(status.success(), "strip failed: {status}"),
+        Err(e) => {
+            machine::lacking(&format!("{test} (module+offset)"), "strip", &e.to_string(), machine::REQUIRE_CC);
+            return;
+        }
     }
     let (text, json) = analyze(&trace(&stripped, &binary), &dir);
     assert!(text.contains(&format!("app_stripped+{:#x}", fill + 4)), "module+offset without symbols:\n{text}");
@@ -144,8 +145,9 @@ fn call_sites_fall_back_to_functions_then_modules() {
 
 #[test]
 fn a_binary_rebuilt_since_the_capture_is_not_trusted() {
-    let dir = tempdir("rebuilt");
-    let Some(binary) = compile(&dir, "app", &["-g", "-O0", "-Wl,--build-id"]) else { return };
+    let test = "a_binary_rebuilt_since_the_capture_is_not_trusted";
+    let dir = scratch_dir("callsites/rebuilt");
+    let Some(binary) = compile(test, &dir, "app", &["-g", "-O0", "-Wl,--build-id"]) else { return };
     let text = trace(&binary, &binary).replacen(r#""size":"#, r#""build_id":"00ff","size":"#, 1);
     let (report, json) = analyze(&text, &dir);
     assert!(!report.contains("in launch_fill"), "another build's lines must not be shown:\n{report}");

@@ -2,17 +2,12 @@
 //! the racing operations, their streams and the range are checked here, on every CI run, without a GPU.
 //! The capture itself runs on the GPU machine through `benches/gpu_capture_run.sh`.
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use serde_json::Value;
 
+use crate::util::{binary, repo};
+
 fn analyze(trace: &str) -> (i32, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
-        .args(["analyze", trace, "--format", "json"])
-        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")))
-        .output()
-        .expect("runs");
+    let out = binary().args(["analyze", trace, "--format", "json"]).output().expect("runs");
     let json = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{trace}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
     (out.status.code().expect("exit code"), json)
@@ -21,11 +16,7 @@ fn analyze(trace: &str) -> (i32, Value) {
 /// (kind, earlier name prefix, later name prefix) of each race, sorted.
 /// The text report of `streamtrace analyze` on a trace of the repository.
 fn analyze_text(trace: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
-        .args(["analyze", trace])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("runs");
+    let out = binary().args(["analyze", trace]).output().expect("runs");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -148,8 +139,8 @@ fn torch_samples_captured_at_tier_t1() {
 // The capture command's process handling, testable without a GPU: the program's streams, exit status and death
 // by signal stay its own.
 fn capture(args: &[&str], envs: &[(&str, &str)]) -> std::process::Output {
-    let dir = std::env::temp_dir().join(format!("st-capture-cli-{}", std::process::id()));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_streamtrace"));
+    let dir = crate::util::scratch_root().join("capture-cli");
+    let mut cmd = binary();
     cmd.arg("capture").arg("-o").arg(&dir).arg("--").args(args);
     // The library is not needed for these programs (they make no CUDA call), but capture looks for it.
     cmd.env("STREAMTRACE_CAPTURE_LIB", "/nonexistent/libstreamtrace_capture.so");
@@ -396,7 +387,7 @@ fn gpu_times_from_cupti_activity_place_capture_bars() {
     // `streamtrace capture --gpu-times` on the GPU machine: every kernel, copy and set got its GPU interval.
     let trace = "samples/capture/gpu-times/d2d_copy_race.json";
     expect_races(trace, &[("write-after-read", "read_kernel", "memcpy DtoD")]);
-    let text = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(trace)).expect("trace");
+    let text = std::fs::read_to_string(repo().join(trace)).expect("trace");
     let times: Vec<Value> =
         text.lines().filter(|l| l.contains("\"gpu_time\"")).map(|l| serde_json::from_str(l).expect("json")).collect();
     assert_eq!(times.len(), 4, "two memsets, the kernel and the copy");

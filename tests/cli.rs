@@ -1,18 +1,11 @@
 //! Runs the built `streamtrace` binary on the traces shipped in samples/ and on bad input, and checks the
 //! verdict, the exit status and the JSON report.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn streamtrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_streamtrace")).args(args).current_dir(repo()).output().expect("binary runs")
-}
+use crate::util::{repo, scratch_dir, scratch_file, streamtrace};
 
 fn analyze_json(trace: &str) -> (i32, Value) {
     let out = streamtrace(&["analyze", trace, "--format", "json"]);
@@ -151,7 +144,7 @@ fn text_report_names_both_operations_the_allocation_and_the_fix() {
 
 #[test]
 fn output_file_and_host_order_flags() {
-    let dir = tempdir();
+    let dir = scratch_dir("cli/flags");
     let report = dir.join("report.json");
     let out = streamtrace(&[
         "analyze",
@@ -170,16 +163,8 @@ fn output_file_and_host_order_flags() {
     assert_eq!(json["verdict"], "clean");
 }
 
-fn tempdir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("streamtrace-test-{}-{}", std::process::id(), line!()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
 fn bad_input(name: &str, content: &[u8]) -> (i32, String) {
-    let dir = std::env::temp_dir().join(format!("streamtrace-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(name);
+    let path = scratch_file(&format!("cli/bad/{name}"));
     std::fs::write(&path, content).expect("write");
     let out = streamtrace(&["analyze", path.to_str().expect("utf-8 path")]);
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
@@ -242,7 +227,7 @@ fn missing_file_and_bad_usage_exit_2() {
 
 #[test]
 fn synthetic_trace_round_trips_through_analyze() {
-    let dir = tempdir();
+    let dir = scratch_dir("cli/synth");
     let trace = dir.join("synth.json");
     let out = streamtrace(&[
         "synth",
@@ -265,7 +250,7 @@ fn synthetic_trace_round_trips_through_analyze() {
 
 #[test]
 fn capture_stats_become_import_counters_and_the_cost_per_call() {
-    let path = tempdir().join("stats.json");
+    let path = scratch_file("cli/stats.json");
     std::fs::write(
         &path,
         format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"kernel\",\"stream\":1,\"name\":\"k\"}}\n{{\"type\":\"capture_stats\",\"calls\":4,\"callback_ns\":6000}}\n"),
@@ -288,7 +273,7 @@ fn capture_stats_become_import_counters_and_the_cost_per_call() {
 
 #[test]
 fn the_capture_cost_line_puts_the_one_time_set_up_apart_from_the_calls() {
-    let path = tempdir().join("stats_setup.json");
+    let path = scratch_file("cli/stats_setup.json");
     std::fs::write(
         &path,
         format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"capture_stats\",\"calls\":6,\"callback_ns\":12600,\"setup_ns\":377000}}\n"),
@@ -470,7 +455,7 @@ mod multi_gpu {
 
     #[test]
     fn a_job_html_report_has_a_lane_group_per_rank() {
-        let html = tempdir().join("job.html");
+        let html = scratch_file("cli/job.html");
         let out = streamtrace(&[
             "analyze",
             "samples/capture/multi_gpu/dist_async_use_before_wait",

@@ -3,8 +3,6 @@
 //! /dev/null, a broken export). Every case ends in a clear error naming the file or a correct report; nothing is
 //! replaced that is not a regular file.
 
-mod support;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -12,25 +10,7 @@ use std::process::{Command, Output, Stdio};
 use rusqlite::Connection;
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn streamtrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_streamtrace")).args(args).current_dir(repo()).output().expect("binary runs")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// A fresh scratch directory for one test.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("streamtrace-hostile-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
+use crate::util::{binary, counter, machine, repo, scratch_dir, stderr, streamtrace};
 
 fn mkfifo(path: &Path) {
     let made = Command::new("mkfifo").arg(path).status().expect("mkfifo runs");
@@ -50,7 +30,7 @@ const RACE: &str = "samples/json/two_streams_race.json";
 
 #[test]
 fn outputs_refuse_a_fifo_or_a_directory_and_replace_nothing() {
-    let dir = scratch("outputs");
+    let dir = scratch_dir("hostile/outputs");
     let fifo = dir.join("fifo");
     mkfifo(&fifo);
     let subdir = dir.join("dir");
@@ -79,10 +59,10 @@ fn outputs_refuse_a_fifo_or_a_directory_and_replace_nothing() {
 
 #[test]
 fn outputs_write_through_a_link_to_dev_null_and_keep_the_link() {
-    let dir = scratch("null");
+    let dir = scratch_dir("hostile/null");
     let null = dir.join("null");
     std::os::unix::fs::symlink("/dev/null", &null).expect("symlink");
-    let pictures = support::font_or_skip("outputs_write_through_a_link_to_dev_null_and_keep_the_link (--png)");
+    let pictures = machine::font_or_skip("outputs_write_through_a_link_to_dev_null_and_keep_the_link (--png)");
     for flag in ["-o", "--html", "--perfetto", "--png"].into_iter().filter(|f| pictures || *f != "--png") {
         let out = streamtrace(&["analyze", RACE, flag, text(&null)]);
         assert_eq!(out.status.code(), Some(1), "{flag}: {}", stderr(&out));
@@ -115,9 +95,8 @@ fn dev_zero_is_a_line_too_long_not_an_allocation_abort() {
 }
 
 fn analyze_from_stdin(path_arg: &str, input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+    let mut child = binary()
         .args(["analyze", path_arg])
-        .current_dir(repo())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -142,7 +121,7 @@ fn a_trace_through_a_pipe_a_fifo_or_stdin_is_read() {
         assert_eq!(out.status.code(), Some(1), "{path_arg}: {}", stderr(&out));
         assert!(String::from_utf8_lossy(&out.stdout).contains("SUMMARY: streamtrace: 1 race"), "{path_arg}");
     }
-    let fifo = scratch("fifo").join("trace.fifo");
+    let fifo = scratch_dir("hostile/fifo").join("trace.fifo");
     mkfifo(&fifo);
     let writer = {
         let fifo = fifo.clone();
@@ -200,17 +179,10 @@ fn control_characters_in_names_reach_the_terminal_escaped() {
 
 /// A copy of the nsys sample, changed by `sql`.
 fn broken_export(test: &str, sql: &str) -> PathBuf {
-    let path = scratch(test).join("export.sqlite");
+    let path = scratch_dir(&format!("hostile/{test}")).join("export.sqlite");
     std::fs::copy(repo().join("samples/nsys/torch_loop_race.sqlite"), &path).expect("copy");
     Connection::open(&path).expect("opens").execute_batch(sql).expect("sql");
     path
-}
-
-fn counter(json: &Value, name: &str) -> u64 {
-    json["import"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["name"] == name))
-        .map_or(0, |c| c["count"].as_u64().unwrap_or(0))
 }
 
 #[test]
@@ -241,7 +213,7 @@ fn export_rows_ending_before_they_start_are_counted() {
 
 #[test]
 fn a_failed_nsys_export_leaves_no_partial_database() {
-    let dir = scratch("rep");
+    let dir = scratch_dir("hostile/rep");
     let report = dir.join("run.nsys-rep");
     let mut bytes = b"NVIDIA Tegra Profiler Report ".to_vec();
     bytes.extend_from_slice(&[0u8; 64]);
@@ -306,7 +278,7 @@ fn capture(dir: &Path, program: &str) -> Output {
 
 #[test]
 fn capture_exits_127_for_a_missing_program_and_126_for_one_that_cannot_run() {
-    let dir = scratch("capture-exit");
+    let dir = scratch_dir("hostile/capture-exit");
     let not_executable = dir.join("script.sh");
     std::fs::write(&not_executable, "echo hi\n").expect("write");
     for (program, status) in [("/nonexistent/program", 127), (text(&not_executable), 126), (text(&dir), 126)] {
@@ -318,7 +290,7 @@ fn capture_exits_127_for_a_missing_program_and_126_for_one_that_cannot_run() {
 
 #[test]
 fn capture_removes_only_the_traces_it_wrote() {
-    let dir = scratch("capture-dir");
+    let dir = scratch_dir("hostile/capture-dir");
     let hand_written = dir.join("trace.1.json");
     std::fs::copy(repo().join(RACE), &hand_written).expect("copy");
     let recorded = dir.join("trace.2.json");

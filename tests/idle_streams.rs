@@ -6,10 +6,11 @@
 //! only from it.
 //! Scenarios use per-thread host order, so that threads learn only through CUDA synchronization.
 
-use streamtrace::analysis::{analyze_source, Analysis};
+use streamtrace::analysis::Analysis;
 use streamtrace::findings::EdgeKind;
-use streamtrace::hb::{EngineOptions, HostOrder};
-use streamtrace::ingest::json::JsonTraceReader;
+use streamtrace::hb::HostOrder;
+
+use crate::util::scenario;
 
 const X: &str = r#"[["0x1000", 256]]"#;
 
@@ -21,10 +22,7 @@ const PRELUDE: &str = r#"{"type":"stream","id":0,"stream_kind":"legacy_default"}
 "#;
 
 fn run(body: &str) -> Analysis {
-    let text = format!("{{\"type\":\"streamtrace\",\"version\":1}}\n{PRELUDE}{}", body.replace("$X", X));
-    let reader = JsonTraceReader::from_text("scenario.json", text);
-    analyze_source("scenario.json", Box::new(reader), EngineOptions { host_order: HostOrder::PerThread })
-        .expect("scenario analyzes")
+    scenario::analyze("scenario.json", PRELUDE, &body.replace("$X", X), HostOrder::PerThread)
 }
 
 fn produce_then_thread2_learns(idle_stream: &str, created_after: bool) -> String {

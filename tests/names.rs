@@ -4,33 +4,19 @@
 //! by its creation record, NCCL's stream, the default stream and an event with its creation line;
 //! samples/json/process_group_streams.json has two NCCL streams named by their process groups.
 
-mod support;
-
-use std::path::PathBuf;
-use std::process::Command;
-
 use serde_json::Value;
+
+use crate::util::{binary, machine, scratch_file};
 
 const SAMPLE: &str = "samples/json/named_streams_race.json";
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("st-names-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join(name)
-}
-
+/// The report of `streamtrace analyze SAMPLE ARGS`, which finds races.
 fn analyze(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
-        .arg("analyze")
-        .arg(SAMPLE)
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("runs");
+    analyze_sample(SAMPLE, args)
+}
+
+fn analyze_sample(sample: &str, args: &[&str]) -> String {
+    let out = binary().arg("analyze").arg(sample).args(args).output().expect("runs");
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -67,7 +53,7 @@ fn the_json_report_keeps_handles_and_adds_names() {
 
 #[test]
 fn timelines_name_their_lanes_and_draw_graph_nodes() {
-    let (html, perfetto) = (scratch("names.html"), scratch("names.perfetto.json"));
+    let (html, perfetto) = (scratch_file("names/names.html"), scratch_file("names/names.perfetto.json"));
     analyze(&["--html", html.to_str().expect("utf-8"), "--perfetto", perfetto.to_str().expect("utf-8")]);
     let page = std::fs::read_to_string(&html).expect("html");
     for title in [
@@ -96,10 +82,10 @@ fn timelines_name_their_lanes_and_draw_graph_nodes() {
 
 #[test]
 fn the_picture_draws_the_named_lanes() {
-    if !support::font_or_skip("the_picture_draws_the_named_lanes") {
+    if !machine::font_or_skip("the_picture_draws_the_named_lanes") {
         return;
     }
-    let png = scratch("names.png");
+    let png = scratch_file("names/names.png");
     analyze(&["--png", png.to_str().expect("utf-8")]);
     let bytes = std::fs::read(&png).expect("picture");
     let height = u32::from_be_bytes([bytes[20], bytes[21], bytes[22], bytes[23]]);
@@ -111,18 +97,6 @@ fn the_picture_draws_the_named_lanes() {
 /// c10d ops (`op_end` with `process_group`) launched its kernels.
 const GROUPS_SAMPLE: &str = "samples/json/process_group_streams.json";
 
-fn analyze_sample(sample: &str, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
-        .arg("analyze")
-        .arg(sample)
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 #[test]
 fn nccls_streams_are_named_by_their_process_groups_in_every_report() {
     let text = analyze_sample(GROUPS_SAMPLE, &[]);
@@ -132,7 +106,7 @@ fn nccls_streams_are_named_by_their_process_groups_in_every_report() {
     assert_eq!(json["races"][0]["earlier"]["site"]["stream"]["name"], "NCCL's stream of process group `default_pg`");
     assert_eq!(json["races"][0]["earlier"]["site"]["stream"]["handle"], 913239280);
 
-    let (html, perfetto) = (scratch("groups.html"), scratch("groups.perfetto.json"));
+    let (html, perfetto) = (scratch_file("names/groups.html"), scratch_file("names/groups.perfetto.json"));
     analyze_sample(
         GROUPS_SAMPLE,
         &["--html", html.to_str().expect("utf-8"), "--perfetto", perfetto.to_str().expect("utf-8")],

@@ -2,36 +2,17 @@
 //! made on our GPU machine (committed under samples/nsys), and broken or foreign SQLite files.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use rusqlite::Connection;
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn streamtrace(args: &[&str], envs: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_streamtrace"));
-    cmd.args(args).current_dir(repo());
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("binary runs")
-}
+use crate::util::{binary, counter, repo, scratch_file, streamtrace};
 
 fn analyze_json(path: &Path) -> (i32, Value, String) {
-    let out = streamtrace(&["analyze", path.to_str().expect("utf-8 path"), "--format", "json"], &[]);
+    let out = streamtrace(&["analyze", path.to_str().expect("utf-8 path"), "--format", "json"]);
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     let json = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     (out.status.code().expect("exited normally"), json, stderr)
-}
-
-fn counter(json: &Value, name: &str) -> u64 {
-    json["import"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["name"] == name))
-        .map_or(0, |c| c["count"].as_u64().unwrap_or(0))
 }
 
 fn sql_count(db: &Path, table: &str, filter: &str) -> u64 {
@@ -117,19 +98,11 @@ fn torch_capture_matches_its_ground_truth() {
 
 #[test]
 fn text_report_for_nsys_says_what_it_cannot_know() {
-    let out = streamtrace(&["analyze", "samples/nsys/torch_loop_race.sqlite"], &[]);
+    let out = streamtrace(&["analyze", "samples/nsys/torch_loop_race.sqlite"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("address-level race detection needs `streamtrace capture`"), "{text}");
     assert!(text.contains("stream 13 -> stream 17: 3 (event record -> wait)"), "{text}");
     assert!(text.contains("MulFunctor"), "{text}");
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("streamtrace-nsys-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join(name);
-    let _ = std::fs::remove_file(&path);
-    path
 }
 
 /// A minimal export: the tables the reader needs, with the columns real exports have.
@@ -159,7 +132,7 @@ fn minimal_export(path: &Path, schema_version: &str, kernel_not_null: bool) {
 #[test]
 fn broken_and_foreign_sqlite_get_clear_messages() {
     // SQLite from something else.
-    let foreign = scratch("foreign.sqlite");
+    let foreign = scratch_file("nsys/foreign.sqlite");
     Connection::open(&foreign)
         .expect("create")
         .execute_batch("CREATE TABLE songs (title TEXT); INSERT INTO songs VALUES ('x');")
@@ -169,7 +142,7 @@ fn broken_and_foreign_sqlite_get_clear_messages() {
     assert!(stderr.contains("foreign.sqlite") && stderr.contains("not an Nsight Systems export"), "{stderr}");
     // Truncated: the first pages of a real export.
     let real = std::fs::read(repo().join("samples/nsys/torch_loop_race.sqlite")).expect("sample");
-    let truncated = scratch("truncated.sqlite");
+    let truncated = scratch_file("nsys/truncated.sqlite");
     std::fs::write(&truncated, &real[..8192]).expect("write");
     let (code, _, stderr) = analyze_json(&truncated);
     assert_eq!(code, 2, "{stderr}");
@@ -179,7 +152,7 @@ fn broken_and_foreign_sqlite_get_clear_messages() {
 
 #[test]
 fn null_in_not_null_column_and_unknown_schema_are_named_warnings() {
-    let db = scratch("nulls.sqlite");
+    let db = scratch_file("nsys/nulls.sqlite");
     minimal_export(&db, "9.1.0", false);
     let (code, json, stderr) = analyze_json(&db);
     assert_eq!(code, 0, "{stderr}");
@@ -187,14 +160,14 @@ fn null_in_not_null_column_and_unknown_schema_are_named_warnings() {
     assert_eq!(counter(&json, "nsys.schema_unknown"), 1);
     assert_eq!(counter(&json, "nsys.kernels"), 1);
     assert_eq!(json["summary"]["data_loss"], true);
-    let out = streamtrace(&["analyze", db.to_str().expect("utf-8")], &[]);
+    let out = streamtrace(&["analyze", db.to_str().expect("utf-8")]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("(nsys.null_in_not_null): findings may be incomplete"), "{text}");
 }
 
 #[test]
 fn missing_tables_still_load() {
-    let db = scratch("minimal.sqlite");
+    let db = scratch_file("nsys/minimal.sqlite");
     minimal_export(&db, "3.20.3", true);
     let (code, json, stderr) = analyze_json(&db);
     assert_eq!(code, 0, "{stderr}");
@@ -204,17 +177,21 @@ fn missing_tables_still_load() {
 
 #[test]
 fn nsys_rep_is_converted_with_nsys_or_explained_without_it() {
-    let report = scratch("capture.nsys-rep");
+    let report = scratch_file("nsys/capture.nsys-rep");
     let mut bytes = b"NVIDIA Tegra Profiler Report ".to_vec();
     bytes.extend_from_slice(&[0u8; 64]);
     std::fs::write(&report, &bytes).expect("write");
     // Without nsys: one clear message saying how to export by hand.
-    let out = streamtrace(&["analyze", report.to_str().expect("utf-8")], &[("NSYS", "/nonexistent/nsys")]);
+    let out = binary()
+        .args(["analyze", report.to_str().expect("utf-8")])
+        .env("NSYS", "/nonexistent/nsys")
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("nsys export --type sqlite"), "{stderr}");
     // With an `nsys` that exports (a stand-in that copies a real export to --output).
-    let fake = scratch("fake-nsys");
+    let fake = scratch_file("nsys/fake-nsys");
     let sample = repo().join("samples/nsys/torch_loop_race.sqlite");
     std::fs::write(
         &fake,
@@ -222,10 +199,11 @@ fn nsys_rep_is_converted_with_nsys_or_explained_without_it() {
     )
     .expect("write");
     std::process::Command::new("chmod").arg("+x").arg(&fake).status().expect("chmod");
-    let out = streamtrace(
-        &["analyze", report.to_str().expect("utf-8"), "--format", "json"],
-        &[("NSYS", fake.to_str().expect("utf-8"))],
-    );
+    let out = binary()
+        .args(["analyze", report.to_str().expect("utf-8"), "--format", "json"])
+        .env("NSYS", &fake)
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let json: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(json["stream_pairs"][0]["pairs"], 9);

@@ -1,34 +1,23 @@
 //! The timeline reports: Perfetto JSON holds the tracks, flows and markers; the HTML report escapes every string
 //! from the trace and works in a real browser (headless Chromium, which .ci/run installs): lanes and findings
 //! appear, picking a finding selects its two operations, no JavaScript error is logged, and a screenshot is taken.
-//! Without Chromium or a font the tests that need them skip with a notice (tests/support/mod.rs).
+//! Without Chromium or a font the tests that need them skip with a notice (tests/util/machine.rs).
 
-mod support;
-
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("st-reports-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join(name)
-}
+use crate::util::{binary, machine, repo, scratch_dir, scratch_file};
 
 fn analyze_with_reports(trace: &Path, html: &Path, perfetto: &Path) {
-    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+    let out = binary()
         .arg("analyze")
         .arg(trace)
         .arg("--html")
         .arg(html)
         .arg("--perfetto")
         .arg(perfetto)
-        .current_dir(repo())
         .output()
         .expect("runs");
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
@@ -36,7 +25,7 @@ fn analyze_with_reports(trace: &Path, html: &Path, perfetto: &Path) {
 
 #[test]
 fn perfetto_trace_has_tracks_flows_and_markers() {
-    let (html, perfetto) = (scratch("pipe.html"), scratch("pipe.json"));
+    let (html, perfetto) = (scratch_file("reports/pipe.html"), scratch_file("reports/pipe.json"));
     analyze_with_reports(&repo().join("samples/json/pipeline_loop_race.json"), &html, &perfetto);
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&perfetto).expect("written")).expect("parses");
     let events = json["traceEvents"].as_array().expect("traceEvents");
@@ -60,7 +49,7 @@ fn perfetto_trace_has_tracks_flows_and_markers() {
 
 #[test]
 fn perfetto_draws_a_graph_launch_as_a_block_with_its_nodes() {
-    let (html, perfetto) = (scratch("graph.html"), scratch("graph.json"));
+    let (html, perfetto) = (scratch_file("reports/graph.html"), scratch_file("reports/graph.json"));
     analyze_with_reports(&repo().join("samples/json/graph_capture_fork.json"), &html, &perfetto);
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&perfetto).expect("written")).expect("parses");
     let events = json["traceEvents"].as_array().expect("events");
@@ -93,7 +82,7 @@ fn perfetto_draws_a_graph_launch_as_a_block_with_its_nodes() {
 
 #[test]
 fn a_race_between_two_nodes_of_one_launch_is_marked_on_those_nodes() {
-    let (html, perfetto) = (scratch("nodes.html"), scratch("nodes.json"));
+    let (html, perfetto) = (scratch_file("reports/nodes.html"), scratch_file("reports/nodes.json"));
     analyze_with_reports(&repo().join("samples/json/graph_capture_fork.json"), &html, &perfetto);
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&perfetto).expect("written")).expect("parses");
     let events = json["traceEvents"].as_array().expect("events");
@@ -126,7 +115,7 @@ fn a_race_between_two_nodes_of_one_launch_is_marked_on_those_nodes() {
 
 #[test]
 fn nsys_input_is_placed_by_gpu_time() {
-    let (html, perfetto) = (scratch("nsys.html"), scratch("nsys.json"));
+    let (html, perfetto) = (scratch_file("reports/nsys.html"), scratch_file("reports/nsys.json"));
     analyze_with_reports(&repo().join("samples/nsys/torch_loop_race.sqlite"), &html, &perfetto);
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&perfetto).expect("written")).expect("parses");
     let bars: Vec<&Value> = json["traceEvents"].as_array().expect("events").iter().filter(|e| e["ph"] == "X").collect();
@@ -146,9 +135,9 @@ const HOSTILE: &str = r#"{"type": "streamtrace", "version": 1}
 
 #[test]
 fn every_string_from_the_trace_is_escaped() {
-    let trace = scratch("hostile.json");
+    let trace = scratch_file("reports/hostile.json");
     std::fs::write(&trace, HOSTILE).expect("write");
-    let (html, perfetto) = (scratch("hostile.html"), scratch("hostile.perfetto.json"));
+    let (html, perfetto) = (scratch_file("reports/hostile.html"), scratch_file("reports/hostile.perfetto.json"));
     analyze_with_reports(&trace, &html, &perfetto);
     let page = std::fs::read_to_string(&html).expect("html");
     assert!(!page.contains("<script>alert"), "kernel name reached the page as markup");
@@ -162,7 +151,8 @@ fn every_string_from_the_trace_is_escaped() {
 fn headless(chromium: &Path, args: &[&str]) -> (String, String) {
     // A profile of its own: Chromium refuses a profile another running Chromium holds (tests run in parallel).
     static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let profile = scratch(&format!("chromium-profile-{}", RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    let profile =
+        scratch_file(&format!("reports/chromium-profile-{}", RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
     let out = Command::new(chromium)
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
         .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
@@ -177,7 +167,8 @@ fn headless(chromium: &Path, args: &[&str]) -> (String, String) {
 /// The HTML report of `sample` (written as `name`) open in headless Chromium with its first finding picked: its
 /// address and the page as the script left it, after checking that the script ran to its end without an error.
 fn page_in_browser(chromium: &Path, sample: &str, name: &str) -> (String, String) {
-    let (html, perfetto) = (scratch(&format!("{name}.html")), scratch(&format!("{name}.json")));
+    let (html, perfetto) =
+        (scratch_file(&format!("reports/{name}.html")), scratch_file(&format!("reports/{name}.json")));
     analyze_with_reports(&repo().join(sample), &html, &perfetto);
     let url = format!("file://{}#finding=0", html.display());
     let (dom, log) = headless(chromium, &["--dump-dom", &url]);
@@ -190,7 +181,7 @@ fn page_in_browser(chromium: &Path, sample: &str, name: &str) -> (String, String
 
 #[test]
 fn html_report_works_in_a_browser() {
-    let Some(chromium) = support::chromium_or_skip("html_report_works_in_a_browser") else { return };
+    let Some(chromium) = machine::chromium_or_skip("html_report_works_in_a_browser") else { return };
     let (url, dom) = page_in_browser(&chromium, "samples/json/pipeline_loop_race.json", "browser");
     // Lanes and findings are in the DOM.
     let list = |id: &str| {
@@ -210,7 +201,7 @@ fn html_report_works_in_a_browser() {
     assert_eq!(seqs.len(), 2, "{selected}");
     assert!(dom.contains("class=\"selected\""), "{dom}");
     // A screenshot of the page, as a person would see it.
-    let shot = scratch("browser.png");
+    let shot = scratch_file("reports/browser.png");
     let _ = std::fs::remove_file(&shot);
     headless(&chromium, &["--window-size=1400,700", &format!("--screenshot={}", shot.display()), &url]);
     let png = std::fs::read(&shot).expect("screenshot written");
@@ -221,7 +212,7 @@ fn html_report_works_in_a_browser() {
 
 #[test]
 fn html_report_outlines_two_nodes_of_one_launch_in_a_browser() {
-    let Some(chromium) = support::chromium_or_skip("html_report_outlines_two_nodes_of_one_launch_in_a_browser") else {
+    let Some(chromium) = machine::chromium_or_skip("html_report_outlines_two_nodes_of_one_launch_in_a_browser") else {
         return;
     };
     let (_, dom) = page_in_browser(&chromium, "samples/json/graph_capture_fork.json", "nodes-browser");
@@ -232,7 +223,7 @@ fn html_report_outlines_two_nodes_of_one_launch_in_a_browser() {
 
 #[test]
 fn gpu_times_recorded_after_the_fact_place_the_bars() {
-    let trace = scratch("gpu_times.json");
+    let trace = scratch_file("reports/gpu_times.json");
     std::fs::write(
         &trace,
         r#"{"type": "streamtrace", "version": 1}
@@ -244,7 +235,7 @@ fn gpu_times_recorded_after_the_fact_place_the_bars() {
 "#,
     )
     .expect("write");
-    let (html, perfetto) = (scratch("gpu_times.html"), scratch("gpu_times.perfetto.json"));
+    let (html, perfetto) = (scratch_file("reports/gpu_times.html"), scratch_file("reports/gpu_times.perfetto.json"));
     analyze_with_reports(&trace, &html, &perfetto);
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&perfetto).expect("perfetto")).expect("parses");
     let bars: Vec<(String, f64, f64)> = json["traceEvents"]
@@ -274,16 +265,12 @@ fn png_size(path: &Path) -> (u32, u32) {
 
 #[test]
 fn png_timeline_has_one_lane_per_stream() {
-    if !support::font_or_skip("png_timeline_has_one_lane_per_stream") {
+    if !machine::font_or_skip("png_timeline_has_one_lane_per_stream") {
         return;
     }
-    let png = scratch("timeline.png");
-    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
-        .args(["analyze", "samples/json/pipeline_loop_race.json", "--png"])
-        .arg(&png)
-        .current_dir(repo())
-        .output()
-        .expect("runs");
+    let png = scratch_file("reports/timeline.png");
+    let out =
+        binary().args(["analyze", "samples/json/pipeline_loop_race.json", "--png"]).arg(&png).output().expect("runs");
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     // 1600 wide; 3 lanes (the legacy default stream ran nothing) in one group, and 3 races listed.
     assert_eq!(png_size(&png), (1600, streamtrace::report::png::timeline_height(3, 1, 3)));
@@ -292,26 +279,24 @@ fn png_timeline_has_one_lane_per_stream() {
 #[test]
 fn a_missing_tool_skips_with_a_notice_unless_required() {
     // A PATH of one empty directory holds no Chromium.
-    let empty = scratch("empty-path");
-    std::fs::create_dir_all(&empty).expect("dir");
-    assert_eq!(support::chromium_on(empty.as_os_str()), None);
+    let empty = scratch_dir("reports/empty-path");
+    assert_eq!(machine::chromium_on(empty.as_os_str()), None);
     let decide =
-        |required| support::missing("t", "headless Chromium", "not on PATH", support::REQUIRE_BROWSER, required);
+        |required| machine::missing("t", "headless Chromium", "not on PATH", machine::REQUIRE_BROWSER, required);
     assert!(
-        matches!(decide(None), support::Missing::Skip(n) if n.contains("t skipped") && n.contains("STREAMTRACE_REQUIRE_BROWSER=1"))
+        matches!(decide(None), machine::Missing::Skip(n) if n.contains("t skipped") && n.contains("STREAMTRACE_REQUIRE_BROWSER=1"))
     );
-    assert!(matches!(decide(Some("0")), support::Missing::Skip(_)));
-    assert!(matches!(decide(Some("1")), support::Missing::Fail(m) if m.contains("required")));
+    assert!(matches!(decide(Some("0")), machine::Missing::Skip(_)));
+    assert!(matches!(decide(Some("1")), machine::Missing::Fail(m) if m.contains("required")));
 }
 
 #[test]
 fn a_picture_without_a_font_is_a_clear_error() {
-    let png = scratch("no-font.png");
-    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+    let png = scratch_file("reports/no-font.png");
+    let out = binary()
         .args(["analyze", "samples/json/pipeline_loop_race.json", "--png"])
         .arg(&png)
-        .env("STREAMTRACE_FONT", scratch("no-such-font.ttf"))
-        .current_dir(repo())
+        .env("STREAMTRACE_FONT", scratch_file("reports/no-such-font.ttf"))
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));

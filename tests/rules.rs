@@ -1,10 +1,11 @@
 //! One test per happens-before rule of DESIGN.md, each with a racy and a race-free twin, so that dropping or
 //! inverting a rule fails a test. Traces are hand-written in the JSON trace format.
 
-use streamtrace::analysis::{analyze_source, Analysis};
+use streamtrace::analysis::Analysis;
 use streamtrace::findings::{RaceFinding, RaceKind};
 use streamtrace::hb::{EngineOptions, HostOrder};
-use streamtrace::ingest::json::JsonTraceReader;
+
+use crate::util::scenario::{self, assert_one_race, kernel, rec, wait};
 
 const X: &str = "[\"0x1000\", 256]";
 const Y: &str = "[\"0x2000\", 256]";
@@ -27,9 +28,7 @@ const PRELUDE: &str = r#"{"type":"stream","id":0,"stream_kind":"legacy_default"}
 
 fn run_with(body: &str, host_order: HostOrder) -> Analysis {
     let body = body.replace("$X", X).replace("$Y", Y);
-    let text = format!("{{\"type\":\"streamtrace\",\"version\":1}}\n{PRELUDE}{body}");
-    let reader = JsonTraceReader::from_text("scenario.json", text);
-    analyze_source("scenario.json", Box::new(reader), EngineOptions { host_order }).expect("scenario analyzes")
+    scenario::analyze("scenario.json", PRELUDE, &body, host_order)
 }
 
 fn run(body: &str) -> Analysis {
@@ -40,12 +39,6 @@ fn races(body: &str) -> Vec<RaceFinding> {
     run(body).findings.races
 }
 
-fn kernel(stream: u32, name: &str, reads: &str, writes: &str) -> String {
-    format!(
-        "{{\"type\":\"kernel\",\"stream\":{stream},\"name\":\"{name}\",\"reads\":[{reads}],\"writes\":[{writes}]}}\n"
-    )
-}
-
 fn write(stream: u32, name: &str, range: &str) -> String {
     kernel(stream, name, "", range)
 }
@@ -54,23 +47,8 @@ fn read(stream: u32, name: &str, range: &str) -> String {
     kernel(stream, name, range, "")
 }
 
-fn rec(event: u32, stream: u32) -> String {
-    format!("{{\"type\":\"record\",\"event\":{event},\"stream\":{stream}}}\n")
-}
-
-fn wait(stream: u32, event: u32) -> String {
-    format!("{{\"type\":\"wait\",\"stream\":{stream},\"event\":{event}}}\n")
-}
-
 fn sync(what: &str, id: u32) -> String {
     format!("{{\"type\":\"sync\",\"{what}\":{id}}}\n")
-}
-
-fn assert_one_race(found: &[RaceFinding], kind: RaceKind, earlier: &str, later: &str) {
-    assert_eq!(found.len(), 1, "expected one race, found {found:#?}");
-    assert_eq!(found[0].kind, kind);
-    assert_eq!(found[0].earlier.site.name, earlier);
-    assert_eq!(found[0].later.site.name, later);
 }
 
 // rule 1: operations on one stream run in issue order.
@@ -646,7 +624,7 @@ mod host_order {
     use streamtrace::analysis::analyze_path;
 
     fn sample(name: &str, host_order: HostOrder) -> Analysis {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/json").join(name);
+        let path = crate::util::repo().join("samples/json").join(name);
         analyze_path(&path, EngineOptions { host_order }).expect("sample analyzes")
     }
 

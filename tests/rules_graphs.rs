@@ -3,14 +3,13 @@
 //! graph's edges; graphs built node by node keep the edges their calls named; exec updates change what a launch
 //! touches; a launch is one step of its stream. Kept beside `tests/rules.rs` (same harness, same trace format).
 
-use streamtrace::analysis::analyze_source;
 use streamtrace::findings::{Fix, RaceFinding, RaceKind};
-use streamtrace::hb::{EngineOptions, HostOrder};
-use streamtrace::ingest::json::JsonTraceReader;
+use streamtrace::hb::HostOrder;
+
+use crate::util::scenario::{self, assert_one_race, rec, wait};
 
 /// Non-blocking streams 1-3, events 1-3, X at 0x1000 and Y at 0x2000.
-const PRELUDE: &str = r#"{"type":"streamtrace","version":1}
-{"type":"stream","id":1,"stream_kind":"non_blocking"}
+const PRELUDE: &str = r#"{"type":"stream","id":1,"stream_kind":"non_blocking"}
 {"type":"stream","id":2,"stream_kind":"non_blocking"}
 {"type":"stream","id":3,"stream_kind":"non_blocking"}
 {"type":"event","id":1}
@@ -22,10 +21,7 @@ const PRELUDE: &str = r#"{"type":"streamtrace","version":1}
 
 fn races(body: &str) -> Vec<RaceFinding> {
     let body = body.replace("$X", r#"["0x1000",256]"#).replace("$Y", r#"["0x2000",256]"#);
-    let reader = JsonTraceReader::from_text("graphs.json", format!("{PRELUDE}{body}"));
-    let analysis = analyze_source("graphs.json", Box::new(reader), EngineOptions { host_order: HostOrder::Global })
-        .expect("scenario analyzes");
-    analysis.findings.races
+    scenario::analyze("graphs.json", PRELUDE, &body, HostOrder::Global).findings.races
 }
 
 fn kernel(stream: u32, name: &str, reads: &str, writes: &str, src: &str) -> String {
@@ -40,14 +36,6 @@ fn read(stream: u32, name: &str, range: &str) -> String {
     kernel(stream, name, range, "", &format!("app.cu:{}", name.len()))
 }
 
-fn rec(event: u32, stream: u32) -> String {
-    format!("{{\"type\":\"record\",\"event\":{event},\"stream\":{stream}}}\n")
-}
-
-fn wait(stream: u32, event: u32) -> String {
-    format!("{{\"type\":\"wait\",\"stream\":{stream},\"event\":{event}}}\n")
-}
-
 fn begin(stream: u32) -> String {
     format!("{{\"type\":\"capture_begin\",\"stream\":{stream},\"src\":\"app.cu:1\"}}\n")
 }
@@ -59,12 +47,6 @@ fn end_and_instantiate(stream: u32) -> String {
 
 fn launch(stream: u32) -> String {
     format!("{{\"type\":\"graph_launch\",\"exec\":200,\"stream\":{stream},\"src\":\"app.cu:99\"}}\n")
-}
-
-fn assert_one_race(found: &[RaceFinding], kind: RaceKind, earlier: &str, later: &str) {
-    assert_eq!(found.len(), 1, "expected one race, found {found:#?}");
-    assert_eq!(found[0].kind, kind);
-    assert_eq!((found[0].earlier.site.name.as_str(), found[0].later.site.name.as_str()), (earlier, later));
 }
 
 #[test]
@@ -235,8 +217,7 @@ fn a_race_inside_a_graph_is_one_finding_counted_at_every_launch() {
 
 #[test]
 fn graph_calls_on_unknown_handles_are_refused_in_hand_written_traces() {
-    let reader = JsonTraceReader::from_text("bad.json", format!("{PRELUDE}{}", launch(1)));
-    let error = analyze_source("bad.json", Box::new(reader), EngineOptions { host_order: HostOrder::Global })
+    let error = scenario::try_analyze("bad.json", PRELUDE, &launch(1), HostOrder::Global)
         .expect_err("a launch of an executable graph never instantiated");
     assert!(error.to_string().contains("never instantiated"), "{error}");
 }

@@ -2,14 +2,13 @@
 //! twin: accesses are compared on the bytes their views cover, not on their extents. Kept beside
 //! `tests/rules.rs` (same harness, same trace format) so that neither file grows past reading length.
 
-use streamtrace::analysis::analyze_source;
 use streamtrace::findings::{RaceFinding, RaceKind};
-use streamtrace::hb::{EngineOptions, HostOrder};
-use streamtrace::ingest::json::JsonTraceReader;
+use streamtrace::hb::HostOrder;
+
+use crate::util::scenario::{self, kernel as op, rec, wait};
 
 /// Non-blocking streams 1-3, event 1, and X: 64 floats (an 8 x 8 matrix) at 0x1000.
-const PRELUDE: &str = r#"{"type":"streamtrace","version":1}
-{"type":"stream","id":1,"stream_kind":"non_blocking"}
+const PRELUDE: &str = r#"{"type":"stream","id":1,"stream_kind":"non_blocking"}
 {"type":"stream","id":2,"stream_kind":"non_blocking"}
 {"type":"stream","id":3,"stream_kind":"non_blocking"}
 {"type":"event","id":1}
@@ -30,16 +29,7 @@ const LEFT: &str = r#"["0x1000",240,4,[[8,8],[4,1]]]"#;
 const RIGHT: &str = r#"["0x1010",240,4,[[8,8],[4,1]]]"#;
 
 fn races(body: &str) -> Vec<RaceFinding> {
-    let reader = JsonTraceReader::from_text("views.json", format!("{PRELUDE}{body}"));
-    let analysis = analyze_source("views.json", Box::new(reader), EngineOptions { host_order: HostOrder::Global })
-        .expect("scenario analyzes");
-    analysis.findings.races
-}
-
-fn op(stream: u32, name: &str, reads: &str, writes: &str) -> String {
-    format!(
-        "{{\"type\":\"kernel\",\"stream\":{stream},\"name\":\"{name}\",\"reads\":[{reads}],\"writes\":[{writes}]}}\n"
-    )
+    scenario::analyze("views.json", PRELUDE, body, HostOrder::Global).findings.races
 }
 
 #[test]
@@ -68,9 +58,7 @@ fn a_shifted_view_races() {
 
 #[test]
 fn a_shifted_view_after_an_event_is_clean() {
-    let body = op(1, "even", "", EVEN)
-        + "{\"type\":\"record\",\"event\":1,\"stream\":1}\n{\"type\":\"wait\",\"stream\":2,\"event\":1}\n"
-        + &op(2, "shifted", "", SHIFTED);
+    let body = op(1, "even", "", EVEN) + &rec(1, 1) + &wait(2, 1) + &op(2, "shifted", "", SHIFTED);
     assert!(races(&body).is_empty());
 }
 
@@ -87,9 +75,8 @@ fn different_columns_are_clean_and_the_same_column_races() {
 
 #[test]
 fn a_view_whose_length_disagrees_with_its_shape_is_refused() {
-    let text = format!("{PRELUDE}{}", op(1, "bad", "", r#"["0x1000",256,4,[[32,2]]]"#));
-    let reader = JsonTraceReader::from_text("bad.json", text);
-    let error = analyze_source("bad.json", Box::new(reader), EngineOptions { host_order: HostOrder::Global }).err();
+    let body = op(1, "bad", "", r#"["0x1000",256,4,[[32,2]]]"#);
+    let error = scenario::try_analyze("bad.json", PRELUDE, &body, HostOrder::Global).err();
     let message = error.map(|e| format!("{e:#}")).unwrap_or_default();
     assert!(message.contains("sizes and strides span 252"), "{message}");
 }

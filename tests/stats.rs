@@ -1,32 +1,19 @@
 //! `streamtrace stats` on a real export: the tables agree with plain SQL on the same file, in every format.
 
-mod support;
-
-use std::path::PathBuf;
-use std::process::Command;
-
 use rusqlite::Connection;
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::util::{binary, machine, repo, scratch_file};
 
 const SAMPLE: &str = "samples/nsys/torch_loop_race.sqlite";
 
 fn stats(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_streamtrace")).arg("stats").args(args).current_dir(repo()).output().expect("runs")
-}
-
-fn out_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("streamtrace-stats-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    binary().arg("stats").args(args).output().expect("runs")
 }
 
 #[test]
 fn kernel_summary_matches_sql() {
-    let dir = out_dir("json");
+    let dir = scratch_file("stats/json");
     let out = stats(&[SAMPLE, "--format", "json", "-o", dir.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let kernels: Value =
@@ -61,7 +48,7 @@ fn kernel_summary_matches_sql() {
 
 #[test]
 fn stream_busy_time_and_overlap() {
-    let dir = out_dir("csv");
+    let dir = scratch_file("stats/csv");
     let out = stats(&[SAMPLE, "--format", "csv", "-o", dir.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let streams = std::fs::read_to_string(dir.join("streams.csv")).expect("streams.csv");
@@ -78,7 +65,7 @@ fn stream_busy_time_and_overlap() {
 
 #[test]
 fn parquet_and_table_outputs() {
-    let dir = out_dir("parquet");
+    let dir = scratch_file("stats/parquet");
     let out = stats(&[SAMPLE, "--format", "parquet", "-o", dir.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(0));
     for table in ["kernels", "streams", "stream_overlap", "syncs", "memcpy"] {
@@ -105,10 +92,10 @@ fn stats_reads_json_traces_and_refuses_bad_input() {
 
 #[test]
 fn stats_png_draws_both_charts() {
-    if !support::font_or_skip("stats_png_draws_both_charts") {
+    if !machine::font_or_skip("stats_png_draws_both_charts") {
         return;
     }
-    let png = out_dir("png").with_extension("png");
+    let png = scratch_file("stats/png.png");
     let out = stats(&[SAMPLE, "--png", png.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let bytes = std::fs::read(&png).expect("picture written");
@@ -127,7 +114,7 @@ fn kernels_without_gpu_times_are_counted_and_said_so() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("2 kernels have no GPU times"), "{text}");
-    let dir = out_dir("no-gpu-times");
+    let dir = scratch_file("stats/no-gpu-times");
     let out = stats(&[trace, "--format", "json", "-o", dir.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(0));
     let kernels: Value =

@@ -340,7 +340,8 @@ mod tests {
         // The capture's own frames would be walked through: here they are the test's.
         let mut unwinder = Unwinder::keeping_own_frames();
         let mut walks = Vec::new();
-        for _ in 0..3 {
+        // An opaque count, so that an optimized build cannot unroll the loop into 3 places.
+        for _ in 0..std::hint::black_box(3) {
             let mut frames = Frames::new();
             let walk = middle(&mut unwinder, &mut frames);
             if let Walk::Found { end: Some(end) } = walk {
@@ -355,7 +356,8 @@ mod tests {
         assert!(frames.len >= 3, "{} frames", frames.len);
         // The same place, walked by another unwinder (from the same line: a loop).
         let mut fresh = Vec::new();
-        for _ in 0..2 {
+        // An opaque count, so that an optimized build cannot unroll the loop into 2 places.
+        for _ in 0..std::hint::black_box(2) {
             let mut other = Frames::new();
             middle(&mut Unwinder::keeping_own_frames(), &mut other);
             fresh.push(other.addresses().to_vec());

@@ -1,9 +1,9 @@
 //! What some integration tests need from the machine besides Rust: headless Chromium (the HTML report in a real
-//! browser) and a TrueType font (the PNG pictures). A fresh machine with only Rust has neither, and README's
-//! `cargo test` must pass there: a test that needs one prints a notice and checks nothing more. Where the
-//! environment says the tool is required (`STREAMTRACE_REQUIRE_BROWSER=1`, `STREAMTRACE_REQUIRE_FONT=1`, which
-//! .ci/run sets after installing both), its absence fails the test instead, so that CI never skips silently.
-#![allow(dead_code)] // each test file uses some of these
+//! browser), a TrueType font (the PNG pictures) and a C toolchain (the native call sites). A fresh machine with
+//! only Rust may lack them, and README's `cargo test` must pass there: a test that needs one prints a notice and
+//! checks nothing more. Where the environment says the tool is required (`STREAMTRACE_REQUIRE_BROWSER=1`,
+//! `STREAMTRACE_REQUIRE_FONT=1`, `STREAMTRACE_REQUIRE_CC=1`, which .ci/run sets after installing them), its
+//! absence fails the test instead, so that CI never skips silently.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 pub const REQUIRE_BROWSER: &str = "STREAMTRACE_REQUIRE_BROWSER";
 /// The variable that makes the picture tests required.
 pub const REQUIRE_FONT: &str = "STREAMTRACE_REQUIRE_FONT";
+/// The variable that makes the tests that compile C (`cc`, `strip`) required.
+pub const REQUIRE_CC: &str = "STREAMTRACE_REQUIRE_CC";
 
 /// Names headless Chromium goes by, looked for on PATH in this order.
 const CHROMIUM_NAMES: &[&str] = &["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"];
@@ -45,9 +47,9 @@ pub fn missing(test: &str, tool: &str, why: &str, require_var: &str, required: O
     }
 }
 
-/// Acts on [`missing`]: prints the notice and returns false for a skip, panics for a failure.
-fn act(decision: Missing) -> bool {
-    match decision {
+/// `test` lacks `tool` (`why`): prints the skip notice and returns false, or panics where `require_var` is 1.
+pub fn lacking(test: &str, tool: &str, why: &str, require_var: &str) -> bool {
+    match missing(test, tool, why, require_var, std::env::var(require_var).ok().as_deref()) {
         Missing::Skip(notice) => {
             // Written to the process's standard error itself, which the test harness does not capture (it
             // captures only the print macros), so that a skip shows in every `cargo test` run.
@@ -66,13 +68,7 @@ pub fn chromium_or_skip(test: &str) -> Option<PathBuf> {
         Some(found) => Some(found),
         None => {
             let why = format!("none of {} on PATH", CHROMIUM_NAMES.join(", "));
-            act(missing(
-                test,
-                "headless Chromium",
-                &why,
-                REQUIRE_BROWSER,
-                std::env::var(REQUIRE_BROWSER).ok().as_deref(),
-            ));
+            lacking(test, "headless Chromium", &why, REQUIRE_BROWSER);
             None
         }
     }
@@ -83,8 +79,6 @@ pub fn chromium_or_skip(test: &str) -> Option<PathBuf> {
 pub fn font_or_skip(test: &str) -> bool {
     match streamtrace::report::png::font_path() {
         Ok(_) => true,
-        Err(why) => {
-            act(missing(test, "a TrueType font", &why, REQUIRE_FONT, std::env::var(REQUIRE_FONT).ok().as_deref()))
-        }
+        Err(why) => lacking(test, "a TrueType font", &why, REQUIRE_FONT),
     }
 }

@@ -1,0 +1,22 @@
+//! The integration tests, one binary (as ripgrep's tests/tests.rs): each file below is a module, and what they
+//! share is written once in util/. One binary links the crate and its dependencies (polars, rusqlite, plotters)
+//! once instead of once per file. Modules are named by what they test; their data sits beside them
+//! (tests/callsites/, tests/hostile/).
+
+mod util;
+
+mod callsites;
+mod capture;
+mod cli;
+mod format_roundtrip;
+mod hostile;
+mod idle_streams;
+mod layout;
+mod mutation;
+mod names;
+mod nsys;
+mod reports;
+mod rules;
+mod rules_graphs;
+mod rules_views;
+mod stats;
