@@ -77,3 +77,25 @@ fn a_rule_number_is_matched_whole() {
     assert!(mentions_rule("// rule 11", 11));
     assert!(!mentions_rule("rules 2 and 7", 2));
 }
+
+/// Cargo.toml sets `autotests = false`: a file of tests/ runs only as a module that tests/tests.rs declares, so
+/// a file added beside the others and not declared there would never run.
+#[test]
+fn every_file_of_tests_is_a_module_of_the_test_binary() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let root = fs::read_to_string(tests.join("tests.rs")).expect("tests/tests.rs");
+    let declared: Vec<&str> =
+        root.lines().filter_map(|line| line.strip_prefix("mod ").and_then(|rest| rest.strip_suffix(';'))).collect();
+    let mut files = Vec::new();
+    for entry in fs::read_dir(&tests).expect("tests/") {
+        let path = entry.expect("tests/").path();
+        let module = path.file_stem().and_then(|stem| stem.to_str()).unwrap_or_default().to_string();
+        let is_module = path.extension().is_some_and(|ext| ext == "rs") || path.join("mod.rs").is_file();
+        if is_module && module != "tests" {
+            files.push(module);
+        }
+    }
+    let undeclared: Vec<&String> = files.iter().filter(|module| !declared.contains(&module.as_str())).collect();
+    assert!(undeclared.is_empty(), "tests/tests.rs must declare `mod NAME;` for {undeclared:?}, or they never run");
+    assert!(files.len() > 10 && declared.contains(&"util"), "found {files:?}, declared {declared:?}");
+}
