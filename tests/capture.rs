@@ -4,22 +4,9 @@
 
 use serde_json::Value;
 
-use crate::util::{binary, repo};
-
-fn analyze(trace: &str) -> (i32, Value) {
-    let out = binary().args(["analyze", trace, "--format", "json"]).output().expect("runs");
-    let json = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{trace}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().expect("exit code"), json)
-}
+use crate::util::{analyze_json as analyze, analyze_text, binary, repo};
 
 /// (kind, earlier name prefix, later name prefix) of each race, sorted.
-/// The text report of `streamtrace analyze` on a trace of the repository.
-fn analyze_text(trace: &str) -> String {
-    let out = binary().args(["analyze", trace]).output().expect("runs");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn races(json: &Value) -> Vec<(String, String, String)> {
     let mut found: Vec<_> = json["races"]
         .as_array()

@@ -3,29 +3,9 @@
 //! the exact accesses narrow a race to, checked on every CI run without a GPU. Beside them the same programs'
 //! tier-T1 captures (samples/capture/cuda), whose verdicts rest on whole allocation blocks.
 
-use std::process::Command;
-
 use serde_json::Value;
 
-fn analyze(trace: &str) -> (i32, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
-        .args(["analyze", trace, "--format", "json"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("runs");
-    let json = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{trace}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().expect("exit code"), json)
-}
-
-fn text(trace: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
-        .args(["analyze", trace])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("runs");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use crate::util::{analyze_json as analyze, analyze_text as text};
 
 /// The races of a trace as (kind, range length), sorted.
 fn races(json: &Value) -> Vec<(String, u64)> {

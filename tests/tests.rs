@@ -8,6 +8,7 @@ mod util;
 mod callsites;
 mod capture;
 mod cli;
+mod exact;
 mod format_roundtrip;
 mod hostile;
 mod idle_streams;

@@ -65,3 +65,17 @@ pub fn counter(json: &Value, name: &str) -> u64 {
         .and_then(|cs| cs.iter().find(|c| c["name"] == name))
         .map_or(0, |c| c["count"].as_u64().unwrap_or(0))
 }
+
+/// `streamtrace analyze TRACE --format json`: its exit status and its report.
+pub fn analyze_json(trace: &str) -> (i32, Value) {
+    let out = binary().args(["analyze", trace, "--format", "json"]).output().expect("runs");
+    let json = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{trace}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().expect("exit code"), json)
+}
+
+/// The text report of `streamtrace analyze TRACE`.
+pub fn analyze_text(trace: &str) -> String {
+    let out = binary().args(["analyze", trace]).output().expect("runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
