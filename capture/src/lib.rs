@@ -27,6 +27,7 @@ mod functions;
 pub mod graph_params;
 pub mod graph_record;
 mod handlers;
+mod host_sync;
 mod origin;
 pub mod params;
 mod pitched;
@@ -76,9 +77,11 @@ pub unsafe extern "C" fn streamtrace_framework_record(text: *const u8, len: usiz
     // Safety: the caller passes `len` readable bytes.
     let bytes = unsafe { std::slice::from_raw_parts(text, len) };
     match std::str::from_utf8(bytes) {
-        Ok(line) if line.trim_start().starts_with('{') => {
-            framework_record(|call, state| state.pending.push_raw(call, line).map_or(-1, |()| 0))
-        }
+        Ok(line) if line.trim_start().starts_with('{') => framework_record(|call, state| {
+            // What the calling thread acquired from other threads since its last record comes first (host_sync/).
+            host_sync::before_record(call, record::framework_record_teaches(line), &mut state.pending);
+            state.pending.push_raw(call, line).map_or(-1, |()| 0)
+        }),
         _ => -1,
     }
 }

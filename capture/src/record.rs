@@ -170,6 +170,63 @@ pub enum Record {
         id: u32,
         frames: Arc<[u64]>,
     },
+    /// The calling thread releases what it knows under `object`, a snapshot id of the capture's own
+    /// (host_sync/): written where a thread that learned something since its last release releases a program's
+    /// lock, posts a semaphore, creates a thread or ends.
+    HostRelease {
+        object: u64,
+        api: &'static str,
+    },
+    /// The calling thread acquires the snapshot `object` another thread released: written before the thread's
+    /// next record after the lock, wait or join that acquired it (host_sync/).
+    HostAcquire {
+        object: u64,
+        api: &'static str,
+    },
+}
+
+impl Record {
+    /// Whether the calling thread may know more after this call than before it, in the analyzer's host clock
+    /// (DESIGN.md rules 5, 6 and 12): a host synchronization, a successful query, a copy, set or free that makes
+    /// the host wait, a host access. Only then does its next release need a new snapshot (host_sync/). Every
+    /// record kind is named: a new one must say.
+    pub fn teaches_the_host(&self) -> bool {
+        match self {
+            Record::Sync { .. } | Record::HostAcquire { .. } => true,
+            Record::Query { ready, .. } => *ready,
+            Record::Memcpy { synchronous, memory, .. } | Record::PitchedMemcpy { synchronous, memory, .. } => {
+                // The Async forms wait for themselves when they write pageable memory or copy host to host.
+                let host = |m: MemoryKind| matches!(m, MemoryKind::Pageable | MemoryKind::Pinned);
+                *synchronous || memory.1 == MemoryKind::Pageable || host(memory.0) && host(memory.1)
+            }
+            Record::Memset { synchronous, .. } => *synchronous,
+            Record::Free { kind, .. } => matches!(kind, FreeKind::Synchronous | FreeKind::Host),
+            // Enqueues, declarations and what the capture says of itself.
+            Record::Stream { .. }
+            | Record::Event { .. }
+            | Record::Kernel { .. }
+            | Record::Function { .. }
+            | Record::EventRecord { .. }
+            | Record::Wait { .. }
+            | Record::Alloc { .. }
+            | Record::Graph { .. }
+            | Record::GpuTime { .. }
+            | Record::CaptureStats { .. }
+            | Record::OpBegin
+            | Record::Module { .. }
+            | Record::Callsite { .. }
+            | Record::HostRelease { .. } => false,
+            // A framework record's text decides (`framework_record_teaches`).
+            Record::Raw { .. } => false,
+        }
+    }
+}
+
+/// Whether a framework record (one JSON object, `Batch::push_raw`) tells its thread something: of what the
+/// PyTorch observers write, only the host thread's own loads and stores of pinned memory (`host_access`) are
+/// in the host clock. Any text that names the kind counts.
+pub fn framework_record_teaches(text: &str) -> bool {
+    text.contains(RecordKind::HostAccess.as_str())
 }
 
 /// One record with its call, ready to format.
@@ -448,6 +505,19 @@ impl Entry {
             Record::Callsite { id, frames } => {
                 let mut line = RecordLine::begin(out, RecordKind::Callsite);
                 line.number(Field::Id, *id).addresses(Field::Frames, frames.iter().copied());
+                line
+            }
+            Record::HostRelease { object, api } | Record::HostAcquire { object, api } => {
+                let kind = if matches!(self.record, Record::HostRelease { .. }) {
+                    RecordKind::HostRelease
+                } else {
+                    RecordKind::HostAcquire
+                };
+                let mut line = RecordLine::begin(out, kind);
+                line.number(Field::Object, *object)
+                    .number(Field::Thread, call.tid)
+                    .number(Field::Time, call.time_ns)
+                    .name(Field::Api, api);
                 line
             }
             Record::GpuTime { correlation, start, end } => {

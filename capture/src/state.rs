@@ -159,6 +159,8 @@ impl ProcessState {
     }
 
     pub fn emit(&mut self, call: Call, record: Record) {
+        // What the calling thread acquired from other threads since its last record comes first (host_sync/).
+        crate::host_sync::before_record(call, record.teaches_the_host(), &mut self.pending);
         self.pending.push(call, record);
     }
 

@@ -149,6 +149,11 @@ names!(
         /// A native call site: the return addresses of the calling frames, innermost first; records name it
         /// by id in their `site` field.
         Callsite = "callsite",
+        /// The thread releases what it knows into the host synchronization object `object` (DESIGN.md rule 10;
+        /// ThreadSanitizer's release): the object's clock joins the thread's host clock.
+        HostRelease = "host_release",
+        /// The thread acquires what was released into `object`: its host clock joins the object's clock.
+        HostAcquire = "host_acquire",
     }
 );
 
@@ -238,6 +243,9 @@ names!(
         /// `op_end` of a collective or point-to-point op (PyTorch's c10d): the process group as the user knows
         /// it, its description (`default_pg`, `new_group(group_desc=...)`) or else `group` and its name.
         ProcessGroup = "process_group",
+        /// `host_release` / `host_acquire`: the host synchronization object (any integer; the capture names
+        /// each snapshot of a thread's knowledge it releases with a number of its own).
+        Object = "object",
     }
 );
 
@@ -407,6 +415,7 @@ impl RecordKind {
             RecordKind::Creation => &[F::Stream, F::Event, F::Label],
             RecordKind::Module => &[F::Path, F::Base, F::Addr, F::Size, F::BuildId],
             RecordKind::Callsite => &[F::Id, F::Frames],
+            RecordKind::HostRelease | RecordKind::HostAcquire => &[F::Object],
         }
     }
 

@@ -137,6 +137,11 @@ pub struct CaptureArgs {
     /// source lines.
     #[arg(long)]
     pub no_call_sites: bool,
+    /// Record no host synchronization between the program's threads (thread create and join, mutexes,
+    /// condition variables, semaphores: the capture library is put in LD_PRELOAD to see them). The analysis
+    /// then orders the threads by their calls' timestamps (docs/host-order.md).
+    #[arg(long)]
+    pub no_host_sync: bool,
     /// The program and its arguments, after `--`.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,

@@ -173,6 +173,16 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
     if args.no_call_sites {
         command.env(launch::ENV_NO_CALL_SITES, "1");
     }
+    if !args.no_host_sync {
+        // The driver loads the library with dlopen, which cannot stand in front of the pthread functions: the
+        // loader must, for the program and every process it starts.
+        match preloading(&library, std::env::var_os("LD_PRELOAD")) {
+            Ok(preload) => {
+                command.env("LD_PRELOAD", preload);
+            }
+            Err(why) => eprintln!("streamtrace: {why}: host synchronization between threads is not recorded"),
+        }
+    }
     match (&sanitizer, &cupti) {
         (Some(sanitizer), _) => {
             command.env(launch::ENV_EXACT, "1").env(launch::ENV_SANITIZER, sanitizer);
@@ -220,6 +230,30 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(exit_like(status))
+}
+
+/// LD_PRELOAD with the capture library after what the user preloads already (their libraries keep their
+/// place in front). The loader splits the list at spaces and colons, so a library path holding one cannot be
+/// named there.
+fn preloading(library: &Path, user: Option<std::ffi::OsString>) -> Result<std::ffi::OsString, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let named = library.as_os_str();
+    if named.as_bytes().iter().any(|b| matches!(b, b' ' | b':' | b'\t' | b'\n')) {
+        return Err(format!(
+            "the capture library's path {} holds a space or a colon, which LD_PRELOAD cannot",
+            library.display()
+        ));
+    }
+    let mut preload = std::ffi::OsString::new();
+    if let Some(user) = user.filter(|u| !u.is_empty()) {
+        if user.as_bytes().split(|b| matches!(b, b' ' | b':')).any(|entry| entry == named.as_bytes()) {
+            return Ok(user);
+        }
+        preload.push(user);
+        preload.push(":");
+    }
+    preload.push(named);
+    Ok(preload)
 }
 
 /// The program could not be started. Exits as a shell does: 127 when it is not found, 126 when it is found but
@@ -305,4 +339,24 @@ fn exit_like(status: std::process::ExitStatus) -> u8 {
         return 128u8.wrapping_add(signal as u8);
     }
     1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_library_is_preloaded_after_what_the_user_preloads() {
+        let library = Path::new("/opt/st/libstreamtrace_capture.so");
+        assert_eq!(preloading(library, None).unwrap(), "/opt/st/libstreamtrace_capture.so");
+        assert_eq!(preloading(library, Some("".into())).unwrap(), "/opt/st/libstreamtrace_capture.so");
+        assert_eq!(
+            preloading(library, Some("libjemalloc.so.2 /x/liba.so".into())).unwrap(),
+            "libjemalloc.so.2 /x/liba.so:/opt/st/libstreamtrace_capture.so"
+        );
+        let already = "/opt/st/libstreamtrace_capture.so:/x/liba.so";
+        assert_eq!(preloading(library, Some(already.into())).unwrap(), already, "named once");
+        assert!(preloading(Path::new("/my venv/libstreamtrace_capture.so"), None).is_err());
+        assert!(preloading(Path::new("/a:b/libstreamtrace_capture.so"), None).is_err());
+    }
 }

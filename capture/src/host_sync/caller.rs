@@ -1,0 +1,161 @@
+//! Whose call an interposed one is, by its return address: the program's (its own code, the C++ library,
+//! Python, PyTorch: their locks order the program's threads), or the CUDA stack's and the capture's own. The
+//! driver, the CUDA runtime (shared, or linked into the executable as `cudart_static`), CUPTI and NVIDIA's
+//! libraries lock their own bookkeeping inside every call, on every thread that calls them: taken as
+//! synchronization, those locks would order the program's threads by the timing of their CUDA calls, which is
+//! what the per-thread order must not do; and the capture's own locks are taken while it records. Memory
+//! allocators that lock with pthread mutexes are left out too: the capture allocates while it holds its state
+//! lock, and a release written from inside their unlock would wait for that lock.
+//!
+//! Each return address is decided once and kept in a small table. A new one is placed among the executable
+//! mappings of /proc/self/maps (read again when it falls outside all of them: a library loaded since), never
+//! through the loader, whose lock a thread loading a library may hold while it waits for a lock of the
+//! program. Touches /proc/self and its own statics.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use super::cudart_static::CudartStatic;
+
+/// Decided return addresses: `address << 1 | programs`, 0 for an empty slot.
+const SLOTS: usize = 1024;
+static DECIDED: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
+
+/// Libraries whose own locks are not the program's synchronization (by file name prefix).
+const NOT_THE_PROGRAMS: &[&str] = &[
+    "libcuda.so",
+    "libcudart.so",
+    "libcupti.so",
+    "libnvidia-",
+    "libnvrtc",
+    "libnvJitLink",
+    "libnvjitlink",
+    "libcublas",
+    "libcudnn",
+    "libcufft",
+    "libcurand",
+    "libcusparse",
+    "libcusolver",
+    "libnccl",
+    "libnvToolsExt",
+    "libstreamtrace_capture",
+    "libjemalloc",
+    "libtcmalloc",
+];
+
+/// Whether the call that returns to `return_address` is the program's own.
+pub fn is_programs(return_address: usize) -> bool {
+    if return_address == 0 {
+        return true;
+    }
+    let slot = &DECIDED[(return_address ^ return_address >> 10) % SLOTS];
+    let decided = slot.load(Ordering::Relaxed);
+    if decided >> 1 == return_address {
+        return decided & 1 == 1;
+    }
+    let programs = decide(return_address);
+    slot.store(return_address << 1 | usize::from(programs), Ordering::Relaxed);
+    programs
+}
+
+/// An executable mapping and whose code it holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Mapping {
+    start: usize,
+    end: usize,
+    owner: Owner,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Owner {
+    Program,
+    /// The executable: the program's, but the CUDA runtime may be linked into it.
+    Executable,
+    NotTheProgram,
+}
+
+struct Known {
+    mappings: Vec<Mapping>,
+    cudart: Option<CudartStatic>,
+}
+
+static KNOWN: Mutex<Known> = Mutex::new(Known { mappings: Vec::new(), cudart: None });
+
+fn decide(address: usize) -> bool {
+    let mut known = KNOWN.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut owner = owner_of(&known.mappings, address);
+    if owner.is_none() {
+        known.mappings = executable_mappings();
+        owner = owner_of(&known.mappings, address);
+    }
+    match owner {
+        // Code no file maps (generated code): the program's.
+        None | Some(Owner::Program) => true,
+        Some(Owner::NotTheProgram) => false,
+        Some(Owner::Executable) => !known.cudart.get_or_insert_with(CudartStatic::of_executable).holds(address),
+    }
+}
+
+fn owner_of(mappings: &[Mapping], address: usize) -> Option<Owner> {
+    mappings.iter().find(|m| m.start <= address && address < m.end).map(|m| m.owner)
+}
+
+/// The executable, file-backed mappings of this process.
+fn executable_mappings() -> Vec<Mapping> {
+    let executable = std::fs::read_link("/proc/self/exe").ok();
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return Vec::new() };
+    maps.lines().filter_map(|line| parse_mapping(line, executable.as_deref())).collect()
+}
+
+/// One line of /proc/self/maps (`start-end perms offset dev inode path`), when it maps a file's code.
+fn parse_mapping(line: &str, executable: Option<&std::path::Path>) -> Option<Mapping> {
+    let mut fields = line.split_ascii_whitespace();
+    let (range, perms) = (fields.next()?, fields.next()?);
+    let path = fields.nth(3)?;
+    if !perms.contains('x') || !path.starts_with('/') {
+        return None;
+    }
+    let (start, end) = range.split_once('-')?;
+    let (start, end) = (usize::from_str_radix(start, 16).ok()?, usize::from_str_radix(end, 16).ok()?);
+    let file = path.rsplit('/').next().unwrap_or(path);
+    let owner = if NOT_THE_PROGRAMS.iter().any(|prefix| file.starts_with(prefix)) {
+        Owner::NotTheProgram
+    } else if executable.is_some_and(|exe| exe.as_os_str() == path) {
+        Owner::Executable
+    } else {
+        Owner::Program
+    };
+    Some(Mapping { start, end, owner })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mappings_are_owned_by_their_file() {
+        let exe = std::path::Path::new("/opt/app/run");
+        let line = |path: &str, perms: &str| format!("7f0000001000-7f0000003000 {perms} 00001000 08:01 42    {path}");
+        let owner = |path: &str| parse_mapping(&line(path, "r-xp"), Some(exe)).map(|m| m.owner);
+        assert_eq!(owner("/usr/lib/x86_64-linux-gnu/libcuda.so.580.65.06"), Some(Owner::NotTheProgram));
+        assert_eq!(
+            owner("/venv/lib/python3.11/site-packages/nvidia/cu13/lib/libcublasLt.so.13"),
+            Some(Owner::NotTheProgram)
+        );
+        assert_eq!(owner("/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.33"), Some(Owner::Program));
+        assert_eq!(owner("/opt/app/run"), Some(Owner::Executable));
+        assert_eq!(owner("/home/me/libcudart_helpers.so"), Some(Owner::Program), "not the CUDA runtime");
+        assert_eq!(parse_mapping(&line("/usr/lib/libc.so.6", "r--p"), Some(exe)), None, "not code");
+        assert_eq!(parse_mapping("7f0000001000-7f0000003000 r-xp 00000000 00:00 0 ", Some(exe)), None);
+        let mapping = parse_mapping(&line("/usr/lib/libc.so.6", "r-xp"), None).expect("code");
+        assert_eq!((mapping.start, mapping.end), (0x7f00_0000_1000, 0x7f00_0000_3000));
+    }
+
+    #[test]
+    fn this_binarys_code_is_the_programs_and_decided_once() {
+        let here = this_binarys_code_is_the_programs_and_decided_once as fn() as usize;
+        assert!(is_programs(here + 1));
+        assert!(is_programs(here + 1), "from the table");
+        assert!(is_programs(0));
+    }
+}

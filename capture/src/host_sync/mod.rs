@@ -1,0 +1,226 @@
+//! Host synchronization between the program's threads, as ThreadSanitizer sees it (DESIGN.md rule 10): thread
+//! create and join, mutexes, rwlocks, spin locks, condition variables, barriers, `pthread_once` and semaphores.
+//! The library defines the pthread and semaphore functions (interpose/); `streamtrace capture` puts it in
+//! LD_PRELOAD so that the program's calls reach them (loaded by the driver alone, through
+//! CUDA_INJECTION64_PATH, it would see none), and each calls the real function (real.rs) around a little
+//! bookkeeping. Calls of the CUDA stack and of the capture itself are passed straight on (caller.rs).
+//!
+//! What reaches the trace is only what the analyzer needs, an edge where an acquire follows another thread's
+//! release. A thread that learned something since its last release (a host synchronization or a successful
+//! query, a copy that made it wait, a host access: `Record::teaches_the_host`, or another thread's snapshot)
+//! writes a `host_release` of a new snapshot (a mark, thread.rs) when it next releases a lock, posts, creates
+//! a thread or ends; a thread that learned nothing releases the mark it released last, and one that never
+//! learned anything releases nothing. The object released into keeps the marks (objects.rs). A thread that
+//! acquires a mark of another thread writes nothing at once: the `host_acquire` is written before its next
+//! record (`before_record`), where the analyzer needs it. Most locks in real programs stay on one thread: their
+//! lock and unlock write nothing and take no lock but the program's own.
+//!
+//! Every interposer works from the process's first call to its last, with or without CUDA, and after fork:
+//! before the capture has recorded anything no thread knows anything, so nothing is written, and a process
+//! without CUDA only ever passes its calls on. Nothing here panics into the program (`bookkeeping` catches and
+//! turns the bookkeeping off), blocks on the capture's state lock for long (`with_state`), or changes errno.
+
+mod caller;
+mod cudart_static;
+// The shims are written for these two; elsewhere nothing is interposed.
+#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod interpose;
+mod objects;
+mod real;
+#[cfg(all(test, target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod tests;
+mod thread;
+
+use std::cell::Cell;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::TryLockError;
+
+use objects::Release;
+use thread::{Full, MarkSet, ThreadKnowledge, THREAD};
+
+use crate::control::ENABLED;
+use crate::origin::{now_ns, thread_id};
+use crate::record::{Batch, Call, Record};
+use crate::state::{state_for_this_process, ProcessState, STATE};
+
+/// Whether any snapshot was released in this process: until then acquiring is a load of this flag.
+static ANY_MARK: AtomicBool = AtomicBool::new(false);
+/// Set after an internal error: every interposer only passes its call on from then.
+static OFF: AtomicBool = AtomicBool::new(false);
+/// How long a release waits for the capture's state lock before it gives up (a program whose own allocator
+/// locks with pthread mutexes inside a recorded call would otherwise wait for itself).
+const STATE_WAIT_NS: u64 = 20_000_000;
+
+thread_local! {
+    /// Set while this thread does bookkeeping: the calls it makes meanwhile are passed on.
+    static BUSY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Before each record the calling thread adds to the process's batch: the snapshots it acquired since its last
+/// record go first, and `teaches`: whether the record tells the thread something (its next release then writes
+/// a new snapshot).
+pub fn before_record(call: Call, teaches: bool, batch: &mut Batch) {
+    let _ = THREAD.try_with(|knowledge| {
+        // Borrowed already: this thread's own bookkeeping is writing, and writes what is pending itself.
+        let Ok(mut knowledge) = knowledge.try_borrow_mut() else { return };
+        let (pending, len) = knowledge.take_pending();
+        for acquired in &pending[..len] {
+            let record = Record::HostAcquire { object: acquired.mark, api: acquired.api };
+            batch.push(Call { correlation: 0, site: 0, ..call }, record);
+        }
+        knowledge.taught |= teaches;
+    });
+}
+
+/// Runs an interposer's bookkeeping, once per call (a call made meanwhile by the bookkeeping itself, or by a
+/// signal handler, passes through), with errno kept and panics caught.
+fn bookkeeping(work: impl FnOnce()) {
+    if OFF.load(Ordering::Relaxed) {
+        return;
+    }
+    let Ok(false) = BUSY.try_with(|busy| busy.replace(true)) else { return };
+    // Safety: the calling thread's errno, read and written back.
+    let errno = unsafe { *libc::__errno_location() };
+    if std::panic::catch_unwind(AssertUnwindSafe(work)).is_err() && !OFF.swap(true, Ordering::SeqCst) {
+        eprintln!("streamtrace: host synchronization is no longer recorded (an internal error); capture goes on");
+    }
+    // Safety: as above.
+    unsafe { *libc::__errno_location() = errno };
+    let _ = BUSY.try_with(|busy| busy.set(false));
+}
+
+/// Before the call that releases `object` (`caller`: its return address).
+fn release(object: usize, how: Release, api: &'static str, caller: usize) {
+    bookkeeping(|| {
+        if THREAD.with(|k| k.borrow().knows_something()) && caller::is_programs(caller) {
+            release_into(object, how, api);
+        }
+    });
+}
+
+/// Releases what this thread knows into `object`.
+fn release_into(object: usize, how: Release, api: &'static str) {
+    let known = knowledge_to_release(api);
+    if known.is_empty() {
+        return;
+    }
+    let (known_version, stored) = THREAD.with(|k| {
+        let k = k.borrow();
+        (k.known_version, k.stored)
+    });
+    if stored == (object, known_version, objects::version_of(object)) {
+        return;
+    }
+    objects::put(object, &known, how);
+    THREAD.with(|k| k.borrow_mut().stored = (object, known_version, objects::version_of(object)));
+}
+
+/// What this thread releases now: when it learned something of its own since its last snapshot, a new one,
+/// written; else the marks it acquired, passed on as they are.
+fn knowledge_to_release(api: &'static str) -> MarkSet {
+    if THREAD.with(|k| k.borrow().taught) && ENABLED.load(Ordering::Relaxed) {
+        write_snapshot(api);
+    }
+    THREAD.with(|k| k.borrow().known)
+}
+
+/// Writes a snapshot of what this thread knows (a `host_release` of a new mark, after the acquires pending on
+/// it: `before_record` writes them in front); false when it could not be written.
+fn write_snapshot(api: &'static str) -> bool {
+    let mark = THREAD.with(|k| k.borrow_mut().next_mark());
+    if with_state(|state, call| state.emit(call, Record::HostRelease { object: mark, api })).is_none() {
+        return false;
+    }
+    THREAD.with(|k| k.borrow_mut().snapshot_written(mark));
+    ANY_MARK.store(true, Ordering::Relaxed);
+    true
+}
+
+/// After the call that acquired `object`: the other threads' marks it holds become pending on this thread.
+fn acquire(object: usize, api: &'static str, caller: usize) {
+    bookkeeping(|| {
+        if ANY_MARK.load(Ordering::Relaxed) && caller::is_programs(caller) {
+            acquire_marks(&object_marks(object), api);
+        }
+    });
+}
+
+/// The marks `object` holds, or none when this thread read them at this version already.
+fn object_marks(object: usize) -> MarkSet {
+    let version = objects::version_of(object);
+    if THREAD.with(|k| k.borrow().saw(object, version)) {
+        return MarkSet::EMPTY;
+    }
+    let marks = objects::marks_of(object);
+    THREAD.with(|k| k.borrow_mut().note_seen(object, version));
+    marks
+}
+
+/// Acquires each of `marks` this thread does not know yet.
+fn acquire_marks(marks: &MarkSet, api: &'static str) {
+    for &mark in marks.as_slice() {
+        if !THREAD.with(|k| k.borrow().is_news(mark)) {
+            continue;
+        }
+        let kept = match THREAD.with(|k| k.borrow_mut().acquire(mark, api)) {
+            Ok(()) => true,
+            // Written out, there is room again.
+            Err(Full::Pending) => write_pending(),
+            Err(Full::Known) => write_snapshot(api),
+        };
+        if !kept || THREAD.with(|k| k.borrow_mut().acquire(mark, api)).is_err() {
+            objects::DROPPED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Writes this thread's pending acquires now; false when they could not be written (they are dropped).
+fn write_pending() -> bool {
+    let (pending, len) = THREAD.with(|k| k.borrow_mut().take_pending());
+    with_state(|state, call| {
+        for acquired in &pending[..len] {
+            state.emit(call, Record::HostAcquire { object: acquired.mark, api: acquired.api });
+        }
+    })
+    .is_some()
+}
+
+/// `object` was destroyed or made anew: whatever it held is gone.
+fn forget(object: usize, caller: usize) {
+    bookkeeping(|| {
+        if ANY_MARK.load(Ordering::Relaxed) && caller::is_programs(caller) {
+            objects::forget(object);
+        }
+    });
+}
+
+/// Runs `write` with this process's capture state and a call of this thread, taking the state lock for at
+/// most `STATE_WAIT_NS` (a thread of the program may hold its own lock while it waits here); None when the
+/// capture is off or the lock could not be had.
+fn with_state<T>(write: impl FnOnce(&mut ProcessState, Call) -> T) -> Option<T> {
+    let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: 0, site: 0 };
+    let deadline = call.time_ns.saturating_add(STATE_WAIT_NS);
+    let mut slot = loop {
+        match STATE.try_lock() {
+            Ok(slot) => break slot,
+            Err(TryLockError::Poisoned(poisoned)) => break poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) if now_ns() < deadline => std::thread::yield_now(),
+            Err(TryLockError::WouldBlock) => return None,
+        }
+    };
+    let state = state_for_this_process(&mut slot)?;
+    Some(write(state, call))
+}
+
+/// In the child of a fork (objects.rs's handler): its trace starts empty.
+fn after_fork_in_child() {
+    ANY_MARK.store(false, Ordering::Relaxed);
+    let _ = THREAD.try_with(|k| k.try_borrow_mut().map(|mut k| k.forget_all()));
+}
+
+/// What this thread knows, for the interposers that keep more than a release or an acquire (threads, rwlocks);
+/// None while it is borrowed.
+fn with_knowledge<T>(work: impl FnOnce(&mut ThreadKnowledge) -> T) -> Option<T> {
+    THREAD.try_with(|k| k.try_borrow_mut().ok().map(|mut k| work(&mut k))).ok().flatten()
+}

@@ -1,0 +1,162 @@
+//! The program's synchronization objects (a mutex, a semaphore, a finished thread: any address) and the marks
+//! released into each, ThreadSanitizer's sync clocks reduced to what the trace needs: marks whose join is what
+//! the releasing threads knew. A mutex's unlock replaces them (`Store`), a semaphore's post or a read lock's
+//! unlock adds to them (`Join`). 64 shards by address, each a futex mutex (Rust's own, never a pthread one)
+//! around a map, with a version that changes with every change, so that a thread re-locking a mutex nobody
+//! else released does not take the shard's lock. Held across fork (the child starts empty). Touches only its
+//! own statics.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, Once, PoisonError};
+
+use rustc_hash::{FxBuildHasher, FxHashMap};
+
+use super::thread::MarkSet;
+
+/// How a release changes what an object holds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Release {
+    /// The releaser's snapshot replaces what was there (a mutex, a write lock, a thread's end): whoever acquires
+    /// it next acquired what was there before it, so its snapshot holds that too.
+    Store,
+    /// The releaser's snapshot joins the others (a semaphore, a read lock, a barrier): their releasers did not
+    /// acquire each other's.
+    Join,
+}
+
+const SHARDS: usize = 64;
+/// Objects a shard holds at most; past that it starts over (counted in `DROPPED`).
+const SHARD_OBJECTS: usize = 1 << 14;
+
+type Objects = FxHashMap<usize, MarkSet>;
+
+struct Shard {
+    version: AtomicU64,
+    objects: Mutex<Objects>,
+}
+
+static TABLE: [Shard; SHARDS] =
+    [const { Shard { version: AtomicU64::new(0), objects: Mutex::new(FxHashMap::with_hasher(FxBuildHasher)) } };
+        SHARDS];
+
+/// Marks forgotten because a shard was full or an object had too many releasers (a `Join` past
+/// `MarkSet::CAPACITY` threads forgets its oldest).
+pub static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+fn shard(object: usize) -> &'static Shard {
+    // Sync objects are 4- or 8-byte aligned, often in arrays of structs: mix the address.
+    &TABLE[(object.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) % SHARDS]
+}
+
+fn lock(shard: &'static Shard) -> MutexGuard<'static, Objects> {
+    shard.objects.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The version of `object`'s shard: what it holds may have changed only if this has.
+pub fn version_of(object: usize) -> u64 {
+    shard(object).version.load(Ordering::Acquire)
+}
+
+/// The marks `object` holds, copied out.
+pub fn marks_of(object: usize) -> MarkSet {
+    lock(shard(object)).get(&object).copied().unwrap_or(MarkSet::EMPTY)
+}
+
+/// `marks` released into `object`.
+pub fn put(object: usize, marks: &MarkSet, how: Release) {
+    register_fork_handlers();
+    let shard = shard(object);
+    let mut objects = lock(shard);
+    if objects.len() >= SHARD_OBJECTS && !objects.contains_key(&object) {
+        DROPPED.fetch_add(objects.len() as u64, Ordering::Relaxed);
+        objects.clear();
+    }
+    let held = objects.entry(object).or_insert(MarkSet::EMPTY);
+    match how {
+        Release::Store => *held = *marks,
+        Release::Join => {
+            for &mark in marks.as_slice() {
+                if held.add_forgetting(mark) {
+                    DROPPED.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+    shard.version.fetch_add(1, Ordering::Release);
+}
+
+/// `object` is gone or made anew (destroyed, initialized, a joined thread): it holds nothing.
+pub fn forget(object: usize) {
+    let shard = shard(object);
+    if lock(shard).remove(&object).is_some() {
+        shard.version.fetch_add(1, Ordering::Release);
+    }
+}
+
+thread_local! {
+    /// The shards' locks, held by the forking thread across fork().
+    static FORK_GUARDS: RefCell<Vec<MutexGuard<'static, Objects>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Registers the fork handlers, once, before the first object is put: no thread of the child may find a
+/// shard locked by a thread the child does not have.
+fn register_fork_handlers() {
+    static REGISTERED: Once = Once::new();
+    // Safety: registers plain extern "C" functions that take and release the shards' locks around fork().
+    REGISTERED.call_once(|| unsafe {
+        libc::pthread_atfork(Some(before_fork), Some(after_fork_in_parent), Some(after_fork_in_child));
+    });
+}
+
+extern "C" fn before_fork() {
+    let _ = std::panic::catch_unwind(|| {
+        let guards: Vec<_> = TABLE.iter().map(lock).collect();
+        FORK_GUARDS.with(|slot| *slot.borrow_mut() = guards);
+    });
+}
+
+extern "C" fn after_fork_in_parent() {
+    let _ = std::panic::catch_unwind(|| FORK_GUARDS.with(|slot| slot.borrow_mut().clear()));
+}
+
+/// In the child: its trace starts empty, and so do the objects.
+extern "C" fn after_fork_in_child() {
+    let _ = std::panic::catch_unwind(|| {
+        FORK_GUARDS.with(|slot| {
+            for guard in slot.borrow_mut().iter_mut() {
+                guard.clear();
+            }
+            slot.borrow_mut().clear();
+        });
+        for shard in &TABLE {
+            shard.version.fetch_add(1, Ordering::Release);
+        }
+        super::after_fork_in_child();
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host_sync::thread::ThreadKnowledge;
+
+    #[test]
+    fn a_store_replaces_and_a_join_adds_one_mark_per_thread() {
+        let (mut a, mut b) = (ThreadKnowledge::NEW, ThreadKnowledge::NEW);
+        let object = Box::into_raw(Box::new(0u64)) as usize;
+        let (a1, a2, b1) = (a.next_mark(), a.next_mark(), b.next_mark());
+        put(object, &MarkSet::of(a1), Release::Join);
+        put(object, &MarkSet::of(b1), Release::Join);
+        put(object, &MarkSet::of(a2), Release::Join);
+        assert_eq!(marks_of(object).as_slice(), &[a2, b1], "a2 holds a1");
+        let version = version_of(object);
+        put(object, &MarkSet::of(b1), Release::Store);
+        assert_ne!(version_of(object), version);
+        assert_eq!(marks_of(object).as_slice(), &[b1]);
+        forget(object);
+        assert!(marks_of(object).is_empty());
+        // Safety: the box made above, no longer used.
+        drop(unsafe { Box::from_raw(object as *mut u64) });
+    }
+}

@@ -1,0 +1,178 @@
+//! The interposers in this test binary stand in front of the C library's for the test's own pthread calls (the
+//! library's symbols are linked into it), and the capture is switched on as InitializeInjection would, so what
+//! they write reaches a real trace file. Other tests of this binary run meanwhile; only this test's threads'
+//! lines are looked at.
+
+use std::ffi::c_void;
+use std::sync::mpsc;
+
+use serde_json::Value;
+
+use crate::control::ENABLED;
+use crate::origin::thread_id;
+use crate::record::{Record, SyncTarget};
+use crate::state::{drain_into, STATE};
+
+use super::with_state;
+
+/// Switches the capture on, once for both tests, as InitializeInjection would, with this process's trace in a
+/// folder of its own.
+fn capture_on() {
+    static ON: std::sync::Once = std::sync::Once::new();
+    ON.call_once(|| {
+        let dir = std::env::temp_dir().join(format!("st-host-sync-{}", std::process::id()));
+        std::env::set_var(streamtrace_format::launch::ENV_OUTPUT, dir.join("trace.%p.json"));
+        crate::origin::note_pid();
+        ENABLED.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+}
+
+/// Records one call of the calling thread, as the CUPTI callback does.
+fn record(record: Record) {
+    with_state(|state, call| state.emit(call, record)).expect("capture is on");
+}
+
+fn synchronize() {
+    record(Record::Sync { target: SyncTarget::Context(1), api: "cuCtxSynchronize" });
+}
+
+fn launch() {
+    record(Record::EventRecord { event: 9, stream: 5, api: "cuEventRecord" });
+}
+
+/// A pthread mutex (Rust's own mutexes are futexes, which the interposers do not see).
+struct PthreadMutex(Box<libc::pthread_mutex_t>);
+
+// Safety: a pthread mutex is made to be shared between threads.
+unsafe impl Sync for PthreadMutex {}
+
+impl PthreadMutex {
+    fn new() -> PthreadMutex {
+        PthreadMutex(Box::new(libc::PTHREAD_MUTEX_INITIALIZER))
+    }
+
+    fn lock_and_unlock(&self) {
+        let mutex = &*self.0 as *const libc::pthread_mutex_t as *mut libc::pthread_mutex_t;
+        // Safety: an initialized mutex that outlives the calls.
+        unsafe {
+            assert_eq!(libc::pthread_mutex_lock(mutex), 0);
+            assert_eq!(libc::pthread_mutex_unlock(mutex), 0);
+        }
+    }
+}
+
+/// This test's lines of the trace: (type, thread, object) of its threads' records (the object of a host sync
+/// record, else 0). Acquires of snapshots that no thread of the test released are left out: the test
+/// harness's threads hand their knowledge to the threads they start, as they should.
+fn lines_of(threads: &[u64]) -> Vec<(String, u64, u64)> {
+    let writer = STATE.lock().unwrap().as_ref().map(|state| state.writer.handle()).expect("a trace");
+    drain_into(&writer);
+    let text = std::fs::read_to_string(&writer.path).expect("the trace");
+    let lines = text
+        .lines()
+        .skip(1)
+        .map(|line| serde_json::from_str::<Value>(line).expect("JSON"))
+        .filter(|v| v["thread"].as_u64().is_some_and(|t| threads.contains(&t)))
+        .map(|v| {
+            let kind = v["type"].as_str().unwrap_or("").to_string();
+            (kind, v["thread"].as_u64().unwrap_or(0), v["object"].as_u64().unwrap_or(0))
+        })
+        .collect::<Vec<_>>();
+    let released: Vec<u64> = lines.iter().filter(|(k, _, _)| k == "host_release").map(|l| l.2).collect();
+    lines.into_iter().filter(|(k, _, object)| k != "host_acquire" || released.contains(object)).collect()
+}
+
+#[test]
+fn releases_and_acquires_are_written_only_where_a_thread_learns_from_another() {
+    capture_on();
+
+    let mutex = std::sync::Arc::new(PthreadMutex::new());
+    let main = thread_id();
+    // The worker is started before the main thread knows anything: its creation passes nothing on.
+    let (go, wait) = mpsc::channel::<()>();
+    let (done, finished) = mpsc::channel::<u64>();
+    let worker = {
+        let mutex = mutex.clone();
+        std::thread::spawn(move || {
+            let me = thread_id();
+            mutex.lock_and_unlock(); // nothing released into it yet
+            wait.recv().unwrap();
+            mutex.lock_and_unlock(); // acquires the main thread's snapshot...
+            launch(); // ...written before this record
+            mutex.lock_and_unlock(); // the same snapshot again: nothing
+            launch();
+            done.send(me).unwrap();
+        })
+    };
+    mutex.lock_and_unlock(); // the main thread knows nothing yet: releases nothing
+    synchronize();
+    mutex.lock_and_unlock(); // now it does: one release
+    mutex.lock_and_unlock(); // and nothing new since: the same mark, no line
+    go.send(()).unwrap();
+    let worker_id = finished.recv().unwrap();
+    worker.join().unwrap(); // the worker learned something: its end releases, the join acquires
+    launch();
+
+    let lines = lines_of(&[main, worker_id]);
+    let kinds: Vec<(&str, u64)> = lines.iter().map(|(k, t, _)| (k.as_str(), *t)).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("sync", main),
+            ("host_release", main),
+            ("host_acquire", worker_id),
+            ("record", worker_id),
+            ("record", worker_id),
+            // The worker learned nothing of its own: its unlocks and its end pass the main thread's snapshot
+            // on, which the join finds to be the main thread's own.
+            ("record", main),
+        ],
+        "{lines:?}"
+    );
+    assert_eq!(lines[1].2, lines[2].2, "the worker acquires the main thread's snapshot");
+}
+
+#[test]
+fn a_thread_started_after_its_creator_learned_something_acquires_it() {
+    capture_on();
+    let parent = thread_id();
+    // A thread of its own, so that nothing else this test binary does on its thread comes in between.
+    let child = std::thread::spawn(move || {
+        synchronize();
+        let mut child: libc::pthread_t = 0;
+        extern "C" fn start(out: *mut c_void) -> *mut c_void {
+            // Safety: the creator passes a u64 it reads after the join.
+            unsafe { *out.cast::<u64>() = thread_id() };
+            launch();
+            synchronize();
+            std::ptr::null_mut()
+        }
+        let mut id = 0u64;
+        // Safety: a plain pthread_create and join of a routine that writes `id`, read after the join.
+        unsafe {
+            assert_eq!(libc::pthread_create(&mut child, std::ptr::null(), start, (&mut id as *mut u64).cast()), 0);
+            assert_eq!(libc::pthread_join(child, std::ptr::null_mut()), 0);
+        }
+        launch();
+        (thread_id(), id)
+    });
+    let (creator, created) = child.join().unwrap();
+    let lines = lines_of(&[creator, created]);
+    let kinds: Vec<(&str, u64)> = lines.iter().map(|(k, t, _)| (k.as_str(), *t)).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("sync", creator),
+            ("host_release", creator),
+            ("host_acquire", created),
+            ("record", created),
+            ("sync", created),
+            ("host_release", created),
+            ("host_acquire", creator),
+            ("record", creator),
+        ],
+        "{lines:?} (parent {parent})"
+    );
+    assert_eq!(lines[1].2, lines[2].2, "the created thread acquires its creator's snapshot");
+    assert_eq!(lines[5].2, lines[6].2, "the join acquires what the thread knew at its end");
+}
