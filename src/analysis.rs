@@ -17,7 +17,11 @@ use crate::timeline::Timeline;
 pub struct Analysis {
     pub trace: String,
     pub format: &'static str,
+    /// The host order the analysis used (`Auto` decided: per-thread where the trace records its host
+    /// synchronization, global where it does not).
     pub host_order: HostOrder,
+    /// Whether the trace records the host synchronization between its threads (its header says so).
+    pub host_sync_recorded: bool,
     /// The process's place in a distributed job, when its trace says (a `capture` of torchrun).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub job: Option<JobPlace>,
@@ -68,6 +72,12 @@ fn run(
 ) -> Result<Analysis, AnalysisError> {
     let format = source.format();
     let mut engine = Engine::new(options);
+    // A trace that records its host synchronization, analyzed in the per-thread order, also goes through the
+    // timestamp order: a race that one finds and not the other is ordered only by timing, or by host
+    // synchronization the capture cannot see. (Without recorded host synchronization the per-thread order is
+    // the strict one, and its races stay races.) Made at the first record past the header, which says.
+    let mut by_timestamps: Option<Engine> = None;
+    let mut order_decided = false;
     let mut timeline = with_timeline.then(Timeline::default);
     let mut names = Names::default();
     let mut job = None;
@@ -87,6 +97,12 @@ fn run(
             if let Some(Ok(next)) = batch.get(i + 1) {
                 engine.prefetch(next);
             }
+            if !order_decided && !matches!(record, TraceRecord::Job(_) | TraceRecord::HostSyncRecorded) {
+                order_decided = true;
+                if engine.host_order() == HostOrder::PerThread && engine.host_sync_recorded() {
+                    by_timestamps = Some(Engine::new(EngineOptions { host_order: HostOrder::Global }));
+                }
+            }
             if let Some(timeline) = timeline.as_mut() {
                 timeline.observe(record);
             }
@@ -95,6 +111,9 @@ fn run(
                 job = Some(*place);
             }
             engine.apply(record).map_err(|source| AnalysisError::Engine { path: name.to_string(), source })?;
+            if let Some(twin) = by_timestamps.as_mut() {
+                twin.apply(record).map_err(|source| AnalysisError::Engine { path: name.to_string(), source })?;
+            }
         }
     }
     let mut import = source.finish();
@@ -103,14 +122,19 @@ fn run(
     if let Some(timeline) = timeline.as_mut() {
         timeline.finish(&engine.take_edges(), &names);
     }
+    let (host_order, host_sync_recorded) = (engine.host_order(), engine.host_sync_recorded());
     let (mut findings, stats) = engine.finish();
+    if let Some(twin) = by_timestamps {
+        findings.set_apart_timing_only(&twin.finish().0);
+    }
     // Only what the findings hold is symbolized (and the creation sites of the streams and events named).
     symbols.resolve(&mut findings, &mut import);
     names.name_findings(&mut findings);
     Ok(Analysis {
         trace: name.to_string(),
         format,
-        host_order: options.host_order,
+        host_order,
+        host_sync_recorded,
         job,
         findings,
         stats,

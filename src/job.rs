@@ -49,8 +49,7 @@ impl JobTrace {
 pub fn finding_devices(analysis: &Analysis) -> Vec<u32> {
     let findings = &analysis.findings;
     let ops = findings
-        .races
-        .iter()
+        .all_races()
         .flat_map(|r| [&r.earlier, &r.later])
         .chain(findings.unrecorded_waits.iter().map(|w| &w.wait));
     let mut devices: Vec<u32> = ops.filter_map(|op| op.site.stream.as_ref().map(|s| s.device)).collect();
@@ -104,6 +103,7 @@ pub struct JobSummary {
     pub failed: usize,
     pub with_findings: Vec<String>,
     pub races: usize,
+    pub timing_only_races: usize,
     pub unrecorded_waits: usize,
 }
 
@@ -114,8 +114,9 @@ impl JobSummary {
             match &trace.outcome {
                 Ok(analysis) => {
                     summary.races += analysis.findings.races.len();
+                    summary.timing_only_races += analysis.findings.timing_only_races.len();
                     summary.unrecorded_waits += analysis.findings.unrecorded_waits.len();
-                    if analysis.findings.has_problems() {
+                    if analysis.findings.verdict() != crate::findings::Verdict::Clean {
                         summary.with_findings.push(trace.label());
                     }
                 }
@@ -137,6 +138,13 @@ impl JobSummary {
             self.unrecorded_waits,
             s(self.unrecorded_waits)
         );
+        if self.timing_only_races > 0 {
+            text.push_str(&format!(
+                ", and {} race{} ordered only by timing, or by host synchronization the capture cannot see",
+                self.timing_only_races,
+                s(self.timing_only_races)
+            ));
+        }
         if !self.with_findings.is_empty() {
             text.push_str(&format!(" in {}", self.with_findings.join("; ")));
         }
@@ -158,6 +166,7 @@ pub fn merged_for_timeline(dir: &Path, traces: &[JobTrace]) -> Option<Analysis> 
         trace: format!("{} ({} traces)", dir.display(), analyses.len()),
         format: first.format,
         host_order: first.host_order,
+        host_sync_recorded: first.host_sync_recorded,
         job: None,
         findings: Default::default(),
         stats: Default::default(),
@@ -196,12 +205,17 @@ pub fn merged_for_timeline(dir: &Path, traces: &[JobTrace]) -> Option<Analysis> 
             race.later.seq += seq_base;
             race
         }));
+        findings.timing_only_races.extend(analysis.findings.timing_only_races.iter().cloned().map(|mut race| {
+            race.earlier.seq += seq_base;
+            race.later.seq += seq_base;
+            race
+        }));
         findings.unrecorded_waits.extend(analysis.findings.unrecorded_waits.iter().cloned());
         merged.stats.operations += analysis.stats.operations;
         merged.stats.accesses += analysis.stats.accesses;
         merged.stats.has_addresses |= analysis.stats.has_addresses;
         let last_op = timeline.ops.iter().map(|o| o.seq).max().unwrap_or(0);
-        let last_race = analysis.findings.races.iter().map(|r| r.later.seq.max(r.earlier.seq)).max().unwrap_or(0);
+        let last_race = analysis.findings.all_races().map(|r| r.later.seq.max(r.earlier.seq)).max().unwrap_or(0);
         seq_base += last_op.max(last_race).max(analysis.stats.operations) + 1;
     }
     Some(merged)

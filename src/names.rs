@@ -136,7 +136,7 @@ impl Names {
                 let seen = groups.len() as u64;
                 groups.entry(group.clone()).or_insert(seen);
             }
-            TraceRecord::GpuTime { .. } | TraceRecord::Job(_) => {}
+            TraceRecord::GpuTime { .. } | TraceRecord::Job(_) | TraceRecord::HostSyncRecorded => {}
         }
     }
 

@@ -66,8 +66,51 @@ fn expected(sample: &str) -> (Vec<(&'static str, &'static str, &'static str, u64
             )],
             0,
         ),
+        "host_sync_no_handover.json" => (vec![("write-after-write", "fill", "fill", 1)], 0),
+        "host_sync_no_handover_apart.json"
+        | "host_sync_atomic_handover.json"
+        | "host_sync_mutex_handover.json"
+        | "host_sync_create_join.json"
+        | "host_sync_semaphore.json" => (vec![], 0),
         other => panic!("sample {other} has no ground truth in tests/cli.rs"),
     }
+}
+
+/// The races of a sample that are ordered only by timing, or by host synchronization the capture cannot see
+/// (the per-thread host order finds them, the timestamp order does not), as in `expected`.
+fn expected_timing_only(sample: &str) -> Vec<(&'static str, &'static str, &'static str, u64)> {
+    match sample {
+        "host_sync_no_handover_apart.json" | "host_sync_atomic_handover.json" => {
+            vec![("write-after-write", "fill", "fill", 1)]
+        }
+        _ => vec![],
+    }
+}
+
+/// A report's races of one list as (kind, earlier site, later site, count), sorted.
+fn race_list(json: &Value, list: &str) -> Vec<(String, String, String, u64)> {
+    let mut found: Vec<(String, String, String, u64)> = json[list]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list} array"))
+        .iter()
+        .map(|r| {
+            (
+                r["kind"].as_str().unwrap_or_default().to_string(),
+                r["earlier"]["site"]["name"].as_str().unwrap_or_default().to_string(),
+                r["later"]["site"]["name"].as_str().unwrap_or_default().to_string(),
+                r["count"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+fn owned(races: &[(&str, &str, &str, u64)]) -> Vec<(String, String, String, u64)> {
+    let mut races: Vec<_> =
+        races.iter().map(|(k, a, b, n)| (k.to_string(), a.to_string(), b.to_string(), *n)).collect();
+    races.sort();
+    races
 }
 
 #[test]
@@ -81,28 +124,20 @@ fn every_json_sample_gets_its_verdict() {
         }
         let name = path.file_name().and_then(|n| n.to_str()).expect("utf-8 name").to_string();
         let (races, waits) = expected(&name);
+        let timing_only = expected_timing_only(&name);
         let (code, json) = analyze_json(&format!("samples/json/{name}"));
-        let clean = races.is_empty() && waits == 0;
-        assert_eq!(code, if clean { 0 } else { 1 }, "{name}: exit status");
-        assert_eq!(json["verdict"], if clean { "clean" } else { "findings" }, "{name}: verdict");
-        let mut found: Vec<(String, String, String, u64)> = json["races"]
-            .as_array()
-            .expect("races array")
-            .iter()
-            .map(|r| {
-                (
-                    r["kind"].as_str().unwrap_or_default().to_string(),
-                    r["earlier"]["site"]["name"].as_str().unwrap_or_default().to_string(),
-                    r["later"]["site"]["name"].as_str().unwrap_or_default().to_string(),
-                    r["count"].as_u64().unwrap_or_default(),
-                )
-            })
-            .collect();
-        found.sort();
-        let mut want: Vec<(String, String, String, u64)> =
-            races.iter().map(|(k, a, b, n)| (k.to_string(), a.to_string(), b.to_string(), *n)).collect();
-        want.sort();
-        assert_eq!(found, want, "{name}: races");
+        let (status, verdict) = match (races.is_empty() && waits == 0, timing_only.is_empty()) {
+            (false, _) => (1, "findings"),
+            (true, false) => (3, "timing_only"),
+            (true, true) => (0, "clean"),
+        };
+        assert_eq!(code, status, "{name}: exit status");
+        assert_eq!(json["verdict"], verdict, "{name}: verdict");
+        assert_eq!(race_list(&json, "races"), owned(&races), "{name}: races");
+        assert_eq!(race_list(&json, "timing_only_races"), owned(&timing_only), "{name}: races ordered only by timing");
+        let recorded = name.starts_with("host_sync_");
+        assert_eq!(json["host_sync_recorded"], recorded, "{name}: host synchronization recorded");
+        assert_eq!(json["host_order"], if recorded { "per-thread" } else { "global" }, "{name}: host order");
         assert_eq!(json["unrecorded_waits"].as_array().map(Vec::len), Some(waits), "{name}: unrecorded waits");
         seen += 1;
     }
@@ -161,6 +196,40 @@ fn output_file_and_host_order_flags() {
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).expect("report written")).expect("parses");
     assert_eq!(json["host_order"], "per-thread");
     assert_eq!(json["verdict"], "clean");
+}
+
+#[test]
+fn races_ordered_only_by_timing_have_their_own_status_line_and_order() {
+    // Recorded host synchronization: the per-thread order, and the race the timestamps hide is set apart.
+    let out = streamtrace(&["analyze", "samples/json/host_sync_no_handover_apart.json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(
+        text.contains("WARNING: streamtrace: data race ordered only by timing, or by host synchronization the capture cannot see (write-after-write)"),
+        "{text}"
+    );
+    assert!(text.contains("Host order: per thread, joined by the host synchronization the capture recorded"), "{text}");
+    assert!(text.contains("SUMMARY: streamtrace: 0 races (0 occurrences)"), "{text}");
+    assert!(
+        text.contains("SUMMARY: streamtrace: 1 race (1 occurrence) ordered only by timing, or by host synchronization the capture cannot see"),
+        "{text}"
+    );
+    // Asked for the timestamp order, the same trace is clean, and says so.
+    let out = streamtrace(&["analyze", "samples/json/host_sync_no_handover_apart.json", "--host-order", "global"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("Host order: timestamps, as asked"), "{text}");
+    assert!(!text.contains("ordered only by timing"), "{text}");
+    // A race no timing hides keeps status 1 beside one that timing hides.
+    let (code, json) = analyze_json("samples/json/host_sync_no_handover.json");
+    assert_eq!((code, json["verdict"].as_str()), (1, Some("findings")));
+    assert_eq!(json["summary"]["timing_only_races"], 0);
+    // A trace without recorded host synchronization says it took the timestamps.
+    let text = String::from_utf8_lossy(&streamtrace(&["analyze", "samples/json/host_order_sync_handover.json"]).stdout)
+        .to_string();
+    assert!(text.contains("Host order: timestamps: the trace records no host synchronization between its threads"));
+    let help = String::from_utf8_lossy(&streamtrace(&["analyze", "--help"]).stdout).to_string();
+    assert!(help.contains("3 when the only findings are races ordered only by timing"), "{help}");
 }
 
 fn bad_input(name: &str, content: &[u8]) -> (i32, String) {

@@ -619,3 +619,46 @@ fn periodic_write(first: u64, extent: u64) -> Access {
         view: Some(Arc::new(view)),
     }
 }
+
+#[test]
+fn host_synchronization_reads_back_with_the_header_that_says_it_is_recorded() {
+    let mut batch = Batch::default();
+    let mark = (7u64 << 40) | 3;
+    batch.push(CALL, Record::HostRelease { object: mark, api: "pthread_mutex_unlock" });
+    batch.push(EDGE_CALL, Record::HostAcquire { object: mark, api: "pthread_mutex_lock" });
+    batch.push(EDGE_CALL, Record::HostRelease { object: u64::MAX, api: "thread exit" });
+    let header = format::job_header_line(
+        Some(format::Producer::Capture),
+        format::JobPlace::default(),
+        true,
+        Some("recorded by streamtrace capture"),
+    );
+    let mut text = header;
+    batch.write_lines(&mut Vec::new(), &mut text);
+    let (records, counters) = read(text);
+    assert_eq!(records.first(), Some(&TraceRecord::HostSyncRecorded), "the header's claim comes first");
+    let ops = operations(&records);
+    let kinds: Vec<&OpKind> = ops.iter().map(|op| &op.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            &OpKind::HostRelease { object: mark },
+            &OpKind::HostAcquire { object: mark },
+            &OpKind::HostRelease { object: u64::MAX }
+        ]
+    );
+    let where_when: Vec<_> = ops.iter().map(|op| (op.thread, op.host_time_ns, op.api.as_deref())).collect();
+    assert_eq!(
+        where_when,
+        [
+            (ThreadId(0), Some(1_000), Some("pthread_mutex_unlock")),
+            (ThreadId(1), Some(u64::MAX), Some("pthread_mutex_lock")),
+            (ThreadId(1), Some(u64::MAX), Some("thread exit")),
+        ]
+    );
+    assert_eq!(counters.data_loss().count(), 0);
+    // Without the claim, the same records are read, and the header says nothing.
+    let (records, _) = read(written(&batch));
+    assert!(!records.contains(&TraceRecord::HostSyncRecorded));
+    assert_eq!(operations(&records).len(), 3);
+}

@@ -1,7 +1,8 @@
 //! One test per happens-before rule of DESIGN.md, each with a racy and a race-free twin, so that dropping or
 //! inverting a rule fails a test. Traces are hand-written in the JSON trace format.
 
-use streamtrace::analysis::Analysis;
+use streamtrace::analysis::{analyze_source, Analysis};
+use streamtrace::ingest::json::JsonTraceReader;
 use streamtrace::findings::{RaceFinding, RaceKind};
 use streamtrace::hb::{EngineOptions, HostOrder};
 
@@ -27,12 +28,40 @@ const PRELUDE: &str = r#"{"type":"stream","id":0,"stream_kind":"legacy_default"}
 "#;
 
 fn run_with(body: &str, host_order: HostOrder) -> Analysis {
-    let body = body.replace("$X", X).replace("$Y", Y);
-    scenario::analyze("scenario.json", PRELUDE, &body, host_order)
+    run_traced(body, host_order, false)
 }
 
+/// `host_sync`: the header says the trace records the host synchronization between its threads, as a capture
+/// with the interposers in place does.
+fn run_traced(body: &str, host_order: HostOrder, host_sync: bool) -> Analysis {
+    let body = body.replace("$X", X).replace("$Y", Y);
+    if !host_sync {
+        return scenario::analyze("scenario.json", PRELUDE, &body, host_order);
+    }
+    // The header a capture with its interposers in place writes.
+    let text = format!("{{\"type\":\"streamtrace\",\"version\":1,\"host_sync\":true}}\n{PRELUDE}{body}");
+    let reader = JsonTraceReader::from_text("scenario.json", text);
+    analyze_source("scenario.json", Box::new(reader), EngineOptions { host_order }).expect("scenario analyzes")
+}
+
+/// What a scenario's analysis found, to compare two host orders: every race (those ordered only by timing
+/// apart), and the waits on never-recorded events.
+fn verdicts(analysis: &Analysis) -> (Vec<(RaceKind, String, String, u64)>, Vec<(RaceKind, String, String)>, usize) {
+    let races = |list: &[RaceFinding]| {
+        list.iter().map(|r| (r.kind, r.earlier.site.name.clone(), r.later.site.name.clone(), r.count)).collect()
+    };
+    let timing_only = analysis.findings.timing_only_races.iter();
+    let timing_only = timing_only.map(|r| (r.kind, r.earlier.site.name.clone(), r.later.site.name.clone())).collect();
+    (races(&analysis.findings.races), timing_only, analysis.findings.unrecorded_waits.len())
+}
+
+/// Runs a scenario in both host orders: a rule about streams gives the same findings in either, every race a
+/// plain one (a rule test that came out differently would be testing the host order instead).
 fn run(body: &str) -> Analysis {
-    run_with(body, HostOrder::Global)
+    let global = run_with(body, HostOrder::Global);
+    let per_thread = run_with(body, HostOrder::PerThread);
+    assert_eq!(verdicts(&per_thread), verdicts(&global), "the host orders disagree on:\n{body}");
+    global
 }
 
 fn races(body: &str) -> Vec<RaceFinding> {
@@ -475,6 +504,115 @@ fn rule10_event_hand_over_between_threads_orders_in_strict_mode() {
         + "{\"type\":\"wait\",\"event\":1,\"stream\":2,\"thread\":2}\n"
         + "{\"type\":\"kernel\",\"stream\":2,\"name\":\"b\",\"reads\":[$X],\"thread\":2}\n";
     assert!(run_with(&body, HostOrder::PerThread).findings.races.is_empty());
+}
+
+// rule 10 with the host synchronization recorded (host_release / host_acquire, as the capture's interposers
+// write them): each thread its own clock, the edges joining them; the per-thread order is then exact, and the
+// default where the header says the trace records it all.
+fn on(thread: u32, record: &str) -> String {
+    record.replace("}\n", &format!(",\"thread\":{thread}}}\n"))
+}
+
+fn release(object: u64, thread: u32) -> String {
+    format!("{{\"type\":\"host_release\",\"object\":{object},\"thread\":{thread}}}\n")
+}
+
+fn acquire(object: u64, thread: u32) -> String {
+    format!("{{\"type\":\"host_acquire\",\"object\":{object},\"thread\":{thread}}}\n")
+}
+
+/// Thread 1 writes X on stream 1 and synchronizes it, then `hand_over`; thread 2 reads X on stream 2.
+fn handed_over(hand_over: &str) -> String {
+    on(1, &write(1, "a", "$X")) + &on(1, &sync("stream", 1)) + hand_over + &on(2, &read(2, "b", "$X"))
+}
+
+#[test]
+fn rule10_a_recorded_release_and_acquire_order_two_threads() {
+    let body = handed_over(&(release(7, 1) + &acquire(7, 2)));
+    for order in [HostOrder::Global, HostOrder::PerThread] {
+        assert!(run_with(&body, order).findings.races.is_empty(), "{order:?}");
+    }
+    let recorded = run_traced(&body, HostOrder::Auto, true);
+    assert_eq!(verdicts(&recorded), (vec![], vec![], 0));
+    assert_eq!((recorded.stats.host_releases, recorded.stats.host_acquires), (1, 1));
+    // Without the edge, nothing but the calls' timestamps orders the two threads.
+    let unordered = handed_over("");
+    assert_eq!(run_with(&unordered, HostOrder::PerThread).findings.races.len(), 1);
+    assert!(run_with(&unordered, HostOrder::Global).findings.races.is_empty());
+}
+
+#[test]
+fn rule10_an_acquire_takes_in_what_the_thread_knew_at_its_release_not_after() {
+    let early = on(1, &write(1, "a", "$X"))
+        + &release(7, 1)
+        + &on(1, &sync("stream", 1))
+        + &acquire(7, 2)
+        + &on(2, &read(2, "b", "$X"));
+    assert_one_race(&run_with(&early, HostOrder::PerThread).findings.races, RaceKind::ReadAfterWrite, "a", "b");
+}
+
+#[test]
+fn rule10_edges_pass_on_through_a_thread_between() {
+    let through_3 = handed_over(&(release(7, 1) + &acquire(7, 3) + &release(8, 3) + &acquire(8, 2)));
+    assert!(run_with(&through_3, HostOrder::PerThread).findings.races.is_empty());
+    let broken = handed_over(&(release(7, 1) + &acquire(7, 3) + &acquire(8, 2)));
+    assert_eq!(run_with(&broken, HostOrder::PerThread).findings.races.len(), 1);
+}
+
+#[test]
+fn rule10_an_object_joins_every_release_into_it() {
+    // Two threads post one semaphore; the waiter is ordered after both.
+    let body = on(1, &write(1, "a", "$X"))
+        + &on(3, &write(3, "c", "$Y"))
+        + &on(1, &sync("stream", 1))
+        + &release(5, 1)
+        + &on(3, &sync("stream", 3))
+        + &release(5, 3)
+        + &acquire(5, 2)
+        + &on(2, &read(2, "b", "$X"))
+        + &on(2, &read(2, "d", "$Y"));
+    assert!(run_with(&body, HostOrder::PerThread).findings.races.is_empty());
+}
+
+#[test]
+fn rule10_an_acquire_before_any_release_orders_nothing() {
+    let body = acquire(7, 2) + &handed_over(&release(7, 1));
+    let analysis = run_with(&body, HostOrder::PerThread);
+    assert_eq!(analysis.findings.races.len(), 1);
+    assert_eq!(analysis.stats.host_acquires_of_nothing, 1);
+}
+
+#[test]
+fn rule10_what_a_thread_that_only_polled_learned_reaches_another_through_an_edge() {
+    let body = on(1, &write(1, "a", "$X"))
+        + &on(1, &rec(1, 1))
+        + &on(2, "{\"type\":\"query\",\"event\":1,\"ready\":true}\n")
+        + &release(7, 2)
+        + &acquire(7, 1)
+        + &on(1, &read(2, "b", "$X"));
+    for order in [HostOrder::Global, HostOrder::PerThread] {
+        assert!(run_with(&body, order).findings.races.is_empty(), "{order:?}");
+    }
+    let without = body.replace(&release(7, 2), "");
+    assert_eq!(run_with(&without, HostOrder::PerThread).findings.races.len(), 1, "the poll alone orders nothing");
+}
+
+#[test]
+fn rule10_the_trace_decides_the_default_order_and_races_only_timing_orders_are_set_apart() {
+    let unordered = handed_over("");
+    let timestamps = run_traced(&unordered, HostOrder::Auto, false);
+    assert_eq!((timestamps.host_order, timestamps.host_sync_recorded), (HostOrder::Global, false));
+    assert!(timestamps.findings.races.is_empty() && timestamps.findings.timing_only_races.is_empty());
+    let recorded = run_traced(&unordered, HostOrder::Auto, true);
+    assert_eq!((recorded.host_order, recorded.host_sync_recorded), (HostOrder::PerThread, true));
+    assert!(recorded.findings.races.is_empty());
+    assert_eq!(verdicts(&recorded).1, vec![(RaceKind::ReadAfterWrite, "a".to_string(), "b".to_string())]);
+    // A race that the timestamps do not order either stays a plain race.
+    let both_early = on(1, &write(1, "a", "$X")) + &on(2, &read(2, "b", "$X")) + &on(1, &sync("stream", 1));
+    let plain = run_traced(&both_early, HostOrder::Auto, true);
+    assert_eq!((plain.findings.races.len(), plain.findings.timing_only_races.len()), (1, 0));
+    // Asked for, the timestamp order keeps its meaning on a trace that records host synchronization.
+    assert!(run_traced(&unordered, HostOrder::Global, true).findings.timing_only_races.is_empty());
 }
 
 // rule 11: what memory operations access.

@@ -63,8 +63,14 @@ impl Writer {
         let mut out = create(&path)?;
         // A recording: the analyzer counts and skips a record it cannot take instead of refusing the trace.
         let job = streamtrace_format::JobPlace::from_env(|name| std::env::var(name).ok());
-        let header =
-            streamtrace_format::job_header_line(Some(Producer::Capture), job, Some("recorded by streamtrace capture"));
+        // Whether this process's host synchronization reaches the trace: the interposers stand in front.
+        let host_sync = crate::host_sync::interposing();
+        let header = streamtrace_format::job_header_line(
+            Some(Producer::Capture),
+            job,
+            host_sync,
+            Some("recorded by streamtrace capture"),
+        );
         out.write_all(header.as_bytes())?;
         Ok(Writer { file: Arc::new(Mutex::new(TraceFile { out, names: Vec::new(), lines: String::new() })), path })
     }

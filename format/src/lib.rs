@@ -52,11 +52,12 @@ impl JobPlace {
 /// The header line a trace file starts with, for a trace written by `producer` (`None`: written by hand or by a
 /// generator, read strictly).
 pub fn header_line(producer: Option<Producer>, comment: Option<&str>) -> String {
-    job_header_line(producer, JobPlace::default(), comment)
+    job_header_line(producer, JobPlace::default(), false, comment)
 }
 
-/// The header line of a trace of one process of a distributed job.
-pub fn job_header_line(producer: Option<Producer>, job: JobPlace, comment: Option<&str>) -> String {
+/// The header line of a trace of one process of a distributed job; `host_sync`: whether the trace records the
+/// host synchronization between the process's threads.
+pub fn job_header_line(producer: Option<Producer>, job: JobPlace, host_sync: bool, comment: Option<&str>) -> String {
     let mut out = String::new();
     let mut line = RecordLine::begin(&mut out, RecordKind::Header);
     line.number(Field::Version, FORMAT_VERSION);
@@ -69,6 +70,9 @@ pub fn job_header_line(producer: Option<Producer>, job: JobPlace, comment: Optio
         if let Some(value) = value {
             line.number(field, value);
         }
+    }
+    if host_sync {
+        line.boolean(Field::HostSync, true);
     }
     if let Some(comment) = comment {
         line.string(Field::Comment, comment);
@@ -105,8 +109,12 @@ mod tests {
             "a variable that is no number is left out"
         );
         assert_eq!(
-            job_header_line(Some(Producer::Capture), job, None),
+            job_header_line(Some(Producer::Capture), job, false, None),
             "{\"type\":\"streamtrace\",\"version\":1,\"producer\":\"capture\",\"rank\":3,\"local_rank\":1}\n"
+        );
+        assert_eq!(
+            job_header_line(Some(Producer::Capture), JobPlace::default(), true, None),
+            "{\"type\":\"streamtrace\",\"version\":1,\"producer\":\"capture\",\"host_sync\":true}\n"
         );
     }
 }

@@ -170,6 +170,9 @@ names!(
         LocalRank = "local_rank",
         /// Header: the processes of the job (`WORLD_SIZE`).
         WorldSize = "world_size",
+        /// Header: `true` when the trace records every host synchronization between the process's threads that
+        /// the capture can see (`host_release` / `host_acquire`): their per-thread order is then exact.
+        HostSync = "host_sync",
         Comment = "comment",
         Pid = "pid",
         Thread = "thread",
@@ -360,7 +363,9 @@ impl RecordKind {
     pub const fn fields(self) -> &'static [Field] {
         use Field as F;
         match self {
-            RecordKind::Header => &[F::Version, F::Producer, F::Rank, F::LocalRank, F::WorldSize, F::Comment],
+            RecordKind::Header => {
+                &[F::Version, F::Producer, F::Rank, F::LocalRank, F::WorldSize, F::HostSync, F::Comment]
+            }
             RecordKind::Stream => &[F::Id, F::StreamKind, F::Priority, F::Device, F::Context],
             RecordKind::Event => &[F::Id],
             RecordKind::Thread | RecordKind::Process => &[F::Name],

@@ -7,7 +7,6 @@ use std::time::Instant;
 use anyhow::Context;
 
 use super::args::{AnalyzeArgs, OutputFormat};
-use super::{EXIT_CLEAN, EXIT_FINDINGS};
 use crate::analysis::{analyze_path, analyze_path_with_timeline};
 use crate::hb::EngineOptions;
 use crate::job;
@@ -60,7 +59,7 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
             analysis.stats.peak_live_allocations
         );
     }
-    Ok(if analysis.findings.has_problems() { EXIT_FINDINGS } else { EXIT_CLEAN })
+    Ok(super::exit_status(analysis.findings.verdict()))
 }
 
 /// A directory of traces, one per process of a job: every trace analyzed in parallel, one report, the worst

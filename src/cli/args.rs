@@ -18,7 +18,8 @@ pub enum Command {
     /// Analyze a trace: report unordered accesses to the same memory from different streams.
     ///
     /// Exit status: 0 when clean, 1 when races or waits on never-recorded events were found, 2 on bad input or
-    /// usage.
+    /// usage, 3 when the only findings are races ordered only by timing, or by host synchronization the capture
+    /// cannot see (the per-thread host order finds them, the timestamp order does not).
     Analyze(AnalyzeArgs),
     /// Run a CUDA program with capture injected, then analyze its trace. Exits with the program's status.
     Capture(CaptureArgs),
@@ -38,16 +39,21 @@ pub enum OutputFormat {
 
 #[derive(Copy, Clone, Debug, ValueEnum)]
 pub enum HostOrderArg {
-    /// Order host API calls of all threads of a process by their timestamps (host-side locks and queues are
-    /// invisible to tracing).
+    /// Per-thread where the trace records the host synchronization between its threads (`streamtrace capture`
+    /// records it), global where it does not (nsys exports, older traces). The report says which it used.
+    Auto,
+    /// Order host API calls of all threads of a process by their timestamps (host-side synchronization that
+    /// the trace does not record is taken to follow them).
     Global,
-    /// One clock per host thread: only CUDA synchronization orders threads (strict).
+    /// One clock per host thread: only CUDA synchronization and the host synchronization the trace records
+    /// order threads (exact where the trace records it all, strict elsewhere).
     PerThread,
 }
 
 impl From<HostOrderArg> for HostOrder {
     fn from(arg: HostOrderArg) -> HostOrder {
         match arg {
+            HostOrderArg::Auto => HostOrder::Auto,
             HostOrderArg::Global => HostOrder::Global,
             HostOrderArg::PerThread => HostOrder::PerThread,
         }
@@ -65,7 +71,11 @@ pub struct AnalyzeArgs {
     /// exists and is not a regular file is refused, except the null device).
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
-    #[arg(long, value_enum, default_value_t = HostOrderArg::Global)]
+    /// How the host threads of a process are ordered among themselves (docs/host-order.md). In the per-thread
+    /// order of a trace that records its host synchronization, a race that the global order does not find is
+    /// reported apart: ordered only by timing, or by host synchronization the capture cannot see (std::atomic
+    /// flags, spin loops, futexes).
+    #[arg(long, value_enum, default_value_t = HostOrderArg::Auto)]
     pub host_order: HostOrderArg,
     /// Print throughput and peak memory to standard error.
     #[arg(long)]

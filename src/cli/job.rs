@@ -7,18 +7,23 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS};
+use super::{exit_status, EXIT_ERROR};
+use crate::findings::Verdict;
 use crate::job::{JobSummary, JobTrace};
 use crate::report::{json::JsonReport, printable, text::TextReport, Report};
 
-/// The job's status: an analysis that failed is worst, then findings.
+/// The job's verdict: the worst of its traces' (Err: a trace could not be analyzed, worst of all).
+fn verdict(traces: &[JobTrace]) -> Result<Verdict, ()> {
+    let verdicts = traces.iter().map(|t| t.outcome.as_ref().map(|a| a.findings.verdict()).map_err(|_| ()));
+    verdicts.fold(Ok(Verdict::Clean), |worst, v| match (worst, v) {
+        (Err(()), _) | (_, Err(())) => Err(()),
+        (Ok(a), Ok(b)) => Ok(a.max(b)),
+    })
+}
+
+/// The job's status: an analysis that failed is worst, then findings, then races ordered only by timing.
 pub fn status(traces: &[JobTrace]) -> u8 {
-    let statuses = traces.iter().map(|t| match &t.outcome {
-        Err(_) => EXIT_ERROR,
-        Ok(analysis) if analysis.findings.has_problems() => EXIT_FINDINGS,
-        Ok(_) => EXIT_CLEAN,
-    });
-    statuses.max().unwrap_or(EXIT_CLEAN)
+    verdict(traces).map_or(EXIT_ERROR, exit_status)
 }
 
 /// Every trace's text report under a heading naming its rank, then the job's summary line.
@@ -43,7 +48,7 @@ struct WireJob {
     schema: &'static str,
     version: u32,
     directory: String,
-    /// "clean", "findings" or "error": the exit status says the same.
+    /// "clean", "timing_only", "findings" or "error": the exit status says the same.
     verdict: &'static str,
     summary: WireSummary,
     /// Traces that could not be analyzed, with why.
@@ -54,6 +59,7 @@ struct WireJob {
 struct WireSummary {
     traces: usize,
     races: usize,
+    timing_only_races: usize,
     unrecorded_waits: usize,
 }
 
@@ -70,11 +76,7 @@ pub const JOB_SCHEMA: &str = "streamtrace.job";
 /// `job` place) in rank order.
 pub fn write_json(dir: &Path, traces: &[JobTrace], out: &mut dyn Write) -> io::Result<()> {
     let summary = JobSummary::of(traces);
-    let verdict = match status(traces) {
-        EXIT_ERROR => "error",
-        EXIT_FINDINGS => "findings",
-        _ => "clean",
-    };
+    let verdict = verdict(traces).map_or("error", Verdict::as_str);
     let errors = traces
         .iter()
         .filter_map(|t| {
@@ -89,6 +91,7 @@ pub fn write_json(dir: &Path, traces: &[JobTrace], out: &mut dyn Write) -> io::R
         summary: WireSummary {
             traces: summary.traces,
             races: summary.races,
+            timing_only_races: summary.timing_only_races,
             unrecorded_waits: summary.unrecorded_waits,
         },
         errors,

@@ -116,6 +116,8 @@ impl FindingCollector {
         edges.sort_by_key(|e| (e.via as u8, e.from.handle, e.to.as_ref().map(|t| t.handle)));
         Findings {
             races,
+            // Set apart afterwards, by comparing with the timestamp order (crate::analysis).
+            timing_only_races: Vec::new(),
             unrecorded_waits: self.waits.waits,
             waits_on_never_recorded_events: self.never_recorded_waits,
             waits_with_unknown_record: self.unknown_record_waits.waits,

@@ -6,6 +6,7 @@ mod fix;
 
 use std::sync::Arc;
 
+use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 pub use collector::{FindingCollector, RaceKey};
@@ -270,10 +271,36 @@ pub enum EdgeKind {
     LegacyDefault,
 }
 
+/// What a CI job makes of an analysis: the exit status and the JSON report's `verdict` say it alike, worst last.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Clean,
+    /// The only findings are races ordered only by timing, or by host synchronization the capture cannot see.
+    TimingOnly,
+    /// Races that no timing could hide, or waits on never-recorded events.
+    Findings,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Clean => "clean",
+            Verdict::TimingOnly => "timing_only",
+            Verdict::Findings => "findings",
+        }
+    }
+}
+
 /// Everything an analysis found.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Findings {
+    /// Races that no timing of the run could hide: the timestamp host order finds them too.
     pub races: Vec<RaceFinding>,
+    /// Races that only the per-thread host order finds in a trace that records its host synchronization: the
+    /// timestamp order has the two calls ordered, so they are ordered only by the timing of this run, or by host
+    /// synchronization the capture cannot see (std::atomic flags, spin loops, futexes). Empty otherwise.
+    pub timing_only_races: Vec<RaceFinding>,
     pub unrecorded_waits: Vec<UnrecordedWait>,
     /// Waits on events that no record names anywhere in the trace: CUDA makes them no-ops, and libraries make
     /// them on purpose (NCCL waits on its strong streams' serial events, which it records only while a graph
@@ -294,7 +321,7 @@ impl Findings {
                 f(stream);
             }
         };
-        for race in &mut self.races {
+        for race in self.races.iter_mut().chain(self.timing_only_races.iter_mut()) {
             site(&mut race.earlier.site);
             site(&mut race.later.site);
         }
@@ -305,7 +332,7 @@ impl Findings {
             site(&mut group.earlier);
             site(&mut group.later);
         }
-        for race in &mut self.races {
+        for race in self.races.iter_mut().chain(self.timing_only_races.iter_mut()) {
             race.fix.each_stream_ref(&mut f);
         }
         for pair in &mut self.stream_pairs {
@@ -322,13 +349,53 @@ impl Findings {
 
     /// The races, most frequent first (ties: first seen first), for reports that show only the top ones.
     pub fn races_by_count(&self) -> Vec<&RaceFinding> {
-        let mut races: Vec<&RaceFinding> = self.races.iter().collect();
-        races.sort_by(|a, b| b.count.cmp(&a.count).then(a.later.seq.cmp(&b.later.seq)));
+        by_count(&self.races)
+    }
+
+    /// As [`Findings::races_by_count`], then the races ordered only by timing, the same way: for timelines,
+    /// which mark them all.
+    pub fn all_races_by_count(&self) -> Vec<&RaceFinding> {
+        let mut races = by_count(&self.races);
+        races.extend(by_count(&self.timing_only_races));
         races
     }
 
-    /// Whether anything was found that a CI job should fail on.
+    /// Whether anything was found that no timing of the run could hide.
     pub fn has_problems(&self) -> bool {
         !self.races.is_empty() || !self.unrecorded_waits.is_empty()
     }
+
+    pub fn verdict(&self) -> Verdict {
+        if self.has_problems() {
+            Verdict::Findings
+        } else if !self.timing_only_races.is_empty() {
+            Verdict::TimingOnly
+        } else {
+            Verdict::Clean
+        }
+    }
+
+    /// Moves the races that the same trace's findings in the timestamp host order (`by_timestamps`) do not
+    /// hold, by kind and the pair of sites, to `timing_only_races`.
+    pub fn set_apart_timing_only(&mut self, by_timestamps: &Findings) {
+        let found: FxHashSet<(RaceKind, &Site, &Site)> =
+            by_timestamps.races.iter().map(|r| (r.kind, &r.earlier.site, &r.later.site)).collect();
+        let (plain, timing_only) = std::mem::take(&mut self.races)
+            .into_iter()
+            .partition(|r| found.contains(&(r.kind, &r.earlier.site, &r.later.site)));
+        self.races = plain;
+        self.timing_only_races = timing_only;
+    }
+
+    /// Every race, those ordered only by timing after the others.
+    pub fn all_races(&self) -> impl Iterator<Item = &RaceFinding> {
+        self.races.iter().chain(&self.timing_only_races)
+    }
+}
+
+/// `races`, most frequent first (ties: first seen first).
+fn by_count(races: &[RaceFinding]) -> Vec<&RaceFinding> {
+    let mut races: Vec<&RaceFinding> = races.iter().collect();
+    races.sort_by(|a, b| b.count.cmp(&a.count).then(a.later.seq.cmp(&b.later.seq)));
+    races
 }

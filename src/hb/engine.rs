@@ -43,6 +43,7 @@ impl Engine {
             graph_memos: FxHashMap::default(),
             edge_log: None,
             pointer_scratch: Vec::new(),
+            host_sync_recorded: false,
         }
     }
 
@@ -67,6 +68,11 @@ impl Engine {
             | TraceRecord::Created(_)
             | TraceRecord::GroupStream(_)
             | TraceRecord::Job(_) => Ok(()),
+            TraceRecord::HostSyncRecorded => {
+                // From the header, before any thread: it decides the order `Auto` stands for.
+                self.host_sync_recorded = true;
+                Ok(())
+            }
         }
     }
 
@@ -247,6 +253,8 @@ impl Engine {
                 self.free(op, host, *alloc, *free_kind, *stream)?;
             }
             OpKind::GraphLaunch { stream, graph } => self.graph_launch(op, *stream, graph)?,
+            OpKind::HostRelease { object } => self.host_release(op, *object),
+            OpKind::HostAcquire { object } => self.host_acquire(op, *object),
             // The reader turns graph calls into launches; none reaches here.
             OpKind::GraphCall(_) => {}
         }

@@ -17,11 +17,16 @@
 //!   threads' later work would make a race's report depend on the run's timing. Should it issue work later,
 //!   its clock is published from that call on, like any worker's.
 //!
-//! In the per-thread order the shared clock does not exist: only CUDA synchronization orders threads.
+//! In the per-thread order the shared clock does not exist: only CUDA synchronization orders threads, and the
+//! host synchronization between threads that the trace records (`host_release`, `host_acquire`: the capture's
+//! interposers see thread create and join, mutexes, condition variables, semaphores, and in Python the GIL's
+//! hand-offs), as ThreadSanitizer orders threads: a release joins what the thread knows into the object's clock,
+//! an acquire joins the object's clock into the thread's. Those edges are facts, so they apply in both orders.
+//! The per-thread order is exact where the trace records them all (its header says so), and the default there.
 //! docs/host-order.md says the same for users.
 
 use super::state::{pair_mut, Engine, HostOrder, ThreadOrder};
-use crate::model::{FreeKind, OpKind, ProcessId, ThreadId};
+use crate::model::{FreeKind, OpKind, Operation, ProcessId, ThreadId};
 
 /// What a call does in the order among host threads.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -52,7 +57,7 @@ impl Engine {
     /// A new thread's own host clock (an index into the host clocks); in the global order, the process's shared
     /// clock is made with its first thread.
     pub(super) fn host_clock_for_thread(&mut self, process: ProcessId) -> usize {
-        if self.options.host_order == HostOrder::Global && self.process_mut(process).shared_host_clock.is_none() {
+        if self.host_order() == HostOrder::Global && self.process_mut(process).shared_host_clock.is_none() {
             self.host_clocks.push(Default::default());
             let shared = self.host_clocks.len() - 1;
             self.process_mut(process).shared_host_clock = Some(shared);
@@ -100,6 +105,29 @@ impl Engine {
         state.published = Some(version);
         let (mine, theirs) = pair_mut(&mut self.host_clocks, own, shared);
         theirs.join(&mine.clock);
+    }
+
+    /// A host release: the object's clock takes in what the thread knows.
+    pub(super) fn host_release(&mut self, op: &Operation, object: u64) {
+        let own = self.threads[op.thread.index()].host_clock;
+        self.process_mut(op.process);
+        let Engine { processes, host_clocks, stats, .. } = self;
+        processes[op.process.index()].host_objects.entry(object).or_default().join(&host_clocks[own].clock);
+        stats.host_releases += 1;
+    }
+
+    /// A host acquire: the thread takes in what was released into the object (nothing, before any release).
+    pub(super) fn host_acquire(&mut self, op: &Operation, object: u64) {
+        let own = self.threads[op.thread.index()].host_clock;
+        self.process_mut(op.process);
+        let Engine { processes, host_clocks, stats, .. } = self;
+        match processes[op.process.index()].host_objects.get(&object) {
+            Some(released) => {
+                host_clocks[own].join(released);
+                stats.host_acquires += 1;
+            }
+            None => stats.host_acquires_of_nothing += 1,
+        }
     }
 
     fn shared_clock_of(&self, process: ProcessId) -> Option<usize> {

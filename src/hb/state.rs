@@ -27,11 +27,15 @@ use crate::model::{
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum HostOrder {
-    /// Host-side synchronization between threads is invisible to tracing, so calls of all threads of a process
-    /// are taken in their timestamp order: one host clock per process.
+    /// The per-thread order where the trace records the host synchronization between its threads (its header
+    /// says so), the global order where it does not.
     #[default]
+    Auto,
+    /// The timestamp order: host-side synchronization that the trace does not record is taken to follow the
+    /// calls' timestamps, through one host clock per process (`host_order`).
     Global,
-    /// One host clock per thread: only CUDA synchronization orders threads.
+    /// One host clock per thread: only CUDA synchronization and the host synchronization the trace records
+    /// order threads.
     PerThread,
 }
 
@@ -73,6 +77,12 @@ pub struct EngineStats {
     /// Host synchronizations and successful queries made by threads that had issued no work, which the global
     /// host order keeps from other threads (`host_order`: PyTorch's NCCL watchdog polls events).
     pub unshared_observations: u64,
+    /// Host synchronization the trace recorded (`host_release`, `host_acquire`): releases, and acquires that
+    /// found a release to join.
+    pub host_releases: u64,
+    pub host_acquires: u64,
+    /// Acquires of an object nothing had released into yet: they ordered nothing.
+    pub host_acquires_of_nothing: u64,
     /// Which kernels of an exact-access capture ran at which tier (absent for other traces).
     #[serde(skip_serializing_if = "ExactKernels::is_empty")]
     pub exact_kernels: ExactKernels,
@@ -229,6 +239,9 @@ pub(super) struct ProcessState {
     pub(super) allocations: AllocationTable,
     /// The host clock its threads share in the global host order (`host_order`).
     pub(super) shared_host_clock: Option<usize>,
+    /// The host synchronization objects its threads released into, by the trace's id: what the releasing
+    /// threads knew (`host_order`).
+    pub(super) host_objects: FxHashMap<u64, VectorClock>,
 }
 
 /// The streams of one device, context or process, as a synchronization of all of them needs them
@@ -288,6 +301,8 @@ pub struct Engine {
     pub(super) edge_log: Option<Vec<HbEdge>>,
     /// Reused list for a launch's resolved pointer arguments.
     pub(super) pointer_scratch: Vec<Access>,
+    /// Whether the trace's header says it records the host synchronization between its threads.
+    pub(super) host_sync_recorded: bool,
 }
 
 /// The later party of a conflict, as the access check hands it to the race report.
@@ -319,6 +334,21 @@ pub(super) fn action_of(effect: Effect, mode: AccessMode) -> AccessAction {
 }
 
 impl Engine {
+    /// The host order in effect: `Auto` decided by what the trace's header said (final once its first thread
+    /// is known).
+    pub fn host_order(&self) -> HostOrder {
+        match self.options.host_order {
+            HostOrder::Auto if self.host_sync_recorded => HostOrder::PerThread,
+            HostOrder::Auto => HostOrder::Global,
+            fixed => fixed,
+        }
+    }
+
+    /// Whether the trace's header says it records the host synchronization between its threads.
+    pub fn host_sync_recorded(&self) -> bool {
+        self.host_sync_recorded
+    }
+
     pub(super) fn process_mut(&mut self, process: ProcessId) -> &mut ProcessState {
         let i = process.index();
         if i >= self.processes.len() {

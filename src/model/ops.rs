@@ -277,6 +277,15 @@ pub enum OpKind {
         name: Arc<str>,
         accesses: Vec<Access>,
     },
+    /// The thread releases what it knows into a host synchronization object (DESIGN.md, host threads: an unlock, a
+    /// post, a thread's creation or end, as the capture's interposers saw it); `object` is the trace's id.
+    HostRelease {
+        object: u64,
+    },
+    /// The thread acquires what was released into the object (a lock, a wait, a join).
+    HostAcquire {
+        object: u64,
+    },
 }
 
 impl OpKind {
@@ -294,7 +303,11 @@ impl OpKind {
             // A pool block is handed out by the host-side allocator, not enqueued on its stream.
             OpKind::Alloc { alloc_kind: AllocKind::PoolBlock, .. } => None,
             OpKind::Alloc { stream, .. } | OpKind::Free { stream, .. } => *stream,
-            OpKind::HostSync(_) | OpKind::Query { .. } | OpKind::GraphCall(_) => None,
+            OpKind::HostSync(_)
+            | OpKind::Query { .. }
+            | OpKind::GraphCall(_)
+            | OpKind::HostRelease { .. }
+            | OpKind::HostAcquire { .. } => None,
         }
     }
 
@@ -313,6 +326,8 @@ impl OpKind {
             OpKind::GraphLaunch { .. } => "graph launch",
             OpKind::GraphCall(_) => "graph call",
             OpKind::HostAccess { .. } => "host access",
+            OpKind::HostRelease { .. } => "host release",
+            OpKind::HostAcquire { .. } => "host acquire",
         }
     }
 }

@@ -27,4 +27,8 @@ pub enum TraceRecord {
     },
     /// The process is one rank of a distributed job (from the trace header): informative, orders nothing.
     Job(JobPlace),
+    /// The trace records the host synchronization between its threads (the header says so, as the capture does
+    /// when its interposers stood in front of the program's pthread calls): the per-thread host order is exact
+    /// and is the default (DESIGN.md, host threads). Comes before every other record of its trace.
+    HostSyncRecorded,
 }

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::{describe_location, describe_op, describe_why, race_title, Report};
 use crate::analysis::Analysis;
-use crate::findings::EdgeKind;
+use crate::findings::{EdgeKind, RaceFinding};
 use crate::timeline::Timeline;
 
 pub struct HtmlReport;
@@ -121,39 +121,42 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
         }
     }
     let findings = &analysis.findings;
-    let mut views: Vec<FindingView> = findings
-        .races_by_count()
-        .into_iter()
-        .take(FINDINGS_SHOWN)
-        .map(|race| {
-            let mut lines = vec![
-                format!("{} of {} bytes by {}", race.later.action_word(), race.range.len, describe_op(&race.later)),
-                format!("previous {} by {}", race.earlier.action_word(), describe_op(&race.earlier)),
-            ];
-            for (label, op) in [("later", &race.later), ("earlier", &race.earlier)] {
-                if let Some(source) = &op.site.source {
-                    lines.push(format!("{label} issued at {source}"));
-                }
+    let race_view = |race: &RaceFinding, timing_only: bool| {
+        let mut lines = vec![
+            format!("{} of {} bytes by {}", race.later.action_word(), race.range.len, describe_op(&race.later)),
+            format!("previous {} by {}", race.earlier.action_word(), describe_op(&race.earlier)),
+        ];
+        for (label, op) in [("later", &race.later), ("earlier", &race.earlier)] {
+            if let Some(source) = &op.site.source {
+                lines.push(format!("{label} issued at {source}"));
             }
-            lines.extend(describe_location(race));
-            lines.push(format!("why: {}", describe_why(race)));
-            lines.push(format!("fix: {}", race.fix));
-            if race.count > 1 {
-                lines.push(format!("seen {} times", race.count));
-            }
-            let (earlier, later) = (timeline.mark(&race.earlier), timeline.mark(&race.later));
-            FindingView {
-                title: race_title(race),
-                earlier: earlier.map(|m| m.bar),
-                later: later.map(|m| m.bar),
-                earlier_node: earlier.and_then(|m| m.node),
-                later_node: later.and_then(|m| m.node),
-                outlined: timeline.outlined_nodes(race).unwrap_or_else(|| TWO_OPERATIONS.to_string()),
-                arrows: timeline.arrows_for(race).into_iter().filter_map(|i| page_arrow[i]).collect(),
-                lines,
-            }
-        })
-        .collect();
+        }
+        lines.extend(describe_location(race));
+        lines.push(format!("why: {}", describe_why(race)));
+        lines.push(format!("fix: {}", race.fix));
+        if race.count > 1 {
+            lines.push(format!("seen {} times", race.count));
+        }
+        let (earlier, later) = (timeline.mark(&race.earlier), timeline.mark(&race.later));
+        let title = if timing_only {
+            format!("ordered only by timing, or by host synchronization the capture cannot see: {}", race_title(race))
+        } else {
+            race_title(race)
+        };
+        FindingView {
+            title,
+            earlier: earlier.map(|m| m.bar),
+            later: later.map(|m| m.bar),
+            earlier_node: earlier.and_then(|m| m.node),
+            later_node: later.and_then(|m| m.node),
+            outlined: timeline.outlined_nodes(race).unwrap_or_else(|| TWO_OPERATIONS.to_string()),
+            arrows: timeline.arrows_for(race).into_iter().filter_map(|i| page_arrow[i]).collect(),
+            lines,
+        }
+    };
+    let mut views: Vec<FindingView> =
+        findings.races_by_count().into_iter().take(FINDINGS_SHOWN).map(|race| race_view(race, false)).collect();
+    views.extend(findings.timing_only_races.iter().take(FINDINGS_SHOWN).map(|race| race_view(race, true)));
     views.extend(findings.unrecorded_waits.iter().take(FINDINGS_SHOWN).map(|w| FindingView {
         title: format!("wait on a never-recorded event: {}", w.event_phrase()),
         earlier: None,
@@ -171,7 +174,7 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
     PageData {
         trace: &analysis.trace,
         summary: format!(
-            "{races} race{}, {} wait{} on never-recorded events, {pairs} unordered cross-stream operation pairs; {} operations on {} streams{}{}{}",
+            "{races} race{}, {} wait{} on never-recorded events, {pairs} unordered cross-stream operation pairs; {} operations on {} streams{}{}{}{}",
             if races == 1 { "" } else { "s" },
             findings.unrecorded_waits.len(),
             if findings.unrecorded_waits.len() == 1 { "" } else { "s" },
@@ -179,6 +182,10 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
             analysis.stats.streams,
             if idle > 0 { format!(" ({idle} that ran nothing drawn as no lane)") } else { String::new() },
             if analysis.stats.has_addresses { "" } else { " (no addresses: tier T0)" },
+            match findings.timing_only_races.len() {
+                0 => String::new(),
+                n => format!("; {n} race{} ordered only by timing, or by host synchronization the capture cannot see", if n == 1 { "" } else { "s" }),
+            },
             if omitted > 0 { format!("; the {FINDINGS_SHOWN} most frequent races are listed, {omitted} more in the JSON report") } else { String::new() }
         ),
         gpu_time: timeline.gpu_time,

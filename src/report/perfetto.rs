@@ -98,7 +98,7 @@ fn events(analysis: &Analysis, timeline: &Timeline) -> Vec<Value> {
     }
     // One marker per finding, the most frequent first, at most MARKERS of them (the JSON report has them all).
     const MARKERS: usize = 10_000;
-    for race in analysis.findings.races_by_count().into_iter().take(MARKERS) {
+    for race in analysis.findings.all_races_by_count().into_iter().take(MARKERS) {
         let Some(mark) = timeline.mark(&race.later) else { continue };
         let later = &timeline.ops[mark.bar];
         // On the later node's slice when the race is between two nodes of one launch.

@@ -6,6 +6,7 @@ use std::io;
 use super::{describe_location, describe_op, describe_why, ordinal, printable, shorten, Report};
 use crate::analysis::Analysis;
 use crate::findings::{AccessAction, EdgeKind, OpOccurrence, RaceFinding};
+use crate::hb::HostOrder;
 use crate::ingest::Counter;
 
 /// How many unordered-pair groups the text report lists.
@@ -58,9 +59,16 @@ fn write_view(out: &mut dyn io::Write, view: Option<&str>) -> io::Result<()> {
     }
 }
 
-fn write_race(out: &mut dyn io::Write, race: &RaceFinding) -> io::Result<()> {
+/// What a race ordered only by timing is, said under its heading.
+const TIMING_ONLY: &str = "ordered only by timing, or by host synchronization the capture cannot see";
+
+fn write_race(out: &mut dyn io::Write, race: &RaceFinding, timing_only: bool) -> io::Result<()> {
     writeln!(out, "==================")?;
-    writeln!(out, "WARNING: streamtrace: data race ({})", race.kind.as_str())?;
+    if timing_only {
+        writeln!(out, "WARNING: streamtrace: data race {TIMING_ONLY} ({})", race.kind.as_str())?;
+    } else {
+        writeln!(out, "WARNING: streamtrace: data race ({})", race.kind.as_str())?;
+    }
     let (bytes, at) = (race.range.len, race.range.start);
     write_occurrence(out, access_word(race.later.action), &race.later, bytes, at)?;
     write_view(out, race.later_view.as_deref())?;
@@ -74,6 +82,12 @@ fn write_race(out: &mut dyn io::Write, race: &RaceFinding) -> io::Result<()> {
     }
     writeln!(out)?;
     writeln!(out, "  Why: {}", printable(&describe_why(race)))?;
+    if timing_only {
+        writeln!(
+            out,
+            "  Only the timing of this run orders the two host calls: taken in their timestamp order they are ordered, but no host synchronization the capture saw (a join, a mutex, a condition variable, a semaphore) hands the work over between the threads. Unless something it cannot see does (a std::atomic flag, a spin loop, a futex), this is a race."
+        )?;
+    }
     writeln!(out, "  Fix: {}", printable(&race.fix.to_string()))?;
     if race.count > 1 {
         writeln!(out, "  Seen {} times (first occurrence shown).", race.count)?;
@@ -106,7 +120,10 @@ impl Report for TextReport {
     fn write(&self, analysis: &Analysis, out: &mut dyn io::Write) -> io::Result<()> {
         let findings = &analysis.findings;
         for race in &findings.races {
-            write_race(out, race)?;
+            write_race(out, race, false)?;
+        }
+        for race in &findings.timing_only_races {
+            write_race(out, race, true)?;
         }
         for wait in &findings.unrecorded_waits {
             writeln!(out, "==================")?;
@@ -231,6 +248,7 @@ impl Report for TextReport {
             )?;
         }
         let stats = &analysis.stats;
+        write_host_order(out, analysis)?;
         let occurrences: u64 = findings.races.iter().map(|r| r.count).sum();
         writeln!(
             out,
@@ -246,7 +264,49 @@ impl Report for TextReport {
             stats.accesses,
             stats.streams,
             printable(&analysis.trace)
-        )
+        )?;
+        if analysis.host_order == HostOrder::PerThread && analysis.host_sync_recorded {
+            let timing = &findings.timing_only_races;
+            let occurrences: u64 = timing.iter().map(|r| r.count).sum();
+            writeln!(
+                out,
+                "SUMMARY: streamtrace: {} race{} ({occurrences} occurrence{}) {TIMING_ONLY}",
+                timing.len(),
+                if timing.len() == 1 { "" } else { "s" },
+                if occurrences == 1 { "" } else { "s" },
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Which order the host threads were taken in, where the trace has more than one.
+fn write_host_order(out: &mut dyn io::Write, analysis: &Analysis) -> io::Result<()> {
+    if analysis.stats.threads < 2 {
+        return Ok(());
+    }
+    let stats = &analysis.stats;
+    match (analysis.host_order, analysis.host_sync_recorded) {
+        (HostOrder::PerThread, true) => writeln!(
+            out,
+            "Host order: per thread, joined by the host synchronization the capture recorded ({} release{}, {} acquire{}).",
+            stats.host_releases,
+            if stats.host_releases == 1 { "" } else { "s" },
+            stats.host_acquires,
+            if stats.host_acquires == 1 { "" } else { "s" }
+        ),
+        (HostOrder::PerThread, false) => writeln!(
+            out,
+            "Host order: per thread, as asked: only CUDA synchronization orders the threads (the trace records no host synchronization between them)."
+        ),
+        (_, true) => writeln!(
+            out,
+            "Host order: timestamps, as asked: the threads' calls are taken in the order of their timestamps, besides the host synchronization the capture recorded."
+        ),
+        (_, false) => writeln!(
+            out,
+            "Host order: timestamps: the trace records no host synchronization between its threads, so their calls are taken in the order of their timestamps (docs/host-order.md)."
+        ),
     }
 }
 

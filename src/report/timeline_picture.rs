@@ -152,7 +152,7 @@ pub fn write_timeline(analysis: &Analysis, path: &Path) -> anyhow::Result<()> {
     let empty = Timeline::default();
     let timeline = analysis.timeline.as_ref().unwrap_or(&empty);
     let groups = timeline.groups();
-    let races: Vec<_> = analysis.findings.races_by_count().into_iter().take(RACES_SHOWN).collect();
+    let races: Vec<_> = analysis.findings.all_races_by_count().into_iter().take(RACES_SHOWN).collect();
     let height = timeline_height(timeline.streams.len(), groups.len(), races.len());
     let layout = Layout::new(timeline);
     render(path, (WIDTH, height), |root| {
@@ -160,8 +160,8 @@ pub fn write_timeline(analysis: &Analysis, path: &Path) -> anyhow::Result<()> {
         let title = format!(
             "{}: {} race{}, {} operations on {} streams{}",
             analysis.trace,
-            analysis.findings.races.len(),
-            if analysis.findings.races.len() == 1 { "" } else { "s" },
+            analysis.findings.all_races().count(),
+            if analysis.findings.all_races().count() == 1 { "" } else { "s" },
             analysis.stats.operations,
             analysis.stats.streams,
             if idle > 0 { format!(" ({idle} that ran nothing drawn as no lane)") } else { String::new() },

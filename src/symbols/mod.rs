@@ -114,7 +114,7 @@ impl Symbolizer {
     /// Fills in what reports show of every call site the findings hold, and rebuilds the fix hints that name
     /// them. Binaries that could not be read are counted in `counters`, with the first reason.
     pub fn resolve(&mut self, findings: &mut Findings, counters: &mut ImportCounters) {
-        for race in &mut findings.races {
+        for race in findings.races.iter_mut().chain(findings.timing_only_races.iter_mut()) {
             let mut changed = self.fill_occurrence(&mut race.earlier);
             changed |= self.fill_occurrence(&mut race.later);
             if let Some(allocation) = &mut race.allocation {

@@ -1,4 +1,4 @@
-//! Host synchronization between the program's threads, as ThreadSanitizer sees it (DESIGN.md rule 10): thread
+//! Host synchronization between the program's threads, as ThreadSanitizer sees it (DESIGN.md, host threads): thread
 //! create and join, mutexes, rwlocks, spin locks, condition variables, barriers, `pthread_once` and semaphores.
 //! The library defines the pthread and semaphore functions (interpose/); `streamtrace capture` puts it in
 //! LD_PRELOAD so that the program's calls reach them (loaded by the driver alone, through
@@ -71,6 +71,20 @@ pub fn before_record(call: Call, teaches: bool, batch: &mut Batch) {
         }
         knowledge.taught |= teaches;
     });
+}
+
+/// Whether the program's pthread calls reach the interposers: the library was preloaded, so the definition of
+/// `pthread_mutex_lock` the loader finds first is this library's. Said in the trace's header: only then is the
+/// per-thread order exact.
+pub fn interposing() -> bool {
+    #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        // Safety: a lookup by a NUL-terminated name in the global scope.
+        let first = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"pthread_mutex_lock".as_ptr()) };
+        first as usize == interpose::pthread_mutex_lock as *const () as usize
+    }
+    #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
+    false
 }
 
 /// Runs an interposer's bookkeeping, once per call (a call made meanwhile by the bookkeeping itself, or by a

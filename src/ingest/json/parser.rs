@@ -230,6 +230,9 @@ impl JsonTraceParser {
         if job != JobPlace::default() {
             out.push(Ok(TraceRecord::Job(job)));
         }
+        if raw.host_sync == Some(true) {
+            out.push(Ok(TraceRecord::HostSyncRecorded));
+        }
         Ok(())
     }
 
@@ -369,8 +372,11 @@ impl JsonTraceParser {
             OpKind::Alloc { alloc_kind: crate::model::AllocKind::PoolBlock, .. }
                 | OpKind::Free { free_kind: crate::model::FreeKind::PoolBlock, .. }
         );
-        if naming_only {
-            // A caching-allocator block only names memory; it orders nothing, so it need not wait for its op.
+        if naming_only || matches!(op.kind, OpKind::HostRelease { .. }) {
+            // A caching-allocator block only names memory; it orders nothing, so it need not wait for its op. A
+            // host release must not wait for its thread's op either: another thread may acquire it before the
+            // op ends. It then releases what the thread knew before the op (the calls the op holds come later),
+            // less than it knew, never more.
             self.stages.op_outside_frames(op);
         } else {
             if matches!(op.kind, OpKind::Kernel { .. }) && self.stages.inside_op(thread) {

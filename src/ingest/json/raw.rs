@@ -219,6 +219,8 @@ pub(super) struct RawRecord<'a> {
     pub coverage: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub unseen: Option<Cow<'a, str>>,
+    pub host_sync: Option<bool>,
+    pub object: Option<u64>,
 }
 
 impl RawRecord<'_> {
@@ -289,6 +291,8 @@ impl RawRecord<'_> {
         note(self.process_group.is_some(), Field::ProcessGroup);
         note(self.coverage.is_some(), Field::Coverage);
         note(self.unseen.is_some(), Field::Unseen);
+        note(self.host_sync.is_some(), Field::HostSync);
+        note(self.object.is_some(), Field::Object);
         present
     }
 

@@ -324,6 +324,8 @@ impl JsonTraceParser {
                 exec: handle(raw.exec, Field::Exec)?,
                 stream: self.stream(process, raw.stream)?,
             }),
+            RecordKind::HostRelease => OpKind::HostRelease { object: handle(raw.object, Field::Object)? },
+            RecordKind::HostAcquire => OpKind::HostAcquire { object: handle(raw.object, Field::Object)? },
             other => return Err(Problem::malformed(format!("{other} is not an operation record"))),
         })
     }
