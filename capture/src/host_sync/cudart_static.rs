@@ -96,6 +96,43 @@ mod tests {
     }
 
     #[test]
+    fn a_runtime_function_is_found_in_a_built_executable_and_the_programs_are_not() {
+        // A program with a function named as cudart_static names its own, built with the C compiler.
+        let Some(cc) =
+            ["cc", "gcc"].into_iter().find(|c| std::process::Command::new(c).arg("--version").output().is_ok())
+        else {
+            assert!(std::env::var_os("STREAMTRACE_REQUIRE_CXX").is_none(), "no C compiler");
+            return;
+        };
+        let dir = std::env::temp_dir().join(format!("st-cudart-static-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let source = dir.join("app.c");
+        std::fs::write(
+            &source,
+            "#include <pthread.h>\nstatic pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;\n\
+             __attribute__((noinline)) void libcudart_static_0123456789abcdef(void) { pthread_mutex_lock(&m); pthread_mutex_unlock(&m); }\n\
+             int main(void) { libcudart_static_0123456789abcdef(); pthread_mutex_lock(&m); return pthread_mutex_unlock(&m); }\n",
+        )
+        .unwrap();
+        let binary = dir.join("app");
+        let built = std::process::Command::new(cc).args(["-O1", "-pthread", "-o"]).arg(&binary).arg(&source).output();
+        assert!(built.is_ok_and(|o| o.status.success()), "building app.c");
+        let bytes = std::fs::read(&binary).unwrap();
+        let file = object::File::parse(&*bytes).unwrap();
+        let address_of = |name: &str| {
+            let symbol = file.symbols().find(|s| s.name() == Ok(name)).expect(name);
+            (symbol.address() as usize, symbol.size() as usize)
+        };
+        // As loaded with its entry point where the file says (the bias is what `entry` adds).
+        let runtime = CudartStatic::in_elf(&bytes, file.entry() as usize + 0x1000);
+        let (function, size) = address_of("libcudart_static_0123456789abcdef");
+        assert!(runtime.holds(function + 0x1000) && runtime.holds(function + 0x1000 + size - 1));
+        let (main, _) = address_of("main");
+        assert!(!runtime.holds(main + 0x1000), "the program's own main");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn this_test_binary_links_no_cuda_runtime() {
         // Read for real: the test binary's own symbol table, which holds no runtime function.
         assert_eq!(CudartStatic::of_executable(), CudartStatic::default());
