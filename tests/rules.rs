@@ -44,11 +44,14 @@ fn run_traced(body: &str, host_order: HostOrder, host_sync: bool) -> Analysis {
     analyze_source("scenario.json", Box::new(reader), EngineOptions { host_order }).expect("scenario analyzes")
 }
 
-/// What a scenario's analysis found, to compare two host orders: every race (those ordered only by timing
-/// apart), and the waits on never-recorded events.
-fn verdicts(analysis: &Analysis) -> (Vec<(RaceKind, String, String, u64)>, Vec<(RaceKind, String, String)>, usize) {
+/// A race as the rule tests compare them: its kind and its two sites' names.
+type Race = (RaceKind, String, String);
+
+/// What a scenario's analysis found, to compare two host orders: every race with its count (those ordered only
+/// by timing apart), and the waits on never-recorded events.
+fn verdicts(analysis: &Analysis) -> (Vec<(Race, u64)>, Vec<Race>, usize) {
     let races = |list: &[RaceFinding]| {
-        list.iter().map(|r| (r.kind, r.earlier.site.name.clone(), r.later.site.name.clone(), r.count)).collect()
+        list.iter().map(|r| ((r.kind, r.earlier.site.name.clone(), r.later.site.name.clone()), r.count)).collect()
     };
     let timing_only = analysis.findings.timing_only_races.iter();
     let timing_only = timing_only.map(|r| (r.kind, r.earlier.site.name.clone(), r.later.site.name.clone())).collect();

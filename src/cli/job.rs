@@ -12,13 +12,9 @@ use crate::findings::Verdict;
 use crate::job::{JobSummary, JobTrace};
 use crate::report::{json::JsonReport, printable, text::TextReport, Report};
 
-/// The job's verdict: the worst of its traces' (Err: a trace could not be analyzed, worst of all).
-fn verdict(traces: &[JobTrace]) -> Result<Verdict, ()> {
-    let verdicts = traces.iter().map(|t| t.outcome.as_ref().map(|a| a.findings.verdict()).map_err(|_| ()));
-    verdicts.fold(Ok(Verdict::Clean), |worst, v| match (worst, v) {
-        (Err(()), _) | (_, Err(())) => Err(()),
-        (Ok(a), Ok(b)) => Ok(a.max(b)),
-    })
+/// The job's verdict: the worst of its traces' (None: a trace could not be analyzed, worst of all).
+fn verdict(traces: &[JobTrace]) -> Option<Verdict> {
+    traces.iter().try_fold(Verdict::Clean, |worst, t| t.outcome.as_ref().ok().map(|a| worst.max(a.findings.verdict())))
 }
 
 /// The job's status: an analysis that failed is worst, then findings, then races ordered only by timing.

@@ -1,7 +1,7 @@
 //! Whose call an interposed one is, by its return address: the program's (its own code, the C++ library,
 //! Python, PyTorch: their locks order the program's threads), or the CUDA stack's and the capture's own. The
-//! driver, the CUDA runtime (shared, or linked into the executable as `cudart_static`), CUPTI and NVIDIA's
-//! libraries lock their own bookkeeping inside every call, on every thread that calls them: taken as
+//! driver, the CUDA runtime (shared, or linked into the executable as `cudart_static`), CUPTI, Compute Sanitizer
+//! (the `--exact` backend's) and NVIDIA's libraries lock their own bookkeeping inside every call, on every thread that calls them: taken as
 //! synchronization, those locks would order the program's threads by the timing of their CUDA calls, which is
 //! what the per-thread order must not do; and the capture's own locks are taken while it records. Memory
 //! allocators that lock with pthread mutexes are left out too: the capture allocates while it holds its state
@@ -26,6 +26,9 @@ const NOT_THE_PROGRAMS: &[&str] = &[
     "libcuda.so",
     "libcudart.so",
     "libcupti.so",
+    "libnvperf",
+    "libpcsamplingutil",
+    "libsanitizer",
     "libnvidia-",
     "libnvrtc",
     "libnvJitLink",

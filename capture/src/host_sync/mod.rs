@@ -81,7 +81,7 @@ pub fn interposing() -> bool {
     {
         // Safety: a lookup by a NUL-terminated name in the global scope.
         let first = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"pthread_mutex_lock".as_ptr()) };
-        first as usize == interpose::pthread_mutex_lock as *const () as usize
+        std::ptr::eq(first.cast_const().cast::<()>(), interpose::pthread_mutex_lock as *const ())
     }
     #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"))))]
     false
