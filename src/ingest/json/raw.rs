@@ -335,7 +335,7 @@ mod tests {
                     format!("{{\"type\":\"x\",\"{field}\":[]}}")
                 }
                 Field::From | Field::To => format!("{{\"type\":\"x\",\"{field}\":[1,2]}}"),
-                Field::Sync | Field::Ready => format!("{{\"type\":\"x\",\"{field}\":true}}"),
+                Field::Sync | Field::Ready | Field::HostSync => format!("{{\"type\":\"x\",\"{field}\":true}}"),
                 Field::Comment => format!("{{\"type\":\"x\",\"{field}\":{{}}}}"),
                 Field::Producer
                 | Field::Api
