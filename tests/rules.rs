@@ -2,9 +2,9 @@
 //! inverting a rule fails a test. Traces are hand-written in the JSON trace format.
 
 use streamtrace::analysis::{analyze_source, Analysis};
-use streamtrace::ingest::json::JsonTraceReader;
 use streamtrace::findings::{RaceFinding, RaceKind};
 use streamtrace::hb::{EngineOptions, HostOrder};
+use streamtrace::ingest::json::JsonTraceReader;
 
 use crate::util::scenario::{self, assert_one_race, kernel, rec, wait};
 
