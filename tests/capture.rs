@@ -166,6 +166,40 @@ fn capture_steps_aside_for_another_injection_library() {
 }
 
 #[test]
+fn capture_preloads_the_library_after_the_users_preloads_unless_told_not_to() {
+    // A harmless library stands in for the capture library: the loader preloads it into the shell for real.
+    let dir = crate::util::scratch_root().join("capture-preload");
+    std::fs::create_dir_all(&dir).unwrap();
+    let library = dir.join("libstreamtrace_capture.so");
+    // The C library this test runs with: preloading it again changes nothing.
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let libc = maps.split_whitespace().find(|field| field.ends_with("/libc.so.6")).expect("the C library").to_string();
+    std::fs::copy(&libc, &library).expect("a library to stand in");
+    let run = |flags: &[&str], user: Option<&str>| {
+        let mut cmd = binary();
+        cmd.arg("capture").arg("-o").arg(dir.join("traces")).args(flags).args([
+            "--",
+            "sh",
+            "-c",
+            "echo \"$LD_PRELOAD\"",
+        ]);
+        cmd.env("STREAMTRACE_CAPTURE_LIB", &library).env_remove("LD_PRELOAD");
+        if let Some(user) = user {
+            cmd.env("LD_PRELOAD", user);
+        }
+        let out = cmd.output().expect("runs");
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("ld.so"), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let shown = library.display().to_string();
+    assert_eq!(run(&[], None), shown);
+    assert_eq!(run(&[], Some(&libc)), format!("{libc}:{shown}"), "the user's stays in front");
+    assert_eq!(run(&["--no-host-sync"], None), "");
+    assert_eq!(run(&["--no-host-sync"], Some(&libc)), libc);
+}
+
+#[test]
 fn capture_without_command_or_program_is_a_usage_error() {
     // Not found: 127, as shells say it (issue 16: 2 collided with the program's own exit status 2).
     let out = capture(&["/nonexistent/program"], &[]);

@@ -188,8 +188,9 @@ pub enum Record {
 impl Record {
     /// Whether the calling thread may know more after this call than before it, in the analyzer's host clock
     /// (DESIGN.md rules 5, 6 and 12): a host synchronization, a successful query, a copy, set or free that makes
-    /// the host wait, a host access. Only then does its next release need a new snapshot (host_sync/). Every
-    /// record kind is named: a new one must say.
+    /// the host wait, a host access, another thread's snapshot. Only then does its next release need a new
+    /// snapshot (host_sync/, which keeps count of acquired snapshots itself). Every record kind is named: a new
+    /// one must say.
     pub fn teaches_the_host(&self) -> bool {
         match self {
             Record::Sync { .. } | Record::HostAcquire { .. } => true,

@@ -238,6 +238,10 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
 fn preloading(library: &Path, user: Option<std::ffi::OsString>) -> Result<std::ffi::OsString, String> {
     use std::os::unix::ffi::OsStrExt;
     let named = library.as_os_str();
+    if !library.is_file() {
+        // The loader would say so on the program's standard error, in every process it starts.
+        return Err(format!("the capture library {} does not exist", library.display()));
+    }
     if named.as_bytes().iter().any(|b| matches!(b, b' ' | b':' | b'\t' | b'\n')) {
         return Err(format!(
             "the capture library's path {} holds a space or a colon, which LD_PRELOAD cannot",
@@ -347,16 +351,26 @@ mod tests {
 
     #[test]
     fn the_library_is_preloaded_after_what_the_user_preloads() {
-        let library = Path::new("/opt/st/libstreamtrace_capture.so");
-        assert_eq!(preloading(library, None).unwrap(), "/opt/st/libstreamtrace_capture.so");
-        assert_eq!(preloading(library, Some("".into())).unwrap(), "/opt/st/libstreamtrace_capture.so");
+        let dir = std::env::temp_dir().join(format!("st-preload-{}", std::process::id()));
+        let named = |name: &str| {
+            let path = dir.join(name).join("libstreamtrace_capture.so");
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, b"").unwrap();
+            path
+        };
+        let library = named("st");
+        let shown = library.display().to_string();
+        assert_eq!(preloading(&library, None).unwrap(), shown.as_str());
+        assert_eq!(preloading(&library, Some("".into())).unwrap(), shown.as_str());
         assert_eq!(
-            preloading(library, Some("libjemalloc.so.2 /x/liba.so".into())).unwrap(),
-            "libjemalloc.so.2 /x/liba.so:/opt/st/libstreamtrace_capture.so"
+            preloading(&library, Some("libjemalloc.so.2 /x/liba.so".into())).unwrap(),
+            format!("libjemalloc.so.2 /x/liba.so:{shown}").as_str()
         );
-        let already = "/opt/st/libstreamtrace_capture.so:/x/liba.so";
-        assert_eq!(preloading(library, Some(already.into())).unwrap(), already, "named once");
-        assert!(preloading(Path::new("/my venv/libstreamtrace_capture.so"), None).is_err());
-        assert!(preloading(Path::new("/a:b/libstreamtrace_capture.so"), None).is_err());
+        let already = format!("{shown}:/x/liba.so");
+        assert_eq!(preloading(&library, Some(already.clone().into())).unwrap(), already.as_str(), "named once");
+        assert!(preloading(&named("my venv"), None).is_err(), "a space");
+        assert!(preloading(&named("a:b"), None).is_err(), "a colon");
+        assert!(preloading(&dir.join("none/libstreamtrace_capture.so"), None).is_err(), "no such file");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

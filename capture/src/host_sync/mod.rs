@@ -64,12 +64,15 @@ pub fn before_record(call: Call, teaches: bool, batch: &mut Batch) {
     let _ = THREAD.try_with(|knowledge| {
         // Borrowed already: this thread's own bookkeeping is writing, and writes what is pending itself.
         let Ok(mut knowledge) = knowledge.try_borrow_mut() else { return };
+        knowledge.taught |= teaches;
+        if !knowledge.has_pending() {
+            return;
+        }
         let (pending, len) = knowledge.take_pending();
         for acquired in &pending[..len] {
             let record = Record::HostAcquire { object: acquired.mark, api: acquired.api };
             batch.push(Call { correlation: 0, site: 0, ..call }, record);
         }
-        knowledge.taught |= teaches;
     });
 }
 
@@ -192,9 +195,10 @@ fn acquire_marks(marks: &MarkSet, api: &'static str) {
 /// Writes this thread's pending acquires now; false when they could not be written (they are dropped).
 fn write_pending() -> bool {
     let (pending, len) = THREAD.with(|k| k.borrow_mut().take_pending());
+    // Pushed as they are: what they teach the thread is in the marks it knows, not a reason for a new snapshot.
     with_state(|state, call| {
         for acquired in &pending[..len] {
-            state.emit(call, Record::HostAcquire { object: acquired.mark, api: acquired.api });
+            state.pending.push(call, Record::HostAcquire { object: acquired.mark, api: acquired.api });
         }
     })
     .is_some()

@@ -206,6 +206,12 @@ impl ThreadKnowledge {
         taken
     }
 
+    /// Whether snapshots acquired since the thread's last record wait to be written (checked before every
+    /// record: cheaper than taking them out).
+    pub fn has_pending(&self) -> bool {
+        self.pending_len > 0
+    }
+
     /// Notes that this thread now holds `rwlock` for writing.
     pub fn hold_for_writing(&mut self, rwlock: usize) {
         if let Some(free) = self.write_held.iter_mut().find(|held| **held == 0) {
