@@ -11,7 +11,9 @@
 #     traces'.
 #  5. Times the training loop (benches/torch_train_loop.py) and its threaded twin (benches/torch_threads_loop.py)
 #     plain, captured with --no-host-sync and captured with the interposers, in ROUNDS interleaved rounds
-#     (default 5), and a shell started 200 times with and without the library preloaded (a process without CUDA).
+#     (default 4), and a shell started 200 times with and without the library preloaded (a process without CUDA).
+# Every run is under `timeout` (LIMIT seconds, default 120): a hang (a deadlock in the interposers) shows as exit
+# 124 in the summary instead of taking the whole call. The whole script takes some 5-7 minutes.
 # Results: $OUT/host_sync.txt (everything said below), $OUT/captures.tar.gz (cuda/NAME.json|log as run_all.sh
 # leaves them, for samples/capture/cuda/, and the other traces).
 set -uo pipefail
@@ -23,6 +25,7 @@ lib=$repo/.gpu/bin/libstreamtrace_capture.so
 work=$(mktemp -d)
 mkdir -p "$work/cuda" "$work/repeat" "$work/no_host_sync" "$work/torch" "$work/loops"
 summary="$OUT/host_sync.txt"
+limit=${LIMIT:-120}
 : > "$summary"
 say() { echo "$@" | tee -a "$summary"; }
 
@@ -69,8 +72,9 @@ build=$(mktemp -d)
 for name in threads_fill_no_sync threads_fill_mutex_handover threads_fill_atomic_handover; do
   nvcc -g -lineinfo -O2 -arch=sm_90 -std=c++17 -o "$build/$name" "samples/cuda/$name.cu" -lpthread
 done
+
 for run in $(seq 1 "${REPEAT:-5}"); do
-  "$st" capture --no-analyze -o "$work/repeat/t$run" -- "$build/threads_fill_no_sync" > "$work/repeat/run$run.log" 2>&1
+  timeout "$limit" "$st" capture --no-analyze -o "$work/repeat/t$run" -- "$build/threads_fill_no_sync" > "$work/repeat/run$run.log" 2>&1
   cp "$work"/repeat/t$run/trace.*.json "$work/repeat/run$run.json"
   describe "$work/repeat/run$run.json" "threads_fill_no_sync run $run"
 done
@@ -79,7 +83,7 @@ say "== 3. the same with --no-host-sync (no interposers: the timestamp order)"
 for args in "threads_fill_no_sync" "threads_fill_no_sync apart" "threads_fill_mutex_handover" "threads_fill_atomic_handover"; do
   set -- $args
   label=$1${2:+-$2}
-  "$st" capture --no-host-sync --no-analyze -o "$work/no_host_sync/t-$label" -- "$build/$1" ${2:-} > "$work/no_host_sync/$label.log" 2>&1
+  timeout "$limit" "$st" capture --no-host-sync --no-analyze -o "$work/no_host_sync/t-$label" -- "$build/$1" ${2:-} > "$work/no_host_sync/$label.log" 2>&1
   cp "$work"/no_host_sync/t-$label/trace.*.json "$work/no_host_sync/$label.json"
   describe "$work/no_host_sync/$label.json" "$label --no-host-sync"
 done
@@ -88,7 +92,7 @@ say "   expected: header host_sync false, host order global, no host records; th
 say "== 4. committed multi-threaded samples, re-captured: verdicts beside the committed traces'"
 describe samples/capture/cuda/threads_event_handover.json "committed cuda threads_event_handover"
 for py in threads_queue_handover two_streams_no_wait host_read_too_early; do
-  "$st" capture --no-analyze -o "$work/torch/t-$py" -- python3 "samples/torch/$py.py" > "$work/torch/$py.log" 2>&1
+  timeout "$limit" "$st" capture --no-analyze -o "$work/torch/t-$py" -- python3 "samples/torch/$py.py" > "$work/torch/$py.log" 2>&1
   cp "$work"/torch/t-$py/trace.*.json "$work/torch/$py.json"
   describe "$work/torch/$py.json" "torch $py, captured now"
   describe "samples/capture/torch-t2/$py.json" "torch $py, committed"
@@ -96,13 +100,13 @@ done
 say "   expected: the same races and verdicts now as committed; threads_queue_handover holds host records (the GIL and"
 say "   the queue's locks) and stays clean."
 
-say "== 5. overhead: the training loops, ${ROUNDS:-5} interleaved rounds"
-for round in $(seq 1 "${ROUNDS:-5}"); do
+say "== 5. overhead: the training loops, ${ROUNDS:-4} interleaved rounds"
+for round in $(seq 1 "${ROUNDS:-4}"); do
   for loop in torch_train_loop torch_threads_loop; do
-    python3 "benches/$loop.py" | sed "s/^/plain          $loop: /" | tee -a "$work/loops/times.txt"
-    "$st" capture --no-host-sync --no-analyze -o "$work/loops/n-$loop" -- python3 "benches/$loop.py" 2>/dev/null \
+    timeout "$limit" python3 "benches/$loop.py" | sed "s/^/plain          $loop: /" | tee -a "$work/loops/times.txt"
+    timeout "$limit" "$st" capture --no-host-sync --no-analyze -o "$work/loops/n-$loop" -- python3 "benches/$loop.py" 2>/dev/null \
       | sed "s/^/no-host-sync   $loop: /" | tee -a "$work/loops/times.txt"
-    "$st" capture --no-analyze -o "$work/loops/h-$loop" -- python3 "benches/$loop.py" 2>/dev/null \
+    timeout "$limit" "$st" capture --no-analyze -o "$work/loops/h-$loop" -- python3 "benches/$loop.py" 2>/dev/null \
       | sed "s/^/host-sync      $loop: /" | tee -a "$work/loops/times.txt"
   done
 done
@@ -130,7 +134,7 @@ say "   interposed on every op); the same races and verdict with and without; th
 say "== a process without CUDA: sh -c true, 200 times"
 for preload in "" "$lib"; do
   start=$(date +%s.%N)
-  for i in $(seq 200); do LD_PRELOAD=$preload sh -c true; done
+  for i in $(seq 200); do LD_PRELOAD=$preload timeout 10 sh -c true; done
   say "LD_PRELOAD=${preload:-none}: $(python3 -c "print(f'{($(date +%s.%N) - $start) / 200 * 1e3:.2f} ms a run')")"
 done
 
