@@ -184,9 +184,11 @@ fn module_loaded(api: &Sanitizer, data: &ResourceModuleData) {
 fn launch_begins(api: &Sanitizer, data: &LaunchData) {
     let selected = SELECTION.get().is_none_or(|selection| {
         // Safety: the launch's kernel name, a C string the Sanitizer API owns for the callback's duration.
-        let mangled = (!data.functionName.is_null())
-            .then(|| unsafe { CStr::from_ptr(data.functionName) }.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let mangled = if data.functionName.is_null() {
+            String::new()
+        } else {
+            unsafe { CStr::from_ptr(data.functionName) }.to_string_lossy().into_owned()
+        };
         let demangled = cpp_demangle::Symbol::new(mangled.as_bytes()).map(|s| s.to_string()).unwrap_or_default();
         selection.selects(&mangled, &demangled)
     });
