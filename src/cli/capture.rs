@@ -173,6 +173,10 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
     if args.no_call_sites {
         command.env(launch::ENV_NO_CALL_SITES, "1");
     }
+    // The library leaves it off in Python programs (their observers report host accesses) by itself.
+    if !args.no_host_watch {
+        command.env(launch::ENV_HOST_WATCH, "1");
+    }
     match (&sanitizer, &cupti) {
         (Some(sanitizer), _) => {
             command.env(launch::ENV_EXACT, "1").env(launch::ENV_SANITIZER, sanitizer);
