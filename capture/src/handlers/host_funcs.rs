@@ -15,7 +15,7 @@ pub fn launch(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>)
     let Some(handle) = (unsafe { block.as_ref() }).map(|p| p.hStream) else { return };
     let stream = state.stream(cx, handle);
     // Safety: the call's own block, at its entry.
-    let (id, name) = unsafe { host_funcs::launch(block, host_watch::wrap_host_funcs()) };
+    let (id, name) = unsafe { host_funcs::launch(block, host_watch::wrap_host_funcs(), cx.per_thread) };
     state.emit(cx.call, Record::HostFunc { stream, id, name, api: "cuLaunchHostFunc" });
 }
 
@@ -26,6 +26,6 @@ pub fn stream_callback(state: &mut ProcessState, cx: &CallContext, data: &Driver
     let Some(handle) = (unsafe { block.as_ref() }).map(|p| p.hStream) else { return };
     let stream = state.stream(cx, handle);
     // Safety: the call's own block, at its entry.
-    let (id, name) = unsafe { host_funcs::add_callback(block, host_watch::wrap_host_funcs()) };
+    let (id, name) = unsafe { host_funcs::add_callback(block, host_watch::wrap_host_funcs(), cx.per_thread) };
     state.emit(cx.call, Record::HostFunc { stream, id, name, api: "cuStreamAddCallback" });
 }

@@ -90,37 +90,58 @@ fn name_of(function: usize) -> Arc<str> {
     Arc::from(format!("host function at {function:#x}").as_str())
 }
 
+/// Whether `stream` is capturing into a graph: a host function launched there becomes a node that runs at
+/// every launch of the graph, and a trampoline's box is good for one run only, so it is not wrapped. Unknown
+/// counts as capturing.
+fn capturing(stream: Handle, per_thread: bool) -> bool {
+    // The per-thread default stream's handle, for a `_ptsz` call's null stream.
+    const PER_THREAD: usize = 2;
+    let handle = if stream.is_null() && per_thread { PER_THREAD as Handle } else { stream };
+    let mut status = cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // Safety: asks the driver about the stream the call being traced names; writes a local. The capture's
+    // re-entry guard keeps this call unrecorded.
+    let asked = unsafe { cudarc::driver::sys::cuStreamIsCapturing(handle as _, &mut status) };
+    asked != cudarc::driver::sys::CUresult::CUDA_SUCCESS
+        || status != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+}
+
 /// A new host function's id and name; with `wrap`, its function and data in `block` are swapped for the
-/// trampoline's (the hold then waits for it to run before its record is written).
+/// trampoline's (the hold then waits for it to run before its record is written), unless its stream is
+/// capturing. `per_thread`: a `_ptsz` call, whose null stream is the thread's default stream.
 ///
 /// # Safety
 /// `block` is the parameter block of the cuLaunchHostFunc call being traced, at its entry.
-pub unsafe fn launch(block: *mut LaunchHostFunc, wrap: bool) -> (u64, Arc<str>) {
+pub unsafe fn launch(block: *mut LaunchHostFunc, wrap: bool, per_thread: bool) -> (u64, Arc<str>) {
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     // Safety: the caller's block, writable during the entry callback.
     let Some(block) = (unsafe { block.as_mut() }) else { return (id, Arc::from("host function")) };
     let Some(function) = block.fn_ else { return (id, Arc::from("host function")) };
     let name = name_of(function as usize);
-    if wrap {
-        let boxed = Box::new(Wrapped::<HostFn> { function, user_data: block.userData, id });
-        block.userData = Box::into_raw(boxed).cast();
-        block.fn_ = Some(run_host_func);
-        super::hold::host_func_wrapped(id);
+    if wrap && !capturing(block.hStream, per_thread) {
+        wrap_function(block, function, id);
     }
     (id, name)
 }
 
-/// As [`launch`], for cuStreamAddCallback.
+/// Puts the trampoline and its box into a cuLaunchHostFunc block.
+fn wrap_function(block: &mut LaunchHostFunc, function: HostFn, id: u64) {
+    let boxed = Box::new(Wrapped::<HostFn> { function, user_data: block.userData, id });
+    block.userData = Box::into_raw(boxed).cast();
+    block.fn_ = Some(run_host_func);
+    super::hold::host_func_wrapped(id);
+}
+
+/// As [`launch`], for cuStreamAddCallback (which a capturing stream refuses).
 ///
 /// # Safety
 /// `block` is the parameter block of the cuStreamAddCallback call being traced, at its entry.
-pub unsafe fn add_callback(block: *mut StreamAddCallback, wrap: bool) -> (u64, Arc<str>) {
+pub unsafe fn add_callback(block: *mut StreamAddCallback, wrap: bool, per_thread: bool) -> (u64, Arc<str>) {
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     // Safety: the caller's block, writable during the entry callback.
     let Some(block) = (unsafe { block.as_mut() }) else { return (id, Arc::from("stream callback")) };
     let Some(function) = block.callback else { return (id, Arc::from("stream callback")) };
     let name = name_of(function as usize);
-    if wrap {
+    if wrap && !capturing(block.hStream, per_thread) {
         let boxed = Box::new(Wrapped::<StreamCallback> { function, user_data: block.userData, id });
         block.userData = Box::into_raw(boxed).cast();
         block.callback = Some(run_stream_callback);
@@ -135,6 +156,14 @@ mod tests {
 
     static SEEN: AtomicU64 = AtomicU64::new(0);
 
+    /// What `launch` does once it knows the stream is not capturing (there is no driver here to ask).
+    unsafe fn wrapped_here(block: &mut LaunchHostFunc) -> (u64, Arc<str>) {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let function = block.fn_.expect("a function");
+        wrap_function(block, function, id);
+        (id, name_of(function as usize))
+    }
+
     unsafe extern "C" fn program_function(data: *mut c_void) {
         SEEN.store(data as u64 + 100 * running(), Ordering::SeqCst);
     }
@@ -144,7 +173,7 @@ mod tests {
         let mut block =
             LaunchHostFunc { hStream: std::ptr::null_mut(), fn_: Some(program_function), userData: 7 as *mut c_void };
         // Safety: a block of the right shape.
-        let (id, name) = unsafe { launch(&mut block, true) };
+        let (id, name) = unsafe { wrapped_here(&mut block) };
         // The test binary exports no symbols: the loader knows the function only by its address.
         assert!(name.contains("program_function") || name.starts_with("host function at 0x"), "{name}");
         assert_ne!(block.userData as u64, 7, "the data is the trampoline's box now");
@@ -161,7 +190,7 @@ mod tests {
         let mut block =
             LaunchHostFunc { hStream: std::ptr::null_mut(), fn_: Some(program_function), userData: 9 as *mut c_void };
         // Safety: a block of the right shape.
-        let (id, _) = unsafe { launch(&mut block, false) };
+        let (id, _) = unsafe { launch(&mut block, false, false) };
         assert!(id > 0);
         assert_eq!(block.userData as u64, 9);
     }
