@@ -180,7 +180,7 @@ pub enum Record {
         fault: FaultKind,
         host_func: u64,
     },
-    /// A host function enqueued on `stream` (`cuLaunchHostFunc`, `cuStreamAddCallback`; DESIGN.md rule 13),
+    /// A host function enqueued on `stream` (`cuLaunchHostFunc`, `cuStreamAddCallback`; DESIGN.md, host functions),
     /// named by `id` for the accesses it makes; `name` is its symbol.
     HostFunc {
         stream: u64,

@@ -142,7 +142,7 @@ names!(
         HostAccess = "host_access",
         /// A host function enqueued on a stream (`cudaLaunchHostFunc`, `cudaStreamAddCallback`): it runs on a
         /// driver thread once the stream's earlier work is done, and the stream's later work waits for it
-        /// (DESIGN.md rule 13). `id` names it for the `host_access` records of what it touched.
+        /// (DESIGN.md, host functions in a stream). `id` names it for the `host_access` records of what it touched.
         HostFunc = "host_func",
         /// At exit: what the capture's watch on the host's own accesses saw and could see (pinned buffers
         /// guarded while in flight, CPU page faults on managed memory), for the report to say.

@@ -1,4 +1,4 @@
-//! Host functions in streams (`cuLaunchHostFunc`, `cuStreamAddCallback`; DESIGN.md rule 13): each gets an id,
+//! Host functions in streams (`cuLaunchHostFunc`, `cuStreamAddCallback`; DESIGN.md, host functions): each gets an id,
 //! which its `host_func` record carries, and while the host watch runs, its function is wrapped: at the call's
 //! entry the capture puts a trampoline of its own and a box with the program's function and data into the
 //! call's parameter block. The driver later runs the trampoline on its thread; the trampoline notes which host

@@ -1,7 +1,7 @@
 //! Which pinned buffers the GPU may be using, from the records the capture has just made: an asynchronous copy
 //! from or into pinned memory, or a kernel given a pointer into it, puts the pages entirely inside that range
 //! under guard when its call returns (the driver's own accesses during the call are over); the host learning
-//! that the work is done (DESIGN.md rule 5: a stream, event or device synchronization, a query that returned
+//! that the work is done (DESIGN.md, host synchronization: a stream, event or device synchronization, a query that returned
 //! success) lifts the guard. A D2H destination (and a kernel's written block) is guarded against reads and
 //! writes, an H2D source (a kernel's `const` block) against writes only.
 //!

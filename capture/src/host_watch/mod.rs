@@ -1,5 +1,5 @@
 //! The host watch: the host's own loads and stores of memory the GPU also touches, seen in native programs
-//! without recompiling them (DESIGN.md rule 12), and the host functions streams run (rule 13).
+//! without recompiling them (DESIGN.md, the host as an accessor), and the host functions streams run.
 //!
 //! - Pinned and registered buffers: while an asynchronous copy or a kernel that touches one is in flight
 //!   (inflight.rs), the pages entirely inside it are protected (guards.rs; DMA ignores page protection). The
