@@ -38,6 +38,8 @@ static RECEIVED: AtomicU64 = AtomicU64::new(0);
 static RECORDED: AtomicU64 = AtomicU64::new(0);
 static IGNORED: AtomicU64 = AtomicU64::new(0);
 static HAS_MANAGED: AtomicBool = AtomicBool::new(false);
+/// The longest a fault took from its time to its delivery, for `STREAMTRACE_HOST_WATCH_STATS`.
+static LATEST_NS: AtomicU64 = AtomicU64::new(0);
 /// Each thread's latest operation times, for naming a fault's thread.
 static LAST_OPS: Mutex<Option<HashMap<u64, VecDeque<u64>>>> = Mutex::new(None);
 /// Operation times kept per thread.
@@ -112,8 +114,18 @@ pub fn enable() {
     }
 }
 
-/// At exit: says once when the program had managed memory and no fault of it was ever delivered.
+/// At exit: says once when the program had managed memory and no fault of it was ever delivered; with
+/// `STREAMTRACE_HOST_WATCH_STATS`, how many were delivered and how late.
 pub fn say_if_silent() {
+    if std::env::var_os("STREAMTRACE_HOST_WATCH_STATS").is_some() {
+        eprintln!(
+            "streamtrace: managed faults: {} delivered, {} recorded, {} the driver's; the latest arrived {:.1} ms after its fault",
+            RECEIVED.load(Ordering::Relaxed),
+            RECORDED.load(Ordering::Relaxed),
+            IGNORED.load(Ordering::Relaxed),
+            LATEST_NS.load(Ordering::Relaxed) as f64 / 1e6
+        );
+    }
     if watching() && HAS_MANAGED.load(Ordering::Relaxed) && RECEIVED.load(Ordering::Relaxed) == 0 {
         eprintln!(
             "streamtrace: the program allocated managed memory and CUPTI reported no CPU page fault on it: if its host code touched that memory, this driver does not deliver the faults and those accesses were not seen"
@@ -145,6 +157,7 @@ pub unsafe fn delivered(record: *const u8) {
     }
     RECEIVED.fetch_add(1, Ordering::Relaxed);
     let time = (start as i64).wrapping_add(CLOCK_OFFSET.load(Ordering::Relaxed)) as u64;
+    LATEST_NS.fetch_max(now_ns().saturating_sub(time), Ordering::Relaxed);
     if let Ok(mut queue) = DELIVERED.lock() {
         queue.push(Delivered { pc, time, page: address & !(PAGE - 1) });
         WAITING.store(true, Ordering::Release);

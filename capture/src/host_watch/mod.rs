@@ -211,5 +211,16 @@ pub fn at_exit(state: &mut ProcessState, call: crate::record::Call) {
         counters::IGNORED.load(Ordering::Relaxed) + managed_faults::ignored_faults(),
     );
     let windows = counters::WINDOWS.load(Ordering::Relaxed);
+    if std::env::var_os("STREAMTRACE_HOST_WATCH_STATS").is_some() {
+        eprintln!(
+            "streamtrace: host watch: guard {}, managed {}; {windows} windows guarded, {} ranges not guarded (table full or refused), {} guard faults recorded, {dropped} dropped, {} the driver's; host functions went through the trampoline: {}",
+            guard_state(),
+            managed,
+            counters::UNWATCHED.load(Ordering::Relaxed),
+            counters::FAULTS.load(Ordering::Relaxed),
+            counters::IGNORED.load(Ordering::Relaxed),
+            host_funcs::trampolines_run(),
+        );
+    }
     state.emit(call, Record::HostWatch { guard: guard_state(), managed, windows, faults, dropped, ignored });
 }

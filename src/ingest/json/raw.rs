@@ -219,6 +219,17 @@ pub(super) struct RawRecord<'a> {
     pub coverage: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub unseen: Option<Cow<'a, str>>,
+    pub host_func: Option<u64>,
+    #[serde(borrow)]
+    pub fault: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub guard: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub managed: Option<Cow<'a, str>>,
+    pub windows: Option<u64>,
+    pub faults: Option<u64>,
+    pub dropped: Option<u64>,
+    pub ignored: Option<u64>,
 }
 
 impl RawRecord<'_> {
@@ -289,6 +300,14 @@ impl RawRecord<'_> {
         note(self.process_group.is_some(), Field::ProcessGroup);
         note(self.coverage.is_some(), Field::Coverage);
         note(self.unseen.is_some(), Field::Unseen);
+        note(self.host_func.is_some(), Field::HostFunc);
+        note(self.fault.is_some(), Field::Fault);
+        note(self.guard.is_some(), Field::Guard);
+        note(self.managed.is_some(), Field::Managed);
+        note(self.windows.is_some(), Field::Windows);
+        note(self.faults.is_some(), Field::Faults);
+        note(self.dropped.is_some(), Field::Dropped);
+        note(self.ignored.is_some(), Field::Ignored);
         present
     }
 
