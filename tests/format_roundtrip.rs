@@ -403,7 +403,7 @@ fn host_watch_records_read_back_as_what_was_recorded() {
         OpKind::HostFunc { stream: side, name: Arc::from(NAME), accesses: vec![] },
         OpKind::HostFuncAccess {
             stream: side,
-            name: Arc::from("host write"),
+            name: Arc::from(format!("host write in {NAME}").as_str()),
             accesses: vec![Access::plain(range(0x6000_0000_0040, 1), AccessMode::Write)],
         },
         OpKind::HostAccess {

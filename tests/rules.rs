@@ -417,7 +417,7 @@ fn rule13_an_access_seen_inside_a_host_function_is_at_the_functions_place() {
     // another stream's write, ordered with the function's own stream and with what waits for it.
     let faulted = host_func(2, 4, "consume", "reads", "") + &host_func_access(4, "reads", "$X");
     let found = races(&(write(1, "produce", "$X") + &faulted));
-    assert_one_race(&found, RaceKind::ReadAfterWrite, "produce", "host read");
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "produce", "host read in consume");
     assert!(races(&(write(2, "produce", "$X") + &faulted + &write(2, "overwrite", "$X"))).is_empty());
     // The driver's thread does not take the host's order: a host synchronization made before does not order it.
     let synced = write(1, "produce", "$X") + &sync("stream", 2) + &faulted;

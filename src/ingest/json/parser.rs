@@ -68,8 +68,8 @@ pub(super) struct JsonTraceParser {
     pub stages: Stages,
     /// Modules and call sites declared so far.
     native: NativeSites,
-    /// Each host function's stream, by (process, id).
-    pub host_funcs: HashMap<(ProcessId, u64), StreamId>,
+    /// Each host function's stream and name, by (process, id).
+    pub host_funcs: HashMap<(ProcessId, u64), (StreamId, Arc<str>)>,
     /// The host function the last operation was (or whose access it was): only its accesses may come next.
     pub last_host_func: Option<(ProcessId, u64)>,
 }

@@ -108,7 +108,7 @@ impl JsonTraceParser {
         read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
         let name = self.intern(raw.name.as_deref().unwrap_or("host function"));
         if let Some(id) = raw.id {
-            self.host_funcs.insert((process, id), stream);
+            self.host_funcs.insert((process, id), (stream, name.clone()));
         }
         Ok(OpKind::HostFunc { stream, name, accesses })
     }
@@ -151,9 +151,9 @@ impl JsonTraceParser {
         if let Some(text) = raw.fault.as_deref() {
             format::FaultKind::parse(text).map_err(|e| Problem::malformed(e.to_string()))?;
         }
-        let name = self.intern(raw.name.as_deref().unwrap_or("host access"));
+        let name = raw.name.as_deref().unwrap_or("host access");
         if let Some(id) = raw.host_func {
-            let Some(&stream) = self.host_funcs.get(&(process, id)) else {
+            let Some((stream, function)) = self.host_funcs.get(&(process, id)).cloned() else {
                 return Err(Problem::inconsistent(format!(
                     "host_access names host function {id}, which no host_func record declared"
                 )));
@@ -163,8 +163,11 @@ impl JsonTraceParser {
                     "host_access of host function {id} does not follow its host_func record (only its other accesses may come between)"
                 )));
             }
+            // Named with its function: the fix waits before that function is enqueued.
+            let name = self.intern(&format!("{name} in {function}"));
             return Ok(OpKind::HostFuncAccess { stream, name, accesses });
         }
+        let name = self.intern(name);
         let lane = match self.streams.get_or_add(StreamHandle::HostLane(thread)) {
             (lane, false) => lane,
             (id, true) => {
