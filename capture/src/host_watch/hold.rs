@@ -116,6 +116,11 @@ pub fn pass(batch: Batch) -> Vec<Batch> {
     if !holding && slot.as_ref().is_none_or(|hold| hold.batches.is_empty()) && lock(&LATE).is_empty() {
         return vec![batch];
     }
+    // What has finished is read before the faults waiting for the state lock are looked at, and those before
+    // the late records are taken: a function's fault is queued before it returns, so a function seen finished
+    // has its faults either still queued (then its batch waits) or already among the late records.
+    let unfinished = lock(&UNFINISHED).clone().unwrap_or_default();
+    let faults_queued = super::faults::queued() > 0;
     let hold = slot.get_or_insert_with(|| Hold { pid, batches: VecDeque::new() });
     let host_funcs = batch
         .entries
@@ -130,13 +135,13 @@ pub fn pass(batch: Batch) -> Vec<Batch> {
     for late in std::mem::take(&mut *lock(&LATE)) {
         place(&mut hold.batches, late);
     }
-    let unfinished = lock(&UNFINISHED).clone().unwrap_or_default();
     let everything = FINAL.load(Ordering::Acquire);
     let delay = if MANAGED.load(Ordering::Acquire) { MANAGED_DELAY.load(Ordering::Relaxed) } else { 0 };
     let mut out = Vec::new();
     while let Some(front) = hold.batches.front() {
         let age = now.saturating_sub(front.taken_ns);
-        let waiting = front.host_funcs.iter().any(|id| unfinished.contains(id));
+        let waiting = !front.host_funcs.is_empty()
+            && (faults_queued || front.host_funcs.iter().any(|id| unfinished.contains(id)));
         if waiting && age >= HOST_FUNC_WAIT_NS && !host_funcs::trampolines_run() {
             WRAPPING_IGNORED.store(true, Ordering::Relaxed);
         }

@@ -12,7 +12,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -94,6 +94,8 @@ struct Watch {
 }
 
 static WATCH: Mutex<Option<Watch>> = Mutex::new(None);
+/// Whether the capture saw a pinned block allocated (it stays set: a cheap test on every recorded call).
+static HAS_BLOCKS: AtomicBool = AtomicBool::new(false);
 
 fn with_watch<R>(f: impl FnOnce(&mut Watch) -> R) -> R {
     let mut slot = WATCH.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -209,14 +211,17 @@ impl Watch {
 /// lifts happen now (a free must lift before the driver frees).
 pub fn recorded(batch: &Batch, first: usize) {
     let Some(entries) = batch.entries.get(first..) else { return };
+    // A program with no pinned block the capture saw has nothing to guard: its launches, events and
+    // synchronizations need no look (a launch-bound program pays nothing).
+    let blocks = HAS_BLOCKS.load(Ordering::Relaxed);
     let relevant = |record: &Record| match record {
         Record::Alloc { kind, .. } => *kind == AllocKind::Host,
         Record::Free { kind, .. } => *kind == FreeKind::Host,
         Record::Memcpy { synchronous: false, memory: (from, to), .. } => {
             *from == MemoryKind::Pinned || *to == MemoryKind::Pinned
         }
-        Record::Kernel { .. } | Record::EventRecord { .. } | Record::Sync { .. } => true,
-        Record::Query { ready, .. } => *ready,
+        Record::Kernel { .. } | Record::EventRecord { .. } | Record::Sync { .. } => blocks,
+        Record::Query { ready, .. } => *ready && blocks,
         _ => false,
     };
     // Most calls touch no pinned memory and learn nothing: no lock for them.
@@ -235,6 +240,7 @@ pub fn recorded(batch: &Batch, first: usize) {
                     };
                     watch.blocks.insert(*id, block);
                     watch.by_start.insert(*address, *id);
+                    HAS_BLOCKS.store(true, Ordering::Relaxed);
                 }
                 Record::Free { id, kind: FreeKind::Host, .. } => {
                     if let Some(block) = watch.blocks.remove(id) {
