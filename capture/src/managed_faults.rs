@@ -78,8 +78,21 @@ pub fn ignored_faults() -> u64 {
     IGNORED.load(Ordering::Relaxed)
 }
 
+/// Whether the host watch was asked for in this process: CUPTI is asked for the faults at its first managed
+/// allocation (activity tracing is not switched on for programs that never have managed memory).
+static ASKED: AtomicBool = AtomicBool::new(false);
+
+/// The host watch is asked for: the faults are asked of CUPTI once the program allocates managed memory.
+pub fn ask() {
+    ASKED.store(true, Ordering::Relaxed);
+}
+
+pub fn asked() -> bool {
+    ASKED.load(Ordering::Relaxed)
+}
+
 /// Asks CUPTI for CPU page faults on managed memory; says once, plainly, when it will not give them.
-pub fn enable() {
+fn enable() {
     let mut config = CUpti_ActivityUnifiedMemoryCounterConfig {
         scope:
             CUpti_ActivityUnifiedMemoryCounterScope::CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE,
@@ -164,10 +177,18 @@ pub unsafe fn delivered(record: *const u8) {
     }
 }
 
-/// Notes what a call's records say that matters here: managed memory appearing, and when each thread issued
-/// work.
+/// Notes what a call's records say that matters here: managed memory appearing (the first asks CUPTI for the
+/// faults), and when each thread issued work.
 pub fn recorded(batch: &Batch, first: usize) {
     let Some(entries) = batch.entries.get(first..) else { return };
+    if state() == WatchState::Off
+        && entries.iter().any(|e| matches!(e.record, Record::Alloc { kind: AllocKind::Managed, .. }))
+    {
+        enable();
+    }
+    if !watching() {
+        return;
+    }
     let relevant = |record: &Record| {
         matches!(
             record,

@@ -149,15 +149,15 @@ fn find_driver() -> Option<(u64, u64)> {
     range
 }
 
-/// When CUPTI is set up (the driver initializes the injection): notes where the driver is, and starts the
-/// managed-fault watch when the host watch is asked for.
+/// When CUPTI is set up (the driver initializes the injection): notes where the driver is, and arms the
+/// managed-fault watch when the host watch is asked for (it starts at the first managed allocation).
 pub fn start() {
     if let Some((start, end)) = find_driver() {
         DRIVER_START.store(start, Ordering::Relaxed);
         DRIVER_END.store(end, Ordering::Relaxed);
     }
     if asked_for() {
-        managed_faults::enable();
+        managed_faults::ask();
     }
 }
 
@@ -175,7 +175,7 @@ pub fn recorded(state: &ProcessState, first: usize) {
     if guarding() {
         inflight::recorded(&state.pending, first);
     }
-    if managed_faults::watching() {
+    if managed_faults::asked() {
         managed_faults::recorded(&state.pending, first);
     }
 }
