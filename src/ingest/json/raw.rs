@@ -369,7 +369,10 @@ mod tests {
                 | Field::BuildId
                 | Field::ProcessGroup
                 | Field::Coverage
-                | Field::Unseen => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
+                | Field::Unseen
+                | Field::Fault
+                | Field::Guard
+                | Field::Managed => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
                 _ => format!("{{\"type\":\"x\",\"{field}\":1}}"),
             };
             let raw: RawRecord = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{field}: {e}"));
