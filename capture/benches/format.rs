@@ -32,6 +32,7 @@ fn main() {
                 first_pointer,
                 pointer_count: 2,
                 api: "cuLaunchKernel",
+                exact: None,
             },
         );
     }

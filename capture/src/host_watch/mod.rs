@@ -156,7 +156,8 @@ pub fn start() {
         DRIVER_START.store(start, Ordering::Relaxed);
         DRIVER_END.store(end, Ordering::Relaxed);
     }
-    if asked_for() {
+    // The exact-access backend subscribes the Compute Sanitizer API, and CUPTI cannot subscribe beside it.
+    if asked_for() && !crate::control::EXACT.load(Ordering::Relaxed) {
         managed_faults::ask();
     }
 }
