@@ -207,6 +207,7 @@ impl Timeline {
                     OpKind::Free { stream: Some(_), .. } => Arc::from("cudaFreeAsync"),
                     // The host thread's own reads and writes of pinned memory, on its host-access lane.
                     OpKind::HostAccess { name, .. } => name.clone(),
+                    OpKind::HostFunc { name, .. } | OpKind::HostFuncAccess { name, .. } => name.clone(),
                     _ => return,
                 };
                 let Some(stream) = op.kind.stream() else { return };

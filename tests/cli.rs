@@ -72,6 +72,14 @@ fn expected(sample: &str) -> (Vec<(&'static str, &'static str, &'static str, u64
         | "host_sync_mutex_handover.json"
         | "host_sync_create_join.json"
         | "host_sync_semaphore.json" => (vec![], 0),
+        "host_func_reads_other_stream.json" => {
+            (vec![("read-after-write", "memcpy DtoH", "host read in report(void*)", 1)], 0)
+        }
+        "host_func_after_event_wait.json" => (vec![], 0),
+        "host_func_stream_order.json" => (vec![], 0),
+        "guard_fault_copy_in_flight.json" => (vec![("write-after-read", "memcpy HtoD", "host write", 1)], 0),
+        "managed_fault_after_kernel.json" => (vec![("read-after-write", "fill", "host read", 1)], 0),
+        "managed_fault_after_sync.json" => (vec![], 0),
         other => panic!("sample {other} has no ground truth in tests/cli.rs"),
     }
 }

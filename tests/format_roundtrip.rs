@@ -353,6 +353,87 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
 }
 
 #[test]
+fn host_watch_records_read_back_as_what_was_recorded() {
+    let mut batch = Batch::default();
+    let side = Record::Stream {
+        handle: SIDE,
+        kind: format::StreamKind::NonBlocking,
+        priority: None,
+        context: 3,
+        device: None,
+    };
+    batch.push(CALL, side);
+    batch.push(CALL, Record::HostFunc { stream: SIDE, id: 9, name: Arc::from(NAME), api: "cuLaunchHostFunc" });
+    // A fault inside the host function, recorded on the driver's thread, right after the function's record.
+    let driver = Call { tid: 77, ..CALL };
+    let in_function = Record::HostAccess {
+        address: 0x6000_0000_0040,
+        bytes: 1,
+        write: true,
+        fault: format::FaultKind::Guard,
+        host_func: 9,
+    };
+    batch.push(driver, in_function);
+    let managed = Record::HostAccess {
+        address: u64::MAX - 4096,
+        bytes: 4096,
+        write: false,
+        fault: format::FaultKind::Managed,
+        host_func: 0,
+    };
+    batch.push(CALL, managed);
+    let watch = Record::HostWatch {
+        guard: format::WatchState::On,
+        managed: format::WatchState::Unsupported,
+        windows: 5,
+        faults: 2,
+        dropped: 1,
+        ignored: u64::MAX,
+    };
+    batch.push(CALL, watch);
+
+    let (records, counters) = read(written(&batch));
+    let ops = operations(&records);
+    let streams: Vec<&StreamInfo> =
+        records.iter().filter_map(|r| if let TraceRecord::Stream(s) = r { Some(s) } else { None }).collect();
+    assert_eq!(streams.len(), 2, "the side stream, and the recording thread's host-access lane");
+    assert_eq!((streams[1].kind, streams[1].handle), (StreamKind::HostThread, CALL.tid));
+    let (side, lane) = (streams[0].id, streams[1].id);
+    let expected = [
+        OpKind::HostFunc { stream: side, name: Arc::from(NAME), accesses: vec![] },
+        OpKind::HostFuncAccess {
+            stream: side,
+            name: Arc::from(format!("host write in {NAME}").as_str()),
+            accesses: vec![Access::plain(range(0x6000_0000_0040, 1), AccessMode::Write)],
+        },
+        OpKind::HostAccess {
+            lane,
+            name: Arc::from("host read"),
+            accesses: vec![Access::plain(range(u64::MAX - 4096, 4096), AccessMode::Read)],
+        },
+    ];
+    assert_eq!(ops.iter().map(|op| &op.kind).collect::<Vec<_>>(), expected.iter().collect::<Vec<_>>());
+    assert_eq!(ops[0].api.as_deref(), Some("cuLaunchHostFunc"));
+    assert_eq!(ops[1].host_time_ns, Some(CALL.time_ns));
+    let threads: Vec<&ThreadInfo> =
+        records.iter().filter_map(|r| if let TraceRecord::Thread(t) = r { Some(t) } else { None }).collect();
+    assert_eq!(threads.iter().map(|t| t.tid).collect::<Vec<_>>(), [CALL.tid, 77], "the driver's thread appears");
+    assert_eq!(
+        [
+            Counter::CaptureHostWatchGuarded,
+            Counter::CaptureHostWatchManaged,
+            Counter::CaptureHostWatchUnsupported,
+            Counter::CaptureHostWatchWindows,
+            Counter::CaptureHostWatchFaults,
+            Counter::CaptureHostWatchDropped,
+            Counter::CaptureHostWatchIgnored,
+        ]
+        .map(|c| counters.get(c)),
+        [1, 0, 1, 5, 2, 1, u64::MAX]
+    );
+}
+
+#[test]
 fn call_sites_read_back_with_their_modules() {
     let mut batch = Batch::default();
     let app = Record::Module {

@@ -376,6 +376,76 @@ fn rule12_work_issued_after_a_host_access_is_ordered_after_it() {
     assert!(races(&(PINNED.to_string() + &host("fill_", "writes") + &upload)).is_empty());
 }
 
+// rule 13: host functions in a stream run in stream order, on a driver thread.
+fn host_func(stream: u32, id: u32, name: &str, mode: &str, range: &str) -> String {
+    format!("{{\"type\":\"host_func\",\"stream\":{stream},\"id\":{id},\"name\":\"{name}\",\"{mode}\":[{range}]}}\n")
+}
+
+/// An access the capture saw from a fault inside host function `id`, recorded on the driver's thread 99.
+fn host_func_access(id: u32, mode: &str, range: &str) -> String {
+    format!(
+        "{{\"type\":\"host_access\",\"name\":\"host read\",\"{mode}\":[{range}],\"host_func\":{id},\"fault\":\"guard\",\"thread\":99}}\n"
+    )
+}
+
+#[test]
+fn rule13_a_host_function_reading_what_another_stream_writes_without_order_races() {
+    let found = races(&(write(1, "produce", "$X") + &host_func(2, 1, "consume", "reads", "$X")));
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "produce", "consume");
+    // An event recorded after the write and waited on by the host function's stream orders it.
+    let ordered = write(1, "produce", "$X") + &rec(1, 1) + &wait(2, 1) + &host_func(2, 1, "consume", "reads", "$X");
+    assert!(races(&ordered).is_empty());
+}
+
+#[test]
+fn rule13_a_host_function_starts_after_its_streams_earlier_work_and_later_work_waits_for_it() {
+    let body = write(1, "produce", "$X") + &host_func(1, 1, "consume", "reads", "$X") + &write(1, "overwrite", "$X");
+    assert!(races(&body).is_empty());
+    // Its writes are seen by what later waits for its stream.
+    let handed = host_func(1, 1, "fill", "writes", "$X") + &rec(1, 1) + &wait(2, 1) + &read(2, "use", "$X");
+    assert!(races(&handed).is_empty());
+    assert_one_race(
+        &races(&(host_func(1, 1, "fill", "writes", "$X") + &read(2, "use", "$X"))),
+        RaceKind::ReadAfterWrite,
+        "fill",
+        "use",
+    );
+}
+
+#[test]
+fn rule13_the_thread_that_enqueued_a_host_function_learns_nothing_from_it() {
+    // The function writes the pinned buffer on a driver thread; the enqueuing thread's read is unordered with it
+    // until the thread waits for the function's stream.
+    let enqueued = PINNED.to_string() + &host_func(1, 1, "fill", "writes", HOST);
+    assert_one_race(&races(&(enqueued.clone() + &host("numpy", "reads"))), RaceKind::ReadAfterWrite, "fill", "numpy");
+    assert!(races(&(enqueued + &sync("stream", 1) + &host("numpy", "reads"))).is_empty());
+}
+
+#[test]
+fn rule13_an_access_seen_inside_a_host_function_is_at_the_functions_place() {
+    // What the capture saw from a fault inside the function, recorded by the driver's thread: unordered with
+    // another stream's write, ordered with the function's own stream and with what waits for it.
+    let faulted = host_func(2, 4, "consume", "reads", "") + &host_func_access(4, "reads", "$X");
+    let found = races(&(write(1, "produce", "$X") + &faulted));
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "produce", "host read in consume");
+    assert!(races(&(write(2, "produce", "$X") + &faulted + &write(2, "overwrite", "$X"))).is_empty());
+    // The driver's thread does not take the host's order: a host synchronization made before does not order it.
+    let synced = write(1, "produce", "$X") + &sync("stream", 2) + &faulted;
+    assert_eq!(races(&synced).len(), 1);
+}
+
+#[test]
+fn rule13_an_access_of_a_host_function_must_follow_it() {
+    let body = host_func(2, 4, "consume", "reads", "") + &write(1, "other", "$Y") + &host_func_access(4, "reads", "$X");
+    let text =
+        format!("{{\"type\":\"streamtrace\",\"version\":1}}\n{PRELUDE}{}", body.replace("$X", X).replace("$Y", Y));
+    let reader = JsonTraceReader::from_text("scenario.json", text);
+    let Err(error) = analyze_source("scenario.json", Box::new(reader), EngineOptions::default()) else {
+        panic!("a host function's access after another operation was taken")
+    };
+    assert!(error.to_string().contains("does not follow its host_func record"), "{error}");
+}
+
 // rule 7: the legacy default stream.
 #[test]
 fn rule7_legacy_default_waits_for_blocking_streams() {

@@ -1,8 +1,9 @@
-//! GPU start and end times from CUPTI activity records (kernels, copies, sets), joined to the recorded calls by
-//! correlation id in the trace (`gpu_time` records). Opt-in (`STREAMTRACE_GPU_TIMES=1`, `streamtrace capture
-//! --gpu-times`): activity tracing costs more than the callbacks themselves, and ordering needs no times.
-//! The records wait in this file's queue until the writer's drain takes them; this file touches only CUPTI's
-//! activity API, the queue and the on/off switch.
+//! CUPTI activity records: GPU start and end times (kernels, copies, sets), joined to the recorded calls by
+//! correlation id in the trace (`gpu_time` records), and the unified-memory counters that managed_faults.rs
+//! reads. GPU times are opt-in (`STREAMTRACE_GPU_TIMES=1`, `streamtrace capture --gpu-times`): activity tracing
+//! costs more than the callbacks themselves, and ordering needs no times. The records wait in this file's
+//! queue until the writer's drain takes them; this file touches only CUPTI's activity API, the queue and the
+//! on/off switch.
 
 use std::alloc::{alloc, dealloc, Layout};
 use std::sync::atomic::Ordering;
@@ -64,6 +65,11 @@ extern "C" fn buffer_completed(
         while unsafe { activity::get_next_record(buffer, valid, &mut record) }.is_ok() && !record.is_null() {
             // Safety: a record CUPTI returned, inside the buffer; every record starts with its kind.
             let kind = unsafe { (*record).kind };
+            if kind == CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER {
+                // Safety: a whole record of that kind, inside the buffer.
+                unsafe { crate::managed_faults::delivered(record as *const u8) };
+                continue;
+            }
             if let Some((start, end, correlation)) = time_fields(kind) {
                 // Safety: the record is at least as long as the layout of its kind, which has these fields at
                 // these offsets (`time_fields`); reads need no alignment.
@@ -86,9 +92,19 @@ extern "C" fn buffer_completed(
     });
 }
 
+/// Registers the buffer callbacks, once (GPU times and managed faults share them).
+pub fn register() -> Result<(), String> {
+    static REGISTERED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    REGISTERED
+        .get_or_init(|| {
+            activity::register_callbacks(Some(buffer_requested), Some(buffer_completed)).map_err(|e| format!("{e:?}"))
+        })
+        .clone()
+}
+
 /// Starts activity tracing of kernels, copies and sets. Failure only costs the GPU times.
 pub fn enable() -> Result<(), String> {
-    activity::register_callbacks(Some(buffer_requested), Some(buffer_completed)).map_err(|e| format!("{e:?}"))?;
+    register()?;
     for kind in [
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
         CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY,
@@ -102,6 +118,12 @@ pub fn enable() -> Result<(), String> {
 /// Hands over every buffered record (at exit).
 pub fn flush() {
     let _ = activity::flush_all(1);
+}
+
+/// Hands over the buffers whose records are complete (the writer thread, while managed faults are watched:
+/// CUPTI's own period returns only full buffers).
+pub fn flush_completed() {
+    let _ = activity::flush_all(0);
 }
 
 /// GPU times waiting to be written. Their own lock: CUPTI may deliver them on a thread that is inside the

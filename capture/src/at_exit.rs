@@ -1,4 +1,5 @@
-//! At exit: the last GPU times, the `capture_stats` record, and every record not yet written. Registered with
+//! At exit: the last GPU times and managed faults, the `host_watch` and `capture_stats` records, and every
+//! record not yet written (also those the host watch held back). Registered with
 //! atexit by setup.rs; touches the state, the writer's drain and CUPTI's activity buffers.
 
 use std::sync::atomic::Ordering;
@@ -12,7 +13,7 @@ use crate::state::{drain_into, STATE};
 
 /// Writes out everything recorded, at exit.
 pub extern "C" fn flush_at_exit() {
-    if GPU_TIMES.load(Ordering::Relaxed) {
+    if GPU_TIMES.load(Ordering::Relaxed) || crate::managed_faults::watching() {
         // First, outside the state lock: CUPTI hands over its last buffers, whose GPU times join activity.rs's
         // queue and so the drain below.
         let _ = std::panic::catch_unwind(activity::flush);
@@ -36,7 +37,9 @@ pub extern "C" fn flush_at_exit() {
                     if let Some(lines) = crate::cost::detail_lines(crate::calls::name_of) {
                         eprint!("{lines}");
                     }
-                    state.emit(Call { tid: thread_id(), time_ns: now_ns(), correlation: 0, site: 0 }, capture_stats());
+                    let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: 0, site: 0 };
+                    crate::host_watch::at_exit(state, call);
+                    state.emit(call, capture_stats());
                     state.writer.handle()
                 }
                 _ => return,

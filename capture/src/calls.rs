@@ -8,7 +8,7 @@
 use streamtrace_format::{AllocKind, CopyKind};
 
 use crate::driver_call::{CallContext, DriverCall};
-use crate::handlers::{copies, graphs, launches, memory, sets, sync};
+use crate::handlers::{copies, graphs, host_funcs, launches, memory, sets, sync};
 use crate::state::ProcessState;
 
 /// When a call is recorded.
@@ -166,6 +166,7 @@ calls! {
     CU_LAUNCH_KERNEL = 307, "cuLaunchKernel", Entry, Legacy, launches::kernel, None;
     CU_MEMCPY_PEER = 318, "cuMemcpyPeer", Entry, Legacy, copies::peer_copy, None;
     CU_MEMCPY_PEER_ASYNC = 319, "cuMemcpyPeerAsync", Entry, Legacy, copies::peer_copy_async, None;
+    CU_STREAM_ADD_CALLBACK = 346, "cuStreamAddCallback", Entry, Legacy, host_funcs::stream_callback, None;
     CU_STREAM_CREATE_WITH_PRIORITY = 367, "cuStreamCreateWithPriority", ExitOk, Legacy, sync::stream_create, WithPriority;
     CU_MEM_ALLOC_MANAGED = 371, "cuMemAllocManaged", ExitOk, Legacy, memory::alloc, Alloc(AllocKind::Managed);
     CU_MEM_HOST_REGISTER_V2 = 379, "cuMemHostRegister_v2", ExitOk, Legacy, memory::host_register, None;
@@ -197,6 +198,7 @@ calls! {
     CU_MEMSET_D2D16_ASYNC_PTSZ = 432, "cuMemsetD2D16Async_ptsz", Entry, PerThread, sets::set_2d_async, Width(2);
     CU_MEMSET_D2D32_ASYNC_PTSZ = 433, "cuMemsetD2D32Async_ptsz", Entry, PerThread, sets::set_2d_async, Width(4);
     CU_STREAM_WAIT_EVENT_PTSZ = 436, "cuStreamWaitEvent_ptsz", Entry, PerThread, sync::wait_event, None;
+    CU_STREAM_ADD_CALLBACK_PTSZ = 437, "cuStreamAddCallback_ptsz", Entry, PerThread, host_funcs::stream_callback, None;
     CU_STREAM_QUERY_PTSZ = 439, "cuStreamQuery_ptsz", Exit, PerThread, sync::stream_query, None;
     CU_STREAM_SYNCHRONIZE_PTSZ = 440, "cuStreamSynchronize_ptsz", Entry, PerThread, sync::stream_synchronize, HostWait;
     CU_EVENT_RECORD_PTSZ = 441, "cuEventRecord_ptsz", Entry, PerThread, sync::event_record, None;
@@ -225,6 +227,8 @@ calls! {
     CU_GRAPH_CLONE = 523, "cuGraphClone", ExitOk, Legacy, graphs::clone, None;
     CU_GRAPH_ADD_CHILD_GRAPH_NODE = 525, "cuGraphAddChildGraphNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::Child);
     CU_GRAPH_ADD_EMPTY_NODE = 526, "cuGraphAddEmptyNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::Empty);
+    CU_LAUNCH_HOST_FUNC = 527, "cuLaunchHostFunc", Entry, Legacy, host_funcs::launch, None;
+    CU_LAUNCH_HOST_FUNC_PTSZ = 528, "cuLaunchHostFunc_ptsz", Entry, PerThread, host_funcs::launch, None;
     CU_GRAPH_ADD_HOST_NODE = 530, "cuGraphAddHostNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::Host);
     CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS = 538, "cuGraphExecKernelNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Node(NodeWord::Kernel);
     CU_STREAM_BEGIN_CAPTURE_V2 = 539, "cuStreamBeginCapture_v2", ExitOk, Legacy, graphs::begin_capture, None;

@@ -43,6 +43,15 @@ impl<'a> DriverCall<'a> {
         unsafe { (self.params as *const T).as_ref() }
     }
 
+    /// The call's parameter block as `T`, to change at the call's entry; null when the backend passed none.
+    /// Both backends pass it as `const`: only host_watch/host_funcs.rs writes through it.
+    ///
+    /// # Safety
+    /// As for [`DriverCall::params`].
+    pub unsafe fn params_mut<T>(&self) -> *mut T {
+        self.params as *mut T
+    }
+
     /// Whether the call returned CUDA_SUCCESS: only known at exit.
     pub fn succeeded(&self) -> bool {
         if !self.at_exit || self.result.is_null() {

@@ -5,6 +5,8 @@
 //! tier T1), or the Compute Sanitizer API's for `--exact` (sanitizer/, tier T3: it also patches every kernel to
 //! learn the bytes it touched). Both hand each call to recording.rs, whose handlers (handlers/) turn it into
 //! records of the streamtrace trace format (state.rs, record.rs) for a writer thread (writer.rs). The PyTorch bootstrap adds its records through the `streamtrace_framework_*` functions.
+//! The host watch (host_watch/, managed_faults.rs) adds the host's own accesses of memory the GPU touches;
+//! preloaded, the library also exports signal functions that keep its fault handler first (host_watch/signals.rs).
 //! This file holds only the exported entry points.
 //!
 //! Capture must never change what the program does: nothing panics or unwinds across the FFI boundary (every
@@ -28,6 +30,8 @@ pub mod graph_params;
 pub mod graph_record;
 mod handlers;
 mod host_sync;
+pub mod host_watch;
+mod managed_faults;
 mod origin;
 pub mod params;
 mod pitched;

@@ -1,5 +1,6 @@
 //! The parameter blocks CUPTI hands to a driver-API callback (`functionParams`), laid out as in CUPTI's
-//! generated_cuda_meta.h. Only the calls streamtrace records are declared. Every field is read, never written;
+//! generated_cuda_meta.h. Only the calls streamtrace records are declared. Every field is read, never written,
+//! but a host function and its user data, which host_watch/host_funcs.rs may swap for its trampoline's;
 //! declarations only (callback.rs reads them), this file touches nothing.
 
 #![allow(non_snake_case, dead_code)]
@@ -327,6 +328,23 @@ pub struct MemHostRegister {
 pub struct GraphLaunch {
     pub hGraph: Handle,
     pub hStream: Handle,
+}
+
+/// cuLaunchHostFunc's block.
+#[repr(C)]
+pub struct LaunchHostFunc {
+    pub hStream: Handle,
+    pub fn_: Option<unsafe extern "C" fn(*mut c_void)>,
+    pub userData: *mut c_void,
+}
+
+/// cuStreamAddCallback's block.
+#[repr(C)]
+pub struct StreamAddCallback {
+    pub hStream: Handle,
+    pub callback: Option<unsafe extern "C" fn(Handle, i32, *mut c_void)>,
+    pub userData: *mut c_void,
+    pub flags: u32,
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use streamtrace_format::{
-    push_escaped, push_number, AccessFlag, AllocKind, ByteRuns, CopyKind, Coverage, Field, FreeKind, MemoryKind,
-    RecordKind, RecordLine, StreamKind, Unseen,
+    push_escaped, push_number, AccessFlag, AllocKind, ByteRuns, CopyKind, Coverage, FaultKind, Field, FreeKind,
+    MemoryKind, RecordKind, RecordLine, StreamKind, Unseen, WatchState,
 };
 
 use crate::args::PointerArg;
@@ -183,6 +183,33 @@ pub enum Record {
         object: u64,
         api: &'static str,
     },
+    /// The host's own load or store of memory the GPU also touches, seen from a fault (host_watch/): `bytes`
+    /// from `address`. `host_func`: the id of the host function that made it on a driver thread (0: the
+    /// recording thread itself).
+    HostAccess {
+        address: u64,
+        bytes: u64,
+        write: bool,
+        fault: FaultKind,
+        host_func: u64,
+    },
+    /// A host function enqueued on `stream` (`cuLaunchHostFunc`, `cuStreamAddCallback`; DESIGN.md, host functions),
+    /// named by `id` for the accesses it makes; `name` is its symbol.
+    HostFunc {
+        stream: u64,
+        id: u64,
+        name: Arc<str>,
+        api: &'static str,
+    },
+    /// At exit: what the host watch did and saw (host_watch/).
+    HostWatch {
+        guard: WatchState,
+        managed: WatchState,
+        windows: u64,
+        faults: u64,
+        dropped: u64,
+        ignored: u64,
+    },
 }
 
 impl Record {
@@ -193,7 +220,7 @@ impl Record {
     /// one must say.
     pub fn teaches_the_host(&self) -> bool {
         match self {
-            Record::Sync { .. } | Record::HostAcquire { .. } => true,
+            Record::Sync { .. } | Record::HostAcquire { .. } | Record::HostAccess { .. } => true,
             Record::Query { ready, .. } => *ready,
             Record::Memcpy { synchronous, memory, .. } | Record::PitchedMemcpy { synchronous, memory, .. } => {
                 // The Async forms wait for themselves when they write pageable memory or copy host to host.
@@ -216,7 +243,9 @@ impl Record {
             | Record::OpBegin
             | Record::Module { .. }
             | Record::Callsite { .. }
-            | Record::HostRelease { .. } => false,
+            | Record::HostRelease { .. }
+            | Record::HostFunc { .. }
+            | Record::HostWatch { .. } => false,
             // A framework record's text decides (`framework_record_teaches`).
             Record::Raw { .. } => false,
         }
@@ -521,6 +550,32 @@ impl Entry {
                     .name(Field::Api, api);
                 line
             }
+            Record::HostAccess { address, bytes, write, fault, host_func } => {
+                let mut line = RecordLine::begin(out, RecordKind::HostAccess);
+                let (name, field) = if *write { ("host write", Field::Writes) } else { ("host read", Field::Reads) };
+                line.name(Field::Name, name).ranges(field, [(*address, *bytes)]).name(Field::Fault, fault.as_str());
+                if *host_func != 0 {
+                    line.number(Field::HostFunc, *host_func);
+                }
+                common(&mut line, call, None);
+                line
+            }
+            Record::HostFunc { stream, id, name, api } => {
+                let mut line = RecordLine::begin(out, RecordKind::HostFunc);
+                line.number(Field::Stream, *stream).number(Field::Id, *id).string(Field::Name, name);
+                common(&mut line, call, Some(api));
+                line
+            }
+            Record::HostWatch { guard, managed, windows, faults, dropped, ignored } => {
+                let mut line = RecordLine::begin(out, RecordKind::HostWatch);
+                line.name(Field::Guard, guard.as_str())
+                    .name(Field::Managed, managed.as_str())
+                    .number(Field::Windows, *windows)
+                    .number(Field::Faults, *faults)
+                    .number(Field::Dropped, *dropped)
+                    .number(Field::Ignored, *ignored);
+                line
+            }
             Record::GpuTime { correlation, start, end } => {
                 let mut line = RecordLine::begin(out, RecordKind::GpuTime);
                 line.number(Field::Corr, *correlation).number(Field::GpuStart, *start).number(Field::GpuEnd, *end);
@@ -637,6 +692,37 @@ mod tests {
         assert_eq!(lines[2]["site"], 1);
         assert_eq!(lines[3]["site"], 1);
         assert!(text.lines().take(2).all(|l| !l.contains("\"site\"")));
+    }
+
+    #[test]
+    fn host_watch_lines() {
+        let mut batch = Batch::default();
+        let access =
+            Record::HostAccess { address: 0x7000, bytes: 1, write: true, fault: FaultKind::Guard, host_func: 4 };
+        batch.push(Call { site: 2, ..call() }, access);
+        batch.push(
+            call(),
+            Record::HostFunc { stream: 5, id: 4, name: Arc::from("consume(void*)"), api: "cuLaunchHostFunc" },
+        );
+        let watch = Record::HostWatch {
+            guard: WatchState::On,
+            managed: WatchState::Unsupported,
+            windows: 9,
+            faults: 1,
+            dropped: 0,
+            ignored: 2,
+        };
+        batch.push(call(), watch);
+        let mut text = String::new();
+        batch.write_lines(&mut Vec::new(), &mut text);
+        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
+        assert_eq!(lines[0]["type"], "host_access");
+        assert_eq!(lines[0]["writes"], serde_json::json!([["0x7000", 1]]));
+        assert_eq!((lines[0]["fault"].as_str(), lines[0]["host_func"].as_u64()), (Some("guard"), Some(4)));
+        assert_eq!((lines[0]["site"].as_u64(), lines[0]["thread"].as_u64()), (Some(2), Some(7)));
+        assert_eq!((lines[1]["type"].as_str(), lines[1]["id"].as_u64()), (Some("host_func"), Some(4)));
+        assert_eq!(lines[1]["name"], "consume(void*)");
+        assert_eq!((lines[2]["guard"].as_str(), lines[2]["managed"].as_str()), (Some("on"), Some("unsupported")));
     }
 
     #[test]

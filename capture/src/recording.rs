@@ -72,7 +72,9 @@ pub fn record(data: &DriverCall<'_>, origin: CallOrigin, walk_from: Start) {
                 call
             };
             let (context, device) = state.context_of(origin.context, origin.device_of);
+            let first = state.pending.entries.len();
             (spec.handler)(state, &CallContext::new(call, context, device, spec), data);
+            crate::host_watch::recorded(state, first);
             // A forked child (a multiprocessing worker) ends in _exit, with no at-exit flush: at each of its
             // synchronizations, where it is about to wait anyway, it writes what is pending, so that it loses
             // nothing recorded before its last one. Other processes leave that to the writer thread and the

@@ -34,6 +34,7 @@ pub fn initialize() -> Result<(), String> {
         }
     }
     fork::register_handlers();
+    crate::host_watch::start();
     ENABLED.store(true, Ordering::SeqCst);
     Ok(())
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::record::Record;
-use crate::unwind::{Frames, Start, Unwinder, Walk, WalkStats};
+use crate::unwind::{Frames, StackWords, Start, Unwinder, Walk, WalkStats};
 
 pub struct CallSites {
     unwinder: Unwinder,
@@ -51,6 +51,49 @@ impl CallSites {
             self.unwinder.remember(end, id);
         }
         id
+    }
+
+    /// The id of a fault's site, walked from the faulting instruction's registers over the words copied from its
+    /// stack, and whether the walk passed a frame of the driver. The faulting instruction's own frame is written
+    /// as its address plus one, so that, like the return addresses after it, the byte before it lies in the
+    /// instruction that a report names.
+    pub fn site_of_fault(&mut self, start: Start, stack: &StackWords, mut emit: impl FnMut(Record)) -> (u32, bool) {
+        let fault = self.unwinder.walk_fault(start, stack, &mut self.frames);
+        let end = match fault.walk {
+            Walk::Known(id) => return (id, fault.through_driver),
+            Walk::Found { end } => end,
+        };
+        if self.frames.len == 0 {
+            return (0, fault.through_driver);
+        }
+        if fault.first_is_fault {
+            self.frames.addresses[0] = self.frames.addresses[0].wrapping_add(1);
+        }
+        let id = match self.ids.get(self.frames.addresses()) {
+            Some(&id) => id,
+            None => self.declare(&mut emit),
+        };
+        if let Some(end) = end {
+            self.unwinder.remember_fault(end, id);
+        }
+        (id, fault.through_driver)
+    }
+
+    /// The id of the site that is one instruction at `pc` (a fault that CUPTI reported with only its program
+    /// counter), written as `pc + 1` as [`CallSites::site_of_fault`] does; None when no loaded module maps `pc`
+    /// or it is the CUDA stack's own code (the driver's access, not the program's).
+    pub fn site_of_instruction(&mut self, pc: u64, mut emit: impl FnMut(Record)) -> Option<u32> {
+        let (module, runtime) = self.unwinder.module_of(pc)?;
+        if runtime {
+            return None;
+        }
+        self.frames.addresses[0] = pc.wrapping_add(1);
+        self.frames.modules[0] = module;
+        self.frames.len = 1;
+        Some(match self.ids.get(self.frames.addresses()) {
+            Some(&id) => id,
+            None => self.declare(&mut emit),
+        })
     }
 
     pub fn stats(&self) -> WalkStats {

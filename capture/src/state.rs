@@ -34,7 +34,9 @@ pub static STATE: Mutex<Option<ProcessState>> = Mutex::new(None);
 pub fn state_for_this_process(slot: &mut Option<ProcessState>) -> Option<&mut ProcessState> {
     let pid = current_pid();
     if slot.as_ref().is_some_and(|s| s.pid == pid) {
-        return slot.as_mut();
+        let state = slot.as_mut()?;
+        crate::host_watch::collect(state);
+        return Some(state);
     }
     // Once per process: counted as set-up, not as the cost of the call that happens to come first.
     *slot = Some(crate::cost::setup(|| start_trace(pid))?);
@@ -132,7 +134,7 @@ pub struct ProcessState {
     /// The size of each graph allocation node's block, by address: a free node names only the address.
     pub graph_allocs: HashMap<u64, u64>,
     /// The native call sites declared in this process's trace.
-    sites: CallSites,
+    pub(crate) sites: CallSites,
 }
 
 impl ProcessState {
@@ -241,6 +243,7 @@ impl ProcessState {
 
     /// Takes the records collected so far, leaving the spare batch (or a new one) to collect the next.
     pub fn take_pending(&mut self) -> Batch {
+        crate::host_watch::collect(self);
         let next = self.spare.take().unwrap_or_else(|| Batch::with_capacity(self.pending.entries.len()));
         std::mem::replace(&mut self.pending, next)
     }

@@ -141,16 +141,24 @@ pub(crate) fn drain(
         disable("cannot write the trace any more");
         return false;
     };
+    if crate::managed_faults::expecting() {
+        // CUPTI hands over what it has, so that managed faults reach the batches held for them in time.
+        activity::flush_completed();
+    }
     let Some(mut batch) = take_records() else { return false };
     activity::take_queued(&mut batch.entries);
-    let written = batch.is_empty() || DISCARD.load(Ordering::Relaxed) || file.write(&batch).is_ok();
+    let batches = crate::host_watch::hold::pass(batch);
+    let discard = DISCARD.load(Ordering::Relaxed);
+    let written = batches.iter().all(|batch| batch.is_empty() || discard || file.write(batch).is_ok());
     drop(file);
     if !written {
         disable("cannot write the trace any more");
         return false;
     }
-    batch.clear();
-    keep_spare(batch);
+    if let Some(mut batch) = batches.into_iter().last() {
+        batch.clear();
+        keep_spare(batch);
+    }
     true
 }
 

@@ -18,6 +18,12 @@ pub const ENV_SANITIZER: &str = "STREAMTRACE_SANITIZER";
 /// `--exact-kernels`: the kernels the exact-access backend instruments, comma-separated name patterns (`*`
 /// matches any text; a pattern without one matches any name containing it). Unset: every kernel.
 pub const ENV_EXACT_KERNELS: &str = "STREAMTRACE_EXACT_KERNELS";
+/// Watch the host's own accesses of pinned, registered and managed memory (docs/capture.md, host watch): set by
+/// `streamtrace capture` for every program unless `--no-host-watch`; the library leaves it off in Python
+/// programs, whose observers report host accesses, and where it was not preloaded.
+pub const ENV_HOST_WATCH: &str = "STREAMTRACE_HOST_WATCH";
+/// `--no-host-sync` while the library is preloaded for the host watch: its pthread interposers pass every call on.
+pub const ENV_NO_HOST_SYNC: &str = "STREAMTRACE_NO_HOST_SYNC";
 /// Leave the program alone: the library returns at once from its initialization.
 pub const ENV_DISABLE: &str = "STREAMTRACE_DISABLE";
 /// A distributed job's launcher (torchrun) tells each process its rank, its rank on its host and the job's size;

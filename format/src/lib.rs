@@ -20,8 +20,8 @@ pub mod vocabulary;
 
 pub use line::{push_address, push_escaped, push_number, ByteRuns, RecordLine};
 pub use vocabulary::{
-    access_range, AccessFlag, AllocKind, CopyKind, Coverage, Field, FieldSet, FreeKind, MemoryKind, NodeKind, Producer,
-    RecordKind, StreamKind, UnknownName, Unseen, COMMON_FIELDS, GRAPH_NODE_FIELDS,
+    access_range, AccessFlag, AllocKind, CopyKind, Coverage, FaultKind, Field, FieldSet, FreeKind, MemoryKind,
+    NodeKind, Producer, RecordKind, StreamKind, UnknownName, Unseen, WatchState, COMMON_FIELDS, GRAPH_NODE_FIELDS,
 };
 
 /// The version of the format this crate describes; the header carries it.

@@ -140,6 +140,13 @@ names!(
         /// The host thread reads or writes host memory the GPU also touches (pinned, registered or managed):
         /// a framework op on a CPU tensor there, `.numpy()`, `.item()` (tier T2).
         HostAccess = "host_access",
+        /// A host function enqueued on a stream (`cudaLaunchHostFunc`, `cudaStreamAddCallback`): it runs on a
+        /// driver thread once the stream's earlier work is done, and the stream's later work waits for it
+        /// (DESIGN.md, host functions in a stream). `id` names it for the `host_access` records of what it touched.
+        HostFunc = "host_func",
+        /// At exit: what the capture's watch on the host's own accesses saw and could see (pinned buffers
+        /// guarded while in flight, CPU page faults on managed memory), for the report to say.
+        HostWatch = "host_watch",
         /// Where a framework created the object wrapping a stream or event declared earlier (tier T2: the
         /// Python line of `torch.cuda.Stream()`, and its text as `label`): names it, orders nothing.
         Creation = "creation",
@@ -249,6 +256,25 @@ names!(
         /// `host_release` / `host_acquire`: the host synchronization object (any integer; the capture names
         /// each snapshot of a thread's knowledge it releases with a number of its own).
         Object = "object",
+        /// `host_access`: the `id` of the `host_func` whose function made the access, on a driver thread: the
+        /// access happens at that function's place in its stream, not at the recording thread's clock.
+        HostFunc = "host_func",
+        /// `host_access` recorded by the capture from a fault (see [`FaultKind`]) rather than by a framework.
+        Fault = "fault",
+        /// `host_watch`: whether pinned and registered buffers were guarded while GPU work on them was in
+        /// flight (see [`WatchState`]).
+        Guard = "guard",
+        /// `host_watch`: whether CPU page faults on managed memory were asked of CUPTI (see [`WatchState`]).
+        Managed = "managed",
+        /// `host_watch`: the in-flight windows in which a buffer was guarded.
+        Windows = "windows",
+        /// `host_watch`: the faults recorded as host accesses.
+        Faults = "faults",
+        /// `host_watch`: host accesses seen but not recorded (the fault queue was full, or a host function's
+        /// record was written before the function ran).
+        Dropped = "dropped",
+        /// `host_watch`: faults that were the driver's own (inside a CUDA call, or in the driver's code).
+        Ignored = "ignored",
     }
 );
 
@@ -416,7 +442,9 @@ impl RecordKind {
             RecordKind::OpEnd => &[F::Name, F::Reads, F::Writes, F::ProcessGroup],
             RecordKind::CallBegin => &[F::Name],
             RecordKind::CallEnd => &[],
-            RecordKind::HostAccess => &[F::Name, F::Reads, F::Writes],
+            RecordKind::HostAccess => &[F::Name, F::Reads, F::Writes, F::HostFunc, F::Fault],
+            RecordKind::HostFunc => &[F::Stream, F::Id, F::Name, F::Reads, F::Writes],
+            RecordKind::HostWatch => &[F::Guard, F::Managed, F::Windows, F::Faults, F::Dropped, F::Ignored],
             RecordKind::Creation => &[F::Stream, F::Event, F::Label],
             RecordKind::Module => &[F::Path, F::Base, F::Addr, F::Size, F::BuildId],
             RecordKind::Callsite => &[F::Id, F::Frames],
@@ -584,6 +612,31 @@ names!(
         Conditional = "conditional",
         /// A node kind whose memory streamtrace does not model (external semaphores, batched memory ops).
         Other = "other",
+    }
+);
+
+names!(
+    /// How the capture saw a host access of a native program (`host_access`'s `fault`).
+    FaultKind, "fault kind" {
+        /// The first load or store of a pinned or registered buffer whose pages the capture protected while a
+        /// copy or kernel on it was in flight: exact address, read or write, thread and native call site.
+        Guard = "guard",
+        /// A CPU page fault on managed memory that CUPTI reported: the page, the time and the faulting
+        /// instruction; not the thread (the capture names the one that last issued work) nor read or write
+        /// (taken as a read).
+        Managed = "managed",
+    }
+);
+
+names!(
+    /// Whether one of the capture's host watches ran (`host_watch`'s `guard` and `managed`).
+    WatchState, "watch state" {
+        On = "on",
+        /// Not asked for: `--no-host-watch`, a Python program (whose observers report host accesses), or
+        /// the capture library not preloaded (the signal handlers could not be kept first).
+        Off = "off",
+        /// Asked for, refused by the system (CUPTI, the driver or the kernel); the capture said why.
+        Unsupported = "unsupported",
     }
 );
 

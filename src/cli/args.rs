@@ -152,6 +152,10 @@ pub struct CaptureArgs {
     /// then orders the threads by their calls' timestamps (docs/host-order.md).
     #[arg(long)]
     pub no_host_sync: bool,
+    /// Do not watch the host's own accesses of pinned, registered and managed memory (native programs: guarded
+    /// pages while copies are in flight, CPU page faults on managed memory; docs/capture.md, host watch).
+    #[arg(long)]
+    pub no_host_watch: bool,
     /// The program and its arguments, after `--`.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,

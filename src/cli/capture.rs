@@ -173,15 +173,22 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
     if args.no_call_sites {
         command.env(launch::ENV_NO_CALL_SITES, "1");
     }
-    if !args.no_host_sync {
-        // The driver loads the library with dlopen, which cannot stand in front of the pthread functions: the
-        // loader must, for the program and every process it starts.
+    // The driver loads the library with dlopen, which cannot stand in front of the pthread and signal functions:
+    // the loader must, for the program and every process it starts. The host watch needs it for its SIGSEGV
+    // handler to stay first; it leaves itself off in Python programs (their observers report host accesses).
+    if !args.no_host_sync || !args.no_host_watch {
         match preloading(&library, std::env::var_os("LD_PRELOAD")) {
             Ok(preload) => {
                 command.env("LD_PRELOAD", preload);
             }
-            Err(why) => eprintln!("streamtrace: {why}: host synchronization between threads is not recorded"),
+            Err(why) => eprintln!("streamtrace: {why}: host synchronization and host accesses are not recorded"),
         }
+    }
+    if args.no_host_sync {
+        command.env(launch::ENV_NO_HOST_SYNC, "1");
+    }
+    if !args.no_host_watch {
+        command.env(launch::ENV_HOST_WATCH, "1");
     }
     match (&sanitizer, &cupti) {
         (Some(sanitizer), _) => {

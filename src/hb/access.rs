@@ -98,6 +98,20 @@ impl Engine {
         self.host_knows_its_lane(host, lane);
     }
 
+    /// rule 13: a host function in a stream runs in stream order: its step comes after the stream's earlier
+    /// work is complete, and the stream's later work waits for it (their steps come after). Its own loads and
+    /// stores happen there, on a driver thread: at its step, checked like a stream's accesses, and not at the
+    /// clock of the thread that enqueued it, which learns nothing from it. An access the capture learned from a
+    /// fault inside it follows it in the trace and takes a step right after it, before anything else on the
+    /// stream: part of the function's place.
+    pub(super) fn host_func(&mut self, op: &Operation, stream: StreamId, name: &str, accesses: &[Access]) {
+        let site = self.site(op.kind.class(), name, Some(stream), op);
+        let epoch = self.tick(stream, site, op, !accesses.is_empty());
+        for access in effective_accesses(accesses) {
+            self.access(op, epoch, site, access, Effect::Access);
+        }
+    }
+
     /// A block comes to be: filed in its process's allocations, then what its kind does to memory. `label` is
     /// the trace's name for it, which names a stream-ordered allocation's site.
     pub(super) fn alloc(

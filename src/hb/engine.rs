@@ -210,7 +210,9 @@ impl Engine {
         self.before_host_call(op.thread, op.process, role);
         if let Some(stream) = op.kind.stream() {
             self.check_stream(stream, origin)?;
-            self.enqueue(stream, host);
+            if op.kind.enqueued() {
+                self.enqueue(stream, host);
+            }
         }
         match &op.kind {
             OpKind::Kernel { stream, name, accesses, pointers, exact } => {
@@ -229,6 +231,9 @@ impl Engine {
                 self.copy_or_set_waited(op, host, *stream, site, None, *dst);
             }
             OpKind::HostAccess { lane, name, accesses } => self.host_access(op, host, *lane, name, accesses),
+            OpKind::HostFunc { stream, name, accesses } | OpKind::HostFuncAccess { stream, name, accesses } => {
+                self.host_func(op, *stream, name, accesses)
+            }
             OpKind::EventRecord { event, stream } => self.event_record(*event, *stream, origin)?,
             OpKind::StreamWait { stream, event } => self.stream_wait(op, *stream, *event)?,
             OpKind::StreamWaitUnknownRecord { stream, event } => self.wait_with_unknown_record(op, *stream, *event),

@@ -47,6 +47,8 @@ pub(super) fn host_role(kind: &OpKind) -> HostRole {
         OpKind::Alloc { stream: None, .. } | OpKind::Free { free_kind: FreeKind::PoolBlock, .. } => HostRole::Neither,
         OpKind::Alloc { .. } => HostRole::Issues,
         OpKind::Free { .. } => HostRole::Issues,
+        // A host function's access is the driver's thread's, inside the function's step: no host thread's call.
+        OpKind::HostFuncAccess { .. } => HostRole::Neither,
         _ if kind.stream().is_some() => HostRole::Issues,
         OpKind::HostAccess { .. } => HostRole::Issues,
         _ => HostRole::Neither,

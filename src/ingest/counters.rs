@@ -88,6 +88,21 @@ counters! {
         "nanoseconds the capture library spent recording them, on the program's threads";
     CaptureSetupNs = "capture.setup_ns", Info,
         "nanoseconds of the capture's one-time set-up (CUPTI, the trace file), apart from the calls";
+    // The host watch of native programs (the capture's `host_watch` record, at exit).
+    CaptureHostWatchGuarded = "capture.host_watch_guarded", Info,
+        "processes whose pinned and registered buffers were guarded while GPU work on them was in flight";
+    CaptureHostWatchManaged = "capture.host_watch_managed", Info,
+        "processes whose CPU page faults on managed memory were asked of CUPTI";
+    CaptureHostWatchUnsupported = "capture.host_watch_unsupported", DataLoss,
+        "host watches asked for that the system refused (the capture library not preloaded, or CUPTI gives no managed-memory faults): those host accesses were not seen";
+    CaptureHostWatchWindows = "capture.host_watch_windows", Info,
+        "in-flight windows in which a pinned buffer was guarded";
+    CaptureHostWatchFaults = "capture.host_watch_faults", Info,
+        "host accesses seen as faults (the first in each guarded window, CPU page faults on managed memory)";
+    CaptureHostWatchDropped = "capture.host_watch_dropped", DataLoss,
+        "host accesses seen as faults but not recorded (the fault queue was full, or a host function ran after its record was written)";
+    CaptureHostWatchIgnored = "capture.host_watch_ignored", Info,
+        "faults that were the driver's own (inside a CUDA call, in the driver's code or on its threads)";
     // CUDA graphs assembled from the record stream.
     GraphsCapturedOps = "graphs.captured_ops", Info,
         "operations issued to capturing streams: graph nodes that run at each launch, not when issued";

@@ -286,6 +286,22 @@ pub enum OpKind {
     HostAcquire {
         object: u64,
     },
+    /// A host function enqueued on `stream` (`cudaLaunchHostFunc`, `cudaStreamAddCallback`): a driver thread
+    /// runs it once the stream's earlier work is done, and the stream's later work waits for it; `accesses`
+    /// are the loads and stores it makes there (DESIGN.md, host functions).
+    HostFunc {
+        stream: StreamId,
+        name: Arc<str>,
+        accesses: Vec<Access>,
+    },
+    /// More of what the host function just before it on `stream` touched, learned from a fault inside it
+    /// (`host_access` with `host_func`): part of that function's place in the stream. Enqueued by nobody: the
+    /// thread that recorded it is the driver's.
+    HostFuncAccess {
+        stream: StreamId,
+        name: Arc<str>,
+        accesses: Vec<Access>,
+    },
 }
 
 impl OpKind {
@@ -300,6 +316,7 @@ impl OpKind {
             | OpKind::StreamWaitUnknownRecord { stream, .. }
             | OpKind::GraphLaunch { stream, .. } => Some(*stream),
             OpKind::HostAccess { lane, .. } => Some(*lane),
+            OpKind::HostFunc { stream, .. } | OpKind::HostFuncAccess { stream, .. } => Some(*stream),
             // A pool block is handed out by the host-side allocator, not enqueued on its stream.
             OpKind::Alloc { alloc_kind: AllocKind::PoolBlock, .. } => None,
             OpKind::Alloc { stream, .. } | OpKind::Free { stream, .. } => *stream,
@@ -328,7 +345,15 @@ impl OpKind {
             OpKind::HostAccess { .. } => "host access",
             OpKind::HostRelease { .. } => "host release",
             OpKind::HostAcquire { .. } => "host acquire",
+            OpKind::HostFunc { .. } => "host function",
+            OpKind::HostFuncAccess { .. } => "host function access",
         }
+    }
+
+    /// Whether the host thread that issued it enqueued it on its stream: everything on a stream but a host
+    /// function's own access, which the driver's thread made inside the function's step.
+    pub fn enqueued(&self) -> bool {
+        self.stream().is_some() && !matches!(self, OpKind::HostFuncAccess { .. })
     }
 }
 

@@ -116,6 +116,37 @@ fn write_capture_cost(out: &mut dyn io::Write, analysis: &Analysis) -> io::Resul
     )
 }
 
+/// What the capture's host watch saw of native code's own accesses, and what it cannot see (docs/capture.md, host
+/// watch). Said once a trace's capture watched something; a watch the system refused is a data-loss warning.
+fn write_host_watch(out: &mut dyn io::Write, analysis: &Analysis) -> io::Result<()> {
+    let guarded = analysis.import.get(Counter::CaptureHostWatchGuarded);
+    let managed = analysis.import.get(Counter::CaptureHostWatchManaged);
+    if guarded == 0 && managed == 0 {
+        return Ok(());
+    }
+    let faults = analysis.import.get(Counter::CaptureHostWatchFaults);
+    let windows = analysis.import.get(Counter::CaptureHostWatchWindows);
+    write!(
+        out,
+        "Host watch: {faults} host access{} of native code seen as faults",
+        if faults == 1 { "" } else { "es" }
+    )?;
+    if guarded > 0 {
+        write!(
+            out,
+            " ({windows} guarded window{}). Pinned and registered buffers are guarded from a copy's or kernel's call until the host learns it is done: the first load or store in each window is seen, on the whole pages inside the copy's range; later accesses in the same window, a buffer's partial pages and memory the capture did not see allocated are not",
+            if windows == 1 { "" } else { "s" }
+        )?;
+    }
+    if managed > 0 {
+        write!(
+            out,
+            ". Managed memory: CPU page faults from CUPTI; a page already on the host does not fault, so only the first host touch after the GPU had the page is seen, taken as a read by the thread that last issued work"
+        )?;
+    }
+    writeln!(out, ".")
+}
+
 impl Report for TextReport {
     fn write(&self, analysis: &Analysis, out: &mut dyn io::Write) -> io::Result<()> {
         let findings = &analysis.findings;
@@ -182,6 +213,7 @@ impl Report for TextReport {
         }
         let total_pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
         write_capture_cost(out, analysis)?;
+        write_host_watch(out, analysis)?;
         let framework_ops = analysis.import.get(Counter::JsonFrameworkOps);
         if framework_ops > 0 {
             writeln!(

@@ -76,10 +76,20 @@ pub fn before_record(call: Call, teaches: bool, batch: &mut Batch) {
     });
 }
 
+/// `--no-host-sync` while the library is preloaded for the host watch (`STREAMTRACE_NO_HOST_SYNC`): every
+/// interposer only passes its call on. Read once (std's environment lock is no pthread lock).
+fn switched_off() -> bool {
+    static OFF_BY_USER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OFF_BY_USER.get_or_init(|| std::env::var_os(streamtrace_format::launch::ENV_NO_HOST_SYNC).is_some())
+}
+
 /// Whether the program's pthread calls reach the interposers: the library was preloaded, so the definition of
 /// `pthread_mutex_lock` the loader finds first is this library's. Said in the trace's header: only then is the
 /// per-thread order exact.
 pub fn interposing() -> bool {
+    if switched_off() {
+        return false;
+    }
     #[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
         // Safety: a lookup by a NUL-terminated name in the global scope.
@@ -93,7 +103,7 @@ pub fn interposing() -> bool {
 /// Runs an interposer's bookkeeping, once per call (a call made meanwhile by the bookkeeping itself, or by a
 /// signal handler, passes through), with errno kept and panics caught.
 fn bookkeeping(work: impl FnOnce()) {
-    if OFF.load(Ordering::Relaxed) {
+    if OFF.load(Ordering::Relaxed) || switched_off() {
         return;
     }
     let Ok(false) = BUSY.try_with(|busy| busy.replace(true)) else { return };

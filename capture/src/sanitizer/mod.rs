@@ -121,6 +121,8 @@ unsafe extern "C" fn on_callback(_user: *mut c_void, domain: u32, cbid: u32, dat
 fn driver_call(api: &Sanitizer, cbid: u32, data: &CallbackData) {
     let Some(spec) = spec_of(cbid) else { return };
     let at_exit = data.callbackSite == API_EXIT;
+    // The host watch follows every call in and out (the driver's own accesses, guards armed at exit).
+    crate::host_watch::passing(at_exit);
     let Some(_inside) = ReentryGuard::enter() else { return };
     // Safety: the Sanitizer API's parameter block and result of the call `cbid`, valid until the callback
     // returns.

@@ -26,8 +26,7 @@ pub use modules::ModuleInfo;
 use paths::{NodeId, Paths};
 use recent::Recent;
 use rules::Rule;
-use stack::LiveStack;
-pub use stack::Start;
+pub use stack::{StackWords, Start};
 
 /// Frames kept per call site: enough to pass the CUDA runtime linked into the program (`cudart_static`) and
 /// the kernel's launch stub, and reach the caller's caller.
@@ -105,6 +104,12 @@ pub struct Unwinder {
     modules: Vec<ModuleInfo>,
     /// Whether each module's frames are walked through rather than kept.
     runtime: Vec<bool>,
+    /// Whether each module is the CUDA driver (libcuda), whose threads run host functions.
+    driver: Vec<bool>,
+    /// During a fault's walk: its first frame, the faulting instruction, is kept.
+    keep_first: bool,
+    /// Whether the last walk along the tree passed a frame of the driver.
+    passed_driver: bool,
     context: Box<UnwindContext<usize>>,
     /// The address of a function of this library, whose module is the capture's own.
     own_code: u64,
@@ -141,6 +146,9 @@ impl Unwinder {
             paths: Paths::new(),
             modules: Vec::new(),
             runtime: Vec::new(),
+            driver: Vec::new(),
+            keep_first: false,
+            passed_driver: false,
             context: Box::new(UnwindContext::new()),
             own_code,
             recent: Recent::default(),
@@ -162,6 +170,19 @@ impl Unwinder {
         self.recent.keep(self.last_start, self.start_bp_used, &self.reads, site);
     }
 
+    /// As [`Unwinder::remember`], for a fault's walk: its path only. A replay checks where a walk starts and
+    /// the stack words it read, not its first pc, which for a fault is not the CUPTI callback's.
+    pub fn remember_fault(&mut self, end: NodeId, site: u32) {
+        self.paths.set_site(end, site);
+    }
+
+    /// The index of the module that maps `address`, and whether it is the CUDA stack's (the driver, CUPTI, the
+    /// runtime, the capture); None when no loaded module maps it.
+    pub fn module_of(&mut self, address: u64) -> Option<(u16, bool)> {
+        let slot = self.slot(address);
+        (slot.module != NO_MODULE).then(|| (slot.module, self.runtime[slot.module as usize]))
+    }
+
     /// Walks the calling thread's stack outward from `start`, keeping frames in `out`. `start` must be in a
     /// frame that is still live (a caller of this function, or this function's caller itself).
     #[inline(never)]
@@ -171,7 +192,7 @@ impl Unwinder {
         if cfg!(not(target_arch = "x86_64")) {
             return LOST;
         }
-        let Some(stack) = LiveStack::above(start.sp) else { return LOST };
+        let Some(stack) = StackWords::above(start.sp) else { return LOST };
         if let Some(site) = self.recent.site(start, &stack) {
             self.stats.replayed += 1;
             return Walk::Known(site);
@@ -187,11 +208,29 @@ impl Unwinder {
         walk
     }
 
+    /// Walks from a fault: `start` holds the faulting instruction's registers and `stack` the words copied from
+    /// its stack pointer up (the walk runs after the signal handler returned). The first frame, the faulting
+    /// instruction, is kept when its module's frames are (its address is no return address: see
+    /// [`FaultWalk::first_is_fault`]). Never replayed: a fault is rare, and whether the walk passed the driver is
+    /// worked out anew.
+    pub fn walk_fault(&mut self, start: Start, stack: &StackWords, out: &mut Frames) -> FaultWalk {
+        out.len = 0;
+        if cfg!(not(target_arch = "x86_64")) {
+            return FaultWalk { walk: Walk::Found { end: None }, through_driver: false, first_is_fault: false };
+        }
+        self.keep_first = true;
+        let walk = self.walk_tree(start, stack, out);
+        self.keep_first = false;
+        let first_is_fault = out.len > 0 && out.addresses[0] == start.pc;
+        FaultWalk { walk, through_driver: self.passed_driver, first_is_fault }
+    }
+
     /// The walk along the tree of known paths, growing it where the stack leaves it; notes what it read.
-    fn walk_tree(&mut self, start: Start, stack: &LiveStack, out: &mut Frames) -> Walk {
+    fn walk_tree(&mut self, start: Start, stack: &StackWords, out: &mut Frames) -> Walk {
         const LOST: Walk = Walk::Found { end: None };
         self.last_start = start;
         self.start_bp_used = false;
+        self.passed_driver = false;
         self.reads.clear();
         let (mut sp, mut bp) = (start.sp, start.bp);
         // Where the frame pointer's current value was read (None: it is the start's). Optimized code keeps
@@ -202,6 +241,9 @@ impl Unwinder {
         let Some(mut node) = self.frame(ROOT, start.pc, start.pc) else { return LOST };
         for _ in 0..MAX_DEPTH {
             let frame = self.paths.node(node);
+            if self.driver.get(frame.module as usize).copied().unwrap_or(false) {
+                self.passed_driver = true;
+            }
             if frame.kept {
                 out.addresses[out.len] = frame.pc;
                 out.modules[out.len] = frame.module;
@@ -265,8 +307,8 @@ impl Unwinder {
     #[cold]
     fn new_frame(&mut self, parent: NodeId, pc: u64, lookup: u64) -> Option<NodeId> {
         let slot = self.slot(lookup);
-        // The walk's own first frame is never kept: its pc is no return address.
-        let kept = slot.kept && parent != ROOT;
+        // The walk's own first frame is never kept: its pc is no return address (but a fault's is its site).
+        let kept = slot.kept && (parent != ROOT || self.keep_first);
         let added = self.paths.add_child(parent, pc, slot.rule, slot.module, kept);
         if added.is_none() {
             self.paths.clear();
@@ -295,6 +337,7 @@ impl Unwinder {
             None => {
                 let runtime = is_runtime(&found.module.path)
                     || (found.module.start <= self.own_code && self.own_code < found.module.end);
+                self.driver.push(is_driver(&found.module.path));
                 self.modules.push(found.module);
                 self.runtime.push(runtime);
                 self.modules.len() - 1
@@ -306,6 +349,20 @@ impl Unwinder {
         }
         Slot { address, rule: found.rule, module: module as u16, kept: !self.runtime[module] }
     }
+}
+
+/// What a fault's walk found: the walk, whether it passed a frame of the driver (a driver thread: the driver's
+/// own work, or a host function it runs), and whether the first kept frame is the faulting instruction itself.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FaultWalk {
+    pub walk: Walk,
+    pub through_driver: bool,
+    pub first_is_fault: bool,
+}
+
+/// Whether the module at `path` is the CUDA driver.
+fn is_driver(path: &str) -> bool {
+    path.rsplit('/').next().unwrap_or(path).starts_with("libcuda.so")
 }
 
 /// Whether frames in the module at `path` belong to the CUDA stack under the program (the driver, CUPTI or the
@@ -380,6 +437,36 @@ mod tests {
         assert!(frames.len > 0, "the C library's frames under the test thread are kept");
         let test_binary = unwinder.module(0).expect("the first frame's module").clone();
         assert!(frames.addresses().iter().all(|&a| a < test_binary.start || a >= test_binary.end));
+    }
+
+    #[inline(never)]
+    fn copy_and_walk(unwinder: &mut Unwinder, out: &mut Frames) -> FaultWalk {
+        // A fault's walk runs over a copy of the stack, from registers taken earlier: here, this frame's.
+        let start = Start::here();
+        let (_, high) = stack::tests_bounds();
+        let len = ((high - start.sp) as usize).min(16 << 10);
+        // Safety: [sp, sp + len) is this thread's live stack, below its top.
+        let words = unsafe { std::slice::from_raw_parts(start.sp as *const u8, len) }.to_vec();
+        let walk = unwinder.walk_fault(start, &StackWords::copied(start.sp, &words), out);
+        std::hint::black_box(walk)
+    }
+
+    #[test]
+    fn a_fault_walk_keeps_its_first_frame_and_reads_only_the_copy() {
+        let mut unwinder = Unwinder::keeping_own_frames();
+        let mut frames = Frames::new();
+        let walk = copy_and_walk(&mut unwinder, &mut frames);
+        assert!(walk.first_is_fault, "{walk:?}");
+        assert!(!walk.through_driver);
+        assert!(frames.len >= 2, "{} frames", frames.len);
+        let module = unwinder.module(frames.modules[1]).expect("the caller's module");
+        assert!(module.start <= frames.addresses[1] && frames.addresses[1] < module.end);
+    }
+
+    #[test]
+    fn the_driver_is_named_by_file() {
+        assert!(is_driver("/usr/lib/x86_64-linux-gnu/libcuda.so.1"));
+        assert!(!is_driver("/usr/local/cuda/lib64/libcudart.so.13"));
     }
 
     #[test]

@@ -4,9 +4,9 @@
 //! when the same start finds the same words at the same addresses, it would find the same frames and the same
 //! call site. Checking that is a handful of independent loads and compares (no load waits on
 //! another, unlike a walk), and a start from a different depth fails at the first compare. Plain data; the
-//! reads go through the caller's `LiveStack`.
+//! reads go through the caller's `StackWords`.
 
-use super::stack::{LiveStack, Start};
+use super::stack::{StackWords, Start};
 
 /// Walks remembered; the most recently used first.
 const KEPT: usize = 8;
@@ -28,7 +28,7 @@ pub struct Recent {
 impl Recent {
     /// The call site of a remembered walk that a walk from `start` would repeat.
     #[inline]
-    pub fn site(&mut self, start: Start, stack: &LiveStack) -> Option<u32> {
+    pub fn site(&mut self, start: Start, stack: &StackWords) -> Option<u32> {
         let index = self.replays.iter().position(|replay| {
             replay.sp == start.sp
                 && replay.bp.is_none_or(|bp| bp == start.bp)
@@ -58,7 +58,7 @@ mod tests {
     fn a_walk_is_replayed_only_from_the_same_start_over_the_same_words() {
         let words = [0x1111u64, 0x2222, 0x3333];
         let at = |i: usize| &words[i] as *const u64 as u64;
-        let stack = LiveStack::above(at(0)).expect("the test's stack");
+        let stack = StackWords::above(at(0)).expect("the test's stack");
         let start = Start { pc: 1, sp: at(0), bp: 7 };
         let mut recent = Recent::default();
         recent.keep(start, false, &[(at(1), 0x2222), (at(2), 0x3333)], 5);

@@ -68,6 +68,10 @@ pub(super) struct JsonTraceParser {
     pub stages: Stages,
     /// Modules and call sites declared so far.
     native: NativeSites,
+    /// Each host function's stream and name, by (process, id).
+    pub host_funcs: HashMap<(ProcessId, u64), (StreamId, Arc<str>)>,
+    /// The host function the last operation was (or whose access it was): only its accesses may come next.
+    pub last_host_func: Option<(ProcessId, u64)>,
 }
 
 impl JsonTraceParser {
@@ -89,6 +93,8 @@ impl JsonTraceParser {
             sources: HashMap::default(),
             stages: Stages::default(),
             native: NativeSites::default(),
+            host_funcs: HashMap::default(),
+            last_host_func: None,
         }
     }
 
@@ -300,6 +306,7 @@ impl JsonTraceParser {
                 self.counters.bump(Counter::JsonCallSites, 1);
                 return Ok(());
             }
+            RecordKind::HostWatch => return self.host_watch(&raw),
             RecordKind::GpuTime => {
                 // GPU start and end of an operation, delivered by CUPTI after the fact: for timelines, not for
                 // deciding ordering.
@@ -329,7 +336,8 @@ impl JsonTraceParser {
             | RecordKind::CaptureStats
             | RecordKind::GpuTime
             | RecordKind::Module
-            | RecordKind::Callsite => return Ok(()),
+            | RecordKind::Callsite
+            | RecordKind::HostWatch => return Ok(()),
             RecordKind::OpBegin | RecordKind::CallBegin => return self.frame_begin(kind, process, thread, raw),
             RecordKind::OpEnd | RecordKind::CallEnd => return self.frame_end(kind, process, thread, raw),
             RecordKind::Stream => {
@@ -342,7 +350,13 @@ impl JsonTraceParser {
             }
             RecordKind::Creation => return self.creation_record(process, &raw, out),
             RecordKind::HostAccess => self.host_access(process, thread, &raw, out)?,
+            RecordKind::HostFunc => self.host_func(process, &raw)?,
             _ => self.operation(kind, process, &raw)?,
+        };
+        self.last_host_func = match &op {
+            OpKind::HostFunc { .. } => raw.id.map(|id| (process, id)),
+            OpKind::HostFuncAccess { .. } => self.last_host_func,
+            _ => None,
         };
         if let (Some(start), Some(end)) = (raw.gpu_start, raw.gpu_end) {
             if end < start {

@@ -221,6 +221,17 @@ pub(super) struct RawRecord<'a> {
     pub unseen: Option<Cow<'a, str>>,
     pub host_sync: Option<bool>,
     pub object: Option<u64>,
+    pub host_func: Option<u64>,
+    #[serde(borrow)]
+    pub fault: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub guard: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub managed: Option<Cow<'a, str>>,
+    pub windows: Option<u64>,
+    pub faults: Option<u64>,
+    pub dropped: Option<u64>,
+    pub ignored: Option<u64>,
 }
 
 impl RawRecord<'_> {
@@ -293,6 +304,14 @@ impl RawRecord<'_> {
         note(self.unseen.is_some(), Field::Unseen);
         note(self.host_sync.is_some(), Field::HostSync);
         note(self.object.is_some(), Field::Object);
+        note(self.host_func.is_some(), Field::HostFunc);
+        note(self.fault.is_some(), Field::Fault);
+        note(self.guard.is_some(), Field::Guard);
+        note(self.managed.is_some(), Field::Managed);
+        note(self.windows.is_some(), Field::Windows);
+        note(self.faults.is_some(), Field::Faults);
+        note(self.dropped.is_some(), Field::Dropped);
+        note(self.ignored.is_some(), Field::Ignored);
         present
     }
 
@@ -354,7 +373,10 @@ mod tests {
                 | Field::BuildId
                 | Field::ProcessGroup
                 | Field::Coverage
-                | Field::Unseen => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
+                | Field::Unseen
+                | Field::Fault
+                | Field::Guard
+                | Field::Managed => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
                 _ => format!("{{\"type\":\"x\",\"{field}\":1}}"),
             };
             let raw: RawRecord = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{field}: {e}"));

@@ -12,6 +12,7 @@ use super::parser::{AllocHandle, JsonTraceParser, StreamHandle};
 use super::problem::Problem;
 use super::raw::{RawPointer, RawRecord};
 use crate::ingest::background::Batch;
+use crate::ingest::Counter;
 use crate::model::{
     AccessMode, AccessRange, AllocKind, CopyKind, Coverage, Creation, Entity, EventId, EventInfo, ExactCoverage,
     FreeKind, GraphCall, GraphNode, HostSync, MemoryKind, NativeSite, NodeKind, NodeOwner, NodeParams, OpKind,
@@ -99,7 +100,45 @@ impl JsonTraceParser {
         Ok(())
     }
 
-    /// The host thread's own access (tier T2), on its host-access lane, which is declared at the thread's first.
+    /// A host function enqueued on a stream, with what it touches when the trace says so; its `id` names it for
+    /// the accesses learned from faults inside it, which follow it.
+    pub(super) fn host_func(&mut self, process: ProcessId, raw: &RawRecord) -> Result<OpKind, Problem> {
+        let stream = self.stream(process, raw.stream)?;
+        let mut accesses = Vec::with_capacity(raw.reads().len() + raw.writes().len());
+        read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
+        let name = self.intern(raw.name.as_deref().unwrap_or("host function"));
+        if let Some(id) = raw.id {
+            self.host_funcs.insert((process, id), (stream, name.clone()));
+        }
+        Ok(OpKind::HostFunc { stream, name, accesses })
+    }
+
+    /// What the capture's host watch said at exit, as import counters.
+    pub(super) fn host_watch(&mut self, raw: &RawRecord) -> Result<(), Problem> {
+        let watches =
+            [(&raw.guard, Counter::CaptureHostWatchGuarded), (&raw.managed, Counter::CaptureHostWatchManaged)];
+        for (state, on) in watches {
+            let Some(text) = state.as_deref() else { continue };
+            match format::WatchState::parse(text).map_err(|e| Problem::malformed(e.to_string()))? {
+                format::WatchState::On => self.counters.bump(on, 1),
+                format::WatchState::Unsupported => self.counters.bump(Counter::CaptureHostWatchUnsupported, 1),
+                format::WatchState::Off => {}
+            }
+        }
+        for (count, counter) in [
+            (raw.windows, Counter::CaptureHostWatchWindows),
+            (raw.faults, Counter::CaptureHostWatchFaults),
+            (raw.dropped, Counter::CaptureHostWatchDropped),
+            (raw.ignored, Counter::CaptureHostWatchIgnored),
+        ] {
+            self.counters.bump(counter, count.unwrap_or(0));
+        }
+        Ok(())
+    }
+
+    /// The host thread's own access (tier T2, or from a fault the capture saw: `fault`), on its host-access
+    /// lane, which is declared at the thread's first. One made by a host function (`host_func`) belongs to that
+    /// function's step on its stream instead, and must follow its record.
     pub(super) fn host_access(
         &mut self,
         process: ProcessId,
@@ -109,7 +148,26 @@ impl JsonTraceParser {
     ) -> Result<OpKind, Problem> {
         let mut accesses = Vec::with_capacity(raw.reads().len() + raw.writes().len());
         read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
-        let name = self.intern(raw.name.as_deref().unwrap_or("host access"));
+        if let Some(text) = raw.fault.as_deref() {
+            format::FaultKind::parse(text).map_err(|e| Problem::malformed(e.to_string()))?;
+        }
+        let name = raw.name.as_deref().unwrap_or("host access");
+        if let Some(id) = raw.host_func {
+            let Some((stream, function)) = self.host_funcs.get(&(process, id)).cloned() else {
+                return Err(Problem::inconsistent(format!(
+                    "host_access names host function {id}, which no host_func record declared"
+                )));
+            };
+            if self.last_host_func != Some((process, id)) {
+                return Err(Problem::inconsistent(format!(
+                    "host_access of host function {id} does not follow its host_func record (only its other accesses may come between)"
+                )));
+            }
+            // Named with its function: the fix waits before that function is enqueued.
+            let name = self.intern(&format!("{name} in {function}"));
+            return Ok(OpKind::HostFuncAccess { stream, name, accesses });
+        }
+        let name = self.intern(name);
         let lane = match self.streams.get_or_add(StreamHandle::HostLane(thread)) {
             (lane, false) => lane,
             (id, true) => {

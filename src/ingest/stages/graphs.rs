@@ -193,6 +193,10 @@ impl GraphAssembler {
             OpKind::GraphLaunch { graph, .. } => {
                 (NodeKind::Empty, Vec::new(), Vec::new(), graph.name.clone(), Some(Box::new(Draft::of_exec(graph))))
             }
+            // A host function launched into a capture is a host node: it runs at each launch of the graph.
+            OpKind::HostFunc { name, accesses, .. } => {
+                (NodeKind::Host, accesses.clone(), Vec::new(), name.to_string(), None)
+            }
             OpKind::EventRecord { event, .. } => {
                 let frontier =
                     self.captures.get(&capture).and_then(|c| c.frontier.get(&stream)).cloned().unwrap_or_default();

@@ -1,0 +1,31 @@
+//! Host functions enqueued on streams (`cuLaunchHostFunc`, `cuStreamAddCallback`): each is a `host_func`
+//! record on its stream, and, while the host watch guards pinned memory, its function is wrapped so that a
+//! fault inside it is known as its access (host_watch/host_funcs.rs).
+
+use crate::driver_call::{CallContext, DriverCall};
+use crate::host_watch::{self, host_funcs};
+use crate::params::{LaunchHostFunc, StreamAddCallback};
+use crate::record::Record;
+use crate::state::ProcessState;
+
+pub fn launch(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuLaunchHostFunc's block is LaunchHostFunc.
+    let block = unsafe { data.params_mut::<LaunchHostFunc>() };
+    // Safety: the block (null is checked), read at the call's entry.
+    let Some(handle) = (unsafe { block.as_ref() }).map(|p| p.hStream) else { return };
+    let stream = state.stream(cx, handle);
+    // Safety: the call's own block, at its entry.
+    let (id, name) = unsafe { host_funcs::launch(block, host_watch::wrap_host_funcs(), cx.per_thread) };
+    state.emit(cx.call, Record::HostFunc { stream, id, name, api: "cuLaunchHostFunc" });
+}
+
+pub fn stream_callback(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuStreamAddCallback's block is StreamAddCallback.
+    let block = unsafe { data.params_mut::<StreamAddCallback>() };
+    // Safety: the block (null is checked), read at the call's entry.
+    let Some(handle) = (unsafe { block.as_ref() }).map(|p| p.hStream) else { return };
+    let stream = state.stream(cx, handle);
+    // Safety: the call's own block, at its entry.
+    let (id, name) = unsafe { host_funcs::add_callback(block, host_watch::wrap_host_funcs(), cx.per_thread) };
+    state.emit(cx.call, Record::HostFunc { stream, id, name, api: "cuStreamAddCallback" });
+}

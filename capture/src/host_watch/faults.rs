@@ -1,0 +1,241 @@
+//! Guard faults, from the signal handler to the trace. The handler fills one slot of a fixed queue (the thread,
+//! the time, the address, read or write, the host function running, the registers and a copy of the stack
+//! above the stack pointer) and returns; the next thread to hold the state lock turns each slot into a
+//! `host_access` record with the fault's native call site, walked over the copy (the walk looks modules up,
+//! which a signal handler may not). Touches the queue, the state's call sites and pending records, and the
+//! late records of hold.rs.
+
+use std::cell::UnsafeCell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+use streamtrace_format::FaultKind;
+
+use super::{counters, hold, host_funcs, inflight};
+use crate::record::{Batch, Call, Entry, Record};
+use crate::state::ProcessState;
+use crate::unwind::{StackWords, Start};
+
+/// Faults waiting for the state lock; past them a fault is counted as dropped.
+const SLOTS: usize = 16;
+/// The stack copied above a fault's stack pointer: enough for the frames a call site keeps.
+const STACK_BYTES: usize = 16 << 10;
+const PAGE: usize = 4096;
+
+const FREE: u8 = 0;
+const WRITING: u8 = 1;
+const READY: u8 = 2;
+
+/// One fault as the handler saw it.
+struct Fault {
+    tid: u64,
+    time: u64,
+    address: u64,
+    write: bool,
+    host_func: u64,
+    start: Start,
+    stack_len: usize,
+    stack: [u8; STACK_BYTES],
+}
+
+struct Slot {
+    state: AtomicU8,
+    fault: UnsafeCell<Fault>,
+}
+
+// Safety: a slot's fault is written only by the thread that moved it from FREE to WRITING, and read only by
+// the one that takes it READY, under the state lock.
+unsafe impl Sync for Slot {}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: Slot = Slot {
+    state: AtomicU8::new(FREE),
+    fault: UnsafeCell::new(Fault {
+        tid: 0,
+        time: 0,
+        address: 0,
+        write: false,
+        host_func: 0,
+        start: Start { pc: 0, sp: 0, bp: 0 },
+        stack_len: 0,
+        stack: [0; STACK_BYTES],
+    }),
+};
+static QUEUE: [Slot; SLOTS] = [EMPTY; SLOTS];
+/// Whether any slot may be READY: the state lock's holders look at the queue only then.
+static WAITING: AtomicBool = AtomicBool::new(false);
+
+/// The registers a walk starts from and whether the access wrote, from the signal context.
+#[cfg(target_arch = "x86_64")]
+fn registers(context: *mut c_void) -> Option<(Start, bool)> {
+    // Safety: the kernel passes the interrupted context as a ucontext_t (SA_SIGINFO); read only.
+    let context = unsafe { (context as *const libc::ucontext_t).as_ref()? };
+    let regs = &context.uc_mcontext.gregs;
+    let reg = |index: libc::c_int| regs[index as usize] as u64;
+    // The page fault's error code: bit 1 is set for a write.
+    let write = reg(libc::REG_ERR) & 2 != 0;
+    Some((Start { pc: reg(libc::REG_RIP), sp: reg(libc::REG_RSP), bp: reg(libc::REG_RBP) }, write))
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn registers(_context: *mut c_void) -> Option<(Start, bool)> {
+    None
+}
+
+/// Copies the stack from `sp` up into `out` with process_vm_readv, page by page, so that the copy stops at the
+/// first page that is not mapped instead of faulting; returns the bytes copied.
+fn copy_stack(sp: u64, out: &mut [u8; STACK_BYTES]) -> usize {
+    let mut remote = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; STACK_BYTES / PAGE + 1];
+    let mut at = sp;
+    let mut total = 0usize;
+    let mut count = 0usize;
+    while total < STACK_BYTES && count < remote.len() {
+        let to_page_end = PAGE - (at as usize % PAGE);
+        let len = to_page_end.min(STACK_BYTES - total);
+        remote[count] = libc::iovec { iov_base: at as *mut c_void, iov_len: len };
+        at += len as u64;
+        total += len;
+        count += 1;
+    }
+    let local = libc::iovec { iov_base: out.as_mut_ptr().cast(), iov_len: total };
+    // Safety: reads this process's own memory into `out` (`total` bytes); the kernel refuses unmapped pages
+    // instead of faulting. Async-signal-safe: system calls only.
+    let read = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, remote.as_ptr(), count as libc::c_ulong, 0) };
+    read.max(0) as usize
+}
+
+/// Called by the signal handler for a fault whose guard it lifted. Decides whether the access is the program's
+/// (not the driver's inside a CUDA call) and queues it. Async-signal-safe.
+pub fn note(address: u64, context: *mut c_void, _start: u64, _end: u64) {
+    let Some((start, write)) = registers(context) else { return };
+    if inflight::in_driver_call() || super::in_driver_code(start.pc) {
+        counters::IGNORED.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let Some(slot) =
+        QUEUE.iter().find(|s| s.state.compare_exchange(FREE, WRITING, Ordering::Acquire, Ordering::Relaxed).is_ok())
+    else {
+        counters::DROPPED.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    // Safety: this thread moved the slot to WRITING; nobody else touches it until it is READY.
+    let fault = unsafe { &mut *slot.fault.get() };
+    // Safety: gettid has no preconditions.
+    fault.tid = unsafe { libc::gettid() } as u64;
+    fault.time = crate::origin::now_ns();
+    fault.address = address;
+    fault.write = write;
+    fault.host_func = host_funcs::running();
+    fault.start = start;
+    fault.stack_len = copy_stack(start.sp, &mut fault.stack);
+    slot.state.store(READY, Ordering::Release);
+    WAITING.store(true, Ordering::Release);
+}
+
+/// How many faults wait for the state lock.
+pub fn queued() -> usize {
+    QUEUE.iter().filter(|s| s.state.load(Ordering::Acquire) == READY).count()
+}
+
+/// Turns the queued faults into records, under the state lock: a fault of the thread itself goes into the
+/// pending records at its time; one inside a host function becomes a late record, placed after that function's
+/// record (hold.rs).
+pub fn take(state: &mut ProcessState) {
+    // A load first: this runs at every recorded call, and a swap would write the line each time.
+    if !WAITING.load(Ordering::Acquire) || !WAITING.swap(false, Ordering::AcqRel) {
+        return;
+    }
+    let mut ready: Vec<&Slot> = QUEUE.iter().filter(|s| s.state.load(Ordering::Acquire) == READY).collect();
+    // Safety: READY slots are no longer written (see `Slot`).
+    ready.sort_by_key(|s| unsafe { (*s.fault.get()).time });
+    for slot in ready {
+        // Safety: as above; the slot is freed only after this read.
+        let fault = unsafe { &*slot.fault.get() };
+        record(state, fault);
+        slot.state.store(FREE, Ordering::Release);
+    }
+}
+
+fn record(state: &mut ProcessState, fault: &Fault) {
+    let mut declared = Vec::new();
+    let stack = StackWords::copied(fault.start.sp, &fault.stack[..fault.stack_len.min(STACK_BYTES)]);
+    let (site, through_driver) = state.sites.site_of_fault(fault.start, &stack, |record| declared.push(record));
+    let call = Call { tid: fault.tid, time_ns: fault.time, correlation: 0, site };
+    let mut entries: Vec<Entry> = declared.into_iter().map(|record| Entry { call, record }).collect();
+    if through_driver && fault.host_func == 0 {
+        // A driver thread (the driver's own copy, or a host function not wrapped): not the program's access.
+        // Its call site's records go in anyway: the site is declared now.
+        counters::IGNORED.fetch_add(1, Ordering::Relaxed);
+        state.pending.entries.extend(entries);
+        return;
+    }
+    counters::FAULTS.fetch_add(1, Ordering::Relaxed);
+    let access = Record::HostAccess {
+        address: fault.address,
+        bytes: 1,
+        write: fault.write,
+        fault: FaultKind::Guard,
+        host_func: fault.host_func,
+    };
+    entries.push(Entry { call, record: access });
+    if fault.host_func != 0 {
+        hold::late_in_host_func(fault.host_func, entries);
+    } else {
+        insert_at_time(&mut state.pending, fault.time, entries);
+    }
+}
+
+/// Puts `entries` into `batch` after its last record made at or before `time` (records are in lock order, and
+/// a fault waited for the next lock).
+pub fn insert_at_time(batch: &mut Batch, time: u64, entries: Vec<Entry>) {
+    let at = batch.entries.iter().rposition(|e| e.call.time_ns != 0 && e.call.time_ns <= time).map_or(0, |i| i + 1);
+    batch.entries.splice(at..at, entries);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(time: u64) -> Entry {
+        Entry { call: Call { tid: 1, time_ns: time, correlation: 0, site: 0 }, record: Record::Event { handle: time } }
+    }
+
+    #[test]
+    fn late_records_go_after_the_last_record_made_before_them() {
+        let mut batch = Batch::default();
+        batch.entries.extend([entry(10), entry(20), entry(30)]);
+        insert_at_time(&mut batch, 25, vec![entry(25)]);
+        insert_at_time(&mut batch, 5, vec![entry(5)]);
+        insert_at_time(&mut batch, 40, vec![entry(40)]);
+        let times: Vec<u64> = batch.entries.iter().map(|e| e.call.time_ns).collect();
+        assert_eq!(times, [5, 10, 20, 25, 30, 40]);
+    }
+
+    #[test]
+    fn a_copied_stack_stops_at_the_first_page_not_mapped() {
+        // Safety: two fresh pages; the second is unmapped to make a hole.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                2 * PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(base, libc::MAP_FAILED);
+        let base = base as u64;
+        // Safety: the test's own pages.
+        unsafe {
+            *((base + 8) as *mut u64) = 0x5eed;
+            libc::munmap((base + PAGE as u64) as *mut c_void, PAGE);
+        }
+        let mut out = Box::new([0u8; STACK_BYTES]);
+        let copied = copy_stack(base + 8, &mut out);
+        assert_eq!(copied, PAGE - 8, "up to the hole");
+        assert_eq!(u64::from_ne_bytes(out[..8].try_into().unwrap()), 0x5eed);
+        // Safety: the test's own page.
+        unsafe { libc::munmap(base as *mut c_void, PAGE) };
+    }
+}

@@ -1,0 +1,197 @@
+//! Host functions in streams (`cuLaunchHostFunc`, `cuStreamAddCallback`; DESIGN.md, host functions): each gets an id,
+//! which its `host_func` record carries, and while the host watch runs, its function is wrapped: at the call's
+//! entry the capture puts a trampoline of its own and a box with the program's function and data into the
+//! call's parameter block. The driver later runs the trampoline on its thread; the trampoline notes which host
+//! function runs there (a fault it raises is that function's access, faults.rs), runs the program's function
+//! with the program's data, and notes that it finished (hold.rs waits for that before it writes the record).
+//! CUPTI passes the parameter block as `const`; that the driver runs what the block holds after the callback is
+//! what the GPU probe checks (`benches/gpu_host_watch.sh`): a driver that does not leaves the program's own
+//! function to run, unwrapped, and the box unused. Touches the parameter block, this file's counters and the
+//! thread-local mark.
+
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::params::{Handle, LaunchHostFunc, StreamAddCallback};
+
+thread_local! {
+    /// The id of the wrapped host function this thread is running (0: none). Read by the signal handler.
+    static RUNNING: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The id of the host function the calling thread runs, 0 when none (async-signal-safe).
+pub fn running() -> u64 {
+    RUNNING.with(Cell::get)
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// Whether a trampoline ever ran: the driver runs what the parameter block holds after the callback.
+static TRAMPOLINE_RAN: AtomicBool = AtomicBool::new(false);
+
+/// Whether a wrapped function was ever run through its trampoline.
+pub fn trampolines_run() -> bool {
+    TRAMPOLINE_RAN.load(Ordering::Relaxed)
+}
+
+type HostFn = unsafe extern "C" fn(*mut c_void);
+type StreamCallback = unsafe extern "C" fn(Handle, i32, *mut c_void);
+
+/// What a trampoline runs: the program's function and data, and the host function's id.
+struct Wrapped<F> {
+    function: F,
+    user_data: *mut c_void,
+    id: u64,
+}
+
+/// Runs a wrapped `cuLaunchHostFunc` function.
+///
+/// # Safety
+/// `boxed` is a `Wrapped<HostFn>` boxed by [`wrap_launch`], run once (the driver runs a launched host function
+/// once).
+unsafe extern "C" fn run_host_func(boxed: *mut c_void) {
+    // Safety: the box `wrap_launch` leaked for this launch, taken back once.
+    let wrapped = unsafe { Box::from_raw(boxed as *mut Wrapped<HostFn>) };
+    let outer = RUNNING.with(|running| running.replace(wrapped.id));
+    TRAMPOLINE_RAN.store(true, Ordering::Relaxed);
+    // Safety: the program's function with the program's data, as it enqueued them.
+    unsafe { (wrapped.function)(wrapped.user_data) };
+    RUNNING.with(|running| running.set(outer));
+    super::hold::host_func_finished(wrapped.id);
+}
+
+/// Runs a wrapped `cuStreamAddCallback` callback.
+///
+/// # Safety
+/// As [`run_host_func`], for a box made by [`wrap_callback`].
+unsafe extern "C" fn run_stream_callback(stream: Handle, status: i32, boxed: *mut c_void) {
+    // Safety: the box `wrap_callback` leaked for this call, taken back once.
+    let wrapped = unsafe { Box::from_raw(boxed as *mut Wrapped<StreamCallback>) };
+    let outer = RUNNING.with(|running| running.replace(wrapped.id));
+    TRAMPOLINE_RAN.store(true, Ordering::Relaxed);
+    // Safety: the program's callback with the driver's arguments and the program's data.
+    unsafe { (wrapped.function)(stream, status, wrapped.user_data) };
+    RUNNING.with(|running| running.set(outer));
+    super::hold::host_func_finished(wrapped.id);
+}
+
+/// A host function's name: its symbol, demangled, from the loader; else its address.
+fn name_of(function: usize) -> Arc<str> {
+    // Safety: a zeroed Dl_info is a valid out-parameter.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // Safety: asks the loader about an address; writes `info`.
+    let found = unsafe { libc::dladdr(function as *const c_void, &mut info) } != 0;
+    if found && !info.dli_sname.is_null() {
+        // Safety: the loader's NUL-terminated symbol name.
+        let mangled = unsafe { std::ffi::CStr::from_ptr(info.dli_sname) }.to_string_lossy();
+        return Arc::from(crate::functions::demangle(&mangled).as_str());
+    }
+    Arc::from(format!("host function at {function:#x}").as_str())
+}
+
+/// Whether `stream` is capturing into a graph: a host function launched there becomes a node that runs at
+/// every launch of the graph, and a trampoline's box is good for one run only, so it is not wrapped. Unknown
+/// counts as capturing.
+fn capturing(stream: Handle, per_thread: bool) -> bool {
+    // The per-thread default stream's handle, for a `_ptsz` call's null stream.
+    const PER_THREAD: usize = 2;
+    let handle = if stream.is_null() && per_thread { PER_THREAD as Handle } else { stream };
+    let mut status = cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // Safety: asks the driver about the stream the call being traced names; writes a local. The capture's
+    // re-entry guard keeps this call unrecorded.
+    let asked = unsafe { cudarc::driver::sys::cuStreamIsCapturing(handle as _, &mut status) };
+    asked != cudarc::driver::sys::CUresult::CUDA_SUCCESS
+        || status != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE
+}
+
+/// A new host function's id and name; with `wrap`, its function and data in `block` are swapped for the
+/// trampoline's (the hold then waits for it to run before its record is written), unless its stream is
+/// capturing. `per_thread`: a `_ptsz` call, whose null stream is the thread's default stream.
+///
+/// # Safety
+/// `block` is the parameter block of the cuLaunchHostFunc call being traced, at its entry.
+pub unsafe fn launch(block: *mut LaunchHostFunc, wrap: bool, per_thread: bool) -> (u64, Arc<str>) {
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    // Safety: the caller's block, writable during the entry callback.
+    let Some(block) = (unsafe { block.as_mut() }) else { return (id, Arc::from("host function")) };
+    let Some(function) = block.fn_ else { return (id, Arc::from("host function")) };
+    let name = name_of(function as usize);
+    if wrap && !capturing(block.hStream, per_thread) {
+        wrap_function(block, function, id);
+    }
+    (id, name)
+}
+
+/// Puts the trampoline and its box into a cuLaunchHostFunc block.
+fn wrap_function(block: &mut LaunchHostFunc, function: HostFn, id: u64) {
+    let boxed = Box::new(Wrapped::<HostFn> { function, user_data: block.userData, id });
+    block.userData = Box::into_raw(boxed).cast();
+    block.fn_ = Some(run_host_func);
+    super::hold::host_func_wrapped(id);
+}
+
+/// As [`launch`], for cuStreamAddCallback (which a capturing stream refuses).
+///
+/// # Safety
+/// `block` is the parameter block of the cuStreamAddCallback call being traced, at its entry.
+pub unsafe fn add_callback(block: *mut StreamAddCallback, wrap: bool, per_thread: bool) -> (u64, Arc<str>) {
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    // Safety: the caller's block, writable during the entry callback.
+    let Some(block) = (unsafe { block.as_mut() }) else { return (id, Arc::from("stream callback")) };
+    let Some(function) = block.callback else { return (id, Arc::from("stream callback")) };
+    let name = name_of(function as usize);
+    if wrap && !capturing(block.hStream, per_thread) {
+        let boxed = Box::new(Wrapped::<StreamCallback> { function, user_data: block.userData, id });
+        block.userData = Box::into_raw(boxed).cast();
+        block.callback = Some(run_stream_callback);
+        super::hold::host_func_wrapped(id);
+    }
+    (id, name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static SEEN: AtomicU64 = AtomicU64::new(0);
+
+    /// What `launch` does once it knows the stream is not capturing (there is no driver here to ask).
+    unsafe fn wrapped_here(block: &mut LaunchHostFunc) -> (u64, Arc<str>) {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let function = block.fn_.expect("a function");
+        wrap_function(block, function, id);
+        (id, name_of(function as usize))
+    }
+
+    unsafe extern "C" fn program_function(data: *mut c_void) {
+        SEEN.store(data as u64 + 100 * running(), Ordering::SeqCst);
+    }
+
+    #[test]
+    fn a_wrapped_function_runs_with_its_data_and_is_known_while_it_runs() {
+        let mut block =
+            LaunchHostFunc { hStream: std::ptr::null_mut(), fn_: Some(program_function), userData: 7 as *mut c_void };
+        // Safety: a block of the right shape.
+        let (id, name) = unsafe { wrapped_here(&mut block) };
+        // The test binary exports no symbols: the loader knows the function only by its address.
+        assert!(name.contains("program_function") || name.starts_with("host function at 0x"), "{name}");
+        assert_ne!(block.userData as u64, 7, "the data is the trampoline's box now");
+        // The driver's part: run what the block holds.
+        // Safety: the trampoline with its own box, once.
+        unsafe { (block.fn_.unwrap())(block.userData) };
+        assert_eq!(SEEN.load(Ordering::SeqCst), 7 + 100 * id);
+        assert_eq!(running(), 0, "not after it returned");
+        assert!(trampolines_run());
+    }
+
+    #[test]
+    fn an_unwrapped_function_is_left_alone() {
+        let mut block =
+            LaunchHostFunc { hStream: std::ptr::null_mut(), fn_: Some(program_function), userData: 9 as *mut c_void };
+        // Safety: a block of the right shape.
+        let (id, _) = unsafe { launch(&mut block, false, false) };
+        assert!(id > 0);
+        assert_eq!(block.userData as u64, 9);
+    }
+}

@@ -1,0 +1,373 @@
+//! Which pinned buffers the GPU may be using, from the records the capture has just made: an asynchronous copy
+//! from or into pinned memory, or a kernel given a pointer into it, puts the pages entirely inside that range
+//! under guard when its call returns (the driver's own accesses during the call are over); the host learning
+//! that the work is done (DESIGN.md, host synchronization: a stream, event or device synchronization, a query that returned
+//! success) lifts the guard. A D2H destination (and a kernel's written block) is guarded against reads and
+//! writes, an H2D source (a kernel's `const` block) against writes only.
+//!
+//! What is in flight is worked out as the capture sees it, not as the analyzer will: a guard lifted too late
+//! costs a fault that records an access the analyzer then finds ordered; one lifted too early misses an access.
+//! Touches the guard table (guards.rs) and this file's bookkeeping, under its own lock, which the signal
+//! handler never takes.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use rustc_hash::FxHashMap as HashMap;
+use streamtrace_format::{AllocKind, FreeKind, MemoryKind};
+
+use super::{counters, guards};
+use crate::record::{Batch, Record, SyncTarget};
+
+thread_local! {
+    /// How deep this thread is in driver calls the capture sees (enter minus exit callbacks): a fault then is
+    /// the driver's access. Read by the signal handler: a plain cell.
+    static IN_DRIVER: Cell<u32> = const { Cell::new(0) };
+    /// Guards to arm when this thread's current driver call returns.
+    static PLANNED: RefCell<Vec<Plan>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether the calling thread is inside a driver call (async-signal-safe).
+pub fn in_driver_call() -> bool {
+    IN_DRIVER.with(Cell::get) > 0
+}
+
+/// A driver call's enter or exit callback passes: at the exit of the outermost one, the guards its records
+/// asked for are armed.
+pub fn passing(at_exit: bool) {
+    let depth = IN_DRIVER.with(|depth| {
+        let now = if at_exit { depth.get().saturating_sub(1) } else { depth.get() + 1 };
+        depth.set(now);
+        now
+    });
+    if at_exit && depth == 0 {
+        let plans = PLANNED.with(|planned| std::mem::take(&mut *planned.borrow_mut()));
+        if !plans.is_empty() {
+            with_watch(|watch| plans.into_iter().for_each(|plan| watch.arm(plan)));
+        }
+    }
+}
+
+/// A range to guard once the call returns, and the stream work it waits for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Plan {
+    start: u64,
+    end: u64,
+    prot: i32,
+    stream: u64,
+    seq: u64,
+}
+
+/// A pinned block the capture saw allocated (`cuMemHostAlloc`, `cuMemAllocHost`) or registered.
+#[derive(Copy, Clone, Debug)]
+struct Block {
+    start: u64,
+    end: u64,
+    registered: bool,
+}
+
+/// A guarded range: its slot in the guard table, and the work (stream, its guarded operations so far) that
+/// must be known done before it is lifted.
+#[derive(Debug)]
+struct Guarded {
+    slot: usize,
+    start: u64,
+    end: u64,
+    prot: i32,
+    waits: Vec<(u64, u64)>,
+}
+
+#[derive(Default)]
+struct Watch {
+    /// Operations put under guard on each stream so far: the position of the latest one.
+    issued: HashMap<u64, u64>,
+    /// What each event's last record covers: its stream, and that stream's guarded operations before it.
+    events: HashMap<u64, (u64, u64)>,
+    guarded: Vec<Guarded>,
+    blocks: HashMap<u64, Block>,
+    /// Block ids by start address.
+    by_start: BTreeMap<u64, u64>,
+    /// Whether registered memory may be guarded (the kernel keeps a pinned page's identity on a write fault).
+    registered_ok: bool,
+}
+
+static WATCH: Mutex<Option<Watch>> = Mutex::new(None);
+/// Whether the capture saw a pinned block allocated (it stays set: a cheap test on every recorded call).
+static HAS_BLOCKS: AtomicBool = AtomicBool::new(false);
+
+fn with_watch<R>(f: impl FnOnce(&mut Watch) -> R) -> R {
+    let mut slot = WATCH.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    f(slot.get_or_insert_with(Watch::default))
+}
+
+/// Says whether registered (not driver-allocated) pinned memory may be guarded.
+pub fn allow_registered(allowed: bool) {
+    with_watch(|watch| watch.registered_ok = allowed);
+}
+
+const PAGE: u64 = 4096;
+
+/// The page-aligned part of `[start, end)`: whole pages only, so that no byte outside the range is guarded.
+fn whole_pages(start: u64, end: u64) -> Option<(u64, u64)> {
+    let first = start.checked_add(PAGE - 1)? & !(PAGE - 1);
+    let last = end & !(PAGE - 1);
+    (first < last).then_some((first, last))
+}
+
+impl Watch {
+    /// The pinned block holding `[address, address + bytes)`, if the capture saw it and may guard it.
+    fn block_of(&self, address: u64, bytes: u64) -> Option<Block> {
+        let (_, id) = self.by_start.range(..=address).next_back()?;
+        let block = *self.blocks.get(id)?;
+        let inside = address.checked_add(bytes).is_some_and(|end| end <= block.end) && address >= block.start;
+        (inside && (!block.registered || self.registered_ok)).then_some(block)
+    }
+
+    fn plan(&mut self, stream: u64, start: u64, end: u64, prot: i32, planned: &mut Vec<Plan>) {
+        let Some((start, end)) = whole_pages(start, end) else { return };
+        let seq = self.issued.entry(stream).or_insert(0);
+        *seq += 1;
+        planned.push(Plan { start, end, prot, stream, seq: *seq });
+    }
+
+    /// Guards a planned range; an overlapping guard is merged into it (the wider range, the stricter
+    /// protection, the waits of both).
+    fn arm(&mut self, plan: Plan) {
+        if let Some(same) = self
+            .guarded
+            .iter_mut()
+            .find(|g| g.start <= plan.start && plan.end <= g.end && g.prot <= plan.prot && !guards::lifted(g.slot))
+        {
+            same.waits.push((plan.stream, plan.seq));
+            return;
+        }
+        let (mut start, mut end, mut prot) = (plan.start, plan.end, plan.prot);
+        let mut waits = vec![(plan.stream, plan.seq)];
+        let (overlapping, rest): (Vec<Guarded>, Vec<Guarded>) =
+            std::mem::take(&mut self.guarded).into_iter().partition(|g| g.start < end && start < g.end);
+        self.guarded = rest;
+        for g in &overlapping {
+            start = start.min(g.start);
+            end = end.max(g.end);
+            prot = prot.min(g.prot);
+            waits.extend_from_slice(&g.waits);
+        }
+        match guards::arm(start, end, prot) {
+            Some(slot) => {
+                overlapping.iter().for_each(|g| guards::forget(g.slot));
+                counters::WINDOWS.fetch_add(1, Ordering::Relaxed);
+                self.guarded.push(Guarded { slot, start, end, prot, waits });
+            }
+            None => {
+                counters::UNWATCHED.fetch_add(1, Ordering::Relaxed);
+                self.guarded.extend(overlapping);
+            }
+        }
+    }
+
+    /// The host knows the work `done` says is complete: guards that wait for nothing else are lifted.
+    fn completed(&mut self, done: impl Fn(u64, u64) -> bool) {
+        self.guarded.retain_mut(|g| {
+            g.waits.retain(|&(stream, seq)| !done(stream, seq));
+            let keep = !g.waits.is_empty();
+            if !keep {
+                guards::lift(g.slot);
+            }
+            keep
+        });
+    }
+
+    /// A block is about to be freed: its guards are lifted first.
+    fn freed(&mut self, block: Block) {
+        self.guarded.retain(|g| {
+            let overlaps = g.start < block.end && block.start < g.end;
+            if overlaps {
+                guards::lift(g.slot);
+            }
+            !overlaps
+        });
+    }
+
+    fn synchronized(&mut self, target: &SyncTarget) {
+        match *target {
+            SyncTarget::Stream(stream) => {
+                let upto = self.issued.get(&stream).copied().unwrap_or(0);
+                self.completed(|s, seq| s == stream && seq <= upto);
+            }
+            SyncTarget::Event(event) => {
+                if let Some(&(stream, upto)) = self.events.get(&event) {
+                    self.completed(|s, seq| s == stream && seq <= upto);
+                }
+            }
+            SyncTarget::Context(_) => self.completed(|_, _| true),
+        }
+    }
+}
+
+/// Reads the records a call has just made (`batch.entries[first..]`): pinned blocks coming and going, work that
+/// touches them, events recorded and what the host learned complete. Guards are planned for the call's exit;
+/// lifts happen now (a free must lift before the driver frees).
+pub fn recorded(batch: &Batch, first: usize) {
+    let Some(entries) = batch.entries.get(first..) else { return };
+    // A program with no pinned block the capture saw has nothing to guard: its launches, events and
+    // synchronizations need no look (a launch-bound program pays nothing).
+    let blocks = HAS_BLOCKS.load(Ordering::Relaxed);
+    let relevant = |record: &Record| match record {
+        Record::Alloc { kind, .. } => *kind == AllocKind::Host,
+        Record::Free { kind, .. } => *kind == FreeKind::Host,
+        Record::Memcpy { synchronous: false, memory: (from, to), .. } => {
+            *from == MemoryKind::Pinned || *to == MemoryKind::Pinned
+        }
+        Record::Kernel { .. } | Record::EventRecord { .. } | Record::Sync { .. } => blocks,
+        Record::Query { ready, .. } => *ready && blocks,
+        _ => false,
+    };
+    // Most calls touch no pinned memory and learn nothing: no lock for them.
+    if !entries.iter().any(|e| relevant(&e.record)) {
+        return;
+    }
+    let mut planned = Vec::new();
+    with_watch(|watch| {
+        for entry in entries {
+            match &entry.record {
+                Record::Alloc { id, address, bytes, kind: AllocKind::Host, api, .. } => {
+                    let block = Block {
+                        start: *address,
+                        end: address.saturating_add(*bytes),
+                        registered: api.contains("Register"),
+                    };
+                    watch.blocks.insert(*id, block);
+                    watch.by_start.insert(*address, *id);
+                    HAS_BLOCKS.store(true, Ordering::Relaxed);
+                }
+                Record::Free { id, kind: FreeKind::Host, .. } => {
+                    if let Some(block) = watch.blocks.remove(id) {
+                        watch.by_start.remove(&block.start);
+                        watch.freed(block);
+                    }
+                }
+                Record::Memcpy { stream, src, dst, bytes, synchronous: false, memory: (from, to), .. } => {
+                    if *from == MemoryKind::Pinned && watch.block_of(*src, *bytes).is_some() {
+                        watch.plan(*stream, *src, src.saturating_add(*bytes), libc::PROT_READ, &mut planned);
+                    }
+                    if *to == MemoryKind::Pinned && watch.block_of(*dst, *bytes).is_some() {
+                        watch.plan(*stream, *dst, dst.saturating_add(*bytes), libc::PROT_NONE, &mut planned);
+                    }
+                }
+                Record::Kernel { stream, first_pointer, pointer_count, .. } => {
+                    let first = *first_pointer as usize;
+                    let pointers = batch.pointers.get(first..first + *pointer_count as usize).unwrap_or(&[]);
+                    let mut touched: Vec<(Block, i32)> = Vec::new();
+                    for pointer in pointers {
+                        let Some(block) = watch.block_of(pointer.address, 1) else { continue };
+                        let prot = if pointer.writes { libc::PROT_NONE } else { libc::PROT_READ };
+                        match touched.iter_mut().find(|(b, _)| b.start == block.start) {
+                            Some((_, p)) => *p = (*p).min(prot),
+                            None => touched.push((block, prot)),
+                        }
+                    }
+                    for (block, prot) in touched {
+                        watch.plan(*stream, block.start, block.end, prot, &mut planned);
+                    }
+                }
+                Record::EventRecord { event, stream, .. } => {
+                    let upto = watch.issued.get(stream).copied().unwrap_or(0);
+                    watch.events.insert(*event, (*stream, upto));
+                }
+                Record::Sync { target, .. } | Record::Query { target, ready: true, .. } => watch.synchronized(target),
+                _ => {}
+            }
+        }
+    });
+    if !planned.is_empty() {
+        PLANNED.with(|p| p.borrow_mut().extend(planned));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Call;
+
+    #[test]
+    fn only_whole_pages_inside_the_range_are_guarded() {
+        assert_eq!(whole_pages(0x1000, 0x3000), Some((0x1000, 0x3000)));
+        assert_eq!(whole_pages(0x1001, 0x3fff), Some((0x2000, 0x3000)));
+        assert_eq!(whole_pages(0x1001, 0x2fff), None, "no whole page");
+    }
+
+    fn call() -> Call {
+        Call { tid: 1, time_ns: 1, correlation: 0, site: 0 }
+    }
+
+    /// A pinned block of three pages, mapped for the test, and the batch that allocated it.
+    fn pinned(batch: &mut Batch) -> u64 {
+        // Safety: a fresh anonymous mapping, left to the process's end.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                3 * 4096,
+                guards::UNGUARDED,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        } as u64;
+        let alloc = Record::Alloc {
+            id: 1,
+            address: base,
+            bytes: 3 * 4096,
+            kind: AllocKind::Host,
+            stream: None,
+            api: "cuMemHostAlloc",
+        };
+        batch.push(call(), alloc);
+        base
+    }
+
+    fn copy_to(dst: u64, stream: u64) -> Record {
+        Record::Memcpy {
+            stream,
+            copy: streamtrace_format::CopyKind::DtoH,
+            src: 0xd000_0000,
+            dst,
+            bytes: 3 * 4096,
+            synchronous: false,
+            memory: (MemoryKind::Device, MemoryKind::Pinned),
+            api: "cuMemcpyDtoHAsync",
+        }
+    }
+
+    #[test]
+    fn a_copy_is_guarded_from_its_return_until_its_stream_is_synchronized() {
+        *WATCH.lock().unwrap() = None;
+        let mut batch = Batch::default();
+        let base = pinned(&mut batch);
+        recorded(&batch, 0);
+        let first = batch.entries.len();
+        batch.push(call(), copy_to(base, 7));
+        passing(false);
+        recorded(&batch, first);
+        assert_eq!(guards::claim(base), guards::Claim::NotOurs, "not before the call returns");
+        passing(true);
+        let slot = with_watch(|w| w.guarded.iter().map(|g| g.slot).collect::<Vec<_>>());
+        assert_eq!(slot.len(), 1);
+        let first = batch.entries.len();
+        batch.push(call(), Record::Sync { target: SyncTarget::Stream(8), api: "cuStreamSynchronize" });
+        recorded(&batch, first);
+        assert_eq!(with_watch(|w| w.guarded.len()), 1, "another stream's synchronization lifts nothing");
+        let first = batch.entries.len();
+        batch.push(call(), Record::EventRecord { event: 3, stream: 7, api: "cuEventRecord" });
+        batch.push(call(), Record::Query { target: SyncTarget::Event(3), ready: false, api: "cuEventQuery" });
+        recorded(&batch, first);
+        assert_eq!(with_watch(|w| w.guarded.len()), 1, "a query that found the event not ready lifts nothing");
+        let first = batch.entries.len();
+        batch.push(call(), Record::Sync { target: SyncTarget::Event(3), api: "cuEventSynchronize" });
+        recorded(&batch, first);
+        assert_eq!(with_watch(|w| w.guarded.len()), 0);
+        // Safety: lifted: the page is the program's again.
+        unsafe { *(base as *mut u8) = 1 };
+    }
+}
