@@ -5,16 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::util::{repo, scratch_dir, scratch_file, streamtrace};
-
-fn analyze_json(trace: &str) -> (i32, Value) {
-    let out = streamtrace(&["analyze", trace, "--format", "json"]);
-    let code = out.status.code().expect("exited normally");
-    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{trace}: JSON report does not parse: {e}\n{}", String::from_utf8_lossy(&out.stderr))
-    });
-    (code, json)
-}
+use crate::util::{analyze_json, repo, scratch_dir, scratch_file, streamtrace};
 
 /// Ground truth of every sample in samples/json (also listed in samples/json/README.md): the races as
 /// (kind, earlier site, later site, count), and the number of waits on never-recorded events.
