@@ -12,7 +12,9 @@ use serde::Serialize;
 pub use collector::{FindingCollector, RaceKey};
 pub use fix::{stream_number, Fix};
 
-use crate::model::{AccessRange, AllocKind, EventId, NativeSite, SourceLocation, StreamId, StreamKind, ThreadId};
+use crate::model::{
+    AccessRange, AllocKind, EventId, GraphBuild, NativeSite, SourceLocation, StreamId, StreamKind, ThreadId,
+};
 
 /// A stream as findings name it: its handle and kind, and once the analysis is done the name people know it
 /// by (crate::names).
@@ -50,8 +52,7 @@ pub struct ThreadRef {
 /// Occurrences of one site in every iteration of a loop fold into one finding.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Site {
-    /// "kernel", "memcpy", "memset", "free", "alloc", "graph node", ...
-    pub class: &'static str,
+    pub class: OpClass,
     pub name: String,
     pub stream: Option<StreamRef>,
     pub thread: ThreadRef,
@@ -67,12 +68,52 @@ pub struct Site {
     pub native: Option<NativeSite>,
 }
 
+/// What kind of operation a site issued.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum OpClass {
+    Kernel,
+    Memcpy,
+    Memset,
+    /// The host thread's own reads and writes of memory the GPU also touches.
+    HostAccess,
+    /// A stream-ordered allocation.
+    Alloc,
+    /// A free, stream-ordered or by the host.
+    Free,
+    StreamWait,
+    GraphLaunch,
+    /// One node of a graph launch.
+    GraphNode,
+}
+
+impl OpClass {
+    /// How findings and reports name it: "kernel", "host", "graph node", ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpClass::Kernel => "kernel",
+            OpClass::Memcpy => "memcpy",
+            OpClass::Memset => "memset",
+            OpClass::HostAccess => "host",
+            OpClass::Alloc => "alloc",
+            OpClass::Free => "free",
+            OpClass::StreamWait => "stream wait",
+            OpClass::GraphLaunch => "graph launch",
+            OpClass::GraphNode => "graph node",
+        }
+    }
+}
+
+impl Serialize for OpClass {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 /// The graph launch a graph node ran in: which graph, and where the launch was issued.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct GraphSite {
     pub graph: String,
-    /// How the graph was built: "captured", "explicit" or "inline".
-    pub build: &'static str,
+    pub build: GraphBuild,
     pub launched_at: Option<SourceLocation>,
     /// The launch's native call site, when the capture recorded one (symbolized into `launched_at` for reports).
     #[serde(skip)]

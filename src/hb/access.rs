@@ -11,7 +11,7 @@ use super::racing_accesses::effective_accesses;
 use super::shadow::{Effect, Stamp};
 use super::sites::SiteId;
 use super::state::{action_of, Engine, EngineError, Known, Later};
-use crate::findings::AccessAction;
+use crate::findings::{AccessAction, OpClass};
 use crate::model::{
     Access, AccessMode, AccessRange, AllocId, AllocKind, Allocation, FreeKind, Operation, PointerArg, ProcessId,
     StreamId,
@@ -28,7 +28,7 @@ impl Engine {
         accesses: &[Access],
         pointers: &[PointerArg],
     ) {
-        let site = self.site("kernel", name, Some(stream), op);
+        let site = self.site(OpClass::Kernel, name, Some(stream), op);
         let epoch = self.tick(stream, site, op, !accesses.is_empty() || !pointers.is_empty());
         // Pointer arguments (tier T1) become block accesses in a scratch list; exact accesses are used as they
         // are, without a copy per launch.
@@ -90,7 +90,7 @@ impl Engine {
     /// observed complete) takes a step, the accesses are checked like a stream's, and the host thread then knows
     /// its own accesses, so that the work it issues afterwards is ordered after them.
     pub(super) fn host_access(&mut self, op: &Operation, host: usize, lane: StreamId, name: &str, accesses: &[Access]) {
-        let site = self.site("host", name, Some(lane), op);
+        let site = self.site(OpClass::HostAccess, name, Some(lane), op);
         let epoch = self.tick(lane, site, op, !accesses.is_empty());
         for access in effective_accesses(accesses) {
             self.access(op, epoch, site, access, Effect::Access);
@@ -131,7 +131,7 @@ impl Engine {
             (AllocKind::PoolBlock, _) => {}
             (AllocKind::StreamOrdered, Some(stream)) => {
                 let name = label.unwrap_or("cudaMallocAsync");
-                self.stream_ordered_block_write(op, stream, "alloc", name, range, Effect::Alloc);
+                self.stream_ordered_block_write(op, stream, OpClass::Alloc, name, range, Effect::Alloc);
             }
             _ => self.processes[op.process.index()].shadow.forget(range),
         }
@@ -158,7 +158,7 @@ impl Engine {
                 self.processes[process.index()].allocations.free(alloc, true, op.source.as_ref());
             }
             (FreeKind::StreamOrdered, Some(stream)) => {
-                self.stream_ordered_block_write(op, stream, "free", "cudaFreeAsync", range, Effect::Free);
+                self.stream_ordered_block_write(op, stream, OpClass::Free, "cudaFreeAsync", range, Effect::Free);
                 self.processes[process.index()].allocations.free(alloc, true, None);
             }
             _ => {
@@ -167,7 +167,7 @@ impl Engine {
                     FreeKind::Host => "cudaFreeHost",
                     _ => "cudaFree",
                 };
-                let site = self.site("free", name, None, op);
+                let site = self.site(OpClass::Free, name, None, op);
                 let Engine { processes, host_clocks, conflicts, .. } = self;
                 conflicts.clear();
                 processes[process.index()].shadow.release(range, &host_clocks[host].clock, conflicts);
@@ -192,7 +192,7 @@ impl Engine {
         &mut self,
         op: &Operation,
         stream: StreamId,
-        class: &'static str,
+        class: OpClass,
         name: &str,
         range: AccessRange,
         effect: Effect,

@@ -17,7 +17,7 @@ use super::sites::{SiteId, SiteTable};
 use super::state::{ContextState, Engine, EngineError, EngineOptions, EngineStats, EventState, HbEdge, StreamState};
 use super::state::{ThreadOrder, ThreadState};
 use super::sync_rules::{host_wait, HostWait};
-use crate::findings::{FindingCollector, Findings, StreamRef, ThreadRef};
+use crate::findings::{FindingCollector, Findings, OpClass, StreamRef, ThreadRef};
 use crate::model::{
     AccessRange, Allocation, EventInfo, OpKind, Operation, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo,
     TraceRecord,
@@ -223,11 +223,11 @@ impl Engine {
             }
             OpKind::Memcpy { stream, copy, src, dst, .. } => {
                 let name = format!("memcpy {}", copy.as_str());
-                let site = self.site("memcpy", &name, Some(*stream), op);
+                let site = self.site(OpClass::Memcpy, &name, Some(*stream), op);
                 self.copy_or_set_waited(op, host, *stream, site, *src, *dst);
             }
             OpKind::Memset { stream, dst, .. } => {
-                let site = self.site("memset", "memset", Some(*stream), op);
+                let site = self.site(OpClass::Memset, "memset", Some(*stream), op);
                 self.copy_or_set_waited(op, host, *stream, site, None, *dst);
             }
             OpKind::HostAccess { lane, name, accesses } => self.host_access(op, host, *lane, name, accesses),

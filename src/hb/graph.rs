@@ -12,7 +12,7 @@ use super::racing_accesses::can_race;
 use super::shadow::Effect;
 use super::sites::SiteId;
 use super::state::{action_of, Engine, EngineError, GraphMemo};
-use crate::findings::{Fix, GraphSite, OpOccurrence, RaceFinding, RaceKind, Unordered};
+use crate::findings::{Fix, GraphSite, OpClass, OpOccurrence, RaceFinding, RaceKind, Unordered};
 use crate::model::{Access, AccessMode, GraphBuild, GraphExec, GraphNode, NodeKind, Operation, StreamId};
 
 impl Engine {
@@ -31,7 +31,7 @@ impl Engine {
                 self.stream_wait(op, stream, event)?;
             }
         }
-        let launch_site = self.site("graph launch", &graph.name, Some(stream), op);
+        let launch_site = self.site(OpClass::GraphLaunch, &graph.name, Some(stream), op);
         let epoch = self.tick(stream, launch_site, op, graph.has_addresses());
         let memo_key = (graph.key, launch_site);
         let generation = self.processes.get(op.process.index()).map_or(0, |p| p.allocations.generation());
@@ -72,11 +72,7 @@ impl Engine {
     fn learn_graph(&mut self, op: &Operation, stream: StreamId, graph: &GraphExec, epoch: Epoch) -> GraphMemo {
         let place = Arc::new(GraphSite {
             graph: graph.name.clone(),
-            build: match graph.build {
-                GraphBuild::Captured => "captured",
-                GraphBuild::Explicit => "explicit",
-                GraphBuild::Inline => "inline",
-            },
+            build: graph.build,
             launched_at: op.source.clone(),
             launched_native: op.native.clone(),
         });
@@ -191,7 +187,7 @@ impl Engine {
         let source = made_at.and_then(|m| m.source.as_ref());
         let native = made_at.and_then(|m| m.native.as_ref());
         let region = made_at.and_then(|m| m.region.as_ref());
-        self.sites.intern("graph node", &node.name, Some(sref), tref, source, native, region, Some(place))
+        self.sites.intern(OpClass::GraphNode, &node.name, Some(sref), tref, source, native, region, Some(place))
     }
 
     /// How to order two nodes of one graph: inside a capture, the stream of the later node waits for an event

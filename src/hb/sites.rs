@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHasher};
 
-use crate::findings::{GraphSite, Site, StreamRef, ThreadRef};
+use crate::findings::{GraphSite, OpClass, Site, StreamRef, ThreadRef};
 use crate::model::{NativeSite, SourceLocation};
 
 /// The engine's number for a [`Site`].
@@ -24,7 +24,7 @@ impl SiteTable {
     #[allow(clippy::too_many_arguments)] // one per part of a site; findings as ids (#25) replace it
     pub fn intern(
         &mut self,
-        class: &'static str,
+        class: OpClass,
         name: &str,
         stream: Option<&StreamRef>,
         thread: &ThreadRef,

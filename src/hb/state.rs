@@ -17,7 +17,7 @@ use super::allocations::AllocationTable;
 use super::clock::{Slot, VectorClock, VersionedClock};
 use super::shadow::{Conflict, Effect, ShadowMemory};
 use super::sites::{SiteId, SiteTable};
-use crate::findings::{AccessAction, EdgeKind, FindingCollector, RaceKey, StreamRef, ThreadRef};
+use crate::findings::{AccessAction, EdgeKind, FindingCollector, OpClass, RaceKey, StreamRef, ThreadRef};
 use crate::model::{
     Access, AccessMode, ContextId, Coverage, DeviceId, EventInfo, ExactCoverage, Operation, ProcessId, StreamId,
     StreamInfo, StridedView,
@@ -365,7 +365,7 @@ impl Engine {
     }
 
     /// The interned site of `op`, named `name` in the class `class`.
-    pub(super) fn site(&mut self, class: &'static str, name: &str, stream: Option<StreamId>, op: &Operation) -> SiteId {
+    pub(super) fn site(&mut self, class: OpClass, name: &str, stream: Option<StreamId>, op: &Operation) -> SiteId {
         let sref = stream.map(|s| &self.streams[s.index()].sref);
         let tref = &self.threads[op.thread.index()].tref;
         self.sites.intern(class, name, sref, tref, op.source.as_ref(), op.native.as_ref(), op.region.as_ref(), None)

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::clock::{Epoch, Slot, VectorClock, VersionedClock};
 use super::sites::SiteId;
 use super::state::{pair_mut, Engine, EngineError, HbEdge, Scope};
-use crate::findings::{AccessAction, EdgeKind, OpOccurrence, UnrecordedWait};
+use crate::findings::{AccessAction, EdgeKind, OpClass, OpOccurrence, UnrecordedWait};
 use crate::model::{
     EventId, FreeKind, HostSync, MemoryKind, OpKind, Operation, ProcessId, QueryTarget, StreamId, StreamKind, ThreadId,
 };
@@ -240,7 +240,7 @@ impl Engine {
 
     /// The wait `op` on `stream` as findings show it: its site and its place in the stream.
     fn wait_occurrence(&mut self, op: &Operation, stream: StreamId) -> (SiteId, OpOccurrence) {
-        let site = self.site("stream wait", "cudaStreamWaitEvent", Some(stream), op);
+        let site = self.site(OpClass::StreamWait, "cudaStreamWaitEvent", Some(stream), op);
         let position = self.streams[stream.index()].position();
         let occurrence = OpOccurrence {
             site: self.sites.get(site).clone(),

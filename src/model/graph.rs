@@ -97,7 +97,7 @@ impl GraphNode {
 }
 
 /// How a graph came to be.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GraphBuild {
     /// Stream capture: its nodes were issued to capturing streams, and dependencies come from stream order and

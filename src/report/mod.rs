@@ -14,7 +14,7 @@ mod timeline_picture;
 use std::io;
 
 use crate::analysis::Analysis;
-use crate::findings::{AccessAction, OpOccurrence, RaceFinding, Unordered};
+use crate::findings::{AccessAction, OpClass, OpOccurrence, RaceFinding, Unordered};
 use crate::model::StreamKind;
 
 /// An output format.
@@ -125,7 +125,7 @@ pub fn short_op(op: &OpOccurrence) -> String {
     let name = match (&op.site.region, op.site.class) {
         (Some(region), _) => short_names::short_op_name(region).to_string(),
         // A host access is named after the framework op that made it.
-        (None, "host") => short_names::short_op_name(&op.site.name).to_string(),
+        (None, OpClass::HostAccess) => short_names::short_op_name(&op.site.name).to_string(),
         (None, _) => short_names::short_name(&op.site.name).into_owned(),
     };
     match &op.site.source {
@@ -143,7 +143,9 @@ pub fn race_title(race: &RaceFinding) -> String {
 pub fn describe_op(op: &OpOccurrence) -> String {
     let site = &op.site;
     let mut text = match site.class {
-        "kernel" | "graph node" | "graph launch" => format!("{} `{}`", site.class, kernel_name(&site.name)),
+        OpClass::Kernel | OpClass::GraphNode | OpClass::GraphLaunch => {
+            format!("{} `{}`", site.class.as_str(), kernel_name(&site.name))
+        }
         _ => site.name.clone(),
     };
     match &site.stream {

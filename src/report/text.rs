@@ -8,6 +8,7 @@ use crate::analysis::Analysis;
 use crate::findings::{AccessAction, EdgeKind, OpOccurrence, RaceFinding};
 use crate::hb::HostOrder;
 use crate::ingest::Counter;
+use crate::model::GraphBuild;
 
 /// How many unordered-pair groups the text report lists.
 const PAIR_GROUPS_SHOWN: usize = 10;
@@ -33,9 +34,9 @@ fn write_occurrence(out: &mut dyn io::Write, heading: &str, op: &OpOccurrence, b
     };
     // A graph node was issued where it was captured or added, and ran where its graph was launched.
     let made = match graph.build {
-        "captured" => "captured at",
-        "explicit" => "added at",
-        _ => "at",
+        GraphBuild::Captured => "captured at",
+        GraphBuild::Explicit => "added at",
+        GraphBuild::Inline => "at",
     };
     if op.site.source.is_some() {
         writeln!(out, "    {made} {source}")?;
@@ -243,10 +244,10 @@ impl Report for TextReport {
                         out,
                         "  {:>10} pairs  {} `{}` ({}) || {} `{}` ({}), first at operations {} and {}",
                         group.pairs,
-                        group.earlier.class,
+                        group.earlier.class.as_str(),
                         printable(&shorten(&group.earlier.name)),
                         stream(&group.earlier),
-                        group.later.class,
+                        group.later.class.as_str(),
                         printable(&shorten(&group.later.name)),
                         stream(&group.later),
                         group.first.0,
