@@ -5,6 +5,7 @@ use streamtrace::analysis::{analyze_source, Analysis};
 use streamtrace::findings::{RaceFinding, RaceKind};
 use streamtrace::hb::{EngineOptions, HostOrder};
 use streamtrace::ingest::json::JsonTraceReader;
+use streamtrace::report::fix::fix_text;
 
 use crate::util::scenario::{self, assert_one_race, kernel, rec, wait};
 
@@ -350,7 +351,8 @@ fn rule12_host_reading_a_copy_before_waiting_for_it_races() {
     let download = copy(1, "DtoH", ("$X", "device"), (HOST, "pinned"), false);
     let found = races(&(PINNED.to_string() + &download + &host("numpy", "reads")));
     assert_one_race(&found, RaceKind::ReadAfterWrite, "memcpy DtoH", "numpy");
-    assert!(found[0].fix.to_string().contains("synchronize"), "{}", found[0].fix);
+    let fix = fix_text(&found[0].fix);
+    assert!(fix.contains("synchronize"), "{fix}");
     // After the host waited for the stream (or an event recorded after the copy), the read is ordered.
     assert!(races(&(PINNED.to_string() + &download + &sync("stream", 1) + &host("numpy", "reads"))).is_empty());
     let event_sync = rec(1, 1) + &sync("event", 1);
@@ -758,7 +760,7 @@ fn finding_names_allocation_why_and_fix() {
     let race = &found[0];
     let alloc = race.allocation.as_ref().expect("allocation named");
     assert_eq!(alloc.label.as_deref(), Some("X"));
-    let fix = race.fix.to_string();
+    let fix = fix_text(&race.fix);
     assert!(fix.contains("record an event on stream 1 right after `produce`"), "{fix}");
     assert!(fix.contains("make stream 2 wait on it before `consume`"), "{fix}");
 }

@@ -1,7 +1,5 @@
 //! Fix hints: the smallest change that would order two racing operations.
 
-use std::fmt;
-
 use serde::Serialize;
 
 use super::{OpOccurrence, StreamRef};
@@ -73,7 +71,7 @@ pub enum Fix {
     /// (torch.distributed): `work.wait()` first.
     WaitForCollective {
         collective: String,
-        call: &'static str,
+        call: Collective,
         before: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         collective_at: Option<String>,
@@ -86,7 +84,7 @@ pub enum Fix {
         stream: StreamRef,
         after: String,
         collective: String,
-        call: &'static str,
+        call: Collective,
         #[serde(skip_serializing_if = "Option::is_none")]
         after_at: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -94,29 +92,79 @@ pub enum Fix {
     },
 }
 
-/// The torch.distributed call behind a c10d op (`allreduce_.default` is `dist.all_reduce`), if the label
-/// names one.
-pub fn collective_call(label: &str) -> Option<&'static str> {
-    let op = label.split_once('.').map_or(label, |(op, _)| op);
-    Some(match op {
-        "allreduce_" => "dist.all_reduce",
-        "allreduce_coalesced_" => "dist.all_reduce_coalesced",
-        "broadcast_" => "dist.broadcast",
-        "reduce_" => "dist.reduce",
-        "send" => "dist.isend",
-        "recv_" | "recv_any_source_" => "dist.irecv",
-        "allgather_" => "dist.all_gather",
-        "_allgather_base_" | "allgather_into_tensor_coalesced_" => "dist.all_gather_into_tensor",
-        "allgather_coalesced_" => "dist.all_gather_coalesced",
-        "reduce_scatter_" => "dist.reduce_scatter",
-        "_reduce_scatter_base_" | "reduce_scatter_tensor_coalesced_" => "dist.reduce_scatter_tensor",
-        "gather_" => "dist.gather",
-        "scatter_" => "dist.scatter",
-        "alltoall_" => "dist.all_to_all",
-        "alltoall_base_" => "dist.all_to_all_single",
-        "barrier" => "dist.barrier",
-        _ => return None,
-    })
+/// A torch.distributed collective or point-to-point op, which c10d runs on its own NCCL stream.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Collective {
+    AllReduce,
+    AllReduceCoalesced,
+    Broadcast,
+    Reduce,
+    Isend,
+    Irecv,
+    AllGather,
+    AllGatherIntoTensor,
+    AllGatherCoalesced,
+    ReduceScatter,
+    ReduceScatterTensor,
+    Gather,
+    Scatter,
+    AllToAll,
+    AllToAllSingle,
+    Barrier,
+}
+
+impl Collective {
+    /// The collective behind a c10d op (`allreduce_.default` is an all-reduce), if the label names one.
+    pub fn of_op(label: &str) -> Option<Collective> {
+        let op = label.split_once('.').map_or(label, |(op, _)| op);
+        Some(match op {
+            "allreduce_" => Collective::AllReduce,
+            "allreduce_coalesced_" => Collective::AllReduceCoalesced,
+            "broadcast_" => Collective::Broadcast,
+            "reduce_" => Collective::Reduce,
+            "send" => Collective::Isend,
+            "recv_" | "recv_any_source_" => Collective::Irecv,
+            "allgather_" => Collective::AllGather,
+            "_allgather_base_" | "allgather_into_tensor_coalesced_" => Collective::AllGatherIntoTensor,
+            "allgather_coalesced_" => Collective::AllGatherCoalesced,
+            "reduce_scatter_" => Collective::ReduceScatter,
+            "_reduce_scatter_base_" | "reduce_scatter_tensor_coalesced_" => Collective::ReduceScatterTensor,
+            "gather_" => Collective::Gather,
+            "scatter_" => Collective::Scatter,
+            "alltoall_" => Collective::AllToAll,
+            "alltoall_base_" => Collective::AllToAllSingle,
+            "barrier" => Collective::Barrier,
+            _ => return None,
+        })
+    }
+
+    /// The torch.distributed call that issues it: `dist.all_reduce`.
+    pub fn call(self) -> &'static str {
+        match self {
+            Collective::AllReduce => "dist.all_reduce",
+            Collective::AllReduceCoalesced => "dist.all_reduce_coalesced",
+            Collective::Broadcast => "dist.broadcast",
+            Collective::Reduce => "dist.reduce",
+            Collective::Isend => "dist.isend",
+            Collective::Irecv => "dist.irecv",
+            Collective::AllGather => "dist.all_gather",
+            Collective::AllGatherIntoTensor => "dist.all_gather_into_tensor",
+            Collective::AllGatherCoalesced => "dist.all_gather_coalesced",
+            Collective::ReduceScatter => "dist.reduce_scatter",
+            Collective::ReduceScatterTensor => "dist.reduce_scatter_tensor",
+            Collective::Gather => "dist.gather",
+            Collective::Scatter => "dist.scatter",
+            Collective::AllToAll => "dist.all_to_all",
+            Collective::AllToAllSingle => "dist.all_to_all_single",
+            Collective::Barrier => "dist.barrier",
+        }
+    }
+}
+
+impl Serialize for Collective {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.call())
+    }
 }
 
 impl Fix {
@@ -161,7 +209,7 @@ impl Fix {
         }
         // torch.distributed: a collective's end is waited for with its work handle, and its start follows the
         // current stream only.
-        let collective = |op: &OpOccurrence| op.site.region.as_deref().and_then(collective_call);
+        let collective = |op: &OpOccurrence| op.site.region.as_deref().and_then(Collective::of_op);
         match (collective(earlier), collective(later), later.site.stream.is_some()) {
             (Some(call), None, true) => {
                 return Some(Fix::WaitForCollective {
@@ -201,40 +249,12 @@ impl Fix {
     }
 }
 
-/// Whether a source location ("file:line") is in a Python file.
-fn is_python(place: &str) -> bool {
-    place.rsplit_once(':').map_or(place, |(file, _)| file).ends_with(".py")
-}
-
 /// A stream's number for people: in hex when it is a handle (a pointer) rather than a small id.
 pub fn stream_number(handle: u64) -> String {
     if handle > 0xF_FFFF {
         format!("{handle:#x}")
     } else {
         handle.to_string()
-    }
-}
-
-/// "stream 13" when only the handle is known, else the name with the handle last: "the default stream (1)",
-/// "stream `side = torch.cuda.Stream()` at train.py:11 (0x21a9b8f0)". A host thread's lane is "host thread N".
-impl fmt::Display for StreamRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.name, self.kind) {
-            (_, StreamKind::HostThread) => write!(f, "host thread {}", self.handle),
-            (Some(name), _) => write!(f, "{name} ({})", stream_number(self.handle)),
-            (None, _) => write!(f, "stream {}", stream_number(self.handle)),
-        }
-    }
-}
-
-impl StreamRef {
-    /// With its kind: "stream 13 (non-blocking)", "the default stream (1, legacy default)".
-    pub fn with_kind(&self) -> String {
-        match (&self.name, self.kind) {
-            (_, StreamKind::HostThread) => self.to_string(),
-            (Some(name), kind) => format!("{name} ({}, {})", stream_number(self.handle), kind.as_str()),
-            (None, kind) => format!("stream {} ({})", stream_number(self.handle), kind.as_str()),
-        }
     }
 }
 
@@ -257,107 +277,4 @@ impl Fix {
             Fix::GraphDependency { .. } | Fix::WaitForCollective { .. } => {}
         }
     }
-}
-
-impl fmt::Display for Fix {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Fix::RecordAndWait { record_on, after, wait_on, before, after_at, before_at } => {
-                if [after_at, before_at].iter().all(|p| p.as_ref().is_some_and(|p| is_python(p))) {
-                    // A PyTorch program: say it with PyTorch's calls.
-                    write!(
-                        f,
-                        "after `{after}`{}, record an event on its stream, {record_on} (`ev = torch.cuda.Event(); ev.record()` on that stream), and before `{before}`{} make {wait_on} wait on it (`torch.cuda.current_stream().wait_event(ev)` there, or `wait_stream` on the whole stream)",
-                        at(after_at),
-                        at(before_at)
-                    )
-                } else {
-                    write!(
-                        f,
-                        "record an event on {record_on} right after `{after}`{} (cudaEventRecord), and make {wait_on} wait on it before `{before}`{} (cudaStreamWaitEvent)",
-                        at(after_at),
-                        at(before_at)
-                    )
-                }
-            }
-            Fix::FreeAfterUse { free_stream, use_stream, use_op } => write!(
-                f,
-                "the block is freed on {free_stream} before `{use_op}` on {use_stream} is done with it: issue the free after `{use_op}`, and order it (record an event on {use_stream} after `{use_op}` and make {free_stream} wait on it before cudaFreeAsync, or free on {use_stream})"
-            ),
-            Fix::SyncBeforeRelease { stream, after } => write!(
-                f,
-                "synchronize {stream} (or an event recorded after `{after}`) before releasing the memory"
-            ),
-            Fix::HostWaitsFirst { stream, after, touch, after_at, touch_at } => {
-                if touch_at.as_ref().is_some_and(|p| is_python(p)) {
-                    write!(
-                        f,
-                        "the host touches the buffer in `{touch}`{} while `{after}`{} on {stream} may still be running: wait for it first (`ev.synchronize()` on an event recorded after it, or `torch.cuda.current_stream().synchronize()` / that stream's `synchronize()`), or make the copy blocking (`non_blocking=False`)",
-                        at(touch_at),
-                        at(after_at)
-                    )
-                } else {
-                    write!(
-                        f,
-                        "the host touches the buffer in `{touch}`{} while `{after}`{} on {stream} may still be running: call cudaEventSynchronize on an event recorded after it, or cudaStreamSynchronize({}), before the host touches it, or use a blocking copy",
-                        at(touch_at),
-                        at(after_at),
-                        stream_number(stream.handle)
-                    )
-                }
-            }
-            Fix::AfterHostAccess { touch, stream, before } => write!(
-                f,
-                "issue `{before}` on {stream} only after the host thread's `{touch}` is done with the buffer (hand it over between the threads first)"
-            ),
-            Fix::GraphDependency { graph, from, from_at, to, to_at, explicit } => {
-                write!(f, "add a dependency edge from node `{from}`{} to node `{to}`{} in {graph}", at(from_at), at(to_at))?;
-                if *explicit {
-                    write!(f, " (cudaGraphAddDependencies, or list `{from}`'s node among `{to}`'s dependencies when adding it)")?;
-                }
-                Ok(())
-            }
-            Fix::CaptureJoin { graph, record_on, after, after_at, wait_on, before, before_at, framework } => {
-                write!(
-                    f,
-                    "inside the capture of {graph}, record an event on {record_on} after `{after}`{} and make {wait_on} wait on it before `{before}`{}",
-                    at(after_at),
-                    at(before_at),
-                )?;
-                if *framework {
-                    f.write_str(" (in PyTorch, the consuming stream's `wait_stream` of the producing one inside the `torch.cuda.graph` block)")?;
-                }
-                f.write_str(": the join becomes the missing graph edge")
-            }
-            Fix::WaitForCollective { collective, call, before, collective_at, before_at } => {
-                let at = |place: &Option<String>| place.as_ref().map_or(String::new(), |p| format!(" at {p}"));
-                // Point-to-point ops are asynchronous by name (isend, irecv); collectives by async_op=True.
-                let (handle, blocking) = match *call {
-                    "dist.isend" => ("dist.isend(...)".to_string(), "use the blocking `dist.send`".to_string()),
-                    "dist.irecv" => ("dist.irecv(...)".to_string(), "use the blocking `dist.recv`".to_string()),
-                    _ => (format!("{call}(..., async_op=True)"), format!("issue `{call}` without async_op")),
-                };
-                write!(
-                    f,
-                    "`{before}`{} touches the tensor of `{collective}` (`{call}`{}) while it may still run on its NCCL stream: call `work.wait()` on the handle `{handle}` returned before `{before}` (it makes the current stream wait for it), or {blocking}",
-                    at(before_at),
-                    at(collective_at)
-                )
-            }
-            Fix::WaitStreamBeforeCollective { stream, after, collective, call, after_at, collective_at } => {
-                let at = |place: &Option<String>| place.as_ref().map_or(String::new(), |p| format!(" at {p}"));
-                write!(
-                    f,
-                    "`{call}`{} (`{collective}`) is ordered after the current stream only (it runs on it, or on NCCL's stream once that waited for it), while `{after}`{} on {stream} may still use its tensor: before `{call}`, make the current stream wait for {stream} (`torch.cuda.current_stream().wait_stream(s)` for that stream s, or an event recorded after `{after}`)",
-                    at(collective_at),
-                    at(after_at)
-                )
-            }
-        }
-    }
-}
-
-/// ` at file:line`, or nothing when the place is unknown.
-fn at(place: &Option<String>) -> String {
-    place.as_ref().map_or(String::new(), |p| format!(" at {p}"))
 }

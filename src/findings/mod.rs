@@ -10,7 +10,7 @@ use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 pub use collector::{FindingCollector, RaceKey};
-pub use fix::{stream_number, Fix};
+pub use fix::{stream_number, Collective, Fix};
 
 use crate::model::{
     AccessRange, AllocKind, EventId, GraphBuild, NativeSite, SourceLocation, StreamId, StreamKind, ThreadId,
@@ -257,16 +257,6 @@ pub struct UnrecordedWait {
     /// The name people know the event by ("event `ev = torch.cuda.Event()` at train.py:12"), when known.
     pub event_name: Option<Arc<str>>,
     pub count: u64,
-}
-
-impl UnrecordedWait {
-    /// "event 5", or its name with the handle: "event `ev = torch.cuda.Event()` at train.py:12 (5)".
-    pub fn event_phrase(&self) -> String {
-        match &self.event_name {
-            Some(name) => format!("{name} ({})", fix::stream_number(self.event)),
-            None => format!("event {}", self.event),
-        }
-    }
 }
 
 /// Unordered pairs of operations on two streams, attributed to the site of the later operation and the site of

@@ -9,7 +9,8 @@ use std::io;
 
 use serde::Serialize;
 
-use super::{describe_location, describe_op, describe_why, race_title, Report};
+use super::fix::fix_text;
+use super::{describe_location, describe_op, describe_why, event_phrase, race_title, Report};
 use crate::analysis::Analysis;
 use crate::findings::{EdgeKind, RaceFinding};
 use crate::timeline::Timeline;
@@ -133,7 +134,7 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
         }
         lines.extend(describe_location(race));
         lines.push(format!("why: {}", describe_why(race)));
-        lines.push(format!("fix: {}", race.fix));
+        lines.push(format!("fix: {}", fix_text(&race.fix)));
         if race.count > 1 {
             lines.push(format!("seen {} times", race.count));
         }
@@ -158,7 +159,7 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
         findings.races_by_count().into_iter().take(FINDINGS_SHOWN).map(|race| race_view(race, false)).collect();
     views.extend(findings.timing_only_races.iter().take(FINDINGS_SHOWN).map(|race| race_view(race, true)));
     views.extend(findings.unrecorded_waits.iter().take(FINDINGS_SHOWN).map(|w| FindingView {
-        title: format!("wait on a never-recorded event: {}", w.event_phrase()),
+        title: format!("wait on a never-recorded event: {}", event_phrase(w)),
         earlier: None,
         later: None,
         earlier_node: None,

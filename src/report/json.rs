@@ -4,6 +4,7 @@ use std::io;
 
 use serde::Serialize;
 
+use super::fix::fix_text;
 use super::{describe_why, Report};
 use crate::analysis::Analysis;
 use crate::findings::{EdgeCount, RaceFinding, StreamPairCount, UnorderedPairGroup, UnrecordedWait};
@@ -69,7 +70,7 @@ struct WireRace<'a> {
 }
 
 fn wire_race(finding: &RaceFinding) -> WireRace<'_> {
-    WireRace { finding, why_text: describe_why(finding), fix_text: finding.fix.to_string() }
+    WireRace { finding, why_text: describe_why(finding), fix_text: fix_text(&finding.fix) }
 }
 
 impl Report for JsonReport {

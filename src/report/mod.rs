@@ -3,6 +3,7 @@
 //! collected beside the analysis). Reports never decide anything; the sentences shared by several formats live
 //! here.
 
+pub mod fix;
 pub mod html;
 pub mod json;
 pub mod perfetto;
@@ -14,7 +15,9 @@ mod timeline_picture;
 use std::io;
 
 use crate::analysis::Analysis;
-use crate::findings::{AccessAction, OpClass, OpOccurrence, RaceFinding, Unordered};
+use crate::findings::{
+    stream_number, AccessAction, OpClass, OpOccurrence, RaceFinding, StreamRef, Unordered, UnrecordedWait,
+};
 use crate::model::StreamKind;
 
 /// An output format.
@@ -57,6 +60,35 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     escaped.into()
+}
+
+/// A stream in a sentence: "stream 13" when only the handle is known, else the name with the handle last: "the
+/// default stream (1)", "stream `side = torch.cuda.Stream()` at train.py:11 (0x21a9b8f0)". A host thread's lane
+/// is "host thread N".
+pub fn stream_phrase(stream: &StreamRef) -> String {
+    match (&stream.name, stream.kind) {
+        (_, StreamKind::HostThread) => format!("host thread {}", stream.handle),
+        (Some(name), _) => format!("{name} ({})", stream_number(stream.handle)),
+        (None, _) => format!("stream {}", stream_number(stream.handle)),
+    }
+}
+
+/// A stream with its kind: "stream 13 (non-blocking)", "the default stream (1, legacy default)".
+pub fn stream_with_kind(stream: &StreamRef) -> String {
+    match (&stream.name, stream.kind) {
+        (_, StreamKind::HostThread) => stream_phrase(stream),
+        (Some(name), kind) => format!("{name} ({}, {})", stream_number(stream.handle), kind.as_str()),
+        (None, kind) => format!("stream {} ({})", stream_number(stream.handle), kind.as_str()),
+    }
+}
+
+/// The event a wait waited on: "event 5", or its name with the handle: "event `ev = torch.cuda.Event()` at
+/// train.py:12 (5)".
+pub fn event_phrase(wait: &UnrecordedWait) -> String {
+    match &wait.event_name {
+        Some(name) => format!("{name} ({})", stream_number(wait.event)),
+        None => format!("event {}", wait.event),
+    }
 }
 
 /// Demangled template names run to hundreds of characters: a listing line drops the return type, namespace
@@ -150,7 +182,7 @@ pub fn describe_op(op: &OpOccurrence) -> String {
     };
     match &site.stream {
         Some(stream) if stream.kind == StreamKind::HostThread => text.push_str(" on the host"),
-        Some(stream) => text.push_str(&format!(" on {}", stream.with_kind())),
+        Some(stream) => text.push_str(&format!(" on {}", stream_with_kind(stream))),
         None => text.push_str(" on the host"),
     }
     text.push_str(&format!(", host thread {}", site.thread.tid));
@@ -201,9 +233,9 @@ pub fn describe_why(race: &RaceFinding) -> String {
             op_label(earlier), op_label(later)
         ),
         Unordered::CrossStream { known, position } => {
-            let earlier_stream = earlier.site.stream.as_ref().map_or("stream ?".to_string(), |s| s.to_string());
+            let earlier_stream = earlier.site.stream.as_ref().map_or("stream ?".to_string(), stream_phrase);
             let observer = match &later.site.stream {
-                Some(s) if s.kind != StreamKind::HostThread => s.to_string(),
+                Some(s) if s.kind != StreamKind::HostThread => stream_phrase(s),
                 _ => "the host thread".to_string(),
             };
             let seen = if *known == 0 {

@@ -106,7 +106,7 @@ fn events(analysis: &Analysis, timeline: &Timeline) -> Vec<Value> {
             (Some(k), Some(nodes)) => node_slice(later, k, nodes.len()).0,
             _ => micros(later.start_ns),
         };
-        let mut args = json!({"why": super::describe_why(race), "fix": race.fix.to_string(), "count": race.count,
+        let mut args = json!({"why": super::describe_why(race), "fix": super::fix::fix_text(&race.fix), "count": race.count,
                               "earlier": super::describe_op(&race.earlier), "later": super::describe_op(&race.later),
                               "earlier_seq": race.earlier.seq, "later_seq": race.later.seq});
         if let Some(nodes) = timeline.outlined_nodes(race) {

@@ -3,7 +3,10 @@
 
 use std::io;
 
-use super::{describe_location, describe_op, describe_why, ordinal, printable, shorten, Report};
+use super::fix::fix_text;
+use super::{
+    describe_location, describe_op, describe_why, event_phrase, ordinal, printable, shorten, stream_phrase, Report,
+};
 use crate::analysis::Analysis;
 use crate::findings::{AccessAction, EdgeKind, OpOccurrence, RaceFinding};
 use crate::hb::HostOrder;
@@ -89,7 +92,7 @@ fn write_race(out: &mut dyn io::Write, race: &RaceFinding, timing_only: bool) ->
             "  Only the timing of this run orders the two host calls: taken in their timestamp order they are ordered, but no host synchronization the capture saw (a join, a mutex, a condition variable, a semaphore) hands the work over between the threads. Unless something it cannot see does (a std::atomic flag, a spin loop, a futex), this is a race."
         )?;
     }
-    writeln!(out, "  Fix: {}", printable(&race.fix.to_string()))?;
+    writeln!(out, "  Fix: {}", printable(&fix_text(&race.fix)))?;
     if race.count > 1 {
         writeln!(out, "  Seen {} times (first occurrence shown).", race.count)?;
     }
@@ -164,7 +167,7 @@ impl Report for TextReport {
                 out,
                 "  {} waits on {}, which no record preceded:",
                 printable(&describe_op(&wait.wait)),
-                printable(&wait.event_phrase())
+                printable(&event_phrase(wait))
             )?;
             let source = wait
                 .wait
@@ -203,13 +206,13 @@ impl Report for TextReport {
         if !analysis.stats.has_addresses && !findings.edges.is_empty() {
             writeln!(out, "Happens-before edges found:")?;
             for edge in &findings.edges {
-                let to = edge.to.as_ref().map_or("the host".to_string(), |s| printable(&s.to_string()).into_owned());
+                let to = edge.to.as_ref().map_or("the host".to_string(), |s| printable(&stream_phrase(s)).into_owned());
                 let via = match edge.via {
                     EdgeKind::EventWait => "event record -> wait",
                     EdgeKind::HostSync => "host synchronization",
                     EdgeKind::LegacyDefault => "legacy default stream",
                 };
-                writeln!(out, "  {} -> {to}: {} ({via})", printable(&edge.from.to_string()), edge.count)?;
+                writeln!(out, "  {} -> {to}: {} ({via})", printable(&stream_phrase(&edge.from)), edge.count)?;
             }
         }
         let total_pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
@@ -238,7 +241,7 @@ impl Report for TextReport {
                 writeln!(out, "Unordered cross-stream operation pairs, by site (most first):")?;
                 for group in findings.unordered_pairs.iter().take(PAIR_GROUPS_SHOWN) {
                     let stream = |s: &crate::findings::Site| {
-                        s.stream.as_ref().map_or("stream 0".to_string(), |s| printable(&s.to_string()).into_owned())
+                        s.stream.as_ref().map_or("stream 0".to_string(), |s| printable(&stream_phrase(s)).into_owned())
                     };
                     writeln!(
                         out,
