@@ -12,6 +12,10 @@
 //! operation issued on it. Several
 //! streams created at one line (a loop, `s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()`) are told apart by
 //! their order there (`#2`).
+//!
+//! The short forms of names, places and handles that timelines and reports both use are in `short`.
+
+pub mod short;
 
 use std::sync::Arc;
 
@@ -23,6 +27,7 @@ use crate::model::{
     is_nccl_kernel, Creation, Entity, GroupStream, NativeSite, OpKind, SourceLocation, StreamKind, TraceRecord,
 };
 use crate::symbols::Symbolizer;
+use short::short_place;
 
 /// A stream's or event's name, for reports.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -190,15 +195,6 @@ impl Names {
             stream.name = name.known_as.clone();
             stream.created_at = name.created_at.clone();
         }
-    }
-}
-
-/// `file:line` with the file's folders left out: names are read beside the full paths of the operations' lines.
-pub fn short_place(place: &SourceLocation) -> String {
-    let file = place.file.rsplit('/').next().unwrap_or(&place.file);
-    match place.line {
-        Some(line) => format!("{file}:{line}"),
-        None => file.to_string(),
     }
 }
 

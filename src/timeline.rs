@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::findings::{stream_number, EdgeKind, OpOccurrence, RaceFinding};
+use crate::findings::{EdgeKind, OpOccurrence, RaceFinding};
 use crate::hb::HbEdge;
 use crate::model::{OpKind, StreamKind, TraceRecord};
+use crate::names::short::{short_name, short_op_name, stream_number};
 use crate::names::Names;
-use crate::report::short_names::{short_name, short_op_name};
 
 /// Lanes are drawn in groups, one per device of a process, and host threads' own accesses last in their
 /// process. The one place lanes are grouped and ordered: a rank (a distributed job's process) joins the key

@@ -55,7 +55,7 @@ fn chart_rows(tables: &[(&'static str, DataFrame)]) -> PolarsResult<(ChartRows, 
             let label = format!(
                 "process {} stream {}",
                 process.get(i).unwrap_or(0),
-                crate::findings::stream_number(stream.get(i).unwrap_or(0))
+                crate::names::short::stream_number(stream.get(i).unwrap_or(0))
             );
             busy.push((label, ns.get(i).unwrap_or(0) as f64 / 1e6));
         }

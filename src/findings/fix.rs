@@ -249,15 +249,6 @@ impl Fix {
     }
 }
 
-/// A stream's number for people: in hex when it is a handle (a pointer) rather than a small id.
-pub fn stream_number(handle: u64) -> String {
-    if handle > 0xF_FFFF {
-        format!("{handle:#x}")
-    } else {
-        handle.to_string()
-    }
-}
-
 impl Fix {
     /// Calls `f` on every stream the fix names.
     pub fn each_stream_ref(&mut self, f: &mut impl FnMut(&mut StreamRef)) {

@@ -10,7 +10,7 @@ use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 pub use collector::{FindingCollector, RaceKey};
-pub use fix::{stream_number, Collective, Fix};
+pub use fix::{Collective, Fix};
 
 use crate::model::{
     AccessRange, AllocKind, EventId, GraphBuild, NativeSite, SourceLocation, StreamId, StreamKind, ThreadId,

@@ -6,8 +6,8 @@
 use std::fmt::Write;
 
 use super::stream_phrase;
-use crate::findings::stream_number;
 use crate::findings::{Collective, Fix};
+use crate::names::short::stream_number;
 
 /// The fix as one sentence, without its "Fix:" label.
 pub fn fix_text(fix: &Fix) -> String {

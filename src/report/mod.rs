@@ -8,17 +8,15 @@ pub mod html;
 pub mod json;
 pub mod perfetto;
 pub mod png;
-pub mod short_names;
 pub mod text;
 mod timeline_picture;
 
 use std::io;
 
 use crate::analysis::Analysis;
-use crate::findings::{
-    stream_number, AccessAction, OpClass, OpOccurrence, RaceFinding, StreamRef, Unordered, UnrecordedWait,
-};
+use crate::findings::{AccessAction, OpClass, OpOccurrence, RaceFinding, StreamRef, Unordered, UnrecordedWait};
 use crate::model::StreamKind;
+use crate::names::short::{short_name, short_op_name, short_place, stream_number};
 
 /// An output format.
 pub trait Report {
@@ -155,13 +153,13 @@ fn op_label(op: &OpOccurrence) -> std::borrow::Cow<'_, str> {
 /// An operation in a title: its short op or kernel name, and its line when known ("fill_ at train.py:13").
 pub fn short_op(op: &OpOccurrence) -> String {
     let name = match (&op.site.region, op.site.class) {
-        (Some(region), _) => short_names::short_op_name(region).to_string(),
+        (Some(region), _) => short_op_name(region).to_string(),
         // A host access is named after the framework op that made it.
-        (None, OpClass::HostAccess) => short_names::short_op_name(&op.site.name).to_string(),
-        (None, _) => short_names::short_name(&op.site.name).into_owned(),
+        (None, OpClass::HostAccess) => short_op_name(&op.site.name).to_string(),
+        (None, _) => short_name(&op.site.name).into_owned(),
     };
     match &op.site.source {
-        Some(source) => format!("{name} at {}", crate::names::short_place(source)),
+        Some(source) => format!("{name} at {}", short_place(source)),
         None => name,
     }
 }

@@ -12,6 +12,7 @@ use crate::findings::{AccessAction, EdgeKind, OpOccurrence, RaceFinding};
 use crate::hb::HostOrder;
 use crate::ingest::Counter;
 use crate::model::GraphBuild;
+use crate::names::short::short_name;
 
 /// How many unordered-pair groups the text report lists.
 const PAIR_GROUPS_SHOWN: usize = 10;
@@ -366,8 +367,7 @@ fn write_exact_kernels(out: &mut dyn io::Write, exact: &crate::hb::ExactKernels)
             Ok(crate::model::Unseen::GraphNode) => "graph launches, which keep their arguments' blocks",
             Ok(crate::model::Unseen::NotReadBack) | Err(_) => "accesses that could not be read back",
         };
-        let names: Vec<String> =
-            unseen.kernels.iter().map(|k| printable(&super::short_names::short_name(k)).into_owned()).collect();
+        let names: Vec<String> = unseen.kernels.iter().map(|k| printable(&short_name(k)).into_owned()).collect();
         writeln!(out, "  {} launches: {why} ({})", unseen.launches, names.join(", "))?;
     }
     if exact.graph_nodes_with_arguments > 0 {

@@ -1,9 +1,29 @@
-//! Short names for places where a whole name does not fit (a bar of a timeline, a finding's title): a kernel's
-//! function name without its namespaces, template arguments and parameters, a framework op without its
-//! namespace and overload. Sentences keep the longer forms ([`super::kernel_name`]); the JSON report keeps
-//! every name whole.
+//! Short forms for places where a whole name does not fit (a bar or lane of a timeline, a finding's title): a
+//! kernel's function name without its namespaces, template arguments and parameters, a framework op without
+//! its namespace and overload, a source line without its folders, a handle as people read it. Sentences keep
+//! the longer forms (crate::report::kernel_name); the JSON report keeps every name whole.
 
 use std::borrow::Cow;
+
+use crate::model::SourceLocation;
+
+/// A stream's or event's number for people: in hex when it is a handle (a pointer) rather than a small id.
+pub fn stream_number(handle: u64) -> String {
+    if handle > 0xF_FFFF {
+        format!("{handle:#x}")
+    } else {
+        handle.to_string()
+    }
+}
+
+/// `file:line` with the file's folders left out: names are read beside the full paths of the operations' lines.
+pub fn short_place(place: &SourceLocation) -> String {
+    let file = place.file.rsplit('/').next().unwrap_or(&place.file);
+    match place.line {
+        Some(line) => format!("{file}:{line}"),
+        None => file.to_string(),
+    }
+}
 
 /// A kernel's bare function name: `void at::native::reduce_kernel<512, 1, at::native::ReduceOp<...>>(...)` ->
 /// `reduce_kernel`, `write_kernel(float*, int)` -> `write_kernel`. A name with no template or parameter list
