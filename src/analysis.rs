@@ -1,19 +1,18 @@
-//! One analysis of one trace: ingest, engine, findings, with the counters of every stage.
+//! One analysis of one trace: ingest, engine, findings, then the one pass that resolves what the findings' ids
+//! stand for (crate::resolve), with the counters of every stage.
 
 use std::path::Path;
-
-use serde::Serialize;
 
 use crate::findings::Findings;
 use crate::hb::{Engine, EngineOptions, EngineStats, HostOrder};
 use crate::ingest::{self, ImportCounters, IngestError, RecordSource};
 use crate::model::{JobPlace, TraceRecord};
 use crate::names::Names;
-use crate::symbols::Symbolizer;
+use crate::resolve::{self, Lookup, Tables};
 use crate::timeline::Timeline;
 
 /// Everything a report needs.
-#[derive(Debug, Serialize)]
+#[derive(Debug)]
 pub struct Analysis {
     pub trace: String,
     pub format: &'static str,
@@ -23,14 +22,21 @@ pub struct Analysis {
     /// Whether the trace records the host synchronization between its threads (its header says so).
     pub host_sync_recorded: bool,
     /// The process's place in a distributed job, when its trace says (a `capture` of torchrun).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub job: Option<JobPlace>,
     pub findings: Findings,
+    /// What the findings' ids stand for: names, source lines, symbolized call sites.
+    pub tables: Tables,
     pub stats: EngineStats,
     pub import: ImportCounters,
     /// Bars and arrows for timeline reports, when asked for.
-    #[serde(skip)]
     pub timeline: Option<Timeline>,
+}
+
+impl Analysis {
+    /// The findings with what their ids stand for, as reports read them.
+    pub fn lookup(&self) -> Lookup<'_> {
+        Lookup { findings: &self.findings, tables: &self.tables }
+    }
 }
 
 /// Why an analysis could not finish.
@@ -116,20 +122,18 @@ fn run(
             }
         }
     }
-    let mut import = source.finish();
-    let mut symbols = Symbolizer::new();
-    names.finish(&mut symbols);
-    if let Some(timeline) = timeline.as_mut() {
-        timeline.finish(&engine.take_edges(), &names);
-    }
+    let import = source.finish();
+    let edges = engine.take_edges();
     let (host_order, host_sync_recorded) = (engine.host_order(), engine.host_sync_recorded());
     let (mut findings, stats) = engine.finish();
     if let Some(twin) = by_timestamps {
         findings.set_apart_timing_only(&twin.finish().0);
     }
-    // Only what the findings hold is symbolized (and the creation sites of the streams and events named).
-    symbols.resolve(&mut findings, &mut import);
-    names.name_findings(&mut findings);
+    // Only what the findings show is symbolized (and the creation sites of the streams and events named).
+    let tables = resolve::resolve(&findings, names);
+    if let Some(timeline) = timeline.as_mut() {
+        timeline.finish(&edges, &tables.names);
+    }
     Ok(Analysis {
         trace: name.to_string(),
         format,
@@ -137,6 +141,7 @@ fn run(
         host_sync_recorded,
         job,
         findings,
+        tables,
         stats,
         import,
         timeline,

@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use anyhow::Context;
 
 use crate::analysis::{analyze_path, analyze_path_with_timeline, Analysis, AnalysisError};
+use crate::findings::IdShift;
 use crate::hb::EngineOptions;
 
 /// One trace of the job and what its analysis gave.
@@ -47,12 +48,12 @@ impl JobTrace {
 
 /// The GPUs of the streams the analysis's findings name, in order.
 pub fn finding_devices(analysis: &Analysis) -> Vec<u32> {
-    let findings = &analysis.findings;
+    let (findings, look) = (&analysis.findings, analysis.lookup());
     let ops = findings
         .all_races()
         .flat_map(|r| [&r.earlier, &r.later])
         .chain(findings.unrecorded_waits.iter().map(|w| &w.wait));
-    let mut devices: Vec<u32> = ops.filter_map(|op| op.site.stream.as_ref().map(|s| s.device)).collect();
+    let mut devices: Vec<u32> = ops.filter_map(|op| look.stream_of(op.site).map(|s| s.gpu)).collect();
     devices.sort_unstable();
     devices.dedup();
     devices
@@ -169,6 +170,7 @@ pub fn merged_for_timeline(dir: &Path, traces: &[JobTrace]) -> Option<Analysis> 
         host_sync_recorded: first.host_sync_recorded,
         job: None,
         findings: Default::default(),
+        tables: Default::default(),
         stats: Default::default(),
         import: Default::default(),
         timeline: Some(Default::default()),
@@ -199,18 +201,15 @@ pub fn merged_for_timeline(dir: &Path, traces: &[JobTrace]) -> Option<Analysis> 
             a
         }));
         into.gpu_time = if group == 0 { timeline.gpu_time } else { into.gpu_time && timeline.gpu_time };
-        let findings = &mut merged.findings;
-        findings.races.extend(analysis.findings.races.iter().cloned().map(|mut race| {
-            race.earlier.seq += seq_base;
-            race.later.seq += seq_base;
-            race
-        }));
-        findings.timing_only_races.extend(analysis.findings.timing_only_races.iter().cloned().map(|mut race| {
-            race.earlier.seq += seq_base;
-            race.later.seq += seq_base;
-            race
-        }));
-        findings.unrecorded_waits.extend(analysis.findings.unrecorded_waits.iter().cloned());
+        let names = &merged.tables.names;
+        let shift = IdShift {
+            streams: names.streams.len() as u32,
+            events: names.events.len() as u32,
+            threads: names.threads.len() as u32,
+            seq: seq_base,
+        };
+        merged.findings.append(&analysis.findings, shift);
+        merged.tables.append(&analysis.tables);
         merged.stats.operations += analysis.stats.operations;
         merged.stats.accesses += analysis.stats.accesses;
         merged.stats.has_addresses |= analysis.stats.has_addresses;

@@ -2,8 +2,8 @@
 //! a PyTorch user knows their stream as `side = torch.cuda.Stream()` at `train.py:11`, the default stream or
 //! NCCL's stream, a C++ user as the `cudaStreamCreate` at `pipeline.cu:40`. Collected beside the analysis from
 //! the records (what each stream is, where it was created, what ran on it: per entity, not per operation), then
-//! put into the findings' stream and event references, which every report prints. The handle stays beside the
-//! name everywhere, and is all that is said when nothing better is known.
+//! made a [`NameTable`] by id, which crate::resolve hands to every report (findings hold the ids). The handle
+//! stays beside the name everywhere, and is all that is said when nothing better is known.
 //!
 //! A stream's name comes from the first of: the framework line that created it (a [`Creation`] record, tier
 //! T2); being a default stream; carrying only NCCL's kernels (with the process group whose collectives launched
@@ -22,9 +22,9 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use crate::findings::{Findings, StreamRef};
 use crate::model::{
-    is_nccl_kernel, Creation, Entity, GroupStream, NativeSite, OpKind, SourceLocation, StreamKind, TraceRecord,
+    is_nccl_kernel, Creation, Entity, EventId, GroupStream, NativeSite, OpKind, SourceLocation, StreamId, StreamKind,
+    ThreadId, TraceRecord,
 };
 use crate::symbols::Symbolizer;
 use short::short_place;
@@ -50,6 +50,8 @@ struct Facts {
     /// The thread id of the host thread that created it (a per-thread default stream's thread).
     tid: Option<u64>,
     device: u32,
+    /// The device's number as the trace gave it.
+    gpu: u32,
     /// The framework's line for it, its text, and when it arrived (for ordinals).
     framework: Option<(SourceLocation, Option<Arc<str>>, u64)>,
     /// The creation site the declaration gave, and when.
@@ -72,8 +74,48 @@ pub struct Names {
     tids: Vec<u64>,
     /// Counts the creation lines seen, to order the entities created at one place.
     arrivals: u64,
-    stream_names: Vec<Name>,
-    event_names: Vec<Name>,
+}
+
+/// A declared stream as people know it: its handle, kind and GPU, and its name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamEntry {
+    pub handle: u64,
+    pub kind: StreamKind,
+    /// The device's number as the trace gave it (the CUDA device index).
+    pub gpu: u32,
+    pub name: Name,
+}
+
+/// What the trace's streams, events and host threads are called, by dense id.
+#[derive(Clone, Debug, Default)]
+pub struct NameTable {
+    /// None for an id no stream record declared.
+    pub streams: Vec<Option<StreamEntry>>,
+    pub events: Vec<Name>,
+    /// The thread id of each host thread.
+    pub threads: Vec<u64>,
+}
+
+impl NameTable {
+    pub fn stream(&self, id: StreamId) -> Option<&StreamEntry> {
+        self.streams.get(id.index()).and_then(Option::as_ref)
+    }
+
+    pub fn event(&self, id: EventId) -> Option<&Name> {
+        self.events.get(id.index())
+    }
+
+    /// The thread id of a host thread (0 for an id no thread record declared).
+    pub fn tid(&self, id: ThreadId) -> u64 {
+        self.threads.get(id.index()).copied().unwrap_or_default()
+    }
+
+    /// Adds another analysis's names after these (a job's merged timeline): its ids move by as many as these hold.
+    pub fn append(&mut self, other: &NameTable) {
+        self.streams.extend(other.streams.iter().cloned());
+        self.events.extend(other.events.iter().cloned());
+        self.threads.extend(other.threads.iter().copied());
+    }
 }
 
 fn facts(table: &mut Vec<Facts>, index: usize) -> &mut Facts {
@@ -101,6 +143,7 @@ impl Names {
                 stream.handle = info.handle;
                 stream.tid = tid;
                 stream.device = info.device.0;
+                stream.gpu = info.gpu;
                 stream.declared_at = info.source.clone().map(|s| (s, self.arrivals));
                 stream.declared_native = info.native.clone().map(|n| (n, self.arrivals));
             }
@@ -147,7 +190,7 @@ impl Names {
 
     /// Names every stream and event from what was observed; a creation known only by its native call site is
     /// named by the program's line there (`symbols`).
-    pub fn finish(&mut self, symbols: &mut Symbolizer) {
+    pub fn finish(mut self, symbols: &mut Symbolizer) -> NameTable {
         for facts in self.streams.iter_mut().chain(self.events.iter_mut()) {
             if let (None, Some((site, at))) = (&facts.declared_at, &facts.declared_native) {
                 facts.declared_at = symbols.locate_program(site).map(|place| (place, *at));
@@ -162,39 +205,18 @@ impl Names {
             devices.dedup();
             devices.len()
         };
-        self.stream_names = self
+        let streams = self
             .streams
             .iter()
             .zip(stream_places)
-            .map(|(facts, nth)| stream_name(facts, nth, legacy_devices > 1))
+            .map(|(facts, nth)| {
+                let kind = facts.kind?;
+                let name = stream_name(facts, nth, legacy_devices > 1);
+                Some(StreamEntry { handle: facts.handle, kind, gpu: facts.gpu, name })
+            })
             .collect();
-        self.event_names = self.events.iter().zip(event_places).map(|(facts, nth)| event_name(facts, nth)).collect();
-    }
-
-    /// The name of the stream with dense id `index`, once [`finish`](Names::finish)ed.
-    pub fn stream(&self, index: usize) -> Option<&Name> {
-        self.stream_names.get(index)
-    }
-
-    pub fn event(&self, index: usize) -> Option<&Name> {
-        self.event_names.get(index)
-    }
-
-    /// Puts the names into every stream and event reference of `findings`.
-    pub fn name_findings(&self, findings: &mut Findings) {
-        findings.each_stream_ref(|stream| self.name_stream_ref(stream));
-        for wait in findings.unrecorded_waits.iter_mut().chain(findings.waits_with_unknown_record.iter_mut()) {
-            if let Some(name) = wait.event_id.and_then(|id| self.event(id.index())) {
-                wait.event_name = name.known_as.clone();
-            }
-        }
-    }
-
-    fn name_stream_ref(&self, stream: &mut StreamRef) {
-        if let Some(name) = self.stream(stream.id.index()) {
-            stream.name = name.known_as.clone();
-            stream.created_at = name.created_at.clone();
-        }
+        let events = self.events.iter().zip(event_places).map(|(facts, nth)| event_name(facts, nth)).collect();
+        NameTable { streams, events, threads: self.tids }
     }
 }
 
@@ -377,21 +399,24 @@ mod tests {
 
     const ALL_REDUCE: &str = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
 
-    fn named(records: &[TraceRecord]) -> Names {
+    fn named(records: &[TraceRecord]) -> NameTable {
         let mut names = Names::default();
         for record in records {
             names.observe(record);
         }
-        names.finish(&mut Symbolizer::new());
-        names
+        names.finish(&mut Symbolizer::new())
     }
 
-    fn known(names: &Names, stream: usize) -> Option<String> {
-        names.stream(stream).and_then(|n| n.known_as.as_deref().map(str::to_string))
+    fn name(names: &NameTable, stream: u32) -> Option<&Name> {
+        names.stream(StreamId(stream)).map(|entry| &entry.name)
     }
 
-    fn short(names: &Names, stream: usize) -> Option<&str> {
-        names.stream(stream).and_then(|n| n.short.as_deref())
+    fn known(names: &NameTable, stream: u32) -> Option<String> {
+        name(names, stream).and_then(|n| n.known_as.as_deref().map(str::to_string))
+    }
+
+    fn short(names: &NameTable, stream: u32) -> Option<&str> {
+        name(names, stream).and_then(|n| n.short.as_deref())
     }
 
     #[test]
@@ -418,7 +443,7 @@ mod tests {
         assert_eq!(known(&names, 1).as_deref(), Some("stream `side = torch.cuda.Stream()` at train.py:11"));
         assert_eq!(short(&names, 1), Some("side = torch.cuda.Stream()"));
         assert_eq!(
-            names.stream(1).and_then(|n| n.created_at.as_ref()).map(ToString::to_string).as_deref(),
+            name(&names, 1).and_then(|n| n.created_at.as_ref()).map(ToString::to_string).as_deref(),
             Some("/home/u/train.py:11")
         );
         assert_eq!(known(&names, 2).as_deref(), Some("NCCL's stream"));

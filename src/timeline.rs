@@ -8,9 +8,9 @@ use serde::Serialize;
 
 use crate::findings::{EdgeKind, OpOccurrence, RaceFinding};
 use crate::hb::HbEdge;
-use crate::model::{OpKind, StreamKind, TraceRecord};
+use crate::model::{OpKind, StreamId, StreamKind, TraceRecord};
 use crate::names::short::{short_name, short_op_name, stream_number};
-use crate::names::Names;
+use crate::names::NameTable;
 
 /// Lanes are drawn in groups, one per device of a process, and host threads' own accesses last in their
 /// process. The one place lanes are grouped and ordered: a rank (a distributed job's process) joins the key
@@ -241,7 +241,7 @@ impl Timeline {
 
     /// Places the bars, keeps as lanes the streams that ran something (named by `names`), and turns the
     /// engine's edges into arrows between bars.
-    pub fn finish(&mut self, edges: &[HbEdge], names: &Names) {
+    pub fn finish(&mut self, edges: &[HbEdge], names: &NameTable) {
         for op in &mut self.ops {
             if let Some(&(start, end)) = op.correlation.and_then(|c| self.gpu_times.get(&c)) {
                 (op.start_ns, op.end_ns) = (start, end.max(start));
@@ -285,7 +285,7 @@ impl Timeline {
 
     /// The lanes: the declared streams that ran something, named, in group order (then default streams first,
     /// then in creation order), and each bar's lane.
-    fn lay_out_lanes(&mut self, names: &Names) {
+    fn lay_out_lanes(&mut self, names: &NameTable) {
         let mut used = vec![false; self.declared.len()];
         for op in &self.ops {
             if let Some(flag) = used.get_mut(op.stream as usize) {
@@ -298,7 +298,7 @@ impl Timeline {
             .zip(&used)
             .filter_map(|(stream, used)| stream.clone().filter(|_| *used))
             .map(|mut stream| {
-                stream.name = names.stream(stream.id as usize).and_then(|n| n.short.clone());
+                stream.name = names.stream(StreamId(stream.id)).and_then(|entry| entry.name.short.clone());
                 stream
             })
             .collect();

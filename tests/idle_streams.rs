@@ -86,7 +86,8 @@ fn idle_streams_count_the_host_synchronizations_that_covered_them() {
     .concat();
     let analysis = run(&body);
     let host_syncs = |handle: u64| {
-        let edge = analysis.findings.edges.iter().find(|e| e.via == EdgeKind::HostSync && e.from.handle == handle);
+        let named = |id| analysis.lookup().stream(id).is_some_and(|s| s.handle == handle);
+        let edge = analysis.findings.edges.iter().find(|e| e.via == EdgeKind::HostSync && named(e.from));
         edge.map(|e| e.count)
     };
     assert_eq!(host_syncs(8), Some(8), "idle from the start: six device synchronizations, a free, a context one");

@@ -5,9 +5,8 @@ use streamtrace::analysis::{analyze_source, Analysis};
 use streamtrace::findings::{RaceFinding, RaceKind};
 use streamtrace::hb::{EngineOptions, HostOrder};
 use streamtrace::ingest::json::JsonTraceReader;
-use streamtrace::report::fix::fix_text;
 
-use crate::util::scenario::{self, assert_one_race, kernel, rec, wait};
+use crate::util::scenario::{self, assert_one_race, kernel, rec, wait, Found};
 
 const X: &str = "[\"0x1000\", 256]";
 const Y: &str = "[\"0x2000\", 256]";
@@ -51,11 +50,10 @@ type Race = (RaceKind, String, String);
 /// What a scenario's analysis found, to compare two host orders: every race with its count (those ordered only
 /// by timing apart), and the waits on never-recorded events.
 fn verdicts(analysis: &Analysis) -> (Vec<(Race, u64)>, Vec<Race>, usize) {
-    let races = |list: &[RaceFinding]| {
-        list.iter().map(|r| ((r.kind, r.earlier.site.name.clone(), r.later.site.name.clone()), r.count)).collect()
-    };
-    let timing_only = analysis.findings.timing_only_races.iter();
-    let timing_only = timing_only.map(|r| (r.kind, r.earlier.site.name.clone(), r.later.site.name.clone())).collect();
+    let name = |op: &streamtrace::findings::OpOccurrence| analysis.findings.site(op.site).name.clone();
+    let race = |r: &RaceFinding| (r.kind, name(&r.earlier), name(&r.later));
+    let races = |list: &[RaceFinding]| list.iter().map(|r| (race(r), r.count)).collect();
+    let timing_only = analysis.findings.timing_only_races.iter().map(race).collect();
     (races(&analysis.findings.races), timing_only, analysis.findings.unrecorded_waits.len())
 }
 
@@ -68,8 +66,8 @@ fn run(body: &str) -> Analysis {
     global
 }
 
-fn races(body: &str) -> Vec<RaceFinding> {
-    run(body).findings.races
+fn races(body: &str) -> Found {
+    Found(run(body))
 }
 
 fn write(stream: u32, name: &str, range: &str) -> String {
@@ -144,10 +142,10 @@ fn rule4_broken_chain_does_not_order() {
 #[test]
 fn rule4_wait_before_any_record_orders_nothing_and_is_reported() {
     let body = write(1, "produce", "$X") + &wait(2, 1) + &rec(1, 1) + &read(2, "consume", "$X");
-    let analysis = run(&body);
-    assert_one_race(&analysis.findings.races, RaceKind::ReadAfterWrite, "produce", "consume");
-    assert_eq!(analysis.findings.unrecorded_waits.len(), 1);
-    assert_eq!(analysis.findings.unrecorded_waits[0].event, 1);
+    let found = races(&body);
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "produce", "consume");
+    assert_eq!(found.0.findings.unrecorded_waits.len(), 1);
+    assert_eq!(found.0.findings.unrecorded_waits[0].event, 1);
 }
 
 #[test]
@@ -351,7 +349,7 @@ fn rule12_host_reading_a_copy_before_waiting_for_it_races() {
     let download = copy(1, "DtoH", ("$X", "device"), (HOST, "pinned"), false);
     let found = races(&(PINNED.to_string() + &download + &host("numpy", "reads")));
     assert_one_race(&found, RaceKind::ReadAfterWrite, "memcpy DtoH", "numpy");
-    let fix = fix_text(&found[0].fix);
+    let fix = found.fix_text(0);
     assert!(fix.contains("synchronize"), "{fix}");
     // After the host waited for the stream (or an event recorded after the copy), the read is ordered.
     assert!(races(&(PINNED.to_string() + &download + &sync("stream", 1) + &host("numpy", "reads"))).is_empty());
@@ -623,7 +621,7 @@ fn rule10_an_acquire_takes_in_what_the_thread_knew_at_its_release_not_after() {
         + &on(1, &sync("stream", 1))
         + &acquire(7, 2)
         + &on(2, &read(2, "b", "$X"));
-    assert_one_race(&run_with(&early, HostOrder::PerThread).findings.races, RaceKind::ReadAfterWrite, "a", "b");
+    assert_one_race(&Found(run_with(&early, HostOrder::PerThread)), RaceKind::ReadAfterWrite, "a", "b");
 }
 
 #[test]
@@ -760,7 +758,7 @@ fn finding_names_allocation_why_and_fix() {
     let race = &found[0];
     let alloc = race.allocation.as_ref().expect("allocation named");
     assert_eq!(alloc.label.as_deref(), Some("X"));
-    let fix = fix_text(&race.fix);
+    let fix = found.fix_text(0);
     assert!(fix.contains("record an event on stream 1 right after `produce`"), "{fix}");
     assert!(fix.contains("make stream 2 wait on it before `consume`"), "{fix}");
 }
@@ -800,7 +798,7 @@ fn pool_block_reuse_while_another_stream_reads_is_a_race() {
     assert_one_race(&found, RaceKind::WriteAfterRead, "sum", "fill");
     let alloc = found[0].allocation.as_ref().expect("allocation named");
     assert_eq!((alloc.kind, alloc.handle, alloc.range.len), (streamtrace::model::AllocKind::PoolBlock, 2, 128));
-    assert_eq!(alloc.source.as_ref().and_then(|s| s.line), Some(15));
+    assert_eq!(found.0.lookup().allocation_source(alloc).and_then(|s| s.line), Some(15));
     let reused = alloc.reuses.as_ref().expect("the freed block is named");
     assert_eq!((reused.handle, reused.freed_at.as_ref().and_then(|s| s.line)), (1, Some(14)));
 }
@@ -844,8 +842,8 @@ mod host_order {
     #[test]
     fn a_thread_that_only_polls_orders_no_other_thread() {
         for order in [HostOrder::Global, HostOrder::PerThread] {
-            let analysis = sample("host_order_watchdog_poll.json", order);
-            assert_one_race(&analysis.findings.races, RaceKind::WriteAfterWrite, "all_reduce", "mul_");
+            let found = Found(sample("host_order_watchdog_poll.json", order));
+            assert_one_race(&found, RaceKind::WriteAfterWrite, "all_reduce", "mul_");
         }
         let analysis = sample("host_order_watchdog_poll.json", HostOrder::Global);
         assert_eq!(analysis.stats.unshared_observations, 1, "the watchdog's query is counted as kept to itself");
@@ -869,8 +867,8 @@ mod host_order {
     #[test]
     fn a_worker_that_synchronized_hands_over_through_a_host_queue_in_the_global_order_only() {
         assert!(sample("host_order_sync_handover.json", HostOrder::Global).findings.races.is_empty());
-        let strict = sample("host_order_sync_handover.json", HostOrder::PerThread);
-        assert_one_race(&strict.findings.races, RaceKind::ReadAfterWrite, "produce", "consume");
+        let strict = Found(sample("host_order_sync_handover.json", HostOrder::PerThread));
+        assert_one_race(&strict, RaceKind::ReadAfterWrite, "produce", "consume");
     }
 
     #[test]
@@ -885,10 +883,12 @@ mod host_order {
             + "{\"type\":\"kernel\",\"stream\":1,\"name\":\"too_early\",\"writes\":[$X],\"thread\":1}\n"
             + "{\"type\":\"kernel\",\"stream\":3,\"name\":\"own_work\",\"writes\":[$Y],\"thread\":2}\n"
             + "{\"type\":\"kernel\",\"stream\":0,\"name\":\"after_hand_over\",\"writes\":[$X],\"thread\":1}\n";
-        let found = run_with(&body, HostOrder::Global).findings.races;
+        let found = Found(run_with(&body, HostOrder::Global));
         assert_eq!(found.len(), 2, "{found:#?}");
         assert!(
-            found.iter().all(|r| r.later.site.name == "too_early" || r.earlier.site.name == "too_early"),
+            found
+                .iter()
+                .all(|r| found.site(&r.later).name == "too_early" || found.site(&r.earlier).name == "too_early"),
             "{found:#?}"
         );
         // Without the early write: the hand-over orders the later write after the collective, in the global
@@ -896,7 +896,7 @@ mod host_order {
         let handed_over = body
             .replace("{\"type\":\"kernel\",\"stream\":1,\"name\":\"too_early\",\"writes\":[$X],\"thread\":1}\n", "");
         assert!(run_with(&handed_over, HostOrder::Global).findings.races.is_empty());
-        let strict = run_with(&handed_over, HostOrder::PerThread).findings.races;
+        let strict = Found(run_with(&handed_over, HostOrder::PerThread));
         assert_one_race(&strict, RaceKind::WriteAfterWrite, "all_reduce", "after_hand_over");
     }
 

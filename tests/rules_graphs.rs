@@ -3,10 +3,10 @@
 //! graph's edges; graphs built node by node keep the edges their calls named; exec updates change what a launch
 //! touches; a launch is one step of its stream. Kept beside `tests/rules.rs` (same harness, same trace format).
 
-use streamtrace::findings::{Fix, RaceFinding, RaceKind};
+use streamtrace::findings::{Fix, RaceKind};
 use streamtrace::hb::HostOrder;
 
-use crate::util::scenario::{self, assert_one_race, rec, wait};
+use crate::util::scenario::{self, assert_one_race, rec, wait, Found};
 
 /// Non-blocking streams 1-3, events 1-3, X at 0x1000 and Y at 0x2000.
 const PRELUDE: &str = r#"{"type":"stream","id":1,"stream_kind":"non_blocking"}
@@ -19,9 +19,9 @@ const PRELUDE: &str = r#"{"type":"stream","id":1,"stream_kind":"non_blocking"}
 {"type":"alloc","id":2,"addr":"0x2000","size":256,"label":"Y"}
 "#;
 
-fn races(body: &str) -> Vec<RaceFinding> {
+fn races(body: &str) -> Found {
     let body = body.replace("$X", r#"["0x1000",256]"#).replace("$Y", r#"["0x2000",256]"#);
-    scenario::analyze("graphs.json", PRELUDE, &body, HostOrder::Global).findings.races
+    Found(scenario::analyze("graphs.json", PRELUDE, &body, HostOrder::Global))
 }
 
 fn kernel(stream: u32, name: &str, reads: &str, writes: &str, src: &str) -> String {
@@ -67,13 +67,10 @@ fn a_replay_runs_in_its_stream_order_and_another_stream_must_wait_for_it() {
     // Without the wait the reader races with the replayed node, not with the capture.
     let found = races(&(captured + &launch(1) + &read(2, "consume", "$X")));
     assert_one_race(&found, RaceKind::ReadAfterWrite, "produce", "consume");
-    let graph = found[0].earlier.site.graph.as_ref().expect("the earlier party is a graph node");
-    assert_eq!(graph.launched_at.as_ref().map(ToString::to_string).as_deref(), Some("app.cu:99"));
-    assert_eq!(
-        found[0].earlier.site.source.as_ref().map(ToString::to_string).as_deref(),
-        Some("app.cu:7"),
-        "the capture line"
-    );
+    let (look, earlier) = (found.0.lookup(), found[0].earlier.site);
+    assert!(look.site(earlier).graph.is_some(), "the earlier party is a graph node");
+    assert_eq!(look.launched_at(earlier).map(ToString::to_string).as_deref(), Some("app.cu:99"));
+    assert_eq!(look.source(earlier).map(ToString::to_string).as_deref(), Some("app.cu:7"), "the capture line");
     assert!(matches!(found[0].fix, Fix::RecordAndWait { .. }));
     assert_eq!(found[0].earlier.node, None, "a replay against another stream is outlined as the whole launch");
 }
@@ -105,7 +102,10 @@ fn a_forked_stream_is_ordered_inside_the_capture_only_by_its_join() {
     let found = races(&fork_join(&read(1, "unjoined", "$X"), ""));
     assert_one_race(&found, RaceKind::ReadAfterWrite, "side", "unjoined");
     match &found[0].fix {
-        Fix::CaptureJoin { record_on, wait_on, .. } => assert_eq!((record_on.handle, wait_on.handle), (2, 1)),
+        Fix::CaptureJoin { record_on, wait_on, .. } => {
+            let handle = |id| found.0.lookup().stream(id).map(|s| s.handle);
+            assert_eq!((handle(*record_on), handle(*wait_on)), (Some(2), Some(1)))
+        }
         other => panic!("expected a join inside the capture, got {other:?}"),
     }
     // Work forked before the capture began is not part of it: stream 2 joins only through the event.
@@ -134,8 +134,13 @@ fn explicit_edges_order_nodes_and_their_absence_is_a_race() {
         (found[0].later.seq, Some(0), Some(1))
     );
     match &found[0].fix {
-        Fix::GraphDependency { from, to, explicit, .. } => {
-            assert_eq!((from.as_str(), to.as_str(), *explicit), ("fill", "use", true))
+        Fix::GraphDependency { explicit, .. } => {
+            assert!(*explicit);
+            let fix = found.fix_text(0);
+            assert!(
+                fix.starts_with("add a dependency edge from node `fill` at g.cu:20 to node `use` at g.cu:21"),
+                "{fix}"
+            );
         }
         other => panic!("expected a graph edge, got {other:?}"),
     }

@@ -2,10 +2,10 @@
 //! twin: accesses are compared on the bytes their views cover, not on their extents. Kept beside
 //! `tests/rules.rs` (same harness, same trace format) so that neither file grows past reading length.
 
-use streamtrace::findings::{RaceFinding, RaceKind};
+use streamtrace::findings::RaceKind;
 use streamtrace::hb::HostOrder;
 
-use crate::util::scenario::{self, kernel as op, rec, wait};
+use crate::util::scenario::{self, kernel as op, rec, wait, Found};
 
 /// Non-blocking streams 1-3, event 1, and X: 64 floats (an 8 x 8 matrix) at 0x1000.
 const PRELUDE: &str = r#"{"type":"stream","id":1,"stream_kind":"non_blocking"}
@@ -28,8 +28,8 @@ fn column(j: u32) -> String {
 const LEFT: &str = r#"["0x1000",240,4,[[8,8],[4,1]]]"#;
 const RIGHT: &str = r#"["0x1010",240,4,[[8,8],[4,1]]]"#;
 
-fn races(body: &str) -> Vec<RaceFinding> {
-    scenario::analyze("views.json", PRELUDE, body, HostOrder::Global).findings.races
+fn races(body: &str) -> Found {
+    Found(scenario::analyze("views.json", PRELUDE, body, HostOrder::Global))
 }
 
 #[test]
@@ -43,7 +43,7 @@ fn interleaved_updates_then_an_unordered_whole_read_race() {
     let body = op(1, "even", EVEN, EVEN) + &op(2, "odd", ODD, ODD) + &op(3, "sum", WHOLE, "");
     let found = races(&body);
     assert_eq!(found.len(), 2, "{found:#?}");
-    assert!(found.iter().all(|r| r.kind == RaceKind::ReadAfterWrite && r.later.site.name == "sum"));
+    assert!(found.iter().all(|r| r.kind == RaceKind::ReadAfterWrite && found.site(&r.later).name == "sum"));
     assert_eq!(found[0].earlier_view.as_deref(), Some("[32] strides (2) of 4-byte elements"));
     assert_eq!(found[0].later_view, None);
 }
@@ -52,7 +52,7 @@ fn interleaved_updates_then_an_unordered_whole_read_race() {
 fn a_shifted_view_races() {
     let found = races(&(op(1, "even", "", EVEN) + &op(2, "shifted", "", SHIFTED)));
     assert_eq!(found.len(), 1, "{found:#?}");
-    assert_eq!((found[0].kind, found[0].earlier.site.name.as_str()), (RaceKind::WriteAfterWrite, "even"));
+    assert_eq!((found[0].kind, found.site(&found[0].earlier).name.as_str()), (RaceKind::WriteAfterWrite, "even"));
     assert_eq!(found[0].later_view.as_deref(), Some("[31] strides (2) of 4-byte elements"));
 }
 

@@ -3,10 +3,9 @@
 use rustc_hash::FxHashMap;
 
 use super::{
-    EdgeCount, EdgeKind, Findings, RaceFinding, RaceKind, StreamPairCount, StreamRef, UnorderedPairGroup,
-    UnrecordedWait,
+    EdgeCount, EdgeKind, Findings, RaceFinding, RaceKind, Site, StreamPairCount, UnorderedPairGroup, UnrecordedWait,
 };
-use crate::model::{EventId, StreamId};
+use crate::model::{EventId, NativeSite, StreamId};
 
 /// What makes two race occurrences the same finding: the kind and the two sites, as the engine numbers them.
 pub type RaceKey = (RaceKind, u32, u32);
@@ -82,38 +81,38 @@ impl FindingCollector {
     }
 
     /// Adds `pairs` to the exact unordered-pair count of two streams.
-    pub fn stream_pair(&mut self, a: &StreamRef, b: &StreamRef, pairs: u64) {
-        let (a, b) = if a.id <= b.id { (a, b) } else { (b, a) };
-        self.stream_pairs
-            .entry((a.id, b.id))
-            .or_insert_with(|| StreamPairCount { a: a.clone(), b: b.clone(), pairs: 0 })
-            .pairs += pairs;
+    pub fn stream_pair(&mut self, a: StreamId, b: StreamId, pairs: u64) {
+        let (a, b) = if a <= b { (a, b) } else { (b, a) };
+        self.stream_pairs.entry((a, b)).or_insert(StreamPairCount { a, b, pairs: 0 }).pairs += pairs;
     }
 
     /// Counts a happens-before edge from stream `from` to stream `to` (or to the host).
-    pub fn edge(&mut self, via: EdgeKind, from: &StreamRef, to: Option<&StreamRef>) {
+    pub fn edge(&mut self, via: EdgeKind, from: StreamId, to: Option<StreamId>) {
         self.edges(via, from, to, 1);
     }
 
     /// Counts `count` such edges at once (those of a stream that ran nothing, counted when it wakes).
-    pub fn edges(&mut self, via: EdgeKind, from: &StreamRef, to: Option<&StreamRef>, count: u64) {
-        self.edges
-            .entry((via, from.id, to.map(|t| t.id)))
-            .or_insert_with(|| EdgeCount { via, from: from.clone(), to: to.cloned(), count: 0 })
-            .count += count;
+    pub fn edges(&mut self, via: EdgeKind, from: StreamId, to: Option<StreamId>, count: u64) {
+        self.edges.entry((via, from, to)).or_insert(EdgeCount { via, from, to, count: 0 }).count += count;
     }
 
-    /// The findings, in the order of their first occurrence.
-    pub fn into_findings(self) -> Findings {
+    /// The findings, in the order of their first occurrence, with the sites and native call sites the engine
+    /// interned; `handle` gives a stream's handle, which orders the stream pairs and edges as people read them.
+    pub fn into_findings(
+        self,
+        sites: Vec<Site>,
+        natives: Vec<NativeSite>,
+        handle: impl Fn(StreamId) -> u64,
+    ) -> Findings {
         let mut races = self.races;
         races.sort_by_key(|r| (r.later.seq, r.earlier.seq));
         let mut unordered_pairs = self.pair_groups;
         unordered_pairs.sort_by(|a, b| b.pairs.cmp(&a.pairs).then(a.first.cmp(&b.first)));
         let mut stream_pairs: Vec<_> = self.stream_pairs.into_values().collect();
         stream_pairs
-            .sort_by(|a, b| b.pairs.cmp(&a.pairs).then((a.a.handle, a.b.handle).cmp(&(b.a.handle, b.b.handle))));
+            .sort_by(|a, b| b.pairs.cmp(&a.pairs).then((handle(a.a), handle(a.b)).cmp(&(handle(b.a), handle(b.b)))));
         let mut edges: Vec<_> = self.edges.into_values().collect();
-        edges.sort_by_key(|e| (e.via as u8, e.from.handle, e.to.as_ref().map(|t| t.handle)));
+        edges.sort_by_key(|e| (e.via as u8, handle(e.from), e.to.map(&handle)));
         Findings {
             races,
             // Set apart afterwards, by comparing with the timestamp order (crate::analysis).
@@ -124,6 +123,8 @@ impl FindingCollector {
             unordered_pairs,
             stream_pairs,
             edges,
+            sites,
+            natives,
         }
     }
 }

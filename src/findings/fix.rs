@@ -1,95 +1,63 @@
-//! Fix hints: the smallest change that would order two racing operations.
+//! Fix hints: the smallest change that would order two racing operations, decided once, when the engine
+//! reports the race. What the fix is, as data (which streams it names; the operations are the race's two);
+//! crate::report says it in the words of the program's framework.
 
 use serde::Serialize;
 
-use super::{OpOccurrence, StreamRef};
-use crate::model::StreamKind;
+use super::AccessAction;
+use crate::model::{StreamId, StreamKind};
 
-/// A concrete change to the program that orders the earlier operation before the later one.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
+/// A concrete change to the program that orders a race's earlier operation before its later one. The two
+/// operations it speaks of are the race's; each variant says what they are to each other.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Fix {
-    /// Record an event on `record_on` right after `after`, and make `wait_on` wait on it before `before`.
-    /// `after_at` and `before_at` are the two operations' source lines, when the trace has them.
-    RecordAndWait {
-        record_on: StreamRef,
-        after: String,
-        wait_on: StreamRef,
-        before: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        after_at: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        before_at: Option<String>,
-    },
-    /// A stream-ordered free was issued before a use on another stream: the free must come after the use.
-    FreeAfterUse { free_stream: StreamRef, use_stream: StreamRef, use_op: String },
-    /// The host released memory that `after` on `stream` could still be using: synchronize first.
-    SyncBeforeRelease { stream: StreamRef, after: String },
-    /// The host touched memory that `after` on `stream` could still be using (a copy to or from pinned host
-    /// memory): the host must wait for it first.
-    HostWaitsFirst {
-        stream: StreamRef,
-        after: String,
-        touch: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        after_at: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        touch_at: Option<String>,
-    },
-    /// Work was issued that touches memory another host thread is still reading or writing (`touch`): that
-    /// thread's access must be handed over first.
-    AfterHostAccess { touch: String, stream: StreamRef, before: String },
-    /// Add a dependency between two nodes of a graph: an edge (`cudaGraphAddDependencies`) in a graph built
+    /// Record an event on `record_on` right after the earlier operation, and make `wait_on` wait on it before
+    /// the later one.
+    RecordAndWait { record_on: StreamId, wait_on: StreamId },
+    /// A stream-ordered free (the earlier operation) was issued before a use on another stream (the later one):
+    /// the free must come after the use.
+    FreeAfterUse { free_stream: StreamId, use_stream: StreamId },
+    /// The host released memory that the earlier operation, on `stream`, could still be using: synchronize
+    /// first.
+    SyncBeforeRelease { stream: StreamId },
+    /// The host touched memory (the later operation) that the earlier operation, on `stream`, could still be
+    /// using (a copy to or from pinned host memory): the host must wait for it first.
+    HostWaitsFirst { stream: StreamId },
+    /// The later operation, on `stream`, touches memory another host thread is still reading or writing (the
+    /// earlier operation): that thread's access must be handed over first.
+    AfterHostAccess { stream: StreamId },
+    /// Add a dependency between the two nodes of a graph: an edge (`cudaGraphAddDependencies`) in a graph built
     /// node by node.
     GraphDependency {
         graph: String,
-        from: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        from_at: Option<String>,
-        to: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        to_at: Option<String>,
         /// Built with the graph API, where the edge is one call.
         explicit: bool,
     },
     /// Two nodes captured from different streams with no join between them: inside the capture, record an event
-    /// on `record_on` after `after` and make `wait_on` wait on it before `before`.
+    /// on `record_on` after the earlier node and make `wait_on` wait on it before the later one.
     CaptureJoin {
         graph: String,
-        record_on: StreamRef,
-        after: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        after_at: Option<String>,
-        wait_on: StreamRef,
-        before: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        before_at: Option<String>,
+        record_on: StreamId,
+        wait_on: StreamId,
         /// Captured from framework ops (`torch.cuda.graph`): the fix also says it in the framework's words.
         framework: bool,
     },
-    /// Work on the current stream touched a collective's tensor before the collective was waited for
-    /// (torch.distributed): `work.wait()` first.
-    WaitForCollective {
-        collective: String,
-        call: Collective,
-        before: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        collective_at: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        before_at: Option<String>,
-    },
-    /// A collective was issued on a tensor that work on another stream (`stream`) still used: c10d orders the
-    /// collective after the current stream only, so the current stream must wait for that one first.
-    WaitStreamBeforeCollective {
-        stream: StreamRef,
-        after: String,
-        collective: String,
-        call: Collective,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        after_at: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        collective_at: Option<String>,
-    },
+    /// Work on the current stream (the later operation) touched the tensor of a collective (the earlier one)
+    /// before the collective was waited for (torch.distributed): `work.wait()` first.
+    WaitForCollective { call: Collective },
+    /// A collective (the later operation) was issued on a tensor that the earlier operation, on `stream`, still
+    /// used: c10d orders the collective after the current stream only, so the current stream must wait for
+    /// that one first.
+    WaitStreamBeforeCollective { stream: StreamId, call: Collective },
+}
+
+/// One of a race's two operations, as a fix is chosen from it: its stream with that stream's kind (none for the
+/// host releasing memory), the framework op it belongs to, and what it did.
+#[derive(Copy, Clone, Debug)]
+pub struct Party<'a> {
+    pub stream: Option<(StreamId, StreamKind)>,
+    pub region: Option<&'a str>,
+    pub action: AccessAction,
 }
 
 /// A torch.distributed collective or point-to-point op, which c10d runs on its own NCCL stream.
@@ -168,104 +136,47 @@ impl Serialize for Collective {
 }
 
 impl Fix {
-    /// A graph fix's node lines, where it had none (call sites symbolized after the analysis).
-    pub fn place_graph_nodes(&mut self, earlier: Option<String>, later: Option<String>) {
-        match self {
-            Fix::GraphDependency { from_at, to_at, .. } => {
-                *from_at = from_at.take().or(earlier);
-                *to_at = to_at.take().or(later);
-            }
-            Fix::CaptureJoin { after_at, before_at, .. } => {
-                *after_at = after_at.take().or(earlier);
-                *before_at = before_at.take().or(later);
-            }
-            _ => {}
-        }
-    }
-
-    /// The fix for a race between `earlier` and `later`, chosen from their streams and actions.
+    /// The fix for a race between `earlier` and `later`, chosen from their streams, framework ops and actions.
     /// Returns `None` only when the earlier operation ran on no stream, which the engine never reports.
-    pub fn for_race(earlier: &OpOccurrence, later: &OpOccurrence) -> Option<Fix> {
-        use super::AccessAction::Free;
-        // A framework op (`mul_.Tensor`) says more to its author than the kernel it launched.
-        let label = |op: &OpOccurrence| op.site.region.as_deref().map_or_else(|| op.site.name.clone(), str::to_string);
-        let earlier_stream = earlier.site.stream.clone()?;
-        let source = |op: &OpOccurrence| op.site.source.as_ref().map(ToString::to_string);
-        if earlier_stream.kind == StreamKind::HostThread {
-            return Some(Fix::AfterHostAccess {
-                touch: label(earlier),
-                stream: later.site.stream.clone().unwrap_or(earlier_stream),
-                before: label(later),
-            });
+    pub fn for_race(earlier: &Party, later: &Party) -> Option<Fix> {
+        let (earlier_stream, earlier_kind) = earlier.stream?;
+        if earlier_kind == StreamKind::HostThread {
+            return Some(Fix::AfterHostAccess { stream: later.stream.map_or(earlier_stream, |(stream, _)| stream) });
         }
-        if later.site.stream.as_ref().is_some_and(|s| s.kind == StreamKind::HostThread) {
-            return Some(Fix::HostWaitsFirst {
-                stream: earlier_stream,
-                after: label(earlier),
-                touch: label(later),
-                after_at: source(earlier),
-                touch_at: source(later),
-            });
+        if later.stream.is_some_and(|(_, kind)| kind == StreamKind::HostThread) {
+            return Some(Fix::HostWaitsFirst { stream: earlier_stream });
         }
         // torch.distributed: a collective's end is waited for with its work handle, and its start follows the
         // current stream only.
-        let collective = |op: &OpOccurrence| op.site.region.as_deref().and_then(Collective::of_op);
-        match (collective(earlier), collective(later), later.site.stream.is_some()) {
-            (Some(call), None, true) => {
-                return Some(Fix::WaitForCollective {
-                    collective: label(earlier),
-                    call,
-                    before: label(later),
-                    collective_at: source(earlier),
-                    before_at: source(later),
-                })
-            }
-            (None, Some(call), _) if earlier.action != Free => {
-                return Some(Fix::WaitStreamBeforeCollective {
-                    stream: earlier_stream,
-                    after: label(earlier),
-                    collective: label(later),
-                    call,
-                    after_at: source(earlier),
-                    collective_at: source(later),
-                })
+        let collective = |party: &Party| party.region.and_then(Collective::of_op);
+        match (collective(earlier), collective(later), later.stream.is_some()) {
+            (Some(call), None, true) => return Some(Fix::WaitForCollective { call }),
+            (None, Some(call), _) if earlier.action != AccessAction::Free => {
+                return Some(Fix::WaitStreamBeforeCollective { stream: earlier_stream, call })
             }
             _ => {}
         }
-        match later.site.stream.clone() {
-            None => Some(Fix::SyncBeforeRelease { stream: earlier_stream, after: label(earlier) }),
-            Some(later_stream) if earlier.action == Free => {
-                Some(Fix::FreeAfterUse { free_stream: earlier_stream, use_stream: later_stream, use_op: label(later) })
+        Some(match later.stream {
+            None => Fix::SyncBeforeRelease { stream: earlier_stream },
+            Some((later_stream, _)) if earlier.action == AccessAction::Free => {
+                Fix::FreeAfterUse { free_stream: earlier_stream, use_stream: later_stream }
             }
-            Some(later_stream) => Some(Fix::RecordAndWait {
-                record_on: earlier_stream,
-                after: label(earlier),
-                wait_on: later_stream,
-                before: label(later),
-                after_at: earlier.site.source.as_ref().map(ToString::to_string),
-                before_at: later.site.source.as_ref().map(ToString::to_string),
-            }),
-        }
+            Some((later_stream, _)) => Fix::RecordAndWait { record_on: earlier_stream, wait_on: later_stream },
+        })
     }
-}
 
-impl Fix {
-    /// Calls `f` on every stream the fix names.
-    pub fn each_stream_ref(&mut self, f: &mut impl FnMut(&mut StreamRef)) {
+    /// Every stream the fix names, for moving them (a job's merged findings).
+    pub(super) fn streams_mut(&mut self) -> Vec<&mut StreamId> {
         match self {
-            Fix::RecordAndWait { record_on, wait_on, .. } | Fix::CaptureJoin { record_on, wait_on, .. } => {
-                f(record_on);
-                f(wait_on);
+            Fix::RecordAndWait { record_on, wait_on } | Fix::CaptureJoin { record_on, wait_on, .. } => {
+                vec![record_on, wait_on]
             }
-            Fix::FreeAfterUse { free_stream, use_stream, .. } => {
-                f(free_stream);
-                f(use_stream);
-            }
-            Fix::SyncBeforeRelease { stream, .. }
-            | Fix::HostWaitsFirst { stream, .. }
-            | Fix::AfterHostAccess { stream, .. }
-            | Fix::WaitStreamBeforeCollective { stream, .. } => f(stream),
-            Fix::GraphDependency { .. } | Fix::WaitForCollective { .. } => {}
+            Fix::FreeAfterUse { free_stream, use_stream } => vec![free_stream, use_stream],
+            Fix::SyncBeforeRelease { stream }
+            | Fix::HostWaitsFirst { stream }
+            | Fix::AfterHostAccess { stream }
+            | Fix::WaitStreamBeforeCollective { stream, .. } => vec![stream],
+            Fix::GraphDependency { .. } | Fix::WaitForCollective { .. } => Vec::new(),
         }
     }
 }

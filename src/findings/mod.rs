@@ -1,8 +1,13 @@
-//! Findings: plain data describing what is wrong, folded so that one bug is one finding. Nothing here prints or
-//! decides ordering; the engine hands candidates in, reports read findings out.
+//! Findings: plain data describing what is wrong, folded so that one bug is one finding. A finding is ids until
+//! it is printed, as ThreadSanitizer's reports are: streams, events and threads by their model ids, operations
+//! by the [`SiteId`] of the site they were issued from and native call sites by a [`NativeId`], both into the
+//! tables the findings carry (what the engine interned). crate::resolve looks every id up once after the
+//! analysis (names, source lines, symbolized frames); reports only format. Nothing here prints, names or decides
+//! ordering: the engine hands candidates in and decides the fix (fix.rs) once.
 
 mod collector;
 mod fix;
+mod merge;
 
 use std::sync::Arc;
 
@@ -10,62 +15,58 @@ use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 pub use collector::{FindingCollector, RaceKey};
-pub use fix::{Collective, Fix};
+pub use fix::{Collective, Fix, Party};
+pub use merge::IdShift;
 
-use crate::model::{
-    AccessRange, AllocKind, EventId, GraphBuild, NativeSite, SourceLocation, StreamId, StreamKind, ThreadId,
-};
+use crate::model::{AccessRange, AllocKind, EventId, GraphBuild, NativeSite, SourceLocation, StreamId, ThreadId};
 
-/// A stream as findings name it: its handle and kind, and once the analysis is done the name people know it
-/// by (crate::names).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct StreamRef {
-    #[serde(skip)]
-    pub id: StreamId,
-    pub handle: u64,
-    pub kind: StreamKind,
-    /// "the default stream", "stream `side = torch.cuda.Stream()` at train.py:11"; none when only the handle
-    /// is known.
-    pub name: Option<Arc<str>>,
-    /// Where the program created it, when known.
-    pub created_at: Option<SourceLocation>,
-    /// The GPU it runs on (the device index the trace gave it).
-    pub device: u32,
-}
+/// The number of an operation site among those the engine interned: an index into [`Findings::sites`]. Shadow
+/// memory stores it in 4 bytes instead of a description.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SiteId(pub u32);
 
-impl StreamRef {
-    /// A stream the engine knows by id, handle and kind; named after the analysis.
-    pub fn new(id: StreamId, handle: u64, kind: StreamKind) -> StreamRef {
-        StreamRef { id, handle, kind, name: None, created_at: None, device: 0 }
+/// The number of a native call site (the return addresses the capture recorded): an index into
+/// [`Findings::natives`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NativeId(pub u32);
+
+impl SiteId {
+    pub fn index(self) -> usize {
+        self.0 as usize
     }
 }
 
-/// A host thread as findings name it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct ThreadRef {
-    #[serde(skip)]
-    pub id: ThreadId,
-    pub tid: u64,
+impl NativeId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
 }
 
 /// Where an operation was issued from: what it is, on which stream, by which thread, from which source line.
 /// Occurrences of one site in every iteration of a loop fold into one finding.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Site {
     pub class: OpClass,
     pub name: String,
-    pub stream: Option<StreamRef>,
-    pub thread: ThreadRef,
+    pub stream: Option<StreamId>,
+    pub thread: ThreadId,
+    /// The line the trace gave (a Python line, a hand-written `src`); crate::resolve finds the native call
+    /// site's when there is none.
     pub source: Option<SourceLocation>,
     /// The annotated region (NVTX range) the operation was issued in.
     pub region: Option<Arc<str>>,
     /// For a graph node: the graph launch it ran in (its `source` is where the node was captured or added).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub graph: Option<Arc<GraphSite>>,
-    /// The native call site, which tells apart launches that only their stacks distinguish; reports show it
-    /// through `source` once symbolized.
-    #[serde(skip)]
-    pub native: Option<NativeSite>,
+    /// The native call site, which tells apart launches that only their stacks distinguish.
+    pub native: Option<NativeId>,
+}
+
+impl Site {
+    /// What a fix and a sentence call the operation: the framework op it belongs to (`mul_.Tensor`), which says
+    /// more to its author than the kernel it launched, else its own name.
+    pub fn label(&self) -> &str {
+        self.region.as_deref().unwrap_or(&self.name)
+    }
 }
 
 /// What kind of operation a site issued.
@@ -110,14 +111,14 @@ impl Serialize for OpClass {
 }
 
 /// The graph launch a graph node ran in: which graph, and where the launch was issued.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct GraphSite {
     pub graph: String,
     pub build: GraphBuild,
+    /// The line the trace gave the launch.
     pub launched_at: Option<SourceLocation>,
-    /// The launch's native call site, when the capture recorded one (symbolized into `launched_at` for reports).
-    #[serde(skip)]
-    pub launched_native: Option<NativeSite>,
+    /// The launch's native call site, when the capture recorded one.
+    pub launched_native: Option<NativeId>,
 }
 
 /// What an operation did to the racing bytes.
@@ -133,9 +134,9 @@ pub enum AccessAction {
 }
 
 /// One operation taking part in a finding, at its first occurrence.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct OpOccurrence {
-    pub site: Site,
+    pub site: SiteId,
     pub action: AccessAction,
     /// Position in host issue order over all operations.
     pub seq: u64,
@@ -145,20 +146,7 @@ pub struct OpOccurrence {
     pub stream_position: Option<u64>,
     /// In a race between two nodes of one graph launch: the node's index among the launch's graph nodes (the
     /// launch is the operation `seq`), so that timelines outline the node inside the launch.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<u32>,
-}
-
-impl OpOccurrence {
-    /// "read", "write", "free" or "allocation".
-    pub fn action_word(&self) -> &'static str {
-        match self.action {
-            AccessAction::Read => "read",
-            AccessAction::Write => "write",
-            AccessAction::Free => "free",
-            AccessAction::Alloc => "allocation",
-        }
-    }
 }
 
 /// The kind of a data race, named from the later access's point of view.
@@ -194,20 +182,19 @@ pub enum Unordered {
 }
 
 /// The allocation the racing bytes belong to.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct AllocationRef {
     pub handle: u64,
     pub range: AccessRange,
     pub kind: AllocKind,
     pub label: Option<String>,
+    /// The line the trace gave its allocation.
     pub source: Option<SourceLocation>,
-    /// The allocation's native call site, symbolized into `source` once the analysis is done.
-    #[serde(skip)]
-    pub native: Option<NativeSite>,
+    /// The allocation's native call site.
+    pub native: Option<NativeId>,
     /// For a caching-allocator block handed out after the earlier access: the freed block whose memory it
     /// took over, which the earlier access used. This is the block-reuse bug (a tensor freed while another
     /// stream still used it, without `record_stream`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reuses: Option<Box<ReusedBlock>>,
 }
 
@@ -223,7 +210,7 @@ pub struct ReusedBlock {
 }
 
 /// Two accesses to overlapping bytes, at least one a write, with nothing ordering them.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct RaceFinding {
     pub kind: RaceKind,
     /// The operation issued first.
@@ -234,37 +221,34 @@ pub struct RaceFinding {
     pub range: AccessRange,
     pub allocation: Option<AllocationRef>,
     pub why: Unordered,
+    /// What orders `earlier` before `later`.
     pub fix: Fix,
     /// How many times this pair of sites raced.
     pub count: u64,
     /// The earlier access's strided view (tier T2), when it was one: `[512] strides (2) of 4-byte elements`.
     /// Then `range` is where the shared bytes lie, not every byte of it.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub earlier_view: Option<String>,
     /// The later access's strided view, when it was one.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub later_view: Option<String>,
 }
 
 /// A stream waited on an event that had never been recorded: the wait ordered nothing.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct UnrecordedWait {
     pub wait: OpOccurrence,
+    /// The event's handle.
     pub event: u64,
     /// The event's dense id, when the trace declared it (a wait whose record is missing may name none).
-    #[serde(skip)]
     pub event_id: Option<EventId>,
-    /// The name people know the event by ("event `ev = torch.cuda.Event()` at train.py:12"), when known.
-    pub event_name: Option<Arc<str>>,
     pub count: u64,
 }
 
 /// Unordered pairs of operations on two streams, attributed to the site of the later operation and the site of
 /// the most recent unordered operation on the other stream at that time.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct UnorderedPairGroup {
-    pub earlier: Site,
-    pub later: Site,
+    pub earlier: SiteId,
+    pub later: SiteId,
     /// Unordered operation pairs counted into this group.
     pub pairs: u64,
     /// Host issue positions of the first pair.
@@ -272,21 +256,21 @@ pub struct UnorderedPairGroup {
 }
 
 /// Exact count of unordered operation pairs between two streams.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct StreamPairCount {
-    pub a: StreamRef,
-    pub b: StreamRef,
+    pub a: StreamId,
+    pub b: StreamId,
     pub pairs: u64,
 }
 
 /// A happens-before edge between two streams that the trace established: how a wait or a host
 /// synchronization carried ordering, counted per kind and stream pair.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct EdgeCount {
     pub via: EdgeKind,
-    pub from: StreamRef,
+    pub from: StreamId,
     /// The waiting stream; none for a host synchronization (the host thread waited).
-    pub to: Option<StreamRef>,
+    pub to: Option<StreamId>,
     pub count: u64,
 }
 
@@ -324,7 +308,7 @@ impl Verdict {
 }
 
 /// Everything an analysis found.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct Findings {
     /// Races that no timing of the run could hide: the timestamp host order finds them too.
     pub races: Vec<RaceFinding>,
@@ -342,40 +326,19 @@ pub struct Findings {
     pub unordered_pairs: Vec<UnorderedPairGroup>,
     pub stream_pairs: Vec<StreamPairCount>,
     pub edges: Vec<EdgeCount>,
+    /// Every site the engine interned, by [`SiteId`].
+    pub sites: Vec<Site>,
+    /// Every native call site the sites and allocations name, by [`NativeId`].
+    pub natives: Vec<NativeSite>,
 }
 
 impl Findings {
-    /// Calls `f` on every stream reference the findings hold (to name them once the analysis is done).
-    pub fn each_stream_ref(&mut self, mut f: impl FnMut(&mut StreamRef)) {
-        let mut site = |site: &mut Site| {
-            if let Some(stream) = site.stream.as_mut() {
-                f(stream);
-            }
-        };
-        for race in self.races.iter_mut().chain(self.timing_only_races.iter_mut()) {
-            site(&mut race.earlier.site);
-            site(&mut race.later.site);
-        }
-        for wait in self.unrecorded_waits.iter_mut().chain(self.waits_with_unknown_record.iter_mut()) {
-            site(&mut wait.wait.site);
-        }
-        for group in &mut self.unordered_pairs {
-            site(&mut group.earlier);
-            site(&mut group.later);
-        }
-        for race in self.races.iter_mut().chain(self.timing_only_races.iter_mut()) {
-            race.fix.each_stream_ref(&mut f);
-        }
-        for pair in &mut self.stream_pairs {
-            f(&mut pair.a);
-            f(&mut pair.b);
-        }
-        for edge in &mut self.edges {
-            f(&mut edge.from);
-            if let Some(to) = edge.to.as_mut() {
-                f(to);
-            }
-        }
+    pub fn site(&self, id: SiteId) -> &Site {
+        &self.sites[id.index()]
+    }
+
+    pub fn native(&self, id: NativeId) -> &NativeSite {
+        &self.natives[id.index()]
     }
 
     /// The races, most frequent first (ties: first seen first), for reports that show only the top ones.
@@ -408,20 +371,55 @@ impl Findings {
 
     /// Moves the races that the same trace's findings in the timestamp host order (`by_timestamps`) do not
     /// hold, by kind and the pair of sites, to `timing_only_races`.
+    /// The two engines number their sites and native call sites each in its own tables, so sites are compared
+    /// by what they are ([`SiteKey`]).
     pub fn set_apart_timing_only(&mut self, by_timestamps: &Findings) {
-        let found: FxHashSet<(RaceKind, &Site, &Site)> =
-            by_timestamps.races.iter().map(|r| (r.kind, &r.earlier.site, &r.later.site)).collect();
-        let (plain, timing_only) = std::mem::take(&mut self.races)
-            .into_iter()
-            .partition(|r| found.contains(&(r.kind, &r.earlier.site, &r.later.site)));
+        fn key<'a>(findings: &'a Findings, race: &RaceFinding) -> (RaceKind, SiteKey<'a>, SiteKey<'a>) {
+            (race.kind, findings.site_key(race.earlier.site), findings.site_key(race.later.site))
+        }
+        let found: FxHashSet<_> = by_timestamps.races.iter().map(|race| key(by_timestamps, race)).collect();
+        let (plain, timing_only): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.races).into_iter().partition(|race| found.contains(&key(self, race)));
         self.races = plain;
         self.timing_only_races = timing_only;
+    }
+
+    /// What a site is, its native call sites given as themselves rather than by this table's ids.
+    pub fn site_key(&self, id: SiteId) -> SiteKey<'_> {
+        let site = self.site(id);
+        SiteKey {
+            class: site.class,
+            name: &site.name,
+            stream: site.stream,
+            thread: site.thread,
+            source: site.source.as_ref(),
+            region: site.region.as_ref(),
+            graph: site.graph.as_deref().map(|graph| {
+                let launched_native = graph.launched_native.map(|native| self.native(native));
+                (graph.graph.as_str(), graph.build, graph.launched_at.as_ref(), launched_native)
+            }),
+            native: site.native.map(|native| self.native(native)),
+        }
     }
 
     /// Every race, those ordered only by timing after the others.
     pub fn all_races(&self) -> impl Iterator<Item = &RaceFinding> {
         self.races.iter().chain(&self.timing_only_races)
     }
+}
+
+/// A site as it compares across analyses of one trace: every part of it, the native call sites by the
+/// records they are.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SiteKey<'a> {
+    class: OpClass,
+    name: &'a str,
+    stream: Option<StreamId>,
+    thread: ThreadId,
+    source: Option<&'a SourceLocation>,
+    region: Option<&'a Arc<str>>,
+    graph: Option<(&'a str, GraphBuild, Option<&'a SourceLocation>, Option<&'a NativeSite>)>,
+    native: Option<&'a NativeSite>,
 }
 
 /// `races`, most frequent first (ties: first seen first).

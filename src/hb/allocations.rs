@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 
-use crate::findings::{AllocationRef, ReusedBlock};
-use crate::model::{AccessRange, AllocId, AllocKind, Allocation, SourceLocation};
+use crate::findings::{AllocationRef, NativeId, ReusedBlock};
+use crate::model::{AccessRange, AllocId, AllocKind, Allocation, NativeSite, SourceLocation};
 
 #[derive(Default)]
 pub struct AllocationTable {
@@ -79,9 +79,22 @@ impl AllocationTable {
 
     /// What a finding says of the memory at `range`. With the earlier access's operation `earlier_seq`, a pool
     /// block handed out after it also names the freed block that access used.
-    pub fn describe(&self, range: AccessRange, earlier_seq: Option<u64>) -> Option<AllocationRef> {
+    pub fn describe(
+        &self,
+        range: AccessRange,
+        earlier_seq: Option<u64>,
+        native_id: impl FnOnce(&NativeSite) -> NativeId,
+    ) -> Option<AllocationRef> {
         let alloc = self.containing(range)?;
-        let mut described = AllocationRef::from(alloc);
+        let mut described = AllocationRef {
+            handle: alloc.handle,
+            range: alloc.range,
+            kind: alloc.kind,
+            label: alloc.label.clone(),
+            source: alloc.source.clone(),
+            native: alloc.native.as_ref().map(native_id),
+            reuses: None,
+        };
         if let (Some(history), Some(earlier)) = (self.pool_history.get(&alloc.id), earlier_seq) {
             if history.handed_out > earlier {
                 described.reuses = history.previous.clone().map(Box::new);
@@ -169,19 +182,5 @@ impl BlockTable {
         let before =
             self.by_start.range(..range.start).next_back().map(|(_, a)| a).filter(|a| a.range.end() > range.start);
         before.into_iter().chain(self.by_start.range(range.start..range.end()).map(|(_, a)| a))
-    }
-}
-
-impl From<&Allocation> for AllocationRef {
-    fn from(a: &Allocation) -> AllocationRef {
-        AllocationRef {
-            handle: a.handle,
-            range: a.range,
-            kind: a.kind,
-            label: a.label.clone(),
-            source: a.source.clone(),
-            native: a.native.clone(),
-            reuses: None,
-        }
     }
 }

@@ -17,7 +17,7 @@ use super::sites::{SiteId, SiteTable};
 use super::state::{ContextState, Engine, EngineError, EngineOptions, EngineStats, EventState, HbEdge, StreamState};
 use super::state::{ThreadOrder, ThreadState};
 use super::sync_rules::{host_wait, HostWait};
-use crate::findings::{FindingCollector, Findings, OpClass, StreamRef, ThreadRef};
+use crate::findings::{FindingCollector, Findings, OpClass};
 use crate::model::{
     AccessRange, Allocation, EventInfo, OpKind, Operation, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo,
     TraceRecord,
@@ -104,7 +104,10 @@ impl Engine {
         self.stats.threads = self.threads.len();
         self.stats.sites = self.sites.len();
         self.stats.assumed_view_overlaps = self.processes.iter().map(|p| p.shadow.assumed_view_overlaps()).sum();
-        (self.collector.into_findings(), self.stats)
+        let streams = &self.streams;
+        let (sites, natives) = self.sites.into_tables();
+        let findings = self.collector.into_findings(sites, natives, |id| streams[id.index()].info.handle);
+        (findings, self.stats)
     }
 
     fn add_thread(&mut self, info: ThreadInfo) -> Result<(), EngineError> {
@@ -112,11 +115,7 @@ impl Engine {
             return Err(EngineError { origin: 0, message: format!("thread ids out of order at {:?}", info.id) });
         }
         let host_clock = self.host_clock_for_thread(info.process);
-        self.threads.push(ThreadState {
-            tref: ThreadRef { id: info.id, tid: info.tid },
-            host_clock,
-            order: ThreadOrder::default(),
-        });
+        self.threads.push(ThreadState { host_clock, order: ThreadOrder::default() });
         Ok(())
     }
 
@@ -146,10 +145,8 @@ impl Engine {
             _ => {}
         }
         let idle_edge_base = self.register_idle_stream(&info, host, creation.as_ref());
-        let sref = StreamRef { device: info.gpu, ..StreamRef::new(info.id, info.handle, info.kind) };
         self.streams.push(StreamState {
             info,
-            sref,
             clock,
             creation,
             awake: false,

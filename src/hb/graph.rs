@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::clock::Epoch;
 use super::racing_accesses::can_race;
 use super::shadow::Effect;
-use super::sites::SiteId;
+use super::sites::{SiteId, SiteParts};
 use super::state::{action_of, Engine, EngineError, GraphMemo};
 use crate::findings::{Fix, GraphSite, OpClass, OpOccurrence, RaceFinding, RaceKind, Unordered};
 use crate::model::{Access, AccessMode, GraphBuild, GraphExec, GraphNode, NodeKind, Operation, StreamId};
@@ -74,7 +74,7 @@ impl Engine {
             graph: graph.name.clone(),
             build: graph.build,
             launched_at: op.source.clone(),
-            launched_native: op.native.clone(),
+            launched_native: op.native.as_ref().map(|native| self.sites.native(native)),
         });
         let node_sites: Vec<SiteId> = graph.nodes.iter().map(|node| self.node_site(op, stream, node, &place)).collect();
         let nodes = &graph.nodes;
@@ -134,7 +134,7 @@ impl Engine {
             self.stats.race_occurrences += 1;
             // Both ran in this launch: the occurrence is the launch's, the site says where each node was made.
             let occurrence = |node: usize, mode: AccessMode| OpOccurrence {
-                site: self.sites.get(node_sites[node]).clone(),
+                site: node_sites[node],
                 action: action_of(Effect::Access, mode),
                 seq: op.seq,
                 origin: op.origin,
@@ -144,7 +144,9 @@ impl Engine {
             let earlier = occurrence(i, a.mode);
             let later = occurrence(j, b.mode);
             let fix = self.node_fix(graph, &nodes[i], &nodes[j]);
-            let allocation = self.processes[op.process.index()].allocations.describe(range, None);
+            let sites = &mut self.sites;
+            let allocation =
+                self.processes[op.process.index()].allocations.describe(range, None, |native| sites.native(native));
             self.collector.race(key, || RaceFinding {
                 kind,
                 range,
@@ -181,40 +183,32 @@ impl Engine {
 
     /// A node's site: what it is and where it was captured or added, in the launch that ran it.
     fn node_site(&mut self, op: &Operation, stream: StreamId, node: &GraphNode, place: &Arc<GraphSite>) -> SiteId {
-        let sref = &self.streams[stream.index()].sref;
-        let tref = &self.threads[op.thread.index()].tref;
         let made_at = node.made_at.as_ref();
-        let source = made_at.and_then(|m| m.source.as_ref());
-        let native = made_at.and_then(|m| m.native.as_ref());
-        let region = made_at.and_then(|m| m.region.as_ref());
-        self.sites.intern(OpClass::GraphNode, &node.name, Some(sref), tref, source, native, region, Some(place))
+        self.sites.intern(SiteParts {
+            class: OpClass::GraphNode,
+            name: &node.name,
+            stream: Some(stream),
+            thread: op.thread,
+            source: made_at.and_then(|m| m.source.as_ref()),
+            native: made_at.and_then(|m| m.native.as_ref()),
+            region: made_at.and_then(|m| m.region.as_ref()),
+            graph: Some(place),
+        })
     }
 
     /// How to order two nodes of one graph: inside a capture, the stream of the later node waits for an event
     /// recorded after the earlier one; in a graph built node by node, an edge between them.
     fn node_fix(&self, graph: &GraphExec, earlier: &GraphNode, later: &GraphNode) -> Fix {
-        let at = |node: &GraphNode| node.made_at.as_ref().and_then(|m| m.source.as_ref()).map(ToString::to_string);
         let captured_on = |node: &GraphNode| node.made_at.as_ref().and_then(|m| m.stream);
         if let (GraphBuild::Captured, Some(from), Some(to)) = (graph.build, captured_on(earlier), captured_on(later)) {
             return Fix::CaptureJoin {
                 graph: graph.name.clone(),
-                record_on: self.streams[from.index()].sref.clone(),
-                after: earlier.label().to_string(),
-                after_at: at(earlier),
-                wait_on: self.streams[to.index()].sref.clone(),
-                before: later.label().to_string(),
-                before_at: at(later),
+                record_on: from,
+                wait_on: to,
                 framework: [earlier, later].iter().any(|n| n.made_at.as_ref().is_some_and(|m| m.region.is_some())),
             };
         }
-        Fix::GraphDependency {
-            graph: graph.name.clone(),
-            from: earlier.label().to_string(),
-            from_at: at(earlier),
-            to: later.label().to_string(),
-            to_at: at(later),
-            explicit: graph.build == GraphBuild::Explicit,
-        }
+        Fix::GraphDependency { graph: graph.name.clone(), explicit: graph.build == GraphBuild::Explicit }
     }
 }
 

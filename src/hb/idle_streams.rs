@@ -124,7 +124,7 @@ impl Engine {
         let syncs: u64 = scopes_of(&state.info).into_iter().map(|scope| self.syncs_of(scope)).sum();
         let edges = syncs - state.idle_edge_base;
         if edges > 0 {
-            self.collector.edges(EdgeKind::HostSync, &state.sref, None, edges);
+            self.collector.edges(EdgeKind::HostSync, stream, None, edges);
         }
     }
 

@@ -2,8 +2,9 @@
 //! two, and the fix. It decides nothing about ordering (the access check found the conflicts) and formats
 //! nothing (findings are plain data); it reads the engine's state and writes only the collector and counters.
 
+use super::sites::SiteId;
 use super::state::{action_of, Engine, Known, Later};
-use crate::findings::{AccessAction, Fix, OpOccurrence, RaceFinding, RaceKind, Unordered};
+use crate::findings::{AccessAction, Fix, OpOccurrence, Party, RaceFinding, RaceKind, Unordered};
 use crate::model::ProcessId;
 
 impl Engine {
@@ -26,8 +27,15 @@ impl Engine {
             };
             stats.race_occurrences += 1;
             collector.race((kind, earlier.site.0, later.site.0), || {
+                let party = |site: SiteId, action: AccessAction| {
+                    let site = sites.get(site);
+                    let stream = site.stream.map(|s| (s, streams[s.index()].info.kind));
+                    Party { stream, region: site.region.as_deref(), action }
+                };
+                let fix = Fix::for_race(&party(earlier.site, earlier_action), &party(later.site, later.action))
+                    .unwrap_or(Fix::SyncBeforeRelease { stream: earlier.epoch.stream });
                 let earlier_occurrence = OpOccurrence {
-                    site: sites.get(earlier.site).clone(),
+                    site: earlier.site,
                     action: earlier_action,
                     seq: earlier.seq,
                     origin: earlier.origin,
@@ -35,21 +43,17 @@ impl Engine {
                     node: None,
                 };
                 let later_occurrence = OpOccurrence {
-                    site: sites.get(later.site).clone(),
+                    site: later.site,
                     action: later.action,
                     seq: later.seq,
                     origin: later.origin,
                     stream_position: later.position,
                     node: None,
                 };
-                let fix = Fix::for_race(&earlier_occurrence, &later_occurrence).unwrap_or(Fix::SyncBeforeRelease {
-                    stream: streams[earlier.epoch.stream.index()].sref.clone(),
-                    after: earlier_occurrence.site.name.clone(),
-                });
                 RaceFinding {
                     kind,
                     range: conflict.range,
-                    allocation: allocations.describe(conflict.range, Some(earlier.seq)),
+                    allocation: allocations.describe(conflict.range, Some(earlier.seq), |native| sites.native(native)),
                     why: Unordered::CrossStream {
                         known: known_clock.get(earlier.epoch.slot),
                         position: earlier.epoch.tick,

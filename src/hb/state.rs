@@ -16,8 +16,8 @@ use serde::Serialize;
 use super::allocations::AllocationTable;
 use super::clock::{Slot, VectorClock, VersionedClock};
 use super::shadow::{Conflict, Effect, ShadowMemory};
-use super::sites::{SiteId, SiteTable};
-use crate::findings::{AccessAction, EdgeKind, FindingCollector, OpClass, RaceKey, StreamRef, ThreadRef};
+use super::sites::{SiteId, SiteParts, SiteTable};
+use crate::findings::{AccessAction, EdgeKind, FindingCollector, OpClass, RaceKey};
 use crate::model::{
     Access, AccessMode, ContextId, Coverage, DeviceId, EventInfo, ExactCoverage, Operation, ProcessId, StreamId,
     StreamInfo, StridedView,
@@ -153,7 +153,6 @@ pub struct HbEdge {
 
 pub(super) struct StreamState {
     pub(super) info: StreamInfo,
-    pub(super) sref: StreamRef,
     /// Its own clock, once it has been enqueued on; until then it is `creation`, and this one is empty but for
     /// its version (`idle_streams`).
     pub(super) clock: VersionedClock,
@@ -202,7 +201,6 @@ pub(super) struct EventState {
 }
 
 pub(super) struct ThreadState {
-    pub(super) tref: ThreadRef,
     /// Its own host clock (an index into `host_clocks`).
     pub(super) host_clock: usize,
     /// Its place in the order among host threads (`host_order`).
@@ -366,9 +364,16 @@ impl Engine {
 
     /// The interned site of `op`, named `name` in the class `class`.
     pub(super) fn site(&mut self, class: OpClass, name: &str, stream: Option<StreamId>, op: &Operation) -> SiteId {
-        let sref = stream.map(|s| &self.streams[s.index()].sref);
-        let tref = &self.threads[op.thread.index()].tref;
-        self.sites.intern(class, name, sref, tref, op.source.as_ref(), op.native.as_ref(), op.region.as_ref(), None)
+        self.sites.intern(SiteParts {
+            class,
+            name,
+            stream,
+            thread: op.thread,
+            source: op.source.as_ref(),
+            native: op.native.as_ref(),
+            region: op.region.as_ref(),
+            graph: None,
+        })
     }
 }
 

@@ -160,7 +160,7 @@ impl Engine {
         dst.clock.join(src.current_clock());
         set_grow(&mut dst.seen_stream, from, src.clock.version);
         if dst.clock.version != before {
-            self.collector.edge(EdgeKind::LegacyDefault, &src.sref, Some(&dst.sref));
+            self.collector.edge(EdgeKind::LegacyDefault, src.info.id, Some(dst.info.id));
         }
     }
 
@@ -168,7 +168,7 @@ impl Engine {
     pub(super) fn host_joins_stream(&mut self, host: usize, stream: StreamId, at_seq: u64) {
         let state = &self.streams[stream.index()];
         self.host_clocks[host].join(state.current_clock());
-        self.collector.edge(EdgeKind::HostSync, &state.sref, None);
+        self.collector.edge(EdgeKind::HostSync, stream, None);
         if let Some(log) = self.edge_log.as_mut() {
             if state.position() > 0 {
                 log.push(HbEdge { kind: EdgeKind::HostSync, from_seq: state.last_seq, at_seq, to_stream: None });
@@ -205,11 +205,7 @@ impl Engine {
                 if let (Some(log), Some(from_seq)) = (self.edge_log.as_mut(), ev.recorded_after) {
                     log.push(HbEdge { kind: EdgeKind::EventWait, from_seq, at_seq: op.seq, to_stream: Some(stream) });
                 }
-                self.collector.edge(
-                    EdgeKind::EventWait,
-                    &self.streams[from.index()].sref,
-                    Some(&self.streams[stream.index()].sref),
-                );
+                self.collector.edge(EdgeKind::EventWait, from, Some(stream));
             }
             _ => {
                 let (handle, id) = (ev.info.handle, ev.info.id);
@@ -218,7 +214,6 @@ impl Engine {
                     wait: occurrence,
                     event: handle,
                     event_id: Some(id),
-                    event_name: None,
                     count: 1,
                 });
             }
@@ -233,7 +228,6 @@ impl Engine {
             wait: occurrence,
             event,
             event_id: None,
-            event_name: None,
             count: 1,
         });
     }
@@ -243,7 +237,7 @@ impl Engine {
         let site = self.site(OpClass::StreamWait, "cudaStreamWaitEvent", Some(stream), op);
         let position = self.streams[stream.index()].position();
         let occurrence = OpOccurrence {
-            site: self.sites.get(site).clone(),
+            site,
             action: AccessAction::Read,
             seq: op.seq,
             origin: op.origin,
@@ -271,7 +265,7 @@ impl Engine {
                 // An event synchronize gives the event's snapshot, not the stream's later work.
                 if let (Some(snapshot), Some(from)) = (&ev.snapshot, ev.recorded_on) {
                     self.host_clocks[host].join(snapshot);
-                    self.collector.edge(EdgeKind::HostSync, &self.streams[from.index()].sref, None);
+                    self.collector.edge(EdgeKind::HostSync, from, None);
                     if let (Some(log), Some(from_seq)) = (self.edge_log.as_mut(), ev.recorded_after) {
                         log.push(HbEdge { kind: EdgeKind::HostSync, from_seq, at_seq, to_stream: None });
                     }

@@ -24,7 +24,7 @@ impl Engine {
         has_addresses: bool,
     ) {
         let s = stream.index();
-        let Engine { streams, processes, collector, sites, .. } = self;
+        let Engine { streams, processes, collector, .. } = self;
         for &(other, slot) in &processes[op.process.index()].active_streams {
             let o = other.index();
             if o == s {
@@ -44,8 +44,8 @@ impl Engine {
             if let (false, Some(earlier)) = (has_addresses, streams[o].last_site) {
                 let first = (streams[o].last_seq, op.seq);
                 collector.unordered_pairs(earlier.0, site.0, pairs, || UnorderedPairGroup {
-                    earlier: sites.get(earlier).clone(),
-                    later: sites.get(site).clone(),
+                    earlier,
+                    later: site,
                     pairs,
                     first,
                 });
@@ -59,7 +59,7 @@ impl Engine {
             for (slot, &pairs) in self.streams[s].unordered_with.iter().enumerate() {
                 if pairs > 0 {
                     let other = self.slot_streams[slot].index();
-                    self.collector.stream_pair(&self.streams[s].sref, &self.streams[other].sref, pairs);
+                    self.collector.stream_pair(self.streams[s].info.id, self.streams[other].info.id, pairs);
                 }
             }
         }

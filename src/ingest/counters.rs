@@ -140,9 +140,6 @@ counters! {
     NsysBadMemoryRange = "nsys.bad_memory_range", DataLoss, "allocations whose range overflows, skipped";
     NsysEndBeforeStart = "nsys.end_before_start", DataLoss,
         "rows whose end is before their start: their times are dropped (the operations are kept)";
-    // The symbolizer, after the engine.
-    SymbolsUnreadableModules = "symbols.unreadable_modules", Info,
-        "binaries whose call sites are shown as module+offset: not found here, not ELF, or another build";
 }
 
 /// One counter's count in one import.
@@ -155,20 +152,22 @@ pub struct ImportCounter {
     pub first: Option<String>,
 }
 
-/// Reports show a counter as its table row with its count.
+/// A counter as reports show it: its table row with its count. Counts of later stages (the symbolizer's) are
+/// shown in the same shape.
+#[derive(Serialize)]
+pub struct CounterRow<'a> {
+    pub name: &'static str,
+    pub severity: Severity,
+    pub count: u64,
+    pub meaning: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first: Option<&'a str>,
+}
+
 impl Serialize for ImportCounter {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Row<'a> {
-            name: &'static str,
-            severity: Severity,
-            count: u64,
-            meaning: &'static str,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            first: Option<&'a str>,
-        }
         let c = self.counter;
-        Row {
+        CounterRow {
             name: c.name(),
             severity: c.severity(),
             count: self.count,
@@ -241,7 +240,7 @@ mod tests {
         let mut names: Vec<&str> = Counter::ALL.iter().map(|c| c.name()).collect();
         for name in &names {
             let (source, what) = name.split_once('.').unwrap_or_else(|| panic!("{name}: no source"));
-            assert!(["json", "capture", "graphs", "nsys", "symbols"].contains(&source), "{name}");
+            assert!(["json", "capture", "graphs", "nsys"].contains(&source), "{name}");
             assert!(what.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{name}");
         }
         names.sort_unstable();

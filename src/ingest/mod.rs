@@ -22,6 +22,6 @@ mod record_source;
 mod stages;
 
 pub use background::BackgroundReader;
-pub use counters::{Counter, ImportCounter, ImportCounters, Severity};
+pub use counters::{Counter, CounterRow, ImportCounter, ImportCounters, Severity};
 pub use open::{open, STDIN};
 pub use record_source::{AccessTier, IngestError, RecordSource};

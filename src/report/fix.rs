@@ -5,16 +5,34 @@
 
 use std::fmt::Write;
 
-use super::stream_phrase;
-use crate::findings::{Collective, Fix};
+use super::stream_words;
+use crate::findings::{Collective, Fix, OpOccurrence, RaceFinding};
 use crate::names::short::stream_number;
+use crate::resolve::Lookup;
 
-/// The fix as one sentence, without its "Fix:" label.
-pub fn fix_text(fix: &Fix) -> String {
+/// What a fix's sentence names of one of the race's operations: its label (the framework op, else its own name)
+/// and its line, as `file:line`.
+pub struct FixParty<'a> {
+    pub label: &'a str,
+    pub at: Option<String>,
+}
+
+impl<'a> FixParty<'a> {
+    pub fn of(look: Lookup<'a>, op: &OpOccurrence) -> FixParty<'a> {
+        FixParty { label: look.site(op.site).label(), at: look.source(op.site).map(ToString::to_string) }
+    }
+}
+
+/// The race's fix as one sentence, without its "Fix:" label.
+pub fn fix_text(look: Lookup, race: &RaceFinding) -> String {
+    let earlier = FixParty::of(look, &race.earlier);
+    let later = FixParty::of(look, &race.later);
+    let stream_phrase = |id| stream_words(look, id);
     let mut text = String::new();
-    match fix {
-        Fix::RecordAndWait { record_on, after, wait_on, before, after_at, before_at } => {
-            let (record_on, wait_on) = (stream_phrase(record_on), stream_phrase(wait_on));
+    match &race.fix {
+        Fix::RecordAndWait { record_on, wait_on } => {
+            let (after, after_at, before, before_at) = (earlier.label, &earlier.at, later.label, &later.at);
+            let (record_on, wait_on) = (stream_phrase(*record_on), stream_phrase(*wait_on));
             if [after_at, before_at].iter().all(|p| p.as_ref().is_some_and(|p| is_python(p))) {
                 // A PyTorch program: say it with PyTorch's calls.
                 let _ = write!(
@@ -32,28 +50,32 @@ pub fn fix_text(fix: &Fix) -> String {
                 );
             }
         }
-        Fix::FreeAfterUse { free_stream, use_stream, use_op } => {
-            let (free_stream, use_stream) = (stream_phrase(free_stream), stream_phrase(use_stream));
+        Fix::FreeAfterUse { free_stream, use_stream } => {
+            let use_op = later.label;
+            let (free_stream, use_stream) = (stream_phrase(*free_stream), stream_phrase(*use_stream));
             let _ = write!(
                 text,
                 "the block is freed on {free_stream} before `{use_op}` on {use_stream} is done with it: issue the free after `{use_op}`, and order it (record an event on {use_stream} after `{use_op}` and make {free_stream} wait on it before cudaFreeAsync, or free on {use_stream})"
             );
         }
-        Fix::SyncBeforeRelease { stream, after } => {
+        Fix::SyncBeforeRelease { stream } => {
             let _ = write!(
                 text,
-                "synchronize {} (or an event recorded after `{after}`) before releasing the memory",
-                stream_phrase(stream)
+                "synchronize {} (or an event recorded after `{}`) before releasing the memory",
+                stream_phrase(*stream),
+                earlier.label
             );
         }
-        Fix::HostWaitsFirst { stream, after, touch, after_at, touch_at } => {
+        Fix::HostWaitsFirst { stream } => {
+            let (after, after_at, touch, touch_at) = (earlier.label, &earlier.at, later.label, &later.at);
+            let number = look.stream(*stream).map_or("?".to_string(), |s| stream_number(s.handle));
             if touch_at.as_ref().is_some_and(|p| is_python(p)) {
                 let _ = write!(
                     text,
                     "the host touches the buffer in `{touch}`{} while `{after}`{} on {} may still be running: wait for it first (`ev.synchronize()` on an event recorded after it, or `torch.cuda.current_stream().synchronize()` / that stream's `synchronize()`), or make the copy blocking (`non_blocking=False`)",
                     at(touch_at),
                     at(after_at),
-                    stream_phrase(stream)
+                    stream_phrase(*stream)
                 );
             } else {
                 let _ = write!(
@@ -61,19 +83,21 @@ pub fn fix_text(fix: &Fix) -> String {
                     "the host touches the buffer in `{touch}`{} while `{after}`{} on {} may still be running: call cudaEventSynchronize on an event recorded after it, or cudaStreamSynchronize({}), before the host touches it, or use a blocking copy",
                     at(touch_at),
                     at(after_at),
-                    stream_phrase(stream),
-                    stream_number(stream.handle)
+                    stream_phrase(*stream),
+                    number
                 );
             }
         }
-        Fix::AfterHostAccess { touch, stream, before } => {
+        Fix::AfterHostAccess { stream } => {
+            let (touch, before) = (earlier.label, later.label);
             let _ = write!(
                 text,
                 "issue `{before}` on {} only after the host thread's `{touch}` is done with the buffer (hand it over between the threads first)",
-                stream_phrase(stream)
+                stream_phrase(*stream)
             );
         }
-        Fix::GraphDependency { graph, from, from_at, to, to_at, explicit } => {
+        Fix::GraphDependency { graph, explicit } => {
+            let (from, from_at, to, to_at) = (earlier.label, &earlier.at, later.label, &later.at);
             let _ = write!(
                 text,
                 "add a dependency edge from node `{from}`{} to node `{to}`{} in {graph}",
@@ -87,13 +111,14 @@ pub fn fix_text(fix: &Fix) -> String {
                 );
             }
         }
-        Fix::CaptureJoin { graph, record_on, after, after_at, wait_on, before, before_at, framework } => {
+        Fix::CaptureJoin { graph, record_on, wait_on, framework } => {
+            let (after, after_at, before, before_at) = (earlier.label, &earlier.at, later.label, &later.at);
             let _ = write!(
                 text,
                 "inside the capture of {graph}, record an event on {} after `{after}`{} and make {} wait on it before `{before}`{}",
-                stream_phrase(record_on),
+                stream_phrase(*record_on),
                 at(after_at),
-                stream_phrase(wait_on),
+                stream_phrase(*wait_on),
                 at(before_at),
             );
             if *framework {
@@ -101,7 +126,8 @@ pub fn fix_text(fix: &Fix) -> String {
             }
             text.push_str(": the join becomes the missing graph edge");
         }
-        Fix::WaitForCollective { collective, call, before, collective_at, before_at } => {
+        Fix::WaitForCollective { call } => {
+            let (collective, collective_at, before, before_at) = (earlier.label, &earlier.at, later.label, &later.at);
             let name = call.call();
             // Point-to-point ops are asynchronous by name (isend, irecv); collectives by async_op=True.
             let (handle, blocking) = match call {
@@ -116,8 +142,9 @@ pub fn fix_text(fix: &Fix) -> String {
                 at(collective_at)
             );
         }
-        Fix::WaitStreamBeforeCollective { stream, after, collective, call, after_at, collective_at } => {
-            let (name, stream) = (call.call(), stream_phrase(stream));
+        Fix::WaitStreamBeforeCollective { stream, call } => {
+            let (after, after_at, collective, collective_at) = (earlier.label, &earlier.at, later.label, &later.at);
+            let (name, stream) = (call.call(), stream_phrase(*stream));
             let _ = write!(
                 text,
                 "`{name}`{} (`{collective}`) is ordered after the current stream only (it runs on it, or on NCCL's stream once that waited for it), while `{after}`{} on {stream} may still use its tensor: before `{name}`, make the current stream wait for {stream} (`torch.cuda.current_stream().wait_stream(s)` for that stream s, or an event recorded after `{after}`)",

@@ -10,7 +10,7 @@ use std::io;
 use serde::Serialize;
 
 use super::fix::fix_text;
-use super::{describe_location, describe_op, describe_why, event_phrase, race_title, Report};
+use super::{action_word, describe_location, describe_op, describe_why, event_phrase, race_title, Report};
 use crate::analysis::Analysis;
 use crate::findings::{EdgeKind, RaceFinding};
 use crate::timeline::Timeline;
@@ -121,28 +121,36 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
             arrows.push((a.from, to, kind));
         }
     }
-    let findings = &analysis.findings;
+    let (findings, look) = (&analysis.findings, analysis.lookup());
     let race_view = |race: &RaceFinding, timing_only: bool| {
         let mut lines = vec![
-            format!("{} of {} bytes by {}", race.later.action_word(), race.range.len, describe_op(&race.later)),
-            format!("previous {} by {}", race.earlier.action_word(), describe_op(&race.earlier)),
+            format!(
+                "{} of {} bytes by {}",
+                action_word(race.later.action),
+                race.range.len,
+                describe_op(look, &race.later)
+            ),
+            format!("previous {} by {}", action_word(race.earlier.action), describe_op(look, &race.earlier)),
         ];
         for (label, op) in [("later", &race.later), ("earlier", &race.earlier)] {
-            if let Some(source) = &op.site.source {
+            if let Some(source) = look.source(op.site) {
                 lines.push(format!("{label} issued at {source}"));
             }
         }
-        lines.extend(describe_location(race));
-        lines.push(format!("why: {}", describe_why(race)));
-        lines.push(format!("fix: {}", fix_text(&race.fix)));
+        lines.extend(describe_location(look, race));
+        lines.push(format!("why: {}", describe_why(look, race)));
+        lines.push(format!("fix: {}", fix_text(look, race)));
         if race.count > 1 {
             lines.push(format!("seen {} times", race.count));
         }
         let (earlier, later) = (timeline.mark(&race.earlier), timeline.mark(&race.later));
         let title = if timing_only {
-            format!("ordered only by timing, or by host synchronization the capture cannot see: {}", race_title(race))
+            format!(
+                "ordered only by timing, or by host synchronization the capture cannot see: {}",
+                race_title(look, race)
+            )
         } else {
-            race_title(race)
+            race_title(look, race)
         };
         FindingView {
             title,
@@ -159,14 +167,17 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
         findings.races_by_count().into_iter().take(FINDINGS_SHOWN).map(|race| race_view(race, false)).collect();
     views.extend(findings.timing_only_races.iter().take(FINDINGS_SHOWN).map(|race| race_view(race, true)));
     views.extend(findings.unrecorded_waits.iter().take(FINDINGS_SHOWN).map(|w| FindingView {
-        title: format!("wait on a never-recorded event: {}", event_phrase(w)),
+        title: format!("wait on a never-recorded event: {}", event_phrase(look, w)),
         earlier: None,
         later: None,
         earlier_node: None,
         later_node: None,
         outlined: TWO_OPERATIONS.to_string(),
         arrows: Vec::new(),
-        lines: vec![describe_op(&w.wait), "the wait orders nothing: record the event before waiting on it".into()],
+        lines: vec![
+            describe_op(look, &w.wait),
+            "the wait orders nothing: record the event before waiting on it".into(),
+        ],
     }));
     let races = findings.races.len();
     let pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();

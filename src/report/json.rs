@@ -1,16 +1,17 @@
-//! The JSON report. Its wire types live here alone; docs/json-report.md documents the schema.
+//! The JSON report: every finding as docs/json-report.md spells it, built from the findings and what their ids
+//! stand for. Its wire types live in json/wire.rs alone.
+
+mod wire;
 
 use std::io;
 
 use serde::Serialize;
 
-use super::fix::fix_text;
-use super::{describe_why, Report};
+use super::Report;
 use crate::analysis::Analysis;
-use crate::findings::{EdgeCount, RaceFinding, StreamPairCount, UnorderedPairGroup, UnrecordedWait};
 use crate::hb::{EngineStats, HostOrder};
-use crate::ingest::ImportCounters;
 use crate::model::JobPlace;
+use wire::Naming;
 
 /// The value of the report's `schema` field.
 pub const SCHEMA: &str = "streamtrace.analysis";
@@ -34,19 +35,20 @@ struct WireReport<'a> {
     /// "clean", "timing_only" or "findings"; the exit status says the same.
     verdict: &'static str,
     summary: Summary,
-    races: Vec<WireRace<'a>>,
+    races: Vec<wire::Race<'a>>,
     /// Races that only the per-thread host order finds: ordered only by timing, or by host synchronization the
     /// capture cannot see.
-    timing_only_races: Vec<WireRace<'a>>,
-    unrecorded_waits: &'a [UnrecordedWait],
+    timing_only_races: Vec<wire::Race<'a>>,
+    unrecorded_waits: Vec<wire::Wait<'a>>,
     /// Info: waits on events no record ever named (a library's deliberate no-ops).
-    waits_on_never_recorded_events: &'a [UnrecordedWait],
-    waits_with_unknown_record: &'a [UnrecordedWait],
-    unordered_pairs: &'a [UnorderedPairGroup],
-    stream_pairs: &'a [StreamPairCount],
-    edges: &'a [EdgeCount],
+    waits_on_never_recorded_events: Vec<wire::Wait<'a>>,
+    waits_with_unknown_record: Vec<wire::Wait<'a>>,
+    unordered_pairs: Vec<wire::PairGroup<'a>>,
+    stream_pairs: Vec<wire::StreamPair<'a>>,
+    edges: Vec<wire::Edge<'a>>,
     stats: &'a EngineStats,
-    import: &'a ImportCounters,
+    /// The import's counters, then the symbolizer's.
+    import: Vec<wire::WireCounter<'a>>,
 }
 
 #[derive(Serialize)]
@@ -61,21 +63,9 @@ struct Summary {
     data_loss: bool,
 }
 
-#[derive(Serialize)]
-struct WireRace<'a> {
-    #[serde(flatten)]
-    finding: &'a RaceFinding,
-    why_text: String,
-    fix_text: String,
-}
-
-fn wire_race(finding: &RaceFinding) -> WireRace<'_> {
-    WireRace { finding, why_text: describe_why(finding), fix_text: fix_text(&finding.fix) }
-}
-
 impl Report for JsonReport {
     fn write(&self, analysis: &Analysis, out: &mut dyn io::Write) -> io::Result<()> {
-        let findings = &analysis.findings;
+        let (findings, look) = (&analysis.findings, analysis.lookup());
         let wire = WireReport {
             schema: SCHEMA,
             version: SCHEMA_VERSION,
@@ -95,16 +85,20 @@ impl Report for JsonReport {
                 has_addresses: analysis.stats.has_addresses,
                 data_loss: analysis.import.data_loss().next().is_some(),
             },
-            races: findings.races.iter().map(wire_race).collect(),
-            timing_only_races: findings.timing_only_races.iter().map(wire_race).collect(),
-            unrecorded_waits: &findings.unrecorded_waits,
-            waits_on_never_recorded_events: &findings.waits_on_never_recorded_events,
-            waits_with_unknown_record: &findings.waits_with_unknown_record,
-            unordered_pairs: &findings.unordered_pairs,
-            stream_pairs: &findings.stream_pairs,
-            edges: &findings.edges,
+            races: findings.races.iter().map(|race| wire::Race::of(look, race)).collect(),
+            timing_only_races: findings.timing_only_races.iter().map(|race| wire::Race::of(look, race)).collect(),
+            unrecorded_waits: wire::waits(look, &findings.unrecorded_waits, Naming::Resolved),
+            waits_on_never_recorded_events: wire::waits(
+                look,
+                &findings.waits_on_never_recorded_events,
+                Naming::AsRecorded,
+            ),
+            waits_with_unknown_record: wire::waits(look, &findings.waits_with_unknown_record, Naming::Resolved),
+            unordered_pairs: findings.unordered_pairs.iter().map(|group| wire::PairGroup::of(look, group)).collect(),
+            stream_pairs: findings.stream_pairs.iter().map(|pair| wire::StreamPair::of(look, pair)).collect(),
+            edges: findings.edges.iter().map(|edge| wire::Edge::of(look, edge)).collect(),
             stats: &analysis.stats,
-            import: &analysis.import,
+            import: wire::counters(&analysis.import, &analysis.tables.symbols),
         };
         serde_json::to_writer_pretty(&mut *out, &wire).map_err(io::Error::other)?;
         writeln!(out)

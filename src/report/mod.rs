@@ -1,7 +1,8 @@
 //! Reports: render an [`Analysis`] for people and programs: text in the terminal, JSON, a self-contained HTML
 //! timeline, a PNG picture and a Perfetto/Chrome trace (the last three draw the [`Timeline`](crate::timeline)
-//! collected beside the analysis). Reports never decide anything; the sentences shared by several formats live
-//! here.
+//! collected beside the analysis). Reports look up what the findings' ids stand for (crate::resolve) and
+//! format; they never decide anything. The sentences shared by several formats live here, a race's fix in
+//! `fix`.
 
 pub mod fix;
 pub mod html;
@@ -14,9 +15,11 @@ mod timeline_picture;
 use std::io;
 
 use crate::analysis::Analysis;
-use crate::findings::{AccessAction, OpClass, OpOccurrence, RaceFinding, StreamRef, Unordered, UnrecordedWait};
-use crate::model::StreamKind;
+use crate::findings::{AccessAction, OpClass, OpOccurrence, RaceFinding, Site, SiteId, Unordered, UnrecordedWait};
+use crate::model::{StreamId, StreamKind};
 use crate::names::short::{short_name, short_op_name, short_place, stream_number};
+use crate::names::StreamEntry;
+use crate::resolve::Lookup;
 
 /// An output format.
 pub trait Report {
@@ -63,17 +66,22 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
 /// A stream in a sentence: "stream 13" when only the handle is known, else the name with the handle last: "the
 /// default stream (1)", "stream `side = torch.cuda.Stream()` at train.py:11 (0x21a9b8f0)". A host thread's lane
 /// is "host thread N".
-pub fn stream_phrase(stream: &StreamRef) -> String {
-    match (&stream.name, stream.kind) {
+pub fn stream_phrase(stream: &StreamEntry) -> String {
+    match (&stream.name.known_as, stream.kind) {
         (_, StreamKind::HostThread) => format!("host thread {}", stream.handle),
         (Some(name), _) => format!("{name} ({})", stream_number(stream.handle)),
         (None, _) => format!("stream {}", stream_number(stream.handle)),
     }
 }
 
+/// The stream `id` in a sentence ("stream ?" for one no record declared, which the engine never reports).
+pub fn stream_words(look: Lookup, id: StreamId) -> String {
+    look.stream(id).map_or_else(|| "stream ?".to_string(), stream_phrase)
+}
+
 /// A stream with its kind: "stream 13 (non-blocking)", "the default stream (1, legacy default)".
-pub fn stream_with_kind(stream: &StreamRef) -> String {
-    match (&stream.name, stream.kind) {
+pub fn stream_with_kind(stream: &StreamEntry) -> String {
+    match (&stream.name.known_as, stream.kind) {
         (_, StreamKind::HostThread) => stream_phrase(stream),
         (Some(name), kind) => format!("{name} ({}, {})", stream_number(stream.handle), kind.as_str()),
         (None, kind) => format!("stream {} ({})", stream_number(stream.handle), kind.as_str()),
@@ -82,10 +90,20 @@ pub fn stream_with_kind(stream: &StreamRef) -> String {
 
 /// The event a wait waited on: "event 5", or its name with the handle: "event `ev = torch.cuda.Event()` at
 /// train.py:12 (5)".
-pub fn event_phrase(wait: &UnrecordedWait) -> String {
-    match &wait.event_name {
+pub fn event_phrase(look: Lookup, wait: &UnrecordedWait) -> String {
+    match look.event_name(wait.event_id) {
         Some(name) => format!("{name} ({})", stream_number(wait.event)),
         None => format!("event {}", wait.event),
+    }
+}
+
+/// What an operation did, in a sentence: "read", "write", "free" or "allocation".
+pub fn action_word(action: AccessAction) -> &'static str {
+    match action {
+        AccessAction::Read => "read",
+        AccessAction::Write => "write",
+        AccessAction::Free => "free",
+        AccessAction::Alloc => "allocation",
     }
 }
 
@@ -143,47 +161,53 @@ pub fn kernel_name(name: &str) -> std::borrow::Cow<'_, str> {
 
 /// An operation's name for a sentence: the framework op it belongs to (`sum.default`) when it has one,
 /// otherwise its own name.
-fn op_label(op: &OpOccurrence) -> std::borrow::Cow<'_, str> {
-    match &op.site.region {
+fn op_label(site: &Site) -> std::borrow::Cow<'_, str> {
+    match &site.region {
         Some(region) => region.as_ref().into(),
-        None => kernel_name(&op.site.name),
+        None => kernel_name(&site.name),
     }
 }
 
 /// An operation in a title: its short op or kernel name, and its line when known ("fill_ at train.py:13").
-pub fn short_op(op: &OpOccurrence) -> String {
-    let name = match (&op.site.region, op.site.class) {
+pub fn short_op(look: Lookup, op: &OpOccurrence) -> String {
+    let site = look.site(op.site);
+    let name = match (&site.region, site.class) {
         (Some(region), _) => short_op_name(region).to_string(),
         // A host access is named after the framework op that made it.
-        (None, OpClass::HostAccess) => short_op_name(&op.site.name).to_string(),
-        (None, _) => short_name(&op.site.name).into_owned(),
+        (None, OpClass::HostAccess) => short_op_name(&site.name).to_string(),
+        (None, _) => short_name(&site.name).into_owned(),
     };
-    match &op.site.source {
+    match look.source(op.site) {
         Some(source) => format!("{name} at {}", short_place(source)),
         None => name,
     }
 }
 
 /// A race's title: "write-after-write race: fill_ at train.py:13 / mul_ at train.py:15".
-pub fn race_title(race: &RaceFinding) -> String {
-    format!("{} race: {} / {}", race.kind.as_str(), short_op(&race.earlier), short_op(&race.later))
+pub fn race_title(look: Lookup, race: &RaceFinding) -> String {
+    format!("{} race: {} / {}", race.kind.as_str(), short_op(look, &race.earlier), short_op(look, &race.later))
 }
 
 /// Who did it, in one phrase: "kernel `scale` on stream 13 (non-blocking), host thread 1".
-pub fn describe_op(op: &OpOccurrence) -> String {
-    let site = &op.site;
+pub fn describe_op(look: Lookup, op: &OpOccurrence) -> String {
+    describe_site(look, op.site)
+}
+
+/// An operation site in one phrase, as [`describe_op`] says it.
+pub fn describe_site(look: Lookup, id: SiteId) -> String {
+    let site = look.site(id);
     let mut text = match site.class {
         OpClass::Kernel | OpClass::GraphNode | OpClass::GraphLaunch => {
             format!("{} `{}`", site.class.as_str(), kernel_name(&site.name))
         }
         _ => site.name.clone(),
     };
-    match &site.stream {
+    match look.stream_of(id) {
         Some(stream) if stream.kind == StreamKind::HostThread => text.push_str(" on the host"),
         Some(stream) => text.push_str(&format!(" on {}", stream_with_kind(stream))),
         None => text.push_str(" on the host"),
     }
-    text.push_str(&format!(", host thread {}", site.thread.tid));
+    text.push_str(&format!(", host thread {}", look.tid(site.thread)));
     if let Some(region) = &site.region {
         text.push_str(&format!(", in region `{region}`"));
     }
@@ -193,12 +217,12 @@ pub fn describe_op(op: &OpOccurrence) -> String {
 /// Where the racing bytes are, as sentences: the block holding them (its kind and where it was created), and
 /// for a caching-allocator block handed out again while the earlier access still used the memory, the freed
 /// block it took over.
-pub fn describe_location(race: &RaceFinding) -> Vec<String> {
+pub fn describe_location(look: Lookup, race: &RaceFinding) -> Vec<String> {
     let Some(alloc) = &race.allocation else {
         return vec![format!("Location {} is in no allocation the trace recorded", race.range)];
     };
     let label = alloc.label.as_deref().map_or(String::new(), |l| format!(" `{l}`"));
-    let source = alloc.source.as_ref().map_or(String::new(), |s| format!(", allocated at {s}"));
+    let source = look.allocation_source(alloc).map_or(String::new(), |s| format!(", allocated at {s}"));
     let mut lines = vec![format!(
         "Location is allocation {}{label} {} ({} bytes, {}){source}",
         alloc.handle,
@@ -222,17 +246,16 @@ pub fn describe_location(race: &RaceFinding) -> Vec<String> {
 }
 
 /// Why nothing orders the two operations of a race, as a sentence.
-pub fn describe_why(race: &RaceFinding) -> String {
-    let earlier = &race.earlier;
-    let later = &race.later;
+pub fn describe_why(look: Lookup, race: &RaceFinding) -> String {
+    let (earlier, later) = (look.site(race.earlier.site), look.site(race.later.site));
     match &race.why {
         Unordered::GraphNodes { graph } => format!(
             "`{}` and `{}` are nodes of {graph} with no dependency path between them, so they may run concurrently at every launch",
             op_label(earlier), op_label(later)
         ),
         Unordered::CrossStream { known, position } => {
-            let earlier_stream = earlier.site.stream.as_ref().map_or("stream ?".to_string(), stream_phrase);
-            let observer = match &later.site.stream {
+            let earlier_stream = look.stream_of(race.earlier.site).map_or("stream ?".to_string(), stream_phrase);
+            let observer = match look.stream_of(race.later.site) {
                 Some(s) if s.kind != StreamKind::HostThread => stream_phrase(s),
                 _ => "the host thread".to_string(),
             };
@@ -244,8 +267,8 @@ pub fn describe_why(race: &RaceFinding) -> String {
                     if *known == 1 { "" } else { "s" }
                 )
             };
-            let what = match later.action {
-                AccessAction::Free if later.site.stream.is_none() => "the memory was released",
+            let what = match race.later.action {
+                AccessAction::Free if later.stream.is_none() => "the memory was released",
                 _ => "the later operation was issued",
             };
             format!(

@@ -37,6 +37,7 @@ fn node_slice(op: &crate::timeline::TimelineOp, k: usize, n: usize) -> (f64, f64
 }
 
 fn events(analysis: &Analysis, timeline: &Timeline) -> Vec<Value> {
+    let look = analysis.lookup();
     let mut events = Vec::with_capacity(timeline.ops.len() * 2 + timeline.streams.len() + 8);
     // One Perfetto process per lane group (a device of a process, or its host threads), named after it.
     let groups = timeline.groups();
@@ -106,8 +107,8 @@ fn events(analysis: &Analysis, timeline: &Timeline) -> Vec<Value> {
             (Some(k), Some(nodes)) => node_slice(later, k, nodes.len()).0,
             _ => micros(later.start_ns),
         };
-        let mut args = json!({"why": super::describe_why(race), "fix": super::fix::fix_text(&race.fix), "count": race.count,
-                              "earlier": super::describe_op(&race.earlier), "later": super::describe_op(&race.later),
+        let mut args = json!({"why": super::describe_why(look, race), "fix": super::fix::fix_text(look, race), "count": race.count,
+                              "earlier": super::describe_op(look, &race.earlier), "later": super::describe_op(look, &race.later),
                               "earlier_seq": race.earlier.seq, "later_seq": race.later.seq});
         if let Some(nodes) = timeline.outlined_nodes(race) {
             // The node slices' own `node` arguments, so that the pair can be found among the launch's slices.
@@ -117,7 +118,7 @@ fn events(analysis: &Analysis, timeline: &Timeline) -> Vec<Value> {
         }
         events.push(json!({
             "ph": "i", "s": "t", "cat": "race",
-            "name": super::race_title(race),
+            "name": super::race_title(look, race),
             "pid": process_of(later), "tid": later.stream, "ts": ts,
             "args": args,
         }));

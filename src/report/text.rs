@@ -5,14 +5,15 @@ use std::io;
 
 use super::fix::fix_text;
 use super::{
-    describe_location, describe_op, describe_why, event_phrase, ordinal, printable, shorten, stream_phrase, Report,
+    describe_location, describe_op, describe_why, event_phrase, ordinal, printable, shorten, stream_words, Report,
 };
 use crate::analysis::Analysis;
-use crate::findings::{AccessAction, EdgeKind, OpOccurrence, RaceFinding};
+use crate::findings::{AccessAction, EdgeKind, OpOccurrence, RaceFinding, Site};
 use crate::hb::HostOrder;
 use crate::ingest::Counter;
-use crate::model::GraphBuild;
+use crate::model::{GraphBuild, SourceLocation};
 use crate::names::short::short_name;
+use crate::resolve::Lookup;
 
 /// How many unordered-pair groups the text report lists.
 const PAIR_GROUPS_SHOWN: usize = 10;
@@ -28,12 +29,23 @@ fn access_word(action: AccessAction) -> &'static str {
     }
 }
 
-fn write_occurrence(out: &mut dyn io::Write, heading: &str, op: &OpOccurrence, bytes: u64, at: u64) -> io::Result<()> {
-    writeln!(out, "  {heading} of {bytes} bytes at {at:#x} by {}:", printable(&describe_op(op)))?;
-    let source =
-        op.site.source.as_ref().map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned());
+/// A line as the text report shows it: printable, or "unknown source".
+fn place(source: Option<&SourceLocation>) -> String {
+    source.map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned())
+}
+
+fn write_occurrence(
+    out: &mut dyn io::Write,
+    look: Lookup,
+    heading: &str,
+    op: &OpOccurrence,
+    bytes: u64,
+    at: u64,
+) -> io::Result<()> {
+    writeln!(out, "  {heading} of {bytes} bytes at {at:#x} by {}:", printable(&describe_op(look, op)))?;
+    let source = place(look.source(op.site));
     let position = op.stream_position.map_or(String::new(), |p| format!(", {} on its stream", ordinal(p)));
-    let Some(graph) = &op.site.graph else {
+    let Some(graph) = &look.site(op.site).graph else {
         return writeln!(out, "    at {source} (operation {}{position}, input line/row {})", op.seq, op.origin);
     };
     // A graph node was issued where it was captured or added, and ran where its graph was launched.
@@ -42,11 +54,10 @@ fn write_occurrence(out: &mut dyn io::Write, heading: &str, op: &OpOccurrence, b
         GraphBuild::Explicit => "added at",
         GraphBuild::Inline => "at",
     };
-    if op.site.source.is_some() {
+    if look.source(op.site).is_some() {
         writeln!(out, "    {made} {source}")?;
     }
-    let launched =
-        graph.launched_at.as_ref().map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned());
+    let launched = place(look.launched_at(op.site));
     writeln!(
         out,
         "    in {}, launched at {launched} (operation {}{position}, input line/row {})",
@@ -67,7 +78,7 @@ fn write_view(out: &mut dyn io::Write, view: Option<&str>) -> io::Result<()> {
 /// What a race ordered only by timing is, said under its heading.
 const TIMING_ONLY: &str = "ordered only by timing, or by host synchronization the capture cannot see";
 
-fn write_race(out: &mut dyn io::Write, race: &RaceFinding, timing_only: bool) -> io::Result<()> {
+fn write_race(out: &mut dyn io::Write, look: Lookup, race: &RaceFinding, timing_only: bool) -> io::Result<()> {
     writeln!(out, "==================")?;
     if timing_only {
         writeln!(out, "WARNING: streamtrace: data race {TIMING_ONLY} ({})", race.kind.as_str())?;
@@ -75,25 +86,25 @@ fn write_race(out: &mut dyn io::Write, race: &RaceFinding, timing_only: bool) ->
         writeln!(out, "WARNING: streamtrace: data race ({})", race.kind.as_str())?;
     }
     let (bytes, at) = (race.range.len, race.range.start);
-    write_occurrence(out, access_word(race.later.action), &race.later, bytes, at)?;
+    write_occurrence(out, look, access_word(race.later.action), &race.later, bytes, at)?;
     write_view(out, race.later_view.as_deref())?;
     writeln!(out)?;
     let previous = format!("Previous {}", access_word(race.earlier.action).to_lowercase());
-    write_occurrence(out, &previous, &race.earlier, bytes, at)?;
+    write_occurrence(out, look, &previous, &race.earlier, bytes, at)?;
     write_view(out, race.earlier_view.as_deref())?;
     writeln!(out)?;
-    for line in describe_location(race) {
+    for line in describe_location(look, race) {
         writeln!(out, "  {}", printable(&line))?;
     }
     writeln!(out)?;
-    writeln!(out, "  Why: {}", printable(&describe_why(race)))?;
+    writeln!(out, "  Why: {}", printable(&describe_why(look, race)))?;
     if timing_only {
         writeln!(
             out,
             "  Only the timing of this run orders the two host calls: taken in their timestamp order they are ordered, but no host synchronization the capture saw (a join, a mutex, a condition variable, a semaphore) hands the work over between the threads. Unless something it cannot see does (a std::atomic flag, a spin loop, a futex), this is a race."
         )?;
     }
-    writeln!(out, "  Fix: {}", printable(&fix_text(&race.fix)))?;
+    writeln!(out, "  Fix: {}", printable(&fix_text(look, race)))?;
     if race.count > 1 {
         writeln!(out, "  Seen {} times (first occurrence shown).", race.count)?;
     }
@@ -154,12 +165,12 @@ fn write_host_watch(out: &mut dyn io::Write, analysis: &Analysis) -> io::Result<
 
 impl Report for TextReport {
     fn write(&self, analysis: &Analysis, out: &mut dyn io::Write) -> io::Result<()> {
-        let findings = &analysis.findings;
+        let (findings, look) = (&analysis.findings, analysis.lookup());
         for race in &findings.races {
-            write_race(out, race, false)?;
+            write_race(out, look, race, false)?;
         }
         for race in &findings.timing_only_races {
-            write_race(out, race, true)?;
+            write_race(out, look, race, true)?;
         }
         for wait in &findings.unrecorded_waits {
             writeln!(out, "==================")?;
@@ -167,15 +178,10 @@ impl Report for TextReport {
             writeln!(
                 out,
                 "  {} waits on {}, which no record preceded:",
-                printable(&describe_op(&wait.wait)),
-                printable(&event_phrase(wait))
+                printable(&describe_op(look, &wait.wait)),
+                printable(&event_phrase(look, wait))
             )?;
-            let source = wait
-                .wait
-                .site
-                .source
-                .as_ref()
-                .map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned());
+            let source = place(look.source(wait.wait.site));
             writeln!(out, "    at {source} (operation {}, input line/row {})", wait.wait.seq, wait.wait.origin)?;
             writeln!(out, "  The wait orders nothing. Record the event before waiting on it (check the order of record and wait).")?;
             if wait.count > 1 {
@@ -201,19 +207,19 @@ impl Report for TextReport {
                 if total == 1 { "" } else { "s" }
             )?;
             for wait in &findings.waits_with_unknown_record {
-                writeln!(out, "  {} x{}", printable(&describe_op(&wait.wait)), wait.count)?;
+                writeln!(out, "  {} x{}", printable(&describe_op(look, &wait.wait)), wait.count)?;
             }
         }
         if !analysis.stats.has_addresses && !findings.edges.is_empty() {
             writeln!(out, "Happens-before edges found:")?;
             for edge in &findings.edges {
-                let to = edge.to.as_ref().map_or("the host".to_string(), |s| printable(&stream_phrase(s)).into_owned());
+                let to = edge.to.map_or("the host".to_string(), |s| printable(&stream_words(look, s)).into_owned());
                 let via = match edge.via {
                     EdgeKind::EventWait => "event record -> wait",
                     EdgeKind::HostSync => "host synchronization",
                     EdgeKind::LegacyDefault => "legacy default stream",
                 };
-                writeln!(out, "  {} -> {to}: {} ({via})", printable(&stream_phrase(&edge.from)), edge.count)?;
+                writeln!(out, "  {} -> {to}: {} ({via})", printable(&stream_words(look, edge.from)), edge.count)?;
             }
         }
         let total_pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
@@ -241,19 +247,20 @@ impl Report for TextReport {
             if !findings.unordered_pairs.is_empty() {
                 writeln!(out, "Unordered cross-stream operation pairs, by site (most first):")?;
                 for group in findings.unordered_pairs.iter().take(PAIR_GROUPS_SHOWN) {
-                    let stream = |s: &crate::findings::Site| {
-                        s.stream.as_ref().map_or("stream 0".to_string(), |s| printable(&stream_phrase(s)).into_owned())
+                    let stream = |site: &Site| {
+                        site.stream.map_or("stream 0".to_string(), |s| printable(&stream_words(look, s)).into_owned())
                     };
+                    let (earlier, later) = (look.site(group.earlier), look.site(group.later));
                     writeln!(
                         out,
                         "  {:>10} pairs  {} `{}` ({}) || {} `{}` ({}), first at operations {} and {}",
                         group.pairs,
-                        group.earlier.class.as_str(),
-                        printable(&shorten(&group.earlier.name)),
-                        stream(&group.earlier),
-                        group.later.class.as_str(),
-                        printable(&shorten(&group.later.name)),
-                        stream(&group.later),
+                        earlier.class.as_str(),
+                        printable(&shorten(&earlier.name)),
+                        stream(earlier),
+                        later.class.as_str(),
+                        printable(&shorten(&later.name)),
+                        stream(later),
                         group.first.0,
                         group.first.1
                     )?;

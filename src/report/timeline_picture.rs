@@ -14,6 +14,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::png::render;
 use super::race_title;
 use crate::analysis::Analysis;
+use crate::resolve::Lookup;
 use crate::timeline::{Mark, Timeline, TimelineOp};
 
 const WIDTH: u32 = 1600;
@@ -172,7 +173,7 @@ pub fn write_timeline(analysis: &Analysis, path: &Path) -> anyhow::Result<()> {
         draw_bars(root, timeline, &layout)?;
         draw_arrows(root, timeline, &layout)?;
         draw_races(root, timeline, &layout, &races)?;
-        draw_legend(root, timeline, &layout, &races)
+        draw_legend(root, analysis.lookup(), timeline, &layout, &races)
     })
 }
 
@@ -319,6 +320,7 @@ fn draw_races(
 
 fn draw_legend(
     root: &Area,
+    look: Lookup,
     timeline: &Timeline,
     layout: &Layout,
     races: &[&crate::findings::RaceFinding],
@@ -337,7 +339,7 @@ fn draw_legend(
         let row = layout.plot_bottom + 10 + LEGEND_H as i32 + number as i32 * RACE_ROW_H as i32;
         let count = if race.count > 1 { format!(" (seen {} times)", race.count) } else { String::new() };
         let nodes = timeline.outlined_nodes(race).map_or(String::new(), |nodes| format!(": {nodes}"));
-        let title = super::png::fit(&format!("{}{nodes}", race_title(race)), 170);
+        let title = super::png::fit(&format!("{}{nodes}", race_title(look, race)), 170);
         text(root, &format!("{}. {title}{count}", number + 1), (10, row), 12, &INK)?;
     }
     Ok(())

@@ -4,10 +4,9 @@
 //! the one a report names (frames.rs). Streams and events are named from their creation's program frame
 //! (`locate_program`, for crate::names).
 //!
-//! Lazy: only the call sites that findings hold are symbolized, once each, after the analysis; each binary is
-//! read once, the first time one of its frames is asked for (binary.rs). The results go where reports already
-//! look: an operation's `source` when the trace gave it no line (a Python line stays first), an allocation's
-//! `source`, and the fix hints built from them.
+//! Lazy: only the call sites that findings hold are symbolized (crate::resolve asks), once each, after the
+//! analysis; each binary is read once, the first time one of its frames is asked for (binary.rs). What could not
+//! be read is counted here ([`SymbolCounts`]), not among the import's counters.
 
 mod binary;
 mod frames;
@@ -17,8 +16,6 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::findings::{Findings, Fix, OpOccurrence, Site, Unordered};
-use crate::ingest::{Counter, ImportCounters};
 use crate::model::{NativeFrame, NativeSite, SourceLocation};
 pub use binary::demangle;
 use binary::{Binary, Symbolized};
@@ -111,64 +108,31 @@ impl Symbolizer {
         }
     }
 
-    /// Fills in what reports show of every call site the findings hold, and rebuilds the fix hints that name
-    /// them. Binaries that could not be read are counted in `counters`, with the first reason.
-    pub fn resolve(&mut self, findings: &mut Findings, counters: &mut ImportCounters) {
-        for race in findings.races.iter_mut().chain(findings.timing_only_races.iter_mut()) {
-            let mut changed = self.fill_occurrence(&mut race.earlier);
-            changed |= self.fill_occurrence(&mut race.later);
-            if let Some(allocation) = &mut race.allocation {
-                if allocation.source.is_none() {
-                    allocation.source = allocation.native.clone().and_then(|site| self.locate(&site));
-                }
-            }
-            if changed {
-                match race.why {
-                    // Two nodes of one graph: the graph's own fix, with the nodes' lines now known.
-                    Unordered::GraphNodes { .. } => {
-                        let place = |op: &OpOccurrence| op.site.source.as_ref().map(ToString::to_string);
-                        race.fix.place_graph_nodes(place(&race.earlier), place(&race.later));
-                    }
-                    Unordered::CrossStream { .. } => {
-                        if let Some(fix) = Fix::for_race(&race.earlier, &race.later) {
-                            race.fix = fix;
-                        }
-                    }
-                }
-            }
-        }
-        for wait in findings.unrecorded_waits.iter_mut().chain(&mut findings.waits_with_unknown_record) {
-            self.fill_occurrence(&mut wait.wait);
-        }
-        for group in &mut findings.unordered_pairs {
-            self.fill_site(&mut group.earlier);
-            self.fill_site(&mut group.later);
-        }
+    /// What could not be read so far: the binaries whose frames are shown as `module+offset`, with the first
+    /// reason.
+    pub fn counts(&self) -> SymbolCounts {
         let unreadable: Vec<&String> = self.binaries.values().filter_map(|b| b.as_ref().err()).collect();
-        if let Some(first) = unreadable.first() {
-            counters.bump_noting(Counter::SymbolsUnreadableModules, unreadable.len() as u64, || first.to_string());
+        SymbolCounts {
+            unreadable_modules: unreadable.len() as u64,
+            first_unreadable: unreadable.first().map(|reason| reason.to_string()),
         }
     }
+}
 
-    /// Whether the occurrence's source changed.
-    fn fill_occurrence(&mut self, occurrence: &mut OpOccurrence) -> bool {
-        self.fill_site(&mut occurrence.site)
-    }
+/// The symbolizer's own counts, which reports list beside the import counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SymbolCounts {
+    /// Binaries that could not be read: not found here, not ELF, or another build.
+    pub unreadable_modules: u64,
+    /// Why the first of them could not be.
+    pub first_unreadable: Option<String>,
+}
 
-    fn fill_site(&mut self, site: &mut Site) -> bool {
-        if let Some(graph) = &mut site.graph {
-            if graph.launched_at.is_none() {
-                if let Some(launched_at) = graph.launched_native.clone().and_then(|native| self.locate(&native)) {
-                    std::sync::Arc::make_mut(graph).launched_at = Some(launched_at);
-                }
-            }
-        }
-        if site.source.is_some() {
-            return false;
-        }
-        site.source = site.native.clone().and_then(|native| self.locate(&native));
-        site.source.is_some()
-    }
+impl SymbolCounts {
+    /// The counter's name and meaning where reports list it.
+    pub const UNREADABLE_MODULES: &'static str = "symbols.unreadable_modules";
+    pub const UNREADABLE_MODULES_MEANING: &'static str =
+        "binaries whose call sites are shown as module+offset: not found here, not ELF, or another build";
 }
 
 /// A frame as reports show it: its line, else its function and offset, else its module and offset.
@@ -242,12 +206,9 @@ mod tests {
         let mut symbolizer = Symbolizer::new();
         let located = symbolizer.locate(&site).expect("a frame");
         assert_eq!(located.to_string(), "app+0x1234");
-        let mut counters = ImportCounters::default();
-        symbolizer.resolve(&mut Findings::default(), &mut counters);
-        let text = serde_json::to_string(&counters).expect("counters serialize");
-        assert!(
-            text.contains("symbols.unreadable_modules") && text.contains("cannot read /nonexistent/build/app"),
-            "{text}"
-        );
+        let counts = symbolizer.counts();
+        assert_eq!(counts.unreadable_modules, 1);
+        let first = counts.first_unreadable.unwrap_or_default();
+        assert!(first.contains("cannot read /nonexistent/build/app"), "{first}");
     }
 }

@@ -2,9 +2,10 @@
 //! streams, events and allocations, then the body; and the records the rule tests write most.
 
 use streamtrace::analysis::{analyze_source, Analysis, AnalysisError};
-use streamtrace::findings::{RaceFinding, RaceKind};
+use streamtrace::findings::{OpOccurrence, RaceFinding, RaceKind, Site};
 use streamtrace::hb::{EngineOptions, HostOrder};
 use streamtrace::ingest::json::JsonTraceReader;
+use streamtrace::report::fix::fix_text;
 
 /// The first line of every trace.
 const HEADER: &str = "{\"type\":\"streamtrace\",\"version\":1}\n";
@@ -35,9 +36,35 @@ pub fn wait(stream: u32, event: u32) -> String {
     format!("{{\"type\":\"wait\",\"stream\":{stream},\"event\":{event}}}\n")
 }
 
+/// A scenario's races, with the analysis that looks up what their ids stand for.
+#[derive(Debug)]
+pub struct Found(pub Analysis);
+
+impl std::ops::Deref for Found {
+    type Target = [RaceFinding];
+    fn deref(&self) -> &[RaceFinding] {
+        &self.0.findings.races
+    }
+}
+
+impl Found {
+    /// The site an operation of a race was issued from.
+    pub fn site(&self, op: &OpOccurrence) -> &Site {
+        self.0.findings.site(op.site)
+    }
+
+    /// The fix of race `race`, as the reports say it.
+    pub fn fix_text(&self, race: usize) -> String {
+        fix_text(self.0.lookup(), &self.0.findings.races[race])
+    }
+}
+
 /// The one race found is of `kind`, between the operations named `earlier` and `later`.
-pub fn assert_one_race(found: &[RaceFinding], kind: RaceKind, earlier: &str, later: &str) {
+pub fn assert_one_race(found: &Found, kind: RaceKind, earlier: &str, later: &str) {
     assert_eq!(found.len(), 1, "expected one race, found {found:#?}");
     assert_eq!(found[0].kind, kind);
-    assert_eq!((found[0].earlier.site.name.as_str(), found[0].later.site.name.as_str()), (earlier, later));
+    assert_eq!(
+        (found.site(&found[0].earlier).name.as_str(), found.site(&found[0].later).name.as_str()),
+        (earlier, later)
+    );
 }
