@@ -12,7 +12,7 @@ program's libtorch (cached) and hooks PyTorch's RecordFunction and allocator tra
 does the same work at several times the cost. Without torch, or with a torch lacking what this needs, capture
 stays at tier T1 and says so once.
 
-One file of about 500 lines on purpose: Python puts exactly one sitecustomize module in front of a program, and
+One file of about 750 lines on purpose: Python puts exactly one sitecustomize module in front of a program, and
 what it installs is one concern (tier T2 recording and the brackets around ordering calls).
 """
 import atexit
@@ -62,6 +62,9 @@ def _install(torch):
         begin = capture.streamtrace_framework_op_begin
         begin.argtypes = ()
         begin.restype = ctypes.c_int
+        op_end = capture.streamtrace_framework_op_end
+        op_end.argtypes = (ctypes.c_char_p, ctypes.c_size_t)
+        op_end.restype = ctypes.c_int
     except Exception as error:
         _say("cannot reach the capture library (%s): capture stays at tier T1" % error)
         return None
@@ -71,19 +74,31 @@ def _install(torch):
         data = line.encode()
         record(data, len(data))
 
+    def end(line):
+        """Hands an op's op_end record to the capture library, which ends the op on this thread."""
+        data = line.encode()
+        op_end(data, len(data))
+
     lines = _SourceLines((os.path.dirname(torch.__file__), _HERE, os.path.dirname(threading.__file__)))
     observer = None
     if os.environ.get("STREAMTRACE_TORCH_OBSERVER", "native") != "python":
         try:
             observer = _start_native_observer(torch, capture, lines)
             how = "native observer"
+            regions = _NativeRegions(observer)
         except Exception as error:
             _say("no native PyTorch observer (%s): recording ops in Python, which costs more" % error)
     if observer is None:
-        observer = _start_dispatch_mode(torch, begin, emit, lines)
+        observer = _start_dispatch_mode(torch, begin, emit, end, lines)
         how = "Python dispatch mode"
         if observer is None:
             return None
+        regions = _ModeRegions(torch, type(observer))
+    try:
+        _observe_python_inside_ops(torch, regions)
+    except Exception as error:  # ops run by Python code inside ops then take the enclosing op's read and write sets
+        _say("ops of Python code running inside ops (hooks, __torch_dispatch__, Python kernels) are not "
+             "recorded as ops of their own (%s)" % error)
     _bracket_ordering_calls(torch, emit, lines)
     _record_host_reads(torch, emit, lines)
     _record_creation_lines(torch, emit, lines)
@@ -329,7 +344,7 @@ def _say_observer_costs(observer):
 _C10D_READERS = ("c10d::send", "c10d::barrier", "c10d::monitored_barrier_")
 
 
-def _start_dispatch_mode(torch, begin, emit, lines):
+def _start_dispatch_mode(torch, begin, emit, end, lines):
     """Records ops with a Python TorchDispatchMode entered on this thread and every thread started later.
     Returns this thread's mode, or None when it could not start."""
     try:
@@ -507,7 +522,7 @@ def _start_dispatch_mode(torch, begin, emit, lines):
                 if blocks:
                     record_new_blocks(blocks, out, src)
                 group = process_group_of(func, args, kwargs)
-                emit('{"type":"op_end","name":"%s","reads":[%s],"writes":[%s],"src":%s%s}' % (
+                end('{"type":"op_end","name":"%s","reads":[%s],"writes":[%s],"src":%s%s}' % (
                     func.__name__, ",".join(reads), ",".join(writes), src,
                     ',"process_group":%s' % json.dumps(group) if group else ""))
                 if (host_reads or host_writes) and not (reads or writes or view):
@@ -537,6 +552,154 @@ def _start_dispatch_mode(torch, begin, emit, lines):
         _say("cannot enter the recording dispatch mode (%s): capture stays at tier T1" % error)
         return None
     return mode
+
+
+class _NativeRegions:
+    """Python code running inside an op, to the native observer: it observes the ops that code runs."""
+
+    def __init__(self, observer):
+        self.enter = observer.streamtrace_torch_python_enter
+        self.enter.argtypes = ()
+        self.enter.restype = ctypes.c_int
+        self.exit = observer.streamtrace_torch_python_exit
+        self.exit.argtypes = (ctypes.c_int,)
+        self.exit.restype = None
+        self.own_classes = ()
+
+
+class _ModeRegions:
+    """Python code running inside an op, to the Python dispatch mode. The mode records an op from inside its
+    __torch_dispatch__, where torch has taken it off the thread's mode stack until the op returns: Python code
+    that the op runs (a subclass's __torch_dispatch__, a Python kernel) enters a mode again for its own ops. Where
+    the mode is on the stack already (a pack hook runs above the dispatch mode's key), nothing changes."""
+
+    def __init__(self, torch, mode_class):
+        from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+        self.own_classes = (mode_class,)
+
+        def enter():
+            if any(isinstance(mode, mode_class) for mode in _get_current_dispatch_mode_stack()):
+                return None
+            mode = mode_class()
+            mode.__enter__()
+            return mode
+
+        def exit(mode):
+            if mode is not None:
+                mode.__exit__(None, None, None)
+
+        self.enter, self.exit = enter, exit
+
+
+# torch's own dispatch classes that only trace with fake tensors (torch.compile, export): their Python code
+# launches no kernel, and observing its ops would only slow compilation down.
+_TRACING_ONLY = frozenset((
+    "torch._subclasses.fake_tensor.FakeTensorMode", "torch._subclasses.fake_tensor.FakeTensor",
+    "torch.fx.experimental.proxy_tensor.ProxyTorchDispatchMode",
+    "torch._subclasses.functional_tensor.FunctionalTensorMode",
+    "torch._subclasses.functional_tensor.FunctionalTensor",
+))
+
+
+def _observe_python_inside_ops(torch, regions):
+    """Python code that runs inside an op runs ops of its own, whose kernels are theirs and not the enclosing op's
+    (a saved-tensor hook that clones a tensor must not look like a write of the op's output). Brackets each way
+    torch calls Python from inside an op with the recorder's regions (regions.enter() before, regions.exit(what it
+    returned) after): saved-tensor hooks, the __torch_dispatch__ of tensor subclasses and dispatch modes, and
+    Python kernels of ops (torch.library, custom ops). Custom autograd Functions and backward hooks run between
+    ops, not inside one, and need nothing. Nothing here runs per op: only where torch calls such code."""
+    import functools
+
+    enter, exit = regions.enter, regions.exit
+
+    def inside(function):
+        """function, run as Python code inside an op."""
+        if getattr(function, "_streamtrace_inside_op", False):
+            return function
+
+        @functools.wraps(function)
+        def run(*args, **kwargs):
+            entered = enter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                exit(entered)
+
+        run._streamtrace_inside_op = True
+        return run
+
+    # Saved-tensor hooks: pack hooks run inside the op that saves its tensors for backward.
+    autograd = torch._C._autograd
+    push_hooks = autograd._push_saved_tensors_default_hooks
+
+    def push_hooks_inside(pack_hook, unpack_hook):
+        return push_hooks(inside(pack_hook), inside(unpack_hook))
+
+    functools.update_wrapper(push_hooks_inside, push_hooks)
+    autograd._push_saved_tensors_default_hooks = push_hooks_inside
+    if getattr(torch.autograd, "_push_saved_tensors_default_hooks", None) is push_hooks:
+        torch.autograd._push_saved_tensors_default_hooks = push_hooks_inside
+
+    # __torch_dispatch__ of tensor subclasses and dispatch modes, defined now or later.
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    def bracket_dispatch(cls):
+        raw = cls.__dict__.get("__torch_dispatch__")
+        if raw is None or cls in regions.own_classes or "%s.%s" % (cls.__module__, cls.__qualname__) in _TRACING_ONLY:
+            return
+        if isinstance(raw, (classmethod, staticmethod)):
+            cls.__torch_dispatch__ = type(raw)(inside(raw.__func__))
+        elif callable(raw):
+            cls.__torch_dispatch__ = inside(raw)
+
+    def subclasses(root):
+        found, pending = [], list(root.__subclasses__())
+        while pending:
+            cls = pending.pop()
+            found.append(cls)
+            pending.extend(cls.__subclasses__())
+        return found
+
+    for root in (torch.Tensor, TorchDispatchMode):
+        for cls in subclasses(root):
+            bracket_dispatch(cls)
+
+    tensor_init_subclass = torch.Tensor.__dict__.get("__init_subclass__")
+
+    def tensor_subclass_defined(cls, **kwargs):
+        if tensor_init_subclass is not None:
+            tensor_init_subclass.__func__(cls, **kwargs)
+        else:
+            super(torch.Tensor, cls).__init_subclass__(**kwargs)
+        bracket_dispatch(cls)
+
+    torch.Tensor.__init_subclass__ = classmethod(tensor_subclass_defined)
+
+    mode_init_subclass = TorchDispatchMode.__dict__.get("__init_subclass__")
+
+    def mode_subclass_defined(cls, **kwargs):
+        bracket_dispatch(cls)  # first: torch's own hook then wraps the bracketed function (dynamo stays out)
+        if mode_init_subclass is not None:
+            mode_init_subclass.__func__(cls, **kwargs)
+        else:
+            super(TorchDispatchMode, cls).__init_subclass__(**kwargs)
+
+    TorchDispatchMode.__init_subclass__ = classmethod(mode_subclass_defined)
+
+    # Python kernels of ops: torch.library's Library.impl registers them all (custom_op's among them). Meta
+    # kernels only compute shapes; a fallthrough is no kernel and must stay the very function torch knows.
+    library = getattr(torch.library, "Library", None)
+    fallthrough = getattr(torch.library, "fallthrough_kernel", None)
+    if library is not None:
+        impl = library.impl
+
+        def impl_inside(self, op_name, fn, *args, **kwargs):
+            dispatch_key = args[0] if args else kwargs.get("dispatch_key", "")
+            if callable(fn) and fn is not fallthrough and dispatch_key != "Meta":
+                fn = inside(fn)
+            return impl(self, op_name, fn, *args, **kwargs)
+
+        library.impl = functools.wraps(impl)(impl_inside)
 
 
 def _bracket_ordering_calls(torch, emit, lines):
