@@ -7,7 +7,8 @@ caching allocator hands out and takes back. Each record goes to the capture libr
 with the CUDA calls the op makes, so the analyzer gives the op's kernels the op's read and write sets.
 
 Ops are observed natively where possible: torch_observer.cpp, beside this file, is built once against the
-program's libtorch (cached) and hooks PyTorch's RecordFunction and allocator tracker. Where it cannot be built
+program's libtorch (cached for every capture of the user by streamtrace_observer_cache.py, beside this file)
+and hooks PyTorch's RecordFunction and allocator tracker. Where it cannot be built
 (no C++ compiler, no CUDA headers) or STREAMTRACE_TORCH_OBSERVER=python asks for it, a Python TorchDispatchMode
 does the same work at several times the cost. Without torch, or with a torch lacking what this needs, capture
 stays at tier T1 and says so once.
@@ -17,13 +18,10 @@ what it installs is one concern (tier T2 recording and the brackets around order
 """
 import atexit
 import ctypes
-import hashlib
 import importlib.abc
 import importlib.util
 import json
 import os
-import shutil
-import subprocess
 import sys
 import threading
 
@@ -242,56 +240,30 @@ def _record_creation_lines(torch, emit, lines):
     Event.record = record
 
 
+# What a library must export to be the native observer (a file that lacks one is not a usable build).
+_OBSERVER_ENTRY_POINTS = ("streamtrace_torch_observe", "streamtrace_torch_observe_blocks", "streamtrace_torch_costs",
+                          "streamtrace_torch_library_files", "streamtrace_torch_python_enter",
+                          "streamtrace_torch_python_exit")
+
+
 def _observer_library(torch):
-    """The native observer (torch_observer.cpp) built for this torch: from the cache, or compiled into it now
-    (a few seconds, once per torch version and compiler). Raises with the reason when it cannot be built."""
-    source = os.path.join(_HERE, "torch_observer.cpp")
-    header = os.path.join(_HERE, "observer_lifetime.h")
-    torch_dir = os.path.dirname(torch.__file__)
-    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if not compiler:
-        raise RuntimeError("no C++ compiler (c++, g++ or $CXX)")
-    cuda_include = _cuda_include(torch_dir)
-    # NDEBUG as libtorch was built: RecordFunction has debug-only members, and their layout must match.
-    flags = ["-O2", "-DNDEBUG", "-std=c++20", "-shared", "-fPIC", "-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI),
-             "-I", _HERE, "-I", os.path.join(torch_dir, "include"), "-I", cuda_include]
-    libs = ["-L", os.path.join(torch_dir, "lib"), "-lc10", "-lc10_cuda", "-ltorch_cpu",
-            "-Wl,-rpath," + os.path.join(torch_dir, "lib")]
-    key = hashlib.sha256()
-    for part in (source, header):
-        with open(part, "rb") as f:
-            key.update(f.read())
-    key.update("\0".join([torch.__version__, compiler] + flags + libs).encode())
-    cache = os.environ.get("STREAMTRACE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "streamtrace")
-    built = os.path.join(cache, "torch_observer-%s.so" % key.hexdigest()[:16])
-    if not os.path.exists(built):
-        os.makedirs(cache, exist_ok=True)
-        _say("building the native PyTorch observer for torch %s (once, cached in %s)" % (torch.__version__, cache))
-        partial = "%s.%d.tmp" % (built, os.getpid())  # processes building at once each rename a whole file
-        result = subprocess.run([compiler] + flags + [source, "-o", partial] + libs,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        if result.returncode != 0:
-            if os.path.exists(partial):
-                os.remove(partial)
-            errors = [l for l in result.stdout.decode(errors="replace").splitlines() if "error" in l]
-            raise RuntimeError("%s failed: %s" % (os.path.basename(compiler), (errors or ["exit %d" % result.returncode])[0]))
-        os.replace(partial, built)
-    return ctypes.PyDLL(built)  # PyDLL: its functions are called with the GIL held
+    """The native observer (torch_observer.cpp) built for this torch: from the cache that every capture of this
+    user shares, or built into it now (about 10 s, once per torch, compiler and observer source; beside this
+    file, streamtrace_observer_cache.py says how). Raises with the reason when it cannot be had."""
+    spec = importlib.util.spec_from_file_location(
+        "_streamtrace_observer_cache", os.path.join(_HERE, "streamtrace_observer_cache.py"))
+    cache = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cache)
+    recipe = cache.recipe_for(torch, _HERE)
 
+    def load(path):
+        library = ctypes.PyDLL(path)  # PyDLL: its functions are called with the GIL held
+        for name in _OBSERVER_ENTRY_POINTS:
+            getattr(library, name)  # AttributeError: not this observer
+        return library
 
-def _cuda_include(torch_dir):
-    """A directory with the CUDA runtime headers (the allocator's header needs them)."""
-    candidates = [os.path.join(os.environ[name], "include") for name in ("CUDA_HOME", "CUDA_PATH") if name in os.environ]
-    candidates.append("/usr/local/cuda/include")
-    site = os.path.dirname(torch_dir)
-    candidates += [os.path.join(site, "nvidia", name, "include") for name in ("cu13", "cuda_runtime")]
-    candidates.append(os.path.join(site, "triton", "backends", "nvidia", "include"))  # Triton ships them too
-    for candidate in candidates:
-        if os.path.exists(os.path.join(candidate, "cuda_runtime_api.h")) and \
-                os.path.exists(os.path.join(candidate, "crt", "host_config.h")):
-            return candidate
-    raise RuntimeError("no CUDA headers (set CUDA_HOME)")
+    root = cache.usable_root(cache.cache_root(), os.path.join(_HERE, "observer-cache"), _say)
+    return cache.observer_library(recipe, root, load, _say)
 
 
 def _start_native_observer(torch, capture, lines, all_devices=False):
