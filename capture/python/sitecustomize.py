@@ -615,9 +615,12 @@ def _observe_python_inside_ops(torch, regions):
     # __torch_dispatch__ of tensor subclasses and dispatch modes, defined now or later.
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    disabled = getattr(torch._C, "_disabled_torch_dispatch_impl", None)  # says "no Python dispatch": kept as it is
+
     def bracket_dispatch(cls):
         raw = cls.__dict__.get("__torch_dispatch__")
-        if raw is None or cls in regions.own_classes or "%s.%s" % (cls.__module__, cls.__qualname__) in _TRACING_ONLY:
+        if raw is None or raw is disabled or cls in regions.own_classes or \
+                "%s.%s" % (cls.__module__, cls.__qualname__) in _TRACING_ONLY:
             return
         if isinstance(raw, (classmethod, staticmethod)):
             cls.__torch_dispatch__ = type(raw)(inside(raw.__func__))
