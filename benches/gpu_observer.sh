@@ -15,7 +15,7 @@ set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 source benches/gpu_env.sh
-st=$repo/.gpu/bin/streamtrace
+st="timeout ${STEP_TIMEOUT:-300} $repo/.gpu/bin/streamtrace"  # every run under a time limit
 : "${OUT:?set OUT to the folder for the results}"
 mkdir -p "$OUT/torch-t2" "$OUT/torch-t2-python-mode"
 work=$(mktemp -d /tmp/gpu-observer.XXXXXX)
@@ -69,7 +69,7 @@ table=$OUT/observer-cache.txt
 : > "$work/times"
 for round in $(seq 1 "${ROUNDS:-3}"); do
   cache=$work/cache-$round  # empty: the first capture of the round builds into it
-  start=$(date +%s%N); python3 benches/torch_train_loop.py > /dev/null 2>&1; echo "plain $(ms "$start")" >> "$work/times"
+  start=$(date +%s%N); timeout "${STEP_TIMEOUT:-300}" python3 benches/torch_train_loop.py > /dev/null 2>&1; echo "plain $(ms "$start")" >> "$work/times"
   for variant in cold warm warm-other-options; do
     log=$work/$variant-$round.log
     start=$(date +%s%N)
