@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::util::{analyze_json as analyze, analyze_text, binary, repo};
+use crate::util::{analyze_json as analyze, analyze_text, binary, machine, repo, scratch_dir};
 
 /// (kind, earlier name prefix, later name prefix) of each race, sorted.
 fn races(json: &Value) -> Vec<(String, String, String)> {
@@ -603,4 +603,106 @@ fn torch_graph_samples_match_their_ground_truth() {
         let text = std::fs::read_to_string(format!("{DIR}/{sample}.json")).expect("trace");
         assert!(text.contains("\"type\":\"graph_launch\""), "{sample}: Inductor replayed its graphs");
     }
+}
+
+/// The capture library, built beside the test binaries (a dependency of the tests, built as a cdylib too).
+fn capture_library() -> std::path::PathBuf {
+    let bin = std::path::PathBuf::from(env!("CARGO_BIN_EXE_streamtrace"));
+    let dir = bin.parent().expect("the binary's directory");
+    [dir.join("libstreamtrace_capture.so"), dir.join("deps").join("libstreamtrace_capture.so")]
+        .into_iter()
+        .find(|path| path.exists())
+        .expect("libstreamtrace_capture.so beside the binary or in deps/ (cargo builds it for the tests)")
+}
+
+/// A command that runs (`$variable`, else `default`), or None after the skip notice of the test (a panic where
+/// `require` is 1).
+fn tool(variable: &str, default: &str, require: &str) -> Option<String> {
+    let candidates = std::env::var(variable).ok().into_iter().chain([default.to_string()]);
+    let found = candidates
+        .into_iter()
+        .find(|c| std::process::Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()));
+    if found.is_none() {
+        let test = "the_native_observer_is_built_once_for_captures_in_other_directories_with_other_options";
+        machine::lacking(test, default, &format!("no ${variable} and no {default} that runs"), require);
+    }
+    found
+}
+
+#[test]
+fn the_native_observer_is_built_once_for_captures_in_other_directories_with_other_options() {
+    // Issue 24: the observer was built again (about 10 s) for every new output directory or option. A stub
+    // torch (version, ABI) on PYTHONPATH, stub CUDA headers and a stand-in compiler that counts its builds and
+    // links a stub observer with the real C compiler: what the bootstrap needs until the observer is loaded.
+    // The first capture starts four Python processes at once, as torchrun's ranks; the second runs in another
+    // directory with other options. The program runs on without the rest of torch (tier T1, said on stderr).
+    let (Some(python), Some(cc)) =
+        (tool("PYTHON", "python3", machine::REQUIRE_PYTHON), tool("CC", "cc", machine::REQUIRE_CC))
+    else {
+        return;
+    };
+    let root = scratch_dir("capture/observer-once");
+    let write = |path: &str, text: &str| {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("a directory");
+        std::fs::write(&path, text).expect("written");
+        path
+    };
+    write("stub/torch/__init__.py", "__version__ = '2.99.0+stub'\nclass _C:\n    _GLIBCXX_USE_CXX11_ABI = True\n");
+    write("cuda/include/cuda_runtime_api.h", "");
+    write("cuda/include/crt/host_config.h", "");
+    let observer = write(
+        "observer.c",
+        "int streamtrace_torch_observe(void) { return 0; }\nint streamtrace_torch_observe_blocks(void) { return 0; }\n\
+         int streamtrace_torch_costs(void) { return 0; }\nvoid streamtrace_torch_library_files(const char *p) { (void)p; }\n\
+         int streamtrace_torch_python_enter(void) { return 0; }\nvoid streamtrace_torch_python_exit(int e) { (void)e; }\n",
+    );
+    let builds = root.join("builds.log");
+    let compiler = write(
+        "stand-in-c++",
+        &format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'stand-in c++ 1.0'; exit 0; fi\necho build >> '{}'\n\
+             sleep 1\nwhile [ $# -gt 0 ]; do if [ \"$1\" = -o ]; then out=$2; fi; shift; done\n\
+             exec '{cc}' -shared -fPIC -o \"$out\" '{}'\n",
+            builds.display(),
+            observer.display()
+        ),
+    );
+    std::fs::set_permissions(&compiler, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("executable");
+    let script = write(
+        "ranks.py",
+        "import subprocess, sys\nranks = [subprocess.Popen([sys.executable, '-c', 'import torch']) for _ in range(3)]\n\
+         import torch\nprint('ran', sum(rank.wait() for rank in ranks))\n",
+    );
+    let capture = |dir: &str, options: &[&str], env: &[(&str, &str)]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_streamtrace"));
+        command.arg("capture").arg("-o").arg(root.join(dir)).args(options).arg("--").arg(&python).arg(&script);
+        command
+            .env("STREAMTRACE_CAPTURE_LIB", capture_library())
+            .env("PYTHONPATH", root.join("stub"))
+            .env("CXX", &compiler)
+            .env("CUDA_HOME", root.join("cuda"))
+            .env("XDG_CACHE_HOME", root.join("xdg"))
+            .env_remove("STREAMTRACE_OBSERVER_CACHE")
+            .env_remove("STREAMTRACE_TORCH_OBSERVER");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let out = command.output().expect("capture runs");
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "ran 0\n", "{stderr}");
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        stderr
+    };
+    let build_count = || std::fs::read_to_string(&builds).map_or(0, |log| log.lines().count());
+
+    let first = capture("a", &[], &[]);
+    assert_eq!(build_count(), 1, "four processes at once build once:\n{first}");
+    assert_eq!(first.matches("streamtrace: building the native PyTorch observer").count(), 1, "{first}");
+    let second = capture("b", &["--no-call-sites"], &[("STREAMTRACE_COST_DETAIL", "1")]);
+    assert_eq!(build_count(), 1, "another directory, other options: the same build\n{second}");
+    assert!(!second.contains("building the native PyTorch observer"), "no build, no wait:\n{second}");
+    let entries: Vec<_> = std::fs::read_dir(root.join("xdg/streamtrace/observer")).expect("the cache").collect();
+    assert_eq!(entries.len(), 1, "one entry in the user's cache");
+    std::fs::remove_dir_all(&root).expect("cleaned up");
 }

@@ -71,6 +71,14 @@ fn expected(sample: &str) -> (Vec<(&'static str, &'static str, &'static str, u64
         "guard_fault_copy_in_flight.json" => (vec![("write-after-read", "memcpy HtoD", "host write", 1)], 0),
         "managed_fault_after_kernel.json" => (vec![("read-after-write", "fill", "host read", 1)], 0),
         "managed_fault_after_sync.json" => (vec![], 0),
+        "saved_hook_clone_after_wait.json" => (vec![], 0),
+        "saved_hook_clone_no_wait.json" => (
+            vec![
+                ("read-after-write", "normal_kernel", "clone_kernel", 1),
+                ("read-after-write", "normal_kernel", "clone_kernel", 1),
+            ],
+            0,
+        ),
         other => panic!("sample {other} has no ground truth in tests/cli.rs"),
     }
 }
@@ -141,6 +149,22 @@ fn every_json_sample_gets_its_verdict() {
         seen += 1;
     }
     assert!(seen >= 10, "only {seen} samples found");
+}
+
+#[test]
+fn a_saved_tensor_hooks_clone_is_an_op_of_its_own_inside_mul() {
+    // Issue 24: a clone run by a saved-tensor hook inside `mul` was given mul's extents (a write of `y` on the
+    // side stream). Each race names the clone at the hook's line, reading `x` or `w`; none touches `y`.
+    let (_, json) = analyze_json("samples/json/saved_hook_clone_no_wait.json");
+    let mut read: Vec<&str> = Vec::new();
+    for race in json["races"].as_array().expect("races") {
+        let later = &race["later"]["site"];
+        assert_eq!((later["region"].as_str(), later["source"]["line"].as_u64()), (Some("clone.default"), Some(17)));
+        assert_eq!(race["earlier"]["site"]["region"], "normal_.default");
+        read.push(race["allocation"]["label"].as_str().expect("a labelled allocation"));
+    }
+    read.sort_unstable();
+    assert_eq!(read, ["w", "x"]);
 }
 
 #[test]

@@ -7,23 +7,21 @@ caching allocator hands out and takes back. Each record goes to the capture libr
 with the CUDA calls the op makes, so the analyzer gives the op's kernels the op's read and write sets.
 
 Ops are observed natively where possible: torch_observer.cpp, beside this file, is built once against the
-program's libtorch (cached) and hooks PyTorch's RecordFunction and allocator tracker. Where it cannot be built
+program's libtorch (cached for every capture of the user by streamtrace_observer_cache.py, beside this file)
+and hooks PyTorch's RecordFunction and allocator tracker. Where it cannot be built
 (no C++ compiler, no CUDA headers) or STREAMTRACE_TORCH_OBSERVER=python asks for it, a Python TorchDispatchMode
 does the same work at several times the cost. Without torch, or with a torch lacking what this needs, capture
 stays at tier T1 and says so once.
 
-One file of about 500 lines on purpose: Python puts exactly one sitecustomize module in front of a program, and
+One file of about 750 lines on purpose: Python puts exactly one sitecustomize module in front of a program, and
 what it installs is one concern (tier T2 recording and the brackets around ordering calls).
 """
 import atexit
 import ctypes
-import hashlib
 import importlib.abc
 import importlib.util
 import json
 import os
-import shutil
-import subprocess
 import sys
 import threading
 
@@ -62,6 +60,9 @@ def _install(torch):
         begin = capture.streamtrace_framework_op_begin
         begin.argtypes = ()
         begin.restype = ctypes.c_int
+        op_end = capture.streamtrace_framework_op_end
+        op_end.argtypes = (ctypes.c_char_p, ctypes.c_size_t)
+        op_end.restype = ctypes.c_int
     except Exception as error:
         _say("cannot reach the capture library (%s): capture stays at tier T1" % error)
         return None
@@ -71,19 +72,31 @@ def _install(torch):
         data = line.encode()
         record(data, len(data))
 
+    def end(line):
+        """Hands an op's op_end record to the capture library, which ends the op on this thread."""
+        data = line.encode()
+        op_end(data, len(data))
+
     lines = _SourceLines((os.path.dirname(torch.__file__), _HERE, os.path.dirname(threading.__file__)))
     observer = None
     if os.environ.get("STREAMTRACE_TORCH_OBSERVER", "native") != "python":
         try:
             observer = _start_native_observer(torch, capture, lines)
             how = "native observer"
+            regions = _NativeRegions(observer)
         except Exception as error:
             _say("no native PyTorch observer (%s): recording ops in Python, which costs more" % error)
     if observer is None:
-        observer = _start_dispatch_mode(torch, begin, emit, lines)
+        observer = _start_dispatch_mode(torch, begin, emit, end, lines)
         how = "Python dispatch mode"
         if observer is None:
             return None
+        regions = _ModeRegions(torch, type(observer))
+    try:
+        _observe_python_inside_ops(torch, regions)
+    except Exception as error:  # ops run by Python code inside ops then take the enclosing op's read and write sets
+        _say("ops of Python code running inside ops (hooks, __torch_dispatch__, Python kernels) are not "
+             "recorded as ops of their own (%s)" % error)
     _bracket_ordering_calls(torch, emit, lines)
     _record_host_reads(torch, emit, lines)
     _record_creation_lines(torch, emit, lines)
@@ -227,56 +240,30 @@ def _record_creation_lines(torch, emit, lines):
     Event.record = record
 
 
+# What a library must export to be the native observer (a file that lacks one is not a usable build).
+_OBSERVER_ENTRY_POINTS = ("streamtrace_torch_observe", "streamtrace_torch_observe_blocks", "streamtrace_torch_costs",
+                          "streamtrace_torch_library_files", "streamtrace_torch_python_enter",
+                          "streamtrace_torch_python_exit")
+
+
 def _observer_library(torch):
-    """The native observer (torch_observer.cpp) built for this torch: from the cache, or compiled into it now
-    (a few seconds, once per torch version and compiler). Raises with the reason when it cannot be built."""
-    source = os.path.join(_HERE, "torch_observer.cpp")
-    header = os.path.join(_HERE, "observer_lifetime.h")
-    torch_dir = os.path.dirname(torch.__file__)
-    compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if not compiler:
-        raise RuntimeError("no C++ compiler (c++, g++ or $CXX)")
-    cuda_include = _cuda_include(torch_dir)
-    # NDEBUG as libtorch was built: RecordFunction has debug-only members, and their layout must match.
-    flags = ["-O2", "-DNDEBUG", "-std=c++20", "-shared", "-fPIC", "-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI),
-             "-I", _HERE, "-I", os.path.join(torch_dir, "include"), "-I", cuda_include]
-    libs = ["-L", os.path.join(torch_dir, "lib"), "-lc10", "-lc10_cuda", "-ltorch_cpu",
-            "-Wl,-rpath," + os.path.join(torch_dir, "lib")]
-    key = hashlib.sha256()
-    for part in (source, header):
-        with open(part, "rb") as f:
-            key.update(f.read())
-    key.update("\0".join([torch.__version__, compiler] + flags + libs).encode())
-    cache = os.environ.get("STREAMTRACE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "streamtrace")
-    built = os.path.join(cache, "torch_observer-%s.so" % key.hexdigest()[:16])
-    if not os.path.exists(built):
-        os.makedirs(cache, exist_ok=True)
-        _say("building the native PyTorch observer for torch %s (once, cached in %s)" % (torch.__version__, cache))
-        partial = "%s.%d.tmp" % (built, os.getpid())  # processes building at once each rename a whole file
-        result = subprocess.run([compiler] + flags + [source, "-o", partial] + libs,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        if result.returncode != 0:
-            if os.path.exists(partial):
-                os.remove(partial)
-            errors = [l for l in result.stdout.decode(errors="replace").splitlines() if "error" in l]
-            raise RuntimeError("%s failed: %s" % (os.path.basename(compiler), (errors or ["exit %d" % result.returncode])[0]))
-        os.replace(partial, built)
-    return ctypes.PyDLL(built)  # PyDLL: its functions are called with the GIL held
+    """The native observer (torch_observer.cpp) built for this torch: from the cache that every capture of this
+    user shares, or built into it now (about 10 s, once per torch, compiler and observer source; beside this
+    file, streamtrace_observer_cache.py says how). Raises with the reason when it cannot be had."""
+    spec = importlib.util.spec_from_file_location(
+        "_streamtrace_observer_cache", os.path.join(_HERE, "streamtrace_observer_cache.py"))
+    cache = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cache)
+    recipe = cache.recipe_for(torch, _HERE)
 
+    def load(path):
+        library = ctypes.PyDLL(path)  # PyDLL: its functions are called with the GIL held
+        for name in _OBSERVER_ENTRY_POINTS:
+            getattr(library, name)  # AttributeError: not this observer
+        return library
 
-def _cuda_include(torch_dir):
-    """A directory with the CUDA runtime headers (the allocator's header needs them)."""
-    candidates = [os.path.join(os.environ[name], "include") for name in ("CUDA_HOME", "CUDA_PATH") if name in os.environ]
-    candidates.append("/usr/local/cuda/include")
-    site = os.path.dirname(torch_dir)
-    candidates += [os.path.join(site, "nvidia", name, "include") for name in ("cu13", "cuda_runtime")]
-    candidates.append(os.path.join(site, "triton", "backends", "nvidia", "include"))  # Triton ships them too
-    for candidate in candidates:
-        if os.path.exists(os.path.join(candidate, "cuda_runtime_api.h")) and \
-                os.path.exists(os.path.join(candidate, "crt", "host_config.h")):
-            return candidate
-    raise RuntimeError("no CUDA headers (set CUDA_HOME)")
+    root = cache.usable_root(cache.cache_root(), os.path.join(_HERE, "observer-cache"), _say)
+    return cache.observer_library(recipe, root, load, _say)
 
 
 def _start_native_observer(torch, capture, lines, all_devices=False):
@@ -329,7 +316,7 @@ def _say_observer_costs(observer):
 _C10D_READERS = ("c10d::send", "c10d::barrier", "c10d::monitored_barrier_")
 
 
-def _start_dispatch_mode(torch, begin, emit, lines):
+def _start_dispatch_mode(torch, begin, emit, end, lines):
     """Records ops with a Python TorchDispatchMode entered on this thread and every thread started later.
     Returns this thread's mode, or None when it could not start."""
     try:
@@ -507,7 +494,7 @@ def _start_dispatch_mode(torch, begin, emit, lines):
                 if blocks:
                     record_new_blocks(blocks, out, src)
                 group = process_group_of(func, args, kwargs)
-                emit('{"type":"op_end","name":"%s","reads":[%s],"writes":[%s],"src":%s%s}' % (
+                end('{"type":"op_end","name":"%s","reads":[%s],"writes":[%s],"src":%s%s}' % (
                     func.__name__, ",".join(reads), ",".join(writes), src,
                     ',"process_group":%s' % json.dumps(group) if group else ""))
                 if (host_reads or host_writes) and not (reads or writes or view):
@@ -537,6 +524,157 @@ def _start_dispatch_mode(torch, begin, emit, lines):
         _say("cannot enter the recording dispatch mode (%s): capture stays at tier T1" % error)
         return None
     return mode
+
+
+class _NativeRegions:
+    """Python code running inside an op, to the native observer: it observes the ops that code runs."""
+
+    def __init__(self, observer):
+        self.enter = observer.streamtrace_torch_python_enter
+        self.enter.argtypes = ()
+        self.enter.restype = ctypes.c_int
+        self.exit = observer.streamtrace_torch_python_exit
+        self.exit.argtypes = (ctypes.c_int,)
+        self.exit.restype = None
+        self.own_classes = ()
+
+
+class _ModeRegions:
+    """Python code running inside an op, to the Python dispatch mode. The mode records an op from inside its
+    __torch_dispatch__, where torch has taken it off the thread's mode stack until the op returns: Python code
+    that the op runs (a subclass's __torch_dispatch__, a Python kernel) enters a mode again for its own ops. Where
+    the mode is on the stack already (a pack hook runs above the dispatch mode's key), nothing changes."""
+
+    def __init__(self, torch, mode_class):
+        from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+        self.own_classes = (mode_class,)
+
+        def enter():
+            if any(isinstance(mode, mode_class) for mode in _get_current_dispatch_mode_stack()):
+                return None
+            mode = mode_class()
+            mode.__enter__()
+            return mode
+
+        def exit(mode):
+            if mode is not None:
+                mode.__exit__(None, None, None)
+
+        self.enter, self.exit = enter, exit
+
+
+# torch's own dispatch classes that only trace with fake tensors (torch.compile, export): their Python code
+# launches no kernel, and observing its ops would only slow compilation down.
+_TRACING_ONLY = frozenset((
+    "torch._subclasses.fake_tensor.FakeTensorMode", "torch._subclasses.fake_tensor.FakeTensor",
+    "torch.fx.experimental.proxy_tensor.ProxyTorchDispatchMode",
+    "torch._subclasses.functional_tensor.FunctionalTensorMode",
+    "torch._subclasses.functional_tensor.FunctionalTensor",
+))
+
+
+def _observe_python_inside_ops(torch, regions):
+    """Python code that runs inside an op runs ops of its own, whose kernels are theirs and not the enclosing op's
+    (a saved-tensor hook that clones a tensor must not look like a write of the op's output). Brackets each way
+    torch calls Python from inside an op with the recorder's regions (regions.enter() before, regions.exit(what it
+    returned) after): saved-tensor hooks, the __torch_dispatch__ of tensor subclasses and dispatch modes, and
+    Python kernels of ops (torch.library, custom ops). Custom autograd Functions and backward hooks run between
+    ops, not inside one, and need nothing. Nothing here runs per op: only where torch calls such code."""
+    import functools
+
+    enter, exit = regions.enter, regions.exit
+
+    def inside(function):
+        """function, run as Python code inside an op."""
+        if getattr(function, "_streamtrace_inside_op", False):
+            return function
+
+        @functools.wraps(function)
+        def run(*args, **kwargs):
+            entered = enter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                exit(entered)
+
+        run._streamtrace_inside_op = True
+        return run
+
+    # Saved-tensor hooks: pack hooks run inside the op that saves its tensors for backward.
+    autograd = torch._C._autograd
+    push_hooks = autograd._push_saved_tensors_default_hooks
+
+    def push_hooks_inside(pack_hook, unpack_hook):
+        return push_hooks(inside(pack_hook), inside(unpack_hook))
+
+    functools.update_wrapper(push_hooks_inside, push_hooks)
+    autograd._push_saved_tensors_default_hooks = push_hooks_inside
+    if getattr(torch.autograd, "_push_saved_tensors_default_hooks", None) is push_hooks:
+        torch.autograd._push_saved_tensors_default_hooks = push_hooks_inside
+
+    # __torch_dispatch__ of tensor subclasses and dispatch modes, defined now or later.
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    disabled = getattr(torch._C, "_disabled_torch_dispatch_impl", None)  # says "no Python dispatch": kept as it is
+
+    def bracket_dispatch(cls):
+        raw = cls.__dict__.get("__torch_dispatch__")
+        if raw is None or raw is disabled or cls in regions.own_classes or \
+                "%s.%s" % (cls.__module__, cls.__qualname__) in _TRACING_ONLY:
+            return
+        if isinstance(raw, (classmethod, staticmethod)):
+            cls.__torch_dispatch__ = type(raw)(inside(raw.__func__))
+        elif callable(raw):
+            cls.__torch_dispatch__ = inside(raw)
+
+    def subclasses(root):
+        found, pending = [], list(root.__subclasses__())
+        while pending:
+            cls = pending.pop()
+            found.append(cls)
+            pending.extend(cls.__subclasses__())
+        return found
+
+    for root in (torch.Tensor, TorchDispatchMode):
+        for cls in subclasses(root):
+            bracket_dispatch(cls)
+
+    tensor_init_subclass = torch.Tensor.__dict__.get("__init_subclass__")
+
+    def tensor_subclass_defined(cls, **kwargs):
+        if tensor_init_subclass is not None:
+            tensor_init_subclass.__func__(cls, **kwargs)
+        else:
+            super(torch.Tensor, cls).__init_subclass__(**kwargs)
+        bracket_dispatch(cls)
+
+    torch.Tensor.__init_subclass__ = classmethod(tensor_subclass_defined)
+
+    mode_init_subclass = TorchDispatchMode.__dict__.get("__init_subclass__")
+
+    def mode_subclass_defined(cls, **kwargs):
+        bracket_dispatch(cls)  # first: torch's own hook then wraps the bracketed function (dynamo stays out)
+        if mode_init_subclass is not None:
+            mode_init_subclass.__func__(cls, **kwargs)
+        else:
+            super(TorchDispatchMode, cls).__init_subclass__(**kwargs)
+
+    TorchDispatchMode.__init_subclass__ = classmethod(mode_subclass_defined)
+
+    # Python kernels of ops: torch.library's Library.impl registers them all (custom_op's among them). Meta
+    # kernels only compute shapes; a fallthrough is no kernel and must stay the very function torch knows.
+    library = getattr(torch.library, "Library", None)
+    fallthrough = getattr(torch.library, "fallthrough_kernel", None)
+    if library is not None:
+        impl = library.impl
+
+        def impl_inside(self, op_name, fn, *args, **kwargs):
+            dispatch_key = args[0] if args else kwargs.get("dispatch_key", "")
+            if callable(fn) and fn is not fallthrough and dispatch_key != "Meta":
+                fn = inside(fn)
+            return impl(self, op_name, fn, *args, **kwargs)
+
+        library.impl = functools.wraps(impl)(impl_inside)
 
 
 def _bracket_ordering_calls(torch, emit, lines):

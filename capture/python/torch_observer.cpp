@@ -7,16 +7,20 @@
 // resizes its output moves it), and the Python line that called it; the caching allocator's trace tracker
 // reports each block it hands out and takes back. CPU tensors in pinned memory that an op touches without any
 // CUDA tensor become host accesses, and non-contiguous tensors are written as strided views. Records go to the
-// capture library through the two entry points the bootstrap passes in, in order with the CUDA calls each op
-// makes. Nested ops are not observed: RecordFunction is switched off on the thread for the outer op's duration,
-// so its kernels take the outer op's sets and the inner ops cost nothing.
+// capture library through the entry points the bootstrap passes in, in order with the CUDA calls each op makes.
+// The ops an op runs itself are not observed: RecordFunction is switched off on the thread for the op's
+// duration, so their kernels take the op's sets and they cost nothing. Python code running inside an op (a
+// saved-tensor hook, a __torch_dispatch__, a Python kernel of an op) is the program's own, and the ops it runs
+// are its own too: the bootstrap brackets such code with streamtrace_torch_python_enter and _exit, which switch
+// observing back on for its duration, and the ops it runs are observed as ops nested in the one it runs in (a
+// stack of ops per thread), whose kernels take their own sets.
 //
 // Nothing here may throw into PyTorch: every callback catches everything and records less instead (but lets a
 // thread that Python ends while it waits for the GIL unwind: catching that unwind would abort the process).
 // Callbacks keep firing while the process exits, so nothing this file keeps is destroyed before its callbacks
 // stop (observer_lifetime.h, beside this file, says how).
 //
-// One file of about 650 lines on purpose: the bootstrap compiles this one translation unit with the program's
+// One file of about 900 lines on purpose: the bootstrap compiles this one translation unit with the program's
 // compiler at first use, and it is one concern (turning PyTorch's op and allocator events into trace records).
 
 #include <ATen/Context.h>
@@ -291,12 +295,12 @@ bool is_torch_own(const std::string& schema_name) {
   return false;
 }
 
-// The observed op running on this thread. Its inputs are boxed only for the start callback, so what is needed
+// An observed op running on this thread. Its inputs are boxed only for the start callback, so what is needed
 // of them is taken there: the extents it reads, and the arguments it writes (their extents are taken at the
 // end, after an op that resizes its output has moved it).
 struct ThreadOp {
-  bool active = false;
-  int nested = 0;                       // ops started inside it all the same (RecordFunction re-enabled)
+  int nested = 0;                       // unobserved starts inside it (named ranges, RecordFunction re-enabled)
+  int python_regions = 0;               // Python code running inside it whose ops are observed (python_enter)
   const OpFacts* facts = nullptr;
   std::string source;                   // its Python line, as JSON (also for the blocks it allocates)
   std::string group;                    // a c10d op's process group, JSON-escaped; empty for other ops
@@ -309,9 +313,15 @@ struct ThreadOp {
 // Everything this file keeps per thread.
 struct ThreadState {
   std::unordered_map<const char*, OpFacts> op_facts;  // keyed by the schema's own name string
-  ThreadOp op;
+  // The observed ops running, outermost first: an op, then those Python code inside it ran. The first `depth`
+  // are running; the others are kept for their buffers.
+  std::vector<ThreadOp> ops;
+  size_t depth = 0;
   std::string pending_block_source;  // see note_block_source
   std::string writes, host_writes, text;  // reused by each op's end and block event
+
+  // The innermost observed op running, or null.
+  ThreadOp* running() { return depth > 0 ? &ops[depth - 1] : nullptr; }
 };
 
 // The calling thread's state; null once the thread has begun to exit (its callbacks then record nothing).
@@ -492,20 +502,30 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   if (thread == nullptr) {
     return nullptr;  // the thread is exiting
   }
-  ThreadOp& op = thread->op;
-  if (op.active) {
-    ++op.nested;
+  ThreadOp* outer = thread->running();
+  if (outer != nullptr && outer->python_regions == 0) {
+    ++outer->nested;  // RecordFunction was switched on inside an op by someone else: not an op of its own
     return nullptr;
   }
   TimedPart timed(kOpStart);
+  ThreadOp* started = nullptr;
   try {
     const OpFacts* facts = facts_of(*thread, fn);
     if (!facts) {
+      if (outer != nullptr) {
+        ++outer->nested;  // a named range inside Python code inside an op: its end must not end the op
+      }
       return nullptr;
+    }
+    if (thread->ops.size() == thread->depth) {
+      thread->ops.emplace_back();
     }
     // The ops this one calls run unobserved: their kernels take this op's sets.
     at::enableRecordFunction(false);
-    op.active = true;
+    ThreadOp& op = thread->ops[thread->depth++];
+    started = &op;
+    op.nested = 0;
+    op.python_regions = 0;
     op.facts = facts;
     op.reads.assign("[");
     op.host_reads.assign("[");
@@ -541,7 +561,8 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   } catch (abi::__forced_unwind&) {
     throw;
   } catch (...) {
-    if (op.active) {  // the op is observed with what could be had: its end still closes the frame
+    if (started != nullptr) {  // the op is observed with what could be had: its end still closes the frame
+      ThreadOp& op = *started;
       op.reads.assign("[]");
       op.host_reads.assign("[]");
       op.written.clear();
@@ -559,16 +580,17 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
   if (thread == nullptr) {
     return;  // the thread is exiting
   }
-  ThreadOp& op = thread->op;
-  if (op.nested > 0) {
-    --op.nested;
-    return;
-  }
-  if (!op.active) {
+  ThreadOp* running = thread->running();
+  if (running == nullptr) {
     return;  // a named range: its start was not observed
   }
+  if (running->nested > 0) {
+    --running->nested;
+    return;
+  }
   TimedPart timed(kOpEnd);
-  op.active = false;
+  ThreadOp& op = *running;
+  --thread->depth;  // ended: from here on, block events belong to the op around it (kept in `ops`, not reused here)
   std::string& writes = thread->writes;
   std::string& host_writes = thread->host_writes;
   std::string& text = thread->text;
@@ -602,7 +624,8 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
     writes.assign("[]");
     host_writes.assign("[]");
   }
-  // Observed ops again, now that the op's extents are taken (nothing above may be observed as an op).
+  // Observed ops again, now that the op's extents are taken (nothing above may be observed as an op): at the top,
+  // or inside the Python code of the op around this one.
   at::enableRecordFunction(true);
   bool wrote_arguments = !op.written.empty();
   op.written.clear();
@@ -679,7 +702,7 @@ uint64_t stream_handle(const Stream& stream) {
 // recorder does), to be picked up by the tracker.
 std::shared_ptr<c10::GatheredContext> note_block_source() {
   ThreadState* thread = this_thread();
-  if (thread != nullptr && !thread->op.active) {
+  if (thread != nullptr && thread->depth == 0) {
     TimedPart timed(kBlockLine);
     thread->pending_block_source.clear();
     try {
@@ -695,8 +718,8 @@ std::shared_ptr<c10::GatheredContext> note_block_source() {
 
 // The line a block event belongs to: the running op's, or the one noted just before the allocator took its lock.
 void append_block_source(ThreadState& thread, std::string& out) {
-  if (thread.op.active) {
-    out += thread.op.source;
+  if (const ThreadOp* op = thread.running()) {
+    out += op->source;
   } else if (!thread.pending_block_source.empty()) {
     out += thread.pending_block_source;
     thread.pending_block_source.clear();
@@ -824,6 +847,45 @@ int streamtrace_torch_observe_blocks(char* error, size_t error_len) {
     std::snprintf(error, error_len, "unknown C++ exception");
   }
   return -1;
+}
+
+// Python code (a saved-tensor hook, a __torch_dispatch__, a Python kernel of an op) starts on the calling thread:
+// inside an observed op, the ops it runs are observed as ops of their own, nested in that op, until the matching
+// streamtrace_torch_python_exit. Returns what to pass to it: 0 outside any op (nothing changes), 1 when ops
+// were observed already, 2 when observing was switched back on. Called with the GIL held; costs a thread-local
+// lookup outside ops.
+int streamtrace_torch_python_enter() {
+  try {
+    ThreadState* thread = this_thread();
+    ThreadOp* op = thread != nullptr ? thread->running() : nullptr;
+    if (op == nullptr) {
+      return 0;
+    }
+    ++op->python_regions;
+    if (at::isRecordFunctionEnabled()) {
+      return 1;
+    }
+    at::enableRecordFunction(true);
+    return 2;
+  } catch (...) {
+    return 0;  // the Python code's ops stay unobserved, as without this call
+  }
+}
+
+// The Python code that streamtrace_torch_python_enter announced returns (`entered`: what that returned): the op
+// it ran in runs unobserved again.
+void streamtrace_torch_python_exit(int entered) {
+  if (entered == 0) {
+    return;
+  }
+  ThreadState* thread = this_thread();
+  ThreadOp* op = thread != nullptr ? thread->running() : nullptr;
+  if (op != nullptr && op->python_regions > 0) {
+    --op->python_regions;
+  }
+  if (entered == 2) {
+    at::enableRecordFunction(false);
+  }
 }
 
 // What observing has cost so far, kept with STREAMTRACE_COST_DETAIL: for each part (op starts, the Python

@@ -10,19 +10,12 @@ use anyhow::{bail, Context};
 use streamtrace_format::{launch, Producer, RecordKind};
 
 use super::args::CaptureArgs;
+use super::python_bootstrap;
 use super::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND};
 use crate::hb::EngineOptions;
 use crate::job;
-use crate::output::{output_dir, write_atomically};
+use crate::output::output_dir;
 use crate::report::{text::TextReport, Report};
-
-/// The PyTorch bootstrap (tier T2), put in front of the interpreter as `sitecustomize`, with the source of the
-/// native op observer it builds against the program's libtorch.
-const PYTHON_BOOTSTRAP: [(&str, &str); 3] = [
-    ("sitecustomize.py", include_str!("../../capture/python/sitecustomize.py")),
-    ("torch_observer.cpp", include_str!("../../capture/python/torch_observer.cpp")),
-    ("observer_lifetime.h", include_str!("../../capture/python/observer_lifetime.h")),
-];
 
 /// The injected library's file name, looked for beside the streamtrace binary.
 const LIBRARY: &str = "libstreamtrace_capture.so";
@@ -146,27 +139,14 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
     remove_earlier_traces(dir)?;
     let template = dir.join("trace.%p.json");
     // Python programs pick the bootstrap up as sitecustomize; it chains to the program's own sitecustomize, if any.
-    let python_dir = dir.join("python");
-    output_dir(&python_dir)?;
-    for (name, text) in PYTHON_BOOTSTRAP {
-        write_atomically(&python_dir.join(name), |out| out.write_all(text.as_bytes()))
-            .with_context(|| format!("cannot write the Python bootstrap's {name} into {}", python_dir.display()))?;
-    }
-    let python_path = match std::env::var_os("PYTHONPATH") {
-        Some(existing) if !existing.is_empty() => {
-            let mut joined = python_dir.clone().into_os_string();
-            joined.push(":");
-            joined.push(existing);
-            joined
-        }
-        _ => python_dir.clone().into_os_string(),
-    };
+    let python = python_bootstrap::install(dir)?;
     let mut command = Command::new(program);
     command
         .args(program_args)
         .env("CUDA_INJECTION64_PATH", &library)
         .env(launch::ENV_OUTPUT, &template)
-        .env("PYTHONPATH", python_path);
+        .env("PYTHONPATH", python.python_path)
+        .env(python_bootstrap::ENV_OBSERVER_CACHE, python.observer_cache);
     if args.gpu_times {
         command.env(launch::ENV_GPU_TIMES, "1");
     }

@@ -4,6 +4,7 @@ mod analyze;
 mod args;
 mod capture;
 mod job;
+mod python_bootstrap;
 mod stats;
 mod synth;
 

@@ -1,9 +1,10 @@
 //! What some integration tests need from the machine besides Rust: headless Chromium (the HTML report in a real
-//! browser), a TrueType font (the PNG pictures) and a C toolchain (the native call sites). A fresh machine with
-//! only Rust may lack them, and README's `cargo test` must pass there: a test that needs one prints a notice and
-//! checks nothing more. Where the environment says the tool is required (`STREAMTRACE_REQUIRE_BROWSER=1`,
-//! `STREAMTRACE_REQUIRE_FONT=1`, `STREAMTRACE_REQUIRE_CC=1`, which .ci/run sets after installing them), its
-//! absence fails the test instead, so that CI never skips silently.
+//! browser), a TrueType font (the PNG pictures), a C toolchain (the native call sites) and Python (the PyTorch
+//! bootstrap's observer cache). A fresh machine with only Rust may lack them, and README's `cargo test` must pass
+//! there: a test that needs one prints a notice and checks nothing more. Where the environment says the tool is
+//! required (`STREAMTRACE_REQUIRE_BROWSER=1`, `STREAMTRACE_REQUIRE_FONT=1`, `STREAMTRACE_REQUIRE_CC=1`,
+//! `STREAMTRACE_REQUIRE_PYTHON=1`, which .ci/run sets after installing them), its absence fails the test instead,
+//! so that CI never skips silently.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +14,8 @@ pub const REQUIRE_BROWSER: &str = "STREAMTRACE_REQUIRE_BROWSER";
 pub const REQUIRE_FONT: &str = "STREAMTRACE_REQUIRE_FONT";
 /// The variable that makes the tests that compile C (`cc`, `strip`) required.
 pub const REQUIRE_CC: &str = "STREAMTRACE_REQUIRE_CC";
+/// The variable that makes the tests that run the Python bootstrap (`python3`) required.
+pub const REQUIRE_PYTHON: &str = "STREAMTRACE_REQUIRE_PYTHON";
 
 /// Names headless Chromium goes by, looked for on PATH in this order.
 const CHROMIUM_NAMES: &[&str] = &["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"];

@@ -424,3 +424,73 @@ fn only_op_end_names_a_process_group() {
     let err = read_all(&text).unwrap_err().to_string();
     assert!(err.contains("t.json:2: field `process_group` does not belong to a op_begin record"), "{err}");
 }
+
+/// The kernel named `name` among `records`, with its read and write extents as (start, len, is write).
+fn kernel_extents<'a>(records: &'a [TraceRecord], name: &str) -> (&'a Operation, Vec<(u64, u64, bool)>) {
+    let op = ops(records)
+        .into_iter()
+        .find(|op| matches!(&op.kind, OpKind::Kernel { name: n, .. } if n.as_ref() == name))
+        .unwrap_or_else(|| panic!("kernel {name}"));
+    let OpKind::Kernel { accesses, pointers, .. } = &op.kind else { unreachable!() };
+    assert!(pointers.is_empty(), "{name}: tier T2 replaces the pointer arguments");
+    let extents = accesses.iter().map(|a| (a.range.start, a.range.len, a.mode == AccessMode::Write)).collect();
+    (op, extents)
+}
+
+#[test]
+fn a_kernel_inside_a_nested_op_keeps_the_inner_ops_extents() {
+    // A saved-tensor hook cloning `x` inside `mul`: the clone's kernel is the clone's, never the mul's.
+    let text = format!(
+        "{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"stream\",\"id\":2}}\n\
+         {{\"type\":\"op_begin\",\"thread\":5}}\n\
+         {{\"type\":\"op_begin\",\"thread\":5}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":2,\"name\":\"clone_kernel\",\"pointers\":[[\"0x1000\",\"w\"]]}}\n\
+         {{\"type\":\"op_end\",\"thread\":5,\"name\":\"clone.default\",\"reads\":[[4096,64]],\"writes\":[[16384,64]],\"src\":\"hook.py:7\"}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"mul_kernel\",\"pointers\":[[\"0x1000\",\"w\"]]}}\n\
+         {{\"type\":\"op_end\",\"thread\":5,\"name\":\"mul.Tensor\",\"reads\":[[4096,64],[8192,64]],\"writes\":[[12288,64]],\"src\":\"t.py:12\"}}\n"
+    );
+    let records = read_all(&text).unwrap();
+    let (clone, clone_extents) = kernel_extents(&records, "clone_kernel");
+    assert_eq!(clone_extents, [(4096, 64, false), (16384, 64, true)]);
+    assert_eq!(clone.region.as_deref(), Some("clone.default"));
+    assert_eq!(clone.source.as_ref().map(|s| s.to_string()).as_deref(), Some("hook.py:7"));
+    let (mul, mul_extents) = kernel_extents(&records, "mul_kernel");
+    assert_eq!(mul_extents, [(4096, 64, false), (8192, 64, false), (12288, 64, true)]);
+    assert_eq!(mul.region.as_deref(), Some("mul.Tensor"));
+    let order: Vec<u64> = ops(&records).iter().map(|op| op.seq).collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "released in issue order: {order:?}");
+}
+
+#[test]
+fn ops_nested_three_deep_give_each_kernel_its_innermost_op() {
+    // A __torch_dispatch__ subclass's op (outer) runs a Python kernel's op (middle) that runs `add` (inner);
+    // the middle op launches a kernel of its own after the inner one, and one kernel inside the inner op is
+    // issued from a call (Event.record) that names it.
+    let text = format!(
+        "{HEADER}{{\"type\":\"stream\",\"id\":1}}\n\
+         {{\"type\":\"op_begin\",\"thread\":5}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"outer_k\"}}\n\
+         {{\"type\":\"op_begin\",\"thread\":5}}\n\
+         {{\"type\":\"op_begin\",\"thread\":5}}\n\
+         {{\"type\":\"call_begin\",\"thread\":5,\"name\":\"Event.record\",\"src\":\"t.py:4\"}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"inner_k\"}}\n\
+         {{\"type\":\"call_end\",\"thread\":5}}\n\
+         {{\"type\":\"op_end\",\"thread\":5,\"name\":\"add.Tensor\",\"writes\":[[300,4]]}}\n\
+         {{\"type\":\"kernel\",\"thread\":5,\"stream\":1,\"name\":\"middle_k\"}}\n\
+         {{\"type\":\"op_end\",\"thread\":5,\"name\":\"mylib.scale\",\"writes\":[[200,4]]}}\n\
+         {{\"type\":\"op_end\",\"thread\":5,\"name\":\"mul.Tensor\",\"writes\":[[100,4]],\"src\":\"t.py:9\"}}\n"
+    );
+    let records = read_all(&text).unwrap();
+    for (kernel, start, region) in
+        [("outer_k", 100, "mul.Tensor"), ("middle_k", 200, "mylib.scale"), ("inner_k", 300, "Event.record")]
+    {
+        let (op, extents) = kernel_extents(&records, kernel);
+        assert_eq!(extents, [(start, 4, true)], "{kernel}");
+        assert_eq!(op.region.as_deref(), Some(region), "{kernel}");
+        assert_eq!(
+            op.source.as_ref().map(|s| s.to_string()).as_deref(),
+            Some(if kernel == "inner_k" { "t.py:4" } else { "t.py:9" }),
+            "{kernel}: the line of the innermost frame that has one"
+        );
+    }
+}

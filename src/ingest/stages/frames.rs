@@ -7,6 +7,11 @@
 //! instead of their pointer arguments. A call's name and line come first; the CUDA calls inside take them as
 //! they pass.
 //!
+//! Ops nest: Python code running inside an op (a saved-tensor hook, a `__torch_dispatch__`, a Python kernel)
+//! runs ops of its own, each a frame inside the outer one. A kernel belongs to the innermost op that launched
+//! it: it takes that op's extents when that op ends, and keeps them when the outer op ends (it is held on until
+//! then only to leave in issue order).
+//!
 //! A stage every reader's operations pass through (`stages`): it holds and names operations and hands them on
 //! as records, in the order they are released; it orders nothing.
 
@@ -52,7 +57,15 @@ struct Frame {
     /// When it opened, counted over all threads: the latest frame open elsewhere is the one a stray end closes.
     opened: u64,
     facts: FrameFacts,
-    held: Vec<Operation>,
+    held: Vec<Held>,
+}
+
+/// An operation an op holds until it ends.
+struct Held {
+    op: Operation,
+    /// Released by an op that ended inside this one: its kernels already have that op's extents, which they
+    /// keep (only a missing name or line comes from the outer op).
+    attributed: bool,
 }
 
 /// How a frame end was matched, when it was not simply the innermost frame of its own thread.
@@ -98,20 +111,25 @@ impl OpenFrames {
     /// Hands an operation on: named by the open calls inside the innermost open op of its thread (the
     /// innermost call first) and held by that op, or out when no op is open. Copies and sets keep their own
     /// exact addresses; kernels take an op's sets when it ends.
-    pub fn place(&mut self, thread: ThreadId, mut op: Operation, out: &mut Vec<TraceRecord>) {
+    pub fn place(&mut self, thread: ThreadId, op: Operation, out: &mut Vec<TraceRecord>) {
+        self.hold(thread, Held { op, attributed: false }, out);
+    }
+
+    /// As [`OpenFrames::place`], for an operation that may already belong to an op that ended.
+    fn hold(&mut self, thread: ThreadId, mut held: Held, out: &mut Vec<TraceRecord>) {
         for frame in self.by_thread.get_mut(&thread).into_iter().flatten().rev() {
             match frame.kind {
                 FrameKind::Op => {
-                    frame.held.push(op);
+                    frame.held.push(held);
                     return;
                 }
                 FrameKind::Call => {
-                    op.region = op.region.or_else(|| frame.facts.name.clone());
-                    op.source = op.source.or_else(|| frame.facts.source.clone());
+                    held.op.region = held.op.region.or_else(|| frame.facts.name.clone());
+                    held.op.source = held.op.source.or_else(|| frame.facts.source.clone());
                 }
             }
         }
-        out.push(TraceRecord::Op(op));
+        out.push(TraceRecord::Op(held.op));
     }
 
     /// Ends a frame of `kind` on `thread`, with what its closing record said, and releases the operations it held.
@@ -135,7 +153,7 @@ impl OpenFrames {
             // Released into the frame that is ending, as if they had ended without saying what they were.
             frame.held.extend(inner.held);
         }
-        frame.held.sort_by_key(|op| op.seq);
+        frame.held.sort_by_key(|held| held.op.seq);
         // What the op was, its line and its outputs may be known only now.
         frame.facts.accesses.extend(ending.accesses);
         if ending.name.is_some() {
@@ -148,11 +166,13 @@ impl OpenFrames {
             frame.facts.process_group = ending.process_group;
         }
         let group_streams = frame.facts.process_group.as_ref().map(|group| nccl_streams(&frame.held, group));
-        for mut held in std::mem::take(&mut frame.held) {
+        let is_op = frame.kind == FrameKind::Op;
+        for Held { mut op, attributed } in std::mem::take(&mut frame.held) {
             // The op's extents stand for its kernels' accesses (tier T2); where the exact-access capture saw a
             // kernel's own bytes (tier T3), the two together say which of the op's tensors it touched and how, and
-            // what it touched beyond them.
-            match &mut held.kind {
+            // what it touched beyond them. A kernel an op inside this one already gave its extents keeps them.
+            match &mut op.kind {
+                _ if !is_op || attributed => {}
                 OpKind::Kernel { accesses, exact: Some(exact), .. } if exact.saw_accesses() => {
                     *accesses = refine_with_extents(&frame.facts.accesses, accesses);
                 }
@@ -162,9 +182,10 @@ impl OpenFrames {
                 }
                 _ => {}
             }
-            held.region = held.region.or_else(|| frame.facts.name.clone());
-            held.source = held.source.or_else(|| frame.facts.source.clone());
-            self.place(owner, held, out);
+            op.region = op.region.or_else(|| frame.facts.name.clone());
+            op.source = op.source.or_else(|| frame.facts.source.clone());
+            // Held on by an enclosing op, if any, until it ends: out in issue order, with this op's extents.
+            self.hold(owner, Held { op, attributed: attributed || is_op }, out);
         }
         out.extend(group_streams.into_iter().flatten().map(TraceRecord::GroupStream));
         Ok(matched)
@@ -208,7 +229,7 @@ impl OpenFrames {
     pub fn finish(&mut self, out: &mut Vec<TraceRecord>) -> u64 {
         let frames: Vec<Frame> = self.by_thread.drain().flat_map(|(_, frames)| frames).collect();
         let open = frames.len() as u64;
-        let mut held: Vec<Operation> = frames.into_iter().flat_map(|f| f.held).collect();
+        let mut held: Vec<Operation> = frames.into_iter().flat_map(|f| f.held).map(|held| held.op).collect();
         held.sort_by_key(|op| op.seq);
         out.extend(held.into_iter().map(TraceRecord::Op));
         open
@@ -216,10 +237,10 @@ impl OpenFrames {
 }
 
 /// The streams the NCCL kernels among `held` ran on, each once, as streams of `group`.
-fn nccl_streams(held: &[Operation], group: &Arc<str>) -> Vec<GroupStream> {
+fn nccl_streams(held: &[Held], group: &Arc<str>) -> Vec<GroupStream> {
     let mut streams: Vec<StreamId> = held
         .iter()
-        .filter_map(|op| match &op.kind {
+        .filter_map(|held| match &held.op.kind {
             OpKind::Kernel { stream, name, .. } if is_nccl_kernel(name) => Some(*stream),
             _ => None,
         })
