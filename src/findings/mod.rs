@@ -77,6 +77,10 @@ pub enum OpClass {
     Memset,
     /// The host thread's own reads and writes of memory the GPU also touches.
     HostAccess,
+    /// A host function (`cuLaunchHostFunc`) running in its stream's order.
+    HostFunc,
+    /// A load or store a host function made, which the capture saw inside it.
+    HostFuncAccess,
     /// A stream-ordered allocation.
     Alloc,
     /// A free, stream-ordered or by the host.
@@ -95,6 +99,8 @@ impl OpClass {
             OpClass::Memcpy => "memcpy",
             OpClass::Memset => "memset",
             OpClass::HostAccess => "host",
+            OpClass::HostFunc => "host function",
+            OpClass::HostFuncAccess => "host function access",
             OpClass::Alloc => "alloc",
             OpClass::Free => "free",
             OpClass::StreamWait => "stream wait",

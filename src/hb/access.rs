@@ -13,8 +13,8 @@ use super::sites::SiteId;
 use super::state::{action_of, Engine, EngineError, Known, Later};
 use crate::findings::{AccessAction, OpClass};
 use crate::model::{
-    Access, AccessMode, AccessRange, AllocId, AllocKind, Allocation, FreeKind, Operation, PointerArg, ProcessId,
-    StreamId,
+    Access, AccessMode, AccessRange, AllocId, AllocKind, Allocation, FreeKind, OpKind, Operation, PointerArg,
+    ProcessId, StreamId,
 };
 
 impl Engine {
@@ -105,7 +105,11 @@ impl Engine {
     /// fault inside it follows it in the trace and takes a step right after it, before anything else on the
     /// stream: part of the function's place.
     pub(super) fn host_func(&mut self, op: &Operation, stream: StreamId, name: &str, accesses: &[Access]) {
-        let site = self.site(op.kind.class(), name, Some(stream), op);
+        let class = match op.kind {
+            OpKind::HostFuncAccess { .. } => OpClass::HostFuncAccess,
+            _ => OpClass::HostFunc,
+        };
+        let site = self.site(class, name, Some(stream), op);
         let epoch = self.tick(stream, site, op, !accesses.is_empty());
         for access in effective_accesses(accesses) {
             self.access(op, epoch, site, access, Effect::Access);
