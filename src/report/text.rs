@@ -150,14 +150,14 @@ fn write_host_watch(out: &mut dyn io::Write, analysis: &Analysis) -> io::Result<
     if guarded > 0 {
         write!(
             out,
-            " ({windows} guarded window{}). Pinned and registered buffers are guarded from a copy's or kernel's call until the host learns it is done: the first load or store in each window is seen, on the whole pages inside the copy's range; later accesses in the same window, a buffer's partial pages and memory the capture did not see allocated are not",
+            " ({windows} guarded window{}). Pinned, registered and managed buffers are guarded from a copy's or kernel's call until the host learns it is done: the first load or store in each window is seen, on the whole pages inside the copy's range; later accesses in the same window, a buffer's partial pages and memory the capture did not see allocated are not",
             if windows == 1 { "" } else { "s" }
         )?;
     }
     if managed > 0 {
         write!(
             out,
-            ". Managed memory: CPU page faults from CUPTI; a page already on the host does not fault, so only the first host touch after the GPU had the page is seen, taken as a read by the thread that last issued work"
+            ". Managed memory also through CPU page faults from CUPTI where the driver delivers them: a page already on the host does not fault, so only the first host touch after the GPU had the page is seen, taken as a read by the thread that last issued work"
         )?;
     }
     writeln!(out, ".")

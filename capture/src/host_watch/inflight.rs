@@ -27,6 +27,9 @@ thread_local! {
     static IN_DRIVER: Cell<u32> = const { Cell::new(0) };
     /// Guards to arm when this thread's current driver call returns.
     static PLANNED: RefCell<Vec<Plan>> = const { RefCell::new(Vec::new()) };
+    /// What this thread's current synchronization will have made known complete when it returns: (stream,
+    /// its guarded operations up to then), taken at the call's entry.
+    static LEARNING: RefCell<Vec<(u64, u64)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Whether the calling thread is inside a driver call (async-signal-safe).
@@ -46,6 +49,10 @@ pub fn passing(at_exit: bool) {
         let plans = PLANNED.with(|planned| std::mem::take(&mut *planned.borrow_mut()));
         if !plans.is_empty() {
             with_watch(|watch| plans.into_iter().for_each(|plan| watch.arm(plan)));
+        }
+        let learned = LEARNING.with(|learning| std::mem::take(&mut *learning.borrow_mut()));
+        if !learned.is_empty() {
+            with_watch(|watch| watch.learned(&learned));
         }
     }
 }
@@ -190,20 +197,28 @@ impl Watch {
         });
     }
 
-    fn synchronized(&mut self, target: &SyncTarget) {
+    /// The guarded work a synchronization with `target` waits for, as it stands now: (stream, its guarded
+    /// operations up to now).
+    fn covered_by(&self, target: &SyncTarget) -> Vec<(u64, u64)> {
         match *target {
-            SyncTarget::Stream(stream) => {
-                let upto = self.issued.get(&stream).copied().unwrap_or(0);
-                self.completed(|s, seq| s == stream && seq <= upto);
-            }
-            SyncTarget::Event(event) => {
-                if let Some(&(stream, upto)) = self.events.get(&event) {
-                    self.completed(|s, seq| s == stream && seq <= upto);
-                }
-            }
-            SyncTarget::Context(_) => self.completed(|_, _| true),
+            SyncTarget::Stream(stream) => vec![(stream, self.issued.get(&stream).copied().unwrap_or(0))],
+            SyncTarget::Event(event) => self.events.get(&event).map(|&covered| vec![covered]).unwrap_or_default(),
+            SyncTarget::Context(_) => self.issued.iter().map(|(&stream, &upto)| (stream, upto)).collect(),
         }
     }
+
+    /// The host now knows the `covered` work complete.
+    fn learned(&mut self, covered: &[(u64, u64)]) {
+        self.completed(|s, seq| covered.iter().any(|&(stream, upto)| stream == s && seq <= upto));
+    }
+}
+
+/// Host memory the GPU reaches directly, whose host accesses the guards see: pinned and registered buffers, and
+/// managed memory (where the driver delivers no CPU page faults for it, as on the H200 machine, the guards are
+/// what sees the host's touches at all; where it does, a guard's fault comes first, with the thread and the
+/// direction the page fault lacks).
+fn watched(memory: MemoryKind) -> bool {
+    matches!(memory, MemoryKind::Pinned | MemoryKind::Managed)
 }
 
 /// Reads the records a call has just made (`batch.entries[first..]`): pinned blocks coming and going, work that
@@ -215,11 +230,11 @@ pub fn recorded(batch: &Batch, first: usize) {
     // synchronizations need no look (a launch-bound program pays nothing).
     let blocks = HAS_BLOCKS.load(Ordering::Relaxed);
     let relevant = |record: &Record| match record {
-        Record::Alloc { kind, .. } => *kind == AllocKind::Host,
-        Record::Free { kind, .. } => *kind == FreeKind::Host,
-        Record::Memcpy { synchronous: false, memory: (from, to), .. } => {
-            *from == MemoryKind::Pinned || *to == MemoryKind::Pinned
-        }
+        Record::Alloc { kind, .. } => matches!(kind, AllocKind::Host | AllocKind::Managed),
+        Record::Free { kind: FreeKind::Host, .. } => true,
+        // Managed memory is freed by cuMemFree, as device memory is.
+        Record::Free { kind: FreeKind::Synchronous, .. } => blocks,
+        Record::Memcpy { synchronous: false, memory: (from, to), .. } => watched(*from) || watched(*to),
         Record::Kernel { .. } | Record::EventRecord { .. } | Record::Sync { .. } => blocks,
         Record::Query { ready, .. } => *ready && blocks,
         _ => false,
@@ -232,7 +247,7 @@ pub fn recorded(batch: &Batch, first: usize) {
     with_watch(|watch| {
         for entry in entries {
             match &entry.record {
-                Record::Alloc { id, address, bytes, kind: AllocKind::Host, api, .. } => {
+                Record::Alloc { id, address, bytes, kind: AllocKind::Host | AllocKind::Managed, api, .. } => {
                     let block = Block {
                         start: *address,
                         end: address.saturating_add(*bytes),
@@ -242,17 +257,17 @@ pub fn recorded(batch: &Batch, first: usize) {
                     watch.by_start.insert(*address, *id);
                     HAS_BLOCKS.store(true, Ordering::Relaxed);
                 }
-                Record::Free { id, kind: FreeKind::Host, .. } => {
+                Record::Free { id, kind: FreeKind::Host | FreeKind::Synchronous, .. } => {
                     if let Some(block) = watch.blocks.remove(id) {
                         watch.by_start.remove(&block.start);
                         watch.freed(block);
                     }
                 }
                 Record::Memcpy { stream, src, dst, bytes, synchronous: false, memory: (from, to), .. } => {
-                    if *from == MemoryKind::Pinned && watch.block_of(*src, *bytes).is_some() {
+                    if watched(*from) && watch.block_of(*src, *bytes).is_some() {
                         watch.plan(*stream, *src, src.saturating_add(*bytes), libc::PROT_READ, &mut planned);
                     }
-                    if *to == MemoryKind::Pinned && watch.block_of(*dst, *bytes).is_some() {
+                    if watched(*to) && watch.block_of(*dst, *bytes).is_some() {
                         watch.plan(*stream, *dst, dst.saturating_add(*bytes), libc::PROT_NONE, &mut planned);
                     }
                 }
@@ -276,7 +291,17 @@ pub fn recorded(batch: &Batch, first: usize) {
                     let upto = watch.issued.get(stream).copied().unwrap_or(0);
                     watch.events.insert(*event, (*stream, upto));
                 }
-                Record::Sync { target, .. } | Record::Query { target, ready: true, .. } => watch.synchronized(target),
+                // A synchronization is recorded as it starts: the work it waits for is complete only when it
+                // returns, and a guard lifted at its start would miss what another thread (a host function on a
+                // driver thread) touches meanwhile. Lifted at the call's exit; a query, recorded at exit, now.
+                Record::Sync { target, .. } | Record::Query { target, ready: true, .. } => {
+                    let covered = watch.covered_by(target);
+                    if in_driver_call() {
+                        LEARNING.with(|learning| learning.borrow_mut().extend(covered));
+                    } else {
+                        watch.learned(&covered);
+                    }
+                }
                 _ => {}
             }
         }
@@ -289,7 +314,11 @@ pub fn recorded(batch: &Batch, first: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Call;
+    use crate::args::PointerArg;
+    use crate::record::{Call, Entry};
+
+    /// The watch is one per process: tests that reset it take turns.
+    static WATCH_TESTS: Mutex<()> = Mutex::new(());
 
     #[test]
     fn only_whole_pages_inside_the_range_are_guarded() {
@@ -342,6 +371,7 @@ mod tests {
 
     #[test]
     fn a_copy_is_guarded_from_its_return_until_its_stream_is_synchronized() {
+        let _turn = WATCH_TESTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         *WATCH.lock().unwrap() = None;
         let mut batch = Batch::default();
         let base = pinned(&mut batch);
@@ -369,5 +399,63 @@ mod tests {
         assert_eq!(with_watch(|w| w.guarded.len()), 0);
         // Safety: lifted: the page is the program's again.
         unsafe { *(base as *mut u8) = 1 };
+    }
+
+    #[test]
+    fn a_synchronization_lifts_its_guards_when_it_returns_not_when_it_starts() {
+        let _turn = WATCH_TESTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *WATCH.lock().unwrap() = None;
+        let mut batch = Batch::default();
+        let base = pinned(&mut batch);
+        recorded(&batch, 0);
+        let first = batch.entries.len();
+        batch.push(call(), copy_to(base, 7));
+        passing(false);
+        recorded(&batch, first);
+        passing(true);
+        // The synchronization is recorded at its entry, and waits.
+        let first = batch.entries.len();
+        batch.push(call(), Record::Sync { target: SyncTarget::Context(0), api: "cuCtxSynchronize" });
+        passing(false);
+        recorded(&batch, first);
+        assert_eq!(with_watch(|w| w.guarded.len()), 1, "still guarded while the synchronization waits");
+        passing(true);
+        assert_eq!(with_watch(|w| w.guarded.len()), 0, "lifted when it returns");
+        // Safety: lifted: the page is the program's again.
+        unsafe { *(base as *mut u8) = 2 };
+    }
+
+    #[test]
+    fn a_kernel_writing_managed_memory_guards_it_against_host_reads_until_the_host_learns_it_done() {
+        let _turn = WATCH_TESTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *WATCH.lock().unwrap() = None;
+        let mut batch = Batch::default();
+        let base = pinned(&mut batch);
+        if let Some(Entry { record: Record::Alloc { kind, api, .. }, .. }) = batch.entries.last_mut() {
+            *kind = AllocKind::Managed;
+            *api = "cuMemAllocManaged";
+        }
+        recorded(&batch, 0);
+        let first = batch.entries.len();
+        batch.pointers.push(PointerArg { address: base + 8, writes: true });
+        let launch = Record::Kernel {
+            stream: 7,
+            function: 0,
+            first_pointer: 0,
+            pointer_count: 1,
+            api: "cuLaunchKernel",
+            exact: None,
+        };
+        batch.push(call(), launch);
+        passing(false);
+        recorded(&batch, first);
+        passing(true);
+        assert_eq!(guards::claim(base + 4096), guards::Claim::Lifted { start: base, end: base + 3 * 4096 });
+        // Safety: the claim lifted the guard: the pages are the program's again.
+        unsafe { *(base as *mut u8) = 3 };
+        let first = batch.entries.len();
+        batch.push(call(), Record::Free { id: 1, kind: FreeKind::Synchronous, stream: None, api: "cuMemFree" });
+        recorded(&batch, first);
+        assert!(with_watch(|w| w.blocks.is_empty() && w.guarded.is_empty()), "cuMemFree forgets the managed block");
     }
 }
