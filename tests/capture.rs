@@ -245,6 +245,8 @@ fn torch_samples_at_tier_t2_match_their_ground_truth() {
         ("views_shifted", true),
         ("views_column_slices", false),
         ("views_column_overlap", true),
+        ("saved_hook_clone_after_wait", false),
+        ("saved_hook_clone_no_wait", true),
     ] {
         let (_, json) = analyze(&format!("{DIR}/{sample}.json"));
         let races = json["races"].as_array().expect("races").len();
@@ -270,6 +272,32 @@ fn tier_t2_native_observer_records_top_level_ops_only() {
 
     let threads: std::collections::BTreeSet<u64> = ends.iter().filter_map(|r| r["thread"].as_u64()).collect();
     assert!(threads.len() >= 2, "the main thread and autograd's: {threads:?}");
+}
+
+#[test]
+fn an_op_run_inside_an_op_gives_its_kernels_its_own_extents_in_both_observers() {
+    // A saved-tensor hook clones mul's saved tensors on a side stream without waiting: each clone reads what
+    // randn wrote on the default stream. Had the clone's kernel been given mul's extents, it would write y and
+    // race with mul and sum instead.
+    for dir in ["samples/capture/torch-t2", "samples/capture/torch-t2-python-mode"] {
+        let (_, json) = analyze(&format!("{dir}/saved_hook_clone_no_wait.json"));
+        let races = json["races"].as_array().expect("races");
+        let pairs: Vec<(&str, &str, &str)> = races
+            .iter()
+            .filter_map(|r| {
+                Some((
+                    r["kind"].as_str()?,
+                    r["earlier"]["site"]["region"].as_str()?,
+                    r["later"]["site"]["region"].as_str()?,
+                ))
+            })
+            .collect();
+        assert_eq!(
+            pairs,
+            [("read-after-write", "randn.default", "clone.default"); 2],
+            "{dir}: one race for x and one for w, none for y"
+        );
+    }
 }
 
 #[test]
