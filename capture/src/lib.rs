@@ -43,6 +43,7 @@ pub mod signature;
 pub mod sites;
 mod state;
 pub mod unwind;
+mod watch_state;
 pub mod writer;
 
 use std::sync::atomic::Ordering;

@@ -12,7 +12,7 @@
 //! Touches CUPTI's activity configuration, this file's queues and the state's call sites and memory kinds.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use cudarc::cupti::sys::{
@@ -26,9 +26,10 @@ use crate::host_watch::hold;
 use crate::origin::now_ns;
 use crate::record::{Batch, Call, Entry, Record};
 use crate::state::ProcessState;
+use crate::watch_state::WatchCell;
 
-/// The watch's state (a [`WatchState`] as its index).
-static STATE: AtomicU8 = AtomicU8::new(0);
+/// The watch's state: off until it is asked for.
+static STATE: WatchCell = WatchCell::off();
 /// Our clock minus CUPTI's, measured once.
 static CLOCK_OFFSET: AtomicI64 = AtomicI64::new(0);
 /// Faults CUPTI delivered, not yet made records (its thread may be inside a callback that holds the state lock).
@@ -54,11 +55,11 @@ struct Delivered {
 }
 
 pub fn state() -> WatchState {
-    WatchState::ALL.get(STATE.load(Ordering::Relaxed) as usize).copied().unwrap_or(WatchState::Off)
+    STATE.get()
 }
 
 fn set_state(state: WatchState) {
-    STATE.store(WatchState::ALL.iter().position(|s| *s == state).unwrap_or(0) as u8, Ordering::SeqCst);
+    STATE.set(state);
 }
 
 pub fn watching() -> bool {
@@ -287,6 +288,7 @@ mod tests {
 
     #[test]
     fn a_fault_goes_to_the_thread_that_issued_work_last_before_it() {
+        set_state(WatchState::On);
         *LAST_OPS.lock().unwrap() = None;
         let mut batch = Batch::default();
         let launch = |tid, time| Entry {

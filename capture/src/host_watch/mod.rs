@@ -23,13 +23,14 @@ pub mod host_funcs;
 pub mod inflight;
 pub mod signals;
 
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use streamtrace_format::{launch, WatchState};
 
 use crate::managed_faults;
 use crate::record::Record;
 use crate::state::ProcessState;
+use crate::watch_state::WatchCell;
 
 /// What the host watch counted, for the `host_watch` record.
 pub mod counters {
@@ -47,19 +48,15 @@ pub mod counters {
     pub static UNWATCHED: AtomicU64 = AtomicU64::new(0);
 }
 
-/// Whether pinned buffers are guarded (a [`WatchState`] as its index).
-static GUARD: AtomicU8 = AtomicU8::new(0);
-
-fn state_of(value: u8) -> WatchState {
-    WatchState::ALL.get(value as usize).copied().unwrap_or(WatchState::Off)
-}
+/// Whether pinned buffers are guarded: off until the set-up at load says otherwise.
+static GUARD: WatchCell = WatchCell::off();
 
 fn set_guard(state: WatchState) {
-    GUARD.store(WatchState::ALL.iter().position(|s| *s == state).unwrap_or(0) as u8, Ordering::SeqCst);
+    GUARD.set(state);
 }
 
 pub fn guard_state() -> WatchState {
-    state_of(GUARD.load(Ordering::Relaxed))
+    GUARD.get()
 }
 
 fn guarding() -> bool {
