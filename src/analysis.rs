@@ -2,6 +2,7 @@
 //! stand for (crate::resolve), with the counters of every stage.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::findings::Findings;
 use crate::hb::{Engine, EngineOptions, EngineStats, HostOrder};
@@ -30,9 +31,62 @@ pub struct Analysis {
     pub import: ImportCounters,
     /// Bars and arrows for timeline reports, when asked for.
     pub timeline: Option<Timeline>,
+    /// The capture range this analysis is the section of (see [`Analysis::range_sections`]).
+    pub range: Option<CaptureRange>,
+    /// A trace recorded in capture ranges: each range's findings, in order (`findings` holds them all, and
+    /// `tables` stands for theirs too).
+    pub ranges: Vec<RangeSection>,
+}
+
+/// A capture range of a trace (`streamtrace capture --capture-range`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaptureRange {
+    /// Its number in the trace, from 1.
+    pub index: u32,
+    /// The NVTX range that was the capture range, when one was.
+    pub name: Option<Arc<str>>,
+}
+
+impl CaptureRange {
+    /// "capture range 2 (NVTX `train_step`)": how reports head its section.
+    pub fn label(&self) -> String {
+        match &self.name {
+            Some(name) => format!("capture range {} (NVTX `{name}`)", self.index),
+            None => format!("capture range {}", self.index),
+        }
+    }
+}
+
+/// What one capture range found.
+#[derive(Clone, Debug)]
+pub struct RangeSection {
+    pub range: CaptureRange,
+    pub findings: Findings,
 }
 
 impl Analysis {
+    /// One analysis per capture range, each with that range's findings, for a report with a section per range
+    /// (`--capture-range-end=repeat`); empty for a trace not recorded in ranges.
+    pub fn range_sections(&self) -> Vec<Analysis> {
+        self.ranges
+            .iter()
+            .map(|section| Analysis {
+                trace: self.trace.clone(),
+                format: self.format,
+                host_order: self.host_order,
+                host_sync_recorded: self.host_sync_recorded,
+                job: self.job,
+                findings: section.findings.clone(),
+                tables: self.tables.clone(),
+                stats: self.stats.clone(),
+                import: self.import.clone(),
+                timeline: None,
+                range: Some(section.range.clone()),
+                ranges: Vec::new(),
+            })
+            .collect()
+    }
+
     /// The findings with what their ids stand for, as reports read them.
     pub fn lookup(&self) -> Lookup<'_> {
         Lookup { findings: &self.findings, tables: &self.tables }
@@ -87,6 +141,9 @@ fn run(
     let mut timeline = with_timeline.then(Timeline::default);
     let mut names = Names::default();
     let mut job = None;
+    // The capture range open now, and the findings of those that ended.
+    let mut open_range: Option<CaptureRange> = None;
+    let mut ranges: Vec<RangeSection> = Vec::new();
     if with_timeline {
         engine.log_edges();
     }
@@ -120,6 +177,21 @@ fn run(
             if let Some(twin) = by_timestamps.as_mut() {
                 twin.apply(record).map_err(|source| AnalysisError::Engine { path: name.to_string(), source })?;
             }
+            match record {
+                TraceRecord::RangeBegin { index, name, .. } => {
+                    open_range = Some(CaptureRange { index: *index, name: name.clone() });
+                }
+                TraceRecord::RangeEnd { .. } => {
+                    let mut findings = engine.finish_range();
+                    if let Some(twin) = by_timestamps.as_mut() {
+                        findings.set_apart_timing_only(&twin.finish_range());
+                    }
+                    let range =
+                        open_range.take().unwrap_or(CaptureRange { index: ranges.len() as u32 + 1, name: None });
+                    ranges.push(RangeSection { range, findings });
+                }
+                _ => {}
+            }
         }
     }
     let import = source.finish();
@@ -128,6 +200,23 @@ fn run(
     let (mut findings, stats) = engine.finish();
     if let Some(twin) = by_timestamps {
         findings.set_apart_timing_only(&twin.finish().0);
+    }
+    // A range the program did not end (it exited inside it) ends with the trace.
+    if let Some(range) = open_range.take() {
+        ranges.push(RangeSection { range, findings: std::mem::take(&mut findings) });
+    }
+    // The whole trace's findings hold every range's (each later range's site tables extend the earlier ones').
+    if !ranges.is_empty() {
+        let rest = std::mem::take(&mut findings);
+        for section in &ranges {
+            findings.extend_with_later(section.findings.clone());
+        }
+        findings.extend_with_later(rest);
+        // Each section's sites by the whole trace's table, which the tables resolved.
+        for section in &mut ranges {
+            section.findings.sites.clone_from(&findings.sites);
+            section.findings.natives.clone_from(&findings.natives);
+        }
     }
     // Only what the findings show is symbolized (and the creation sites of the streams and events named).
     let tables = resolve::resolve(&findings, names);
@@ -145,5 +234,7 @@ fn run(
         stats,
         import,
         timeline,
+        range: None,
+        ranges,
     })
 }

@@ -29,6 +29,9 @@ impl JobTrace {
     /// "rank 1 (local rank 1) of 2, GPU 1" or the file's name: how reports head this trace's part.
     pub fn label(&self) -> String {
         let Ok(analysis) = &self.outcome else { return self.path.display().to_string() };
+        if let Some(range) = &analysis.range {
+            return range.label();
+        }
         let Some(job) = analysis.job.filter(|j| j.rank.is_some()) else { return analysis.trace.clone() };
         let mut label = format!("rank {}", job.rank.unwrap_or_default());
         if let Some(local) = job.local_rank {
@@ -174,6 +177,8 @@ pub fn merged_for_timeline(dir: &Path, traces: &[JobTrace]) -> Option<Analysis> 
         stats: Default::default(),
         import: Default::default(),
         timeline: Some(Default::default()),
+        range: None,
+        ranges: Vec::new(),
     };
     let mut seq_base = 0;
     for (group, analysis) in analyses.iter().enumerate() {

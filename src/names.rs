@@ -184,7 +184,11 @@ impl Names {
                 let seen = groups.len() as u64;
                 groups.entry(group.clone()).or_insert(seen);
             }
-            TraceRecord::GpuTime { .. } | TraceRecord::Job(_) | TraceRecord::HostSyncRecorded => {}
+            TraceRecord::GpuTime { .. }
+            | TraceRecord::Job(_)
+            | TraceRecord::HostSyncRecorded
+            | TraceRecord::RangeBegin { .. }
+            | TraceRecord::RangeEnd { .. } => {}
         }
     }
 

@@ -79,6 +79,7 @@ fn expected(sample: &str) -> (Vec<(&'static str, &'static str, &'static str, u64
             ],
             0,
         ),
+        "capture_range_profiler.json" => (vec![("write-after-write", "fill", "scale", 1)], 0),
         other => panic!("sample {other} has no ground truth in tests/cli.rs"),
     }
 }

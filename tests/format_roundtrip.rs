@@ -708,12 +708,9 @@ fn host_synchronization_reads_back_with_the_header_that_says_it_is_recorded() {
     batch.push(CALL, Record::HostRelease { object: mark, api: "pthread_mutex_unlock" });
     batch.push(EDGE_CALL, Record::HostAcquire { object: mark, api: "pthread_mutex_lock" });
     batch.push(EDGE_CALL, Record::HostRelease { object: u64::MAX, api: "thread exit" });
-    let header = format::job_header_line(
-        Some(format::Producer::Capture),
-        format::JobPlace::default(),
-        true,
-        Some("recorded by streamtrace capture"),
-    );
+    let recorded = format::Recorded { host_sync: true, ..format::Recorded::default() };
+    let header =
+        format::job_header_line(Some(format::Producer::Capture), recorded, Some("recorded by streamtrace capture"));
     let mut text = header;
     batch.write_lines(&mut Vec::new(), &mut text);
     let (records, counters) = read(text);

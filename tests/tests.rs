@@ -16,6 +16,7 @@ mod layout;
 mod mutation;
 mod names;
 mod nsys;
+mod ranges;
 mod reports;
 mod rules;
 mod rules_graphs;

@@ -2,13 +2,18 @@
 //! sanitizer_driver_cbid.h numbers alike), its name, when it is recorded (at entry, at exit, or at exit when it
 //! succeeded: the handles it made are out-parameters), whether a null stream means the legacy default stream
 //! or the calling thread's (the `_ptsz` / `_ptds` forms), the handler that records it (handlers/), and what the
-//! handler needs to know of this particular call. Both capture backends subscribe to exactly these ids and
-//! dispatch through [`spec_of`]. Declarations and lookups only.
+//! handler needs to know of this particular call, and what becomes of it outside a capture range. Both capture
+//! backends subscribe to exactly these ids and dispatch through [`spec_of`]. Declarations and lookups only.
+//!
+//! Left out on purpose: `cuGraphUpload` (it moves a graph's own data to the device in stream order and touches
+//! no memory of the program) and `cuStreamUpdateCaptureDependencies` (it changes which captured nodes the next
+//! one depends on, by node handles the trace does not carry for captured work: its graphs keep the stream order's
+//! dependencies, docs/graphs.md).
 
 use streamtrace_format::{AllocKind, CopyKind};
 
 use crate::driver_call::{CallContext, DriverCall};
-use crate::handlers::{copies, graphs, host_funcs, launches, memory, sets, sync};
+use crate::handlers::{copies, graphs, host_funcs, launches, memory, profiler, sets, sync};
 use crate::state::ProcessState;
 
 /// When a call is recorded.
@@ -56,6 +61,18 @@ pub enum NodeWord {
     Other,
 }
 
+/// What becomes of a call made outside a capture range (ranges.rs), when the capture records in ranges.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum OutsideRanges {
+    /// Recorded as in a range: what it makes is state a later range needs (streams, events, allocations,
+    /// graphs), or it moves the ranges themselves.
+    Recorded,
+    /// Handled but not written: the state notes what a later range needs of it (an event's last stream).
+    Noted,
+    /// Not looked at: work of the program, which the trace holds only in ranges.
+    Skipped,
+}
+
 /// What a handler shared by several calls needs to know of one of them.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Detail {
@@ -89,6 +106,7 @@ pub struct CallSpec {
     pub when: When,
     pub stream: StreamForm,
     pub handler: Handler,
+    pub outside: OutsideRanges,
     pub detail: Detail,
 }
 
@@ -105,7 +123,7 @@ impl CallSpec {
 }
 
 macro_rules! calls {
-    ($($name:ident = $id:literal, $text:literal, $when:ident, $form:ident, $handler:path, $detail:expr;)+) => {
+    ($($name:ident = $id:literal, $text:literal, $when:ident, $form:ident, $handler:path, $outside:ident, $detail:expr;)+) => {
         $(pub const $name: u32 = $id;)+
 
         /// Every recorded call.
@@ -115,174 +133,185 @@ macro_rules! calls {
             when: When::$when,
             stream: StreamForm::$form,
             handler: $handler,
+            outside: OutsideRanges::$outside,
             detail: { use Detail::*; $detail },
         }),+];
     };
 }
 
 calls! {
-    CU_CTX_SYNCHRONIZE = 17, "cuCtxSynchronize", Entry, Legacy, sync::context_synchronize, HostWait;
-    CU_MEM_FREE_HOST = 38, "cuMemFreeHost", Entry, Legacy, memory::free_host, None;
-    CU_MEM_HOST_ALLOC = 39, "cuMemHostAlloc", ExitOk, Legacy, memory::host_alloc, None;
-    CU_EVENT_CREATE = 118, "cuEventCreate", ExitOk, Legacy, sync::event_create, None;
-    CU_EVENT_RECORD = 119, "cuEventRecord", Entry, Legacy, sync::event_record, None;
-    CU_EVENT_QUERY = 120, "cuEventQuery", Exit, Legacy, sync::event_query, None;
-    CU_EVENT_SYNCHRONIZE = 121, "cuEventSynchronize", Entry, Legacy, sync::event_synchronize, HostWait;
-    CU_STREAM_CREATE = 124, "cuStreamCreate", ExitOk, Legacy, sync::stream_create, None;
-    CU_STREAM_QUERY = 125, "cuStreamQuery", Exit, Legacy, sync::stream_query, None;
-    CU_STREAM_SYNCHRONIZE = 126, "cuStreamSynchronize", Entry, Legacy, sync::stream_synchronize, HostWait;
-    CU_MEMSET_D8_ASYNC = 216, "cuMemsetD8Async", Entry, Legacy, sets::set_async, Width(1);
-    CU_MEMSET_D16_ASYNC = 218, "cuMemsetD16Async", Entry, Legacy, sets::set_async, Width(2);
-    CU_MEMSET_D32_ASYNC = 220, "cuMemsetD32Async", Entry, Legacy, sets::set_async, Width(4);
-    CU_MEMSET_D2D8_ASYNC = 222, "cuMemsetD2D8Async", Entry, Legacy, sets::set_2d_async, Width(1);
-    CU_MEMSET_D2D16_ASYNC = 224, "cuMemsetD2D16Async", Entry, Legacy, sets::set_2d_async, Width(2);
-    CU_MEMSET_D2D32_ASYNC = 226, "cuMemsetD2D32Async", Entry, Legacy, sets::set_2d_async, Width(4);
-    CU_MEM_ALLOC_V2 = 243, "cuMemAlloc_v2", ExitOk, Legacy, memory::alloc, Alloc(AllocKind::Device);
-    CU_MEM_ALLOC_PITCH_V2 = 244, "cuMemAllocPitch_v2", ExitOk, Legacy, memory::alloc_pitch, None;
-    CU_MEM_FREE_V2 = 245, "cuMemFree_v2", Entry, Legacy, memory::free, None;
-    CU_MEMSET_D8_V2 = 249, "cuMemsetD8_v2", Entry, Legacy, sets::set, Width(1);
-    CU_MEMSET_D16_V2 = 250, "cuMemsetD16_v2", Entry, Legacy, sets::set, Width(2);
-    CU_MEMSET_D32_V2 = 251, "cuMemsetD32_v2", Entry, Legacy, sets::set, Width(4);
-    CU_MEMSET_D2D8_V2 = 252, "cuMemsetD2D8_v2", Entry, Legacy, sets::set_2d, Width(1);
-    CU_MEMSET_D2D16_V2 = 253, "cuMemsetD2D16_v2", Entry, Legacy, sets::set_2d, Width(2);
-    CU_MEMSET_D2D32_V2 = 254, "cuMemsetD2D32_v2", Entry, Legacy, sets::set_2d, Width(4);
-    CU_MEMCPY_HTOD_V2 = 276, "cuMemcpyHtoD_v2", Entry, Legacy, copies::copy, Copy(CopyKind::HtoD);
-    CU_MEMCPY_HTOD_ASYNC_V2 = 277, "cuMemcpyHtoDAsync_v2", Entry, Legacy, copies::copy_async, Copy(CopyKind::HtoD);
-    CU_MEMCPY_DTOH_V2 = 278, "cuMemcpyDtoH_v2", Entry, Legacy, copies::copy, Copy(CopyKind::DtoH);
-    CU_MEMCPY_DTOH_ASYNC_V2 = 279, "cuMemcpyDtoHAsync_v2", Entry, Legacy, copies::copy_async, Copy(CopyKind::DtoH);
-    CU_MEMCPY_DTOD_V2 = 280, "cuMemcpyDtoD_v2", Entry, Legacy, copies::copy, Copy(CopyKind::DtoD);
-    CU_MEMCPY_DTOD_ASYNC_V2 = 281, "cuMemcpyDtoDAsync_v2", Entry, Legacy, copies::copy_async, Copy(CopyKind::DtoD);
-    CU_MEMCPY_2D_V2 = 287, "cuMemcpy2D_v2", Entry, Legacy, copies::copy_2d, None;
-    CU_MEMCPY_2D_UNALIGNED_V2 = 288, "cuMemcpy2DUnaligned_v2", Entry, Legacy, copies::copy_2d, None;
-    CU_MEMCPY_2D_ASYNC_V2 = 289, "cuMemcpy2DAsync_v2", Entry, Legacy, copies::copy_2d_async, None;
-    CU_MEMCPY_3D_V2 = 290, "cuMemcpy3D_v2", Entry, Legacy, copies::copy_3d, None;
-    CU_MEMCPY_3D_ASYNC_V2 = 291, "cuMemcpy3DAsync_v2", Entry, Legacy, copies::copy_3d_async, None;
-    CU_MEM_ALLOC_HOST_V2 = 294, "cuMemAllocHost_v2", ExitOk, Legacy, memory::host_alloc, None;
-    CU_STREAM_WAIT_EVENT = 295, "cuStreamWaitEvent", Entry, Legacy, sync::wait_event, None;
-    CU_MEM_HOST_REGISTER = 301, "cuMemHostRegister", ExitOk, Legacy, memory::host_register, None;
-    CU_MEM_HOST_UNREGISTER = 302, "cuMemHostUnregister", Entry, Legacy, memory::host_unregister, None;
-    CU_MEMCPY = 305, "cuMemcpy", Entry, Legacy, copies::copy, Copy(CopyKind::Default);
-    CU_MEMCPY_ASYNC = 306, "cuMemcpyAsync", Entry, Legacy, copies::copy_async, Copy(CopyKind::Default);
-    CU_LAUNCH_KERNEL = 307, "cuLaunchKernel", Entry, Legacy, launches::kernel, None;
-    CU_MEMCPY_PEER = 318, "cuMemcpyPeer", Entry, Legacy, copies::peer_copy, None;
-    CU_MEMCPY_PEER_ASYNC = 319, "cuMemcpyPeerAsync", Entry, Legacy, copies::peer_copy_async, None;
-    CU_STREAM_ADD_CALLBACK = 346, "cuStreamAddCallback", Entry, Legacy, host_funcs::stream_callback, None;
-    CU_STREAM_CREATE_WITH_PRIORITY = 367, "cuStreamCreateWithPriority", ExitOk, Legacy, sync::stream_create, WithPriority;
-    CU_MEM_ALLOC_MANAGED = 371, "cuMemAllocManaged", ExitOk, Legacy, memory::alloc, Alloc(AllocKind::Managed);
-    CU_MEM_HOST_REGISTER_V2 = 379, "cuMemHostRegister_v2", ExitOk, Legacy, memory::host_register, None;
-    CU_MEMCPY_HTOD_V2_PTDS = 397, "cuMemcpyHtoD_v2_ptds", Entry, PerThread, copies::copy, Copy(CopyKind::HtoD);
-    CU_MEMCPY_DTOH_V2_PTDS = 398, "cuMemcpyDtoH_v2_ptds", Entry, PerThread, copies::copy, Copy(CopyKind::DtoH);
-    CU_MEMCPY_DTOD_V2_PTDS = 399, "cuMemcpyDtoD_v2_ptds", Entry, PerThread, copies::copy, Copy(CopyKind::DtoD);
-    CU_MEMCPY_2D_V2_PTDS = 405, "cuMemcpy2D_v2_ptds", Entry, PerThread, copies::copy_2d, None;
-    CU_MEMCPY_2D_UNALIGNED_V2_PTDS = 406, "cuMemcpy2DUnaligned_v2_ptds", Entry, PerThread, copies::copy_2d, None;
-    CU_MEMCPY_3D_V2_PTDS = 407, "cuMemcpy3D_v2_ptds", Entry, PerThread, copies::copy_3d, None;
-    CU_MEMCPY_PTDS = 408, "cuMemcpy_ptds", Entry, PerThread, copies::copy, Copy(CopyKind::Default);
-    CU_MEMCPY_PEER_PTDS = 409, "cuMemcpyPeer_ptds", Entry, PerThread, copies::peer_copy, None;
-    CU_MEMSET_D8_V2_PTDS = 411, "cuMemsetD8_v2_ptds", Entry, PerThread, sets::set, Width(1);
-    CU_MEMSET_D16_V2_PTDS = 412, "cuMemsetD16_v2_ptds", Entry, PerThread, sets::set, Width(2);
-    CU_MEMSET_D32_V2_PTDS = 413, "cuMemsetD32_v2_ptds", Entry, PerThread, sets::set, Width(4);
-    CU_MEMSET_D2D8_V2_PTDS = 414, "cuMemsetD2D8_v2_ptds", Entry, PerThread, sets::set_2d, Width(1);
-    CU_MEMSET_D2D16_V2_PTDS = 415, "cuMemsetD2D16_v2_ptds", Entry, PerThread, sets::set_2d, Width(2);
-    CU_MEMSET_D2D32_V2_PTDS = 416, "cuMemsetD2D32_v2_ptds", Entry, PerThread, sets::set_2d, Width(4);
-    CU_MEMCPY_ASYNC_PTSZ = 418, "cuMemcpyAsync_ptsz", Entry, PerThread, copies::copy_async, Copy(CopyKind::Default);
-    CU_MEMCPY_HTOD_ASYNC_V2_PTSZ = 421, "cuMemcpyHtoDAsync_v2_ptsz", Entry, PerThread, copies::copy_async, Copy(CopyKind::HtoD);
-    CU_MEMCPY_DTOH_ASYNC_V2_PTSZ = 422, "cuMemcpyDtoHAsync_v2_ptsz", Entry, PerThread, copies::copy_async, Copy(CopyKind::DtoH);
-    CU_MEMCPY_DTOD_ASYNC_V2_PTSZ = 423, "cuMemcpyDtoDAsync_v2_ptsz", Entry, PerThread, copies::copy_async, Copy(CopyKind::DtoD);
-    CU_MEMCPY_2D_ASYNC_V2_PTSZ = 424, "cuMemcpy2DAsync_v2_ptsz", Entry, PerThread, copies::copy_2d_async, None;
-    CU_MEMCPY_3D_ASYNC_V2_PTSZ = 425, "cuMemcpy3DAsync_v2_ptsz", Entry, PerThread, copies::copy_3d_async, None;
-    CU_MEMCPY_PEER_ASYNC_PTSZ = 426, "cuMemcpyPeerAsync_ptsz", Entry, PerThread, copies::peer_copy_async, None;
-    CU_MEMSET_D8_ASYNC_PTSZ = 428, "cuMemsetD8Async_ptsz", Entry, PerThread, sets::set_async, Width(1);
-    CU_MEMSET_D16_ASYNC_PTSZ = 429, "cuMemsetD16Async_ptsz", Entry, PerThread, sets::set_async, Width(2);
-    CU_MEMSET_D32_ASYNC_PTSZ = 430, "cuMemsetD32Async_ptsz", Entry, PerThread, sets::set_async, Width(4);
-    CU_MEMSET_D2D8_ASYNC_PTSZ = 431, "cuMemsetD2D8Async_ptsz", Entry, PerThread, sets::set_2d_async, Width(1);
-    CU_MEMSET_D2D16_ASYNC_PTSZ = 432, "cuMemsetD2D16Async_ptsz", Entry, PerThread, sets::set_2d_async, Width(2);
-    CU_MEMSET_D2D32_ASYNC_PTSZ = 433, "cuMemsetD2D32Async_ptsz", Entry, PerThread, sets::set_2d_async, Width(4);
-    CU_STREAM_WAIT_EVENT_PTSZ = 436, "cuStreamWaitEvent_ptsz", Entry, PerThread, sync::wait_event, None;
-    CU_STREAM_ADD_CALLBACK_PTSZ = 437, "cuStreamAddCallback_ptsz", Entry, PerThread, host_funcs::stream_callback, None;
-    CU_STREAM_QUERY_PTSZ = 439, "cuStreamQuery_ptsz", Exit, PerThread, sync::stream_query, None;
-    CU_STREAM_SYNCHRONIZE_PTSZ = 440, "cuStreamSynchronize_ptsz", Entry, PerThread, sync::stream_synchronize, HostWait;
-    CU_EVENT_RECORD_PTSZ = 441, "cuEventRecord_ptsz", Entry, PerThread, sync::event_record, None;
-    CU_LAUNCH_KERNEL_PTSZ = 442, "cuLaunchKernel_ptsz", Entry, PerThread, launches::kernel, None;
-    CU_LAUNCH_COOPERATIVE_KERNEL = 477, "cuLaunchCooperativeKernel", Entry, Legacy, launches::cooperative_kernel, None;
-    CU_LAUNCH_COOPERATIVE_KERNEL_PTSZ = 478, "cuLaunchCooperativeKernel_ptsz", Entry, PerThread, launches::cooperative_kernel, None;
-    CU_STREAM_BEGIN_CAPTURE = 495, "cuStreamBeginCapture", ExitOk, Legacy, graphs::begin_capture, None;
-    CU_STREAM_BEGIN_CAPTURE_PTSZ = 496, "cuStreamBeginCapture_ptsz", ExitOk, PerThread, graphs::begin_capture, None;
-    CU_STREAM_END_CAPTURE = 497, "cuStreamEndCapture", Exit, Legacy, graphs::end_capture, None;
-    CU_STREAM_END_CAPTURE_PTSZ = 498, "cuStreamEndCapture_ptsz", Exit, PerThread, graphs::end_capture, None;
-    CU_GRAPH_CREATE = 501, "cuGraphCreate", ExitOk, Legacy, graphs::create, None;
-    CU_GRAPH_ADD_KERNEL_NODE = 502, "cuGraphAddKernelNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::Kernel);
-    CU_GRAPH_ADD_MEMCPY_NODE = 504, "cuGraphAddMemcpyNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::Memcpy);
-    CU_GRAPH_ADD_MEMSET_NODE = 506, "cuGraphAddMemsetNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::Memset);
-    CU_GRAPH_MEMSET_NODE_SET_PARAMS = 508, "cuGraphMemsetNodeSetParams", ExitOk, Legacy, graphs::set_node, Node(NodeWord::Memset);
-    CU_GRAPH_INSTANTIATE = 513, "cuGraphInstantiate", ExitOk, Legacy, graphs::instantiate, None;
-    CU_GRAPH_LAUNCH = 514, "cuGraphLaunch", Entry, Legacy, launches::graph_launch, None;
-    CU_GRAPH_LAUNCH_PTSZ = 515, "cuGraphLaunch_ptsz", Entry, PerThread, launches::graph_launch, None;
-    CU_GRAPH_EXEC_DESTROY = 516, "cuGraphExecDestroy", ExitOk, Legacy, graphs::exec_destroy, None;
-    CU_GRAPH_DESTROY = 517, "cuGraphDestroy", ExitOk, Legacy, graphs::destroy, None;
-    CU_GRAPH_ADD_DEPENDENCIES = 518, "cuGraphAddDependencies", ExitOk, Legacy, graphs::dependencies, Edges { added: true, v2: false };
-    CU_GRAPH_REMOVE_DEPENDENCIES = 519, "cuGraphRemoveDependencies", ExitOk, Legacy, graphs::dependencies, Edges { added: false, v2: false };
-    CU_GRAPH_MEMCPY_NODE_SET_PARAMS = 520, "cuGraphMemcpyNodeSetParams", ExitOk, Legacy, graphs::set_node, Node(NodeWord::Memcpy);
-    CU_GRAPH_KERNEL_NODE_SET_PARAMS = 521, "cuGraphKernelNodeSetParams", ExitOk, Legacy, graphs::set_node, Node(NodeWord::Kernel);
-    CU_GRAPH_DESTROY_NODE = 522, "cuGraphDestroyNode", ExitOk, Legacy, graphs::destroy_node, None;
-    CU_GRAPH_CLONE = 523, "cuGraphClone", ExitOk, Legacy, graphs::clone, None;
-    CU_GRAPH_ADD_CHILD_GRAPH_NODE = 525, "cuGraphAddChildGraphNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::Child);
-    CU_GRAPH_ADD_EMPTY_NODE = 526, "cuGraphAddEmptyNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::Empty);
-    CU_LAUNCH_HOST_FUNC = 527, "cuLaunchHostFunc", Entry, Legacy, host_funcs::launch, None;
-    CU_LAUNCH_HOST_FUNC_PTSZ = 528, "cuLaunchHostFunc_ptsz", Entry, PerThread, host_funcs::launch, None;
-    CU_GRAPH_ADD_HOST_NODE = 530, "cuGraphAddHostNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::Host);
-    CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS = 538, "cuGraphExecKernelNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Node(NodeWord::Kernel);
-    CU_STREAM_BEGIN_CAPTURE_V2 = 539, "cuStreamBeginCapture_v2", ExitOk, Legacy, graphs::begin_capture, None;
-    CU_STREAM_BEGIN_CAPTURE_V2_PTSZ = 540, "cuStreamBeginCapture_v2_ptsz", ExitOk, PerThread, graphs::begin_capture, None;
-    CU_MEM_MAP = 551, "cuMemMap", ExitOk, Legacy, memory::map, None;
-    CU_MEM_UNMAP = 552, "cuMemUnmap", Entry, Legacy, memory::unmap, None;
-    CU_GRAPH_EXEC_UPDATE = 561, "cuGraphExecUpdate", ExitOk, Legacy, graphs::exec_update, None;
-    CU_GRAPH_EXEC_MEMCPY_NODE_SET_PARAMS = 562, "cuGraphExecMemcpyNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Node(NodeWord::Memcpy);
-    CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS = 563, "cuGraphExecMemsetNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Node(NodeWord::Memset);
-    CU_GRAPH_INSTANTIATE_V2 = 578, "cuGraphInstantiate_v2", ExitOk, Legacy, graphs::instantiate, None;
-    CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS = 586, "cuGraphExecChildGraphNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Node(NodeWord::Child);
-    CU_EVENT_RECORD_WITH_FLAGS = 587, "cuEventRecordWithFlags", Entry, Legacy, sync::event_record, None;
-    CU_EVENT_RECORD_WITH_FLAGS_PTSZ = 588, "cuEventRecordWithFlags_ptsz", Entry, PerThread, sync::event_record, None;
-    CU_GRAPH_ADD_EVENT_RECORD_NODE = 589, "cuGraphAddEventRecordNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::EventRecord);
-    CU_GRAPH_ADD_EVENT_WAIT_NODE = 590, "cuGraphAddEventWaitNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::EventWait);
-    CU_GRAPH_EVENT_RECORD_NODE_SET_EVENT = 593, "cuGraphEventRecordNodeSetEvent", ExitOk, Legacy, graphs::set_node, Node(NodeWord::EventRecord);
-    CU_GRAPH_EVENT_WAIT_NODE_SET_EVENT = 594, "cuGraphEventWaitNodeSetEvent", ExitOk, Legacy, graphs::set_node, Node(NodeWord::EventWait);
-    CU_GRAPH_EXEC_EVENT_RECORD_NODE_SET_EVENT = 595, "cuGraphExecEventRecordNodeSetEvent", ExitOk, Legacy, graphs::set_exec_node, Node(NodeWord::EventRecord);
-    CU_GRAPH_EXEC_EVENT_WAIT_NODE_SET_EVENT = 596, "cuGraphExecEventWaitNodeSetEvent", ExitOk, Legacy, graphs::set_exec_node, Node(NodeWord::EventWait);
-    CU_MEM_ALLOC_ASYNC = 598, "cuMemAllocAsync", ExitOk, Legacy, memory::alloc_async, None;
-    CU_MEM_ALLOC_ASYNC_PTSZ = 599, "cuMemAllocAsync_ptsz", ExitOk, PerThread, memory::alloc_async, None;
-    CU_MEM_FREE_ASYNC = 600, "cuMemFreeAsync", Entry, Legacy, memory::free_async, None;
-    CU_MEM_FREE_ASYNC_PTSZ = 601, "cuMemFreeAsync_ptsz", Entry, PerThread, memory::free_async, None;
-    CU_MEM_ALLOC_FROM_POOL_ASYNC = 611, "cuMemAllocFromPoolAsync", ExitOk, Legacy, memory::alloc_from_pool_async, None;
-    CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ = 612, "cuMemAllocFromPoolAsync_ptsz", ExitOk, PerThread, memory::alloc_from_pool_async, None;
-    CU_GRAPH_ADD_EXT_SEMAS_SIGNAL_NODE = 618, "cuGraphAddExternalSemaphoresSignalNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::Other);
-    CU_GRAPH_ADD_EXT_SEMAS_WAIT_NODE = 621, "cuGraphAddExternalSemaphoresWaitNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::Other);
-    CU_GRAPH_ADD_MEM_ALLOC_NODE = 638, "cuGraphAddMemAllocNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::MemAlloc);
-    CU_GRAPH_ADD_MEM_FREE_NODE = 639, "cuGraphAddMemFreeNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::MemFree);
-    CU_GRAPH_INSTANTIATE_WITH_FLAGS = 643, "cuGraphInstantiateWithFlags", ExitOk, Legacy, graphs::instantiate, None;
-    CU_LAUNCH_KERNEL_EX = 652, "cuLaunchKernelEx", Entry, Legacy, launches::kernel_ex, None;
-    CU_LAUNCH_KERNEL_EX_PTSZ = 653, "cuLaunchKernelEx_ptsz", Entry, PerThread, launches::kernel_ex, None;
-    CU_GRAPH_INSTANTIATE_WITH_PARAMS = 656, "cuGraphInstantiateWithParams", ExitOk, Legacy, graphs::instantiate, None;
-    CU_GRAPH_INSTANTIATE_WITH_PARAMS_PTSZ = 657, "cuGraphInstantiateWithParams_ptsz", ExitOk, PerThread, graphs::instantiate, None;
-    CU_GRAPH_ADD_BATCH_MEM_OP_NODE = 669, "cuGraphAddBatchMemOpNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::Other);
-    CU_GRAPH_ADD_KERNEL_NODE_V2 = 689, "cuGraphAddKernelNode_v2", ExitOk, Legacy, graphs::add_node, Node(NodeWord::KernelV2);
-    CU_GRAPH_KERNEL_NODE_SET_PARAMS_V2 = 691, "cuGraphKernelNodeSetParams_v2", ExitOk, Legacy, graphs::set_node, Node(NodeWord::KernelV2);
-    CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2 = 692, "cuGraphExecKernelNodeSetParams_v2", ExitOk, Legacy, graphs::set_exec_node, Node(NodeWord::KernelV2);
-    CU_GRAPH_EXEC_UPDATE_V2 = 696, "cuGraphExecUpdate_v2", ExitOk, Legacy, graphs::exec_update, None;
-    CU_GRAPH_ADD_NODE = 712, "cuGraphAddNode", ExitOk, Legacy, graphs::add_node, Node(NodeWord::Generic);
-    CU_GRAPH_NODE_SET_PARAMS = 713, "cuGraphNodeSetParams", ExitOk, Legacy, graphs::set_node, Node(NodeWord::Generic);
-    CU_GRAPH_EXEC_NODE_SET_PARAMS = 714, "cuGraphExecNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Node(NodeWord::Generic);
-    CU_STREAM_BEGIN_CAPTURE_TO_GRAPH = 720, "cuStreamBeginCaptureToGraph", ExitOk, Legacy, graphs::begin_capture_to_graph, None;
-    CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ = 721, "cuStreamBeginCaptureToGraph_ptsz", ExitOk, PerThread, graphs::begin_capture_to_graph, None;
-    CU_GRAPH_ADD_NODE_V2 = 723, "cuGraphAddNode_v2", ExitOk, Legacy, graphs::add_node_with_edges, None;
-    CU_GRAPH_ADD_DEPENDENCIES_V2 = 727, "cuGraphAddDependencies_v2", ExitOk, Legacy, graphs::dependencies, Edges { added: true, v2: true };
-    CU_GRAPH_REMOVE_DEPENDENCIES_V2 = 728, "cuGraphRemoveDependencies_v2", ExitOk, Legacy, graphs::dependencies, Edges { added: false, v2: true };
-    CU_MEMCPY_BATCH_ASYNC = 776, "cuMemcpyBatchAsync", Entry, Legacy, copies::batch_copy, None;
-    CU_MEMCPY_BATCH_ASYNC_PTSZ = 777, "cuMemcpyBatchAsync_ptsz", Entry, PerThread, copies::batch_copy, None;
-    CU_MEMCPY_BATCH_ASYNC_V2 = 796, "cuMemcpyBatchAsync_v2", Entry, Legacy, copies::batch_copy_v2, None;
-    CU_MEMCPY_BATCH_ASYNC_V2_PTSZ = 797, "cuMemcpyBatchAsync_v2_ptsz", Entry, PerThread, copies::batch_copy_v2, None;
-    CU_CTX_SYNCHRONIZE_V2 = 800, "cuCtxSynchronize_v2", Entry, Legacy, sync::context_synchronize, HostWait;
-    CU_GRAPH_ADD_NODE_V3 = 863, "cuGraphAddNode_v3", ExitOk, Legacy, graphs::add_node_with_edges, None;
-    CU_GRAPH_NODE_SET_PARAMS_V2 = 864, "cuGraphNodeSetParams_v2", ExitOk, Legacy, graphs::set_node, Node(NodeWord::Generic);
+    CU_CTX_SYNCHRONIZE = 17, "cuCtxSynchronize", Entry, Legacy, sync::context_synchronize, Skipped, HostWait;
+    CU_MEM_FREE_HOST = 38, "cuMemFreeHost", Entry, Legacy, memory::free_host, Recorded, None;
+    CU_MEM_HOST_ALLOC = 39, "cuMemHostAlloc", ExitOk, Legacy, memory::host_alloc, Recorded, None;
+    CU_EVENT_CREATE = 118, "cuEventCreate", ExitOk, Legacy, sync::event_create, Recorded, None;
+    CU_EVENT_RECORD = 119, "cuEventRecord", Entry, Legacy, sync::event_record, Noted, None;
+    CU_EVENT_QUERY = 120, "cuEventQuery", Exit, Legacy, sync::event_query, Skipped, None;
+    CU_EVENT_SYNCHRONIZE = 121, "cuEventSynchronize", Entry, Legacy, sync::event_synchronize, Skipped, HostWait;
+    CU_STREAM_CREATE = 124, "cuStreamCreate", ExitOk, Legacy, sync::stream_create, Recorded, None;
+    CU_STREAM_QUERY = 125, "cuStreamQuery", Exit, Legacy, sync::stream_query, Skipped, None;
+    CU_STREAM_SYNCHRONIZE = 126, "cuStreamSynchronize", Entry, Legacy, sync::stream_synchronize, Skipped, HostWait;
+    CU_MEMSET_D8_ASYNC = 216, "cuMemsetD8Async", Entry, Legacy, sets::set_async, Skipped, Width(1);
+    CU_MEMSET_D16_ASYNC = 218, "cuMemsetD16Async", Entry, Legacy, sets::set_async, Skipped, Width(2);
+    CU_MEMSET_D32_ASYNC = 220, "cuMemsetD32Async", Entry, Legacy, sets::set_async, Skipped, Width(4);
+    CU_MEMSET_D2D8_ASYNC = 222, "cuMemsetD2D8Async", Entry, Legacy, sets::set_2d_async, Skipped, Width(1);
+    CU_MEMSET_D2D16_ASYNC = 224, "cuMemsetD2D16Async", Entry, Legacy, sets::set_2d_async, Skipped, Width(2);
+    CU_MEMSET_D2D32_ASYNC = 226, "cuMemsetD2D32Async", Entry, Legacy, sets::set_2d_async, Skipped, Width(4);
+    CU_MEM_ALLOC_V2 = 243, "cuMemAlloc_v2", ExitOk, Legacy, memory::alloc, Recorded, Alloc(AllocKind::Device);
+    CU_MEM_ALLOC_PITCH_V2 = 244, "cuMemAllocPitch_v2", ExitOk, Legacy, memory::alloc_pitch, Recorded, None;
+    CU_MEM_FREE_V2 = 245, "cuMemFree_v2", Entry, Legacy, memory::free, Recorded, None;
+    CU_MEMSET_D8_V2 = 249, "cuMemsetD8_v2", Entry, Legacy, sets::set, Skipped, Width(1);
+    CU_MEMSET_D16_V2 = 250, "cuMemsetD16_v2", Entry, Legacy, sets::set, Skipped, Width(2);
+    CU_MEMSET_D32_V2 = 251, "cuMemsetD32_v2", Entry, Legacy, sets::set, Skipped, Width(4);
+    CU_MEMSET_D2D8_V2 = 252, "cuMemsetD2D8_v2", Entry, Legacy, sets::set_2d, Skipped, Width(1);
+    CU_MEMSET_D2D16_V2 = 253, "cuMemsetD2D16_v2", Entry, Legacy, sets::set_2d, Skipped, Width(2);
+    CU_MEMSET_D2D32_V2 = 254, "cuMemsetD2D32_v2", Entry, Legacy, sets::set_2d, Skipped, Width(4);
+    CU_MEMCPY_HTOD_V2 = 276, "cuMemcpyHtoD_v2", Entry, Legacy, copies::copy, Skipped, Copy(CopyKind::HtoD);
+    CU_MEMCPY_HTOD_ASYNC_V2 = 277, "cuMemcpyHtoDAsync_v2", Entry, Legacy, copies::copy_async, Skipped, Copy(CopyKind::HtoD);
+    CU_MEMCPY_DTOH_V2 = 278, "cuMemcpyDtoH_v2", Entry, Legacy, copies::copy, Skipped, Copy(CopyKind::DtoH);
+    CU_MEMCPY_DTOH_ASYNC_V2 = 279, "cuMemcpyDtoHAsync_v2", Entry, Legacy, copies::copy_async, Skipped, Copy(CopyKind::DtoH);
+    CU_MEMCPY_DTOD_V2 = 280, "cuMemcpyDtoD_v2", Entry, Legacy, copies::copy, Skipped, Copy(CopyKind::DtoD);
+    CU_MEMCPY_DTOD_ASYNC_V2 = 281, "cuMemcpyDtoDAsync_v2", Entry, Legacy, copies::copy_async, Skipped, Copy(CopyKind::DtoD);
+    CU_MEMCPY_2D_V2 = 287, "cuMemcpy2D_v2", Entry, Legacy, copies::copy_2d, Skipped, None;
+    CU_MEMCPY_2D_UNALIGNED_V2 = 288, "cuMemcpy2DUnaligned_v2", Entry, Legacy, copies::copy_2d, Skipped, None;
+    CU_MEMCPY_2D_ASYNC_V2 = 289, "cuMemcpy2DAsync_v2", Entry, Legacy, copies::copy_2d_async, Skipped, None;
+    CU_MEMCPY_3D_V2 = 290, "cuMemcpy3D_v2", Entry, Legacy, copies::copy_3d, Skipped, None;
+    CU_MEMCPY_3D_ASYNC_V2 = 291, "cuMemcpy3DAsync_v2", Entry, Legacy, copies::copy_3d_async, Skipped, None;
+    CU_MEM_ALLOC_HOST_V2 = 294, "cuMemAllocHost_v2", ExitOk, Legacy, memory::host_alloc, Recorded, None;
+    CU_STREAM_WAIT_EVENT = 295, "cuStreamWaitEvent", Entry, Legacy, sync::wait_event, Skipped, None;
+    CU_MEM_HOST_REGISTER = 301, "cuMemHostRegister", ExitOk, Legacy, memory::host_register, Recorded, None;
+    CU_MEM_HOST_UNREGISTER = 302, "cuMemHostUnregister", Entry, Legacy, memory::host_unregister, Recorded, None;
+    CU_MEMCPY = 305, "cuMemcpy", Entry, Legacy, copies::copy, Skipped, Copy(CopyKind::Default);
+    CU_MEMCPY_ASYNC = 306, "cuMemcpyAsync", Entry, Legacy, copies::copy_async, Skipped, Copy(CopyKind::Default);
+    CU_LAUNCH_KERNEL = 307, "cuLaunchKernel", Entry, Legacy, launches::kernel, Skipped, None;
+    CU_PROFILER_START = 308, "cuProfilerStart", Entry, Legacy, profiler::start, Recorded, None;
+    CU_PROFILER_STOP = 309, "cuProfilerStop", Entry, Legacy, profiler::stop, Recorded, None;
+    CU_MEMCPY_PEER = 318, "cuMemcpyPeer", Entry, Legacy, copies::peer_copy, Skipped, None;
+    CU_MEMCPY_PEER_ASYNC = 319, "cuMemcpyPeerAsync", Entry, Legacy, copies::peer_copy_async, Skipped, None;
+    CU_MEMCPY_3D_PEER = 320, "cuMemcpy3DPeer", Entry, Legacy, copies::copy_3d_peer, Skipped, None;
+    CU_MEMCPY_3D_PEER_ASYNC = 321, "cuMemcpy3DPeerAsync", Entry, Legacy, copies::copy_3d_peer_async, Skipped, None;
+    CU_STREAM_ADD_CALLBACK = 346, "cuStreamAddCallback", Entry, Legacy, host_funcs::stream_callback, Skipped, None;
+    CU_STREAM_CREATE_WITH_PRIORITY = 367, "cuStreamCreateWithPriority", ExitOk, Legacy, sync::stream_create, Recorded, WithPriority;
+    CU_MEM_ALLOC_MANAGED = 371, "cuMemAllocManaged", ExitOk, Legacy, memory::alloc, Recorded, Alloc(AllocKind::Managed);
+    CU_MEM_HOST_REGISTER_V2 = 379, "cuMemHostRegister_v2", ExitOk, Legacy, memory::host_register, Recorded, None;
+    CU_MEMCPY_HTOD_V2_PTDS = 397, "cuMemcpyHtoD_v2_ptds", Entry, PerThread, copies::copy, Skipped, Copy(CopyKind::HtoD);
+    CU_MEMCPY_DTOH_V2_PTDS = 398, "cuMemcpyDtoH_v2_ptds", Entry, PerThread, copies::copy, Skipped, Copy(CopyKind::DtoH);
+    CU_MEMCPY_DTOD_V2_PTDS = 399, "cuMemcpyDtoD_v2_ptds", Entry, PerThread, copies::copy, Skipped, Copy(CopyKind::DtoD);
+    CU_MEMCPY_2D_V2_PTDS = 405, "cuMemcpy2D_v2_ptds", Entry, PerThread, copies::copy_2d, Skipped, None;
+    CU_MEMCPY_2D_UNALIGNED_V2_PTDS = 406, "cuMemcpy2DUnaligned_v2_ptds", Entry, PerThread, copies::copy_2d, Skipped, None;
+    CU_MEMCPY_3D_V2_PTDS = 407, "cuMemcpy3D_v2_ptds", Entry, PerThread, copies::copy_3d, Skipped, None;
+    CU_MEMCPY_PTDS = 408, "cuMemcpy_ptds", Entry, PerThread, copies::copy, Skipped, Copy(CopyKind::Default);
+    CU_MEMCPY_PEER_PTDS = 409, "cuMemcpyPeer_ptds", Entry, PerThread, copies::peer_copy, Skipped, None;
+    CU_MEMCPY_3D_PEER_PTDS = 410, "cuMemcpy3DPeer_ptds", Entry, PerThread, copies::copy_3d_peer, Skipped, None;
+    CU_MEMSET_D8_V2_PTDS = 411, "cuMemsetD8_v2_ptds", Entry, PerThread, sets::set, Skipped, Width(1);
+    CU_MEMSET_D16_V2_PTDS = 412, "cuMemsetD16_v2_ptds", Entry, PerThread, sets::set, Skipped, Width(2);
+    CU_MEMSET_D32_V2_PTDS = 413, "cuMemsetD32_v2_ptds", Entry, PerThread, sets::set, Skipped, Width(4);
+    CU_MEMSET_D2D8_V2_PTDS = 414, "cuMemsetD2D8_v2_ptds", Entry, PerThread, sets::set_2d, Skipped, Width(1);
+    CU_MEMSET_D2D16_V2_PTDS = 415, "cuMemsetD2D16_v2_ptds", Entry, PerThread, sets::set_2d, Skipped, Width(2);
+    CU_MEMSET_D2D32_V2_PTDS = 416, "cuMemsetD2D32_v2_ptds", Entry, PerThread, sets::set_2d, Skipped, Width(4);
+    CU_MEMCPY_ASYNC_PTSZ = 418, "cuMemcpyAsync_ptsz", Entry, PerThread, copies::copy_async, Skipped, Copy(CopyKind::Default);
+    CU_MEMCPY_HTOD_ASYNC_V2_PTSZ = 421, "cuMemcpyHtoDAsync_v2_ptsz", Entry, PerThread, copies::copy_async, Skipped, Copy(CopyKind::HtoD);
+    CU_MEMCPY_DTOH_ASYNC_V2_PTSZ = 422, "cuMemcpyDtoHAsync_v2_ptsz", Entry, PerThread, copies::copy_async, Skipped, Copy(CopyKind::DtoH);
+    CU_MEMCPY_DTOD_ASYNC_V2_PTSZ = 423, "cuMemcpyDtoDAsync_v2_ptsz", Entry, PerThread, copies::copy_async, Skipped, Copy(CopyKind::DtoD);
+    CU_MEMCPY_2D_ASYNC_V2_PTSZ = 424, "cuMemcpy2DAsync_v2_ptsz", Entry, PerThread, copies::copy_2d_async, Skipped, None;
+    CU_MEMCPY_3D_ASYNC_V2_PTSZ = 425, "cuMemcpy3DAsync_v2_ptsz", Entry, PerThread, copies::copy_3d_async, Skipped, None;
+    CU_MEMCPY_PEER_ASYNC_PTSZ = 426, "cuMemcpyPeerAsync_ptsz", Entry, PerThread, copies::peer_copy_async, Skipped, None;
+    CU_MEMCPY_3D_PEER_ASYNC_PTSZ = 427, "cuMemcpy3DPeerAsync_ptsz", Entry, PerThread, copies::copy_3d_peer_async, Skipped, None;
+    CU_MEMSET_D8_ASYNC_PTSZ = 428, "cuMemsetD8Async_ptsz", Entry, PerThread, sets::set_async, Skipped, Width(1);
+    CU_MEMSET_D16_ASYNC_PTSZ = 429, "cuMemsetD16Async_ptsz", Entry, PerThread, sets::set_async, Skipped, Width(2);
+    CU_MEMSET_D32_ASYNC_PTSZ = 430, "cuMemsetD32Async_ptsz", Entry, PerThread, sets::set_async, Skipped, Width(4);
+    CU_MEMSET_D2D8_ASYNC_PTSZ = 431, "cuMemsetD2D8Async_ptsz", Entry, PerThread, sets::set_2d_async, Skipped, Width(1);
+    CU_MEMSET_D2D16_ASYNC_PTSZ = 432, "cuMemsetD2D16Async_ptsz", Entry, PerThread, sets::set_2d_async, Skipped, Width(2);
+    CU_MEMSET_D2D32_ASYNC_PTSZ = 433, "cuMemsetD2D32Async_ptsz", Entry, PerThread, sets::set_2d_async, Skipped, Width(4);
+    CU_STREAM_WAIT_EVENT_PTSZ = 436, "cuStreamWaitEvent_ptsz", Entry, PerThread, sync::wait_event, Skipped, None;
+    CU_STREAM_ADD_CALLBACK_PTSZ = 437, "cuStreamAddCallback_ptsz", Entry, PerThread, host_funcs::stream_callback, Skipped, None;
+    CU_STREAM_QUERY_PTSZ = 439, "cuStreamQuery_ptsz", Exit, PerThread, sync::stream_query, Skipped, None;
+    CU_STREAM_SYNCHRONIZE_PTSZ = 440, "cuStreamSynchronize_ptsz", Entry, PerThread, sync::stream_synchronize, Skipped, HostWait;
+    CU_EVENT_RECORD_PTSZ = 441, "cuEventRecord_ptsz", Entry, PerThread, sync::event_record, Noted, None;
+    CU_LAUNCH_KERNEL_PTSZ = 442, "cuLaunchKernel_ptsz", Entry, PerThread, launches::kernel, Skipped, None;
+    CU_LAUNCH_COOPERATIVE_KERNEL = 477, "cuLaunchCooperativeKernel", Entry, Legacy, launches::cooperative_kernel, Skipped, None;
+    CU_LAUNCH_COOPERATIVE_KERNEL_PTSZ = 478, "cuLaunchCooperativeKernel_ptsz", Entry, PerThread, launches::cooperative_kernel, Skipped, None;
+    CU_STREAM_BEGIN_CAPTURE = 495, "cuStreamBeginCapture", ExitOk, Legacy, graphs::begin_capture, Recorded, None;
+    CU_STREAM_BEGIN_CAPTURE_PTSZ = 496, "cuStreamBeginCapture_ptsz", ExitOk, PerThread, graphs::begin_capture, Recorded, None;
+    CU_STREAM_END_CAPTURE = 497, "cuStreamEndCapture", Exit, Legacy, graphs::end_capture, Recorded, None;
+    CU_STREAM_END_CAPTURE_PTSZ = 498, "cuStreamEndCapture_ptsz", Exit, PerThread, graphs::end_capture, Recorded, None;
+    CU_GRAPH_CREATE = 501, "cuGraphCreate", ExitOk, Legacy, graphs::create, Recorded, None;
+    CU_GRAPH_ADD_KERNEL_NODE = 502, "cuGraphAddKernelNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::Kernel);
+    CU_GRAPH_ADD_MEMCPY_NODE = 504, "cuGraphAddMemcpyNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::Memcpy);
+    CU_GRAPH_ADD_MEMSET_NODE = 506, "cuGraphAddMemsetNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::Memset);
+    CU_GRAPH_MEMSET_NODE_SET_PARAMS = 508, "cuGraphMemsetNodeSetParams", ExitOk, Legacy, graphs::set_node, Recorded, Node(NodeWord::Memset);
+    CU_GRAPH_INSTANTIATE = 513, "cuGraphInstantiate", ExitOk, Legacy, graphs::instantiate, Recorded, None;
+    CU_GRAPH_LAUNCH = 514, "cuGraphLaunch", Entry, Legacy, launches::graph_launch, Skipped, None;
+    CU_GRAPH_LAUNCH_PTSZ = 515, "cuGraphLaunch_ptsz", Entry, PerThread, launches::graph_launch, Skipped, None;
+    CU_GRAPH_EXEC_DESTROY = 516, "cuGraphExecDestroy", ExitOk, Legacy, graphs::exec_destroy, Recorded, None;
+    CU_GRAPH_DESTROY = 517, "cuGraphDestroy", ExitOk, Legacy, graphs::destroy, Recorded, None;
+    CU_GRAPH_ADD_DEPENDENCIES = 518, "cuGraphAddDependencies", ExitOk, Legacy, graphs::dependencies, Recorded, Edges { added: true, v2: false };
+    CU_GRAPH_REMOVE_DEPENDENCIES = 519, "cuGraphRemoveDependencies", ExitOk, Legacy, graphs::dependencies, Recorded, Edges { added: false, v2: false };
+    CU_GRAPH_MEMCPY_NODE_SET_PARAMS = 520, "cuGraphMemcpyNodeSetParams", ExitOk, Legacy, graphs::set_node, Recorded, Node(NodeWord::Memcpy);
+    CU_GRAPH_KERNEL_NODE_SET_PARAMS = 521, "cuGraphKernelNodeSetParams", ExitOk, Legacy, graphs::set_node, Recorded, Node(NodeWord::Kernel);
+    CU_GRAPH_DESTROY_NODE = 522, "cuGraphDestroyNode", ExitOk, Legacy, graphs::destroy_node, Recorded, None;
+    CU_GRAPH_CLONE = 523, "cuGraphClone", ExitOk, Legacy, graphs::clone, Recorded, None;
+    CU_GRAPH_ADD_CHILD_GRAPH_NODE = 525, "cuGraphAddChildGraphNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::Child);
+    CU_GRAPH_ADD_EMPTY_NODE = 526, "cuGraphAddEmptyNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::Empty);
+    CU_LAUNCH_HOST_FUNC = 527, "cuLaunchHostFunc", Entry, Legacy, host_funcs::launch, Skipped, None;
+    CU_LAUNCH_HOST_FUNC_PTSZ = 528, "cuLaunchHostFunc_ptsz", Entry, PerThread, host_funcs::launch, Skipped, None;
+    CU_GRAPH_ADD_HOST_NODE = 530, "cuGraphAddHostNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::Host);
+    CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS = 538, "cuGraphExecKernelNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Recorded, Node(NodeWord::Kernel);
+    CU_STREAM_BEGIN_CAPTURE_V2 = 539, "cuStreamBeginCapture_v2", ExitOk, Legacy, graphs::begin_capture, Recorded, None;
+    CU_STREAM_BEGIN_CAPTURE_V2_PTSZ = 540, "cuStreamBeginCapture_v2_ptsz", ExitOk, PerThread, graphs::begin_capture, Recorded, None;
+    CU_MEM_MAP = 551, "cuMemMap", ExitOk, Legacy, memory::map, Recorded, None;
+    CU_MEM_UNMAP = 552, "cuMemUnmap", Entry, Legacy, memory::unmap, Recorded, None;
+    CU_GRAPH_EXEC_UPDATE = 561, "cuGraphExecUpdate", ExitOk, Legacy, graphs::exec_update, Recorded, None;
+    CU_GRAPH_EXEC_MEMCPY_NODE_SET_PARAMS = 562, "cuGraphExecMemcpyNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Recorded, Node(NodeWord::Memcpy);
+    CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS = 563, "cuGraphExecMemsetNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Recorded, Node(NodeWord::Memset);
+    CU_GRAPH_INSTANTIATE_V2 = 578, "cuGraphInstantiate_v2", ExitOk, Legacy, graphs::instantiate, Recorded, None;
+    CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS = 586, "cuGraphExecChildGraphNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Recorded, Node(NodeWord::Child);
+    CU_EVENT_RECORD_WITH_FLAGS = 587, "cuEventRecordWithFlags", Entry, Legacy, sync::event_record, Noted, None;
+    CU_EVENT_RECORD_WITH_FLAGS_PTSZ = 588, "cuEventRecordWithFlags_ptsz", Entry, PerThread, sync::event_record, Noted, None;
+    CU_GRAPH_ADD_EVENT_RECORD_NODE = 589, "cuGraphAddEventRecordNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::EventRecord);
+    CU_GRAPH_ADD_EVENT_WAIT_NODE = 590, "cuGraphAddEventWaitNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::EventWait);
+    CU_GRAPH_EVENT_RECORD_NODE_SET_EVENT = 593, "cuGraphEventRecordNodeSetEvent", ExitOk, Legacy, graphs::set_node, Recorded, Node(NodeWord::EventRecord);
+    CU_GRAPH_EVENT_WAIT_NODE_SET_EVENT = 594, "cuGraphEventWaitNodeSetEvent", ExitOk, Legacy, graphs::set_node, Recorded, Node(NodeWord::EventWait);
+    CU_GRAPH_EXEC_EVENT_RECORD_NODE_SET_EVENT = 595, "cuGraphExecEventRecordNodeSetEvent", ExitOk, Legacy, graphs::set_exec_node, Recorded, Node(NodeWord::EventRecord);
+    CU_GRAPH_EXEC_EVENT_WAIT_NODE_SET_EVENT = 596, "cuGraphExecEventWaitNodeSetEvent", ExitOk, Legacy, graphs::set_exec_node, Recorded, Node(NodeWord::EventWait);
+    CU_MEM_ALLOC_ASYNC = 598, "cuMemAllocAsync", ExitOk, Legacy, memory::alloc_async, Recorded, None;
+    CU_MEM_ALLOC_ASYNC_PTSZ = 599, "cuMemAllocAsync_ptsz", ExitOk, PerThread, memory::alloc_async, Recorded, None;
+    CU_MEM_FREE_ASYNC = 600, "cuMemFreeAsync", Entry, Legacy, memory::free_async, Recorded, None;
+    CU_MEM_FREE_ASYNC_PTSZ = 601, "cuMemFreeAsync_ptsz", Entry, PerThread, memory::free_async, Recorded, None;
+    CU_MEM_ALLOC_FROM_POOL_ASYNC = 611, "cuMemAllocFromPoolAsync", ExitOk, Legacy, memory::alloc_from_pool_async, Recorded, None;
+    CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ = 612, "cuMemAllocFromPoolAsync_ptsz", ExitOk, PerThread, memory::alloc_from_pool_async, Recorded, None;
+    CU_GRAPH_ADD_EXT_SEMAS_SIGNAL_NODE = 618, "cuGraphAddExternalSemaphoresSignalNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::Other);
+    CU_GRAPH_ADD_EXT_SEMAS_WAIT_NODE = 621, "cuGraphAddExternalSemaphoresWaitNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::Other);
+    CU_GRAPH_ADD_MEM_ALLOC_NODE = 638, "cuGraphAddMemAllocNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::MemAlloc);
+    CU_GRAPH_ADD_MEM_FREE_NODE = 639, "cuGraphAddMemFreeNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::MemFree);
+    CU_GRAPH_INSTANTIATE_WITH_FLAGS = 643, "cuGraphInstantiateWithFlags", ExitOk, Legacy, graphs::instantiate, Recorded, None;
+    CU_LAUNCH_KERNEL_EX = 652, "cuLaunchKernelEx", Entry, Legacy, launches::kernel_ex, Skipped, None;
+    CU_LAUNCH_KERNEL_EX_PTSZ = 653, "cuLaunchKernelEx_ptsz", Entry, PerThread, launches::kernel_ex, Skipped, None;
+    CU_GRAPH_INSTANTIATE_WITH_PARAMS = 656, "cuGraphInstantiateWithParams", ExitOk, Legacy, graphs::instantiate, Recorded, None;
+    CU_GRAPH_INSTANTIATE_WITH_PARAMS_PTSZ = 657, "cuGraphInstantiateWithParams_ptsz", ExitOk, PerThread, graphs::instantiate, Recorded, None;
+    CU_GRAPH_ADD_BATCH_MEM_OP_NODE = 669, "cuGraphAddBatchMemOpNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::Other);
+    CU_GRAPH_ADD_KERNEL_NODE_V2 = 689, "cuGraphAddKernelNode_v2", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::KernelV2);
+    CU_GRAPH_KERNEL_NODE_SET_PARAMS_V2 = 691, "cuGraphKernelNodeSetParams_v2", ExitOk, Legacy, graphs::set_node, Recorded, Node(NodeWord::KernelV2);
+    CU_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_V2 = 692, "cuGraphExecKernelNodeSetParams_v2", ExitOk, Legacy, graphs::set_exec_node, Recorded, Node(NodeWord::KernelV2);
+    CU_GRAPH_EXEC_UPDATE_V2 = 696, "cuGraphExecUpdate_v2", ExitOk, Legacy, graphs::exec_update, Recorded, None;
+    CU_GRAPH_ADD_NODE = 712, "cuGraphAddNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::Generic);
+    CU_GRAPH_NODE_SET_PARAMS = 713, "cuGraphNodeSetParams", ExitOk, Legacy, graphs::set_node, Recorded, Node(NodeWord::Generic);
+    CU_GRAPH_EXEC_NODE_SET_PARAMS = 714, "cuGraphExecNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Recorded, Node(NodeWord::Generic);
+    CU_STREAM_BEGIN_CAPTURE_TO_GRAPH = 720, "cuStreamBeginCaptureToGraph", ExitOk, Legacy, graphs::begin_capture_to_graph, Recorded, None;
+    CU_STREAM_BEGIN_CAPTURE_TO_GRAPH_PTSZ = 721, "cuStreamBeginCaptureToGraph_ptsz", ExitOk, PerThread, graphs::begin_capture_to_graph, Recorded, None;
+    CU_GRAPH_ADD_NODE_V2 = 723, "cuGraphAddNode_v2", ExitOk, Legacy, graphs::add_node_with_edges, Recorded, None;
+    CU_GRAPH_ADD_DEPENDENCIES_V2 = 727, "cuGraphAddDependencies_v2", ExitOk, Legacy, graphs::dependencies, Recorded, Edges { added: true, v2: true };
+    CU_GRAPH_REMOVE_DEPENDENCIES_V2 = 728, "cuGraphRemoveDependencies_v2", ExitOk, Legacy, graphs::dependencies, Recorded, Edges { added: false, v2: true };
+    CU_MEMCPY_BATCH_ASYNC = 776, "cuMemcpyBatchAsync", Entry, Legacy, copies::batch_copy, Skipped, None;
+    CU_MEMCPY_BATCH_ASYNC_PTSZ = 777, "cuMemcpyBatchAsync_ptsz", Entry, PerThread, copies::batch_copy, Skipped, None;
+    CU_MEMCPY_3D_BATCH_ASYNC = 778, "cuMemcpy3DBatchAsync", Entry, Legacy, copies::batch_copy_3d, Skipped, None;
+    CU_MEMCPY_3D_BATCH_ASYNC_PTSZ = 779, "cuMemcpy3DBatchAsync_ptsz", Entry, PerThread, copies::batch_copy_3d, Skipped, None;
+    CU_MEMCPY_BATCH_ASYNC_V2 = 796, "cuMemcpyBatchAsync_v2", Entry, Legacy, copies::batch_copy_v2, Skipped, None;
+    CU_MEMCPY_BATCH_ASYNC_V2_PTSZ = 797, "cuMemcpyBatchAsync_v2_ptsz", Entry, PerThread, copies::batch_copy_v2, Skipped, None;
+    CU_MEMCPY_3D_BATCH_ASYNC_V2 = 798, "cuMemcpy3DBatchAsync_v2", Entry, Legacy, copies::batch_copy_3d_v2, Skipped, None;
+    CU_MEMCPY_3D_BATCH_ASYNC_V2_PTSZ = 799, "cuMemcpy3DBatchAsync_v2_ptsz", Entry, PerThread, copies::batch_copy_3d_v2, Skipped, None;
+    CU_CTX_SYNCHRONIZE_V2 = 800, "cuCtxSynchronize_v2", Entry, Legacy, sync::context_synchronize, Skipped, HostWait;
+    CU_GRAPH_ADD_NODE_V3 = 863, "cuGraphAddNode_v3", ExitOk, Legacy, graphs::add_node_with_edges, Recorded, None;
+    CU_GRAPH_NODE_SET_PARAMS_V2 = 864, "cuGraphNodeSetParams_v2", ExitOk, Legacy, graphs::set_node, Recorded, Node(NodeWord::Generic);
 }
 
 /// Ids are below this (cupti_driver_cbid.h ends under 900).

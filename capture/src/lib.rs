@@ -32,9 +32,11 @@ mod handlers;
 mod host_sync;
 pub mod host_watch;
 mod managed_faults;
+mod nvtx;
 mod origin;
 pub mod params;
 mod pitched;
+pub mod ranges;
 pub mod record;
 mod recording;
 mod sanitizer;
@@ -52,6 +54,14 @@ use control::{say_once, ENABLED};
 use origin::{now_ns, thread_id};
 use record::{Call, Record};
 use state::{state_for_this_process, ProcessState, STATE};
+
+/// Whether the program's work is being recorded on the calling thread now: 1 inside a capture range (or when
+/// the whole run is recorded), 0 outside ranges. The PyTorch observer asks before it reads an op's tensors, whose
+/// records would not be written.
+#[no_mangle]
+pub extern "C" fn streamtrace_recording() -> i32 {
+    (ENABLED.load(Ordering::Relaxed) && ranges::thread_recording()) as i32
+}
 
 /// Entry point the CUDA driver calls for a library named in `CUDA_INJECTION64_PATH`. Returns 1 (success) in every
 /// case: a failed capture must not fail the program's CUDA initialization.
@@ -82,11 +92,19 @@ pub unsafe extern "C" fn streamtrace_framework_record(text: *const u8, len: usiz
     // Safety: the caller passes `len` readable bytes.
     let bytes = unsafe { std::slice::from_raw_parts(text, len) };
     match std::str::from_utf8(bytes) {
-        Ok(line) if line.trim_start().starts_with('{') => framework_record(|call, state| {
-            // What the calling thread acquired from other threads since its last record comes first (host_sync/).
-            host_sync::before_record(call, record::framework_record_teaches(line), &mut state.pending);
-            state.pending.push_raw(call, line).map_or(-1, |()| 0)
-        }),
+        Ok(line) if line.trim_start().starts_with('{') => {
+            // Outside a capture range only the allocator's blocks and creation lines are written (ranges.rs).
+            if ranges::in_use() && !ranges::keeps_framework_record(ranges::FrameworkRecord::of(line)) {
+                return -1;
+            }
+            framework_record(|call, state| {
+                state.ranges.before(call, &mut state.pending);
+                // What the calling thread acquired from other threads since its last record comes first
+                // (host_sync/).
+                host_sync::before_record(call, record::framework_record_teaches(line), &mut state.pending);
+                state.pending.push_raw(call, line).map_or(-1, |()| 0)
+            })
+        }
         _ => -1,
     }
 }
@@ -113,6 +131,10 @@ fn op_begin(sited: bool) -> i32 {
         return -1;
     }
     framework::op_began(sited);
+    // An op begun outside a capture range is left out whole, its kernels too (ranges.rs).
+    if !ranges::frame_began() {
+        return -1;
+    }
     framework_record(|call, state| {
         state.emit(call, Record::OpBegin);
         0

@@ -209,6 +209,29 @@ pub struct Memcpy3D {
     pub Depth: usize,
 }
 
+/// CUDA_MEMCPY3D_BATCH_OP: a pitched copy between two operands (a pointer with its row length and layer height
+/// in bytes, or an array) of `extent` (width in bytes).
+pub type Memcpy3DBatchOp = cudarc::driver::sys::CUDA_MEMCPY3D_BATCH_OP;
+
+/// cuMemcpy3DBatchAsync (CUDA 12.8): the operations, an index for the failing one, flags and the stream.
+#[repr(C)]
+pub struct Memcpy3DBatch {
+    pub numOps: usize,
+    pub opList: *const Memcpy3DBatchOp,
+    pub failIdx: *mut usize,
+    pub flags: u64,
+    pub hStream: Handle,
+}
+
+/// cuMemcpy3DBatchAsync_v2 (CUDA 13): the same without the failing index.
+#[repr(C)]
+pub struct Memcpy3DBatchV2 {
+    pub numOps: usize,
+    pub opList: *const Memcpy3DBatchOp,
+    pub flags: u64,
+    pub hStream: Handle,
+}
+
 /// cuMemcpy2D/3D (and Unaligned): the descriptor.
 #[repr(C)]
 pub struct PitchedCopy<T> {
@@ -382,5 +405,14 @@ mod tests {
         assert_eq!(std::mem::size_of::<LaunchCooperativeKernel>(), 56);
         assert_eq!(offset_of!(LaunchKernel, extra), 56);
         assert_eq!(offset_of!(MemcpyBatchV2, hStream), 56);
+        assert_eq!(offset_of!(Memcpy3DBatch, hStream), 32);
+        assert_eq!(offset_of!(Memcpy3DBatchV2, hStream), 24);
+        // cuMemcpy3DPeer's descriptor is read as CUDA_MEMCPY3D: the same words, the contexts in the reserved ones.
+        use cudarc::driver::sys::CUDA_MEMCPY3D_PEER as Peer;
+        assert_eq!(std::mem::size_of::<Peer>(), std::mem::size_of::<Memcpy3D>());
+        assert_eq!(offset_of!(Peer, srcContext), offset_of!(Memcpy3D, reserved0));
+        assert_eq!(offset_of!(Peer, dstContext), offset_of!(Memcpy3D, reserved1));
+        assert_eq!(offset_of!(Peer, dstDevice), offset_of!(Memcpy3D, dstDevice));
+        assert_eq!(offset_of!(Peer, Depth), offset_of!(Memcpy3D, Depth));
     }
 }

@@ -2,7 +2,9 @@
 //! for each side its first byte, its extent and what memory the descriptor says it is. Plain arithmetic on the
 //! descriptor; touches nothing.
 
-use crate::params::{Memcpy2D, Memcpy3D};
+use cudarc::driver::sys::{CUmemcpy3DOperand, CUmemcpy3DOperandType};
+
+use crate::params::{Memcpy2D, Memcpy3D, Memcpy3DBatchOp};
 
 /// The bytes from the first to the last a pitched region touches: `depth` slices `slice_rows` rows apart, each
 /// `height` rows `pitch` bytes apart, each row `width` bytes (the rows' gaps included: an over-estimate, as the
@@ -80,6 +82,32 @@ impl PitchedCopyShape {
                 c.dstHeight,
             ),
         }
+    }
+}
+
+impl PitchedCopyShape {
+    /// One operation of cuMemcpy3DBatchAsync: a pointer operand's rows are `rowLength` bytes apart (the
+    /// width when 0) and its layers `layerHeight` rows (the height when 0); an array operand has no address.
+    pub fn of_3d_operation(op: &Memcpy3DBatchOp) -> PitchedCopyShape {
+        let (width, height, depth) = (op.extent.width as u64, op.extent.height, op.extent.depth);
+        let side = |operand: &CUmemcpy3DOperand| {
+            if operand.type_ != CUmemcpy3DOperandType::CU_MEMCPY_OPERAND_TYPE_POINTER {
+                return PitchedSide { memory_type: 3, host: 0, device: 0, offset: 0, extent: 0 };
+            }
+            // Safety: the operand says it is a pointer, the union's first member.
+            let pointer = unsafe { operand.op.ptr };
+            let pitch = if pointer.rowLength == 0 { width as usize } else { pointer.rowLength };
+            let layer = if pointer.layerHeight == 0 { height } else { pointer.layerHeight };
+            // Unified: the capture asks what memory the address is.
+            PitchedSide {
+                memory_type: 4,
+                host: 0,
+                device: pointer.ptr,
+                offset: 0,
+                extent: pitched_extent(pitch, width, height, depth, layer),
+            }
+        };
+        PitchedCopyShape { src: side(&op.src), dst: side(&op.dst) }
     }
 }
 

@@ -210,6 +210,16 @@ pub enum Record {
         dropped: u64,
         ignored: u64,
     },
+    /// A capture range begins (ranges.rs): the `index`th of this trace, with the NVTX range's name when an
+    /// NVTX range started it.
+    RangeBegin {
+        index: u32,
+        name: Option<Arc<str>>,
+    },
+    /// The capture range `index` ends.
+    RangeEnd {
+        index: u32,
+    },
 }
 
 impl Record {
@@ -245,7 +255,9 @@ impl Record {
             | Record::Callsite { .. }
             | Record::HostRelease { .. }
             | Record::HostFunc { .. }
-            | Record::HostWatch { .. } => false,
+            | Record::HostWatch { .. }
+            | Record::RangeBegin { .. }
+            | Record::RangeEnd { .. } => false,
             // A framework record's text decides (`framework_record_teaches`).
             Record::Raw { .. } => false,
         }
@@ -579,6 +591,21 @@ impl Entry {
             Record::GpuTime { correlation, start, end } => {
                 let mut line = RecordLine::begin(out, RecordKind::GpuTime);
                 line.number(Field::Corr, *correlation).number(Field::GpuStart, *start).number(Field::GpuEnd, *end);
+                line
+            }
+            Record::RangeBegin { index, name } => {
+                let mut line = RecordLine::begin(out, RecordKind::RangeBegin);
+                line.number(Field::Id, *index);
+                if let Some(name) = name {
+                    line.string(Field::Name, name);
+                }
+                common(&mut line, call, None);
+                line
+            }
+            Record::RangeEnd { index } => {
+                let mut line = RecordLine::begin(out, RecordKind::RangeEnd);
+                line.number(Field::Id, *index);
+                common(&mut line, call, None);
                 line
             }
         };

@@ -1,13 +1,14 @@
 //! What both capture backends do with a driver call once their callback has it: take the state's lock, walk
 //! the native call site, find the call's context and device, and hand the call to its handler (calls.rs), on
 //! the application's thread and without I/O (a synchronizing call of a forked child drains what is pending: the
-//! program is about to wait anyway). Also the guard that keeps the capture's own driver calls unrecorded.
+//! program is about to wait anyway); outside a capture range, only the calls a later range needs (ranges.rs). Also the guard that keeps the capture's own driver calls unrecorded.
 //! Touches the state, the switches and the cost counters.
 
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
+use crate::calls::OutsideRanges;
 use crate::control::{disable, CALL_SITES};
 use crate::cost;
 use crate::driver_call::{CallContext, DriverCall};
@@ -60,13 +61,20 @@ pub struct CallOrigin {
 /// program's thread inside a driver call.
 pub fn record(data: &DriverCall<'_>, origin: CallOrigin, walk_from: Start) {
     let spec = data.spec;
+    // Outside a capture range the program's work is not looked at (ranges.rs); nor is the stack walked for a
+    // call whose record would not be written.
+    let in_range = crate::ranges::thread_recording();
+    if !in_range && spec.outside == OutsideRanges::Skipped {
+        return;
+    }
+    let walk = in_range || spec.outside == OutsideRanges::Recorded;
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: origin.correlation, site: 0 };
         let start = cost::call_started(call.time_ns);
         let flush = {
             let Ok(mut slot) = cost::lock_wait(|| STATE.lock()) else { return };
             let Some(state) = state_for_this_process(&mut slot) else { return };
-            let call = if CALL_SITES.load(Ordering::Relaxed) && crate::framework::call_sites_wanted() {
+            let call = if walk && CALL_SITES.load(Ordering::Relaxed) && crate::framework::call_sites_wanted() {
                 Call { site: cost::walk(|| state.call_site(call, walk_from)), ..call }
             } else {
                 call

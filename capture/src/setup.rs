@@ -14,6 +14,7 @@ use crate::{activity, at_exit, cupti, fork, origin, sanitizer};
 /// handlers, and reads the measurement switches. An error says why capture cannot run; the caller says it once.
 pub fn initialize() -> Result<(), String> {
     origin::note_pid();
+    crate::ranges::configure();
     let exact = std::env::var_os(launch::ENV_EXACT).is_some();
     if exact {
         sanitizer::subscribe()?;

@@ -135,6 +135,8 @@ pub struct ProcessState {
     pub graph_allocs: HashMap<u64, u64>,
     /// The native call sites declared in this process's trace.
     pub(crate) sites: CallSites,
+    /// The capture ranges' edges and what a range needs from before it (ranges.rs).
+    pub ranges: crate::ranges::Edges,
 }
 
 impl ProcessState {
@@ -157,10 +159,19 @@ impl ProcessState {
             graph_of_node: HashMap::default(),
             graph_allocs: HashMap::default(),
             sites: CallSites::new(),
+            ranges: crate::ranges::Edges::default(),
         }
     }
 
     pub fn emit(&mut self, call: Call, record: Record) {
+        // Outside a capture range only what a later range needs is written (ranges.rs); a range's edges come
+        // before the first record made after they moved.
+        if crate::ranges::in_use() {
+            if !self.ranges.keeps(call, &record) {
+                return;
+            }
+            self.ranges.before(call, &mut self.pending);
+        }
         // What the calling thread acquired from other threads since its last record comes first (host_sync/).
         crate::host_sync::before_record(call, record.teaches_the_host(), &mut self.pending);
         self.pending.push(call, record);
@@ -405,18 +416,23 @@ impl ProcessState {
                 _ => MemoryKind::Device,
             };
         }
-        let mut memory_type = 0u32;
-        // Safety: asks the driver about a pointer value (it need not be valid) and writes the answer, a
-        // CUmemorytype (unsigned int), into a local. The capture's re-entry guard keeps this call unrecorded.
-        let known = unsafe {
-            cu::cuPointerGetAttribute(
-                (&mut memory_type as *mut u32).cast(),
-                cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                address,
-            )
-        } == cu::CUresult::CUDA_SUCCESS;
+        // Managed memory the capture did not see allocated says it is device memory when asked its type alone:
+        // its managedness is asked with it, in the same call.
+        let (mut memory_type, mut managed) = (0u32, 0u32);
+        let mut attributes = [
+            cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            cu::CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        ];
+        let mut answers: [*mut c_void; 2] = [(&mut memory_type as *mut u32).cast(), (&mut managed as *mut u32).cast()];
+        // Safety: asks the driver about a pointer value (it need not be valid) and writes the answers, a
+        // CUmemorytype (unsigned int) and a boolean (unsigned int), into locals; both arrays hold two entries. The
+        // capture's re-entry guard keeps this call unrecorded.
+        let known = unsafe { cu::cuPointerGetAttributes(2, attributes.as_mut_ptr(), answers.as_mut_ptr(), address) }
+            == cu::CUresult::CUDA_SUCCESS;
         match memory_type {
-            _ if !known => MemoryKind::Pageable,
+            // Unlike cuPointerGetAttribute, it succeeds on memory CUDA does not know, with type 0.
+            _ if !known || memory_type == 0 => MemoryKind::Pageable,
+            _ if managed != 0 => MemoryKind::Managed,
             t if t == cu::CUmemorytype::CU_MEMORYTYPE_HOST as u32 => MemoryKind::Pinned,
             t if t == cu::CUmemorytype::CU_MEMORYTYPE_UNIFIED as u32 => MemoryKind::Managed,
             _ => MemoryKind::Device,

@@ -65,10 +65,12 @@ impl Writer {
         let job = streamtrace_format::JobPlace::from_env(|name| std::env::var(name).ok());
         // Whether this process's host synchronization reaches the trace: the interposers stand in front.
         let host_sync = crate::host_sync::interposing();
+        // Whether only the capture ranges' work is recorded (ranges.rs): the analyzer then reads the ranges.
+        let ranges = crate::ranges::trigger();
+        let recorded = streamtrace_format::Recorded { job, host_sync, ranges };
         let header = streamtrace_format::job_header_line(
             Some(Producer::Capture),
-            job,
-            host_sync,
+            recorded,
             Some("recorded by streamtrace capture"),
         );
         out.write_all(header.as_bytes())?;

@@ -24,6 +24,21 @@ pub const ENV_EXACT_KERNELS: &str = "STREAMTRACE_EXACT_KERNELS";
 pub const ENV_HOST_WATCH: &str = "STREAMTRACE_HOST_WATCH";
 /// `--no-host-sync` while the library is preloaded for the host watch: its pthread interposers pass every call on.
 pub const ENV_NO_HOST_SYNC: &str = "STREAMTRACE_NO_HOST_SYNC";
+/// Record in capture ranges started by this trigger (a [`crate::RangeTrigger`] name: `cudaProfilerApi`, `nvtx`,
+/// `time`); unset: the whole run.
+pub const ENV_RANGES: &str = "STREAMTRACE_RANGES";
+/// With the `nvtx` trigger: the NVTX range that is the capture range, `NAME`, `NAME@DOMAIN` or `NAME@*`.
+pub const ENV_NVTX_CAPTURE: &str = "STREAMTRACE_NVTX_CAPTURE";
+/// What happens when a range ends: `stop` (no more ranges, the default), `repeat`, or `repeat:N` (at most N).
+pub const ENV_RANGE_END: &str = "STREAMTRACE_RANGE_END";
+/// The monotonic times (`CLOCK_MONOTONIC`, ns) between which ranges may be open, `START[,END]` (`--delay`,
+/// `--duration`, counted from the program's start by the command).
+pub const ENV_RANGE_WINDOW: &str = "STREAMTRACE_RANGE_WINDOW";
+/// NVTX's own variable: the library NVTX hands its calls to (the capture library, for `--capture-range=nvtx`).
+pub const ENV_NVTX_INJECTION: &str = "NVTX_INJECTION64_PATH";
+/// The Unix socket an online capture's analyzer listens on: each process's writer sends its trace there
+/// instead of writing a file (`streamtrace capture` analyzes it as it comes).
+pub const ENV_STREAM: &str = "STREAMTRACE_STREAM";
 /// Leave the program alone: the library returns at once from its initialization.
 pub const ENV_DISABLE: &str = "STREAMTRACE_DISABLE";
 /// A distributed job's launcher (torchrun) tells each process its rank, its rank on its host and the job's size;

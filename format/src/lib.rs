@@ -21,7 +21,8 @@ pub mod vocabulary;
 pub use line::{push_address, push_escaped, push_number, ByteRuns, RecordLine};
 pub use vocabulary::{
     access_range, AccessFlag, AllocKind, CopyKind, Coverage, FaultKind, Field, FieldSet, FreeKind, MemoryKind,
-    NodeKind, Producer, RecordKind, StreamKind, UnknownName, Unseen, WatchState, COMMON_FIELDS, GRAPH_NODE_FIELDS,
+    NodeKind, Producer, RangeTrigger, RecordKind, StreamKind, UnknownName, Unseen, WatchState, COMMON_FIELDS,
+    GRAPH_NODE_FIELDS,
 };
 
 /// The version of the format this crate describes; the header carries it.
@@ -52,12 +53,23 @@ impl JobPlace {
 /// The header line a trace file starts with, for a trace written by `producer` (`None`: written by hand or by a
 /// generator, read strictly).
 pub fn header_line(producer: Option<Producer>, comment: Option<&str>) -> String {
-    job_header_line(producer, JobPlace::default(), false, comment)
+    job_header_line(producer, Recorded::default(), comment)
 }
 
-/// The header line of a trace of one process of a distributed job; `host_sync`: whether the trace records the
-/// host synchronization between the process's threads.
-pub fn job_header_line(producer: Option<Producer>, job: JobPlace, host_sync: bool, comment: Option<&str>) -> String {
+/// What a recording's header says of the process and how it was recorded.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recorded {
+    /// The process's place in a distributed job.
+    pub job: JobPlace,
+    /// Whether the trace records the host synchronization between the process's threads.
+    pub host_sync: bool,
+    /// What started its capture ranges, when it was recorded in ranges (`--capture-range`, `--delay`).
+    pub ranges: Option<RangeTrigger>,
+}
+
+/// The header line of a trace of one process of a distributed job, recorded as `recorded` says.
+pub fn job_header_line(producer: Option<Producer>, recorded: Recorded, comment: Option<&str>) -> String {
+    let Recorded { job, host_sync, ranges } = recorded;
     let mut out = String::new();
     let mut line = RecordLine::begin(&mut out, RecordKind::Header);
     line.number(Field::Version, FORMAT_VERSION);
@@ -73,6 +85,9 @@ pub fn job_header_line(producer: Option<Producer>, job: JobPlace, host_sync: boo
     }
     if host_sync {
         line.boolean(Field::HostSync, true);
+    }
+    if let Some(trigger) = ranges {
+        line.name(Field::Ranges, trigger.as_str());
     }
     if let Some(comment) = comment {
         line.string(Field::Comment, comment);
@@ -109,12 +124,17 @@ mod tests {
             "a variable that is no number is left out"
         );
         assert_eq!(
-            job_header_line(Some(Producer::Capture), job, false, None),
+            job_header_line(Some(Producer::Capture), Recorded { job, ..Recorded::default() }, None),
             "{\"type\":\"streamtrace\",\"version\":1,\"producer\":\"capture\",\"rank\":3,\"local_rank\":1}\n"
         );
         assert_eq!(
-            job_header_line(Some(Producer::Capture), JobPlace::default(), true, None),
+            job_header_line(Some(Producer::Capture), Recorded { host_sync: true, ..Recorded::default() }, None),
             "{\"type\":\"streamtrace\",\"version\":1,\"producer\":\"capture\",\"host_sync\":true}\n"
+        );
+        let ranged = Recorded { ranges: Some(RangeTrigger::ProfilerApi), ..Recorded::default() };
+        assert_eq!(
+            job_header_line(Some(Producer::Capture), ranged, None),
+            "{\"type\":\"streamtrace\",\"version\":1,\"producer\":\"capture\",\"ranges\":\"cudaProfilerApi\"}\n"
         );
     }
 }

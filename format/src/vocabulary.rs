@@ -161,6 +161,12 @@ names!(
         HostRelease = "host_release",
         /// The thread acquires what was released into `object`: its host clock joins the object's clock.
         HostAcquire = "host_acquire",
+        /// A capture range begins (`streamtrace capture --capture-range`, `--delay`): the records up to its
+        /// `range_end` are the program's work in it; outside ranges a trace holds only what the analysis of a
+        /// range needs (streams, events, allocations, graphs: docs/capture.md).
+        RangeBegin = "range_begin",
+        /// The capture range `id` ends.
+        RangeEnd = "range_end",
     }
 );
 
@@ -275,6 +281,9 @@ names!(
         Dropped = "dropped",
         /// `host_watch`: faults that were the driver's own (inside a CUDA call, or in the driver's code).
         Ignored = "ignored",
+        /// Header: the trace was recorded in capture ranges, started by this trigger (see [`RangeTrigger`]):
+        /// only what lies between a `range_begin` and its `range_end` is the program's work.
+        Ranges = "ranges",
     }
 );
 
@@ -390,7 +399,7 @@ impl RecordKind {
         use Field as F;
         match self {
             RecordKind::Header => {
-                &[F::Version, F::Producer, F::Rank, F::LocalRank, F::WorldSize, F::HostSync, F::Comment]
+                &[F::Version, F::Producer, F::Rank, F::LocalRank, F::WorldSize, F::HostSync, F::Ranges, F::Comment]
             }
             RecordKind::Stream => &[F::Id, F::StreamKind, F::Priority, F::Device, F::Context],
             RecordKind::Event => &[F::Id],
@@ -449,6 +458,8 @@ impl RecordKind {
             RecordKind::Module => &[F::Path, F::Base, F::Addr, F::Size, F::BuildId],
             RecordKind::Callsite => &[F::Id, F::Frames],
             RecordKind::HostRelease | RecordKind::HostAcquire => &[F::Object],
+            RecordKind::RangeBegin => &[F::Id, F::Name],
+            RecordKind::RangeEnd => &[F::Id],
         }
     }
 
@@ -470,6 +481,18 @@ names!(
         /// `streamtrace capture`: a recording of a live program, which the reader takes as it is (an
         /// inconsistency inside it is counted and skipped, not fatal).
         Capture = "capture",
+    }
+);
+
+names!(
+    /// What starts and ends the capture ranges of a trace (the header's `ranges`), in Nsight Systems' words.
+    RangeTrigger, "range trigger" {
+        /// `cudaProfilerStart` / `cudaProfilerStop` (`torch.cuda.profiler.start()` / `stop()`).
+        ProfilerApi = "cudaProfilerApi",
+        /// An NVTX range of a given name (push/pop or start/end; `torch.cuda.nvtx.range`).
+        Nvtx = "nvtx",
+        /// Time since the program started (`--delay`, `--duration`).
+        Time = "time",
     }
 );
 

@@ -26,6 +26,35 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
         analyze_path(&args.trace, options)?
     };
     let elapsed = started.elapsed();
+    // A trace of several capture ranges (`--capture-range-end=repeat`): a section per range, as a job's traces.
+    if analysis.ranges.len() > 1 {
+        let sections: Vec<job::JobTrace> = analysis
+            .range_sections()
+            .into_iter()
+            .map(|section| job::JobTrace { path: args.trace.clone(), outcome: Ok(section) })
+            .collect();
+        let write = |out: &mut dyn Write| match args.format {
+            OutputFormat::Text => super::job::write_text(&sections, out),
+            OutputFormat::Json => super::job::write_json(&args.trace, &sections, out),
+        };
+        match &args.output {
+            Some(path) => write_atomically(path, write)?,
+            None => {
+                let stdout = io::stdout();
+                let mut out = BufWriter::new(stdout.lock());
+                write(&mut out).and_then(|()| out.flush()).context("writing the report")?;
+            }
+        }
+        for (path, extra) in [(&args.html, &HtmlReport as &dyn Report), (&args.perfetto, &PerfettoReport)] {
+            if let Some(path) = path {
+                write_atomically(path, |out| extra.write(&analysis, out))?;
+            }
+        }
+        if let Some(path) = &args.png {
+            crate::report::png::write_timeline(&analysis, path)?;
+        }
+        return Ok(super::job::status(&sections));
+    }
     let report: &dyn Report = match args.format {
         OutputFormat::Text => &TextReport,
         OutputFormat::Json => &JsonReport,

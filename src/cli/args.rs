@@ -156,9 +156,37 @@ pub struct CaptureArgs {
     /// pages while copies are in flight, CPU page faults on managed memory; docs/capture.md, host watch).
     #[arg(long)]
     pub no_host_watch: bool,
+    /// Record only inside capture ranges, as Nsight Systems' option of that name: `cudaProfilerApi` (between
+    /// `cudaProfilerStart` and `cudaProfilerStop`, which `torch.cuda.profiler.start()` / `stop()` call) or `nvtx`
+    /// (inside the NVTX range `--nvtx-capture` names). Outside a range only what a range's analysis needs is
+    /// kept (streams, events, allocations, graphs: docs/capture.md, capture ranges).
+    #[arg(long, value_enum, conflicts_with = "exact")]
+    pub capture_range: Option<CaptureRangeTrigger>,
+    /// With `--capture-range=nvtx`: the NVTX range, `NAME`, `NAME@DOMAIN` or `NAME@*` (any domain).
+    #[arg(long, value_name = "RANGE")]
+    pub nvtx_capture: Option<String>,
+    /// Seconds from the program's start before anything is recorded (alone: one range from then on).
+    #[arg(long, value_name = "SECONDS", conflicts_with = "exact")]
+    pub delay: Option<f64>,
+    /// Seconds after the delay during which ranges may be open (alone: one range that long).
+    #[arg(long, value_name = "SECONDS", conflicts_with = "exact")]
+    pub duration: Option<f64>,
+    /// What a range's end does: `stop` (no more ranges), `repeat` (the next start opens another; each range
+    /// gets its own report section), or `repeat:N` (at most N ranges).
+    #[arg(long, value_name = "stop|repeat|repeat:N", default_value = "stop")]
+    pub capture_range_end: String,
     /// The program and its arguments, after `--`.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
+}
+
+/// What starts a capture range (`--capture-range`), in Nsight Systems' words.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CaptureRangeTrigger {
+    #[value(name = "cudaProfilerApi")]
+    CudaProfilerApi,
+    #[value(name = "nvtx")]
+    Nvtx,
 }
 
 #[derive(Args, Debug)]

@@ -170,6 +170,9 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
     if !args.no_host_watch {
         command.env(launch::ENV_HOST_WATCH, "1");
     }
+    for (name, value) in range_environment(args, &library, now_monotonic_ns())? {
+        command.env(name, value);
+    }
     match (&sanitizer, &cupti) {
         (Some(sanitizer), _) => {
             command.env(launch::ENV_EXACT, "1").env(launch::ENV_SANITIZER, sanitizer);
@@ -210,6 +213,15 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
             for trace in &analyzed {
                 eprintln!("streamtrace: {}", trace.path.display());
                 match &trace.outcome {
+                    // Several capture ranges (`--capture-range-end=repeat`): a section per range.
+                    Ok(analysis) if analysis.ranges.len() > 1 => {
+                        let sections: Vec<job::JobTrace> = analysis
+                            .range_sections()
+                            .into_iter()
+                            .map(|section| job::JobTrace { path: trace.path.clone(), outcome: Ok(section) })
+                            .collect();
+                        super::job::write_text(&sections, &mut out).context("writing the report")?;
+                    }
                     Ok(analysis) => TextReport.write(analysis, &mut out).context("writing the report")?,
                     Err(e) => eprintln!("streamtrace: cannot analyze {}: {e}", trace.path.display()),
                 }
@@ -217,6 +229,65 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(exit_like(status))
+}
+
+/// The monotonic clock the capture library reads (`CLOCK_MONOTONIC`, ns): `--delay` counts from here.
+fn now_monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // Safety: writes the current time into a local.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The variables that tell the capture library its capture ranges (ranges.rs there), with the program started
+/// at `start_ns`; none when the whole run is recorded. NVTX is pointed at the library, which takes its range
+/// calls.
+fn range_environment(
+    args: &CaptureArgs,
+    library: &Path,
+    start_ns: u64,
+) -> anyhow::Result<Vec<(&'static str, std::ffi::OsString)>> {
+    use super::args::CaptureRangeTrigger as T;
+    let seconds = |value: Option<f64>, flag: &str| -> anyhow::Result<Option<u64>> {
+        match value {
+            None => Ok(None),
+            Some(s) if s.is_finite() && s >= 0.0 => Ok(Some((s * 1e9) as u64)),
+            Some(s) => bail!("{flag} {s}: not a number of seconds"),
+        }
+    };
+    let (delay, duration) = (seconds(args.delay, "--delay")?, seconds(args.duration, "--duration")?);
+    let trigger = match (args.capture_range, delay.or(duration)) {
+        (Some(T::CudaProfilerApi), _) => streamtrace_format::RangeTrigger::ProfilerApi,
+        (Some(T::Nvtx), _) => streamtrace_format::RangeTrigger::Nvtx,
+        (None, Some(_)) => streamtrace_format::RangeTrigger::Time,
+        (None, None) => {
+            if args.nvtx_capture.is_some() {
+                bail!("--nvtx-capture needs --capture-range=nvtx");
+            }
+            return Ok(Vec::new());
+        }
+    };
+    let end = args.capture_range_end.as_str();
+    let end_ok = matches!(end, "stop" | "repeat")
+        || end.strip_prefix("repeat:").and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n > 0);
+    if !end_ok {
+        bail!("--capture-range-end {end}: not stop, repeat or repeat:N");
+    }
+    let mut vars = vec![(launch::ENV_RANGES, trigger.as_str().into()), (launch::ENV_RANGE_END, end.into())];
+    if delay.is_some() || duration.is_some() {
+        let start = start_ns + delay.unwrap_or(0);
+        let window = match duration {
+            Some(d) => format!("{start},{}", start + d),
+            None => start.to_string(),
+        };
+        vars.push((launch::ENV_RANGE_WINDOW, window.into()));
+    }
+    if trigger == streamtrace_format::RangeTrigger::Nvtx {
+        let Some(range) = &args.nvtx_capture else { bail!("--capture-range=nvtx needs --nvtx-capture RANGE") };
+        vars.push((launch::ENV_NVTX_CAPTURE, range.into()));
+        vars.push((launch::ENV_NVTX_INJECTION, library.as_os_str().to_owned()));
+    }
+    Ok(vars)
 }
 
 /// LD_PRELOAD with the capture library after what the user preloads already (their libraries keep their
@@ -335,6 +406,48 @@ fn exit_like(status: std::process::ExitStatus) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn capture_args(flags: &[&str]) -> CaptureArgs {
+        use clap::Parser;
+        let mut argv = vec!["streamtrace", "capture"];
+        argv.extend_from_slice(flags);
+        argv.extend(["--", "prog"]);
+        match crate::cli::args::Cli::try_parse_from(argv).expect("parses").command {
+            crate::cli::args::Command::Capture(args) => args,
+            _ => unreachable!("a capture command"),
+        }
+    }
+
+    #[test]
+    fn capture_ranges_become_the_library_environment() {
+        let lib = Path::new("/lib/libstreamtrace_capture.so");
+        let env = |flags: &[&str]| {
+            range_environment(&capture_args(flags), lib, 1_000)
+                .map(|vars| vars.into_iter().map(|(k, v)| format!("{k}={}", v.to_string_lossy())).collect::<Vec<_>>())
+        };
+        assert!(env(&[]).unwrap().is_empty(), "no range asked for: the whole run");
+        assert_eq!(
+            env(&["--capture-range=cudaProfilerApi"]).unwrap(),
+            ["STREAMTRACE_RANGES=cudaProfilerApi", "STREAMTRACE_RANGE_END=stop"]
+        );
+        assert_eq!(
+            env(&["--capture-range=nvtx", "--nvtx-capture", "step@*", "--capture-range-end", "repeat"]).unwrap(),
+            [
+                "STREAMTRACE_RANGES=nvtx",
+                "STREAMTRACE_RANGE_END=repeat",
+                "STREAMTRACE_NVTX_CAPTURE=step@*",
+                "NVTX_INJECTION64_PATH=/lib/libstreamtrace_capture.so"
+            ]
+        );
+        assert_eq!(
+            env(&["--delay", "2", "--duration", "0.5"]).unwrap(),
+            ["STREAMTRACE_RANGES=time", "STREAMTRACE_RANGE_END=stop", "STREAMTRACE_RANGE_WINDOW=2000001000,2500001000"]
+        );
+        assert!(env(&["--capture-range=nvtx"]).is_err(), "nvtx without a range name");
+        assert!(env(&["--nvtx-capture", "step"]).is_err(), "a range name without nvtx");
+        assert!(env(&["--capture-range=cudaProfilerApi", "--capture-range-end", "repeat:0"]).is_err());
+        assert!(env(&["--delay=-1"]).is_err());
+    }
 
     #[test]
     fn the_library_is_preloaded_after_what_the_user_preloads() {

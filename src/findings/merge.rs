@@ -1,5 +1,6 @@
 //! Findings of several analyses as one (a job's timeline lists every rank's races): each analysis's ids move
-//! past those of the analyses before it, so that they still index the merged tables.
+//! past those of the analyses before it, so that they still index the merged tables. Also the parts of one
+//! analysis as one (the capture ranges of a trace), whose ids need no moving.
 
 use std::sync::Arc;
 
@@ -18,6 +19,36 @@ pub struct IdShift {
 }
 
 impl Findings {
+    /// Adds the findings of a later part of the same analysis (a capture range that ended after this one's):
+    /// its site tables extend this one's, since the engine's ids only grow, so they replace them; counts of the
+    /// same stream pair or edge add up.
+    pub fn extend_with_later(&mut self, later: Findings) {
+        self.races.extend(later.races);
+        self.timing_only_races.extend(later.timing_only_races);
+        self.unrecorded_waits.extend(later.unrecorded_waits);
+        self.waits_on_never_recorded_events.extend(later.waits_on_never_recorded_events);
+        self.waits_with_unknown_record.extend(later.waits_with_unknown_record);
+        self.unordered_pairs.extend(later.unordered_pairs);
+        for pair in later.stream_pairs {
+            match self.stream_pairs.iter_mut().find(|p| (p.a, p.b) == (pair.a, pair.b)) {
+                Some(known) => known.pairs += pair.pairs,
+                None => self.stream_pairs.push(pair),
+            }
+        }
+        for edge in later.edges {
+            match self.edges.iter_mut().find(|e| (e.via, e.from, e.to) == (edge.via, edge.from, edge.to)) {
+                Some(known) => known.count += edge.count,
+                None => self.edges.push(edge),
+            }
+        }
+        if later.sites.len() >= self.sites.len() {
+            self.sites = later.sites;
+        }
+        if later.natives.len() >= self.natives.len() {
+            self.natives = later.natives;
+        }
+    }
+
     /// Adds `other`'s races (those ordered only by timing too) and unrecorded waits (what a job's timeline shows) with the sites and native call
     /// sites they name, every id moved by `shift`.
     pub fn append(&mut self, other: &Findings, shift: IdShift) {

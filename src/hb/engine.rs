@@ -67,7 +67,12 @@ impl Engine {
             TraceRecord::GpuTime { .. }
             | TraceRecord::Created(_)
             | TraceRecord::GroupStream(_)
-            | TraceRecord::Job(_) => Ok(()),
+            | TraceRecord::Job(_)
+            | TraceRecord::RangeEnd { .. } => Ok(()),
+            TraceRecord::RangeBegin { process, .. } => {
+                self.range_begins(*process);
+                Ok(())
+            }
             TraceRecord::HostSyncRecorded => {
                 // From the header, before any thread: it decides the order `Auto` stands for.
                 self.host_sync_recorded = true;
@@ -115,7 +120,7 @@ impl Engine {
             return Err(EngineError { origin: 0, message: format!("thread ids out of order at {:?}", info.id) });
         }
         let host_clock = self.host_clock_for_thread(info.process);
-        self.threads.push(ThreadState { host_clock, order: ThreadOrder::default() });
+        self.threads.push(ThreadState { process: info.process, host_clock, order: ThreadOrder::default() });
         Ok(())
     }
 

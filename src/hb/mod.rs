@@ -16,6 +16,7 @@ mod host_order;
 mod idle_streams;
 mod race_report;
 mod racing_accesses;
+mod ranges;
 pub mod shadow;
 pub mod sites;
 mod state;

@@ -98,6 +98,12 @@ impl SiteTable {
         self.sites.is_empty()
     }
 
+    /// Copies of the sites and native call sites so far, for the findings of a capture range that ends while
+    /// the analysis goes on.
+    pub fn tables(&self) -> (Vec<Site>, Vec<NativeSite>) {
+        (self.sites.clone(), self.natives.clone())
+    }
+
     /// The sites and native call sites, by id, for the findings.
     pub fn into_tables(self) -> (Vec<Site>, Vec<NativeSite>) {
         (self.sites, self.natives)

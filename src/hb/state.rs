@@ -201,6 +201,7 @@ pub(super) struct EventState {
 }
 
 pub(super) struct ThreadState {
+    pub(super) process: ProcessId,
     /// Its own host clock (an index into `host_clocks`).
     pub(super) host_clock: usize,
     /// Its place in the order among host threads (`host_order`).

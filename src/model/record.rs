@@ -1,6 +1,9 @@
 //! The unit an ingester hands to the engine.
 
+use std::sync::Arc;
+
 use super::entities::{Creation, EventInfo, GroupStream, JobPlace, StreamInfo, ThreadInfo};
+use super::ids::ProcessId;
 use super::ops::Operation;
 
 /// One item of a trace in host issue order: an entity coming into existence, or an operation.
@@ -31,4 +34,19 @@ pub enum TraceRecord {
     /// when its interposers stood in front of the program's pthread calls): the per-thread host order is exact
     /// and is the default (DESIGN.md, host threads). Comes before every other record of its trace.
     HostSyncRecorded,
+    /// A capture range of the process begins (`streamtrace capture --capture-range`, `--delay`): the trace holds
+    /// the program's work only inside ranges, and outside them only the state a range needs. Whatever ran
+    /// before it is ordered before everything in it (docs/capture.md, capture ranges).
+    RangeBegin {
+        process: ProcessId,
+        /// The range's number in its trace, from 1.
+        index: u32,
+        /// The NVTX range that was the capture range, when one was.
+        name: Option<Arc<str>>,
+    },
+    /// The capture range `index` of the process ends: its findings are its report's section.
+    RangeEnd {
+        process: ProcessId,
+        index: u32,
+    },
 }

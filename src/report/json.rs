@@ -32,6 +32,9 @@ struct WireReport<'a> {
     /// The process's place in a distributed job (`rank`, `local_rank`, `world_size`), when its trace says.
     #[serde(skip_serializing_if = "Option::is_none")]
     job: Option<JobPlace>,
+    /// The capture range this report is the section of (`index` from 1, `name`: the NVTX range), when it is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capture_range: Option<WireRange<'a>>,
     /// "clean", "timing_only" or "findings"; the exit status says the same.
     verdict: &'static str,
     summary: Summary,
@@ -49,6 +52,13 @@ struct WireReport<'a> {
     stats: &'a EngineStats,
     /// The import's counters, then the symbolizer's.
     import: Vec<wire::WireCounter<'a>>,
+}
+
+#[derive(Serialize)]
+struct WireRange<'a> {
+    index: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -74,6 +84,7 @@ impl Report for JsonReport {
             host_order: analysis.host_order,
             host_sync_recorded: analysis.host_sync_recorded,
             job: analysis.job,
+            capture_range: analysis.range.as_ref().map(|r| WireRange { index: r.index, name: r.name.as_deref() }),
             verdict: findings.verdict().as_str(),
             summary: Summary {
                 races: findings.races.len(),

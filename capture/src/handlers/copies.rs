@@ -109,6 +109,62 @@ pub fn copy_3d_async(state: &mut ProcessState, cx: &CallContext, data: &DriverCa
     state.pitched_copy(cx.call, stream, &PitchedCopyShape::of_3d(copy), false, "cuMemcpy3DAsync");
 }
 
+/// cuMemcpy3DPeer: CUDA_MEMCPY3D_PEER is laid out as CUDA_MEMCPY3D, with the two contexts where that has its
+/// reserved words (params.rs checks it).
+pub fn copy_3d_peer(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuMemcpy3DPeer's block is the descriptor pointer, whose layout is Memcpy3D's.
+    let Some(p) = (unsafe { data.params::<PitchedCopy<Memcpy3D>>() }) else { return };
+    // Safety: the descriptor the program passed to the call, valid while the call runs.
+    let Some(copy) = (unsafe { p.pCopy.as_ref() }) else { return };
+    let stream = state.stream(cx, std::ptr::null_mut());
+    state.pitched_copy(cx.call, stream, &PitchedCopyShape::of_3d(copy), true, "cuMemcpy3DPeer");
+}
+
+pub fn copy_3d_peer_async(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuMemcpy3DPeerAsync's block is (pCopy, hStream), its descriptor laid out as Memcpy3D.
+    let Some(p) = (unsafe { data.params::<PitchedCopyAsync<Memcpy3D>>() }) else { return };
+    // Safety: the descriptor the program passed to the call, valid while the call runs.
+    let Some(copy) = (unsafe { p.pCopy.as_ref() }) else { return };
+    let stream = state.stream(cx, p.hStream);
+    state.pitched_copy(cx.call, stream, &PitchedCopyShape::of_3d(copy), false, "cuMemcpy3DPeerAsync");
+}
+
+/// cuMemcpy3DBatchAsync (CUDA 12.8): each operation a pitched copy on the stream.
+pub fn batch_copy_3d(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuMemcpy3DBatchAsync's block is Memcpy3DBatch.
+    let Some(p) = (unsafe { data.params::<Memcpy3DBatch>() }) else { return };
+    let stream = state.stream(cx, p.hStream);
+    // Safety: the program's array of `numOps` operations, valid while the call runs.
+    for shape in unsafe { batch_3d_shapes(p.opList, p.numOps) } {
+        state.pitched_copy(cx.call, stream, &shape, false, "cuMemcpy3DBatchAsync");
+    }
+}
+
+/// cuMemcpy3DBatchAsync_v2 (CUDA 13): the same without the failing index.
+pub fn batch_copy_3d_v2(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuMemcpy3DBatchAsync_v2's block is Memcpy3DBatchV2.
+    let Some(p) = (unsafe { data.params::<Memcpy3DBatchV2>() }) else { return };
+    let stream = state.stream(cx, p.hStream);
+    // Safety: the program's array of `numOps` operations, valid while the call runs.
+    for shape in unsafe { batch_3d_shapes(p.opList, p.numOps) } {
+        state.pitched_copy(cx.call, stream, &shape, false, "cuMemcpy3DBatchAsync");
+    }
+}
+
+/// The operations of a 3D batch as pitched copies; none when the list is null or longer than `MAX_BATCH` (not
+/// believed, as for linear batches).
+///
+/// # Safety
+/// `ops` is null or holds `count` readable operations.
+unsafe fn batch_3d_shapes(ops: *const Memcpy3DBatchOp, count: usize) -> Vec<PitchedCopyShape> {
+    const MAX_BATCH: usize = 1 << 16;
+    if ops.is_null() || count > MAX_BATCH {
+        return Vec::new();
+    }
+    // Safety: `i < count` operations are readable (the caller's promise).
+    (0..count).map(|i| PitchedCopyShape::of_3d_operation(unsafe { &*ops.add(i) })).collect()
+}
+
 pub fn batch_copy(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
     // Safety: cuMemcpyBatchAsync's block (CUDA 12.8) is MemcpyBatch.
     let Some(p) = (unsafe { data.params::<MemcpyBatch>() }) else { return };

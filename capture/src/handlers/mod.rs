@@ -1,13 +1,15 @@
 //! The handlers of calls.rs: each reads the parameter block of its calls (the one unsafe step: naming the
 //! block's layout, params.rs and graph_params.rs) and records in safe code, through the process's state. A file
 //! for each family of calls: launches, copies, sets, synchronization (streams, events, queries), memory
-//! (allocations and frees), graphs (capture and the graph API) and host functions in streams.
+//! (allocations and frees), graphs (capture and the graph API), host functions in streams, and the profiler
+//! calls that start and stop capture ranges.
 
 pub mod copies;
 pub mod graphs;
 pub mod host_funcs;
 pub mod launches;
 pub mod memory;
+pub mod profiler;
 pub mod sets;
 pub mod sync;
 

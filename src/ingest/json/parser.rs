@@ -296,6 +296,20 @@ impl JsonTraceParser {
                 }
                 return Ok(());
             }
+            RecordKind::RangeBegin | RecordKind::RangeEnd => {
+                let process = self.process(raw.pid);
+                let index = raw
+                    .id
+                    .and_then(|id| u32::try_from(id).ok())
+                    .ok_or_else(|| Problem::malformed(format!("a {kind} record without its range's number `id`")))?;
+                out.push(Ok(match kind {
+                    RecordKind::RangeBegin => {
+                        TraceRecord::RangeBegin { process, index, name: raw.name.as_deref().map(|n| self.intern(n)) }
+                    }
+                    _ => TraceRecord::RangeEnd { process, index },
+                }));
+                return Ok(());
+            }
             RecordKind::Module => {
                 let process = self.process(raw.pid);
                 return self.native.module(process, &raw);
@@ -337,7 +351,9 @@ impl JsonTraceParser {
             | RecordKind::GpuTime
             | RecordKind::Module
             | RecordKind::Callsite
-            | RecordKind::HostWatch => return Ok(()),
+            | RecordKind::HostWatch
+            | RecordKind::RangeBegin
+            | RecordKind::RangeEnd => return Ok(()),
             RecordKind::OpBegin | RecordKind::CallBegin => return self.frame_begin(kind, process, thread, raw),
             RecordKind::OpEnd | RecordKind::CallEnd => return self.frame_end(kind, process, thread, raw),
             RecordKind::Stream => {

@@ -232,6 +232,8 @@ pub(super) struct RawRecord<'a> {
     pub faults: Option<u64>,
     pub dropped: Option<u64>,
     pub ignored: Option<u64>,
+    #[serde(borrow)]
+    pub ranges: Option<Cow<'a, str>>,
 }
 
 impl RawRecord<'_> {
@@ -312,6 +314,7 @@ impl RawRecord<'_> {
         note(self.faults.is_some(), Field::Faults);
         note(self.dropped.is_some(), Field::Dropped);
         note(self.ignored.is_some(), Field::Ignored);
+        note(self.ranges.is_some(), Field::Ranges);
         present
     }
 
@@ -376,7 +379,8 @@ mod tests {
                 | Field::Unseen
                 | Field::Fault
                 | Field::Guard
-                | Field::Managed => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
+                | Field::Managed
+                | Field::Ranges => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
                 _ => format!("{{\"type\":\"x\",\"{field}\":1}}"),
             };
             let raw: RawRecord = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{field}: {e}"));
