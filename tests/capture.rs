@@ -78,6 +78,81 @@ fn cuda_race_samples_are_found_with_their_range_and_streams() {
 }
 
 #[test]
+fn host_accesses_of_native_programs_seen_by_the_host_watch_match_their_ground_truth() {
+    // Captured on the H200 (benches/gpu_host_watch.sh): the host's own loads and stores, seen as guard faults
+    // on pinned and managed pages while the GPU may still use them (DESIGN.md, the host as an accessor), and
+    // a host function's read inside it (host functions in a stream).
+    const DIR: &str = "samples/capture/cuda";
+    let json =
+        expect_races(&format!("{DIR}/pinned_d2h_read.json"), &[("read-after-write", "memcpy DtoH", "host read")]);
+    assert_eq!(json["races"][0]["later"]["site"]["stream"]["kind"], "host_thread");
+    expect_races(&format!("{DIR}/pinned_staging_refill.json"), &[("write-after-read", "memcpy HtoD", "host write")]);
+    // The H200's driver delivers no CPU page faults on managed memory: the guard is what saw this read.
+    expect_races(&format!("{DIR}/managed_host_read.json"), &[("read-after-write", "write_kernel", "host read")]);
+    // Read on a driver thread while the program waited in cudaDeviceSynchronize: its guard was still on.
+    expect_races(
+        &format!("{DIR}/host_func_cross_stream.json"),
+        &[("read-after-write", "memcpy DtoH", "host read in host function")],
+    );
+    for clean in [
+        "pinned_d2h_read-stream-sync",
+        "pinned_staging_refill-event-sync",
+        "managed_host_read-device-sync",
+        "managed_host_read-event-sync",
+        "managed_host_read-query-loop",
+        "host_func_cross_stream-event-wait",
+    ] {
+        expect_races(&format!("{DIR}/{clean}.json"), &[]);
+    }
+    // The ordered host function's read was seen too, and ordered by the event wait: a fault, not a race.
+    let text = std::fs::read_to_string(format!("{DIR}/host_func_cross_stream-event-wait.json")).expect("trace");
+    assert!(text.lines().any(|l| l.contains("\"host_access\"") && l.contains("\"host_func\"")), "the read was seen");
+}
+
+#[test]
+fn capture_ranges_keep_only_what_ran_inside_them() {
+    // Captured on the H200 (benches/gpu_jobs.sh): a race before the range and one inside it.
+    const DIR: &str = "samples/capture/ranges";
+    let whole = expect_races(
+        &format!("{DIR}/profiler_whole.json"),
+        &[("write-after-write", "", ""), ("write-after-write", "", "")],
+    );
+    assert_eq!(whole["races"].as_array().map(Vec::len), Some(2));
+    let regions = |json: &Value| -> Vec<String> {
+        json["races"]
+            .as_array()
+            .expect("races")
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {}",
+                    r["earlier"]["site"]["region"].as_str().unwrap_or("?"),
+                    r["later"]["site"]["region"].as_str().unwrap_or("?")
+                )
+            })
+            .collect()
+    };
+    let (_, inside) = analyze(&format!("{DIR}/profiler_range.json"));
+    assert_eq!(regions(&inside).len(), 1, "cudaProfilerStart/Stop: only the race inside");
+    assert!(regions(&whole).contains(&regions(&inside)[0]), "the same race the whole capture found");
+    let (_, timed) = analyze(&format!("{DIR}/profiler_time.json"));
+    assert_eq!(regions(&timed).len(), 2, "--delay 0 --duration 600: the whole run");
+    let (_, native) = analyze(&format!("{DIR}/nvtx_native_range.json"));
+    assert_eq!(native["races"].as_array().map(Vec::len), Some(1), "nvtxRangePush `step`: only `inside`");
+    let (_, native_whole) = analyze(&format!("{DIR}/nvtx_native_whole.json"));
+    assert_eq!(native_whole["races"].as_array().map(Vec::len), Some(2));
+    // torch.cuda.nvtx.range("step") twice, --capture-range-end=repeat: a section per range.
+    let (code, repeat) = analyze(&format!("{DIR}/nvtx_torch_repeat.json"));
+    let sections = repeat["traces"].as_array().expect("a section per range");
+    let verdicts: Vec<(&str, usize)> = sections
+        .iter()
+        .map(|s| (s["verdict"].as_str().unwrap_or("?"), s["races"].as_array().map_or(0, Vec::len)))
+        .collect();
+    assert_eq!(verdicts, [("clean", 0), ("findings", 1)], "{repeat:#}");
+    assert_eq!(code, 1);
+}
+
+#[test]
 fn cuda_findings_carry_native_call_sites() {
     // The samples' binaries stay on the GPU machine: here each site is named by module and offset, and each
     // launch by its own (two lines of main, two call sites), with where its stream was created.

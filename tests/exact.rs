@@ -47,6 +47,20 @@ fn a_struct_of_pointers_races_only_on_the_member_written_twice() {
 }
 
 #[test]
+fn a_write_through_a_pointer_loaded_from_memory_is_seen_at_t3_only() {
+    // write_through_table gets a table of pointers, not the buffer: T1 sees no argument pointing into buf.
+    let (code, json) = analyze("samples/capture/exact/exact_pointer_from_memory.json");
+    assert_eq!(code, 1);
+    assert_eq!(races(&json).len(), 1);
+    let race = &json["races"][0];
+    assert_eq!(race["kind"], "read-after-write");
+    assert!(race["earlier"]["site"]["name"].as_str().is_some_and(|n| n.starts_with("write_through_table")), "{race:#}");
+    assert!(race["later"]["site"]["name"].as_str().is_some_and(|n| n.starts_with("read_kernel")), "{race:#}");
+    let (code, json) = analyze("samples/capture/cuda/exact_pointer_from_memory.json");
+    assert_eq!((code, races(&json)), (0, vec![]), "T1 misses it: the reason for --exact");
+}
+
+#[test]
 fn a_library_kernel_racing_with_a_copy_is_found_on_what_it_wrote() {
     let (code, json) = analyze("samples/capture/exact/exact_cublas_copy_race.json");
     assert_eq!(code, 1);
