@@ -107,11 +107,12 @@ pub unsafe extern "C" fn on_driver_call(
     // The call site's walk starts here: the capture's frames below this one are never walked.
     let walk_from = Start::here();
     // Safety: CUPTI's parameter block and result of the call `cbid`, valid until this callback returns.
-    let call = unsafe { DriverCall::new(spec, data.functionParams, at_exit, data.functionReturnValue as *const i32) };
+    let call =
+        unsafe { DriverCall::new(spec.detail, data.functionParams, at_exit, data.functionReturnValue as *const i32) };
     let origin = CallOrigin {
         correlation: data.correlationId,
         context: ContextKey::Uid { uid: data.contextUid, handle: data.context as *mut c_void },
         device_of,
     };
-    recording::record(&call, origin, walk_from);
+    recording::record(spec, &call, origin, walk_from);
 }

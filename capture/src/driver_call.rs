@@ -1,4 +1,4 @@
-//! One driver call as both capture backends hand it to the handlers: which call it is ([`CallSpec`]), its
+//! One driver call as both capture backends hand it to the handlers: what its handler needs to know of it, its
 //! parameter block and result (CUPTI's and the Sanitizer API's callback data point at the same blocks, laid out
 //! as generated_cuda_meta.h declares them), and the [`CallContext`] every record of it shares: when and where it
 //! was made, in which context and on which device. Declarations and the one unchecked step (naming a block's
@@ -7,13 +7,14 @@
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
-use crate::calls::{CallSpec, StreamForm};
+use crate::call_kinds::Detail;
 use crate::record::Call;
 
 /// The parameter block and result of one driver call. Making one vouches that the pointers are the callback
 /// data's for that call (the only unchecked step), so what reads them needs only say which block the call has.
 pub struct DriverCall<'a> {
-    pub spec: &'static CallSpec,
+    /// What a handler shared by several calls needs to know of this one (calls.rs says it of each).
+    pub detail: Detail,
     params: *const c_void,
     at_exit: bool,
     result: *const i32,
@@ -22,21 +23,16 @@ pub struct DriverCall<'a> {
 
 impl<'a> DriverCall<'a> {
     /// # Safety
-    /// `params` is null or the parameter block of the call `spec` names, and `result` null or its CUresult
-    /// (meaningful at exit), both valid for `'a`.
-    pub unsafe fn new(
-        spec: &'static CallSpec,
-        params: *const c_void,
-        at_exit: bool,
-        result: *const i32,
-    ) -> DriverCall<'a> {
-        DriverCall { spec, params, at_exit, result, _callback: PhantomData }
+    /// `params` is null or the parameter block of the call the callback is for (whose table entry gave
+    /// `detail`), and `result` null or its CUresult (meaningful at exit), both valid for `'a`.
+    pub unsafe fn new(detail: Detail, params: *const c_void, at_exit: bool, result: *const i32) -> DriverCall<'a> {
+        DriverCall { detail, params, at_exit, result, _callback: PhantomData }
     }
 
     /// The call's parameter block as `T`; None when the backend passed none.
     ///
     /// # Safety
-    /// `T` is the layout of the parameter block of the call `self.spec`, or a prefix of it (params.rs).
+    /// `T` is the layout of the parameter block of this call, or a prefix of it (params.rs).
     pub unsafe fn params<T>(&self) -> Option<&'a T> {
         // Safety: `params` is null or points to the call's block (`new`), which `T` describes (the caller),
         // valid for 'a.
@@ -73,7 +69,7 @@ pub struct CallContext {
 }
 
 impl CallContext {
-    pub fn new(call: Call, context: u32, device: Option<u32>, spec: &CallSpec) -> CallContext {
-        CallContext { call, context, device, per_thread: spec.stream == StreamForm::PerThread }
+    pub fn new(call: Call, context: u32, device: Option<u32>, per_thread: bool) -> CallContext {
+        CallContext { call, context, device, per_thread }
     }
 }

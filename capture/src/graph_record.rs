@@ -4,7 +4,7 @@
 
 use streamtrace_format::{AccessFlag, Field, NodeKind, RecordKind, RecordLine};
 
-use crate::record::Batch;
+use crate::args::PointerArg;
 
 /// What a node does and touches.
 #[derive(Clone, Debug)]
@@ -113,8 +113,8 @@ impl GraphRecord {
         }
     }
 
-    /// The record's own fields; `batch` holds a kernel node's pointer words and `names` its function's name.
-    pub fn write_fields(&self, line: &mut RecordLine, batch: &Batch, names: &[String]) {
+    /// The record's own fields; `pointers` (the batch's) holds a kernel node's pointer words and `names` its function's name.
+    pub fn write_fields(&self, line: &mut RecordLine, pointers: &[PointerArg], names: &[String]) {
         match self {
             GraphRecord::CaptureBegin { stream, into: graph } | GraphRecord::CaptureEnd { stream, graph } => {
                 line.number(Field::Stream, *stream);
@@ -127,7 +127,7 @@ impl GraphRecord {
             }
             GraphRecord::Node { graph, node, deps, body } => {
                 line.number(Field::Graph, *graph).number(Field::Node, *node).numbers(Field::Deps, deps.iter().copied());
-                body.write_fields(line, batch, names);
+                body.write_fields(line, pointers, names);
             }
             GraphRecord::NodeUpdate { owner, node, body } => {
                 match owner {
@@ -135,7 +135,7 @@ impl GraphRecord {
                     NodeOwner::Exec(exec) => line.number(Field::Exec, *exec),
                 };
                 line.number(Field::Node, *node);
-                body.write_fields(line, batch, names);
+                body.write_fields(line, pointers, names);
             }
             GraphRecord::Dependencies { graph, node, deps, .. } => {
                 line.number(Field::Graph, *graph).number(Field::Node, *node).numbers(Field::Deps, deps.iter().copied());
@@ -160,11 +160,11 @@ impl GraphRecord {
 }
 
 impl NodeBody {
-    fn write_fields(&self, line: &mut RecordLine, batch: &Batch, names: &[String]) {
+    fn write_fields(&self, line: &mut RecordLine, pointers: &[PointerArg], names: &[String]) {
         match self {
             NodeBody::Kernel { function, first_pointer, pointer_count } => {
                 let first = *first_pointer as usize;
-                let pointers = batch.pointers.get(first..first + *pointer_count as usize).unwrap_or(&[]);
+                let pointers = pointers.get(first..first + *pointer_count as usize).unwrap_or(&[]);
                 line.name(Field::NodeKind, NodeKind::Kernel.as_str())
                     .name(Field::Name, names.get(*function as usize).map_or("kernel", |n| n))
                     .pointers(

@@ -18,6 +18,7 @@
 mod activity;
 pub mod args;
 mod at_exit;
+mod call_kinds;
 pub mod calls;
 mod control;
 mod cost;

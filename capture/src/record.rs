@@ -501,7 +501,7 @@ impl Entry {
             }
             Record::Graph { graph, api } => {
                 let mut line = RecordLine::begin(out, graph.kind());
-                graph.write_fields(&mut line, batch, names);
+                graph.write_fields(&mut line, &batch.pointers, names);
                 common(&mut line, call, Some(api));
                 line
             }

@@ -8,7 +8,8 @@ use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
-use crate::calls::OutsideRanges;
+use crate::call_kinds::{OutsideRanges, StreamForm};
+use crate::calls::CallSpec;
 use crate::control::{disable, CALL_SITES};
 use crate::cost;
 use crate::driver_call::{CallContext, DriverCall};
@@ -59,8 +60,7 @@ pub struct CallOrigin {
 /// Records one driver call the backend's callback received, at the site its spec records it. `walk_from` is
 /// the callback's own frame: the capture's frames below it are never walked. Catches: the caller is the
 /// program's thread inside a driver call.
-pub fn record(data: &DriverCall<'_>, origin: CallOrigin, walk_from: Start) {
-    let spec = data.spec;
+pub fn record(spec: &CallSpec, data: &DriverCall<'_>, origin: CallOrigin, walk_from: Start) {
     // Outside a capture range the program's work is not looked at (ranges.rs); nor is the stack walked for a
     // call whose record would not be written.
     let in_range = crate::ranges::thread_recording();
@@ -81,7 +81,7 @@ pub fn record(data: &DriverCall<'_>, origin: CallOrigin, walk_from: Start) {
             };
             let (context, device) = state.context_of(origin.context, origin.device_of);
             let first = state.pending.entries.len();
-            (spec.handler)(state, &CallContext::new(call, context, device, spec), data);
+            (spec.handler)(state, &CallContext::new(call, context, device, spec.stream == StreamForm::PerThread), data);
             crate::host_watch::recorded(state, first);
             // A forked child (a multiprocessing worker) ends in _exit, with no at-exit flush: at each of its
             // synchronizations, where it is about to wait anyway, it writes what is pending, so that it loses

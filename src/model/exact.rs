@@ -4,7 +4,7 @@
 //! part the kernel touched, and granules merge neighbouring elements of interleaved views. Together they are.
 //! Plain values, no I/O.
 
-use super::ops::Access;
+use super::access::Access;
 use super::range::AccessRange;
 
 /// The granule of the exact-access capture: its ranges are whole granules.

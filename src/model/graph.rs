@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::access::{Access, PointerArg};
 use super::ids::{EventId, StreamId, ThreadId};
-use super::ops::{Access, PointerArg};
 use super::source::{NativeSite, SourceLocation};
 
 /// What a graph node does, as far as ordering and memory go.

@@ -3,6 +3,7 @@
 //! Every ingester (hand-written JSON, nsys exports, our own capture) turns its input into a stream of
 //! [`TraceRecord`]s; the happens-before engine consumes that stream one record at a time. Nothing here does I/O.
 
+mod access;
 mod entities;
 mod exact;
 mod graph;
@@ -13,6 +14,7 @@ mod record;
 mod source;
 mod view;
 
+pub use access::{Access, AccessMode, PointerArg};
 pub use entities::{
     AllocKind, Allocation, Creation, Entity, EventInfo, FreeKind, GroupStream, JobPlace, StreamInfo, StreamKind,
     ThreadInfo,
@@ -24,8 +26,7 @@ pub use graph::{
 pub use ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
 pub use ops::normalize_region;
 pub use ops::{
-    is_nccl_kernel, Access, AccessMode, CopyKind, Coverage, ExactCoverage, HostSync, MemoryKind, OpKind, Operation,
-    PointerArg, QueryTarget, Unseen,
+    is_nccl_kernel, CopyKind, Coverage, ExactCoverage, HostSync, MemoryKind, OpKind, Operation, QueryTarget, Unseen,
 };
 pub use range::{AccessRange, RangeError};
 pub use record::TraceRecord;

@@ -5,46 +5,12 @@ use std::sync::Arc;
 use serde::Serialize;
 pub use streamtrace_format::{Coverage, Unseen};
 
+use super::access::{Access, PointerArg};
 use super::entities::{AllocKind, FreeKind};
 use super::graph::{GraphCall, SharedGraph};
 use super::ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
 use super::range::AccessRange;
 use super::source::{NativeSite, SourceLocation};
-use super::view::StridedView;
-
-/// Whether an access reads or (may) write.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AccessMode {
-    Read,
-    Write,
-}
-
-/// A range an operation touches and how.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Access {
-    /// Every byte touched lies here; without a view, every byte here is touched.
-    pub range: AccessRange,
-    pub mode: AccessMode,
-    /// A strided view (tier T2): only the bytes of this pattern, from `range.start`, are touched, and `range`
-    /// is their extent. Shared, since an op's accesses are copied into findings and scratch lists.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub view: Option<Arc<StridedView>>,
-}
-
-impl Access {
-    /// An access of every byte of `range`.
-    pub fn plain(range: AccessRange, mode: AccessMode) -> Access {
-        Access { range, mode, view: None }
-    }
-}
-
-/// A pointer-sized kernel argument and whether the kernel may write through it (`const T*` parameters only read).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct PointerArg {
-    pub address: u64,
-    pub mode: AccessMode,
-}
 
 /// A region name without its per-call counters: `aten::mul, seq = 12, op_id = 7` -> `aten::mul`.
 pub fn normalize_region(text: &str) -> &str {

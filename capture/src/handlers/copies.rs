@@ -3,7 +3,7 @@
 
 use streamtrace_format::{CopyKind, MemoryKind};
 
-use crate::calls::Detail;
+use crate::call_kinds::Detail;
 use crate::driver_call::{CallContext, DriverCall};
 use crate::params::*;
 use crate::pitched::PitchedCopyShape;
@@ -12,7 +12,7 @@ use crate::state::ProcessState;
 
 /// The direction the call names (calls.rs); `cuMemcpy`'s unified form names none.
 fn named_direction(data: &DriverCall<'_>) -> CopyKind {
-    match data.spec.detail {
+    match data.detail {
         Detail::Copy(kind) => kind,
         _ => CopyKind::Default,
     }

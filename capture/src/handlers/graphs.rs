@@ -9,7 +9,7 @@ use std::ffi::c_void;
 
 use streamtrace_format::NodeKind;
 
-use crate::calls::{Detail, NodeWord};
+use crate::call_kinds::{Detail, NodeWord};
 use crate::driver_call::{CallContext, DriverCall};
 use crate::graph_params::*;
 use crate::graph_record::{GraphRecord, NodeBody, NodeOwner};
@@ -28,7 +28,7 @@ fn emit(state: &mut ProcessState, cx: &CallContext, graph: GraphRecord, api: &'s
 
 /// The node parameter word of a typed call (calls.rs).
 fn node_word(data: &DriverCall<'_>) -> NodeWord {
-    match data.spec.detail {
+    match data.detail {
         Detail::Node(word) => word,
         _ => NodeWord::Other,
     }
@@ -104,7 +104,7 @@ pub fn add_node(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_
 
 /// cuGraphAddDependencies and cuGraphRemoveDependencies, both versions.
 pub fn dependencies(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
-    let Detail::Edges { added, v2 } = data.spec.detail else { return };
+    let Detail::Edges { added, v2 } = data.detail else { return };
     let edges = if v2 {
         // Safety: the _v2 block is DependenciesWithEdges.
         unsafe { data.params::<DependenciesWithEdges>() }.map(|p| (p.hGraph, p.from, p.to, p.numDependencies))

@@ -3,7 +3,7 @@
 
 use streamtrace_format::{AllocKind, FreeKind};
 
-use crate::calls::Detail;
+use crate::call_kinds::Detail;
 use crate::driver_call::{CallContext, DriverCall};
 use crate::params::*;
 use crate::state::ProcessState;
@@ -16,7 +16,7 @@ pub fn alloc(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) 
     let Some(p) = (unsafe { data.params::<MemAlloc>() }) else { return };
     // Safety: the call succeeded, so the driver wrote the address through `dptr`.
     if let Some(address) = unsafe { written(p.dptr) } {
-        let kind = match data.spec.detail {
+        let kind = match data.detail {
             Detail::Alloc(kind) => kind,
             _ => AllocKind::Device,
         };

@@ -1,6 +1,6 @@
 //! Sets: linear and 2D, synchronous and asynchronous, of 1-, 2- or 4-byte elements.
 
-use crate::calls::Detail;
+use crate::call_kinds::Detail;
 use crate::driver_call::{CallContext, DriverCall};
 use crate::params::*;
 use crate::pitched::pitched_extent;
@@ -9,7 +9,7 @@ use crate::state::ProcessState;
 
 /// The element width the call sets (calls.rs).
 fn width(data: &DriverCall<'_>) -> u64 {
-    match data.spec.detail {
+    match data.detail {
         Detail::Width(bytes) => bytes,
         _ => 1,
     }

@@ -1,7 +1,7 @@
 //! What orders streams and the host: event records and waits, stream, event and context synchronization,
 //! queries (a successful one orders like a synchronization), and the creation of streams and events.
 
-use crate::calls::Detail;
+use crate::call_kinds::Detail;
 use crate::driver_call::{CallContext, DriverCall};
 use crate::params::*;
 use crate::record::{Record, SyncTarget};
@@ -66,7 +66,7 @@ pub fn stream_create(state: &mut ProcessState, cx: &CallContext, data: &DriverCa
     let Some(p) = (unsafe { data.params::<StreamCreate>() }) else { return };
     // Safety: the call succeeded, so the driver wrote the new stream through `phStream`.
     if let Some(handle) = unsafe { written(p.phStream) } {
-        let priority = (data.spec.detail == Detail::WithPriority).then_some(p.priority);
+        let priority = (data.detail == Detail::WithPriority).then_some(p.priority);
         state.created_stream(cx, handle as u64, p.Flags, priority);
     }
 }

@@ -126,7 +126,8 @@ fn driver_call(api: &Sanitizer, cbid: u32, data: &CallbackData) {
     let Some(_inside) = ReentryGuard::enter() else { return };
     // Safety: the Sanitizer API's parameter block and result of the call `cbid`, valid until the callback
     // returns.
-    let call = unsafe { DriverCall::new(spec, data.functionParams, at_exit, data.functionReturnValue as *const i32) };
+    let call =
+        unsafe { DriverCall::new(spec.detail, data.functionParams, at_exit, data.functionReturnValue as *const i32) };
     if at_exit && is_launch(cbid) {
         launch_returns(api, call.succeeded());
         return;
@@ -137,7 +138,7 @@ fn driver_call(api: &Sanitizer, cbid: u32, data: &CallbackData) {
     // The call site's walk starts here: the capture's frames below this one are never walked.
     let walk_from = Start::here();
     let origin = CallOrigin { correlation: 0, context: ContextKey::Handle(data.context), device_of };
-    recording::record(&call, origin, walk_from);
+    recording::record(spec, &call, origin, walk_from);
 }
 
 fn is_launch(cbid: u32) -> bool {
