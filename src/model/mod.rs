@@ -14,8 +14,8 @@ mod source;
 mod view;
 
 pub use entities::{
-    AllocKind, Allocation, Creation, Entity, EventInfo, FreeKind, GroupStream, JobPlace, StreamInfo, StreamKind,
-    ThreadInfo,
+    AllocKind, Allocation, AnnotatedRange, Creation, Entity, EventInfo, FreeKind, GroupStream, JobPlace, StreamInfo,
+    StreamKind, ThreadInfo,
 };
 pub use exact::refine_with_extents;
 pub use graph::{

@@ -70,6 +70,86 @@ pub fn short_op_name(name: &str) -> &str {
     }
 }
 
+/// Short names that tell apart every distinct name of `names` (a chart's or a list's labels): each kernel's
+/// [`short_name`], except where two different kernels share one (three cuBLAS GEMMs all `Kernel2`, two
+/// `vectorized_elementwise_kernel`s): those keep their template arguments, without namespaces, cut in the
+/// middle to `max` characters, and should that still not tell them apart, a number.
+pub fn distinct_short_names(names: &[&str], max: usize) -> Vec<String> {
+    let mut labels: Vec<String> = names.iter().map(|n| short_name(n).into_owned()).collect();
+    let clashing = |labels: &[String], i: usize| {
+        names
+            .iter()
+            .zip(labels)
+            .enumerate()
+            .any(|(j, (name, label))| j != i && *label == labels[i] && *name != names[i])
+    };
+    let longer: Vec<Option<String>> =
+        (0..names.len()).map(|i| clashing(&labels, i).then(|| cut_middle(&with_templates(names[i]), max))).collect();
+    for (label, longer) in labels.iter_mut().zip(longer) {
+        if let Some(longer) = longer {
+            *label = longer;
+        }
+    }
+    let numbered: Vec<bool> = (0..names.len()).map(|i| clashing(&labels, i)).collect();
+    let mut seen: std::collections::HashMap<String, Vec<&str>> = std::collections::HashMap::new();
+    for (i, label) in labels.iter_mut().enumerate() {
+        if numbered[i] {
+            let distinct = seen.entry(label.clone()).or_default();
+            if !distinct.contains(&names[i]) {
+                distinct.push(names[i]);
+            }
+            let k = distinct.iter().position(|n| *n == names[i]).unwrap_or(0) + 1;
+            label.push_str(&format!(" #{k}"));
+        }
+    }
+    labels
+}
+
+/// A kernel's name without `void`, namespaces and its parameter list, its template arguments kept:
+/// `void cutlass::Kernel2<cutlass_80_gemm_64x64>(Params)` -> `Kernel2<cutlass_80_gemm_64x64>`.
+fn with_templates(name: &str) -> String {
+    let mut text = name.strip_prefix("void ").unwrap_or(name);
+    if text.ends_with(')') {
+        let mut depth = 0usize;
+        let open = text.char_indices().rev().find(|&(_, c)| {
+            match c {
+                ')' => depth += 1,
+                '(' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            c == '(' && depth == 0
+        });
+        if let Some((open, _)) = open.filter(|(open, _)| *open > 0) {
+            text = &text[..open];
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("::") {
+        let before = &rest[..at];
+        let keep = before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+        out.push_str(&before[..keep]);
+        rest = &rest[at + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` in at most `max` characters, its middle left out (names differ at their ends as often as at their
+/// starts: tile sizes, element types).
+fn cut_middle(text: &str, max: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= max || max < 3 {
+        return text.to_string();
+    }
+    let head = (max - 1) / 2;
+    let tail = max - 1 - head;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +167,29 @@ mod tests {
         assert_eq!(short_name("scale"), "scale");
         assert_eq!(short_name("memcpy HtoD"), "memcpy HtoD");
         assert_eq!(short_name("<script>"), "<script>", "nothing left: the name stays whole");
+    }
+
+    #[test]
+    fn distinct_kernels_get_distinct_labels() {
+        let names = [
+            "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(Params)",
+            "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)",
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1> >(int, at::native::FillFunctor<float>, std::array<char*, 1>)",
+            "write_kernel(float*, int, float)",
+            "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(Params)",
+        ];
+        let labels = distinct_short_names(&names, 60);
+        assert_eq!(labels[0], "Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>");
+        assert_eq!(labels[1], "Kernel2<cutlass_80_tensorop_s…88gemm_128x128_32x3_nn_align4>");
+        assert_eq!(labels[2], "vectorized_elementwise_kernel", "no other kernel shares it");
+        assert_eq!(labels[3], "write_kernel");
+        assert_eq!(labels[4], labels[0], "the same name, the same label");
+        // Names that differ only where the cut drops them are numbered.
+        let long = |k: u32| format!("void k<{}{k}{}>(int)", "a".repeat(40), "b".repeat(40));
+        let (a, b) = (long(1), long(2));
+        let labels = distinct_short_names(&[&a, &b], 20);
+        assert_ne!(labels[0], labels[1]);
+        assert!(labels[0].ends_with(" #1") && labels[1].ends_with(" #2"), "{labels:?}");
     }
 
     #[test]
