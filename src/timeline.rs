@@ -419,8 +419,9 @@ impl Timeline {
     /// One row of API calls per host thread that made any, and one per nesting level of its NVTX ranges.
     fn lay_out_host_rows(&mut self) {
         let thread = |threads: &[Option<(u32, u64)>], id: ThreadId| threads.get(id.0 as usize).copied().flatten();
-        let mut rows: rustc_hash::FxHashMap<(u32, u64, HostRowKind), Vec<(u64, u64, Arc<str>)>> =
-            rustc_hash::FxHashMap::default();
+        // (process, tid, row kind) -> (start, end, name) of each bar.
+        type Bars = Vec<(u64, u64, Arc<str>)>;
+        let mut rows: rustc_hash::FxHashMap<(u32, u64, HostRowKind), Bars> = rustc_hash::FxHashMap::default();
         for (id, start, end, api) in self.api_calls.drain(..) {
             if let Some((process, tid)) = thread(&self.threads, id) {
                 rows.entry((process, tid, HostRowKind::Api)).or_default().push((start, end, api));

@@ -88,6 +88,9 @@ struct FindingView {
     sections: Vec<Section>,
 }
 
+/// A bar as the page holds it: [lane, start_ns, end_ns, name index, seq, label index, line index or null].
+type PageBar = (u32, u64, u64, u32, u64, u32, Option<u32>);
+
 #[derive(Serialize)]
 struct PageData<'a> {
     trace: &'a str,
@@ -100,8 +103,7 @@ struct PageData<'a> {
     lanes: Vec<Lane>,
     /// Interned operation names, bar labels and lines, referenced by index from `ops`, `graphs` and `spans`.
     names: Vec<&'a str>,
-    /// [lane, start_ns, end_ns, name index, seq, label index, line index or null] per bar.
-    ops: Vec<(u32, u64, u64, u32, u64, u32, Option<u32>)>,
+    ops: Vec<PageBar>,
     /// [bar, [node label indexes]] for each graph launch: its nodes are drawn inside its bar.
     graphs: Vec<(usize, Vec<u32>)>,
     /// [from bar, to bar, kind: 0 event wait, 1 host sync, 2 legacy]
