@@ -42,9 +42,10 @@ fi
 # shot HTML PNG: the page at 1500x850, its first finding picked.
 shot() {
   local html=$1 png=$2
-  if $have_node; then
-    node "${node_flags[@]}" docs/screenshots/shoot.mjs "$chromium" "file://$html" "$png" 1500 850
+  if $have_node && node "${node_flags[@]}" docs/screenshots/shoot.mjs "$chromium" "file://$html" "$png" 1500 850; then
+    :
   else
+    $have_node && echo "make.sh: the DevTools shot failed; taking $png without a tooltip" >&2
     "$chromium" --headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars \
       --user-data-dir="$work/profile" --virtual-time-budget=5000 --window-size=1500,850 \
       --screenshot="$png" "file://$html" >/dev/null 2>&1

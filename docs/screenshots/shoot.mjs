@@ -19,7 +19,7 @@ const sleep = ms => new Promise(r => setTimeout(r, ms));
 async function main() {
   // Chromium writes the port it took into the profile.
   const portFile = join(profile, "DevToolsActivePort");
-  for (let i = 0; i < 200 && !existsSync(portFile); i++) await sleep(50);
+  for (let i = 0; i < 1200 && !existsSync(portFile); i++) await sleep(50);
   const port = readFileSync(portFile, "utf8").split("\n")[0];
   const targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json();
   const ws = new WebSocket(targets.find(t => t.type === "page").webSocketDebuggerUrl);
