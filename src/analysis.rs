@@ -221,7 +221,8 @@ fn run(
     // Only what the findings show is symbolized (and the creation sites of the streams and events named).
     let tables = resolve::resolve(&findings, names);
     if let Some(timeline) = timeline.as_mut() {
-        timeline.finish(&edges, &tables.names);
+        // An nsys export's host times are on its GPU times' clock: its API calls and NVTX ranges can be drawn.
+        timeline.finish(&edges, &tables.names, format == ingest::nsys::FORMAT);
     }
     Ok(Analysis {
         trace: name.to_string(),

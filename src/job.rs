@@ -205,6 +205,16 @@ pub fn merged_for_timeline(dir: &Path, traces: &[JobTrace]) -> Option<Analysis> 
             a.to = a.to.map(|t| t + op_base);
             a
         }));
+        let row_base = into.host_rows.len() as u32;
+        into.host_rows.extend(timeline.host_rows.iter().cloned().map(|mut row| {
+            row.process = group as u32;
+            row.rank = Some(rank);
+            row
+        }));
+        into.host_spans.extend(timeline.host_spans.iter().cloned().map(|mut span| {
+            span.row += row_base;
+            span
+        }));
         into.gpu_time = if group == 0 { timeline.gpu_time } else { into.gpu_time && timeline.gpu_time };
         let names = &merged.tables.names;
         let shift = IdShift {
@@ -216,6 +226,7 @@ pub fn merged_for_timeline(dir: &Path, traces: &[JobTrace]) -> Option<Analysis> 
         merged.findings.append(&analysis.findings, shift);
         merged.tables.append(&analysis.tables);
         merged.stats.operations += analysis.stats.operations;
+        merged.stats.streams += analysis.stats.streams;
         merged.stats.accesses += analysis.stats.accesses;
         merged.stats.has_addresses |= analysis.stats.has_addresses;
         let last_op = timeline.ops.iter().map(|o| o.seq).max().unwrap_or(0);

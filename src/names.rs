@@ -188,7 +188,8 @@ impl Names {
             | TraceRecord::Job(_)
             | TraceRecord::HostSyncRecorded
             | TraceRecord::RangeBegin { .. }
-            | TraceRecord::RangeEnd { .. } => {}
+            | TraceRecord::RangeEnd { .. }
+            | TraceRecord::Annotation(_) => {}
         }
     }
 

@@ -17,6 +17,38 @@ use rustc_hash::FxHashMap;
 use crate::ingest::{self, IngestError};
 use crate::model::{HostSync, OpKind, TraceRecord};
 
+/// The tables' column names, as `nsys stats` spells them where it has the column.
+pub mod columns {
+    pub const TIME_PCT: &str = "Time (%)";
+    pub const TOTAL_TIME: &str = "Total Time (ns)";
+    pub const INSTANCES: &str = "Instances";
+    pub const AVG: &str = "Avg (ns)";
+    pub const MED: &str = "Med (ns)";
+    pub const MIN: &str = "Min (ns)";
+    pub const MAX: &str = "Max (ns)";
+    pub const STDDEV: &str = "StdDev (ns)";
+    pub const NAME: &str = "Name";
+    pub const PROCESS: &str = "Process";
+    pub const STREAM: &str = "Stream";
+    pub const OPERATIONS: &str = "Operations";
+    pub const BUSY_TIME: &str = "Busy Time (ns)";
+    pub const BUSY_PCT: &str = "Busy (% of span)";
+    pub const STREAM_A: &str = "Stream A";
+    pub const STREAM_B: &str = "Stream B";
+    pub const OVERLAP: &str = "Overlap (ns)";
+    pub const API: &str = "API";
+    pub const CALLS: &str = "Calls";
+    pub const CALLS_TIMED: &str = "Calls Timed";
+    pub const TOTAL_BLOCKED: &str = "Total Blocked (ns)";
+    pub const AVG_BLOCKED: &str = "Avg Blocked (ns)";
+    pub const MAX_BLOCKED: &str = "Max Blocked (ns)";
+    pub const KIND: &str = "Kind";
+    pub const COUNT: &str = "Count";
+    pub const TOTAL_BYTES: &str = "Total (bytes)";
+}
+
+use columns::*;
+
 /// The named tables of one trace, in display order.
 pub struct TraceStats {
     pub tables: Vec<(&'static str, DataFrame)>,
@@ -191,34 +223,39 @@ fn kernel_summary(c: &Columns) -> PolarsResult<DataFrame> {
         .lazy()
         .group_by([col("name")])
         .agg([
-            col("ns").sum().alias("total_ns"),
-            col("name").count().alias("instances"),
-            col("ns").mean().alias("avg_ns"),
-            col("ns").median().alias("med_ns"),
-            col("ns").min().alias("min_ns"),
-            col("ns").max().alias("max_ns"),
+            col("ns").sum().alias(TOTAL_TIME),
+            col("name").count().alias(INSTANCES),
+            col("ns").mean().alias(AVG),
+            col("ns").median().alias(MED),
+            col("ns").min().alias(MIN),
+            col("ns").max().alias(MAX),
+            // As nsys: the sample standard deviation (0 for one instance).
+            col("ns").cast(DataType::Float64).std(1).fill_null(lit(0.0)).alias(STDDEV),
         ])
         .collect()?;
     let names: Vec<&str> =
         grouped.column("name")?.u32()?.into_no_null_iter().map(|i| &*c.names.names[i as usize]).collect();
-    grouped.with_column(Column::new("name".into(), names))?;
+    grouped.with_column(Column::new(NAME.into(), names))?;
     grouped
         .lazy()
+        .with_column((col(TOTAL_TIME).cast(DataType::Float64) * lit(100.0) / lit(total.max(1) as f64)).alias(TIME_PCT))
+        // A kernel without GPU times has no deviation either.
         .with_column(
-            (col("total_ns").cast(DataType::Float64) * lit(100.0) / lit(total.max(1) as f64)).alias("time_pct"),
+            when(col(AVG).is_null()).then(lit(NULL).cast(DataType::Float64)).otherwise(col(STDDEV)).alias(STDDEV),
         )
         .select([
-            col("time_pct"),
-            col("total_ns"),
-            col("instances"),
-            col("avg_ns"),
-            col("med_ns"),
-            col("min_ns"),
-            col("max_ns"),
-            col("name"),
+            col(TIME_PCT),
+            col(TOTAL_TIME),
+            col(INSTANCES),
+            col(AVG),
+            col(MED),
+            col(MIN),
+            col(MAX),
+            col(STDDEV),
+            col(NAME),
         ])
         .sort_by_exprs(
-            [col("total_ns"), col("instances"), col("name")],
+            [col(TOTAL_TIME), col(INSTANCES), col(NAME)],
             SortMultipleOptions::default().with_order_descending_multi([true, true, false]),
         )
         .collect()
@@ -291,11 +328,11 @@ fn stream_busy(unions: &[StreamUnion]) -> PolarsResult<DataFrame> {
     let span = (span_end.saturating_sub(span_start)).max(1) as f64;
     let busy: Vec<u64> = unions.iter().map(|(_, _, u)| length(u)).collect();
     df!(
-        "process" => unions.iter().map(|(k, _, _)| k.0).collect::<Vec<_>>(),
-        "stream" => unions.iter().map(|(k, _, _)| k.1).collect::<Vec<_>>(),
-        "operations" => unions.iter().map(|(_, n, _)| *n).collect::<Vec<_>>(),
-        "busy_ns" => &busy,
-        "busy_pct_of_span" => busy.iter().map(|b| *b as f64 * 100.0 / span).collect::<Vec<_>>()
+        PROCESS => unions.iter().map(|(k, _, _)| k.0).collect::<Vec<_>>(),
+        STREAM => unions.iter().map(|(k, _, _)| k.1).collect::<Vec<_>>(),
+        OPERATIONS => unions.iter().map(|(_, n, _)| *n).collect::<Vec<_>>(),
+        BUSY_TIME => &busy,
+        BUSY_PCT => busy.iter().map(|b| *b as f64 * 100.0 / span).collect::<Vec<_>>()
     )
 }
 
@@ -311,8 +348,8 @@ fn stream_overlap(unions: &[StreamUnion]) -> PolarsResult<DataFrame> {
             }
         }
     }
-    df!("process" => process, "stream_a" => a, "stream_b" => b, "overlap_ns" => both)?
-        .sort(["overlap_ns"], SortMultipleOptions::default().with_order_descending(true))
+    df!(PROCESS => process, STREAM_A => a, STREAM_B => b, OVERLAP => both)?
+        .sort([OVERLAP], SortMultipleOptions::default().with_order_descending(true))
 }
 
 fn sync_summary(c: &Columns) -> PolarsResult<DataFrame> {
@@ -320,22 +357,22 @@ fn sync_summary(c: &Columns) -> PolarsResult<DataFrame> {
     df.lazy()
         .group_by([col("api")])
         .agg([
-            col("blocked_ns").count().alias("calls_timed"),
-            len().alias("calls"),
-            col("blocked_ns").sum().alias("total_blocked_ns"),
-            col("blocked_ns").mean().alias("avg_blocked_ns"),
-            col("blocked_ns").max().alias("max_blocked_ns"),
+            col("blocked_ns").count().alias(CALLS_TIMED),
+            len().alias(CALLS),
+            col("blocked_ns").sum().alias(TOTAL_BLOCKED),
+            col("blocked_ns").mean().alias(AVG_BLOCKED),
+            col("blocked_ns").max().alias(MAX_BLOCKED),
         ])
         .select([
-            col("api"),
-            col("calls"),
-            col("calls_timed"),
-            col("total_blocked_ns"),
-            col("avg_blocked_ns"),
-            col("max_blocked_ns"),
+            col("api").alias(API),
+            col(CALLS),
+            col(CALLS_TIMED),
+            col(TOTAL_BLOCKED),
+            col(AVG_BLOCKED),
+            col(MAX_BLOCKED),
         ])
         .sort_by_exprs(
-            [col("total_blocked_ns"), col("api")],
+            [col(TOTAL_BLOCKED), col(API)],
             SortMultipleOptions::default().with_order_descending_multi([true, false]),
         )
         .collect()
@@ -346,13 +383,14 @@ fn memcpy_summary(c: &Columns) -> PolarsResult<DataFrame> {
     df.lazy()
         .group_by([col("kind")])
         .agg([
-            len().alias("count"),
-            col("bytes").sum().alias("total_bytes"),
-            col("ns").sum().alias("total_ns"),
-            col("ns").mean().alias("avg_ns"),
+            len().alias(COUNT),
+            col("bytes").sum().alias(TOTAL_BYTES),
+            col("ns").sum().alias(TOTAL_TIME),
+            col("ns").mean().alias(AVG),
         ])
+        .select([col("kind").alias(KIND), col(COUNT), col(TOTAL_BYTES), col(TOTAL_TIME), col(AVG)])
         .sort_by_exprs(
-            [col("total_bytes"), col("kind")],
+            [col(TOTAL_BYTES), col(KIND)],
             SortMultipleOptions::default().with_order_descending_multi([true, false]),
         )
         .collect()

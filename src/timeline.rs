@@ -1,5 +1,6 @@
-//! What timeline reports draw: every stream operation with its time, the streams that ran something as lanes
-//! grouped by process and device, and the happens-before edges as arrows. Collected beside the analysis only
+//! What timeline reports draw: every stream operation with its time and line, the streams that ran something as
+//! lanes grouped by process and GPU, the happens-before edges as arrows, and for traces whose host times are on
+//! the GPU's clock (nsys exports) each host thread's CUDA API calls and NVTX ranges as rows of their own. Collected beside the analysis only
 //! when a timeline report is asked for, since, unlike the analysis, it grows with the trace.
 
 use std::sync::Arc;
@@ -8,31 +9,38 @@ use serde::Serialize;
 
 use crate::findings::{EdgeKind, OpOccurrence, RaceFinding};
 use crate::hb::HbEdge;
-use crate::model::{OpKind, StreamId, StreamKind, TraceRecord};
+use crate::model::{AnnotatedRange, NativeSite, OpKind, StreamId, StreamKind, ThreadId, TraceRecord};
 use crate::names::short::{short_name, short_op_name, stream_number};
 use crate::names::NameTable;
 
-/// Lanes are drawn in groups, one per device of a process, and host threads' own accesses last in their
-/// process. The one place lanes are grouped and ordered: a rank (a distributed job's process) joins the key
-/// here when traces carry one.
+/// Lanes are drawn in groups, one per GPU of a process, and host threads' lanes (their own accesses, their CUDA
+/// API calls and NVTX ranges) last in their process. The one place lanes are grouped and ordered: a rank (a
+/// distributed job's process) joins the key here when traces carry one.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct LaneGroup {
     pub process: u32,
-    /// None for the host threads' lanes.
+    /// The GPU's number as the trace gave it (the CUDA device index); None for the host threads' lanes.
     pub device: Option<u32>,
+    /// The process's rank in a distributed job, in a job's report.
+    pub rank: Option<u32>,
 }
 
 impl LaneGroup {
-    /// The drawing order: by process, its devices first, then its host threads.
-    fn order(&self) -> (u32, bool, Option<u32>) {
+    /// The drawing order: by process, its GPUs first, then its host threads.
+    pub fn order(&self) -> (u32, bool, Option<u32>) {
         (self.process, self.device.is_none(), self.device)
     }
 
-    /// "process 0, device 0", "process 0, host threads".
+    /// "process 0, GPU 0", "rank 1, GPU 1", "process 0, host threads": GPUs numbered as CUDA and the text
+    /// report number them.
     pub fn label(&self) -> String {
+        let whose = match self.rank {
+            Some(rank) => format!("rank {rank}"),
+            None => format!("process {}", self.process),
+        };
         match self.device {
-            Some(device) => format!("process {}, device {device}", self.process),
-            None => format!("process {}, host threads", self.process),
+            Some(gpu) => format!("{whose}, GPU {gpu}"),
+            None => format!("{whose}, host threads"),
         }
     }
 }
@@ -44,6 +52,8 @@ pub struct TimelineStream {
     pub id: u32,
     pub process: u32,
     pub device: u32,
+    /// The GPU's number as the trace gave it (the CUDA device index), for people.
+    pub gpu: u32,
     pub handle: u64,
     pub kind: StreamKind,
     /// The short name people know it by ("default stream", "side = torch.cuda.Stream()"), when known.
@@ -55,8 +65,8 @@ pub struct TimelineStream {
 
 impl TimelineStream {
     pub fn group(&self) -> LaneGroup {
-        let device = (self.kind != StreamKind::HostThread).then_some(self.device);
-        LaneGroup { process: self.process, device }
+        let device = (self.kind != StreamKind::HostThread).then_some(self.gpu);
+        LaneGroup { process: self.process, device, rank: self.rank }
     }
 
     /// The lane's title: its name, or "stream 13"; in a job's report preceded by its rank ("rank 1: stream 13").
@@ -78,11 +88,11 @@ impl TimelineStream {
         }
     }
 
-    /// "stream 13 (non-blocking, device 0)", "default stream (1, legacy default, device 0)": one line.
+    /// "stream 13 (non-blocking, GPU 0)", "default stream (1, legacy default, GPU 0)": one line.
     pub fn label(&self) -> String {
         match self.kind {
             StreamKind::HostThread => self.title(),
-            _ => format!("{} ({}, device {})", self.title(), self.detail().replace(" · ", ", "), self.device),
+            _ => format!("{} ({}, GPU {})", self.title(), self.detail().replace(" · ", ", "), self.gpu),
         }
     }
 }
@@ -104,8 +114,70 @@ pub struct TimelineOp {
     pub nodes: Option<Arc<[Arc<str>]>>,
     pub start_ns: u64,
     pub end_ns: u64,
+    /// The line it was issued from, for tooltips: the framework's (Python) line, else the native call site's
+    /// program frame (`file:line in function`, `module+0x1234` when its binary is not here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub place: Option<Arc<str>>,
     #[serde(skip)]
     pub correlation: Option<u64>,
+    /// The native call site, until `finish` turns it into `place`.
+    #[serde(skip)]
+    native: Option<NativeSite>,
+}
+
+/// What a host row of a timeline shows: a thread's CUDA API calls, or one nesting level of its NVTX ranges.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum HostRowKind {
+    Api,
+    /// Ranges opened inside `depth` others (0: outermost); those nested deeper than [`NVTX_LEVELS`] share the last
+    /// level's row.
+    Nvtx {
+        depth: u32,
+    },
+}
+
+/// NVTX nesting levels drawn as rows of their own.
+pub const NVTX_LEVELS: u32 = 6;
+
+/// A host row: what one host thread did on the host, placed on the GPU's clock (an nsys export's host and GPU
+/// times share one).
+#[derive(Clone, Debug, Serialize)]
+pub struct HostRow {
+    pub process: u32,
+    /// The thread's id as the trace gave it.
+    pub tid: u64,
+    pub kind: HostRowKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+}
+
+impl HostRow {
+    pub fn group(&self) -> LaneGroup {
+        LaneGroup { process: self.process, device: None, rank: self.rank }
+    }
+
+    /// "thread 4242: CUDA API", "thread 4242: NVTX", "thread 4242: NVTX level 2".
+    pub fn title(&self) -> String {
+        match self.kind {
+            HostRowKind::Api => format!("thread {}: CUDA API", self.tid),
+            HostRowKind::Nvtx { depth: 0 } => format!("thread {}: NVTX", self.tid),
+            HostRowKind::Nvtx { depth } if depth + 1 == NVTX_LEVELS => {
+                format!("thread {}: NVTX level {depth} and deeper", self.tid)
+            }
+            HostRowKind::Nvtx { depth } => format!("thread {}: NVTX level {depth}", self.tid),
+        }
+    }
+}
+
+/// A bar of a host row: one API call (from its call to its return) or one NVTX range.
+#[derive(Clone, Debug, Serialize)]
+pub struct HostSpan {
+    /// Index into `Timeline::host_rows`.
+    pub row: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub name: Arc<str>,
 }
 
 /// Where one of a race's operations is drawn: its bar, and for a node of a graph launch (a race between two
@@ -135,6 +207,21 @@ pub struct Timeline {
     pub arrows: Vec<TimelineArrow>,
     /// Whether bars are placed by GPU time (every operation had one) or by issue order.
     pub gpu_time: bool,
+    /// Host threads' CUDA API calls and NVTX ranges, by thread, when their host times are on the GPU times'
+    /// clock (nsys exports); sorted by start within each row.
+    pub host_rows: Vec<HostRow>,
+    pub host_spans: Vec<HostSpan>,
+    /// Host threads by dense id: (process, tid).
+    #[serde(skip)]
+    threads: Vec<Option<(u32, u64)>>,
+    /// API calls as (thread, start, end, function), one per call (its operations share it).
+    #[serde(skip)]
+    api_calls: Vec<(ThreadId, u64, u64, Arc<str>)>,
+    #[serde(skip)]
+    last_correlation: Option<(ThreadId, u64)>,
+    /// NVTX ranges as the trace gave them.
+    #[serde(skip)]
+    ranges: Vec<AnnotatedRange>,
     /// Every declared stream, by dense id, until `finish` keeps those that ran something.
     #[serde(skip)]
     declared: Vec<Option<TimelineStream>>,
@@ -177,13 +264,23 @@ impl Timeline {
                     id: info.id.0,
                     process: info.process.0,
                     device: info.device.0,
+                    gpu: info.gpu,
                     handle: info.handle,
                     kind: info.kind,
                     name: None,
                     rank: None,
                 });
             }
+            TraceRecord::Thread(info) => {
+                let index = info.id.0 as usize;
+                if self.threads.len() <= index {
+                    self.threads.resize(index + 1, None);
+                }
+                self.threads[index] = Some((info.process.0, info.tid));
+            }
+            TraceRecord::Annotation(range) => self.ranges.push(range.clone()),
             TraceRecord::Op(op) => {
+                self.observe_call(op);
                 let mut nodes = None;
                 let name: Arc<str> = match &op.kind {
                     OpKind::Kernel { name, .. } => name.clone(),
@@ -229,7 +326,9 @@ impl Timeline {
                     nodes,
                     start_ns,
                     end_ns,
+                    place: op.source.as_ref().map(|source| Arc::from(source.to_string())),
                     correlation: op.correlation_id,
+                    native: if op.source.is_none() { op.native.clone() } else { None },
                 });
             }
             TraceRecord::GpuTime { correlation, start_ns, end_ns } => {
@@ -239,9 +338,23 @@ impl Timeline {
         }
     }
 
-    /// Places the bars, keeps as lanes the streams that ran something (named by `names`), and turns the
-    /// engine's edges into arrows between bars.
-    pub fn finish(&mut self, edges: &[HbEdge], names: &NameTable) {
+    /// The API call behind `op`, once per call (an nsys call's activities come as consecutive operations).
+    fn observe_call(&mut self, op: &crate::model::Operation) {
+        let (Some(api), Some(start), Some(end)) = (&op.api, op.host_time_ns, op.host_end_ns) else { return };
+        if let Some(correlation) = op.correlation_id {
+            if self.last_correlation == Some((op.thread, correlation)) {
+                return;
+            }
+            self.last_correlation = Some((op.thread, correlation));
+        }
+        self.api_calls.push((op.thread, start, end.max(start), api.clone()));
+    }
+
+    /// Places the bars, keeps as lanes the streams that ran something (named by `names`), turns the engine's
+    /// edges into arrows between bars, and, where `host_on_gpu_clock` (the trace's host times and GPU times
+    /// share a clock, as an nsys export's do), lays out the host threads' API calls and NVTX ranges as rows.
+    pub fn finish(&mut self, edges: &[HbEdge], names: &NameTable, host_on_gpu_clock: bool) {
+        self.place_ops();
         for op in &mut self.ops {
             if let Some(&(start, end)) = op.correlation.and_then(|c| self.gpu_times.get(&c)) {
                 (op.start_ns, op.end_ns) = (start, end.max(start));
@@ -255,6 +368,11 @@ impl Timeline {
                 op.end_ns = op.start_ns + 800;
             }
         }
+        if host_on_gpu_clock && self.gpu_time {
+            self.lay_out_host_rows();
+        }
+        self.api_calls = Vec::new();
+        self.ranges = Vec::new();
         self.lay_out_lanes(names);
         let by_seq = |seq: u64| self.ops.binary_search_by_key(&seq, |o| o.seq).ok();
         let mut per_stream: Vec<Vec<(u64, usize)>> = vec![Vec::new(); self.declared.len()];
@@ -281,6 +399,73 @@ impl Timeline {
         }
         self.arrows = arrows;
         self.declared = Vec::new();
+    }
+
+    /// Each bar's line in words: the native call sites symbolized once each (only those of operations that have
+    /// no framework line).
+    fn place_ops(&mut self) {
+        let mut symbolizer = crate::symbols::Symbolizer::new();
+        let mut placed: rustc_hash::FxHashMap<NativeSite, Option<Arc<str>>> = rustc_hash::FxHashMap::default();
+        for op in &mut self.ops {
+            if let Some(site) = op.native.take() {
+                op.place = placed
+                    .entry(site)
+                    .or_insert_with_key(|site| symbolizer.locate(site).map(|place| Arc::from(place.to_string())))
+                    .clone();
+            }
+        }
+    }
+
+    /// One row of API calls per host thread that made any, and one per nesting level of its NVTX ranges.
+    fn lay_out_host_rows(&mut self) {
+        let thread = |threads: &[Option<(u32, u64)>], id: ThreadId| threads.get(id.0 as usize).copied().flatten();
+        // (process, tid, row kind) -> (start, end, name) of each bar.
+        type Bars = Vec<(u64, u64, Arc<str>)>;
+        let mut rows: rustc_hash::FxHashMap<(u32, u64, HostRowKind), Bars> = rustc_hash::FxHashMap::default();
+        for (id, start, end, api) in self.api_calls.drain(..) {
+            if let Some((process, tid)) = thread(&self.threads, id) {
+                rows.entry((process, tid, HostRowKind::Api)).or_default().push((start, end, api));
+            }
+        }
+        // Nesting levels per thread: a range is as deep as the ranges still open when it starts.
+        let mut ranges = std::mem::take(&mut self.ranges);
+        ranges.sort_by_key(|r| (r.thread, r.start_ns, std::cmp::Reverse(r.end_ns)));
+        let mut open: Vec<u64> = Vec::new();
+        let mut current = None;
+        for range in ranges {
+            if current != Some(range.thread) {
+                current = Some(range.thread);
+                open.clear();
+            }
+            while open.last().is_some_and(|&end| end <= range.start_ns) {
+                open.pop();
+            }
+            let depth = (open.len() as u32).min(NVTX_LEVELS - 1);
+            open.push(range.end_ns);
+            if let Some((process, tid)) = thread(&self.threads, range.thread) {
+                let row = rows.entry((process, tid, HostRowKind::Nvtx { depth })).or_default();
+                row.push((range.start_ns, range.end_ns.max(range.start_ns), range.text));
+            }
+        }
+        let mut keys: Vec<(u32, u64, HostRowKind)> = rows.keys().copied().collect();
+        // By process and thread; each thread's API calls first, then its NVTX levels outermost first.
+        let level = |kind: HostRowKind| match kind {
+            HostRowKind::Api => 0,
+            HostRowKind::Nvtx { depth } => depth + 1,
+        };
+        keys.sort_by_key(|&(process, tid, kind)| (process, tid, level(kind)));
+        for (row, key) in keys.into_iter().enumerate() {
+            let (process, tid, kind) = key;
+            self.host_rows.push(HostRow { process, tid, kind, rank: None });
+            let mut spans = rows.remove(&key).unwrap_or_default();
+            spans.sort_unstable_by_key(|(start, end, _)| (*start, *end));
+            self.host_spans.extend(spans.into_iter().map(|(start_ns, end_ns, name)| HostSpan {
+                row: row as u32,
+                start_ns,
+                end_ns,
+                name,
+            }));
+        }
     }
 
     /// The lanes: the declared streams that ran something, named, in group order (then default streams first,

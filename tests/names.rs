@@ -64,12 +64,12 @@ fn timelines_name_their_lanes_and_draw_graph_nodes() {
     ] {
         assert!(page.contains(title), "{title} missing from the page");
     }
-    assert!(page.contains("\"groups\":[\"process 0, device 0\"]"), "lanes grouped by device");
+    assert!(page.contains("\"groups\":[\"process 0, GPU 0\"]"), "lanes grouped by device");
     let trace: Value = serde_json::from_str(&std::fs::read_to_string(&perfetto).expect("perfetto")).expect("parses");
     let events = trace["traceEvents"].as_array().expect("events");
     let tracks: Vec<&str> =
         events.iter().filter(|e| e["name"] == "thread_name").filter_map(|e| e["args"]["name"].as_str()).collect();
-    assert!(tracks.contains(&"side = torch.cuda.Stream() (0x8583b03, non-blocking, device 0)"), "{tracks:?}");
+    assert!(tracks.contains(&"side = torch.cuda.Stream() (0x8583b03, non-blocking, GPU 0)"), "{tracks:?}");
     // The graph launch's bar is named by its graph and lists its nodes' short names.
     let graph = events.iter().find(|e| e["ph"] == "X" && e["cat"] == "graph launch").expect("a graph bar");
     assert_eq!(graph["args"]["graph_nodes"], serde_json::json!(["gemm_kernel", "bias"]));
@@ -123,7 +123,7 @@ fn nccls_streams_are_named_by_their_process_groups_in_every_report() {
         .filter(|e| e["name"] == "thread_name")
         .filter_map(|e| e["args"]["name"].as_str())
         .collect();
-    assert!(tracks.contains(&"NCCL stream, group 1 (0x366f5200, non-blocking, device 0)"), "{tracks:?}");
+    assert!(tracks.contains(&"NCCL stream, group 1 (0x366f5200, non-blocking, GPU 0)"), "{tracks:?}");
 }
 
 #[test]

@@ -164,19 +164,70 @@ fn headless(chromium: &Path, args: &[&str]) -> (String, String) {
     (String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
 }
 
-/// The HTML report of `sample` (written as `name`) open in headless Chromium with its first finding picked: its
-/// address and the page as the script left it, after checking that the script ran to its end without an error.
-fn page_in_browser(chromium: &Path, sample: &str, name: &str) -> (String, String) {
-    let (html, perfetto) =
-        (scratch_file(&format!("reports/{name}.html")), scratch_file(&format!("reports/{name}.json")));
-    analyze_with_reports(&repo().join(sample), &html, &perfetto);
-    let url = format!("file://{}#finding=0", html.display());
+/// The HTML report of `sample` (written as `name`) open in headless Chromium at `fragment` (`#finding=0`, or
+/// nothing): its address and the page as the script left it, after checking that the script ran to its end
+/// without an error.
+fn page_at(chromium: &Path, sample: &Path, name: &str, fragment: &str) -> (String, String) {
+    let html = scratch_file(&format!("reports/{name}.html"));
+    let out = binary().arg("analyze").arg(sample).arg("--html").arg(&html).output().expect("runs");
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
+    let url = format!("file://{}{fragment}", html.display());
     let (dom, log) = headless(chromium, &["--dump-dom", &url]);
     let console_errors: Vec<&str> =
         log.lines().filter(|l| l.contains("CONSOLE") && (l.contains("Uncaught") || l.contains("Error"))).collect();
     assert!(console_errors.is_empty(), "JavaScript errors: {console_errors:#?}");
     assert!(dom.contains("data-ready=\"1\""), "the script did not finish: {dom}");
     (url, dom)
+}
+
+/// The HTML report of `sample` open in headless Chromium with its first finding picked by the address.
+fn page_in_browser(chromium: &Path, sample: &str, name: &str) -> (String, String) {
+    page_at(chromium, &repo().join(sample), name, "#finding=0")
+}
+
+#[test]
+fn html_report_picks_the_first_finding_on_load_and_shows_it_in_sections() {
+    let Some(chromium) = machine::chromium_or_skip("html_report_picks_the_first_finding_on_load") else { return };
+    let (_, dom) = page_at(&chromium, &repo().join("samples/json/pipeline_loop_race.json"), "first", "");
+    // No #finding in the address: the first finding is picked all the same, its two operations selected.
+    let selected = dom.split("data-selected=\"").nth(1).and_then(|s| s.split('"').next()).expect("a selection");
+    assert_eq!(selected.split(',').count(), 2, "{selected}");
+    let details = dom.split("id=\"details\"").nth(1).expect("details");
+    for heading in ["Access", "Previous access", "Memory", "Why nothing orders them", "Fix"] {
+        assert!(details.contains(&format!("<dt>{heading}</dt>")), "{heading}: {details}");
+    }
+    // #finding=2 picks the third.
+    let (_, dom) = page_at(&chromium, &repo().join("samples/json/pipeline_loop_race.json"), "third", "#finding=2");
+    assert_eq!(dom.matches("class=\"selected\"").count(), 1);
+    let third = dom.split("<ul id=\"findings\">").nth(1).and_then(|s| s.split("</li>").nth(2)).expect("third");
+    assert!(third.contains("class=\"selected\""), "{third}");
+}
+
+#[test]
+fn html_report_of_a_job_heads_each_rank_with_its_gpu() {
+    let Some(chromium) = machine::chromium_or_skip("html_report_of_a_job_heads_each_rank_with_its_gpu") else { return };
+    let job = repo().join("samples/capture/multi_gpu/dist_send_recv_before_wait");
+    let (url, dom) = page_at(&chromium, &job, "job", "");
+    let page = std::fs::read_to_string(url.trim_start_matches("file://")).expect("html");
+    // Rank 1 ran on GPU 1 (the text report says so too); the header counts every rank's streams.
+    assert!(page.contains("\"groups\":[\"rank 0, GPU 0\",\"rank 1, GPU 1\"]"), "{page}");
+    let summary = dom.split("id=\"summary\">").nth(1).and_then(|s| s.split('<').next()).expect("summary");
+    assert!(summary.starts_with("2 races; ") && summary.ends_with(" on 8 streams"), "{summary}");
+    assert!(dom.contains("rank 0: write-after-read race"), "{dom}");
+}
+
+#[test]
+fn html_report_of_an_nsys_export_draws_api_calls_and_lists_candidates() {
+    let Some(chromium) = machine::chromium_or_skip("html_report_of_an_nsys_export_draws_api_calls") else { return };
+    let (url, dom) = page_at(&chromium, &repo().join("samples/nsys/torch_loop_race.sqlite"), "nsys-page", "");
+    let page = std::fs::read_to_string(url.trim_start_matches("file://")).expect("html");
+    // The host thread's CUDA API calls are a row of their own, on the GPU's clock.
+    assert!(page.contains("\"kind\":\"api\""), "an API row");
+    assert!(!page.contains("\"spans\":[]"), "API calls drawn");
+    // No addresses: the page says races cannot be decided, and lists the unordered pairs as candidates.
+    assert!(dom.contains("races cannot be decided"), "{dom}");
+    assert!(dom.contains("badge candidate"), "{dom}");
+    assert!(dom.contains("data-selected=\""), "the first candidate is picked: {dom}");
 }
 
 #[test]

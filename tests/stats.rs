@@ -33,16 +33,16 @@ fn kernel_summary_matches_sql() {
         .expect("rows");
     assert_eq!(rows.len(), expected.len());
     for (name, count, total, min, max) in expected {
-        let row = rows.iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("{name} missing"));
-        assert_eq!(row["instances"], count);
-        assert_eq!(row["total_ns"], total);
-        assert_eq!(row["min_ns"], min);
-        assert_eq!(row["max_ns"], max);
+        let row = rows.iter().find(|r| r["Name"] == name).unwrap_or_else(|| panic!("{name} missing"));
+        assert_eq!(row["Instances"], count);
+        assert_eq!(row["Total Time (ns)"], total);
+        assert_eq!(row["Min (ns)"], min);
+        assert_eq!(row["Max (ns)"], max);
     }
-    let share: f64 = rows.iter().map(|r| r["time_pct"].as_f64().expect("pct")).sum();
+    let share: f64 = rows.iter().map(|r| r["Time (%)"].as_f64().expect("pct")).sum();
     assert!((share - 100.0).abs() < 1e-6, "{share}");
     // Most total time first.
-    let totals: Vec<i64> = rows.iter().map(|r| r["total_ns"].as_i64().expect("total")).collect();
+    let totals: Vec<i64> = rows.iter().map(|r| r["Total Time (ns)"].as_i64().expect("total")).collect();
     assert!(totals.windows(2).all(|w| w[0] >= w[1]), "{totals:?}");
 }
 
@@ -53,6 +53,7 @@ fn stream_busy_time_and_overlap() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let streams = std::fs::read_to_string(dir.join("streams.csv")).expect("streams.csv");
     // Stream 13 runs fill_ and add_ (6 kernels), stream 17 mul_ (3), stream 7 one copy.
+    assert!(streams.starts_with("Process,Stream,Operations,Busy Time (ns),Busy (% of span)\n"), "{streams}");
     assert!(streams.lines().any(|l| l.starts_with("0,13,6,")), "{streams}");
     assert!(streams.lines().any(|l| l.starts_with("0,17,3,")), "{streams}");
     let overlap = std::fs::read_to_string(dir.join("stream_overlap.csv")).expect("stream_overlap.csv");
@@ -86,8 +87,67 @@ fn stats_reads_json_traces_and_refuses_bad_input() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let out = stats(&["no/such/file.sqlite"]);
     assert_eq!(out.status.code(), Some(2));
+    let out = stats(&[SAMPLE, "--format", "parquet"]);
+    assert_eq!(out.status.code(), Some(2), "parquet needs a directory");
+}
+
+#[test]
+fn csv_and_json_go_to_stdout_without_a_directory() {
     let out = stats(&[SAMPLE, "--format", "csv"]);
-    assert_eq!(out.status.code(), Some(2), "csv needs a directory");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let csv = String::from_utf8_lossy(&out.stdout);
+    let kernels = csv.split("# kernels\n").nth(1).expect("the kernels block").split("\n\n").next().expect("block");
+    assert!(
+        kernels
+            .starts_with("Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"),
+        "{kernels}"
+    );
+    assert_eq!(kernels.lines().count(), 1 + 3, "three kernels: {kernels}");
+    for table in ["streams", "stream_overlap", "syncs", "memcpy"] {
+        assert!(csv.contains(&format!("\n# {table}\n")), "{table}: {csv}");
+    }
+    let out = stats(&[SAMPLE, "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(json["kernels"].as_array().map(Vec::len), Some(3));
+    let syncs = json["syncs"].as_array().expect("syncs");
+    assert!(syncs.iter().any(|r| r["API"] == "cudaStreamWaitEvent" && r["Calls"] == 3), "{syncs:?}");
+    // Three launches each: a deviation is computed, not made up.
+    assert!(json["kernels"].as_array().expect("rows").iter().all(|r| r["StdDev (ns)"].as_f64().is_some()));
+}
+
+#[test]
+fn the_table_names_its_columns_with_units_and_groups_digits() {
+    let out = stats(&[SAMPLE]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("shape:"), "no polars frame: {text}");
+    let kernels = text.split("kernels:\n").nth(1).expect("kernels");
+    let header = kernels.lines().next().expect("header");
+    let names: Vec<&str> = header.split("  ").map(str::trim).filter(|s| !s.is_empty()).collect();
+    assert_eq!(
+        names,
+        [
+            "Time (%)",
+            "Total Time (ns)",
+            "Instances",
+            "Avg (ns)",
+            "Med (ns)",
+            "Min (ns)",
+            "Max (ns)",
+            "StdDev (ns)",
+            "Name"
+        ]
+    );
+    let row = kernels.lines().nth(2).expect("a row");
+    // Nanoseconds of a real capture run to thousands: grouped, one decimal at most, no exponent.
+    let numbers: Vec<&str> = row.split_whitespace().take(8).collect();
+    assert!(numbers[1].contains(','), "{row}");
+    for number in numbers {
+        assert!(number.chars().all(|c| c.is_ascii_digit() || c == ',' || c == '.'), "{row}");
+        assert!(number.split_once('.').is_none_or(|(_, decimals)| decimals.len() == 1), "{row}");
+    }
+    assert!(text.lines().all(|l| l.chars().count() <= 240), "{text}");
 }
 
 #[test]
@@ -120,6 +180,6 @@ fn kernels_without_gpu_times_are_counted_and_said_so() {
     let kernels: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("kernels.json")).expect("kernels.json")).expect("json");
     let rows = kernels.as_array().expect("rows");
-    assert_eq!(rows.iter().map(|r| r["instances"].as_u64().unwrap_or(0)).sum::<u64>(), 2);
-    assert!(rows.iter().all(|r| r["avg_ns"].is_null()), "no time is made up: {rows:?}");
+    assert_eq!(rows.iter().map(|r| r["Instances"].as_u64().unwrap_or(0)).sum::<u64>(), 2);
+    assert!(rows.iter().all(|r| r["Avg (ns)"].is_null() && r["StdDev (ns)"].is_null()), "no time is made up: {rows:?}");
 }

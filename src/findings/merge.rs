@@ -49,8 +49,8 @@ impl Findings {
         }
     }
 
-    /// Adds `other`'s races (those ordered only by timing too) and unrecorded waits (what a job's timeline shows) with the sites and native call
-    /// sites they name, every id moved by `shift`.
+    /// Adds `other`'s races (those ordered only by timing too), unrecorded waits and unordered pairs (what a job's
+    /// timeline shows) with the sites and native call sites they name, every id moved by `shift`.
     pub fn append(&mut self, other: &Findings, shift: IdShift) {
         let (sites, natives) = (self.sites.len() as u32, self.natives.len() as u32);
         let native = |id: NativeId| NativeId(id.0 + natives);
@@ -82,6 +82,17 @@ impl Findings {
         };
         self.races.extend(other.races.iter().map(race));
         self.timing_only_races.extend(other.timing_only_races.iter().map(race));
+        self.stream_pairs.extend(other.stream_pairs.iter().cloned().map(|mut pair| {
+            stream(&mut pair.a);
+            stream(&mut pair.b);
+            pair
+        }));
+        self.unordered_pairs.extend(other.unordered_pairs.iter().cloned().map(|mut group| {
+            group.earlier = SiteId(group.earlier.0 + sites);
+            group.later = SiteId(group.later.0 + sites);
+            group.first = (group.first.0 + shift.seq, group.first.1 + shift.seq);
+            group
+        }));
         self.unrecorded_waits.extend(other.unrecorded_waits.iter().cloned().map(|mut wait| {
             occurrence(&mut wait.wait);
             wait.event_id = wait.event_id.map(|e| EventId(e.0 + shift.events));

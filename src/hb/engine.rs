@@ -68,7 +68,8 @@ impl Engine {
             | TraceRecord::Created(_)
             | TraceRecord::GroupStream(_)
             | TraceRecord::Job(_)
-            | TraceRecord::RangeEnd { .. } => Ok(()),
+            | TraceRecord::RangeEnd { .. }
+            | TraceRecord::Annotation(_) => Ok(()),
             TraceRecord::RangeBegin { process, .. } => {
                 self.range_begins(*process);
                 Ok(())

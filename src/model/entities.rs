@@ -194,3 +194,15 @@ pub struct Allocation {
     #[serde(skip)]
     pub native: Option<NativeSite>,
 }
+
+/// A range a program annotated on one of its host threads (an NVTX push/pop or start/end range, as an nsys export
+/// holds them), with its whole text: timelines draw it; it orders nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AnnotatedRange {
+    pub process: ProcessId,
+    pub thread: ThreadId,
+    /// Host times, on the clock of the trace's GPU times.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub text: std::sync::Arc<str>,
+}

@@ -16,8 +16,8 @@ mod view;
 
 pub use access::{Access, AccessMode, PointerArg};
 pub use entities::{
-    AllocKind, Allocation, Creation, Entity, EventInfo, FreeKind, GroupStream, JobPlace, StreamInfo, StreamKind,
-    ThreadInfo,
+    AllocKind, Allocation, AnnotatedRange, Creation, Entity, EventInfo, FreeKind, GroupStream, JobPlace, StreamInfo,
+    StreamKind, ThreadInfo,
 };
 pub use exact::refine_with_extents;
 pub use graph::{

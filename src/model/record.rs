@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::entities::{Creation, EventInfo, GroupStream, JobPlace, StreamInfo, ThreadInfo};
+use super::entities::{AnnotatedRange, Creation, EventInfo, GroupStream, JobPlace, StreamInfo, ThreadInfo};
 use super::ids::ProcessId;
 use super::ops::Operation;
 
@@ -49,4 +49,6 @@ pub enum TraceRecord {
         process: ProcessId,
         index: u32,
     },
+    /// A range the program annotated on a host thread (NVTX), for timelines: orders nothing.
+    Annotation(AnnotatedRange),
 }

@@ -70,6 +70,128 @@ pub fn short_op_name(name: &str) -> &str {
     }
 }
 
+/// Short names that tell apart every distinct name of `names` (a chart's or a list's labels): each kernel's
+/// [`short_name`], except where two different kernels share one (three cuBLAS GEMMs all `Kernel2`, three
+/// `vectorized_elementwise_kernel`s): those add the words of their template arguments that the others sharing
+/// the short name lack (`vectorized_elementwise_kernel<FillFunctor>`), else keep their template arguments, cut
+/// in the middle to `max` characters, and should that still not tell them apart, a number.
+pub fn distinct_short_names(names: &[&str], max: usize) -> Vec<String> {
+    let mut labels: Vec<String> = names.iter().map(|n| short_name(n).into_owned()).collect();
+    let clashing = |labels: &[String], i: usize| -> Vec<usize> {
+        (0..names.len()).filter(|&j| j != i && labels[j] == labels[i] && names[j] != names[i]).collect()
+    };
+    let longer: Vec<Option<String>> = (0..names.len())
+        .map(|i| {
+            let others = clashing(&labels, i);
+            if others.is_empty() {
+                return None;
+            }
+            let words = template_words(names[i]);
+            let theirs: Vec<Vec<String>> = others.iter().map(|&j| template_words(names[j])).collect();
+            let own: Vec<String> = words.into_iter().filter(|w| theirs.iter().any(|t| !t.contains(w))).collect();
+            let label =
+                if own.is_empty() { with_templates(names[i]) } else { format!("{}<{}>", labels[i], own.join(", ")) };
+            Some(cut_middle(&label, max))
+        })
+        .collect();
+    for (label, longer) in labels.iter_mut().zip(longer) {
+        if let Some(longer) = longer {
+            *label = longer;
+        }
+    }
+    let numbered: Vec<bool> = (0..names.len()).map(|i| !clashing(&labels, i).is_empty()).collect();
+    let mut seen: std::collections::HashMap<String, Vec<&str>> = std::collections::HashMap::new();
+    for (i, label) in labels.iter_mut().enumerate() {
+        if numbered[i] {
+            let distinct = seen.entry(label.clone()).or_default();
+            if !distinct.contains(&names[i]) {
+                distinct.push(names[i]);
+            }
+            let k = distinct.iter().position(|n| *n == names[i]).unwrap_or(0) + 1;
+            label.push_str(&format!(" #{k}"));
+        }
+    }
+    labels
+}
+
+/// The words of a kernel's template arguments, in order, once each, without namespaces, C++ keywords, types
+/// every kernel has, and bare numbers: `vectorized_elementwise_kernel<4, at::native::FillFunctor<float>,
+/// std::array<char*, 1>>(...)` -> `FillFunctor`.
+fn template_words(name: &str) -> Vec<String> {
+    const COMMON: &[&str] = &[
+        "float", "double", "int", "long", "unsigned", "char", "bool", "void", "const", "array", "std", "at", "native",
+    ];
+    let text = with_templates(name);
+    let Some(open) = text.find('<') else { return Vec::new() };
+    let mut words: Vec<String> = Vec::new();
+    for word in text[open..].split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+        if word.is_empty() || word.chars().all(|c| c.is_ascii_digit()) || COMMON.contains(&word) {
+            continue;
+        }
+        if !words.iter().any(|w| w == word) {
+            words.push(word.to_string());
+        }
+    }
+    words
+}
+
+/// The part of a kernel's name before its parameter list, without `void`.
+fn with_templates_str(name: &str) -> &str {
+    let text = name.strip_prefix("void ").unwrap_or(name);
+    match parameter_list(text) {
+        Some(open) => &text[..open],
+        None => text,
+    }
+}
+
+/// Where the parameter list of a kernel's name opens: the parenthesis matching its last one.
+fn parameter_list(text: &str) -> Option<usize> {
+    if !text.ends_with(')') {
+        return None;
+    }
+    let mut depth = 0usize;
+    let open = text.char_indices().rev().find(|&(_, c)| {
+        match c {
+            ')' => depth += 1,
+            '(' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        c == '(' && depth == 0
+    });
+    open.map(|(at, _)| at).filter(|at| *at > 0)
+}
+
+/// A kernel's name without `void`, namespaces and its parameter list, its template arguments kept:
+/// `void cutlass::Kernel2<cutlass_80_gemm_64x64>(Params)` -> `Kernel2<cutlass_80_gemm_64x64>`.
+fn with_templates(name: &str) -> String {
+    let text = with_templates_str(name);
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("::") {
+        let before = &rest[..at];
+        let keep = before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+        out.push_str(&before[..keep]);
+        rest = &rest[at + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` in at most `max` characters, its middle left out (names differ at their ends as often as at their
+/// starts: tile sizes, element types).
+fn cut_middle(text: &str, max: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= max || max < 3 {
+        return text.to_string();
+    }
+    let head = (max - 1) / 2;
+    let tail = max - 1 - head;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +209,37 @@ mod tests {
         assert_eq!(short_name("scale"), "scale");
         assert_eq!(short_name("memcpy HtoD"), "memcpy HtoD");
         assert_eq!(short_name("<script>"), "<script>", "nothing left: the name stays whole");
+    }
+
+    #[test]
+    fn distinct_kernels_get_distinct_labels() {
+        let names = [
+            "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(Params)",
+            "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)",
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1> >(int, at::native::FillFunctor<float>, std::array<char*, 1>)",
+            "write_kernel(float*, int, float)",
+            "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(Params)",
+        ];
+        let labels = distinct_short_names(&names, 60);
+        assert_eq!(labels[0], "Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>");
+        let pytorch = [
+            "void at::native::vectorized_elementwise_kernel<(int)4, at::native::FillFunctor<float>, std::array<char *, (unsigned long)1>>(int, T2, T3)",
+            "void at::native::vectorized_elementwise_kernel<(int)4, at::native::AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float>>, std::array<char *, (unsigned long)2>>(int, T2, T3)",
+        ];
+        assert_eq!(
+            distinct_short_names(&pytorch, 60),
+            ["vectorized_elementwise_kernel<FillFunctor>", "vectorized_elementwise_kernel<AUnaryFunctor, MulFunctor>",]
+        );
+        assert_eq!(labels[1], "Kernel2<cutlass_80_tensorop_s…88gemm_128x128_32x3_nn_align4>");
+        assert_eq!(labels[2], "vectorized_elementwise_kernel", "no other kernel shares it");
+        assert_eq!(labels[3], "write_kernel");
+        assert_eq!(labels[4], labels[0], "the same name, the same label");
+        // Names that differ only where the cut drops them are numbered.
+        let long = |k: u32| format!("void k<{}{k}{}>(int)", "a".repeat(40), "b".repeat(40));
+        let (a, b) = (long(1), long(2));
+        let labels = distinct_short_names(&[&a, &b], 20);
+        assert_ne!(labels[0], labels[1]);
+        assert!(labels[0].ends_with(" #1") && labels[1].ends_with(" #2"), "{labels:?}");
     }
 
     #[test]

@@ -21,8 +21,9 @@ use crate::ingest::record_source::{IngestError, BATCH};
 use crate::ingest::stages::ids::DenseIds;
 use crate::ingest::stages::Stages;
 use crate::model::{
-    AccessRange, AllocId, AllocKind, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind, HostSync, MemoryKind,
-    OpKind, Operation, ProcessId, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo, TraceRecord,
+    AccessRange, AllocId, AllocKind, AnnotatedRange, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind,
+    HostSync, MemoryKind, OpKind, Operation, ProcessId, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo,
+    TraceRecord,
 };
 
 /// What a thread id stands for in an export: a thread by its globalTid, or the one unknown thread of a process
@@ -176,6 +177,20 @@ impl Mapper {
             native: None,
         }));
         id
+    }
+
+    /// An NVTX range of thread `global_tid`, for timelines (host times share the export's clock with GPU times).
+    pub(super) fn annotated_range(&mut self, pid: i64, global_tid: i64, start: i64, end: i64, text: String) {
+        let Some(end) = self.end_after_start(start, end) else { return };
+        let process = self.process(pid);
+        let thread = self.thread(process, Some(global_tid));
+        self.push(TraceRecord::Annotation(AnnotatedRange {
+            process,
+            thread,
+            start_ns: start.max(0) as u64,
+            end_ns: end.max(0) as u64,
+            text: Arc::from(text),
+        }));
     }
 
     /// The API function's name without its version suffix, for a StringIds id.

@@ -28,6 +28,10 @@ use nvtx::RegionCursor;
 use progress::Progress;
 use schema::Lookups;
 
+/// How reports name the format ([`RecordSource::format`](super::RecordSource::format)). Its host and GPU times
+/// share one clock, the session's.
+pub const FORMAT: &str = "Nsight Systems SQLite export";
+
 /// Reads an nsys SQLite export on a background thread.
 pub struct NsysReader;
 
@@ -49,7 +53,7 @@ impl NsysReader {
             ));
         }
         let path = path.to_path_buf();
-        BackgroundReader::spawn("nsys-ingest", "Nsight Systems SQLite export", move |tx| {
+        BackgroundReader::spawn("nsys-ingest", FORMAT, move |tx| {
             let mut mapper = Mapper::new(path.clone(), tx);
             let error = read(&conn, &tables, &path, &mut mapper).err();
             mapper.finish(error)
@@ -80,5 +84,12 @@ fn read(conn: &Connection, tables: &HashSet<String>, path: &Path, mapper: &mut M
         mapper.emit_group(&mut group, &mut regions);
     }
     progress.done();
+    // The ranges themselves, for timelines, once every call has its label.
+    drop(regions);
+    if let Some(stmt) = region_stmt.as_mut() {
+        nvtx::each_range(stmt, |pid, global_tid, start, end, text| {
+            mapper.annotated_range(pid, global_tid, start, end, text)
+        });
+    }
     Ok(())
 }

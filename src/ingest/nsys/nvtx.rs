@@ -1,5 +1,6 @@
 //! NVTX regions: the innermost push/pop or start/end range open on a host thread when it made an API call, used
-//! as the region label of that call's operations. A broken or unfamiliar NVTX table costs labels, not the analysis.
+//! as the region label of that call's operations; and every range with its whole text, for timelines
+//! ([`each_range`]). A broken or unfamiliar NVTX table costs labels, not the analysis.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -37,6 +38,26 @@ pub(super) fn prepare<'c>(
         Err(_) => {
             counters.bump(Counter::NsysNvtxUnreadable, 1);
             None
+        }
+    }
+}
+
+/// Every range the query of [`prepare`] gives, with its text as the program wrote it: (pid, globalTid, start,
+/// end, text). Rows the table holds broken are left out, as region labels leave them out.
+pub(super) fn each_range(stmt: &mut Statement<'_>, mut range: impl FnMut(i64, i64, i64, i64, String)) {
+    let Ok(mut rows) = stmt.query([]) else { return };
+    while let Ok(Some(row)) = rows.next() {
+        let fields = (|| -> rusqlite::Result<_> {
+            Ok((
+                row.get::<_, Option<i64>>(0)?,
+                row.get::<_, Option<i64>>(1)?,
+                row.get::<_, Option<i64>>(2)?,
+                row.get::<_, Option<i64>>(3)?,
+                row.get::<_, Option<String>>(4)?,
+            ))
+        })();
+        if let Ok((Some(pid), Some(start), Some(end), Some(global_tid), Some(text))) = fields {
+            range(pid, global_tid, start, end, text);
         }
     }
 }
