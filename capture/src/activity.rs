@@ -10,7 +10,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 use cudarc::cupti::result::activity;
-use cudarc::cupti::sys::{CUpti_Activity, CUpti_ActivityKind};
+use cudarc::cupti::sys::{
+    CUpti_Activity, CUpti_ActivityKind, CUpti_ActivityUnifiedMemoryCounterConfig,
+    CUpti_ActivityUnifiedMemoryCounterKind, CUpti_ActivityUnifiedMemoryCounterScope,
+};
 
 use crate::control::ENABLED;
 use crate::record::{Call, Entry, Record};
@@ -66,8 +69,10 @@ extern "C" fn buffer_completed(
             // Safety: a record CUPTI returned, inside the buffer; every record starts with its kind.
             let kind = unsafe { (*record).kind };
             if kind == CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER {
-                // Safety: a whole record of that kind, inside the buffer.
-                unsafe { crate::managed_faults::delivered(record as *const u8) };
+                if let Some(sink) = UNIFIED_MEMORY_SINK.get() {
+                    // Safety: a whole record of that kind, inside the buffer, which is what the sink takes.
+                    unsafe { sink(record as *const u8) };
+                }
                 continue;
             }
             if let Some((start, end, correlation)) = time_fields(kind) {
@@ -100,6 +105,29 @@ pub fn register() -> Result<(), String> {
             activity::register_callbacks(Some(buffer_requested), Some(buffer_completed)).map_err(|e| format!("{e:?}"))
         })
         .clone()
+}
+
+/// Where unified-memory counter records go (managed_faults.rs gives its receiver when it asks for them): the
+/// activity buffers are read here, what the records mean is known there.
+static UNIFIED_MEMORY_SINK: std::sync::OnceLock<UnifiedMemorySink> = std::sync::OnceLock::new();
+
+/// Takes one whole CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER record.
+pub type UnifiedMemorySink = unsafe fn(*const u8);
+
+/// Starts CUPTI's unified-memory counter of CPU page faults; each record goes to `sink`.
+pub fn enable_cpu_page_faults(sink: UnifiedMemorySink) -> Result<(), String> {
+    register()?;
+    let _ = UNIFIED_MEMORY_SINK.set(sink);
+    let mut config = CUpti_ActivityUnifiedMemoryCounterConfig {
+        scope:
+            CUpti_ActivityUnifiedMemoryCounterScope::CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE,
+        kind: CUpti_ActivityUnifiedMemoryCounterKind::CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_CPU_PAGE_FAULT_COUNT,
+        deviceId: 0,
+        enable: 1,
+    };
+    // Safety: one configuration structure, a local.
+    unsafe { activity::configure_unified_memory_counter(&mut config, 1) }.map_err(|e| format!("{e:?}"))?;
+    activity::enable(CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER).map_err(|e| format!("{e:?}"))
 }
 
 /// Starts activity tracing of kernels, copies and sets. Failure only costs the GPU times.

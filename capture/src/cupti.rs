@@ -12,8 +12,9 @@ use streamtrace_format::launch;
 
 use crate::calls::{spec_of, CALLS};
 use crate::control::{ENABLED, NOOP};
+use crate::driver_call::ContextKey;
 use crate::driver_call::DriverCall;
-use crate::recording::{self, CallOrigin, ContextKey, ReentryGuard};
+use crate::recording::{self, CallOrigin, ReentryGuard};
 use crate::unwind::Start;
 
 /// The CUPTI library, kept loaded for the life of the process.

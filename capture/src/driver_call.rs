@@ -73,3 +73,10 @@ impl CallContext {
         CallContext { call, context, device, per_thread }
     }
 }
+
+/// How a backend names the call's context: CUPTI gives each a unique id, the Sanitizer API only its handle.
+#[derive(Copy, Clone, Debug)]
+pub enum ContextKey {
+    Uid { uid: u32, handle: *mut c_void },
+    Handle(*mut c_void),
+}

@@ -15,10 +15,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use cudarc::cupti::sys::{
-    CUpti_ActivityKind, CUpti_ActivityUnifiedMemoryCounterConfig, CUpti_ActivityUnifiedMemoryCounterKind,
-    CUpti_ActivityUnifiedMemoryCounterScope,
-};
+use cudarc::cupti::sys::CUpti_ActivityUnifiedMemoryCounterKind;
 use rustc_hash::FxHashMap as HashMap;
 use streamtrace_format::{AllocKind, FaultKind, MemoryKind, WatchState};
 
@@ -94,20 +91,7 @@ pub fn asked() -> bool {
 
 /// Asks CUPTI for CPU page faults on managed memory; says once, plainly, when it will not give them.
 fn enable() {
-    let mut config = CUpti_ActivityUnifiedMemoryCounterConfig {
-        scope:
-            CUpti_ActivityUnifiedMemoryCounterScope::CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE,
-        kind: CUpti_ActivityUnifiedMemoryCounterKind::CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_CPU_PAGE_FAULT_COUNT,
-        deviceId: 0,
-        enable: 1,
-    };
-    let outcome = crate::activity::register().and_then(|()| {
-        // Safety: one configuration structure, a local.
-        unsafe { cudarc::cupti::result::activity::configure_unified_memory_counter(&mut config, 1) }
-            .map_err(|e| format!("{e:?}"))?;
-        cudarc::cupti::result::activity::enable(CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER)
-            .map_err(|e| format!("{e:?}"))
-    });
+    let outcome = crate::activity::enable_cpu_page_faults(delivered);
     match outcome {
         Ok(()) => {
             let mut cupti_now = 0u64;

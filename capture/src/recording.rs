@@ -12,7 +12,7 @@ use crate::call_kinds::{OutsideRanges, StreamForm};
 use crate::calls::CallSpec;
 use crate::control::{disable, CALL_SITES};
 use crate::cost;
-use crate::driver_call::{CallContext, DriverCall};
+use crate::driver_call::{CallContext, ContextKey, DriverCall};
 use crate::fork;
 use crate::origin::{now_ns, thread_id};
 use crate::record::Call;
@@ -38,13 +38,6 @@ impl Drop for ReentryGuard {
     fn drop(&mut self) {
         IN_CAPTURE.with(|flag| flag.set(false));
     }
-}
-
-/// How a backend names the call's context: CUPTI gives each a unique id, the Sanitizer API only its handle.
-#[derive(Copy, Clone, Debug)]
-pub enum ContextKey {
-    Uid { uid: u32, handle: *mut c_void },
-    Handle(*mut c_void),
 }
 
 /// Where a call came from, as the backend's callback data says.

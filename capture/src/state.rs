@@ -16,13 +16,12 @@ use streamtrace_format::{AllocKind, ByteRuns, CopyKind, Coverage, FreeKind, Memo
 
 use crate::args::{launch_pointers, PointerArg};
 use crate::control::{disable, EXACT};
-use crate::driver_call::CallContext;
+use crate::driver_call::{CallContext, ContextKey};
 use crate::functions::{describe, FunctionInfo};
 use crate::graph_record::NodeBody;
 use crate::origin::current_pid;
 use crate::pitched::{PitchedCopyShape, PitchedSide};
 use crate::record::{Batch, Call, ExactAccesses, Record};
-use crate::recording::ContextKey;
 use crate::sites::CallSites;
 use crate::unwind::Start;
 use crate::writer::{self, Writer};

@@ -22,9 +22,10 @@ use streamtrace_format::{launch, Coverage, Unseen};
 
 use crate::calls::{self, spec_of, CALLS};
 use crate::control::{disable, ENABLED, NOOP};
+use crate::driver_call::ContextKey;
 use crate::driver_call::DriverCall;
 use crate::origin::thread_id;
-use crate::recording::{self, CallOrigin, ContextKey, ReentryGuard};
+use crate::recording::{self, CallOrigin, ReentryGuard};
 use crate::state::{state_for_this_process, SeenAccesses, STATE};
 use crate::unwind::Start;
 use api::*;
