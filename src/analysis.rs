@@ -10,6 +10,7 @@ use crate::ingest::{self, ImportCounters, IngestError, RecordSource};
 use crate::model::{JobPlace, TraceRecord};
 use crate::names::Names;
 use crate::resolve::{self, Lookup, Tables};
+use crate::symbols::{BinarySearch, RecordedLines, Symbolizer};
 use crate::timeline::Timeline;
 
 /// Everything a report needs.
@@ -111,8 +112,19 @@ pub fn analyze_path(path: &Path, options: EngineOptions) -> Result<Analysis, Ana
 /// Analyzes the trace at `path` and keeps its timeline (every stream operation and happens-before edge) for the
 /// HTML and Perfetto reports.
 pub fn analyze_path_with_timeline(path: &Path, options: EngineOptions) -> Result<Analysis, AnalysisError> {
+    analyze_path_with(path, options, &BinarySearch::default(), true)
+}
+
+/// Analyzes the trace at `path`, looking for binaries that moved in `binaries`' folders; with its timeline when
+/// `with_timeline`.
+pub fn analyze_path_with(
+    path: &Path,
+    options: EngineOptions,
+    binaries: &BinarySearch,
+    with_timeline: bool,
+) -> Result<Analysis, AnalysisError> {
     let source = ingest::open(path)?;
-    run(&path.display().to_string(), source, options, true)
+    run(&path.display().to_string(), source, options, binaries, with_timeline)
 }
 
 /// Analyzes records from an open source; `name` is how reports refer to the trace.
@@ -121,13 +133,14 @@ pub fn analyze_source(
     source: Box<dyn RecordSource>,
     options: EngineOptions,
 ) -> Result<Analysis, AnalysisError> {
-    run(name, source, options, false)
+    run(name, source, options, &BinarySearch::default(), false)
 }
 
 fn run(
     name: &str,
     mut source: Box<dyn RecordSource>,
     options: EngineOptions,
+    binaries: &BinarySearch,
     with_timeline: bool,
 ) -> Result<Analysis, AnalysisError> {
     let format = source.format();
@@ -140,6 +153,7 @@ fn run(
     let mut order_decided = false;
     let mut timeline = with_timeline.then(Timeline::default);
     let mut names = Names::default();
+    let mut recorded_lines = RecordedLines::default();
     let mut job = None;
     // The capture range open now, and the findings of those that ended.
     let mut open_range: Option<CaptureRange> = None;
@@ -170,8 +184,10 @@ fn run(
                 timeline.observe(record);
             }
             names.observe(record);
-            if let TraceRecord::Job(place) = record {
-                job = Some(*place);
+            match record {
+                TraceRecord::Job(place) => job = Some(*place),
+                TraceRecord::FrameLine(line) => recorded_lines.add(line),
+                _ => {}
             }
             engine.apply(record).map_err(|source| AnalysisError::Engine { path: name.to_string(), source })?;
             if let Some(twin) = by_timestamps.as_mut() {
@@ -219,10 +235,12 @@ fn run(
         }
     }
     // Only what the findings show is symbolized (and the creation sites of the streams and events named).
-    let tables = resolve::resolve(&findings, names);
+    // The timeline's bars are placed by a symbolizer of their own, with the same lines and folders.
+    let timeline_symbols = timeline.is_some().then(|| Symbolizer::new(binaries.clone(), recorded_lines.clone()));
+    let tables = resolve::resolve(&findings, names, Symbolizer::new(binaries.clone(), recorded_lines));
     if let Some(timeline) = timeline.as_mut() {
         // An nsys export's host times are on its GPU times' clock: its API calls and NVTX ranges can be drawn.
-        timeline.finish(&edges, &tables.names, format == ingest::nsys::FORMAT);
+        timeline.finish(&edges, &tables.names, format == ingest::nsys::FORMAT, timeline_symbols.unwrap_or_default());
     }
     Ok(Analysis {
         trace: name.to_string(),

@@ -10,9 +10,10 @@ use std::sync::Mutex;
 
 use anyhow::Context;
 
-use crate::analysis::{analyze_path, analyze_path_with_timeline, Analysis, AnalysisError};
+use crate::analysis::{analyze_path_with, Analysis, AnalysisError};
 use crate::findings::IdShift;
 use crate::hb::EngineOptions;
+use crate::symbols::BinarySearch;
 
 /// One trace of the job and what its analysis gave.
 pub struct JobTrace {
@@ -78,7 +79,12 @@ pub fn traces_in(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 
 /// Analyzes every trace, as many at once as there are cores, and returns them in rank order (traces without a
 /// rank after those with one, by path). `with_timeline` keeps each one's timeline for the HTML report.
-pub fn analyze_job(traces: &[PathBuf], options: EngineOptions, with_timeline: bool) -> Vec<JobTrace> {
+pub fn analyze_job(
+    traces: &[PathBuf],
+    options: EngineOptions,
+    binaries: &BinarySearch,
+    with_timeline: bool,
+) -> Vec<JobTrace> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(traces.len()).max(1);
     let next = AtomicUsize::new(0);
     let done = Mutex::new(Vec::with_capacity(traces.len()));
@@ -87,8 +93,7 @@ pub fn analyze_job(traces: &[PathBuf], options: EngineOptions, with_timeline: bo
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(path) = traces.get(i) else { break };
-                let outcome =
-                    if with_timeline { analyze_path_with_timeline(path, options) } else { analyze_path(path, options) };
+                let outcome = analyze_path_with(path, options, binaries, with_timeline);
                 done.lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .push(JobTrace { path: path.clone(), outcome });

@@ -189,6 +189,7 @@ impl Names {
             | TraceRecord::HostSyncRecorded
             | TraceRecord::RangeBegin { .. }
             | TraceRecord::RangeEnd { .. }
+            | TraceRecord::FrameLine(_)
             | TraceRecord::Annotation(_) => {}
         }
     }
@@ -409,7 +410,7 @@ mod tests {
         for record in records {
             names.observe(record);
         }
-        names.finish(&mut Symbolizer::new())
+        names.finish(&mut Symbolizer::default())
     }
 
     fn name(names: &NameTable, stream: u32) -> Option<&Name> {

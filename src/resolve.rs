@@ -31,8 +31,7 @@ pub struct Tables {
 /// (those ordered only by timing too, and their graph launches), of unrecorded waits and of unordered pairs, and the races' allocations. The
 /// waits on never-recorded events are info that reports list as the engine left them: their sites keep the
 /// trace's lines.
-pub fn resolve(findings: &Findings, names: Names) -> Tables {
-    let mut symbols = Symbolizer::new();
+pub fn resolve(findings: &Findings, names: Names, mut symbols: Symbolizer) -> Tables {
     // Names first: the creation sites of streams and events are the first frames asked for.
     let names = names.finish(&mut symbols);
     let mut pass = Pass {

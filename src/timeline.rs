@@ -353,8 +353,14 @@ impl Timeline {
     /// Places the bars, keeps as lanes the streams that ran something (named by `names`), turns the engine's
     /// edges into arrows between bars, and, where `host_on_gpu_clock` (the trace's host times and GPU times
     /// share a clock, as an nsys export's do), lays out the host threads' API calls and NVTX ranges as rows.
-    pub fn finish(&mut self, edges: &[HbEdge], names: &NameTable, host_on_gpu_clock: bool) {
-        self.place_ops();
+    pub fn finish(
+        &mut self,
+        edges: &[HbEdge],
+        names: &NameTable,
+        host_on_gpu_clock: bool,
+        symbolizer: crate::symbols::Symbolizer,
+    ) {
+        self.place_ops(symbolizer);
         for op in &mut self.ops {
             if let Some(&(start, end)) = op.correlation.and_then(|c| self.gpu_times.get(&c)) {
                 (op.start_ns, op.end_ns) = (start, end.max(start));
@@ -403,8 +409,7 @@ impl Timeline {
 
     /// Each bar's line in words: the native call sites symbolized once each (only those of operations that have
     /// no framework line).
-    fn place_ops(&mut self) {
-        let mut symbolizer = crate::symbols::Symbolizer::new();
+    fn place_ops(&mut self, mut symbolizer: crate::symbols::Symbolizer) {
         let mut placed: rustc_hash::FxHashMap<NativeSite, Option<Arc<str>>> = rustc_hash::FxHashMap::default();
         for op in &mut self.ops {
             if let Some(site) = op.native.take() {

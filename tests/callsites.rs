@@ -154,3 +154,68 @@ fn a_binary_rebuilt_since_the_capture_is_not_trusted() {
     assert!(report.contains("app+0x"), "{report}");
     assert!(json["import"].to_string().contains("another build"), "{}", json["import"]);
 }
+
+/// The committed capture of samples/cuda/two_streams_race.cu with its `frame_line` records (written by the capture
+/// at exit where the binary was: benches/gpu_sourcelines.sh), analyzed here, where that binary is not.
+const CAPTURE_WITH_LINES: &str = "samples/capture/cuda-lines/two_streams_race.json";
+
+#[test]
+fn lines_the_capture_wrote_need_no_binary() {
+    let run = |format: &str| {
+        let out = crate::util::binary()
+            .current_dir(repo())
+            .args(["analyze", CAPTURE_WITH_LINES, "--format", format])
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(1), "a race: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let json: Value = serde_json::from_str(&run("json")).expect("JSON report");
+    let race = &json["races"][0];
+    let line = |place: &Value| {
+        let file = place["file"].as_str().unwrap_or("");
+        assert!(file.ends_with("two_streams_race.cu"), "{place:#}");
+        assert_eq!(place["function"], "main", "{place:#}");
+        place["line"].as_u64().unwrap_or(0)
+    };
+    assert_eq!(line(&race["earlier"]["site"]["source"]), 9, "the first launch");
+    assert_eq!(line(&race["later"]["site"]["source"]), 10, "the second launch");
+    assert_eq!(line(&race["earlier"]["site"]["stream"]["created_at"]), 7, "stream a");
+    assert_eq!(line(&race["later"]["site"]["stream"]["created_at"]), 8, "stream b");
+    assert_eq!(line(&race["allocation"]["source"]), 5, "the cudaMalloc");
+    let counters = json["import"].to_string();
+    assert!(!counters.contains("symbols.unreadable_modules"), "no binary was needed: {counters}");
+    let text = run("text");
+    for line in [5, 9, 10] {
+        assert!(text.contains(&format!("two_streams_race.cu:{line} in main")), "line {line}:\n{text}");
+    }
+    for line in [7, 8] {
+        assert!(text.contains(&format!("two_streams_race.cu:{line}")), "stream created at line {line}:\n{text}");
+    }
+    assert!(!text.contains("not on this machine"), "{text}");
+}
+
+#[test]
+fn a_moved_binary_is_found_in_a_binary_dir_and_a_missing_one_is_said() {
+    let test = "a_moved_binary_is_found_in_a_binary_dir_and_a_missing_one_is_said";
+    let dir = scratch_dir("callsites/moved");
+    let Some(binary) = compile(test, &dir, "app", &["-g", "-O0"]) else { return };
+    // The trace names the binary where it was built on another machine.
+    let elsewhere = "/nonexistent/build-machine/app";
+    let path = dir.join("trace.json");
+    std::fs::write(&path, trace(&binary, &binary).replace(&*binary.display().to_string(), elsewhere)).expect("trace");
+    let run = |extra: &[&str]| {
+        let out =
+            crate::util::binary().args(["analyze", path.to_str().expect("utf-8")]).args(extra).output().expect("runs");
+        assert_eq!(out.status.code(), Some(1), "a race: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let missing = run(&[]);
+    assert_eq!(missing.matches("not on this machine").count(), 1, "said once:\n{missing}");
+    assert!(missing.contains(elsewhere) && missing.contains("--binary-dir"), "{missing}");
+    assert!(missing.contains("app+0x"), "module+offset:\n{missing}");
+    let found = run(&["--binary-dir", "/nonexistent/other", "--binary-dir", dir.to_str().expect("utf-8")]);
+    let fill = format!("app.c:{} in launch_fill", line_of("int launch_fill"));
+    assert!(found.contains(&fill), "found in the second folder:\n{found}");
+    assert!(!found.contains("not on this machine"), "{found}");
+}

@@ -1,5 +1,6 @@
-//! At exit: the last GPU times and managed faults, the `host_watch` and `capture_stats` records, and every
-//! record not yet written (also those the host watch held back). Registered with
+//! At exit: the last GPU times and managed faults, the `host_watch` and `capture_stats` records, the source
+//! lines of the call sites (frame_lines.rs), and every record not yet written (also those the host watch held
+//! back). Registered with
 //! atexit by setup.rs; touches the state, the writer's drain and CUPTI's activity buffers.
 
 use std::sync::atomic::Ordering;
@@ -39,6 +40,11 @@ pub extern "C" fn flush_at_exit() {
                     }
                     let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: 0, site: 0 };
                     crate::host_watch::at_exit(state, call);
+                    let mut lines = Vec::new();
+                    crate::frame_lines::frame_lines(&state.sites, |record| lines.push(record));
+                    for record in lines {
+                        state.emit(call, record);
+                    }
                     state.emit(call, capture_stats());
                     state.writer.handle()
                 }

@@ -25,6 +25,7 @@ mod cost;
 mod cupti;
 pub mod driver_call;
 mod fork;
+mod frame_lines;
 mod framework;
 mod functions;
 pub mod graph_params;

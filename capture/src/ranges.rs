@@ -312,6 +312,7 @@ fn kept_outside(record: &Record) -> bool {
         | Record::CaptureStats { .. }
         | Record::Module { .. }
         | Record::Callsite { .. }
+        | Record::FrameLine { .. }
         | Record::HostRelease { .. }
         | Record::HostAcquire { .. }
         | Record::HostWatch { .. }

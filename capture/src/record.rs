@@ -170,6 +170,17 @@ pub enum Record {
         id: u32,
         frames: Arc<[u64]>,
     },
+    /// At exit: one of the functions a return address of a module sits in, with its line (frame_lines.rs).
+    FrameLine {
+        path: Arc<str>,
+        /// As the file states it.
+        address: u64,
+        depth: u32,
+        function: Option<Arc<str>>,
+        /// `file:line`.
+        source: Option<String>,
+        offset: Option<u64>,
+    },
     /// The calling thread releases what it knows under `object`, a snapshot id of the capture's own
     /// (host_sync/): written where a thread that learned something since its last release releases a program's
     /// lock, posts a semaphore, creates a thread or ends.
@@ -253,6 +264,7 @@ impl Record {
             | Record::OpBegin
             | Record::Module { .. }
             | Record::Callsite { .. }
+            | Record::FrameLine { .. }
             | Record::HostRelease { .. }
             | Record::HostFunc { .. }
             | Record::HostWatch { .. }
@@ -547,6 +559,20 @@ impl Entry {
             Record::Callsite { id, frames } => {
                 let mut line = RecordLine::begin(out, RecordKind::Callsite);
                 line.number(Field::Id, *id).addresses(Field::Frames, frames.iter().copied());
+                line
+            }
+            Record::FrameLine { path, address, depth, function, source, offset } => {
+                let mut line = RecordLine::begin(out, RecordKind::FrameLine);
+                line.string(Field::Path, path).address(Field::Addr, *address).number(Field::Depth, *depth);
+                if let Some(function) = function {
+                    line.string(Field::Name, function);
+                }
+                if let Some(source) = source {
+                    line.string(Field::Src, source);
+                }
+                if let Some(offset) = offset {
+                    line.number(Field::Offset, *offset);
+                }
                 line
             }
             Record::HostRelease { object, api } | Record::HostAcquire { object, api } => {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::record::Record;
-use crate::unwind::{Frames, StackWords, Start, Unwinder, Walk, WalkStats};
+use crate::unwind::{Frames, ModuleInfo, StackWords, Start, Unwinder, Walk, WalkStats};
 
 pub struct CallSites {
     unwinder: Unwinder,
@@ -27,6 +27,12 @@ impl Default for CallSites {
 impl CallSites {
     pub fn new() -> CallSites {
         CallSites::with(Unwinder::new())
+    }
+
+    /// Call sites that keep the capture library's own frames (tests: the test binary is the program there).
+    #[cfg(test)]
+    pub(crate) fn keeping_own_frames() -> CallSites {
+        CallSites::with(Unwinder::keeping_own_frames())
     }
 
     fn with(unwinder: Unwinder) -> CallSites {
@@ -94,6 +100,28 @@ impl CallSites {
             Some(&id) => id,
             None => self.declare(&mut emit),
         })
+    }
+
+    /// Each declared module with the distinct return addresses of the declared call sites that it maps, for
+    /// the lines written at exit (frame_lines.rs).
+    pub fn declared_frames(&self) -> Vec<(&ModuleInfo, Vec<u64>)> {
+        let mut modules: Vec<(&ModuleInfo, Vec<u64>)> = (0..self.declared.len())
+            .filter(|&index| self.declared[index])
+            .filter_map(|index| self.unwinder.module(index as u16))
+            .map(|module| (module, Vec::new()))
+            .collect();
+        for frames in self.ids.keys() {
+            for &address in frames.iter() {
+                if let Some((_, addresses)) = modules.iter_mut().find(|(m, _)| (m.start..m.end).contains(&address)) {
+                    addresses.push(address);
+                }
+            }
+        }
+        for (_, addresses) in &mut modules {
+            addresses.sort_unstable();
+            addresses.dedup();
+        }
+        modules
     }
 
     pub fn stats(&self) -> WalkStats {

@@ -156,6 +156,12 @@ names!(
         /// A native call site: the return addresses of the calling frames, innermost first; records name it
         /// by id in their `site` field.
         Callsite = "callsite",
+        /// At exit, where the binaries were: what one return address of a module's call sites is in the
+        /// program's source, one record per function the call sits in (inlined ones first, `depth` 0 the
+        /// innermost), so that a trace read on another machine names `file:line in function` without the
+        /// binary there. Records of one address share `path` and `addr` (the address as the file states it,
+        /// the load bias taken off).
+        FrameLine = "frame_line",
         /// The thread releases what it knows into the host synchronization object `object` (DESIGN.md rule 10;
         /// ThreadSanitizer's release): the object's clock joins the thread's host clock.
         HostRelease = "host_release",
@@ -251,6 +257,10 @@ names!(
         Base = "base",
         /// A module's GNU build id, in hex: symbolizing checks that the file read is the one that was loaded.
         BuildId = "build_id",
+        /// `frame_line`: which of the functions an address sits in (0: the innermost, inlined one).
+        Depth = "depth",
+        /// `frame_line` from a symbol table only: how far past the function's start the address is.
+        Offset = "offset",
         /// A kernel launch recorded by the exact-access backend (`--exact`): how much of what it touched its
         /// `reads` and `writes` show (see [`Coverage`]).
         Coverage = "coverage",
@@ -457,6 +467,7 @@ impl RecordKind {
             RecordKind::Creation => &[F::Stream, F::Event, F::Label],
             RecordKind::Module => &[F::Path, F::Base, F::Addr, F::Size, F::BuildId],
             RecordKind::Callsite => &[F::Id, F::Frames],
+            RecordKind::FrameLine => &[F::Path, F::Addr, F::Depth, F::Name, F::Offset],
             RecordKind::HostRelease | RecordKind::HostAcquire => &[F::Object],
             RecordKind::RangeBegin => &[F::Id, F::Name],
             RecordKind::RangeEnd => &[F::Id],

@@ -7,11 +7,12 @@ use std::time::Instant;
 use anyhow::Context;
 
 use super::args::{AnalyzeArgs, OutputFormat};
-use crate::analysis::{analyze_path, analyze_path_with_timeline};
+use crate::analysis::analyze_path_with;
 use crate::hb::EngineOptions;
 use crate::job;
 use crate::output::write_atomically;
 use crate::report::{html::HtmlReport, json::JsonReport, perfetto::PerfettoReport, text::TextReport, Report};
+use crate::symbols::BinarySearch;
 
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
     let started = Instant::now();
@@ -20,11 +21,8 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
     if args.trace.is_dir() {
         return run_job(args, options);
     }
-    let analysis = if wants_timeline {
-        analyze_path_with_timeline(&args.trace, options)?
-    } else {
-        analyze_path(&args.trace, options)?
-    };
+    let binaries = BinarySearch { dirs: args.binary_dir.clone() };
+    let analysis = analyze_path_with(&args.trace, options, &binaries, wants_timeline)?;
     let elapsed = started.elapsed();
     // A trace of several capture ranges (`--capture-range-end=repeat`): a section per range, as a job's traces.
     if analysis.ranges.len() > 1 {
@@ -103,7 +101,8 @@ fn run_job(args: &AnalyzeArgs, options: EngineOptions) -> anyhow::Result<u8> {
     if traces.is_empty() {
         anyhow::bail!("{} holds no trace (*.json)", args.trace.display());
     }
-    let analyzed = job::analyze_job(&traces, options, args.html.is_some());
+    let binaries = BinarySearch { dirs: args.binary_dir.clone() };
+    let analyzed = job::analyze_job(&traces, options, &binaries, args.html.is_some());
     let write = |out: &mut dyn Write| match args.format {
         OutputFormat::Text => super::job::write_text(&analyzed, out),
         OutputFormat::Json => super::job::write_json(&args.trace, &analyzed, out),

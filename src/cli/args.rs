@@ -80,6 +80,11 @@ pub struct AnalyzeArgs {
     /// Print throughput and peak memory to standard error.
     #[arg(long)]
     pub timing: bool,
+    /// A folder to look in for the program's binaries (executables, shared libraries) when they are not at the
+    /// path the trace names, as on another machine than the one that ran it (repeatable; a file of the same name
+    /// is taken when its build id is the one that ran). Lines the capture wrote into the trace need none.
+    #[arg(long, value_name = "DIR")]
+    pub binary_dir: Vec<std::path::PathBuf>,
     /// Also write a self-contained HTML timeline report to this file.
     #[arg(long)]
     pub html: Option<PathBuf>,

@@ -16,6 +16,7 @@ use crate::hb::EngineOptions;
 use crate::job;
 use crate::output::output_dir;
 use crate::report::{text::TextReport, Report};
+use crate::symbols::BinarySearch;
 
 /// The injected library's file name, looked for beside the streamtrace binary.
 const LIBRARY: &str = "libstreamtrace_capture.so";
@@ -204,7 +205,7 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
         }
         // Every process's trace at once (a launcher such as torchrun starts one process per GPU), then one
         // report in rank order.
-        let analyzed = job::analyze_job(&traces, EngineOptions::default(), false);
+        let analyzed = job::analyze_job(&traces, EngineOptions::default(), &BinarySearch::default(), false);
         let stderr = std::io::stderr();
         let mut out = stderr.lock();
         if analyzed.len() > 1 {

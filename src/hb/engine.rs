@@ -69,6 +69,7 @@ impl Engine {
             | TraceRecord::GroupStream(_)
             | TraceRecord::Job(_)
             | TraceRecord::RangeEnd { .. }
+            | TraceRecord::FrameLine(_)
             | TraceRecord::Annotation(_) => Ok(()),
             TraceRecord::RangeBegin { process, .. } => {
                 self.range_begins(*process);

@@ -30,5 +30,5 @@ pub use ops::{
 };
 pub use range::{AccessRange, RangeError};
 pub use record::TraceRecord;
-pub use source::{NativeFrame, NativeModule, NativeSite, SourceLocation};
+pub use source::{NativeFrame, NativeModule, NativeSite, RecordedLine, SourceLocation};
 pub use view::{ByteDim, ElementDim, StridedView, ViewBytes, ViewError};

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::entities::{AnnotatedRange, Creation, EventInfo, GroupStream, JobPlace, StreamInfo, ThreadInfo};
 use super::ids::ProcessId;
 use super::ops::Operation;
+use super::source::RecordedLine;
 
 /// One item of a trace in host issue order: an entity coming into existence, or an operation.
 // Operations dominate the stream and are moved by value; boxing them would cost an allocation each.
@@ -51,4 +52,7 @@ pub enum TraceRecord {
     },
     /// A range the program annotated on a host thread (NVTX), for timelines: orders nothing.
     Annotation(AnnotatedRange),
+    /// What one return address of a native call site is in the program's source, as the capture found it at
+    /// exit: for the symbolizer, after the analysis; orders nothing.
+    FrameLine(RecordedLine),
 }

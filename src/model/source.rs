@@ -67,6 +67,23 @@ impl NativeModule {
     }
 }
 
+/// What the capture said, at the program's exit where its binaries were, about one return address of a module
+/// (a `frame_line` record): one of the functions the call sits in, `depth` 0 the innermost (inlined) one, with
+/// its line, or from a symbol table only the function and how far into it the address is. The symbolizer takes
+/// these before reading any binary, so a trace names its lines on a machine without the program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedLine {
+    /// The module's path, as its `module` record gave it.
+    pub module: Arc<str>,
+    /// The return address as the file states it (the load bias taken off).
+    pub address: u64,
+    pub depth: u32,
+    pub function: Option<Arc<str>>,
+    pub file: Option<Arc<str>>,
+    pub line: Option<u32>,
+    pub offset: Option<u64>,
+}
+
 /// One frame of a native call site: a return address, and the module that maps it when the trace said.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NativeFrame {

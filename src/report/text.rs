@@ -291,6 +291,7 @@ impl Report for TextReport {
                 lost.counter.name()
             )?;
         }
+        write_missing_binaries(out, analysis)?;
         let stats = &analysis.stats;
         write_host_order(out, analysis)?;
         let occurrences: u64 = findings.races.iter().map(|r| r.count).sum();
@@ -322,6 +323,25 @@ impl Report for TextReport {
         }
         Ok(())
     }
+}
+
+/// Binaries the trace names that a finding's frames needed and that are not here, said once.
+fn write_missing_binaries(out: &mut dyn io::Write, analysis: &Analysis) -> io::Result<()> {
+    let missing = &analysis.tables.symbols.missing_binaries;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = missing.iter().map(|path| printable(path).into_owned()).collect();
+    writeln!(
+        out,
+        "Note: {} named by the trace {} not on this machine, so {} frames are shown as module+offset; \
+         --binary-dir DIR looks for {} elsewhere: {}",
+        if missing.len() == 1 { "a binary" } else { "binaries" },
+        if missing.len() == 1 { "is" } else { "are" },
+        if missing.len() == 1 { "its" } else { "their" },
+        if missing.len() == 1 { "it" } else { "them" },
+        list.join(", ")
+    )
 }
 
 /// Which order the host threads were taken in, where the trace has more than one.

@@ -73,7 +73,7 @@ pub fn classify(module_path: Option<&str>, function: Option<&str>, file: Option<
 /// `__device_stub__Z4stepPf(float*)` -> `step(float*)`), whose host wrapper calls the stub.
 pub fn kernel_of_stub(function: &str) -> Option<String> {
     let mangled = function.strip_prefix("__device_stub__")?.split('(').next()?;
-    Some(super::binary::demangle(&format!("_{mangled}")))
+    Some(super::demangle(&format!("_{mangled}")))
 }
 
 /// Whether two demangled names are the same function, parameters aside (line tables and symbol tables may spell

@@ -5,33 +5,78 @@
 //! (`locate_program`, for crate::names).
 //!
 //! Lazy: only the call sites that findings hold are symbolized (crate::resolve asks), once each, after the
-//! analysis; each binary is read once, the first time one of its frames is asked for (binary.rs). What could not
-//! be read is counted here ([`SymbolCounts`]), not among the import's counters.
+//! analysis. What the capture wrote into the trace at exit (`frame_line` records, [`RecordedLines`]) is taken
+//! first: it was read where the binaries were. Otherwise each binary is read once, the first time one of its
+//! frames is asked for (the streamtrace-symbols crate), at the path the trace names or, moved, in one of the
+//! folders the user named ([`BinarySearch`]). What could not be read is counted here ([`SymbolCounts`]), not
+//! among the import's counters.
 
-mod binary;
 mod frames;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
+use streamtrace_symbols::{Binary, Symbolized};
 
-use crate::model::{NativeFrame, NativeSite, SourceLocation};
-pub use binary::demangle;
-use binary::{Binary, Symbolized};
+use crate::model::{NativeFrame, NativeSite, RecordedLine, SourceLocation};
 use frames::{classify, is_startup_code, kernel_of_stub, module_class, same_function, FrameClass};
+pub use streamtrace_symbols::demangle;
+
+/// Where binaries that are not at the path the trace names may be: folders the user named (`--binary-dir`),
+/// searched in order for a file of the same name (its build id is checked as at its own path).
+#[derive(Clone, Debug, Default)]
+pub struct BinarySearch {
+    pub dirs: Vec<PathBuf>,
+}
+
+/// What the trace's `frame_line` records said, by module path and address as the file states it; each
+/// address's entries innermost first.
+#[derive(Clone, Debug, Default)]
+pub struct RecordedLines(HashMap<(Arc<str>, u64), Vec<Symbolized>>);
+
+impl RecordedLines {
+    pub fn add(&mut self, line: &RecordedLine) {
+        let entries = self.0.entry((line.module.clone(), line.address)).or_default();
+        let depth = line.depth as usize;
+        if entries.len() <= depth {
+            entries.resize(depth + 1, Symbolized::default());
+        }
+        entries[depth] = Symbolized {
+            function: line.function.clone(),
+            offset: line.offset,
+            file: line.file.clone(),
+            line: line.line,
+        };
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Why a binary's frames are shown as `module+offset`.
+#[derive(Debug)]
+enum Unreadable {
+    /// Not at its path, nor in a `--binary-dir` folder.
+    Missing,
+    /// There, but not readable, not ELF, or another build.
+    Other(String),
+}
 
 /// Reads binaries as their frames are asked for, and remembers what each call site came to.
 #[derive(Default)]
 pub struct Symbolizer {
+    search: BinarySearch,
+    recorded: RecordedLines,
     /// Each module file read (or why it could not be).
-    binaries: HashMap<Arc<str>, Result<Binary, String>>,
+    binaries: HashMap<Arc<str>, Result<Binary, Unreadable>>,
     sites: HashMap<NativeSite, Option<SourceLocation>>,
 }
 
 impl Symbolizer {
-    pub fn new() -> Symbolizer {
-        Symbolizer::default()
+    pub fn new(search: BinarySearch, recorded: RecordedLines) -> Symbolizer {
+        Symbolizer { search, recorded, ..Symbolizer::default() }
     }
 
     /// Where a call site is in the program's words: its program frame, else its first library frame; None
@@ -98,24 +143,58 @@ impl Symbolizer {
     /// names no module for it or its file cannot be read).
     fn symbolize(&mut self, frame: &NativeFrame) -> Vec<Symbolized> {
         let Some(module) = &frame.module else { return vec![Symbolized::default()] };
+        let address = frame.address.wrapping_sub(module.bias);
+        if let Some(recorded) = self.recorded.0.get(&(module.path.clone(), address)) {
+            return recorded.clone();
+        }
+        let search = &self.search;
         let binary = self
             .binaries
             .entry(module.path.clone())
-            .or_insert_with(|| Binary::open(Path::new(&*module.path), module.build_id.as_deref()));
+            .or_insert_with(|| open_binary(search, &module.path, module.build_id.as_deref()));
         match binary {
-            Ok(binary) => binary.symbolize(frame.address.wrapping_sub(module.bias)),
+            Ok(binary) => binary.symbolize(address),
             Err(_) => vec![Symbolized::default()],
         }
     }
 
     /// What could not be read so far: the binaries whose frames are shown as `module+offset`, with the first
-    /// reason.
+    /// reason, and those not on this machine at all, by path.
     pub fn counts(&self) -> SymbolCounts {
-        let unreadable: Vec<&String> = self.binaries.values().filter_map(|b| b.as_ref().err()).collect();
-        SymbolCounts {
-            unreadable_modules: unreadable.len() as u64,
-            first_unreadable: unreadable.first().map(|reason| reason.to_string()),
+        let mut missing: Vec<Arc<str>> = Vec::new();
+        let mut other: Vec<&String> = Vec::new();
+        for (path, binary) in &self.binaries {
+            match binary {
+                Err(Unreadable::Missing) => missing.push(path.clone()),
+                Err(Unreadable::Other(reason)) => other.push(reason),
+                Ok(_) => {}
+            }
         }
+        missing.sort();
+        other.sort();
+        let first_unreadable = missing
+            .first()
+            .map(|path| format!("{path} is not on this machine"))
+            .or_else(|| other.first().map(|r| r.to_string()));
+        SymbolCounts {
+            unreadable_modules: (missing.len() + other.len()) as u64,
+            first_unreadable,
+            missing_binaries: missing,
+        }
+    }
+}
+
+/// The binary at `path`, else a file of its name in one of the search folders (the first there is).
+fn open_binary(search: &BinarySearch, path: &str, build_id: Option<&str>) -> Result<Binary, Unreadable> {
+    let at = Path::new(path);
+    let moved = || {
+        let name = at.file_name()?;
+        search.dirs.iter().map(|dir| dir.join(name)).find(|candidate| candidate.is_file())
+    };
+    let found = if at.is_file() { Some(at.to_path_buf()) } else { moved() };
+    match found {
+        Some(file) => Binary::open(&file, build_id).map_err(Unreadable::Other),
+        None => Err(Unreadable::Missing),
     }
 }
 
@@ -126,6 +205,9 @@ pub struct SymbolCounts {
     pub unreadable_modules: u64,
     /// Why the first of them could not be.
     pub first_unreadable: Option<String>,
+    /// The binaries the trace names whose frames a report needed and that are not on this machine (not at
+    /// their path, nor in a `--binary-dir` folder), by path.
+    pub missing_binaries: Vec<Arc<str>>,
 }
 
 impl SymbolCounts {
@@ -203,12 +285,13 @@ mod tests {
             NativeFrame { address: 0x5555_0000_1234, module: Some(module.clone()) },
             NativeFrame { address: 0x7f00_0000_0010, module: None },
         ]);
-        let mut symbolizer = Symbolizer::new();
+        let mut symbolizer = Symbolizer::default();
         let located = symbolizer.locate(&site).expect("a frame");
         assert_eq!(located.to_string(), "app+0x1234");
         let counts = symbolizer.counts();
         assert_eq!(counts.unreadable_modules, 1);
+        assert_eq!(counts.missing_binaries, vec![Arc::<str>::from("/nonexistent/build/app")]);
         let first = counts.first_unreadable.unwrap_or_default();
-        assert!(first.contains("cannot read /nonexistent/build/app"), "{first}");
+        assert!(first.contains("/nonexistent/build/app is not on this machine"), "{first}");
     }
 }

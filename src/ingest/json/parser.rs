@@ -26,7 +26,7 @@ use crate::ingest::stages::ids::DenseIds;
 use crate::ingest::stages::Stages;
 use crate::model::{
     normalize_region, AllocId, ContextId, DeviceId, EventId, JobPlace, NativeSite, OpKind, Operation, ProcessId,
-    SourceLocation, StreamId, ThreadId, ThreadInfo, TraceRecord,
+    RecordedLine, SourceLocation, StreamId, ThreadId, ThreadInfo, TraceRecord,
 };
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -278,6 +278,22 @@ impl JsonTraceParser {
         }
     }
 
+    /// A `frame_line` record: what the capture found one return address of a module to be at exit.
+    fn source_line(&mut self, raw: &RawRecord) -> Result<RecordedLine, Problem> {
+        let module = raw.path.as_deref().ok_or_else(|| Problem::malformed("frame_line without `path`"))?;
+        let address = raw.addr.ok_or_else(|| Problem::malformed("frame_line without `addr`"))?.0;
+        let location = raw.src.as_deref().map(|src| self.source(src));
+        Ok(RecordedLine {
+            module: self.intern(module),
+            address,
+            depth: raw.depth.unwrap_or(0),
+            function: raw.name.as_deref().map(|name| self.intern(name)),
+            file: location.as_ref().map(|l| l.file.clone()),
+            line: location.and_then(|l| l.line),
+            offset: raw.offset,
+        })
+    }
+
     /// Turns a record of a known kind into what it means: an entity, a frame boundary, or an operation.
     fn convert(&mut self, line: u64, kind: RecordKind, raw: RawRecord, out: &mut Batch) -> Result<(), Problem> {
         self.counters.bump(Counter::JsonRecords, 1);
@@ -320,6 +336,10 @@ impl JsonTraceParser {
                 self.counters.bump(Counter::JsonCallSites, 1);
                 return Ok(());
             }
+            RecordKind::FrameLine => {
+                out.push(Ok(TraceRecord::FrameLine(self.source_line(&raw)?)));
+                return Ok(());
+            }
             RecordKind::HostWatch => return self.host_watch(&raw),
             RecordKind::GpuTime => {
                 // GPU start and end of an operation, delivered by CUPTI after the fact: for timelines, not for
@@ -352,6 +372,7 @@ impl JsonTraceParser {
             | RecordKind::Module
             | RecordKind::Callsite
             | RecordKind::HostWatch
+            | RecordKind::FrameLine
             | RecordKind::RangeBegin
             | RecordKind::RangeEnd => return Ok(()),
             RecordKind::OpBegin | RecordKind::CallBegin => return self.frame_begin(kind, process, thread, raw),

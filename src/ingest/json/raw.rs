@@ -213,6 +213,8 @@ pub(super) struct RawRecord<'a> {
     pub base: Option<Address>,
     #[serde(borrow)]
     pub build_id: Option<Cow<'a, str>>,
+    pub depth: Option<u32>,
+    pub offset: Option<u64>,
     #[serde(borrow)]
     pub process_group: Option<Cow<'a, str>>,
     #[serde(borrow)]
@@ -301,6 +303,8 @@ impl RawRecord<'_> {
         note(self.path.is_some(), Field::Path);
         note(self.base.is_some(), Field::Base);
         note(self.build_id.is_some(), Field::BuildId);
+        note(self.depth.is_some(), Field::Depth);
+        note(self.offset.is_some(), Field::Offset);
         note(self.process_group.is_some(), Field::ProcessGroup);
         note(self.coverage.is_some(), Field::Coverage);
         note(self.unseen.is_some(), Field::Unseen);
