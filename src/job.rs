@@ -139,7 +139,7 @@ impl JobSummary {
     pub fn line(&self) -> String {
         let s = |n: usize| if n == 1 { "" } else { "s" };
         let mut text = format!(
-            "JOB SUMMARY: streamtrace: {} trace{}: {} race{} and {} wait{} on never-recorded events",
+            "JOB SUMMARY: streamtrace: {} trace{}: {} race{} and {} wait{} before the event's record",
             self.traces,
             s(self.traces),
             self.races,

@@ -18,6 +18,9 @@ pub struct Tables {
     pub names: NameTable,
     /// By [`SiteId`]: the line the site is shown at.
     sources: Vec<Option<SourceLocation>>,
+    /// By [`SiteId`]: the frames a text report lists for the site (its native call site's, from the frame
+    /// `sources` names on), for the sites the findings show that have no line from the trace.
+    stacks: Vec<Vec<SourceLocation>>,
     /// By [`SiteId`]: for a graph node, where its graph was launched.
     launches: Vec<Option<SourceLocation>>,
     /// By [`NativeId`]: the native call sites symbolized (those the findings show), where they are in the
@@ -40,6 +43,7 @@ pub fn resolve(findings: &Findings, names: Names, mut symbols: Symbolizer) -> Ta
         tables: Tables {
             names,
             sources: findings.sites.iter().map(|site| site.source.clone()).collect(),
+            stacks: vec![Vec::new(); findings.sites.len()],
             launches: findings
                 .sites
                 .iter()
@@ -95,6 +99,7 @@ impl Pass<'_> {
         }
         if let (None, Some(native)) = (&self.tables.sources[id.index()], site.native) {
             self.tables.sources[id.index()] = self.locate(native);
+            self.tables.stacks[id.index()] = self.symbols.stack(self.findings.native(native));
         }
     }
 }
@@ -105,6 +110,7 @@ impl Tables {
     pub fn append(&mut self, other: &Tables) {
         self.names.append(&other.names);
         self.sources.extend(other.sources.iter().cloned());
+        self.stacks.extend(other.stacks.iter().cloned());
         self.launches.extend(other.launches.iter().cloned());
         self.natives.extend(other.natives.iter().cloned());
     }
@@ -125,6 +131,15 @@ impl<'a> Lookup<'a> {
     /// The line a site is shown at: the trace's, else its native call site's.
     pub fn source(&self, id: SiteId) -> Option<&'a SourceLocation> {
         self.tables.sources.get(id.index()).and_then(Option::as_ref)
+    }
+
+    /// The frames a report lists for a site, innermost first: its native call site's program frames, else its
+    /// one line (the trace's), else none.
+    pub fn frames(&self, id: SiteId) -> Vec<&'a SourceLocation> {
+        match self.tables.stacks.get(id.index()) {
+            Some(stack) if !stack.is_empty() => stack.iter().collect(),
+            _ => self.source(id).into_iter().collect(),
+        }
     }
 
     /// Where a graph node's graph was launched.

@@ -1,14 +1,14 @@
 //! Runs the built `streamtrace` binary on the traces shipped in samples/ and on bad input, and checks the
 //! verdict, the exit status and the JSON report.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use crate::util::{analyze_json, repo, scratch_dir, scratch_file, streamtrace};
 
 /// Ground truth of every sample in samples/json (also listed in samples/json/README.md): the races as
-/// (kind, earlier site, later site, count), and the number of waits on never-recorded events.
+/// (kind, earlier site, later site, count), and the number of waits before their event's record.
 fn expected(sample: &str) -> (Vec<(&'static str, &'static str, &'static str, u64)>, usize) {
     match sample {
         "two_streams_race.json" => (vec![("write-after-write", "fill", "scale", 1)], 0),
@@ -191,10 +191,14 @@ fn json_report_follows_its_schema() {
 fn text_report_names_both_operations_the_allocation_and_the_fix() {
     let out = streamtrace(&["analyze", "samples/json/two_streams_race.json"]);
     assert_eq!(out.status.code(), Some(1));
-    let text = String::from_utf8(out.stdout).expect("utf-8");
-    assert!(text.contains("WARNING: streamtrace: data race (write-after-write)"), "{text}");
-    assert!(text.contains("kernel `scale` on stream 13 (non-blocking)"), "{text}");
-    assert!(text.contains("Previous write of 4096 bytes at 0x7f0000000000 by kernel `fill` on stream 7"), "{text}");
+    let text = crate::util::words(&String::from_utf8(out.stdout).expect("utf-8"));
+    assert!(text.contains("WARNING: streamtrace: data race (write-after-write) between fill and scale"), "{text}");
+    assert!(text.contains("by kernel scale on stream 13, host thread"), "{text}");
+    assert!(text.contains("Previous write of 4096 bytes at 0x7f0000000000 by kernel fill on stream 7"), "{text}");
+    assert!(
+        text.contains("Streams: stream 13 (non-blocking) stream 7 (non-blocking)"),
+        "each stream described once: {text}"
+    );
     assert!(text.contains("allocation 1 `buf`"), "{text}");
     assert!(text.contains("allocated at app.cu:20"), "{text}");
     assert!(text.contains("Fix: record an event on stream 7 right after `fill`"), "{text}");
@@ -226,7 +230,7 @@ fn output_file_and_host_order_flags() {
 fn races_ordered_only_by_timing_have_their_own_status_line_and_order() {
     // Recorded host synchronization: the per-thread order, and the race the timestamps hide is set apart.
     let out = streamtrace(&["analyze", "samples/json/host_sync_no_handover_apart.json"]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = crate::util::words(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(out.status.code(), Some(3), "{text}");
     assert!(
         text.contains("WARNING: streamtrace: data race ordered only by timing, or by host synchronization the capture cannot see (write-after-write)"),
@@ -249,8 +253,9 @@ fn races_ordered_only_by_timing_have_their_own_status_line_and_order() {
     assert_eq!((code, json["verdict"].as_str()), (1, Some("findings")));
     assert_eq!(json["summary"]["timing_only_races"], 0);
     // A trace without recorded host synchronization says it took the timestamps.
-    let text = String::from_utf8_lossy(&streamtrace(&["analyze", "samples/json/host_order_sync_handover.json"]).stdout)
-        .to_string();
+    let text = crate::util::words(&String::from_utf8_lossy(
+        &streamtrace(&["analyze", "samples/json/host_order_sync_handover.json"]).stdout,
+    ));
     assert!(text.contains("Host order: timestamps: the trace records no host synchronization between its threads"));
     let help = String::from_utf8_lossy(&streamtrace(&["analyze", "--help"]).stdout).to_string();
     assert!(help.contains("3 when the only findings are races ordered only by timing"), "{help}");
@@ -349,8 +354,10 @@ fn capture_stats_become_import_counters_and_the_cost_per_call() {
         format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"kernel\",\"stream\":1,\"name\":\"k\"}}\n{{\"type\":\"capture_stats\",\"calls\":4,\"callback_ns\":6000}}\n"),
     )
     .expect("trace written");
-    let out = streamtrace(&["analyze", path.to_str().expect("utf-8 path")]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let plain = streamtrace(&["analyze", path.to_str().expect("utf-8 path")]);
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("Capture cost"), "only with --verbose");
+    let out = streamtrace(&["analyze", path.to_str().expect("utf-8 path"), "--verbose"]);
+    let text = crate::util::words(&String::from_utf8_lossy(&out.stdout));
     assert!(
         text.contains("Capture cost: 4 driver calls recorded, 0.01 ms in the capture library (1.50 us a call"),
         "{text}"
@@ -372,8 +379,8 @@ fn the_capture_cost_line_puts_the_one_time_set_up_apart_from_the_calls() {
         format!("{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{{\"type\":\"capture_stats\",\"calls\":6,\"callback_ns\":12600,\"setup_ns\":377000}}\n"),
     )
     .expect("trace written");
-    let out = streamtrace(&["analyze", path.to_str().expect("utf-8 path")]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let out = streamtrace(&["analyze", path.to_str().expect("utf-8 path"), "--verbose"]);
+    let text = crate::util::words(&String::from_utf8_lossy(&out.stdout));
     assert!(
         text.contains("Capture cost: 6 driver calls recorded, 0.01 ms in the capture library (2.10 us a call, on the program's threads); one-time set-up apart: 0.38 ms"),
         "{text}"
@@ -527,12 +534,11 @@ mod multi_gpu {
         let rank1 = text.find("== rank 1 (local rank 1) of 2, GPU 1:").expect("rank 1's heading");
         assert!(rank0 < rank1, "{text}");
         assert_eq!(text.matches("JOB SUMMARY").count(), 1, "{text}");
+        let summary = &text[text.find("JOB SUMMARY").expect("a summary")..];
+        assert!(summary.starts_with("JOB SUMMARY: streamtrace: 2 traces: 2 races"), "{text}");
         assert!(
-            text.trim_end()
-                .lines()
-                .last()
-                .is_some_and(|l| l.starts_with("JOB SUMMARY: streamtrace: 2 traces: 2 races")),
-            "{text}"
+            summary.lines().skip(1).all(|l| l.starts_with("    ")),
+            "the summary ends the report (wrapped at 120 columns): {text}"
         );
     }
 
@@ -562,4 +568,138 @@ mod multi_gpu {
             "lanes labeled by rank"
         );
     }
+}
+
+/// Every committed trace, as tests/report_snapshots.sh lists them: the JSON traces under samples/, the nsys
+/// exports, and each multi-GPU job's folder.
+fn committed_traces() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let mut entries: Vec<PathBuf> =
+            std::fs::read_dir(dir).expect("samples folder").map(|e| e.expect("entry").path()).collect();
+        entries.sort();
+        for path in entries {
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if path.is_dir() {
+                if path.parent().is_some_and(|p| p.ends_with("samples/capture/multi_gpu")) {
+                    out.push(path.clone());
+                }
+                walk(&path, out);
+            } else if (name.ends_with(".json") && !name.starts_with("README")) || name.ends_with(".sqlite") {
+                out.push(path);
+            }
+        }
+    }
+    let mut traces = Vec::new();
+    walk(&crate::util::repo().join("samples"), &mut traces);
+    traces
+}
+
+/// Words a report prints for people must not be the analyzer's own terms.
+const INTERNAL_TERMS: &[&str] =
+    &["input line/row", "in region", "(operation ", "tier T", "Capture cost", "`void ", "Some(", "None"];
+
+/// The layout rules of the text report (issue 28), on every committed trace's report: lines fit 120 columns, each
+/// finding describes each of its streams once (in its Streams block; elsewhere it names them by handle), no
+/// internal terms, and the exit status is the verdict's (0 clean, 1 findings, 3 only races ordered by timing),
+/// the same for the text and the JSON report.
+#[test]
+fn every_committed_report_keeps_the_layout_rules_and_the_exit_status_rules() {
+    let traces = committed_traces();
+    assert!(traces.len() > 100, "{} traces", traces.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let problems = std::sync::Mutex::new(Vec::<String>::new());
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(trace) = traces.get(i) else { break };
+                let found = layout_problems(trace);
+                problems.lock().expect("lock").extend(found);
+            });
+        }
+    });
+    let problems = problems.into_inner().expect("lock");
+    assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
+}
+
+fn layout_problems(trace: &Path) -> Vec<String> {
+    let name = trace.strip_prefix(crate::util::repo()).unwrap_or(trace).display().to_string();
+    let text_run = streamtrace(&["analyze", &name]);
+    let json_run = streamtrace(&["analyze", &name, "--format", "json"]);
+    let text = String::from_utf8_lossy(&text_run.stdout).into_owned();
+    let mut problems = Vec::new();
+    let json: Value = match serde_json::from_slice(&json_run.stdout) {
+        Ok(json) => json,
+        Err(e) => return vec![format!("{name}: JSON report: {e}")],
+    };
+    let verdict_status = match json["verdict"].as_str() {
+        Some("clean") => 0,
+        Some("findings") => 1,
+        Some("timing_only") => 3,
+        Some("error") => 2,
+        other => return vec![format!("{name}: verdict {other:?}")],
+    };
+    if text_run.status.code() != Some(verdict_status) || json_run.status.code() != Some(verdict_status) {
+        problems.push(format!(
+            "{name}: exit {:?} (text), {:?} (JSON), verdict says {verdict_status}",
+            text_run.status.code(),
+            json_run.status.code()
+        ));
+    }
+    if !text.contains("SUMMARY: streamtrace:") {
+        problems.push(format!("{name}: no SUMMARY line"));
+    }
+    for (number, line) in text.lines().enumerate() {
+        let width = line.chars().count();
+        if width > 120 {
+            problems.push(format!("{name}:{}: {width} columns: {line}", number + 1));
+        }
+    }
+    let words = crate::util::words(&text);
+    for term in INTERNAL_TERMS {
+        if words.contains(term) {
+            problems.push(format!("{name}: says `{term}`"));
+        }
+    }
+    // Each stream's name at most once in each finding (the finding's Streams block).
+    let mut names: Vec<String> = Vec::new();
+    let mut collect = |report: &Value| {
+        for race in report["races"].as_array().into_iter().flatten() {
+            for side in ["earlier", "later"] {
+                let stream = &race[side]["site"]["stream"];
+                if let Some(name) = stream["name"].as_str().filter(|_| stream["kind"] != "host_thread") {
+                    names.push(crate::util::words(name));
+                }
+            }
+        }
+    };
+    collect(&json);
+    for report in json["traces"].as_array().into_iter().flatten() {
+        collect(report);
+    }
+    for block in text.split("==================") {
+        let block_words = crate::util::words(block);
+        for stream in &names {
+            if block_words.matches(stream.as_str()).count() > 1 {
+                problems.push(format!("{name}: a finding describes `{stream}` more than once"));
+            }
+        }
+        // The Streams block: one line per stream, `    stream HANDLE (kind)...`.
+        let labels: Vec<&str> = block
+            .lines()
+            .skip_while(|line| *line != "  Streams:")
+            .skip(1)
+            .take_while(|line| line.starts_with("    "))
+            .filter_map(|line| line.strip_prefix("    stream ")?.split_whitespace().next())
+            .collect();
+        let mut unique = labels.clone();
+        unique.sort();
+        unique.dedup();
+        if unique.len() != labels.len() {
+            problems.push(format!("{name}: a Streams block lists a stream twice: {labels:?}"));
+        }
+    }
+    problems.sort();
+    problems.dedup();
+    problems
 }

@@ -48,7 +48,7 @@ fn run_traced(body: &str, host_order: HostOrder, host_sync: bool) -> Analysis {
 type Race = (RaceKind, String, String);
 
 /// What a scenario's analysis found, to compare two host orders: every race with its count (those ordered only
-/// by timing apart), and the waits on never-recorded events.
+/// by timing apart), and the waits before their event's record.
 fn verdicts(analysis: &Analysis) -> (Vec<(Race, u64)>, Vec<Race>, usize) {
     let name = |op: &streamtrace::findings::OpOccurrence| analysis.findings.site(op.site).name.clone();
     let race = |r: &RaceFinding| (r.kind, name(&r.earlier), name(&r.later));

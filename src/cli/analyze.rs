@@ -54,7 +54,7 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
         return Ok(super::job::status(&sections));
     }
     let report: &dyn Report = match args.format {
-        OutputFormat::Text => &TextReport,
+        OutputFormat::Text => &TextReport { verbose: args.verbose },
         OutputFormat::Json => &JsonReport,
     };
     match &args.output {

@@ -17,9 +17,12 @@ pub struct Cli {
 pub enum Command {
     /// Analyze a trace: report unordered accesses to the same memory from different streams.
     ///
-    /// Exit status: 0 when clean, 1 when races or waits on never-recorded events were found, 2 on bad input or
-    /// usage, 3 when the only findings are races ordered only by timing, or by host synchronization the capture
-    /// cannot see (the per-thread host order finds them, the timestamp order does not).
+    /// Exit status: 0 when clean, 1 when races or waits before their event's record (a wait on an event that is
+    /// recorded only later) were found, 2 on bad input or usage, 3 when the only findings are races ordered only
+    /// by timing, or by host synchronization the capture cannot see (the per-thread host order finds them, the
+    /// timestamp order does not). A wait on an event that nothing ever records is a no-op that NCCL makes on
+    /// purpose: a note, not a finding. Without addresses (an nsys export) races cannot be decided: 0, with the
+    /// unordered cross-stream operation pairs listed as candidates.
     Analyze(AnalyzeArgs),
     /// Run a CUDA program with capture injected, then analyze its trace. Exits with the program's status.
     Capture(CaptureArgs),
@@ -80,6 +83,11 @@ pub struct AnalyzeArgs {
     /// Print throughput and peak memory to standard error.
     #[arg(long)]
     pub timing: bool,
+    /// In the text report, also what the analysis saw besides its findings: operations, accesses and streams
+    /// (idle ones included), the unordered cross-stream operation pairs, how kernels' accesses were known, what
+    /// the capture cost the program, and each wait whose record is not in the trace (the JSON report has all).
+    #[arg(short, long)]
+    pub verbose: bool,
     /// A folder to look in for the program's binaries (executables, shared libraries) when they are not at the
     /// path the trace names, as on another machine than the one that ran it (repeatable; a file of the same name
     /// is taken when its build id is the one that ran). Lines the capture wrote into the trace need none.

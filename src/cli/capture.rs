@@ -223,7 +223,7 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
                             .collect();
                         super::job::write_text(&sections, &mut out).context("writing the report")?;
                     }
-                    Ok(analysis) => TextReport.write(analysis, &mut out).context("writing the report")?,
+                    Ok(analysis) => TextReport::PLAIN.write(analysis, &mut out).context("writing the report")?,
                     Err(e) => eprintln!("streamtrace: cannot analyze {}: {e}", trace.path.display()),
                 }
             }

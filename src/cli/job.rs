@@ -10,7 +10,8 @@ use serde::Serialize;
 use super::{exit_status, EXIT_ERROR};
 use crate::findings::Verdict;
 use crate::job::{JobSummary, JobTrace};
-use crate::report::{json::JsonReport, printable, text::TextReport, Report};
+use crate::report::text::{wrap, TextReport, WIDTH};
+use crate::report::{json::JsonReport, printable, Report};
 
 /// The job's verdict: the worst of its traces' (None: a trace could not be analyzed, worst of all).
 fn verdict(traces: &[JobTrace]) -> Option<Verdict> {
@@ -24,10 +25,12 @@ pub fn status(traces: &[JobTrace]) -> u8 {
 
 /// Every trace's text report under a heading naming its rank, then the job's summary line.
 pub fn write_text(traces: &[JobTrace], out: &mut dyn Write) -> io::Result<()> {
+    let wrapped = |line: String| wrap(&line, WIDTH);
     for trace in traces {
-        writeln!(out, "== {}: {}", printable(&trace.label()), printable(&trace.path.display().to_string()))?;
+        let heading = format!("== {}: {}", printable(&trace.label()), printable(&trace.path.display().to_string()));
+        out.write_all(wrapped(heading).as_bytes())?;
         match &trace.outcome {
-            Ok(analysis) => TextReport.write(analysis, out)?,
+            Ok(analysis) => TextReport::PLAIN.write(analysis, out)?,
             Err(error) => writeln!(
                 out,
                 "streamtrace: cannot analyze {}: {}",
@@ -36,7 +39,7 @@ pub fn write_text(traces: &[JobTrace], out: &mut dyn Write) -> io::Result<()> {
             )?,
         }
     }
-    writeln!(out, "{}", JobSummary::of(traces).line())
+    out.write_all(wrapped(JobSummary::of(traces).line()).as_bytes())
 }
 
 #[derive(Serialize)]

@@ -18,7 +18,7 @@ use crate::findings::Verdict;
 
 /// Exit status when the analysis found nothing.
 pub const EXIT_CLEAN: u8 = 0;
-/// Exit status when the analysis found races or waits on never-recorded events.
+/// Exit status when the analysis found races or waits before their event's record.
 pub const EXIT_FINDINGS: u8 = 1;
 /// Exit status for bad input, bad usage or an I/O failure (clap uses it for usage errors too).
 pub const EXIT_ERROR: u8 = 2;

@@ -299,7 +299,7 @@ pub enum Verdict {
     Clean,
     /// The only findings are races ordered only by timing, or by host synchronization the capture cannot see.
     TimingOnly,
-    /// Races that no timing could hide, or waits on never-recorded events.
+    /// Races that no timing could hide, or waits before their event's record.
     Findings,
 }
 

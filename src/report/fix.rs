@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::stream_words;
+use super::Words;
 use crate::findings::{Collective, Fix, OpOccurrence, RaceFinding};
 use crate::names::short::stream_number;
 use crate::resolve::Lookup;
@@ -23,11 +23,29 @@ impl<'a> FixParty<'a> {
     }
 }
 
+/// One of the race's operations as the sentence names it, in the sentence's words.
+struct Party<'a> {
+    label: std::borrow::Cow<'a, str>,
+    at: Option<String>,
+}
+
+impl<'a> Party<'a> {
+    fn of(look: Lookup<'a>, op: &OpOccurrence, words: Words) -> Party<'a> {
+        let site = look.site(op.site);
+        Party { label: words.op(site), at: look.source(op.site).map(|place| words.place(place)) }
+    }
+}
+
 /// The race's fix as one sentence, without its "Fix:" label.
 pub fn fix_text(look: Lookup, race: &RaceFinding) -> String {
-    let earlier = FixParty::of(look, &race.earlier);
-    let later = FixParty::of(look, &race.later);
-    let stream_phrase = |id| stream_words(look, id);
+    fix_text_in(look, race, Words::Whole)
+}
+
+/// [`fix_text`] in the given words.
+pub fn fix_text_in(look: Lookup, race: &RaceFinding, words: Words) -> String {
+    let earlier = Party::of(look, &race.earlier, words);
+    let later = Party::of(look, &race.later, words);
+    let stream_phrase = |id| words.stream(look, id);
     let mut text = String::new();
     match &race.fix {
         Fix::RecordAndWait { record_on, wait_on } => {

@@ -79,6 +79,61 @@ pub fn stream_words(look: Lookup, id: StreamId) -> String {
     look.stream(id).map_or_else(|| "stream ?".to_string(), stream_phrase)
 }
 
+/// A stream by its handle alone, "stream 0x415bdbb0" (a host thread's lane: "host thread 12"), for a report
+/// that describes each stream once in a block of its own.
+pub fn stream_label(stream: &StreamEntry) -> String {
+    match stream.kind {
+        StreamKind::HostThread => format!("host thread {}", stream.handle),
+        _ => format!("stream {}", stream_number(stream.handle)),
+    }
+}
+
+/// How the shared sentences (why, fix) name streams, operations and lines.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Words {
+    /// Streams by their whole names, operations by their whole names, lines with their folders and function:
+    /// a sentence that stands alone (JSON, HTML, Perfetto).
+    Whole,
+    /// Streams by their handles (the text report describes each once, in its own block), operations by their
+    /// short names (`mul`, `write_kernel`), lines as `file:line`.
+    Short,
+}
+
+impl Words {
+    pub fn stream(self, look: Lookup, id: StreamId) -> String {
+        match (self, look.stream(id)) {
+            (_, None) => "stream ?".to_string(),
+            (Words::Whole, Some(stream)) => stream_phrase(stream),
+            (Words::Short, Some(stream)) => stream_label(stream),
+        }
+    }
+
+    /// An operation's name in a sentence: its framework op, else its own name.
+    pub fn op(self, site: &Site) -> std::borrow::Cow<'_, str> {
+        match self {
+            Words::Whole => op_label(site),
+            Words::Short => short_label(site).into(),
+        }
+    }
+
+    pub fn place(self, place: &crate::model::SourceLocation) -> String {
+        match self {
+            Words::Whole => place.to_string(),
+            Words::Short => short_place(place),
+        }
+    }
+}
+
+/// An operation's short name: its framework op's (`mul`), else its kernel's bare function name (`write_kernel`),
+/// else its own (`memcpy HtoD`).
+pub fn short_label(site: &Site) -> String {
+    match (&site.region, site.class) {
+        (Some(region), _) => short_op_name(region).to_string(),
+        (None, OpClass::HostAccess) => short_op_name(&site.name).to_string(),
+        (None, _) => short_name(&site.name).into_owned(),
+    }
+}
+
 /// A stream with its kind: "stream 13 (non-blocking)", "the default stream (1, legacy default)".
 pub fn stream_with_kind(stream: &StreamEntry) -> String {
     match (&stream.name.known_as, stream.kind) {
@@ -247,16 +302,25 @@ pub fn describe_location(look: Lookup, race: &RaceFinding) -> Vec<String> {
 
 /// Why nothing orders the two operations of a race, as a sentence.
 pub fn describe_why(look: Lookup, race: &RaceFinding) -> String {
+    describe_why_in(look, race, Words::Whole)
+}
+
+/// [`describe_why`] in the given words.
+pub fn describe_why_in(look: Lookup, race: &RaceFinding, words: Words) -> String {
     let (earlier, later) = (look.site(race.earlier.site), look.site(race.later.site));
+    let phrase = |stream: &StreamEntry| match words {
+        Words::Whole => stream_phrase(stream),
+        Words::Short => stream_label(stream),
+    };
     match &race.why {
         Unordered::GraphNodes { graph } => format!(
             "`{}` and `{}` are nodes of {graph} with no dependency path between them, so they may run concurrently at every launch",
-            op_label(earlier), op_label(later)
+            words.op(earlier), words.op(later)
         ),
         Unordered::CrossStream { known, position } => {
-            let earlier_stream = look.stream_of(race.earlier.site).map_or("stream ?".to_string(), stream_phrase);
+            let earlier_stream = look.stream_of(race.earlier.site).map_or("stream ?".to_string(), phrase);
             let observer = match look.stream_of(race.later.site) {
-                Some(s) if s.kind != StreamKind::HostThread => stream_phrase(s),
+                Some(s) if s.kind != StreamKind::HostThread => phrase(s),
                 _ => "the host thread".to_string(),
             };
             let seen = if *known == 0 {
@@ -273,7 +337,7 @@ pub fn describe_why(look: Lookup, race: &RaceFinding) -> String {
             };
             format!(
                 "{seen} when {what}; `{}` is the {} operation of {earlier_stream}. No event recorded after it was waited on, and no host synchronization covered it.",
-                op_label(earlier),
+                words.op(earlier),
                 ordinal(*position)
             )
         }

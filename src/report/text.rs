@@ -1,24 +1,42 @@
-//! The terminal report, in the manner of ThreadSanitizer: one block per finding, then a summary line. Every
-//! piece of text that comes from the trace goes through [`printable`] on its way out.
+//! The terminal report, in the manner of ThreadSanitizer: one block per finding, then a summary line. A finding
+//! opens with a header line (its kind and the two operations' short names), lists each access with its frames
+//! numbered one per line (with the source text where the file is readable here), describes each stream once in
+//! a block of its own and names it by its handle everywhere else, then says why nothing orders the two and the
+//! fix. Every line fits [`WIDTH`] columns (longer ones are wrapped, indented under their start). What the
+//! analysis saw besides (operation counts, the unordered pair total, the capture's cost, the access tiers) is
+//! printed with `--verbose` (and is in the JSON report). Every piece of text that comes from the trace goes
+//! through [`printable`] on its way out.
 
+use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::io;
+use std::path::Path;
 
-use super::fix::fix_text;
-use super::{
-    describe_location, describe_op, describe_why, event_phrase, ordinal, printable, shorten, stream_words, Report,
-};
+use super::fix::fix_text_in;
+use super::{describe_why_in, printable, short_label, stream_label, Report, Words};
 use crate::analysis::Analysis;
-use crate::findings::{AccessAction, EdgeKind, OpOccurrence, RaceFinding, Site};
+use crate::findings::{AccessAction, EdgeKind, OpClass, OpOccurrence, RaceFinding, SiteId, UnrecordedWait};
 use crate::hb::HostOrder;
 use crate::ingest::Counter;
-use crate::model::{GraphBuild, SourceLocation};
-use crate::names::short::short_name;
+use crate::model::{GraphBuild, SourceLocation, StreamId, StreamKind};
+use crate::names::short::{short_name, stream_number};
 use crate::resolve::Lookup;
 
-/// How many unordered-pair groups the text report lists.
+/// The widest line the report prints.
+pub const WIDTH: usize = 120;
+/// How many unordered-pair groups the report lists.
 const PAIR_GROUPS_SHOWN: usize = 10;
 
-pub struct TextReport;
+/// The text report; `verbose` adds what the analysis saw besides its findings.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct TextReport {
+    pub verbose: bool,
+}
+
+impl TextReport {
+    /// The report without `--verbose`.
+    pub const PLAIN: TextReport = TextReport { verbose: false };
+}
 
 fn access_word(action: AccessAction) -> &'static str {
     match action {
@@ -29,91 +47,280 @@ fn access_word(action: AccessAction) -> &'static str {
     }
 }
 
-/// A line as the text report shows it: printable, or "unknown source".
-fn place(source: Option<&SourceLocation>) -> String {
-    source.map_or("unknown source".to_string(), |s| printable(&s.to_string()).into_owned())
+/// A path as the report shows it: relative to the working folder when it lies below it.
+fn relative(file: &str) -> String {
+    let below =
+        std::env::current_dir().ok().and_then(|dir| Path::new(file).strip_prefix(dir).ok().map(Path::to_path_buf));
+    below.map_or_else(|| file.to_string(), |p| p.display().to_string())
+}
+
+/// A line as the text report shows it: `file:line in function`, the path relative, printable.
+fn place(source: &SourceLocation) -> String {
+    let shown = SourceLocation { file: relative(&source.file).into(), ..source.clone() };
+    printable(&shown.to_string()).into_owned()
+}
+
+/// The source files the report quotes, each read once.
+#[derive(Default)]
+struct SourceText(HashMap<String, Option<Vec<String>>>);
+
+impl SourceText {
+    /// The text of `source`'s line, when its file is readable here.
+    fn line(&mut self, source: &SourceLocation) -> Option<String> {
+        let number = source.line? as usize;
+        let lines = self.0.entry(source.file.to_string()).or_insert_with(|| {
+            let text = std::fs::read(&*source.file).ok()?;
+            Some(String::from_utf8_lossy(&text).lines().map(str::to_string).collect())
+        });
+        let text = lines.as_ref()?.get(number.checked_sub(1)?)?.trim();
+        (!text.is_empty()).then(|| text.to_string())
+    }
+}
+
+/// Who did an operation, in the access's heading: `kernel write_kernel`, `mul (kernel vectorized_elementwise_kernel)`,
+/// `memcpy HtoD`.
+fn who(look: Lookup, id: SiteId) -> String {
+    let site = look.site(id);
+    let own = match site.class {
+        OpClass::Kernel | OpClass::GraphNode | OpClass::GraphLaunch => {
+            format!("{} {}", site.class.as_str(), short_name(&site.name))
+        }
+        _ => site.name.clone(),
+    };
+    match &site.region {
+        Some(_) if site.class != OpClass::HostAccess => format!("{} ({own})", short_label(site)),
+        _ => own,
+    }
+}
+
+/// Where an operation ran, in the access's heading: `on stream 0x55d360add950, host thread 936`, or
+/// `on host thread 936`.
+fn ran_on(look: Lookup, id: SiteId) -> String {
+    let tid = look.tid(look.site(id).thread);
+    match look.stream_of(id) {
+        Some(stream) if stream.kind != StreamKind::HostThread => {
+            format!("on {}, host thread {tid}", stream_label(stream))
+        }
+        _ => format!("on host thread {tid}"),
+    }
+}
+
+/// An operation's frames, numbered, each with its source text when the file is readable here; a graph node
+/// then says where its graph was launched.
+fn write_frames(out: &mut String, look: Lookup, id: SiteId, files: &mut SourceText) {
+    let frames = look.frames(id);
+    for (number, frame) in frames.iter().enumerate() {
+        let _ = writeln!(out, "    #{number} {}", place(frame));
+        if let Some(text) = files.line(frame) {
+            let _ = writeln!(out, "         | {}", printable(&text));
+        }
+    }
+    if frames.is_empty() {
+        let _ = writeln!(out, "    #0 (no source line in the trace)");
+    }
+    if let Some(graph) = &look.site(id).graph {
+        let made = match graph.build {
+            GraphBuild::Captured => "captured into",
+            GraphBuild::Explicit => "added to",
+            GraphBuild::Inline => "in",
+        };
+        let launched = look.launched_at(id).map_or("an unknown line".to_string(), place);
+        let _ = writeln!(out, "    {made} {}, launched at {launched}", printable(&graph.graph));
+    }
 }
 
 fn write_occurrence(
-    out: &mut dyn io::Write,
+    out: &mut String,
     look: Lookup,
     heading: &str,
     op: &OpOccurrence,
-    bytes: u64,
-    at: u64,
-) -> io::Result<()> {
-    writeln!(out, "  {heading} of {bytes} bytes at {at:#x} by {}:", printable(&describe_op(look, op)))?;
-    let source = place(look.source(op.site));
-    let position = op.stream_position.map_or(String::new(), |p| format!(", {} on its stream", ordinal(p)));
-    let Some(graph) = &look.site(op.site).graph else {
-        return writeln!(out, "    at {source} (operation {}{position}, input line/row {})", op.seq, op.origin);
-    };
-    // A graph node was issued where it was captured or added, and ran where its graph was launched.
-    let made = match graph.build {
-        GraphBuild::Captured => "captured at",
-        GraphBuild::Explicit => "added at",
-        GraphBuild::Inline => "at",
-    };
-    if look.source(op.site).is_some() {
-        writeln!(out, "    {made} {source}")?;
-    }
-    let launched = place(look.launched_at(op.site));
-    writeln!(
+    race: &RaceFinding,
+    files: &mut SourceText,
+) {
+    let _ = writeln!(
         out,
-        "    in {}, launched at {launched} (operation {}{position}, input line/row {})",
-        printable(&graph.graph),
-        op.seq,
-        op.origin
-    )
+        "  {heading} of {} bytes at {:#x} by {} {}:",
+        race.range.len,
+        race.range.start,
+        printable(&who(look, op.site)),
+        ran_on(look, op.site)
+    );
+    write_frames(out, look, op.site, files);
 }
 
 /// A strided access says which bytes of its extent it touched (tier T2).
-fn write_view(out: &mut dyn io::Write, view: Option<&str>) -> io::Result<()> {
-    match view {
-        Some(view) => writeln!(out, "    as the strided view {}", printable(view)),
-        None => Ok(()),
+fn write_view(out: &mut String, view: Option<&str>) {
+    if let Some(view) = view {
+        let _ = writeln!(out, "    as the strided view {}", printable(view));
+    }
+}
+
+/// The streams a finding names, each described once: its handle, kind, and the name people know it by.
+fn write_streams(out: &mut String, look: Lookup, streams: &[Option<StreamId>]) {
+    let mut shown: Vec<StreamId> = Vec::new();
+    for id in streams.iter().flatten() {
+        if !shown.contains(id) && look.stream(*id).is_some_and(|s| s.kind != StreamKind::HostThread) {
+            shown.push(*id);
+        }
+    }
+    if shown.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "  Streams:");
+    for id in shown {
+        let Some(stream) = look.stream(id) else { continue };
+        let name = stream.name.known_as.as_ref().map_or(String::new(), |name| format!(": {}", printable(name)));
+        let _ = writeln!(out, "    {} ({}){name}", stream_label(stream), stream.kind.as_str());
+    }
+}
+
+/// Where the racing bytes are: the block holding them (its kind and where it was created), and for a
+/// caching-allocator block handed out again while the earlier access still used the memory, the freed block.
+fn write_location(out: &mut String, look: Lookup, race: &RaceFinding) {
+    let Some(alloc) = &race.allocation else {
+        let _ = writeln!(out, "  Location: {} is in no allocation the trace recorded", race.range);
+        return;
+    };
+    let label = alloc.label.as_deref().map_or(String::new(), |l| format!(" `{}`", printable(l)));
+    let source = look.allocation_source(alloc).map_or(String::new(), |s| format!(", allocated at {}", place(s)));
+    let _ = writeln!(
+        out,
+        "  Location: allocation {}{label} {} ({} bytes, {}){source}",
+        alloc.handle,
+        alloc.range,
+        alloc.range.len,
+        alloc.kind.as_str()
+    );
+    if let Some(old) = &alloc.reuses {
+        let at = |label: &str, s: &Option<SourceLocation>| {
+            s.as_ref().map_or(String::new(), |s| format!(", {label} {}", place(s)))
+        };
+        let _ = writeln!(
+            out,
+            "  It reuses the memory of allocation {} {}{}{}, which the previous access used: that block went back to the pool while its stream could still use it (in PyTorch, `tensor.record_stream(stream)` before freeing keeps it)",
+            old.handle,
+            old.range,
+            at("allocated at", &old.source),
+            at("freed at", &old.freed_at)
+        );
     }
 }
 
 /// What a race ordered only by timing is, said under its heading.
 const TIMING_ONLY: &str = "ordered only by timing, or by host synchronization the capture cannot see";
 
-fn write_race(out: &mut dyn io::Write, look: Lookup, race: &RaceFinding, timing_only: bool) -> io::Result<()> {
-    writeln!(out, "==================")?;
+fn write_race(out: &mut String, look: Lookup, race: &RaceFinding, timing_only: bool, files: &mut SourceText) {
+    let (earlier, later) = (look.site(race.earlier.site), look.site(race.later.site));
+    let names = format!("{} and {}", printable(&short_label(earlier)), printable(&short_label(later)));
+    let _ = writeln!(out, "==================");
     if timing_only {
-        writeln!(out, "WARNING: streamtrace: data race {TIMING_ONLY} ({})", race.kind.as_str())?;
+        let _ = writeln!(out, "WARNING: streamtrace: data race {TIMING_ONLY} ({}) between {names}", race.kind.as_str());
     } else {
-        writeln!(out, "WARNING: streamtrace: data race ({})", race.kind.as_str())?;
+        let _ = writeln!(out, "WARNING: streamtrace: data race ({}) between {names}", race.kind.as_str());
     }
-    let (bytes, at) = (race.range.len, race.range.start);
-    write_occurrence(out, look, access_word(race.later.action), &race.later, bytes, at)?;
-    write_view(out, race.later_view.as_deref())?;
-    writeln!(out)?;
+    write_occurrence(out, look, access_word(race.later.action), &race.later, race, files);
+    write_view(out, race.later_view.as_deref());
+    let _ = writeln!(out);
     let previous = format!("Previous {}", access_word(race.earlier.action).to_lowercase());
-    write_occurrence(out, look, &previous, &race.earlier, bytes, at)?;
-    write_view(out, race.earlier_view.as_deref())?;
-    writeln!(out)?;
-    for line in describe_location(look, race) {
-        writeln!(out, "  {}", printable(&line))?;
-    }
-    writeln!(out)?;
-    writeln!(out, "  Why: {}", printable(&describe_why(look, race)))?;
+    write_occurrence(out, look, &previous, &race.earlier, race, files);
+    write_view(out, race.earlier_view.as_deref());
+    let _ = writeln!(out);
+    write_location(out, look, race);
+    write_streams(out, look, &[later.stream, earlier.stream]);
+    let _ = writeln!(out);
+    let _ = writeln!(out, "  Why: {}", printable(&describe_why_in(look, race, Words::Short)));
     if timing_only {
-        writeln!(
+        let _ = writeln!(
             out,
             "  Only the timing of this run orders the two host calls: taken in their timestamp order they are ordered, but no host synchronization the capture saw (a join, a mutex, a condition variable, a semaphore) hands the work over between the threads. Unless something it cannot see does (a std::atomic flag, a spin loop, a futex), this is a race."
-        )?;
+        );
     }
-    writeln!(out, "  Fix: {}", printable(&fix_text(look, race)))?;
+    let _ = writeln!(out, "  Fix: {}", printable(&fix_text_in(look, race, Words::Short)));
     if race.count > 1 {
-        writeln!(out, "  Seen {} times (first occurrence shown).", race.count)?;
+        let _ = writeln!(out, "  Seen {} times (first occurrence shown).", race.count);
     }
-    writeln!(out, "==================")
+    let _ = writeln!(out, "==================");
+}
+
+/// The event a wait waited on, by its handle, and the name people know it by when known.
+fn event_label(wait: &UnrecordedWait) -> String {
+    format!("event {}", stream_number(wait.event))
+}
+
+fn write_wait_before_record(out: &mut String, look: Lookup, wait: &UnrecordedWait, files: &mut SourceText) {
+    let _ = writeln!(out, "==================");
+    let _ = writeln!(out, "WARNING: streamtrace: wait on an event before its record");
+    let _ = writeln!(
+        out,
+        "  {} {} waits on {}, which is recorded only later:",
+        printable(&wait.wait_name(look)),
+        ran_on(look, wait.wait.site),
+        event_label(wait)
+    );
+    write_frames(out, look, wait.wait.site, files);
+    let _ = writeln!(out);
+    if let Some(name) = look.event_name(wait.event_id) {
+        let _ = writeln!(out, "  Events:");
+        let _ = writeln!(out, "    {}: {}", event_label(wait), printable(name));
+    }
+    write_streams(out, look, &[look.site(wait.wait.site).stream]);
+    let _ = writeln!(
+        out,
+        "  The wait orders nothing: CUDA takes the event as it is at the wait. Record the event before waiting on it."
+    );
+    if wait.count > 1 {
+        let _ = writeln!(out, "  Seen {} times.", wait.count);
+    }
+    let _ = writeln!(out, "==================");
+}
+
+impl UnrecordedWait {
+    /// The wait's call as the report names it.
+    fn wait_name(&self, look: Lookup) -> String {
+        look.site(self.wait.site).name.clone()
+    }
+}
+
+/// Each line of `text` cut to at most `width` columns: broken at the last space that fits, the rest indented four
+/// columns deeper than the line's start (a word longer than a line is cut where the line ends).
+pub fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 16);
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start().len();
+        let hanging = " ".repeat((indent + 4).min(width / 2));
+        let mut rest = line;
+        let mut first = true;
+        loop {
+            let room = if first { width } else { width - hanging.len() };
+            if !first {
+                out.push_str(&hanging);
+            }
+            if rest.chars().count() <= room {
+                out.push_str(rest);
+                out.push('\n');
+                break;
+            }
+            let cut_at = rest.char_indices().nth(room).map_or(rest.len(), |(i, _)| i);
+            let head = &rest[..cut_at];
+            let cut = match head.rfind(' ') {
+                Some(space) if !head[..space].trim().is_empty() && space > indent => space,
+                _ => cut_at,
+            };
+            out.push_str(rest[..cut].trim_end());
+            out.push('\n');
+            rest = rest[cut..].trim_start();
+            first = false;
+            if rest.is_empty() {
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// What the capture cost the program: per recorded call on its threads, and the one-time set-up apart (captures
 /// before the set-up was counted apart have it inside the calls' time, which the line then says).
-fn write_capture_cost(out: &mut dyn io::Write, analysis: &Analysis) -> io::Result<()> {
+fn write_capture_cost(out: &mut String, analysis: &Analysis) -> std::fmt::Result {
     let recorded_calls = analysis.import.get(Counter::CaptureRecordedCalls);
     if recorded_calls == 0 {
         return Ok(());
@@ -134,7 +341,7 @@ fn write_capture_cost(out: &mut dyn io::Write, analysis: &Analysis) -> io::Resul
 
 /// What the capture's host watch saw of native code's own accesses, and what it cannot see (docs/capture.md, host
 /// watch). Said once a trace's capture watched something; a watch the system refused is a data-loss warning.
-fn write_host_watch(out: &mut dyn io::Write, analysis: &Analysis) -> io::Result<()> {
+fn write_host_watch(out: &mut String, analysis: &Analysis) -> std::fmt::Result {
     let guarded = analysis.import.get(Counter::CaptureHostWatchGuarded);
     let managed = analysis.import.get(Counter::CaptureHostWatchManaged);
     if guarded == 0 && managed == 0 {
@@ -165,168 +372,230 @@ fn write_host_watch(out: &mut dyn io::Write, analysis: &Analysis) -> io::Result<
 
 impl Report for TextReport {
     fn write(&self, analysis: &Analysis, out: &mut dyn io::Write) -> io::Result<()> {
+        let mut text = String::new();
+        self.render(analysis, &mut text).map_err(io::Error::other)?;
+        out.write_all(wrap(&text, WIDTH).as_bytes())
+    }
+}
+
+impl TextReport {
+    fn render(&self, analysis: &Analysis, out: &mut String) -> std::fmt::Result {
         let (findings, look) = (&analysis.findings, analysis.lookup());
+        let mut files = SourceText::default();
+        if !analysis.stats.has_addresses {
+            write_without_addresses(out, analysis);
+        }
         for race in &findings.races {
-            write_race(out, look, race, false)?;
+            write_race(out, look, race, false, &mut files);
         }
         for race in &findings.timing_only_races {
-            write_race(out, look, race, true)?;
+            write_race(out, look, race, true, &mut files);
         }
         for wait in &findings.unrecorded_waits {
-            writeln!(out, "==================")?;
-            writeln!(out, "WARNING: streamtrace: wait on an event that was never recorded")?;
-            writeln!(
-                out,
-                "  {} waits on {}, which no record preceded:",
-                printable(&describe_op(look, &wait.wait)),
-                printable(&event_phrase(look, wait))
-            )?;
-            let source = place(look.source(wait.wait.site));
-            writeln!(out, "    at {source} (operation {}, input line/row {})", wait.wait.seq, wait.wait.origin)?;
-            writeln!(out, "  The wait orders nothing. Record the event before waiting on it (check the order of record and wait).")?;
-            if wait.count > 1 {
-                writeln!(out, "  Seen {} times.", wait.count)?;
-            }
-            writeln!(out, "==================")?;
+            write_wait_before_record(out, look, wait, &mut files);
         }
         if !findings.waits_on_never_recorded_events.is_empty() {
             let total: u64 = findings.waits_on_never_recorded_events.iter().map(|w| w.count).sum();
-            writeln!(
+            let _ = writeln!(
                 out,
-                "Note: {total} stream wait{} on events that no record ever named (no-ops in CUDA; libraries such as NCCL make them on purpose), not counted as findings (listed in --format json).",
+                "Note: {total} stream wait{} on events that nothing records: CUDA makes them no-ops and NCCL makes them on purpose, so they are not findings (listed in --format json).",
                 if total == 1 { "" } else { "s" }
-            )?;
+            );
         }
         if !findings.waits_with_unknown_record.is_empty() {
             let total: u64 = findings.waits_with_unknown_record.iter().map(|w| w.count).sum();
-            writeln!(
+            let streams: std::collections::BTreeSet<_> =
+                findings.waits_with_unknown_record.iter().filter_map(|w| look.site(w.wait.site).stream).collect();
+            let _ = writeln!(
                 out,
-                "NOTE: {total} stream wait{} on events whose record is not in this trace: the recording stream is unknown, so \
-                 these waits order nothing here and some unordered pairs below may in fact be ordered. Capture event records \
-                 too (nsys profile --cuda-event-trace=true) to resolve them.",
-                if total == 1 { "" } else { "s" }
-            )?;
-            for wait in &findings.waits_with_unknown_record {
-                writeln!(out, "  {} x{}", printable(&describe_op(look, &wait.wait)), wait.count)?;
+                "Note: {total} stream wait{} on {} stream{} on events whose record is not in this trace: they order nothing here, so some unordered pairs may in fact be ordered (nsys profile --cuda-event-trace=true records the records; --verbose lists the waits).",
+                if total == 1 { "" } else { "s" },
+                streams.len(),
+                if streams.len() == 1 { "" } else { "s" }
+            );
+            if self.verbose {
+                for wait in &findings.waits_with_unknown_record {
+                    let _ = writeln!(
+                        out,
+                        "  {} {} on {} x{}",
+                        printable(&wait.wait_name(look)),
+                        ran_on(look, wait.wait.site),
+                        event_label(wait),
+                        wait.count
+                    );
+                }
             }
         }
-        if !analysis.stats.has_addresses && !findings.edges.is_empty() {
-            writeln!(out, "Happens-before edges found:")?;
-            for edge in &findings.edges {
-                let to = edge.to.map_or("the host".to_string(), |s| printable(&stream_words(look, s)).into_owned());
-                let via = match edge.via {
-                    EdgeKind::EventWait => "event record -> wait",
-                    EdgeKind::HostSync => "host synchronization",
-                    EdgeKind::LegacyDefault => "legacy default stream",
-                };
-                writeln!(out, "  {} -> {to}: {} ({via})", printable(&stream_words(look, edge.from)), edge.count)?;
-            }
-        }
-        let total_pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
-        write_capture_cost(out, analysis)?;
         write_host_watch(out, analysis)?;
-        let framework_ops = analysis.import.get(Counter::JsonFrameworkOps);
-        if framework_ops > 0 {
-            writeln!(
-                out,
-                "Access tier T2: {framework_ops} framework ops gave their kernels exact tensor extents; {} kernels outside any op used their pointer arguments (T1).",
-                analysis.stats.kernels_with_pointers
-            )?;
-        } else if analysis.stats.kernels_with_pointers > 0 {
-            writeln!(
-                out,
-                "Access tier T1: kernels' pointer arguments stand for whole allocation blocks, so tensors sharing a block (PyTorch's allocator segments) are not told apart."
-            )?;
-        }
         write_exact_kernels(out, &analysis.stats.exact_kernels)?;
-        if !analysis.stats.has_addresses {
-            writeln!(
-                out,
-                "No addresses in this trace (access tier T0): address-level race detection needs `streamtrace capture`."
-            )?;
-            if !findings.unordered_pairs.is_empty() {
-                writeln!(out, "Unordered cross-stream operation pairs, by site (most first):")?;
-                for group in findings.unordered_pairs.iter().take(PAIR_GROUPS_SHOWN) {
-                    let stream = |site: &Site| {
-                        site.stream.map_or("stream 0".to_string(), |s| printable(&stream_words(look, s)).into_owned())
-                    };
-                    let (earlier, later) = (look.site(group.earlier), look.site(group.later));
-                    writeln!(
-                        out,
-                        "  {:>10} pairs  {} `{}` ({}) || {} `{}` ({}), first at operations {} and {}",
-                        group.pairs,
-                        earlier.class.as_str(),
-                        printable(&shorten(&earlier.name)),
-                        stream(earlier),
-                        later.class.as_str(),
-                        printable(&shorten(&later.name)),
-                        stream(later),
-                        group.first.0,
-                        group.first.1
-                    )?;
-                }
-                if findings.unordered_pairs.len() > PAIR_GROUPS_SHOWN {
-                    writeln!(
-                        out,
-                        "  ... {} more groups (see --format json)",
-                        findings.unordered_pairs.len() - PAIR_GROUPS_SHOWN
-                    )?;
-                }
-            }
-        }
         if analysis.stats.assumed_view_overlaps > 0 {
-            writeln!(
+            let _ = writeln!(
                 out,
                 "warning: {} overlap questions between strided views ran past their step budget and were taken as overlapping: a race on such views may not be one",
                 analysis.stats.assumed_view_overlaps
-            )?;
+            );
         }
         for lost in analysis.import.data_loss() {
             let first = lost.first.as_deref().map(|at| format!("; first at {}", printable(at))).unwrap_or_default();
-            writeln!(
+            let _ = writeln!(
                 out,
                 "warning: {} {} ({}{first}): findings may be incomplete",
                 lost.count,
                 lost.counter.description(),
                 lost.counter.name()
-            )?;
+            );
         }
         write_missing_binaries(out, analysis)?;
-        let stats = &analysis.stats;
         write_host_order(out, analysis)?;
-        let occurrences: u64 = findings.races.iter().map(|r| r.count).sum();
-        writeln!(
-            out,
-            "SUMMARY: streamtrace: {} race{} ({occurrences} occurrence{}), {} wait{} on never-recorded events, {total_pairs} unordered cross-stream operation pairs in {} stream pair{}; {} operations, {} accesses on {} streams in {}",
-            findings.races.len(),
-            if findings.races.len() == 1 { "" } else { "s" },
-            if occurrences == 1 { "" } else { "s" },
-            findings.unrecorded_waits.len(),
-            if findings.unrecorded_waits.len() == 1 { "" } else { "s" },
-            findings.stream_pairs.len(),
-            if findings.stream_pairs.len() == 1 { "" } else { "s" },
-            stats.operations,
-            stats.accesses,
-            stats.streams,
-            printable(&analysis.trace)
-        )?;
-        if analysis.host_order == HostOrder::PerThread && analysis.host_sync_recorded {
-            let timing = &findings.timing_only_races;
-            let occurrences: u64 = timing.iter().map(|r| r.count).sum();
-            writeln!(
-                out,
-                "SUMMARY: streamtrace: {} race{} ({occurrences} occurrence{}) {TIMING_ONLY}",
-                timing.len(),
-                if timing.len() == 1 { "" } else { "s" },
-                if occurrences == 1 { "" } else { "s" },
-            )?;
+        if self.verbose {
+            write_seen(out, analysis)?;
         }
+        write_summary(out, analysis);
         Ok(())
     }
 }
 
+/// The summary line: races and waits before their record, or, without addresses, the candidates.
+fn write_summary(out: &mut String, analysis: &Analysis) {
+    let findings = &analysis.findings;
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let trace = printable(&analysis.trace);
+    if !analysis.stats.has_addresses {
+        let pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
+        let _ = writeln!(
+            out,
+            "SUMMARY: streamtrace: races cannot be decided without addresses; {pairs} unordered cross-stream operation pair{} {} candidates, in {trace}",
+            if pairs == 1 { "" } else { "s" },
+            if pairs == 1 { "is a race candidate" } else { "are race" },
+        );
+        return;
+    }
+    let occurrences: u64 = findings.races.iter().map(|r| r.count).sum();
+    let mut line = format!(
+        "SUMMARY: streamtrace: {} race{} ({occurrences} occurrence{})",
+        findings.races.len(),
+        plural(findings.races.len()),
+        if occurrences == 1 { "" } else { "s" },
+    );
+    if !findings.unrecorded_waits.is_empty() {
+        let waits = findings.unrecorded_waits.len();
+        let _ = write!(line, ", {waits} wait{} before the event's record", plural(waits));
+    }
+    let _ = writeln!(out, "{line} in {trace}");
+    if analysis.host_order == HostOrder::PerThread && analysis.host_sync_recorded {
+        let timing = &findings.timing_only_races;
+        let occurrences: u64 = timing.iter().map(|r| r.count).sum();
+        let _ = writeln!(
+            out,
+            "SUMMARY: streamtrace: {} race{} ({occurrences} occurrence{}) {TIMING_ONLY}",
+            timing.len(),
+            plural(timing.len()),
+            if occurrences == 1 { "" } else { "s" },
+        );
+    }
+}
+
+/// A trace without addresses (an Nsight Systems export): said at the top, with the unordered cross-stream
+/// operation pairs, grouped by their sites and counted, as the candidates.
+fn write_without_addresses(out: &mut String, analysis: &Analysis) {
+    let (findings, look) = (&analysis.findings, analysis.lookup());
+    let pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
+    let _ = writeln!(
+        out,
+        "No addresses in this trace (an Nsight Systems export records none): races cannot be decided, only pairs of operations on different streams that nothing orders. `streamtrace capture` records the addresses."
+    );
+    if findings.unordered_pairs.is_empty() {
+        let _ = writeln!(
+            out,
+            "No unordered cross-stream operation pairs: every pair of operations on two streams is ordered."
+        );
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "Race candidates: {pairs} unordered cross-stream operation pair{}, by the two operations' sites (most first):",
+        if pairs == 1 { "" } else { "s" }
+    );
+    for group in findings.unordered_pairs.iter().take(PAIR_GROUPS_SHOWN) {
+        let side = |id: SiteId| {
+            let site = look.site(id);
+            let stream = look.stream_of(id).map_or("host".to_string(), stream_label);
+            let range = site.region.as_ref().map_or(String::new(), |r| format!(" in NVTX range `{}`", printable(r)));
+            format!("{} {} on {stream}{range}", site.class.as_str(), printable(&super::shorten(&site.name)))
+        };
+        let _ = writeln!(out, "  {:>8} x  {}  ||  {}", group.pairs, side(group.earlier), side(group.later));
+    }
+    if findings.unordered_pairs.len() > PAIR_GROUPS_SHOWN {
+        let _ = writeln!(
+            out,
+            "  ... {} more groups (see --format json)",
+            findings.unordered_pairs.len() - PAIR_GROUPS_SHOWN
+        );
+    }
+    let mut streams: Vec<StreamId> = Vec::new();
+    for group in findings.unordered_pairs.iter().take(PAIR_GROUPS_SHOWN) {
+        for id in [group.earlier, group.later] {
+            if let Some(stream) = look.site(id).stream.filter(|s| !streams.contains(s)) {
+                streams.push(stream);
+            }
+        }
+    }
+    let mut block = String::new();
+    write_streams(&mut block, look, &streams.iter().copied().map(Some).collect::<Vec<_>>());
+    out.push_str(&block);
+    if analysis.import.get(Counter::NsysStreamFlagsUnknown) > 0 {
+        let _ = writeln!(
+            out,
+            "  (the export lacks the creation flags of {} stream{}: taken as non-blocking, which orders least)",
+            analysis.import.get(Counter::NsysStreamFlagsUnknown),
+            if analysis.import.get(Counter::NsysStreamFlagsUnknown) == 1 { "" } else { "s" }
+        );
+    }
+}
+
+/// What the analysis saw besides its findings (`--verbose`): operations, streams, the unordered pairs, the
+/// happens-before edges of a trace without addresses, how kernels' accesses were known, the capture's cost.
+fn write_seen(out: &mut String, analysis: &Analysis) -> std::fmt::Result {
+    let (findings, look, stats) = (&analysis.findings, analysis.lookup(), &analysis.stats);
+    let pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
+    let _ = writeln!(
+        out,
+        "Seen: {} operations, {} accesses, on {} streams (idle ones included); {pairs} unordered cross-stream operation pairs in {} stream pairs.",
+        stats.operations,
+        stats.accesses,
+        stats.streams,
+        findings.stream_pairs.len()
+    );
+    if !stats.has_addresses && !findings.edges.is_empty() {
+        let _ = writeln!(out, "Happens-before edges found:");
+        for edge in &findings.edges {
+            let to = edge.to.map_or("the host".to_string(), |s| Words::Short.stream(look, s));
+            let via = match edge.via {
+                EdgeKind::EventWait => "event record -> wait",
+                EdgeKind::HostSync => "host synchronization",
+                EdgeKind::LegacyDefault => "legacy default stream",
+            };
+            let _ = writeln!(out, "  {} -> {to}: {} ({via})", Words::Short.stream(look, edge.from), edge.count);
+        }
+    }
+    let framework_ops = analysis.import.get(Counter::JsonFrameworkOps);
+    if framework_ops > 0 {
+        let _ = writeln!(
+            out,
+            "Kernel accesses: {framework_ops} framework ops gave their kernels the exact bytes of their tensors; {} kernels outside any op stood for the whole blocks their pointer arguments point into.",
+            stats.kernels_with_pointers
+        );
+    } else if stats.kernels_with_pointers > 0 && stats.exact_kernels.is_empty() {
+        let _ = writeln!(
+            out,
+            "Kernel accesses: each pointer argument stands for the whole allocation block it points into (`streamtrace capture --exact` records the bytes each kernel touched)."
+        );
+    }
+    write_capture_cost(out, analysis)
+}
+
 /// Binaries the trace names that a finding's frames needed and that are not here, said once.
-fn write_missing_binaries(out: &mut dyn io::Write, analysis: &Analysis) -> io::Result<()> {
+fn write_missing_binaries(out: &mut String, analysis: &Analysis) -> std::fmt::Result {
     let missing = &analysis.tables.symbols.missing_binaries;
     if missing.is_empty() {
         return Ok(());
@@ -345,7 +614,7 @@ fn write_missing_binaries(out: &mut dyn io::Write, analysis: &Analysis) -> io::R
 }
 
 /// Which order the host threads were taken in, where the trace has more than one.
-fn write_host_order(out: &mut dyn io::Write, analysis: &Analysis) -> io::Result<()> {
+fn write_host_order(out: &mut String, analysis: &Analysis) -> std::fmt::Result {
     if analysis.stats.threads < 2 {
         return Ok(());
     }
@@ -375,7 +644,7 @@ fn write_host_order(out: &mut dyn io::Write, analysis: &Analysis) -> io::Result<
 }
 
 /// Which kernels of an exact-access capture (`capture --exact`) were seen whole, in part, or not at all, and why.
-fn write_exact_kernels(out: &mut dyn io::Write, exact: &crate::hb::ExactKernels) -> io::Result<()> {
+fn write_exact_kernels(out: &mut String, exact: &crate::hb::ExactKernels) -> std::fmt::Result {
     if exact.is_empty() {
         return Ok(());
     }
@@ -405,4 +674,25 @@ fn write_exact_kernels(out: &mut dyn io::Write, exact: &crate::hb::ExactKernels)
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn long_lines_wrap_at_spaces_under_their_start() {
+        let line = format!("  Why: {}", "word ".repeat(40));
+        let wrapped = wrap(&line, 40);
+        assert!(wrapped.lines().all(|l| l.chars().count() <= 40), "{wrapped}");
+        assert!(wrapped.lines().skip(1).all(|l| l.starts_with("      word")), "indented under the start: {wrapped}");
+        assert_eq!(crate_words(&wrapped), crate_words(&line), "no word lost");
+        let token = format!("  {}", "x".repeat(90));
+        assert!(wrap(&token, 40).lines().all(|l| l.chars().count() <= 40), "a word longer than a line is cut");
+        assert_eq!(wrap("short\n\nlines", 40), "short\n\nlines\n");
+    }
+
+    fn crate_words(text: &str) -> Vec<&str> {
+        text.split_whitespace().collect()
+    }
 }

@@ -23,6 +23,9 @@ use crate::model::{NativeFrame, NativeSite, RecordedLine, SourceLocation};
 use frames::{classify, is_startup_code, kernel_of_stub, module_class, same_function, FrameClass};
 pub use streamtrace_symbols::demangle;
 
+/// The most frames a report lists for one call site.
+pub const MAX_SHOWN_FRAMES: usize = 6;
+
 /// Where binaries that are not at the path the trace names may be: folders the user named (`--binary-dir`),
 /// searched in order for a file of the same name (its build id is checked as at its own path).
 #[derive(Clone, Debug, Default)]
@@ -119,6 +122,41 @@ impl Symbolizer {
         let located = program.or(library);
         self.sites.insert(site.clone(), located.clone());
         located
+    }
+
+    /// The frames a report lists for a call site, one per line, outermost last: from the frame [`locate`]
+    /// names, every function of the program's own code the call passed through (inlined ones too), up to
+    /// [`MAX_SHOWN_FRAMES`], ending where the program's code ends (its C runtime's start, a library). A frame
+    /// of a binary nothing is known of is `module+0x1234`. Empty when every frame is CUDA's own.
+    pub fn stack(&mut self, site: &NativeSite) -> Vec<SourceLocation> {
+        let mut shown = Vec::new();
+        let mut wrapper: Option<String> = None;
+        for frame in site.frames() {
+            let module = frame.module.as_ref().map(|m| &*m.path);
+            for entry in self.symbolize(frame) {
+                let function = entry.function.as_deref();
+                let class = match (&wrapper, function) {
+                    (Some(wrapper), Some(function)) if same_function(wrapper, function) => FrameClass::Cuda,
+                    _ => classify(module, function, entry.file.as_deref()),
+                };
+                wrapper = function.and_then(kernel_of_stub);
+                let startup = function.is_some_and(is_startup_code);
+                match class {
+                    FrameClass::Cuda => {}
+                    FrameClass::Program if !startup => shown.push(location(frame, &entry)),
+                    // The program's code ends here; a library frame is shown only when no frame is the program's.
+                    _ if !shown.is_empty() => return shown,
+                    _ => {}
+                }
+                if shown.len() == MAX_SHOWN_FRAMES {
+                    return shown;
+                }
+            }
+        }
+        if shown.is_empty() {
+            shown.extend(self.locate(site));
+        }
+        shown
     }
 
     /// Where a call site is in the program's own code, for naming what it created: its program frame only.

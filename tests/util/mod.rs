@@ -26,6 +26,12 @@ pub fn streamtrace(args: &[&str]) -> Output {
     binary().args(args).output().expect("the streamtrace binary runs")
 }
 
+/// A text report's words, each run of spaces and line breaks made one space: what the tests look for in a
+/// report whose lines are wrapped at 120 columns.
+pub fn words(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// The standard error of a finished run, as text.
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
