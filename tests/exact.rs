@@ -139,3 +139,33 @@ fn pytorch_ops_and_exact_bytes_together_keep_interleaved_views_apart() {
         "the op's Python line: {source}"
     );
 }
+
+/// Issue 21 item 5: a default (CUPTI, tier T1) capture's race that rests on kernels' pointer arguments taken as
+/// whole blocks says so, and names `--exact` to confirm it; the same program captured with `--exact`, a race of
+/// copies and hand-written ranges carry no such note.
+#[test]
+fn a_race_on_whole_blocks_names_exact_capture_to_confirm_it() {
+    let extents = |trace: &str| -> Vec<String> {
+        let (_, json) = crate::util::analyze_json(trace);
+        json["races"]
+            .as_array()
+            .expect("races")
+            .iter()
+            .map(|r| r["extent"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    let t1 = extents("samples/capture/cuda/exact_slices_per_stream.json");
+    assert!(!t1.is_empty() && t1.iter().all(|e| e == "whole_block_arguments"), "{t1:?}");
+    let text = crate::util::words(&crate::util::analyze_text("samples/capture/cuda/exact_slices_per_stream.json"));
+    assert!(text.contains("rests on a kernel's pointer argument taken for its whole allocation block"), "{text}");
+    assert!(text.contains("`streamtrace capture --exact` records the bytes each kernel touched"), "{text}");
+    for known in [
+        "samples/capture/exact/two_streams_race.json",
+        "samples/capture/cuda/pinned_staging_refill.json",
+        "samples/json/pipeline_loop_race.json",
+    ] {
+        let found = extents(known);
+        assert!(!found.is_empty() && found.iter().all(|e| e == "known"), "{known}: {found:?}");
+        assert!(!crate::util::analyze_text(known).contains("--exact` records"), "{known}");
+    }
+}

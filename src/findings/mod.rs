@@ -215,6 +215,19 @@ pub struct ReusedBlock {
     pub freed_at: Option<SourceLocation>,
 }
 
+/// What a race's accesses rest on: the bytes the operations touched as far as the trace knows them, or, for a
+/// kernel of a default (CUPTI) capture, the whole allocation blocks its pointer arguments point into (tier T1:
+/// a kernel working on its own slice of a block races on the block), which `streamtrace capture --exact`
+/// confirms or clears.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessExtent {
+    /// Copies', sets' and frees' ranges, framework ops' tensor extents (T2), exact bytes (T3), hand-written ranges.
+    Known,
+    /// At least one of the two is a kernel whose pointer arguments stood for their whole blocks.
+    WholeBlockArguments,
+}
+
 /// Two accesses to overlapping bytes, at least one a write, with nothing ordering them.
 #[derive(Clone, Debug)]
 pub struct RaceFinding {
@@ -236,6 +249,8 @@ pub struct RaceFinding {
     pub earlier_view: Option<String>,
     /// The later access's strided view, when it was one.
     pub later_view: Option<String>,
+    /// Whether the race rests on kernels' pointer arguments taken as whole blocks.
+    pub extent: AccessExtent,
 }
 
 /// A stream waited on an event that had never been recorded: the wait ordered nothing.

@@ -40,6 +40,9 @@ impl Engine {
             all.clear();
             all.extend_from_slice(accesses);
             self.resolve_pointers(op.process, pointers, &mut all);
+            if all.len() > accesses.len() {
+                self.whole_block_sites.insert(site);
+            }
             Some(all)
         };
         for access in effective_accesses(resolved.as_deref().unwrap_or(accesses)) {

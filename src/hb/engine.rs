@@ -17,7 +17,7 @@ use super::sites::{SiteId, SiteTable};
 use super::state::{ContextState, Engine, EngineError, EngineOptions, EngineStats, EventState, HbEdge, StreamState};
 use super::state::{ThreadOrder, ThreadState};
 use super::sync_rules::{host_wait, HostWait};
-use crate::findings::{FindingCollector, Findings, OpClass};
+use crate::findings::{AccessExtent, FindingCollector, Findings, OpClass};
 use crate::model::{
     AccessRange, Allocation, EventInfo, OpKind, Operation, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo,
     TraceRecord,
@@ -43,6 +43,7 @@ impl Engine {
             graph_memos: FxHashMap::default(),
             edge_log: None,
             pointer_scratch: Vec::new(),
+            whole_block_sites: Default::default(),
             host_sync_recorded: false,
         }
     }
@@ -113,7 +114,13 @@ impl Engine {
         self.stats.assumed_view_overlaps = self.processes.iter().map(|p| p.shadow.assumed_view_overlaps()).sum();
         let streams = &self.streams;
         let (sites, natives) = self.sites.into_tables();
-        let findings = self.collector.into_findings(sites, natives, |id| streams[id.index()].info.handle);
+        let mut findings = self.collector.into_findings(sites, natives, |id| streams[id.index()].info.handle);
+        let whole_blocks = &self.whole_block_sites;
+        for race in &mut findings.races {
+            if whole_blocks.contains(&race.earlier.site) || whole_blocks.contains(&race.later.site) {
+                race.extent = AccessExtent::WholeBlockArguments;
+            }
+        }
         (findings, self.stats)
     }
 

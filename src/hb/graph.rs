@@ -12,7 +12,7 @@ use super::racing_accesses::can_race;
 use super::shadow::Effect;
 use super::sites::{SiteId, SiteParts};
 use super::state::{action_of, Engine, EngineError, GraphMemo};
-use crate::findings::{Fix, GraphSite, OpClass, OpOccurrence, RaceFinding, RaceKind, Unordered};
+use crate::findings::{AccessExtent, Fix, GraphSite, OpClass, OpOccurrence, RaceFinding, RaceKind, Unordered};
 use crate::model::{Access, AccessMode, GraphBuild, GraphExec, GraphNode, NodeKind, Operation, StreamId};
 
 impl Engine {
@@ -147,6 +147,12 @@ impl Engine {
             let sites = &mut self.sites;
             let allocation =
                 self.processes[op.process.index()].allocations.describe(range, None, |native| sites.native(native));
+            // A node whose pointer arguments stood for their whole blocks (tier T1), as a launch's do.
+            let extent = if nodes[i].pointers.is_empty() && nodes[j].pointers.is_empty() {
+                AccessExtent::Known
+            } else {
+                AccessExtent::WholeBlockArguments
+            };
             self.collector.race(key, || RaceFinding {
                 kind,
                 range,
@@ -158,6 +164,7 @@ impl Engine {
                 later,
                 earlier_view: a.view.as_ref().map(|v| v.to_string()),
                 later_view: b.view.as_ref().map(|v| v.to_string()),
+                extent,
             });
         }
         let generation = self.processes.get(op.process.index()).map_or(0, |p| p.allocations.generation());

@@ -4,7 +4,7 @@
 
 use super::sites::SiteId;
 use super::state::{action_of, Engine, Known, Later};
-use crate::findings::{AccessAction, Fix, OpOccurrence, Party, RaceFinding, RaceKind, Unordered};
+use crate::findings::{AccessAction, AccessExtent, Fix, OpOccurrence, Party, RaceFinding, RaceKind, Unordered};
 use crate::model::ProcessId;
 
 impl Engine {
@@ -64,6 +64,7 @@ impl Engine {
                     later: later_occurrence,
                     earlier_view: conflict.earlier_view.as_ref().map(|v| v.to_string()),
                     later_view: later.view.as_ref().map(|v| v.to_string()),
+                    extent: AccessExtent::Known,
                 }
             });
         }

@@ -300,6 +300,9 @@ pub struct Engine {
     pub(super) edge_log: Option<Vec<HbEdge>>,
     /// Reused list for a launch's resolved pointer arguments.
     pub(super) pointer_scratch: Vec<Access>,
+    /// Kernel sites that accessed a whole allocation block for a pointer argument (tier T1): a race of theirs
+    /// says so ([`AccessExtent`](crate::findings::AccessExtent)).
+    pub(super) whole_block_sites: rustc_hash::FxHashSet<SiteId>,
     /// Whether the trace's header says it records the host synchronization between its threads.
     pub(super) host_sync_recorded: bool,
 }

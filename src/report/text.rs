@@ -15,7 +15,9 @@ use std::path::Path;
 use super::fix::fix_text_in;
 use super::{describe_why_in, printable, short_label, stream_label, Report, Words};
 use crate::analysis::Analysis;
-use crate::findings::{AccessAction, EdgeKind, OpClass, OpOccurrence, RaceFinding, SiteId, UnrecordedWait};
+use crate::findings::{
+    AccessAction, AccessExtent, EdgeKind, OpClass, OpOccurrence, RaceFinding, SiteId, UnrecordedWait,
+};
 use crate::hb::HostOrder;
 use crate::ingest::Counter;
 use crate::model::{GraphBuild, SourceLocation, StreamId, StreamKind};
@@ -236,6 +238,12 @@ fn write_race(out: &mut String, look: Lookup, race: &RaceFinding, timing_only: b
         );
     }
     let _ = writeln!(out, "  Fix: {}", printable(&fix_text_in(look, race, Words::Short)));
+    if race.extent == AccessExtent::WholeBlockArguments {
+        let _ = writeln!(
+            out,
+            "  Note: this race rests on a kernel's pointer argument taken for its whole allocation block: the capture does not know which bytes of the block the kernel touched (a slice of its own, one member of a struct of buffers). `streamtrace capture --exact` records the bytes each kernel touched and confirms or clears it."
+        );
+    }
     if race.count > 1 {
         let _ = writeln!(out, "  Seen {} times (first occurrence shown).", race.count);
     }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::findings::{
-    AccessAction, AllocationRef, Collective, EdgeCount, EdgeKind, Fix, OpClass, OpOccurrence, RaceFinding, RaceKind,
-    ReusedBlock, SiteId, StreamPairCount, Unordered, UnorderedPairGroup, UnrecordedWait,
+    AccessAction, AccessExtent, AllocationRef, Collective, EdgeCount, EdgeKind, Fix, OpClass, OpOccurrence,
+    RaceFinding, RaceKind, ReusedBlock, SiteId, StreamPairCount, Unordered, UnorderedPairGroup, UnrecordedWait,
 };
 use crate::ingest::{CounterRow, ImportCounter, ImportCounters, Severity};
 use crate::model::{AccessRange, AllocKind, GraphBuild, SourceLocation, StreamId, StreamKind};
@@ -300,6 +300,9 @@ pub struct Race<'a> {
     earlier_view: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     later_view: Option<&'a str>,
+    /// `whole_block_arguments` when a kernel's pointer arguments stood for their whole blocks (tier T1):
+    /// `streamtrace capture --exact` confirms the race.
+    extent: AccessExtent,
     why_text: String,
     fix_text: String,
 }
@@ -317,6 +320,7 @@ impl<'a> Race<'a> {
             count: race.count,
             earlier_view: race.earlier_view.as_deref(),
             later_view: race.later_view.as_deref(),
+            extent: race.extent,
             why_text: describe_why(look, race),
             fix_text: fix_text(look, race),
         }
