@@ -263,7 +263,14 @@ fn created_name(noun: &str, place: &SourceLocation, text: Option<&str>, nth: Opt
         Some(text) if nth.is_some() => (format!("{noun}{number} of `{text}` at {at}"), format!("{text}{number}")),
         Some(text) => (format!("{noun} `{text}` at {at}"), text.to_string()),
         None if nth.is_some() => (format!("{noun}{number} created at {at}"), format!("{noun}{number} created at {at}")),
-        None => (format!("the {noun} created at {at}"), format!("created at {at}")),
+        // A native creation line also names its function, as the accesses' frames do ("pipeline.cu:40 in main").
+        None => {
+            let at = match place.function.as_deref().filter(|f| !f.is_empty() && !f.starts_with('<')) {
+                Some(function) if place.line.is_some() => format!("{at} in {function}"),
+                _ => at,
+            };
+            (format!("the {noun} created at {at}"), format!("created at {at}"))
+        }
     };
     Name { known_as: Some(known_as.into()), short: Some(short.into()), created_at: Some(place.clone()) }
 }

@@ -183,14 +183,17 @@ fn lines_the_capture_wrote_need_no_binary() {
     assert_eq!(line(&race["earlier"]["site"]["stream"]["created_at"]), 7, "stream a");
     assert_eq!(line(&race["later"]["site"]["stream"]["created_at"]), 8, "stream b");
     assert_eq!(line(&race["allocation"]["source"]), 5, "the cudaMalloc");
-    let counters = json["import"].to_string();
-    assert!(!counters.contains("symbols.unreadable_modules"), "no binary was needed: {counters}");
+    // The program's own binary was not needed (frames in the C library without lines of their own may still be
+    // looked up here, and this machine's libc is another build).
+    let unreadable =
+        json["import"].as_array().expect("counters").iter().find(|c| c["name"] == "symbols.unreadable_modules");
+    assert!(
+        unreadable.is_none_or(|c| !c["first"].as_str().unwrap_or("").contains("two_streams_race")),
+        "{unreadable:?}"
+    );
     let text = run("text");
-    for line in [5, 9, 10] {
+    for line in [5, 7, 8, 9, 10] {
         assert!(text.contains(&format!("two_streams_race.cu:{line} in main")), "line {line}:\n{text}");
-    }
-    for line in [7, 8] {
-        assert!(text.contains(&format!("two_streams_race.cu:{line}")), "stream created at line {line}:\n{text}");
     }
     assert!(!text.contains("not on this machine"), "{text}");
 }

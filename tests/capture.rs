@@ -110,6 +110,27 @@ fn host_accesses_of_native_programs_seen_by_the_host_watch_match_their_ground_tr
 }
 
 #[test]
+fn host_threads_are_ordered_by_the_synchronization_the_capture_recorded() {
+    // Captured on the H200 (benches/gpu_sourcelines.sh's re-capture of samples/cuda): two threads fill one buffer.
+    const DIR: &str = "samples/capture/cuda";
+    expect_races(&format!("{DIR}/threads_fill_no_sync.json"), &[("write-after-write", "write_kernel", "write_kernel")]);
+    expect_races(&format!("{DIR}/threads_fill_mutex_handover.json"), &[]);
+    // Apart in time but never synchronized: ordered only by timing (exit 3), never clean.
+    let (code, json) = analyze(&format!("{DIR}/threads_fill_no_sync-apart.json"));
+    assert_eq!(json["races"].as_array().map(Vec::len), Some(0));
+    assert_eq!(json["timing_only_races"].as_array().map(Vec::len), Some(1), "{json:#}");
+    assert_eq!(code, 3);
+    // A std::atomic hand-over the capture cannot see: at most ordered only by timing, never a plain race.
+    let (code, json) = analyze(&format!("{DIR}/threads_fill_atomic_handover.json"));
+    assert_eq!(json["races"].as_array().map(Vec::len), Some(0));
+    assert!(code == 0 || code == 3, "{code}");
+    for trace in ["threads_fill_no_sync", "threads_fill_mutex_handover"] {
+        let text = std::fs::read_to_string(format!("{DIR}/{trace}.json")).expect("trace");
+        assert!(text.contains("\"host_release\"") && text.contains("\"host_acquire\""), "{trace}: host records");
+    }
+}
+
+#[test]
 fn capture_ranges_keep_only_what_ran_inside_them() {
     // Captured on the H200 (benches/gpu_jobs.sh): a race before the range and one inside it.
     const DIR: &str = "samples/capture/ranges";
