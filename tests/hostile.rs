@@ -1,4 +1,4 @@
-//! Hostile input and hostile output paths (issue 16): each test is named after what it would break, and its
+//! Hostile input and hostile output paths (issues 16 and 27): each test is named after what it would break, and its
 //! input is a small file under tests/hostile/ or something made in a scratch directory (a FIFO, a link to
 //! /dev/null, a broken export). Every case ends in a clear error naming the file or a correct report; nothing is
 //! replaced that is not a regular file.
@@ -304,4 +304,118 @@ fn capture_removes_only_the_traces_it_wrote() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!recorded.exists(), "the earlier capture's trace is removed");
     assert!(dir.join("mine.json").exists());
+}
+
+// Issue 27, item 6: output safety.
+
+/// A copy of the race sample in `dir`, with a link to it: the input of the output tests.
+fn input_and_link(dir: &Path) -> (PathBuf, PathBuf) {
+    let input = dir.join("t.json");
+    std::fs::copy(repo().join(RACE), &input).expect("copy");
+    let link = dir.join("link.json");
+    std::os::unix::fs::symlink(&input, &link).expect("symlink");
+    (input, link)
+}
+
+#[test]
+fn an_output_naming_the_input_is_refused_and_the_input_kept() {
+    let dir = scratch("onto-input");
+    let (input, link) = input_and_link(&dir);
+    let original = std::fs::read(&input).expect("read");
+    let pictures = support::font_or_skip("an_output_naming_the_input_is_refused_and_the_input_kept (--png)");
+    for target in [&input, &link] {
+        for flag in ["-o", "--html", "--perfetto", "--png"].into_iter().filter(|f| pictures || *f != "--png") {
+            let out = streamtrace(&["analyze", text(&input), flag, text(target)]);
+            assert_eq!(out.status.code(), Some(2), "{flag} {}: {}", target.display(), stderr(&out));
+            assert!(stderr(&out).contains("is the input"), "{flag}: {}", stderr(&out));
+        }
+        // The trace read through its link, the report aimed at the file itself.
+        let out = streamtrace(&["analyze", text(&link), "-o", text(&input)]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let mut runs = vec![vec!["stats", text(&input), "-o", text(target)]];
+        if pictures {
+            runs.push(vec!["stats", text(&input), "--png", text(target)]);
+        }
+        for args in runs {
+            let out = streamtrace(&args);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+            assert!(stderr(&out).contains("is the input"), "{args:?}: {}", stderr(&out));
+        }
+    }
+    assert_eq!(std::fs::read(&input).expect("read"), original, "the trace is as it was");
+    assert!(std::fs::symlink_metadata(&link).expect("link").file_type().is_symlink());
+    assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 2, "no temporary file left");
+    // Standard input that is a regular file is an input too.
+    let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+        .args(["analyze", "-", "-o", text(&input)])
+        .stdin(std::fs::File::open(&input).expect("open"))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&input).expect("read"), original);
+}
+
+#[test]
+fn a_replaced_file_keeps_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("mode");
+    for (flag, name, mode) in
+        [("-o", "report.txt", 0o600), ("--html", "r.html", 0o640), ("--perfetto", "p.json", 0o604)]
+    {
+        let target = dir.join(name);
+        std::fs::write(&target, "old").expect("write");
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        let out = streamtrace(&["analyze", RACE, flag, text(&target)]);
+        assert_eq!(out.status.code(), Some(1), "{flag}: {}", stderr(&out));
+        let metadata = std::fs::metadata(&target).expect("written");
+        assert_eq!(metadata.permissions().mode() & 0o777, mode, "{flag}: the mode of {name}");
+        assert_ne!(std::fs::read(&target).expect("read"), b"old", "{flag}: replaced");
+    }
+}
+
+#[test]
+fn an_output_name_of_250_characters_is_written() {
+    let dir = scratch("long-name");
+    let target = dir.join(format!("{}.txt", "r".repeat(246)));
+    let out = streamtrace(&["analyze", RACE, "-o", text(&target)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(std::fs::read_to_string(&target).expect("written").contains("SUMMARY"));
+    assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 1, "no temporary file left");
+}
+
+#[test]
+fn a_missing_output_directory_is_named_not_the_temporary_file() {
+    let dir = scratch("no-dir");
+    let target = dir.join("absent").join("report.html");
+    let out = streamtrace(&["analyze", RACE, "--html", text(&target)]);
+    assert_eq!(out.status.code(), Some(2));
+    let message = stderr(&out);
+    assert!(message.contains(&format!("{}: the directory", target.display())), "{message}");
+    assert!(message.contains("does not exist") && !message.contains(".tmp"), "{message}");
+}
+
+#[test]
+fn a_picture_for_dev_null_follows_no_link_at_a_temporary_name() {
+    if !support::font_or_skip("a_picture_for_dev_null_follows_no_link_at_a_temporary_name") {
+        return;
+    }
+    let dir = scratch("png-null");
+    let victim = dir.join("victim.txt");
+    std::fs::write(&victim, "mine").expect("write");
+    // Temporary names that a process id makes predictable, planted for the next few hundred processes.
+    let next = Command::new("true").spawn().expect("spawns").id();
+    for pid in next..next + 400 {
+        std::os::unix::fs::symlink(&victim, dir.join(format!(".null.{pid}.tmp.png"))).expect("plant");
+    }
+    for args in [vec!["analyze", RACE, "--png", "/dev/null"], vec!["stats", RACE, "--png", "/dev/null"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+            .args(&args)
+            .current_dir(repo())
+            .env("TMPDIR", &dir)
+            .output()
+            .expect("runs");
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{args:?}: {}", stderr(&out));
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "mine", "{args:?} wrote through a planted link");
+    }
+    assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 401, "only the victim and the planted links remain");
 }

@@ -10,13 +10,14 @@ use super::args::{AnalyzeArgs, OutputFormat};
 use crate::analysis::{analyze_path, analyze_path_with_timeline};
 use crate::hb::EngineOptions;
 use crate::job;
-use crate::output::write_atomically;
+use crate::output::{protect_input, write_atomically};
 use crate::report::{html::HtmlReport, json::JsonReport, perfetto::PerfettoReport, text::TextReport, Report};
 
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
     let started = Instant::now();
     let options = EngineOptions { host_order: args.host_order.into() };
     let wants_timeline = args.html.is_some() || args.perfetto.is_some() || args.png.is_some();
+    protect_input(&args.trace);
     if args.trace.is_dir() {
         return run_job(args, options);
     }
@@ -103,6 +104,7 @@ fn run_job(args: &AnalyzeArgs, options: EngineOptions) -> anyhow::Result<u8> {
     if traces.is_empty() {
         anyhow::bail!("{} holds no trace (*.json)", args.trace.display());
     }
+    traces.iter().for_each(|trace| protect_input(trace));
     let analyzed = job::analyze_job(&traces, options, args.html.is_some());
     let write = |out: &mut dyn Write| match args.format {
         OutputFormat::Text => super::job::write_text(&analyzed, out),

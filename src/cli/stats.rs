@@ -9,11 +9,12 @@ use anyhow::Context;
 use polars::prelude::*;
 
 use super::args::{StatsArgs, StatsFormat};
-use crate::output::write_atomically;
+use crate::output::{protect_input, write_atomically};
 use crate::report::printable;
 use crate::stats::{columns, compute, TraceStats};
 
 pub fn run(args: &StatsArgs) -> anyhow::Result<()> {
+    protect_input(&args.trace);
     let mut stats = compute(&args.trace)?;
     if let Some(path) = &args.png {
         let (busy, kernels) = anyhow::Context::context(chart_rows(&stats.tables), "reading the tables for the charts")?;
