@@ -419,3 +419,60 @@ fn a_picture_for_dev_null_follows_no_link_at_a_temporary_name() {
     }
     assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 401, "only the victim and the planted links remain");
 }
+
+// Issue 27, item 1: files a trace names.
+
+/// A trace whose race's call site points into a module at `module`.
+fn trace_with_module(module: &str) -> String {
+    let module = serde_json::to_string(module).expect("a JSON string");
+    [
+        r#"{"type": "streamtrace", "version": 1}"#.to_string(),
+        format!(r#"{{"type": "module", "path": {module}, "base": "0x400000", "addr": "0x400000", "size": 65536}}"#),
+        r#"{"type": "callsite", "id": 1, "frames": ["0x401234"]}"#.to_string(),
+        r#"{"type": "stream", "id": 1, "stream_kind": "non_blocking"}"#.to_string(),
+        r#"{"type": "stream", "id": 2, "stream_kind": "non_blocking"}"#.to_string(),
+        r#"{"type": "kernel", "stream": 1, "name": "a", "writes": [[4096, 64]], "site": 1}"#.to_string(),
+        r#"{"type": "kernel", "stream": 2, "name": "b", "writes": [[4096, 64]], "site": 1}"#.to_string(),
+    ]
+    .join("\n")
+}
+
+/// Runs the binary, killing it after `limit` (a hang is the failure these tests look for, not a speed).
+fn run_with_limit(args: &[&str], limit: std::time::Duration) -> Option<Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+        .args(args)
+        .current_dir(repo())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let started = std::time::Instant::now();
+    while started.elapsed() < limit {
+        if child.try_wait().expect("waits").is_some() {
+            return Some(child.wait_with_output().expect("output"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+#[test]
+fn module_paths_to_devices_fifos_and_non_elf_files_are_not_read() {
+    let dir = scratch("modules");
+    let fifo = dir.join("module.fifo");
+    mkfifo(&fifo);
+    let notes = dir.join("notes.txt");
+    std::fs::write(&notes, "a text file, not a binary\n").expect("write");
+    for module in ["/dev/zero", "/dev/urandom", text(&fifo), text(&notes), text(&dir)] {
+        let trace = dir.join("trace.json");
+        std::fs::write(&trace, trace_with_module(module)).expect("write");
+        let out = run_with_limit(&["analyze", text(&trace), "--format", "json"], std::time::Duration::from_secs(60))
+            .unwrap_or_else(|| panic!("{module}: the analysis did not finish"));
+        assert_eq!(out.status.code(), Some(1), "{module}: {}", stderr(&out));
+        let json: Value = serde_json::from_slice(&out.stdout).expect("json report");
+        assert_eq!(counter(&json, "symbols.unreadable_modules"), 1, "{module}");
+        assert!(is_fifo(&fifo), "the FIFO is untouched");
+    }
+}
