@@ -476,3 +476,92 @@ fn module_paths_to_devices_fifos_and_non_elf_files_are_not_read() {
         assert!(is_fifo(&fifo), "the FIFO is untouched");
     }
 }
+
+// Issue 27, items 2 and 3: graphs nested deep, graphs of many nodes.
+
+/// A trace that nests child graphs `depth` levels deep, `fan` child nodes per level, and launches the top one.
+fn nested_graphs(depth: u64, fan: u64) -> String {
+    let mut lines = vec![
+        r#"{"type": "streamtrace", "version": 1}"#.to_string(),
+        r#"{"type": "stream", "id": 1, "stream_kind": "non_blocking"}"#.to_string(),
+        r#"{"type": "graph_create", "graph": 0}"#.to_string(),
+        r#"{"type": "graph_node", "graph": 0, "node": 1, "name": "leaf"}"#.to_string(),
+    ];
+    for level in 1..=depth {
+        lines.push(format!(r#"{{"type": "graph_create", "graph": {level}}}"#));
+        for node in 0..fan {
+            let deps = if node == 0 { String::new() } else { format!(r#", "deps": [{}]"#, node - 1) };
+            lines.push(format!(
+                r#"{{"type": "graph_node", "graph": {level}, "node": {node}, "node_kind": "child", "child": {}{deps}}}"#,
+                level - 1
+            ));
+        }
+    }
+    lines.push(format!(r#"{{"type": "graph_instantiate", "graph": {depth}, "exec": 1}}"#));
+    lines.push(r#"{"type": "graph_launch", "exec": 1, "stream": 1}"#.to_string());
+    lines.join("\n")
+}
+
+fn analyze_text(test: &str, trace: &str, limit: u64) -> Output {
+    let path = scratch(test).join("trace.json");
+    std::fs::write(&path, trace).expect("write");
+    run_with_limit(&["analyze", text(&path), "--format", "json"], std::time::Duration::from_secs(limit))
+        .unwrap_or_else(|| panic!("{test}: the analysis did not finish"))
+}
+
+#[test]
+fn child_graphs_nested_thousands_deep_are_an_error_not_a_crash() {
+    let out = analyze_text("nested-deep", &nested_graphs(3000, 1), 120);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("trace.json:"), "the error names the line: {}", stderr(&out));
+    assert!(stderr(&out).contains("more than 256 levels deep"), "{}", stderr(&out));
+    // As deep as allowed is read, and the launch runs every level's leaf once.
+    let out = analyze_text("nested-256", &nested_graphs(256, 1), 120);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn two_child_nodes_per_level_are_flattened_in_time_linear_in_their_nodes() {
+    // 2^18 leaves: flattened once each, in order (each child node after the one before it).
+    let out = analyze_text("nested-fan", &nested_graphs(18, 2), 120);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // 2^24 would be 16 million nodes: refused, naming the bound.
+    let out = analyze_text("nested-fan-too-many", &nested_graphs(24, 2), 120);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("more than 2097152 nodes"), "{}", stderr(&out));
+}
+
+/// Runs the binary with its address space limited to `bytes` (`ulimit -v`): memory a case must stay under.
+fn analyze_within(trace: &Path, bytes: u64) -> Output {
+    let command = format!("ulimit -v {}; exec \"$0\" analyze \"$1\" --format json", bytes >> 10);
+    Command::new("sh")
+        .args(["-c", &command, env!("CARGO_BIN_EXE_streamtrace"), text(trace)])
+        .current_dir(repo())
+        .output()
+        .expect("runs")
+}
+
+#[test]
+fn a_graph_of_128k_chained_nodes_needs_memory_linear_in_its_nodes() {
+    let nodes: Vec<String> = (0..131_072u64)
+        .map(|i| {
+            let deps = if i == 0 { String::new() } else { format!(r#", "deps": [{}]"#, i - 1) };
+            format!(r#"{{"writes": [[{}, 64]]{deps}}}"#, 4096 + i * 64)
+        })
+        .collect();
+    let trace = [
+        r#"{"type": "streamtrace", "version": 1}"#.to_string(),
+        r#"{"type": "stream", "id": 1, "stream_kind": "non_blocking"}"#.to_string(),
+        r#"{"type": "stream", "id": 2, "stream_kind": "non_blocking"}"#.to_string(),
+        format!(r#"{{"type": "graph", "stream": 1, "name": "chain", "nodes": [{}]}}"#, nodes.join(",")),
+        r#"{"type": "kernel", "stream": 2, "name": "late", "writes": [[4096, 64]]}"#.to_string(),
+    ]
+    .join("\n");
+    let path = scratch("chain").join("trace.json");
+    std::fs::write(&path, trace).expect("write");
+    // A table of every node's ancestors alone would be 2 GiB.
+    let out = analyze_within(&path, 1 << 30);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(json["races"].as_array().map(Vec::len), Some(1), "the late kernel races with the first node");
+}
