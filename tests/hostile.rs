@@ -565,3 +565,111 @@ fn a_graph_of_128k_chained_nodes_needs_memory_linear_in_its_nodes() {
     let json: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(json["races"].as_array().map(Vec::len), Some(1), "the late kernel races with the first node");
 }
+
+// Issue 27, item 4: `stats` says what `analyze` says about lost data.
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The first `bytes` bytes of `sample`, in the scratch directory of `test`.
+fn cut(test: &str, sample: &str, bytes: usize) -> PathBuf {
+    let path = scratch(test).join("cut.json");
+    let whole = std::fs::read(repo().join(sample)).expect("sample");
+    std::fs::write(&path, &whole[..bytes]).expect("write");
+    path
+}
+
+#[test]
+fn stats_warns_of_lost_data_as_analyze_does() {
+    // A recording cut inside a record: both readings skip it and count it.
+    let trace = cut("stats-cut", "samples/capture/cuda/batch_copy_race.json", 1900);
+    let out = streamtrace(&["analyze", text(&trace)]);
+    assert!(stdout(&out).contains("(json.skipped_malformed; first at"), "{}", stdout(&out));
+    let out = streamtrace(&["stats", text(&trace)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("(json.skipped_malformed; first at"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("the tables may be incomplete"), "{}", stdout(&out));
+    // An export with NULL rows, and one without its names.
+    for (test, sql, counter) in [
+        (
+            "stats-null",
+            "CREATE TABLE k AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; \
+             ALTER TABLE k RENAME TO CUPTI_ACTIVITY_KIND_KERNEL; \
+             UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = NULL WHERE rowid IN (SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 2);",
+            "nsys.null_in_not_null",
+        ),
+        ("stats-no-strings", "DROP TABLE StringIds;", "nsys.no_string_ids"),
+    ] {
+        let export = broken_export(test, sql);
+        let out = streamtrace(&["stats", text(&export)]);
+        assert_eq!(out.status.code(), Some(0), "{test}: {}", stderr(&out));
+        assert!(stdout(&out).contains(&format!("({counter})")), "{test}: {}", stdout(&out));
+        // Tables written to files: the warning goes to standard error.
+        let dir = export.with_file_name("tables");
+        let out = streamtrace(&["stats", text(&export), "--format", "csv", "-o", text(&dir)]);
+        assert_eq!(out.status.code(), Some(0), "{test}: {}", stderr(&out));
+        assert!(stderr(&out).contains(&format!("({counter})")), "{test}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn stats_of_4000_timed_streams_shows_the_pairs_that_overlap_most() {
+    let mut lines = vec![r#"{"type": "streamtrace", "version": 1}"#.to_string()];
+    lines.extend((1..=4000).map(|s| format!(r#"{{"type": "stream", "id": {s}}}"#)));
+    lines.extend((1..=4000u64).map(|s| {
+        format!(r#"{{"type": "kernel", "stream": {s}, "name": "k", "gpu_start": {}, "gpu_end": {}}}"#, s, s + 100_000)
+    }));
+    let path = scratch("stats-4000").join("trace.json");
+    std::fs::write(&path, lines.join("\n")).expect("write");
+    // 8 million stream pairs: a terminal table of them all took 7.6 GB.
+    let command = format!("ulimit -v {}; exec \"$0\" stats \"$1\"", 3u64 << 20);
+    let out = Command::new("sh")
+        .args(["-c", &command, env!("CARGO_BIN_EXE_streamtrace"), text(&path)])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("... 7997900 more stream pairs, with less overlap"), "{}", stdout(&out));
+}
+
+// Issue 27, items 8 and 9: what the strict reader refuses, and how it says so.
+
+#[test]
+fn two_legacy_default_streams_in_one_context_are_refused_once_with_their_line() {
+    let trace = [
+        r#"{"type": "streamtrace", "version": 1}"#,
+        r#"{"type": "stream", "id": 0, "stream_kind": "legacy_default"}"#,
+        r#"{"type": "stream", "id": 1, "stream_kind": "legacy_default"}"#,
+        r#"{"type": "kernel", "stream": 1, "name": "k"}"#,
+    ]
+    .join("\n");
+    let path = scratch("two-legacy").join("trace.json");
+    std::fs::write(&path, trace).expect("write");
+    for command in ["analyze", "stats"] {
+        let out = streamtrace(&[command, text(&path)]);
+        assert_eq!(out.status.code(), Some(2), "{command}: {}", stdout(&out));
+        let message = stderr(&out);
+        assert!(message.contains(&format!("{}:3: a second legacy default stream", path.display())), "{message}");
+        assert_eq!(message.matches("legacy default stream").count(), 2, "said once: {message}");
+    }
+}
+
+// Issue 27, item 5: a recording's end.
+
+#[test]
+fn a_recording_cut_on_a_record_boundary_says_its_end_was_lost() {
+    let sample = "samples/capture/cuda/batch_copy_race.json";
+    let whole = std::fs::read_to_string(repo().join(sample)).expect("sample");
+    assert_eq!(whole.as_bytes()[1941], b'\n', "1942 bytes end on a line");
+    let trace = cut("cut-on-boundary", sample, 1942);
+    let out = streamtrace(&["analyze", text(&trace), "--format", "json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    assert_eq!(counter(&json, "json.recording_without_closing_record"), 1);
+    let out = streamtrace(&["analyze", text(&trace)]);
+    let report = stdout(&out);
+    assert!(report.contains("(json.recording_without_closing_record; first at"), "{report}");
+    assert!(!report.contains("tier T0"), "a cut recording is no trace without addresses: {report}");
+    let out = streamtrace(&["analyze", sample, "--format", "json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(counter(&json, "json.recording_without_closing_record"), 0, "the whole recording is closed");
+}

@@ -82,6 +82,8 @@ counters! {
         "records that contradict the trace before them (an undeclared stream or event, a block not live, a second declaration), skipped";
     JsonSkippedUnmatchedFrameEnds = "json.skipped_unmatched_frame_ends", DataLoss,
         "op_end or call_end records with no open op or call to end (their begin was lost), skipped";
+    JsonRecordingWithoutClosingRecord = "json.recording_without_closing_record", DataLoss,
+        "recordings without the capture_stats record every recording ends with: the program's last records were lost (it was killed, or the file was cut short)";
     // What the capture library said about itself at exit.
     CaptureRecordedCalls = "capture.recorded_calls", Info, "driver calls the capture library recorded";
     CaptureCallbackNs = "capture.callback_ns", Info,
@@ -140,6 +142,8 @@ counters! {
     NsysBadMemoryRange = "nsys.bad_memory_range", DataLoss, "allocations whose range overflows, skipped";
     NsysEndBeforeStart = "nsys.end_before_start", DataLoss,
         "rows whose end is before their start: their times are dropped (the operations are kept)";
+    NsysSecondLegacyDefault = "nsys.second_legacy_default", DataLoss,
+        "streams flagged as their context's legacy default stream when the context has one already: taken as blocking streams";
 }
 
 /// One counter's count in one import.

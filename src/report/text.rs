@@ -240,10 +240,17 @@ impl Report for TextReport {
         }
         write_exact_kernels(out, &analysis.stats.exact_kernels)?;
         if !analysis.stats.has_addresses {
-            writeln!(
-                out,
-                "No addresses in this trace (access tier T0): address-level race detection needs `streamtrace capture`."
-            )?;
+            if analysis.cut_short() {
+                writeln!(
+                    out,
+                    "No addresses were read from this recording, which was cut short (see the warning below): what it would have recorded is unknown."
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "No addresses in this trace (access tier T0): address-level race detection needs `streamtrace capture`."
+                )?;
+            }
             if !findings.unordered_pairs.is_empty() {
                 writeln!(out, "Unordered cross-stream operation pairs, by site (most first):")?;
                 for group in findings.unordered_pairs.iter().take(PAIR_GROUPS_SHOWN) {

@@ -53,6 +53,8 @@ pub(super) struct JsonTraceParser {
     seen_header: bool,
     /// Strict (hand-written, generated) or tolerant (a recording); see the module doc.
     strict: bool,
+    /// Whether the recording's closing `capture_stats` record was read: without it, its end was lost.
+    closed: bool,
     pub seq: u64,
     processes: DenseIds<u64, ProcessId>,
     threads: DenseIds<(ProcessId, u64), ThreadId>,
@@ -62,6 +64,8 @@ pub(super) struct JsonTraceParser {
     pub allocs: DenseIds<AllocHandle, AllocId>,
     pub devices: DenseIds<(ProcessId, u64), DeviceId>,
     pub contexts: DenseIds<(ProcessId, u64), ContextId>,
+    /// Each context's legacy default stream, by (process, context handle): a context has one.
+    pub legacy_defaults: HashMap<(ProcessId, u64), u64>,
     names: HashSet<Arc<str>>,
     sources: HashMap<String, SourceLocation>,
     /// Framework frames and CUDA graphs, which every reader's operations pass through.
@@ -81,6 +85,7 @@ impl JsonTraceParser {
             counters: ImportCounters::default(),
             seen_header: false,
             strict: true,
+            closed: false,
             seq: 0,
             processes: DenseIds::default(),
             threads: DenseIds::default(),
@@ -89,6 +94,7 @@ impl JsonTraceParser {
             allocs: DenseIds::default(),
             devices: DenseIds::default(),
             contexts: DenseIds::default(),
+            legacy_defaults: HashMap::default(),
             names: HashSet::default(),
             sources: HashMap::default(),
             stages: Stages::default(),
@@ -110,6 +116,12 @@ impl JsonTraceParser {
         self.counters.bump(Counter::GraphsCapturedOps, self.stages.captured_ops());
         self.counters.bump(Counter::GraphsFailedCaptures, self.stages.failed_captures());
         self.counters.bump(Counter::JsonFramesLeftOpen, open);
+        if self.seen_header && !self.strict && !self.closed {
+            let path = &self.path;
+            self.counters.bump_noting(Counter::JsonRecordingWithoutClosingRecord, 1, || {
+                format!("{}: no capture_stats record after the last one read", path.display())
+            });
+        }
         if !self.seen_header {
             out.push(Err(IngestError::new(
                 &self.path,
@@ -288,6 +300,7 @@ impl JsonTraceParser {
                 let (Some(calls), Some(ns)) = (raw.calls, raw.callback_ns) else {
                     return Err(Problem::malformed("capture_stats needs `calls` and `callback_ns`"));
                 };
+                self.closed = true;
                 self.counters.bump(Counter::CaptureRecordedCalls, calls);
                 self.counters.bump(Counter::CaptureCallbackNs, ns);
                 // Older captures counted their set-up into `callback_ns` and wrote no `setup_ns`.

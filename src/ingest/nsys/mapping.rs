@@ -53,6 +53,8 @@ pub(super) struct Mapper {
     devices: DenseIds<(i64, i64), DeviceId>,
     /// Events by (pid, eventSyncId) when the export has sync ids, else by (pid, eventId): the latest record.
     events: DenseIds<(i64, i64), EventId>,
+    /// The (pid, context)s whose legacy default stream is declared: a context has one.
+    legacy_contexts: rustc_hash::FxHashSet<(i64, i64)>,
     /// Live allocations by (pid, address).
     live_allocations: DenseIds<(i64, i64), AllocId>,
     api_names: FxHashMap<i64, Arc<str>>,
@@ -89,6 +91,7 @@ impl Mapper {
             devices: DenseIds::default(),
             events: DenseIds::default(),
             live_allocations: DenseIds::default(),
+            legacy_contexts: Default::default(),
             api_names: FxHashMap::default(),
             stages: Stages::default(),
         }
@@ -158,6 +161,12 @@ impl Mapper {
                 self.counters.bump(Counter::NsysStreamFlagsUnknown, 1);
                 StreamKind::NonBlocking
             }
+        };
+        let kind = if kind == StreamKind::LegacyDefault && !self.legacy_contexts.insert((pid, context)) {
+            self.counters.bump(Counter::NsysSecondLegacyDefault, 1);
+            StreamKind::Blocking
+        } else {
+            kind
         };
         let priority = self.lookups.stream_flags.get(&(pid, context, stream)).map(|&(_, p)| p as i32);
         let device_number = null.map(|(_, d)| d).or(device).unwrap_or(0);
