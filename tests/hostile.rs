@@ -673,3 +673,85 @@ fn a_recording_cut_on_a_record_boundary_says_its_end_was_lost() {
     let json: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(counter(&json, "json.recording_without_closing_record"), 0, "the whole recording is closed");
 }
+
+// Issue 27, item 7: nsys exports changed in ways that alter the result.
+
+/// `table` rebuilt without its NOT NULL constraints (as a damaged or hand-edited export may be), then `sql`.
+fn loosened(table: &str, sql: &str) -> String {
+    format!(
+        "CREATE TABLE loose AS SELECT * FROM {table}; DROP TABLE {table}; ALTER TABLE loose RENAME TO {table}; {sql}"
+    )
+}
+
+#[test]
+fn nsys_anomalies_that_change_the_result_are_each_counted_as_data_loss() {
+    let first_kernel = "(SELECT MIN(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)";
+    let cases = [
+        (
+            "corr-out-of-range",
+            format!("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = 5000000000 WHERE rowid = {first_kernel};"),
+            "nsys.correlation_out_of_range",
+        ),
+        (
+            "corr-negative",
+            "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET correlationId = -5;".to_string(),
+            "nsys.correlation_out_of_range",
+        ),
+        (
+            "corr-colliding",
+            format!(
+                "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = (SELECT correlationId FROM \
+                 CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = {first_kernel}) WHERE rowid = {first_kernel} + 1;"
+            ),
+            "nsys.colliding_correlation_ids",
+        ),
+        (
+            "corr-of-a-sync",
+            "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET correlationId = (SELECT r.correlationId FROM \
+             CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId WHERE s.value LIKE 'cudaStreamSynchronize%');"
+                .to_string(),
+            "nsys.colliding_correlation_ids",
+        ),
+        (
+            "name-null",
+            loosened("CUPTI_ACTIVITY_KIND_RUNTIME", "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = NULL;"),
+            "nsys.unnamed_api_calls",
+        ),
+        ("name-dangling", "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = nameId + 1000000;".to_string(), "nsys.unnamed_api_calls"),
+        (
+            "rows-doubled",
+            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL;".to_string(),
+            "nsys.duplicate_rows",
+        ),
+        ("sync-id-null", "UPDATE CUPTI_ACTIVITY_KIND_CUDA_EVENT SET eventSyncId = NULL;".to_string(), "nsys.event_sync_id_missing"),
+        (
+            "sync-id-dropped",
+            "ALTER TABLE CUPTI_ACTIVITY_KIND_CUDA_EVENT DROP COLUMN eventSyncId;".to_string(),
+            "nsys.event_sync_id_missing",
+        ),
+        (
+            "wait-sync-id-null",
+            "UPDATE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION SET eventSyncId = NULL;".to_string(),
+            "nsys.event_sync_id_missing",
+        ),
+    ];
+    for (test, sql, name) in cases {
+        let export = broken_export(test, &sql);
+        let out = streamtrace(&["analyze", text(&export), "--format", "json"]);
+        let json: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{test}: {e}: {}", stderr(&out)));
+        assert!(counter(&json, name) > 0, "{test}: {name} not counted: {}", json["import"]);
+        let row = json["import"].as_array().and_then(|cs| cs.iter().find(|c| c["name"] == name)).expect("listed");
+        assert_eq!(row["severity"], "data_loss", "{test}");
+        // The repaired cases keep the sample's verdict: no operation doubled, no wait lost.
+        if matches!(test, "rows-doubled" | "sync-id-null" | "sync-id-dropped" | "wait-sync-id-null") {
+            assert_eq!(json["stream_pairs"][0]["pairs"], 9, "{test}: {}", json["stream_pairs"]);
+        }
+    }
+    // The sample itself counts none of them.
+    let out = streamtrace(&["analyze", "samples/nsys/torch_loop_race.sqlite", "--format", "json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let lost: Vec<&Value> =
+        json["import"].as_array().expect("counters").iter().filter(|c| c["severity"] == "data_loss").collect();
+    assert!(lost.is_empty(), "{lost:?}");
+}
