@@ -755,3 +755,111 @@ fn nsys_anomalies_that_change_the_result_are_each_counted_as_data_loss() {
         json["import"].as_array().expect("counters").iter().filter(|c| c["severity"] == "data_loss").collect();
     assert!(lost.is_empty(), "{lost:?}");
 }
+
+fn analyze_lines(test: &str, lines: &[&str]) -> (PathBuf, Output) {
+    let path = scratch(test).join("trace.json");
+    std::fs::write(&path, lines.join("\n")).expect("write");
+    let out = streamtrace(&["analyze", text(&path)]);
+    (path, out)
+}
+
+#[test]
+fn the_strict_reader_refuses_what_no_program_records() {
+    let header = r#"{"type": "streamtrace", "version": 1}"#;
+    let stream = r#"{"type": "stream", "id": 1, "stream_kind": "non_blocking"}"#;
+    for (test, lines, expected) in [
+        (
+            "gpu-time-backwards",
+            vec![
+                header,
+                stream,
+                r#"{"type": "kernel", "stream": 1, "name": "k", "corr": 5}"#,
+                r#"{"type": "gpu_time", "corr": 5, "gpu_start": 100, "gpu_end": 50}"#,
+            ],
+            ":4: gpu_end 50 is before gpu_start 100",
+        ),
+        (
+            "node-added-twice",
+            vec![
+                header,
+                stream,
+                r#"{"type": "graph_create", "graph": 1}"#,
+                r#"{"type": "graph_node", "graph": 1, "node": 5, "writes": [[4096, 64]]}"#,
+                r#"{"type": "graph_node", "graph": 1, "node": 5, "writes": [[4096, 64]]}"#,
+                r#"{"type": "graph_instantiate", "graph": 1, "exec": 2}"#,
+                r#"{"type": "graph_launch", "exec": 2, "stream": 1}"#,
+            ],
+            ":5: graph node 0x5 is added to graph 0x1 twice",
+        ),
+        (
+            "rank-past-world",
+            vec![r#"{"type": "streamtrace", "version": 1, "rank": 7, "world_size": 2}"#, stream],
+            ":1: header: `rank` 7 is not a place in a job of `world_size` 2",
+        ),
+        (
+            "rank-past-2-pow-32",
+            vec![r#"{"type": "streamtrace", "version": 1, "rank": 4294967296, "world_size": 2}"#, stream],
+            ":1: malformed header: invalid value: integer `4294967296`",
+        ),
+    ] {
+        let (path, out) = analyze_lines(test, &lines);
+        assert_eq!(out.status.code(), Some(2), "{test}: {}", stdout(&out));
+        let expected = format!("{}{expected}", path.display());
+        assert!(stderr(&out).contains(&expected), "{test}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn error_messages_quote_the_trace_escaped() {
+    let forbidden = |c: char| c.is_control() && c != '\n' || ('\u{202a}'..='\u{202e}').contains(&c);
+    let header = r#"{"type": "streamtrace", "version": 1}"#;
+    let stream = r#"{"type": "stream", "id": 1}"#;
+    for (test, lines) in [
+        ("type", vec![header, r#"{"type": "\u001b[2Jkernel"}"#]),
+        ("stream-kind", vec![header, r#"{"type": "stream", "id": 1, "stream_kind": "\u0007bell"}"#]),
+        ("field", vec![header, stream, r#"{"type": "kernel", "stream": 1, "name": "k", "\u202eevil": 1}"#]),
+        ("address", vec![header, r#"{"type": "alloc", "id": 1, "addr": "\u001b]0;title\u0007", "size": 4}"#]),
+    ] {
+        let (_, out) = analyze_lines(&format!("escaped-{test}"), &lines);
+        assert_eq!(out.status.code(), Some(2), "{test}");
+        let message = stderr(&out);
+        assert!(!message.chars().any(forbidden), "{test}: raw control characters: {message:?}");
+        assert!(message.contains("\\u{"), "{test}: {message}");
+    }
+    let out = streamtrace(&["analyze", "/nonexistent/\u{1b}[31mred.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!stderr(&out).chars().any(forbidden), "{:?}", stderr(&out));
+    assert!(stderr(&out).contains("/nonexistent/\\u{1b}[31mred.json"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_junk_export_of_an_nsys_that_exited_0_is_neither_read_nor_cached() {
+    let dir = scratch("rep-junk");
+    let report = dir.join("run.nsys-rep");
+    let mut bytes = b"NVIDIA Tegra Profiler Report ".to_vec();
+    bytes.extend_from_slice(&[0u8; 64]);
+    std::fs::write(&report, &bytes).expect("write");
+    let runs = dir.join("runs");
+    let fake = dir.join("nsys");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho run >> '{}'\nwhile [ \"$1\" != --output ]; do shift; done\necho junk > \"$2\"\nexit 0\n",
+            runs.display()
+        ),
+    )
+    .expect("write");
+    Command::new("chmod").arg("+x").arg(&fake).status().expect("chmod");
+    for _ in 0..2 {
+        let out = Command::new(env!("CARGO_BIN_EXE_streamtrace"))
+            .args(["analyze", text(&report)])
+            .env("NSYS", &fake)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains("exited 0, but what it wrote is not an SQLite database"), "{}", stderr(&out));
+    }
+    assert_eq!(std::fs::read_to_string(&runs).expect("runs").lines().count(), 2, "converted again, not reused");
+    let left: Vec<_> = std::fs::read_dir(&dir).expect("dir").flatten().map(|e| e.file_name()).collect();
+    assert_eq!(left.len(), 3, "only the report, the fake nsys and its log remain: {left:?}");
+}

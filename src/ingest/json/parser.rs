@@ -142,7 +142,7 @@ impl JsonTraceParser {
         let cleaned: serde_json::Value;
         let raw = match decoded {
             Ok(raw) => raw,
-            Err(e) if self.strict || !self.seen_header => return Err(self.decode_error(line, &e)),
+            Err(e) if self.strict || !self.seen_header => return Err(self.decode_error(line, text, &e)),
             Err(e) => {
                 // A recording: a newer capture may have written fields this build does not know.
                 let Some((value, dropped)) = without_unknown_fields(text).filter(|(_, dropped)| !dropped.is_empty())
@@ -206,9 +206,12 @@ impl JsonTraceParser {
         skip(&self.path, self.strict, &mut self.counters, line, problem)
     }
 
-    fn decode_error(&self, line: u64, e: &serde_json::Error) -> IngestError {
+    fn decode_error(&self, line: u64, text: &[u8], e: &serde_json::Error) -> IngestError {
         let what = if self.seen_header {
             "malformed record"
+        } else if is_header_object(text) {
+            // Our header with a value out of place (a rank past 2^32) is a trace, if a broken one.
+            "malformed header"
         } else {
             "not a trace streamtrace reads (a streamtrace JSON trace, an nsys .sqlite export or an .nsys-rep report): not a streamtrace JSON trace"
         };
@@ -245,6 +248,16 @@ impl JsonTraceParser {
         self.strict = producer != Some(Producer::Capture);
         self.seen_header = true;
         let job = JobPlace { rank: raw.rank, local_rank: raw.local_rank, world_size: raw.world_size };
+        if let Some(world_size) = job.world_size {
+            for (field, place) in [(Field::Rank, job.rank), (Field::LocalRank, job.local_rank)] {
+                if let Some(place) = place.filter(|&p| p >= world_size) {
+                    return Err(self.error(
+                        line,
+                        format!("header: `{field}` {place} is not a place in a job of `world_size` {world_size}"),
+                    ));
+                }
+            }
+        }
         if job != JobPlace::default() {
             out.push(Ok(TraceRecord::Job(job)));
         }
@@ -341,6 +354,9 @@ impl JsonTraceParser {
                 let (Some(correlation), Some(start_ns), Some(end_ns)) = (raw.corr, raw.gpu_start, raw.gpu_end) else {
                     return Err(Problem::malformed("gpu_time needs `corr`, `gpu_start` and `gpu_end`"));
                 };
+                if end_ns < start_ns {
+                    return Err(Problem::malformed(format!("gpu_end {end_ns} is before gpu_start {start_ns}")));
+                }
                 out.push(Ok(TraceRecord::GpuTime { correlation, start_ns, end_ns }));
                 return Ok(());
             }
@@ -525,6 +541,16 @@ fn skip(
     }
     counters.bump_noting(problem.kind.counter(), 1, || format!("{}:{line}: {}", path.display(), problem.message));
     Ok(())
+}
+
+/// Whether `text` is a JSON object whose `type` is the header's.
+fn is_header_object(text: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Kind<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Cow<'a, str>,
+    }
+    serde_json::from_slice::<Kind>(text).is_ok_and(|k| k.kind == RecordKind::Header.as_str())
 }
 
 /// serde_json's message without its own position (the caller says where, in file terms).
