@@ -319,10 +319,10 @@ fn input_and_link(dir: &Path) -> (PathBuf, PathBuf) {
 
 #[test]
 fn an_output_naming_the_input_is_refused_and_the_input_kept() {
-    let dir = scratch("onto-input");
+    let dir = scratch_dir(concat!("hostile/", "onto-input"));
     let (input, link) = input_and_link(&dir);
     let original = std::fs::read(&input).expect("read");
-    let pictures = support::font_or_skip("an_output_naming_the_input_is_refused_and_the_input_kept (--png)");
+    let pictures = machine::font_or_skip("an_output_naming_the_input_is_refused_and_the_input_kept (--png)");
     for target in [&input, &link] {
         for flag in ["-o", "--html", "--perfetto", "--png"].into_iter().filter(|f| pictures || *f != "--png") {
             let out = streamtrace(&["analyze", text(&input), flag, text(target)]);
@@ -358,7 +358,7 @@ fn an_output_naming_the_input_is_refused_and_the_input_kept() {
 #[test]
 fn a_replaced_file_keeps_its_mode() {
     use std::os::unix::fs::PermissionsExt;
-    let dir = scratch("mode");
+    let dir = scratch_dir(concat!("hostile/", "mode"));
     for (flag, name, mode) in
         [("-o", "report.txt", 0o600), ("--html", "r.html", 0o640), ("--perfetto", "p.json", 0o604)]
     {
@@ -375,7 +375,7 @@ fn a_replaced_file_keeps_its_mode() {
 
 #[test]
 fn an_output_name_of_250_characters_is_written() {
-    let dir = scratch("long-name");
+    let dir = scratch_dir(concat!("hostile/", "long-name"));
     let target = dir.join(format!("{}.txt", "r".repeat(246)));
     let out = streamtrace(&["analyze", RACE, "-o", text(&target)]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -385,7 +385,7 @@ fn an_output_name_of_250_characters_is_written() {
 
 #[test]
 fn a_missing_output_directory_is_named_not_the_temporary_file() {
-    let dir = scratch("no-dir");
+    let dir = scratch_dir(concat!("hostile/", "no-dir"));
     let target = dir.join("absent").join("report.html");
     let out = streamtrace(&["analyze", RACE, "--html", text(&target)]);
     assert_eq!(out.status.code(), Some(2));
@@ -396,10 +396,10 @@ fn a_missing_output_directory_is_named_not_the_temporary_file() {
 
 #[test]
 fn a_picture_for_dev_null_follows_no_link_at_a_temporary_name() {
-    if !support::font_or_skip("a_picture_for_dev_null_follows_no_link_at_a_temporary_name") {
+    if !machine::font_or_skip("a_picture_for_dev_null_follows_no_link_at_a_temporary_name") {
         return;
     }
-    let dir = scratch("png-null");
+    let dir = scratch_dir(concat!("hostile/", "png-null"));
     let victim = dir.join("victim.txt");
     std::fs::write(&victim, "mine").expect("write");
     // Temporary names that a process id makes predictable, planted for the next few hundred processes.
@@ -460,7 +460,7 @@ fn run_with_limit(args: &[&str], limit: std::time::Duration) -> Option<Output> {
 
 #[test]
 fn module_paths_to_devices_fifos_and_non_elf_files_are_not_read() {
-    let dir = scratch("modules");
+    let dir = scratch_dir(concat!("hostile/", "modules"));
     let fifo = dir.join("module.fifo");
     mkfifo(&fifo);
     let notes = dir.join("notes.txt");
@@ -503,7 +503,7 @@ fn nested_graphs(depth: u64, fan: u64) -> String {
 }
 
 fn analyze_text(test: &str, trace: &str, limit: u64) -> Output {
-    let path = scratch(test).join("trace.json");
+    let path = scratch_dir(&format!("hostile/{test}")).join("trace.json");
     std::fs::write(&path, trace).expect("write");
     run_with_limit(&["analyze", text(&path), "--format", "json"], std::time::Duration::from_secs(limit))
         .unwrap_or_else(|| panic!("{test}: the analysis did not finish"))
@@ -557,7 +557,7 @@ fn a_graph_of_128k_chained_nodes_needs_memory_linear_in_its_nodes() {
         r#"{"type": "kernel", "stream": 2, "name": "late", "writes": [[4096, 64]]}"#.to_string(),
     ]
     .join("\n");
-    let path = scratch("chain").join("trace.json");
+    let path = scratch_dir(concat!("hostile/", "chain")).join("trace.json");
     std::fs::write(&path, trace).expect("write");
     // A table of every node's ancestors alone would be 2 GiB.
     let out = analyze_within(&path, 1 << 30);
@@ -574,7 +574,7 @@ fn stdout(out: &Output) -> String {
 
 /// The first `bytes` bytes of `sample`, in the scratch directory of `test`.
 fn cut(test: &str, sample: &str, bytes: usize) -> PathBuf {
-    let path = scratch(test).join("cut.json");
+    let path = scratch_dir(&format!("hostile/{test}")).join("cut.json");
     let whole = std::fs::read(repo().join(sample)).expect("sample");
     std::fs::write(&path, &whole[..bytes]).expect("write");
     path
@@ -620,7 +620,7 @@ fn stats_of_4000_timed_streams_shows_the_pairs_that_overlap_most() {
     lines.extend((1..=4000u64).map(|s| {
         format!(r#"{{"type": "kernel", "stream": {s}, "name": "k", "gpu_start": {}, "gpu_end": {}}}"#, s, s + 100_000)
     }));
-    let path = scratch("stats-4000").join("trace.json");
+    let path = scratch_dir(concat!("hostile/", "stats-4000")).join("trace.json");
     std::fs::write(&path, lines.join("\n")).expect("write");
     // 8 million stream pairs: a terminal table of them all took 7.6 GB.
     let command = format!("ulimit -v {}; exec \"$0\" stats \"$1\"", 3u64 << 20);
@@ -643,7 +643,7 @@ fn two_legacy_default_streams_in_one_context_are_refused_once_with_their_line() 
         r#"{"type": "kernel", "stream": 1, "name": "k"}"#,
     ]
     .join("\n");
-    let path = scratch("two-legacy").join("trace.json");
+    let path = scratch_dir(concat!("hostile/", "two-legacy")).join("trace.json");
     std::fs::write(&path, trace).expect("write");
     for command in ["analyze", "stats"] {
         let out = streamtrace(&[command, text(&path)]);
@@ -757,7 +757,7 @@ fn nsys_anomalies_that_change_the_result_are_each_counted_as_data_loss() {
 }
 
 fn analyze_lines(test: &str, lines: &[&str]) -> (PathBuf, Output) {
-    let path = scratch(test).join("trace.json");
+    let path = scratch_dir(&format!("hostile/{test}")).join("trace.json");
     std::fs::write(&path, lines.join("\n")).expect("write");
     let out = streamtrace(&["analyze", text(&path)]);
     (path, out)
@@ -834,7 +834,7 @@ fn error_messages_quote_the_trace_escaped() {
 
 #[test]
 fn a_junk_export_of_an_nsys_that_exited_0_is_neither_read_nor_cached() {
-    let dir = scratch("rep-junk");
+    let dir = scratch_dir(concat!("hostile/", "rep-junk"));
     let report = dir.join("run.nsys-rep");
     let mut bytes = b"NVIDIA Tegra Profiler Report ".to_vec();
     bytes.extend_from_slice(&[0u8; 64]);
