@@ -31,6 +31,11 @@ use crate::model::{
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
+/// Distinct names and source lines kept for sharing. A program has a few hundred; a trace that gives every
+/// operation one of its own would make these tables grow with its length, so past this many they start over
+/// (sharing is for memory only: an operation holds its own copy of what it names).
+const SHARED_TEXTS: usize = 1 << 16;
+
 /// What a stream id stands for in a JSON trace: a declared stream, or a host thread's host-access lane (one
 /// numbering for both).
 #[derive(Copy, Clone, PartialEq, Eq, Hash)]
@@ -285,6 +290,9 @@ impl JsonTraceParser {
         match self.names.get(name) {
             Some(interned) => interned.clone(),
             None => {
+                if self.names.len() >= SHARED_TEXTS {
+                    self.names.clear();
+                }
                 let interned: Arc<str> = name.into();
                 self.names.insert(interned.clone());
                 interned
@@ -292,10 +300,14 @@ impl JsonTraceParser {
         }
     }
 
+    /// A source line, shared with the records that gave the same text.
     pub fn source(&mut self, text: &str) -> SourceLocation {
         match self.sources.get(text) {
             Some(location) => location.clone(),
             None => {
+                if self.sources.len() >= SHARED_TEXTS {
+                    self.sources.clear();
+                }
                 let location = SourceLocation::parse(text);
                 self.sources.insert(text.to_string(), location.clone());
                 location
