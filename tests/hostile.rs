@@ -566,6 +566,45 @@ fn a_graph_of_128k_chained_nodes_needs_memory_linear_in_its_nodes() {
     assert_eq!(json["races"].as_array().map(Vec::len), Some(1), "the late kernel races with the first node");
 }
 
+// Issue 27, last paragraph: a source line per operation.
+
+#[test]
+fn a_source_line_per_operation_needs_memory_for_the_live_sites_only() {
+    // 600,000 kernels, each at a line of its own, each writing what the one before it wrote; a race found at the
+    // start and one at the end, so that the sites the findings hold survive every collection between them.
+    let mut lines = vec![
+        r#"{"type": "streamtrace", "version": 1}"#.to_string(),
+        r#"{"type": "stream", "id": 1}"#.to_string(),
+        r#"{"type": "stream", "id": 2, "stream_kind": "non_blocking"}"#.to_string(),
+        r#"{"type": "kernel", "stream": 2, "name": "early", "src": "early.py:1", "writes": [[8192, 64]]}"#.to_string(),
+        r#"{"type": "kernel", "stream": 1, "name": "first", "src": "gen.py:0", "writes": [[8192, 64]]}"#.to_string(),
+    ];
+    lines.extend((1..=600_000).map(|i| {
+        format!(r#"{{"type": "kernel", "stream": 1, "name": "k", "src": "gen.py:{i}", "writes": [[4096, 64]]}}"#)
+    }));
+    lines.push(r#"{"type": "kernel", "stream": 2, "name": "late", "src": "late.py:1", "writes": [[4096, 64]]}"#.into());
+    let path = scratch_dir("hostile/source-lines").join("trace.json");
+    std::fs::write(&path, lines.join("\n")).expect("write");
+    // Every site kept was 0.3 to 0.45 KB an operation: 600,000 of them did not fit in 320 MiB.
+    let out = analyze_within(&path, 320 << 20);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let races = json["races"].as_array().expect("races");
+    let sources: Vec<(String, String)> = races
+        .iter()
+        .map(|race| {
+            let at = |side: &str| {
+                let source = &race[side]["site"]["source"];
+                format!("{}:{}", source["file"].as_str().unwrap_or("?"), source["line"])
+            };
+            (at("earlier"), at("later"))
+        })
+        .collect();
+    let expected = [("early.py:1", "gen.py:0"), ("gen.py:600000", "late.py:1")];
+    let expected: Vec<(String, String)> = expected.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+    assert_eq!(sources, expected);
+}
+
 // Issue 27, item 4: `stats` says what `analyze` says about lost data.
 
 fn stdout(out: &Output) -> String {
