@@ -25,6 +25,12 @@ const HOSTILE_SHAPES: usize = 200;
 /// Byte-flipped copies run per nsys export.
 const SQLITE_FLIPS_PER_SAMPLE: usize = 6;
 
+/// How many times the counts above a run makes: `MUTATION_SCALE=N` for a longer local run (docs/fuzzing.md gives
+/// the figures of one); 1 in `cargo test`.
+fn scale() -> usize {
+    std::env::var("MUTATION_SCALE").ok().and_then(|n| n.parse().ok()).unwrap_or(1).max(1)
+}
+
 /// Panics on any thread (the readers parse on background threads), counted by a hook set once. The other
 /// integration tests run in this process too: a panic raised by a test's own code (a file under tests/: a failed
 /// assertion, which fails that test) is not counted; one raised in the readers, the analysis or a crate they use is.
@@ -177,7 +183,7 @@ fn mutated_json_traces_never_panic_and_every_error_names_the_file() {
     let (mut runs, mut refused) = (0, 0);
     for sample in &inputs {
         let text = std::fs::read(sample).expect("sample");
-        for i in 0..JSON_MUTATIONS_PER_SAMPLE {
+        for i in 0..JSON_MUTATIONS_PER_SAMPLE * scale() {
             let name = format!("mutant-{i}-{}", sample.file_name().and_then(|n| n.to_str()).unwrap_or("sample"));
             let mutant = mutate(&text, &mut rng);
             let source = JsonTraceReader::from_reader(PathBuf::from(&name), Cursor::new(mutant))
@@ -269,7 +275,7 @@ fn hostile_shapes_and_their_mutants_never_panic_and_every_error_names_the_file()
     count_panics();
     let mut rng = Rng(27);
     let (mut runs, mut refused) = (0, 0);
-    for i in 0..HOSTILE_SHAPES {
+    for i in 0..HOSTILE_SHAPES * scale() {
         let shape = hostile_shape(&mut rng).into_bytes();
         for (kind, input) in [("shape", shape.clone()), ("mutant", mutate(&shape, &mut rng))] {
             let name = format!("hostile-{kind}-{i}.json");
@@ -334,7 +340,7 @@ fn mutated_nsys_exports_never_panic_and_every_error_names_the_file() {
             // A statement the export's schema does not allow (no such column) leaves it as it was.
             one(format!("sql{m}"), &|path| drop(Connection::open(path).and_then(|c| c.execute_batch(sql))));
         }
-        for f in 0..SQLITE_FLIPS_PER_SAMPLE {
+        for f in 0..SQLITE_FLIPS_PER_SAMPLE * scale() {
             let flips: Vec<(usize, u8)> = (0..8).map(|_| (rng.index(bytes.len()), rng.next_u64() as u8)).collect();
             one(format!("flip{f}"), &|path| {
                 let mut changed = std::fs::read(path).expect("copy");
