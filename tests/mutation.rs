@@ -255,12 +255,19 @@ fn hostile_shape(rng: &mut Rng) -> String {
         }
         _ => {
             let refused = [
-                r#"{"type":"gpu_time","seq":0,"start":10,"end":5}"#,
+                r#"{"type":"gpu_time","corr":5,"gpu_start":100,"gpu_end":50}"#,
                 r#"{"type":"stream","id":3,"stream_kind":"legacy_default"}"#,
                 r#"{"type":"stream","id":4,"stream_kind":"legacy_default"}"#,
                 r#"{"type":"graph_create","graph":9}"#,
                 r#"{"type":"graph_node","graph":9,"node":1,"name":"twice"}"#,
             ];
+            if rng.index(3) == 0 {
+                let headers = [
+                    r#"{"type":"streamtrace","version":1,"rank":7,"world_size":2}"#,
+                    r#"{"type":"streamtrace","version":1,"rank":4294967296,"world_size":2}"#,
+                ];
+                lines[0] = headers[rng.index(2)].to_string();
+            }
             lines.push(r#"{"type":"kernel","stream":1,"name":"a","writes":[[4096,64]]}"#.into());
             for _ in 0..1 + rng.index(6) {
                 lines.push(refused[rng.index(refused.len())].into());
