@@ -4,11 +4,15 @@
 # time and peak RSS, so that the spread shows (a run past LIMIT seconds, default 120, is stopped and said so).
 # Figures go to docs/performance.md by hand.
 #
-#   benches/growth.sh [streams|ranges|all]        BIN names the binary (default target/release/streamtrace)
+#   benches/growth.sh [streams|ranges|nodes|nesting|lines|all]        BIN names the binary (default target/release/streamtrace)
 #
 #   streams: 100 active streams among 100, 1,000, 8,000 and 100,000 declared ones (200,000 operations), and the
 #            same with the later half of the declared streams created by four threads while work runs.
 #   ranges:  one kernel with 50,000, 100,000, 200,000 and 400,000 ranges.
+#   nodes:   one graph of 32k, 64k, 128k and 256k chained nodes (issue 27: once quadratic, 256k aborted).
+#   nesting: child graphs nested 64, 128 and 256 levels deep (one child per level; the bound is 256), and 12, 14,
+#            16 and 18 deep with two per level (2^depth leaves; once exponential in time).
+#   lines:   250k, 500k, 1M and 2M kernels each at a source line of its own (once 0.3-0.45 KB an operation).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -46,5 +50,27 @@ if [ "$what" = ranges ] || [ "$what" = all ]; then
   for ranges in 50000 100000 200000 400000; do
     python3 benches/growth_traces.py ranges "$dir/ranges_$ranges.json" "$ranges"
     time_case "one kernel, $ranges ranges" "$dir/ranges_$ranges.json"
+  done
+fi
+if [ "$what" = nodes ] || [ "$what" = all ]; then
+  for nodes in 32768 65536 131072 262144; do
+    python3 benches/growth_traces.py nodes "$dir/nodes_$nodes.json" "$nodes"
+    time_case "one graph, $nodes chained nodes" "$dir/nodes_$nodes.json"
+  done
+fi
+if [ "$what" = nesting ] || [ "$what" = all ]; then
+  for depth in 64 128 256; do
+    python3 benches/growth_traces.py nesting "$dir/nesting_$depth.json" "$depth" 1
+    time_case "child graphs $depth deep, one per level" "$dir/nesting_$depth.json"
+  done
+  for depth in 12 14 16 18; do
+    python3 benches/growth_traces.py nesting "$dir/fan_$depth.json" "$depth" 2
+    time_case "child graphs $depth deep, two per level ($((1 << depth)) leaves)" "$dir/fan_$depth.json"
+  done
+fi
+if [ "$what" = lines ] || [ "$what" = all ]; then
+  for ops in 250000 500000 1000000 2000000; do
+    python3 benches/growth_traces.py lines "$dir/lines_$ops.json" "$ops"
+    time_case "$ops kernels, a source line each" "$dir/lines_$ops.json"
   done
 fi

@@ -11,6 +11,15 @@
   growth_traces.py ranges OUT RANGES
       One allocation and one kernel that reads RANGES disjoint 256-byte ranges of it and writes every tenth
       one, then a second kernel on another stream that writes the whole block (so every range is checked).
+  growth_traces.py nodes OUT NODES
+      One graph of NODES nodes, each after the one before it, each writing a range of its own, then a kernel on
+      another stream that writes the first node's range (one race).
+  growth_traces.py nesting OUT DEPTH FAN
+      Child graphs nested DEPTH levels deep, FAN child nodes per level (each after the one before it), the top
+      one instantiated and launched: FAN**DEPTH leaves (which touch no memory).
+  growth_traces.py lines OUT OPS
+      OPS kernels on one stream, each at a source line of its own and writing what the one before it wrote,
+      then a kernel on another stream that writes it too (one race).
 
 Deterministic: the same arguments write the same file.
 """
@@ -81,6 +90,42 @@ def ranges_trace(out, ranges):
     out.write(f'{{"type":"kernel","stream":2,"name":"clear","writes":[["{hex(BASE)}",{size}]]}}\n')
 
 
+def nodes_trace(out, nodes):
+    out.write('{"type":"streamtrace","version":1,"comment":"growth: graph nodes"}\n')
+    out.write('{"type":"stream","id":1,"stream_kind":"non_blocking"}\n')
+    out.write('{"type":"stream","id":2,"stream_kind":"non_blocking"}\n')
+    body = ",".join(f'{{"writes":[[{4096 + i * 64},64]]' + (f',"deps":[{i - 1}]}}' if i else '}')
+                    for i in range(nodes))
+    out.write(f'{{"type":"graph","stream":1,"name":"chain","nodes":[{body}]}}\n')
+    out.write('{"type":"kernel","stream":2,"name":"late","writes":[[4096,64]]}\n')
+
+
+def nesting_trace(out, depth, fan):
+    out.write('{"type":"streamtrace","version":1,"comment":"growth: nested child graphs"}\n')
+    out.write('{"type":"stream","id":1,"stream_kind":"non_blocking"}\n')
+    out.write('{"type":"graph_create","graph":0}\n')
+    # The leaf touches no memory: every expansion of it would share its range, and nodes sharing one range are
+    # compared pairwise (a cost of the node race check, not of the nesting).
+    out.write('{"type":"graph_node","graph":0,"node":1,"name":"leaf"}\n')
+    for level in range(1, depth + 1):
+        out.write(f'{{"type":"graph_create","graph":{level}}}\n')
+        for node in range(fan):
+            deps = f',"deps":[{node - 1}]' if node else ""
+            out.write(f'{{"type":"graph_node","graph":{level},"node":{node},"node_kind":"child",'
+                      f'"child":{level - 1}{deps}}}\n')
+    out.write(f'{{"type":"graph_instantiate","graph":{depth},"exec":1}}\n')
+    out.write('{"type":"graph_launch","exec":1,"stream":1}\n')
+
+
+def lines_trace(out, ops):
+    out.write('{"type":"streamtrace","version":1,"comment":"growth: a source line per operation"}\n')
+    out.write('{"type":"stream","id":1}\n')
+    out.write('{"type":"stream","id":2,"stream_kind":"non_blocking"}\n')
+    for i in range(ops):
+        out.write(f'{{"type":"kernel","stream":1,"name":"k","src":"gen.py:{i + 1}","writes":[[4096,64]]}}\n')
+    out.write('{"type":"kernel","stream":2,"name":"late","src":"late.py:1","writes":[[4096,64]]}\n')
+
+
 def main():
     args = sys.argv[1:]
     threads = 1
@@ -94,6 +139,12 @@ def main():
             streams_trace(out, int(args[2]), int(args[3]), int(args[4]), threads)
         elif kind == "ranges":
             ranges_trace(out, int(args[2]))
+        elif kind == "nodes":
+            nodes_trace(out, int(args[2]))
+        elif kind == "nesting":
+            nesting_trace(out, int(args[2]), int(args[3]))
+        elif kind == "lines":
+            lines_trace(out, int(args[2]))
         else:
             sys.exit(__doc__)
 

@@ -92,6 +92,12 @@ impl Analysis {
     pub fn lookup(&self) -> Lookup<'_> {
         Lookup { findings: &self.findings, tables: &self.tables }
     }
+
+    /// Whether the trace is a recording whose end was lost (no closing record): what it lacks may be what it
+    /// would have said, so it is no trace of a known access tier.
+    pub fn cut_short(&self) -> bool {
+        self.import.get(ingest::Counter::JsonRecordingWithoutClosingRecord) > 0
+    }
 }
 
 /// Why an analysis could not finish.
@@ -99,8 +105,9 @@ impl Analysis {
 pub enum AnalysisError {
     #[error(transparent)]
     Input(#[from] IngestError),
-    #[error("{path}: {source}")]
-    Engine { path: String, source: crate::hb::EngineError },
+    /// The engine's error is said once: it is this error's message, not a cause printed after it.
+    #[error("{path}: {error}")]
+    Engine { path: String, error: crate::hb::EngineError },
 }
 
 /// Analyzes the trace at `path`.
@@ -189,9 +196,9 @@ fn run(
                 TraceRecord::FrameLine(line) => recorded_lines.add(line),
                 _ => {}
             }
-            engine.apply(record).map_err(|source| AnalysisError::Engine { path: name.to_string(), source })?;
+            engine.apply(record).map_err(|error| AnalysisError::Engine { path: name.to_string(), error })?;
             if let Some(twin) = by_timestamps.as_mut() {
-                twin.apply(record).map_err(|source| AnalysisError::Engine { path: name.to_string(), source })?;
+                twin.apply(record).map_err(|error| AnalysisError::Engine { path: name.to_string(), error })?;
             }
             match record {
                 TraceRecord::RangeBegin { index, name, .. } => {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use polars::prelude::*;
 use rustc_hash::FxHashMap;
 
-use crate::ingest::{self, IngestError};
+use crate::ingest::{self, ImportCounters, IngestError};
 use crate::model::{HostSync, OpKind, TraceRecord};
 
 /// The tables' column names, as `nsys stats` spells them where it has the column.
@@ -56,6 +56,8 @@ pub struct TraceStats {
     pub operations: u64,
     /// Kernels without GPU start and end times (a capture made without `--gpu-times`): counted, not timed.
     pub kernels_without_gpu_time: u64,
+    /// What the reading counted, as `analyze` reports it: data lost means the tables may be incomplete.
+    pub import: ImportCounters,
 }
 
 /// Why stats could not be computed.
@@ -179,7 +181,7 @@ pub fn compute(path: &Path) -> Result<TraceStats, StatsError> {
             }
         }
     }
-    let _ = source.finish();
+    let import = source.finish();
     check_sums(path, &columns)?;
     // Each stream's busy intervals are sorted and merged once, for both stream tables.
     let unions = unions(std::mem::take(&mut columns.streams), &stream_handles);
@@ -194,7 +196,7 @@ pub fn compute(path: &Path) -> Result<TraceStats, StatsError> {
         ("memcpy", memcpy_summary(&columns).map_err(|source| StatsError::Table { table: "memcpy", source })?),
     ];
     let kernels_without_gpu_time = columns.kernel_ns.iter().filter(|ns| ns.is_none()).count() as u64;
-    Ok(TraceStats { tables, operations, kernels_without_gpu_time })
+    Ok(TraceStats { tables, operations, kernels_without_gpu_time, import })
 }
 
 /// The tables sum nanoseconds and bytes in 64 bits (polars' sums of u64 columns wrap): refuses columns whose

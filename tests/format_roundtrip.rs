@@ -491,6 +491,8 @@ fn call_sites_read_back_with_their_modules() {
         },
     );
     batch.push(at(0), Record::EventRecord { event: EVENT, stream: SIDE, api: "cuEventRecord" });
+    // A recording ends with its capture statistics; one without lost its end (a data loss).
+    batch.push(CALL, Record::CaptureStats { calls: 4, callback_ns: 0, setup_ns: 1 });
 
     let (records, counters) = read(written(&batch));
     let stream =
@@ -708,6 +710,8 @@ fn host_synchronization_reads_back_with_the_header_that_says_it_is_recorded() {
     batch.push(CALL, Record::HostRelease { object: mark, api: "pthread_mutex_unlock" });
     batch.push(EDGE_CALL, Record::HostAcquire { object: mark, api: "pthread_mutex_lock" });
     batch.push(EDGE_CALL, Record::HostRelease { object: u64::MAX, api: "thread exit" });
+    // A recording ends with its capture statistics; one without lost its end (a data loss).
+    batch.push(CALL, Record::CaptureStats { calls: 3, callback_ns: 0, setup_ns: 1 });
     let recorded = format::Recorded { host_sync: true, ..format::Recorded::default() };
     let header =
         format::job_header_line(Some(format::Producer::Capture), recorded, Some("recorded by streamtrace capture"));

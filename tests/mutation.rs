@@ -20,8 +20,16 @@ use crate::util::{repo, scratch_dir};
 
 /// Mutated JSON traces run per sample.
 const JSON_MUTATIONS_PER_SAMPLE: usize = 300;
+/// Hostile shapes generated (each run as made and mutated once).
+const HOSTILE_SHAPES: usize = 200;
 /// Byte-flipped copies run per nsys export.
 const SQLITE_FLIPS_PER_SAMPLE: usize = 6;
+
+/// How many times the counts above a run makes: `MUTATION_SCALE=N` for a longer local run (docs/fuzzing.md gives
+/// the figures of one); 1 in `cargo test`.
+fn scale() -> usize {
+    std::env::var("MUTATION_SCALE").ok().and_then(|n| n.parse().ok()).unwrap_or(1).max(1)
+}
 
 /// Panics on any thread (the readers parse on background threads), counted by a hook set once. The other
 /// integration tests run in this process too: a panic raised by a test's own code (a file under tests/: a failed
@@ -78,7 +86,7 @@ const TOKENS: [&[u8]; 14] = [
 fn mutate(text: &[u8], rng: &mut Rng) -> Vec<u8> {
     let mut out = text.to_vec();
     let lines: Vec<&[u8]> = text.split_inclusive(|&b| b == b'\n').collect();
-    match rng.index(8) {
+    match rng.index(10) {
         0 => {
             for _ in 0..1 + rng.index(4) {
                 let at = rng.index(out.len());
@@ -130,6 +138,19 @@ fn mutate(text: &[u8], rng: &mut Rng) -> Vec<u8> {
                 out.splice(at..at + from.len(), to.iter().copied());
             }
         }
+        8 => {
+            // Cut on a record boundary (issue 27): whole records, the end lost; a recording's closing record too.
+            let keep = rng.index(lines.len() + 1);
+            out = lines[..keep].concat();
+        }
+        9 => {
+            // A record's value given a terminal control (issue 27: messages that quote the trace escape them).
+            let quotes: Vec<usize> = (0..out.len()).filter(|&i| out[i] == b'"').collect();
+            if let Some(&at) = quotes.get(rng.index(quotes.len())) {
+                let control: &[u8] = [br"\u001b[2J".as_slice(), br"\u0007", br"\u202e", br"\u0000"][rng.index(4)];
+                out.splice(at + 1..at + 1, control.iter().copied());
+            }
+        }
         _ => {
             // A recording: the same mutations read tolerantly.
             let header = b"{\"type\":\"streamtrace\",\"version\":1,\"producer\":\"capture\"}\n";
@@ -162,7 +183,7 @@ fn mutated_json_traces_never_panic_and_every_error_names_the_file() {
     let (mut runs, mut refused) = (0, 0);
     for sample in &inputs {
         let text = std::fs::read(sample).expect("sample");
-        for i in 0..JSON_MUTATIONS_PER_SAMPLE {
+        for i in 0..JSON_MUTATIONS_PER_SAMPLE * scale() {
             let name = format!("mutant-{i}-{}", sample.file_name().and_then(|n| n.to_str()).unwrap_or("sample"));
             let mutant = mutate(&text, &mut rng);
             let source = JsonTraceReader::from_reader(PathBuf::from(&name), Cursor::new(mutant))
@@ -176,8 +197,109 @@ fn mutated_json_traces_never_panic_and_every_error_names_the_file() {
     assert!(refused > runs / 4 && refused < runs, "the mutations should be neither all refused nor all taken");
 }
 
-/// SQL that breaks an export the way real exports break: a table or a name missing, NULLs, values out of range.
-const SQL_MUTATIONS: [&str; 16] = [
+/// Hostile shapes (issue 27), made small enough for this test's budget: child graphs nested up to past the depth
+/// bound with one to three children per level, graphs of chained nodes, every operation at a source line of its
+/// own, module records naming devices and FIFOs-to-be, and records repeated that the strict reader refuses.
+fn hostile_shape(rng: &mut Rng) -> String {
+    let mut lines = vec![
+        r#"{"type":"streamtrace","version":1}"#.to_string(),
+        r#"{"type":"stream","id":1,"stream_kind":"non_blocking"}"#.to_string(),
+        r#"{"type":"stream","id":2,"stream_kind":"non_blocking"}"#.to_string(),
+    ];
+    match rng.index(5) {
+        0 => {
+            let fan = 1 + rng.index(3);
+            // At most 4,096 leaves, or one level past the bound of 256 with one child each.
+            let depth = if fan == 1 { 1 + rng.index(260) } else { 1 + rng.index(if fan == 2 { 12 } else { 7 }) };
+            lines.push(r#"{"type":"graph_create","graph":0}"#.into());
+            lines.push(r#"{"type":"graph_node","graph":0,"node":1,"name":"leaf","writes":[[4096,64]]}"#.into());
+            for level in 1..=depth {
+                lines.push(format!(r#"{{"type":"graph_create","graph":{level}}}"#));
+                for node in 0..fan {
+                    let deps = if node == 0 { String::new() } else { format!(r#","deps":[{}]"#, node - 1) };
+                    let child = rng.index(level);
+                    lines.push(format!(
+                        r#"{{"type":"graph_node","graph":{level},"node":{node},"node_kind":"child","child":{child}{deps}}}"#
+                    ));
+                }
+            }
+            lines.push(format!(r#"{{"type":"graph_instantiate","graph":{depth},"exec":1}}"#));
+            lines.push(r#"{"type":"graph_launch","exec":1,"stream":1}"#.into());
+        }
+        1 => {
+            let nodes: Vec<String> = (0..1 + rng.index(3000))
+                .map(|i| {
+                    let deps = if i == 0 { String::new() } else { format!(r#","deps":[{}]"#, rng.index(i)) };
+                    format!(r#"{{"writes":[[{},64]]{deps}}}"#, 4096 + rng.index(64) * 64)
+                })
+                .collect();
+            lines.push(format!(r#"{{"type":"graph","stream":1,"name":"chain","nodes":[{}]}}"#, nodes.join(",")));
+        }
+        2 => {
+            for i in 0..1 + rng.index(3000) {
+                let stream = 1 + rng.index(2);
+                lines.push(format!(
+                    r#"{{"type":"kernel","stream":{stream},"name":"k","src":"gen.py:{i}","writes":[[{},64]]}}"#,
+                    4096 + rng.index(8) * 64
+                ));
+            }
+        }
+        3 => {
+            let path = ["/dev/zero", "/dev/urandom", "/dev/stdin", "/proc/self/mem", "/"][rng.index(5)];
+            lines.push(format!(
+                r#"{{"type":"module","path":"{path}","base":"0x400000","addr":"0x400000","size":65536}}"#
+            ));
+            lines.push(r#"{"type":"callsite","id":1,"frames":["0x401234"]}"#.into());
+            lines.push(r#"{"type":"kernel","stream":1,"name":"a","writes":[[4096,64]],"site":1}"#.into());
+            lines.push(r#"{"type":"kernel","stream":2,"name":"b","writes":[[4096,64]],"site":1}"#.into());
+        }
+        _ => {
+            let refused = [
+                r#"{"type":"gpu_time","corr":5,"gpu_start":100,"gpu_end":50}"#,
+                r#"{"type":"stream","id":3,"stream_kind":"legacy_default"}"#,
+                r#"{"type":"stream","id":4,"stream_kind":"legacy_default"}"#,
+                r#"{"type":"graph_create","graph":9}"#,
+                r#"{"type":"graph_node","graph":9,"node":1,"name":"twice"}"#,
+            ];
+            if rng.index(3) == 0 {
+                let headers = [
+                    r#"{"type":"streamtrace","version":1,"rank":7,"world_size":2}"#,
+                    r#"{"type":"streamtrace","version":1,"rank":4294967296,"world_size":2}"#,
+                ];
+                lines[0] = headers[rng.index(2)].to_string();
+            }
+            lines.push(r#"{"type":"kernel","stream":1,"name":"a","writes":[[4096,64]]}"#.into());
+            for _ in 0..1 + rng.index(6) {
+                lines.push(refused[rng.index(refused.len())].into());
+            }
+        }
+    }
+    lines.join("\n")
+}
+
+#[test]
+fn hostile_shapes_and_their_mutants_never_panic_and_every_error_names_the_file() {
+    count_panics();
+    let mut rng = Rng(27);
+    let (mut runs, mut refused) = (0, 0);
+    for i in 0..HOSTILE_SHAPES * scale() {
+        let shape = hostile_shape(&mut rng).into_bytes();
+        for (kind, input) in [("shape", shape.clone()), ("mutant", mutate(&shape, &mut rng))] {
+            let name = format!("hostile-{kind}-{i}.json");
+            let source = JsonTraceReader::from_reader(PathBuf::from(&name), Cursor::new(input))
+                .map(|r| Box::new(r) as Box<dyn RecordSource>);
+            refused += usize::from(run(&name, source));
+            runs += 1;
+        }
+    }
+    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a reader thread panicked (see above)");
+    eprintln!("hostile shapes: {runs} inputs, {refused} refused with an error naming the file, 0 panics");
+    assert!(refused > runs / 8 && refused < runs, "the shapes should be neither all refused nor all taken");
+}
+
+/// SQL that breaks an export the way real exports break: a table or a name missing, NULLs, values out of range,
+/// and (issue 27) correlation ids out of range or colliding, names dangling, sync ids missing.
+const SQL_MUTATIONS: [&str; 22] = [
     "DROP TABLE StringIds",
     "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME",
     "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL",
@@ -194,6 +316,12 @@ const SQL_MUTATIONS: [&str; 16] = [
     "DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE rowid % 2 = 1",
     "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET copyKind = 99, bytes = -1",
     "UPDATE TARGET_INFO_CUDA_STREAM SET flag = 77, priority = NULL",
+    "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = correlationId + 4294967296 WHERE rowid % 2 = 0",
+    "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET correlationId = (SELECT MIN(correlationId) FROM CUPTI_ACTIVITY_KIND_KERNEL)",
+    "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = nameId + 1000000 WHERE rowid % 2 = 0",
+    "UPDATE CUPTI_ACTIVITY_KIND_CUDA_EVENT SET eventSyncId = NULL",
+    "ALTER TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION DROP COLUMN eventSyncId",
+    "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY SELECT * FROM CUPTI_ACTIVITY_KIND_MEMCPY",
 ];
 
 #[test]
@@ -219,7 +347,7 @@ fn mutated_nsys_exports_never_panic_and_every_error_names_the_file() {
             // A statement the export's schema does not allow (no such column) leaves it as it was.
             one(format!("sql{m}"), &|path| drop(Connection::open(path).and_then(|c| c.execute_batch(sql))));
         }
-        for f in 0..SQLITE_FLIPS_PER_SAMPLE {
+        for f in 0..SQLITE_FLIPS_PER_SAMPLE * scale() {
             let flips: Vec<(usize, u8)> = (0..8).map(|_| (rng.index(bytes.len()), rng.next_u64() as u8)).collect();
             one(format!("flip{f}"), &|path| {
                 let mut changed = std::fs::read(path).expect("copy");

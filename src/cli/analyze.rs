@@ -10,7 +10,7 @@ use super::args::{AnalyzeArgs, OutputFormat};
 use crate::analysis::analyze_path_with;
 use crate::hb::EngineOptions;
 use crate::job;
-use crate::output::write_atomically;
+use crate::output::{protect_input, write_atomically};
 use crate::report::{html::HtmlReport, json::JsonReport, perfetto::PerfettoReport, text::TextReport, Report};
 use crate::symbols::BinarySearch;
 
@@ -18,6 +18,7 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
     let started = Instant::now();
     let options = EngineOptions { host_order: args.host_order.into() };
     let wants_timeline = args.html.is_some() || args.perfetto.is_some() || args.png.is_some();
+    protect_input(&args.trace);
     if args.trace.is_dir() {
         return run_job(args, options);
     }
@@ -102,6 +103,7 @@ fn run_job(args: &AnalyzeArgs, options: EngineOptions) -> anyhow::Result<u8> {
         anyhow::bail!("{} holds no trace (*.json)", args.trace.display());
     }
     let binaries = BinarySearch { dirs: args.binary_dir.clone() };
+    traces.iter().for_each(|trace| protect_input(trace));
     let analyzed = job::analyze_job(&traces, options, &binaries, args.html.is_some());
     let write = |out: &mut dyn Write| match args.format {
         OutputFormat::Text => super::job::write_text(&analyzed, out),

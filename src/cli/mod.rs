@@ -52,7 +52,9 @@ pub fn main() -> ExitCode {
     match outcome {
         Ok(status) => ExitCode::from(status),
         Err(error) => {
-            eprintln!("streamtrace: error: {error:#}");
+            // Messages quote the trace (a record type, a field, a file name): escaped as the reports are, so
+            // that a trace cannot put control characters on the terminal.
+            eprintln!("streamtrace: error: {}", crate::report::printable(&format!("{error:#}")));
             match error.downcast_ref::<capture::ProgramNotStarted>() {
                 Some(not_started) => ExitCode::from(not_started.exit_status()),
                 None => ExitCode::from(EXIT_ERROR),

@@ -9,12 +9,23 @@ use anyhow::Context;
 use polars::prelude::*;
 
 use super::args::{StatsArgs, StatsFormat};
-use crate::output::write_atomically;
+use crate::output::{protect_input, write_atomically};
 use crate::report::printable;
 use crate::stats::{columns, compute, TraceStats};
 
+/// Stream pairs the terminal table shows: pairs grow as the square of the streams (4,000 streams are 8 million
+/// pairs), and the files of `--format csv|json|parquet` hold them all.
+const OVERLAP_ROWS_SHOWN: usize = 100;
+
 pub fn run(args: &StatsArgs) -> anyhow::Result<()> {
+    protect_input(&args.trace);
     let mut stats = compute(&args.trace)?;
+    if args.format != StatsFormat::Table || args.output.is_some() {
+        // The warnings go with the tables on the terminal; with files, to standard error.
+        let mut warnings = Vec::new();
+        write_data_loss(&stats, &mut warnings).context("writing the warnings")?;
+        eprint!("{}", String::from_utf8_lossy(&warnings));
+    }
     if let Some(path) = &args.png {
         let (busy, kernels) = anyhow::Context::context(chart_rows(&stats.tables), "reading the tables for the charts")?;
         crate::report::png::write_stats(&busy, &kernels, path)?;
@@ -82,6 +93,7 @@ fn chart_rows(tables: &[(&'static str, DataFrame)]) -> PolarsResult<(ChartRows, 
 
 fn write_tables(trace: &Path, stats: &TraceStats, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "streamtrace stats: {} ({} operations)", printable(&trace.display().to_string()), stats.operations)?;
+    write_data_loss(stats, out)?;
     if stats.kernels_without_gpu_time > 0 {
         writeln!(
             out,
@@ -94,8 +106,31 @@ fn write_tables(trace: &Path, stats: &TraceStats, out: &mut dyn Write) -> io::Re
         if df.height() == 0 {
             writeln!(out, "  (none)")?;
         } else {
-            write_table(df, out)?;
+            let shown = if *name == "stream_overlap" { OVERLAP_ROWS_SHOWN } else { df.height() };
+            write_table(&df.head(Some(shown)), out)?;
+            if df.height() > shown {
+                writeln!(
+                    out,
+                    "  ... {} more stream pairs, with less overlap (`--format csv -o DIR` writes every pair)",
+                    df.height() - shown
+                )?;
+            }
         }
+    }
+    Ok(())
+}
+
+/// What the reading lost, as `analyze` says it: one warning per data-loss counter.
+fn write_data_loss(stats: &TraceStats, out: &mut dyn Write) -> io::Result<()> {
+    for lost in stats.import.data_loss() {
+        let first = lost.first.as_deref().map(|at| format!("; first at {}", printable(at))).unwrap_or_default();
+        writeln!(
+            out,
+            "warning: {} {} ({}{first}): the tables may be incomplete",
+            lost.count,
+            lost.counter.description(),
+            lost.counter.name()
+        )?;
     }
     Ok(())
 }

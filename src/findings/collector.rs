@@ -3,7 +3,8 @@
 use rustc_hash::FxHashMap;
 
 use super::{
-    EdgeCount, EdgeKind, Findings, RaceFinding, RaceKind, Site, StreamPairCount, UnorderedPairGroup, UnrecordedWait,
+    EdgeCount, EdgeKind, Findings, RaceFinding, RaceKind, Site, SiteId, StreamPairCount, UnorderedPairGroup,
+    UnrecordedWait,
 };
 use crate::model::{EventId, NativeSite, StreamId};
 
@@ -94,6 +95,36 @@ impl FindingCollector {
     /// Counts `count` such edges at once (those of a stream that ran nothing, counted when it wakes).
     pub fn edges(&mut self, via: EdgeKind, from: StreamId, to: Option<StreamId>, count: u64) {
         self.edges.entry((via, from, to)).or_insert(EdgeCount { via, from, to, count: 0 }).count += count;
+    }
+
+    /// Every site a finding collected so far names (the engine keeps them when it drops the sites nothing
+    /// refers to).
+    pub fn for_each_site(&self, mut each: impl FnMut(SiteId)) {
+        for race in &self.races {
+            each(race.earlier.site);
+            each(race.later.site);
+        }
+        let waits = self.waits.waits.iter().chain(&self.never_recorded_waits).chain(&self.unknown_record_waits.waits);
+        waits.for_each(|wait| each(wait.wait.site));
+        for group in &self.pair_groups {
+            each(group.earlier);
+            each(group.later);
+        }
+    }
+
+    /// Gives every site a finding names its id in the table handed over at the end; no finding is collected
+    /// after it (the folding keys keep the engine's numbering).
+    pub fn renumber_sites(&mut self, new: impl Fn(SiteId) -> SiteId) {
+        for race in &mut self.races {
+            race.earlier.site = new(race.earlier.site);
+            race.later.site = new(race.later.site);
+        }
+        let waits = self.waits.waits.iter_mut().chain(&mut self.never_recorded_waits);
+        waits.chain(&mut self.unknown_record_waits.waits).for_each(|wait| wait.wait.site = new(wait.wait.site));
+        for group in &mut self.pair_groups {
+            group.earlier = new(group.earlier);
+            group.later = new(group.later);
+        }
     }
 
     /// The findings, in the order of their first occurrence, with the sites and native call sites the engine

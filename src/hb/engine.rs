@@ -64,7 +64,11 @@ impl Engine {
             TraceRecord::Thread(info) => self.add_thread(info.clone()),
             TraceRecord::Stream(info) => self.add_stream(info.clone()),
             TraceRecord::Event(info) => self.add_event(info.clone()),
-            TraceRecord::Op(op) => self.apply_op(op),
+            TraceRecord::Op(op) => {
+                self.apply_op(op)?;
+                self.collect_sites_when_due();
+                Ok(())
+            }
             TraceRecord::GpuTime { .. }
             | TraceRecord::Created(_)
             | TraceRecord::GroupStream(_)
@@ -113,9 +117,11 @@ impl Engine {
         self.stats.sites = self.sites.len();
         self.stats.assumed_view_overlaps = self.processes.iter().map(|p| p.shadow.assumed_view_overlaps()).sum();
         let streams = &self.streams;
-        let (sites, natives) = self.sites.into_tables();
+        let (sites, natives, renumber) = self.sites.into_tables();
+        self.collector.renumber_sites(|id| renumber[id.index()].expect("a site a finding names is kept"));
+        let whole_blocks: rustc_hash::FxHashSet<SiteId> =
+            self.whole_block_sites.iter().filter_map(|id| renumber.get(id.index()).copied().flatten()).collect();
         let mut findings = self.collector.into_findings(sites, natives, |id| streams[id.index()].info.handle);
-        let whole_blocks = &self.whole_block_sites;
         for race in &mut findings.races {
             if whole_blocks.contains(&race.earlier.site) || whole_blocks.contains(&race.later.site) {
                 race.extent = AccessExtent::WholeBlockArguments;

@@ -78,45 +78,45 @@ impl Engine {
         });
         let node_sites: Vec<SiteId> = graph.nodes.iter().map(|node| self.node_site(op, stream, node, &place)).collect();
         let nodes = &graph.nodes;
-        // ancestors[i] holds every node that node i transitively depends on.
-        let words = nodes.len().div_ceil(64);
-        let mut ancestors = vec![vec![0u64; words]; nodes.len()];
-        for (i, node) in nodes.iter().enumerate() {
-            for &dep in &node.depends_on {
-                if dep < i {
-                    let (before, rest) = ancestors.split_at_mut(i);
-                    for (mine, theirs) in rest[0].iter_mut().zip(&before[dep]) {
-                        *mine |= *theirs;
-                    }
-                    rest[0][dep / 64] |= 1 << (dep % 64);
-                }
-            }
-        }
-        let ordered = |i: usize, j: usize| ancestors[j][i / 64] & (1 << (i % 64)) != 0;
         // Every node's accesses, pointer arguments matched to the blocks live now, swept in address order so
-        // that only overlapping pairs are compared (a decode graph has thousands of nodes).
+        // that only overlapping pairs are compared (a decode graph has thousands of nodes); whether a
+        // dependency path orders a pair is asked of the graph once the candidates are known.
         let accesses = self.node_accesses(op, graph);
         let mut by_start: Vec<(usize, usize)> =
             accesses.iter().enumerate().flat_map(|(n, list)| (0..list.len()).map(move |a| (n, a))).collect();
         by_start.sort_by_key(|&(n, a)| (accesses[n][a].range.start, n, a));
         let mut pairs = Vec::new();
-        let mut open: Vec<(usize, usize)> = Vec::new();
+        let mut candidates = Vec::new();
+        let mut paths = DependencyPaths::new(nodes.len());
+        // Reads and writes still open, apart: a read is compared with writes only, so that a thousand nodes
+        // reading one buffer are not a million comparisons.
+        let mut open_reads: Vec<(usize, usize)> = Vec::new();
+        let mut open_writes: Vec<(usize, usize)> = Vec::new();
         for &(n, a) in &by_start {
             let this = &accesses[n][a];
-            open.retain(|&(m, b)| accesses[m][b].range.end() > this.range.start);
-            for &(m, b) in &open {
-                let other = &accesses[m][b];
-                let both_read = this.mode == AccessMode::Read && other.mode == AccessMode::Read;
-                if m == n || both_read {
+            let still_open = |&(m, b): &(usize, usize)| accesses[m][b].range.end() > this.range.start;
+            open_reads.retain(still_open);
+            open_writes.retain(still_open);
+            let compared: [&[(usize, usize)]; 2] = match this.mode {
+                AccessMode::Read => [&open_writes, &[]],
+                AccessMode::Write => [&open_reads, &open_writes],
+            };
+            for &(m, b) in compared.into_iter().flatten() {
+                if m == n {
                     continue;
                 }
                 let ((i, x), (j, y)) = if m < n { ((m, b), (n, a)) } else { ((n, a), (m, b)) };
-                if !ordered(i, j) {
-                    pairs.push((i, x, j, y));
-                }
+                candidates.push((i, x, j, y));
             }
-            open.push((n, a));
+            match this.mode {
+                AccessMode::Read => open_reads.push((n, a)),
+                AccessMode::Write => open_writes.push((n, a)),
+            }
+            if candidates.len() >= CANDIDATES_AT_ONCE {
+                paths.keep_unordered(nodes, &mut candidates, &mut pairs);
+            }
         }
+        paths.keep_unordered(nodes, &mut candidates, &mut pairs);
         pairs.sort_unstable();
         pairs.dedup();
         let mut races = Vec::new();
@@ -219,6 +219,63 @@ impl Engine {
     }
 }
 
+/// Candidate pairs resolved at a time: bounds what the sweep holds for a graph whose accesses all overlap.
+const CANDIDATES_AT_ONCE: usize = 1 << 20;
+
+/// Whether a dependency path orders two nodes of a graph, found by walking back from the later node along its
+/// dependencies (which point only to earlier nodes), never below the earliest node asked about: memory linear
+/// in the nodes, where a table of every node's ancestors would be quadratic (a chain of 128k nodes: 2 GB).
+struct DependencyPaths {
+    /// The walk that last reached each node.
+    reached_in: Vec<u32>,
+    walk: u32,
+    stack: Vec<usize>,
+}
+
+impl DependencyPaths {
+    fn new(nodes: usize) -> DependencyPaths {
+        DependencyPaths { reached_in: vec![0; nodes], walk: 0, stack: Vec::new() }
+    }
+
+    /// Moves the candidates `(i, x, j, y)` (node `i` before node `j`) that no path from `i` to `j` orders into
+    /// `unordered`; one walk per later node.
+    fn keep_unordered(
+        &mut self,
+        nodes: &[GraphNode],
+        candidates: &mut Vec<(usize, usize, usize, usize)>,
+        unordered: &mut Vec<(usize, usize, usize, usize)>,
+    ) {
+        candidates.sort_unstable_by_key(|&(i, x, j, y)| (j, i, x, y));
+        for group in candidates.chunk_by(|a, b| a.2 == b.2) {
+            let (j, lowest) = (group[0].2, group[0].0);
+            self.walk_back(nodes, j, lowest);
+            let walk = self.walk;
+            unordered.extend(group.iter().filter(|&&(i, ..)| self.reached_in[i] != walk));
+        }
+        candidates.clear();
+    }
+
+    /// Marks every node from `lowest` up that `from` depends on, directly or not.
+    fn walk_back(&mut self, nodes: &[GraphNode], from: usize, lowest: usize) {
+        if self.walk == u32::MAX {
+            self.reached_in.fill(0);
+            self.walk = 0;
+        }
+        self.walk += 1;
+        let walk = self.walk;
+        self.stack.clear();
+        self.stack.push(from);
+        while let Some(node) = self.stack.pop() {
+            for &dep in &nodes[node].depends_on {
+                if dep < node && dep >= lowest && self.reached_in[dep] != walk {
+                    self.reached_in[dep] = walk;
+                    self.stack.push(dep);
+                }
+            }
+        }
+    }
+}
+
 /// A launch's accesses as one operation's (memory operations, DESIGN.md): a read inside a range some node of the launch writes adds
 /// nothing against other streams, since the write conflicts with everything the read would.
 fn footprint(accesses: &[Vec<Access>], sites: &[SiteId]) -> Vec<(Access, SiteId)> {
@@ -226,4 +283,54 @@ fn footprint(accesses: &[Vec<Access>], sites: &[SiteId]) -> Vec<(Access, SiteId)
     let site_of = accesses.iter().zip(sites).flat_map(|(list, &site)| std::iter::repeat(site).take(list.len()));
     let keep: Vec<bool> = can_race(&all).collect();
     all.into_iter().zip(site_of).zip(keep).filter_map(|(entry, keep)| keep.then_some(entry)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::Rng;
+
+    /// Every node's ancestors, the quadratic way: what the walks must agree with.
+    fn ancestors(nodes: &[GraphNode]) -> Vec<Vec<bool>> {
+        let mut table = vec![vec![false; nodes.len()]; nodes.len()];
+        for (i, node) in nodes.iter().enumerate() {
+            for &dep in node.depends_on.iter().filter(|&&d| d < i) {
+                let theirs = table[dep].clone();
+                for (mine, theirs) in table[i].iter_mut().zip(theirs) {
+                    *mine |= theirs;
+                }
+                table[i][dep] = true;
+            }
+        }
+        table
+    }
+
+    #[test]
+    fn walks_back_agree_with_the_table_of_ancestors() {
+        let mut rng = Rng(27);
+        for _ in 0..50 {
+            let count = 2 + rng.index(40);
+            let nodes: Vec<GraphNode> = (0..count)
+                .map(|i| {
+                    let deps = (0..rng.index(4)).map(|_| rng.index(i.max(1))).filter(|&d| d < i).collect();
+                    GraphNode::with_accesses(format!("n{i}"), Vec::new(), deps)
+                })
+                .collect();
+            let table = ancestors(&nodes);
+            let mut candidates: Vec<(usize, usize, usize, usize)> =
+                (0..count).flat_map(|j| (0..j).map(move |i| (i, 0, j, 0))).collect();
+            // Resolved in two halves, as a long sweep does.
+            let later = candidates.split_off(candidates.len() / 2);
+            let (mut paths, mut unordered) = (DependencyPaths::new(count), Vec::new());
+            paths.keep_unordered(&nodes, &mut candidates, &mut unordered);
+            paths.keep_unordered(&nodes, &mut later.clone(), &mut unordered);
+            unordered.sort_unstable();
+            let mut expected: Vec<_> = (0..count)
+                .flat_map(|j| (0..j).map(move |i| (i, 0, j, 0)))
+                .filter(|&(i, _, j, _)| !table[j][i])
+                .collect();
+            expected.sort_unstable();
+            assert_eq!(unordered, expected);
+        }
+    }
 }

@@ -4,8 +4,9 @@
 //! never a sibling: every synchronization (`sync_rules`), the order among host threads (`host_order`), memory
 //! operations and the access check (`access`, with the accesses of one operation that can race in
 //! `racing_accesses`), conflicts made findings (`race_report`), CUDA graphs (`graph`), tier T0's unordered pairs
-//! (`unordered_pairs`), the books that let declared streams that ran nothing cost nothing (`idle_streams`); on
-//! top the dispatch (`engine`). Nothing here formats output.
+//! (`unordered_pairs`), the books that let declared streams that ran nothing cost nothing (`idle_streams`), and
+//! the dropping of sites nothing refers to (`site_collection`); on top the dispatch (`engine`). Nothing here
+//! formats output.
 
 mod access;
 mod allocations;
@@ -18,6 +19,7 @@ mod race_report;
 mod racing_accesses;
 mod ranges;
 pub mod shadow;
+mod site_collection;
 pub mod sites;
 mod state;
 mod sync_rules;

@@ -41,8 +41,10 @@ impl Engine {
         let events = &self.events;
         self.collector
             .set_aside_never_recorded_waits(|event| events.get(event.index()).is_some_and(|e| e.recorded_on.is_none()));
-        let (sites, natives) = self.sites.tables();
+        let (sites, natives, renumber) = self.sites.tables();
         let streams = &self.streams;
-        std::mem::take(&mut self.collector).into_findings(sites, natives, |id| streams[id.index()].info.handle)
+        let mut collector = std::mem::take(&mut self.collector);
+        collector.renumber_sites(|id| renumber[id.index()].expect("a site a finding names is kept"));
+        collector.into_findings(sites, natives, |id| streams[id.index()].info.handle)
     }
 }

@@ -187,6 +187,21 @@ impl ShadowMemory {
         self.segments.len()
     }
 
+    /// Every site a stamp of this shadow names (a site collection's marking).
+    pub fn for_each_site(&self, mut each: impl FnMut(SiteId)) {
+        for (_, segment) in self.segments.by_start.iter() {
+            if let Some(write) = &segment.write {
+                each(write.site);
+            }
+            match &segment.reads {
+                Reads::None => {}
+                Reads::One(read) => each(read.site),
+                Reads::Many(reads) => reads.iter().for_each(|read| each(read.site)),
+            }
+        }
+        self.views.for_each_site(each);
+    }
+
     /// Loads the segment starting at `start`, if any, into the cache: an access there comes soon.
     pub fn prefetch(&self, start: u64) {
         self.segments.prefetch(start);

@@ -82,6 +82,8 @@ counters! {
         "records that contradict the trace before them (an undeclared stream or event, a block not live, a second declaration), skipped";
     JsonSkippedUnmatchedFrameEnds = "json.skipped_unmatched_frame_ends", DataLoss,
         "op_end or call_end records with no open op or call to end (their begin was lost), skipped";
+    JsonRecordingWithoutClosingRecord = "json.recording_without_closing_record", DataLoss,
+        "recordings without the capture_stats record every recording ends with: the program's last records were lost (it was killed, or the file was cut short)";
     // What the capture library said about itself at exit.
     CaptureRecordedCalls = "capture.recorded_calls", Info, "driver calls the capture library recorded";
     CaptureCallbackNs = "capture.callback_ns", Info,
@@ -140,6 +142,18 @@ counters! {
     NsysBadMemoryRange = "nsys.bad_memory_range", DataLoss, "allocations whose range overflows, skipped";
     NsysEndBeforeStart = "nsys.end_before_start", DataLoss,
         "rows whose end is before their start: their times are dropped (the operations are kept)";
+    NsysSecondLegacyDefault = "nsys.second_legacy_default", DataLoss,
+        "streams flagged as their context's legacy default stream when the context has one already: taken as blocking streams";
+    NsysCorrelationOutOfRange = "nsys.correlation_out_of_range", DataLoss,
+        "rows whose correlationId is outside CUPTI's 32-bit range: their place in host order is a guess";
+    NsysCollidingCorrelationIds = "nsys.colliding_correlation_ids", DataLoss,
+        "correlation ids shared by two API calls, or by more GPU work than the call makes (one kernel, copy or set outside graph launches): the rows are kept at that call's place, which may not be theirs";
+    NsysUnnamedApiCalls = "nsys.unnamed_api_calls", DataLoss,
+        "API calls whose nameId is NULL or names no string: synchronizations implied by the call (cudaFree, synchronous copies) are missed";
+    NsysDuplicateRows = "nsys.duplicate_rows", DataLoss,
+        "activity rows repeated exactly (the export is damaged): the copies are dropped";
+    NsysEventSyncIdMissing = "nsys.event_sync_id_missing", DataLoss,
+        "event records or waits without an eventSyncId in an export that has them: matched by event id to that event's latest record";
 }
 
 /// One counter's count in one import.

@@ -358,7 +358,9 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
     let pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
     let omitted = findings.races.len().saturating_sub(FINDINGS_SHOWN);
     let mut summary = if no_addresses {
-        format!("no addresses: races cannot be decided; {pairs} unordered cross-stream operation pairs")
+        // A recording cut short may have lost the addresses it would have given: it is no trace without them.
+        let what = if analysis.cut_short() { "no addresses read (a recording cut short)" } else { "no addresses" };
+        format!("{what}: races cannot be decided; {pairs} unordered cross-stream operation pairs")
     } else {
         counted(races, "race")
     };
@@ -381,10 +383,14 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
     PageData {
         trace: &analysis.trace,
         summary,
-        notice: no_addresses.then_some(
+        notice: no_addresses.then_some(if analysis.cut_short() {
+            "This recording lost its end (it has no closing record) before any address was read: races cannot be \
+             decided. Listed instead: pairs of operations on different streams that nothing orders, by site, most \
+             pairs first."
+        } else {
             "This trace has no addresses (an Nsight Systems export records none): races cannot be decided. Listed \
-             instead: pairs of operations on different streams that nothing orders, by site, most pairs first.",
-        ),
+             instead: pairs of operations on different streams that nothing orders, by site, most pairs first."
+        }),
         gpu_time: timeline.gpu_time,
         groups,
         lanes,

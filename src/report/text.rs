@@ -508,10 +508,17 @@ fn write_summary(out: &mut String, analysis: &Analysis) {
 fn write_without_addresses(out: &mut String, analysis: &Analysis) {
     let (findings, look) = (&analysis.findings, analysis.lookup());
     let pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
-    let _ = writeln!(
-        out,
-        "No addresses in this trace (an Nsight Systems export records none): races cannot be decided, only pairs of operations on different streams that nothing orders. `streamtrace capture` records the addresses."
-    );
+    if analysis.cut_short() {
+        let _ = writeln!(
+            out,
+            "No addresses were read from this recording, which was cut short (see the warning below): what it would have recorded is unknown."
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "No addresses in this trace (an Nsight Systems export records none): races cannot be decided, only pairs of operations on different streams that nothing orders. `streamtrace capture` records the addresses."
+        );
+    }
     if findings.unordered_pairs.is_empty() {
         let _ = writeln!(
             out,

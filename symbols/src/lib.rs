@@ -19,6 +19,13 @@ type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
 /// Where separate debug files are installed (`.build-id/xx/rest.debug`, and the binary's folder below it).
 const DEBUG_ROOT: &str = "/usr/lib/debug";
 
+/// The largest module or debug file read: libtorch_cuda.so with its debug info is under 2 GiB. A trace names
+/// these paths, so a path to something larger (or endless) is not read at all.
+const MAX_MODULE_BYTES: u64 = 4 << 30;
+
+/// The first bytes of an ELF file.
+const ELF_MAGIC: &[u8; 4] = b"\x7fELF";
+
 pub struct Binary {
     lines: Option<addr2line::Context<Reader>>,
     /// Function symbols: start address, size (0: unknown) and name as the file spells it (demangled only
@@ -40,7 +47,7 @@ pub struct Symbolized {
 impl Binary {
     /// Reads the binary at `path`; `build_id` is the one the capture recorded (hex), checked when given.
     pub fn open(path: &Path, build_id: Option<&str>) -> Result<Binary, String> {
-        let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let data = read_module_file(path)?;
         let file = object::File::parse(&*data).map_err(|e| format!("{}: not an ELF file ({e})", path.display()))?;
         let found = file.build_id().ok().flatten().map(hex);
         if let (Some(expected), Some(found)) = (build_id, found.as_deref()) {
@@ -105,6 +112,45 @@ impl Binary {
     }
 }
 
+/// Reads a binary that a trace names, as little as a trace can make it read: only a regular file (opened without
+/// blocking, so that a FIFO is refused rather than waited on; /dev/zero and other devices are refused), only one
+/// that starts like an ELF file, and only up to [`MAX_MODULE_BYTES`].
+fn read_module_file(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+    let mut file = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(cannot)?;
+    let metadata = file.metadata().map_err(cannot)?;
+    if !metadata.is_file() {
+        return Err(format!("{} is not a regular file: not read", path.display()));
+    }
+    if metadata.len() > MAX_MODULE_BYTES {
+        return Err(format!(
+            "{} has {} bytes, more than the {} GiB a binary is read up to: not read",
+            path.display(),
+            metadata.len(),
+            MAX_MODULE_BYTES >> 30
+        ));
+    }
+    let mut magic = [0u8; 4];
+    file.read_exact(&mut magic).map_err(|_| format!("{}: not an ELF file (too short)", path.display()))?;
+    if &magic != ELF_MAGIC {
+        return Err(format!("{}: not an ELF file", path.display()));
+    }
+    let mut data = Vec::with_capacity(metadata.len() as usize);
+    data.extend_from_slice(&magic);
+    // The bound holds even for a file that grows while it is read.
+    file.take(MAX_MODULE_BYTES - magic.len() as u64 + 1).read_to_end(&mut data).map_err(cannot)?;
+    if data.len() as u64 > MAX_MODULE_BYTES {
+        return Err(format!("{} grew past {} GiB while it was read: not read", path.display(), MAX_MODULE_BYTES >> 30));
+    }
+    Ok(data)
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -139,7 +185,7 @@ fn separate_debug_file(path: &Path, file: &object::File, build_id: Option<&str>)
         candidates.push(Path::new(DEBUG_ROOT).join(dir.strip_prefix("/").unwrap_or(dir)).join(&name));
     }
     candidates.iter().filter(|candidate| candidate.as_path() != path).find_map(|candidate| {
-        let data = std::fs::read(candidate).ok()?;
+        let data = read_module_file(candidate).ok()?;
         let debug = object::File::parse(&*data).ok()?;
         has_line_tables(&debug).then(|| line_tables(&debug)).flatten()
     })
@@ -178,6 +224,30 @@ mod tests {
     fn cpp_names_are_demangled_and_others_kept() {
         assert_eq!(demangle("_Z4stepPfPKfi"), "step(float*, float const*, int)");
         assert_eq!(demangle("main"), "main");
+    }
+
+    #[test]
+    fn only_regular_elf_files_are_read_and_nothing_blocks() {
+        let dir = std::env::temp_dir().join(format!("streamtrace-binary-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let fifo = dir.join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+        assert!(made.success());
+        let text = dir.join("notes.txt");
+        std::fs::write(&text, "not a binary").expect("write");
+        for (path, expected) in [
+            (Path::new("/dev/zero"), "is not a regular file"),
+            (Path::new("/dev/urandom"), "is not a regular file"),
+            (fifo.as_path(), "is not a regular file"),
+            (dir.as_path(), "is not a regular file"),
+            (text.as_path(), "not an ELF file"),
+        ] {
+            let error = read_module_file(path).expect_err("refused");
+            assert!(error.contains(expected), "{}: {error}", path.display());
+        }
+        let exe = std::env::current_exe().expect("the test binary");
+        assert!(read_module_file(&exe).expect("an ELF file").starts_with(ELF_MAGIC));
     }
 
     #[test]

@@ -54,6 +54,11 @@ impl ViewAccesses {
         self.entries.is_empty()
     }
 
+    /// Every site a kept view's stamp names.
+    pub(super) fn for_each_site(&self, mut each: impl FnMut(crate::hb::sites::SiteId)) {
+        self.entries.values().for_each(|entry| each(entry.stamp.site));
+    }
+
     /// The entries whose extent meets `[lo, hi)`, with their keys.
     fn keys_meeting(&self, lo: u64, hi: u64) -> impl Iterator<Item = (&(u64, u64), &ViewEntry)> {
         meeting(&self.entries, self.longest, lo, hi)

@@ -31,6 +31,11 @@ use crate::model::{
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
+/// Distinct names and source lines kept for sharing. A program has a few hundred; a trace that gives every
+/// operation one of its own would make these tables grow with its length, so past this many they start over
+/// (sharing is for memory only: an operation holds its own copy of what it names).
+const SHARED_TEXTS: usize = 1 << 16;
+
 /// What a stream id stands for in a JSON trace: a declared stream, or a host thread's host-access lane (one
 /// numbering for both).
 #[derive(Copy, Clone, PartialEq, Eq, Hash)]
@@ -53,6 +58,8 @@ pub(super) struct JsonTraceParser {
     seen_header: bool,
     /// Strict (hand-written, generated) or tolerant (a recording); see the module doc.
     strict: bool,
+    /// Whether the recording's closing `capture_stats` record was read: without it, its end was lost.
+    closed: bool,
     pub seq: u64,
     processes: DenseIds<u64, ProcessId>,
     threads: DenseIds<(ProcessId, u64), ThreadId>,
@@ -62,6 +69,8 @@ pub(super) struct JsonTraceParser {
     pub allocs: DenseIds<AllocHandle, AllocId>,
     pub devices: DenseIds<(ProcessId, u64), DeviceId>,
     pub contexts: DenseIds<(ProcessId, u64), ContextId>,
+    /// Each context's legacy default stream, by (process, context handle): a context has one.
+    pub legacy_defaults: HashMap<(ProcessId, u64), u64>,
     names: HashSet<Arc<str>>,
     sources: HashMap<String, SourceLocation>,
     /// Framework frames and CUDA graphs, which every reader's operations pass through.
@@ -81,6 +90,7 @@ impl JsonTraceParser {
             counters: ImportCounters::default(),
             seen_header: false,
             strict: true,
+            closed: false,
             seq: 0,
             processes: DenseIds::default(),
             threads: DenseIds::default(),
@@ -89,6 +99,7 @@ impl JsonTraceParser {
             allocs: DenseIds::default(),
             devices: DenseIds::default(),
             contexts: DenseIds::default(),
+            legacy_defaults: HashMap::default(),
             names: HashSet::default(),
             sources: HashMap::default(),
             stages: Stages::default(),
@@ -110,6 +121,12 @@ impl JsonTraceParser {
         self.counters.bump(Counter::GraphsCapturedOps, self.stages.captured_ops());
         self.counters.bump(Counter::GraphsFailedCaptures, self.stages.failed_captures());
         self.counters.bump(Counter::JsonFramesLeftOpen, open);
+        if self.seen_header && !self.strict && !self.closed {
+            let path = &self.path;
+            self.counters.bump_noting(Counter::JsonRecordingWithoutClosingRecord, 1, || {
+                format!("{}: no capture_stats record after the last one read", path.display())
+            });
+        }
         if !self.seen_header {
             out.push(Err(IngestError::new(
                 &self.path,
@@ -130,7 +147,7 @@ impl JsonTraceParser {
         let cleaned: serde_json::Value;
         let raw = match decoded {
             Ok(raw) => raw,
-            Err(e) if self.strict || !self.seen_header => return Err(self.decode_error(line, &e)),
+            Err(e) if self.strict || !self.seen_header => return Err(self.decode_error(line, text, &e)),
             Err(e) => {
                 // A recording: a newer capture may have written fields this build does not know.
                 let Some((value, dropped)) = without_unknown_fields(text).filter(|(_, dropped)| !dropped.is_empty())
@@ -194,9 +211,12 @@ impl JsonTraceParser {
         skip(&self.path, self.strict, &mut self.counters, line, problem)
     }
 
-    fn decode_error(&self, line: u64, e: &serde_json::Error) -> IngestError {
+    fn decode_error(&self, line: u64, text: &[u8], e: &serde_json::Error) -> IngestError {
         let what = if self.seen_header {
             "malformed record"
+        } else if is_header_object(text) {
+            // Our header with a value out of place (a rank past 2^32) is a trace, if a broken one.
+            "malformed header"
         } else {
             "not a trace streamtrace reads (a streamtrace JSON trace, an nsys .sqlite export or an .nsys-rep report): not a streamtrace JSON trace"
         };
@@ -233,6 +253,16 @@ impl JsonTraceParser {
         self.strict = producer != Some(Producer::Capture);
         self.seen_header = true;
         let job = JobPlace { rank: raw.rank, local_rank: raw.local_rank, world_size: raw.world_size };
+        if let Some(world_size) = job.world_size {
+            for (field, place) in [(Field::Rank, job.rank), (Field::LocalRank, job.local_rank)] {
+                if let Some(place) = place.filter(|&p| p >= world_size) {
+                    return Err(self.error(
+                        line,
+                        format!("header: `{field}` {place} is not a place in a job of `world_size` {world_size}"),
+                    ));
+                }
+            }
+        }
         if job != JobPlace::default() {
             out.push(Ok(TraceRecord::Job(job)));
         }
@@ -260,6 +290,9 @@ impl JsonTraceParser {
         match self.names.get(name) {
             Some(interned) => interned.clone(),
             None => {
+                if self.names.len() >= SHARED_TEXTS {
+                    self.names.clear();
+                }
                 let interned: Arc<str> = name.into();
                 self.names.insert(interned.clone());
                 interned
@@ -267,10 +300,14 @@ impl JsonTraceParser {
         }
     }
 
+    /// A source line, shared with the records that gave the same text.
     pub fn source(&mut self, text: &str) -> SourceLocation {
         match self.sources.get(text) {
             Some(location) => location.clone(),
             None => {
+                if self.sources.len() >= SHARED_TEXTS {
+                    self.sources.clear();
+                }
                 let location = SourceLocation::parse(text);
                 self.sources.insert(text.to_string(), location.clone());
                 location
@@ -304,6 +341,7 @@ impl JsonTraceParser {
                 let (Some(calls), Some(ns)) = (raw.calls, raw.callback_ns) else {
                     return Err(Problem::malformed("capture_stats needs `calls` and `callback_ns`"));
                 };
+                self.closed = true;
                 self.counters.bump(Counter::CaptureRecordedCalls, calls);
                 self.counters.bump(Counter::CaptureCallbackNs, ns);
                 // Older captures counted their set-up into `callback_ns` and wrote no `setup_ns`.
@@ -348,6 +386,9 @@ impl JsonTraceParser {
                 let (Some(correlation), Some(start_ns), Some(end_ns)) = (raw.corr, raw.gpu_start, raw.gpu_end) else {
                     return Err(Problem::malformed("gpu_time needs `corr`, `gpu_start` and `gpu_end`"));
                 };
+                if end_ns < start_ns {
+                    return Err(Problem::malformed(format!("gpu_end {end_ns} is before gpu_start {start_ns}")));
+                }
                 out.push(Ok(TraceRecord::GpuTime { correlation, start_ns, end_ns }));
                 return Ok(());
             }
@@ -533,6 +574,16 @@ fn skip(
     }
     counters.bump_noting(problem.kind.counter(), 1, || format!("{}:{line}: {}", path.display(), problem.message));
     Ok(())
+}
+
+/// Whether `text` is a JSON object whose `type` is the header's.
+fn is_header_object(text: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Kind<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Cow<'a, str>,
+    }
+    serde_json::from_slice::<Kind>(text).is_ok_and(|k| k.kind == RecordKind::Header.as_str())
 }
 
 /// serde_json's message without its own position (the caller says where, in file terms).

@@ -42,9 +42,19 @@ impl JsonTraceParser {
             format::StreamKind::Blocking => StreamKind::Blocking,
             format::StreamKind::NonBlocking => StreamKind::NonBlocking,
         };
+        let context_handle = raw.context.unwrap_or(0);
+        if kind == StreamKind::LegacyDefault {
+            if let Some(first) = self.legacy_defaults.insert((process, context_handle), handle) {
+                self.legacy_defaults.insert((process, context_handle), first);
+                return Err(Problem::inconsistent(format!(
+                    "a second legacy default stream (id {handle}) in context {context_handle}, whose legacy default \
+                     stream is stream {first}"
+                )));
+            }
+        }
         let id = self.streams.add(StreamHandle::Declared(process, handle));
         let device = self.devices.get_or_add((process, raw.device.unwrap_or(0))).0;
-        let context = self.contexts.get_or_add((process, raw.context.unwrap_or(0))).0;
+        let context = self.contexts.get_or_add((process, context_handle)).0;
         let created_by = (kind != StreamKind::LegacyDefault).then_some(thread);
         let source = raw.src.as_deref().map(|text| self.source(text));
         let gpu = raw.device.unwrap_or(0) as u32;

@@ -44,6 +44,8 @@ pub(super) struct Mapper {
     pub(super) lookups: Lookups,
     /// Whether the export recorded event records (a wait without one is then a wait on a never-recorded event).
     pub(super) has_event_table: bool,
+    /// Whether its event tables carry sync ids: a record or wait without one then lost it.
+    pub(super) event_sync_ids: bool,
     seq: u64,
     processes: DenseIds<i64, ProcessId>,
     threads: DenseIds<ThreadHandle, ThreadId>,
@@ -53,6 +55,13 @@ pub(super) struct Mapper {
     devices: DenseIds<(i64, i64), DeviceId>,
     /// Events by (pid, eventSyncId) when the export has sync ids, else by (pid, eventId): the latest record.
     events: DenseIds<(i64, i64), EventId>,
+    /// The (pid, context)s whose legacy default stream is declared: a context has one.
+    legacy_contexts: rustc_hash::FxHashSet<(i64, i64)>,
+    /// In an export with sync ids, each event's latest record that lost its sync id, by (pid, eventId): what a
+    /// wait whose sync id names no record waits for.
+    records_without_sync_id: FxHashMap<(i64, i64), EventId>,
+    /// Each event's latest record, by (pid, eventId): what a wait that lost its sync id waits for.
+    latest_records: FxHashMap<(i64, i64), EventId>,
     /// Live allocations by (pid, address).
     live_allocations: DenseIds<(i64, i64), AllocId>,
     api_names: FxHashMap<i64, Arc<str>>,
@@ -81,6 +90,9 @@ impl Mapper {
             counters: ImportCounters::default(),
             lookups: Lookups::default(),
             has_event_table: false,
+            event_sync_ids: false,
+            records_without_sync_id: FxHashMap::default(),
+            latest_records: FxHashMap::default(),
             seq: 0,
             processes: DenseIds::default(),
             threads: DenseIds::default(),
@@ -89,6 +101,7 @@ impl Mapper {
             devices: DenseIds::default(),
             events: DenseIds::default(),
             live_allocations: DenseIds::default(),
+            legacy_contexts: Default::default(),
             api_names: FxHashMap::default(),
             stages: Stages::default(),
         }
@@ -159,6 +172,12 @@ impl Mapper {
                 StreamKind::NonBlocking
             }
         };
+        let kind = if kind == StreamKind::LegacyDefault && !self.legacy_contexts.insert((pid, context)) {
+            self.counters.bump(Counter::NsysSecondLegacyDefault, 1);
+            StreamKind::Blocking
+        } else {
+            kind
+        };
         let priority = self.lookups.stream_flags.get(&(pid, context, stream)).map(|&(_, p)| p as i32);
         let device_number = null.map(|(_, d)| d).or(device).unwrap_or(0);
         let device = self.device(pid, device_number);
@@ -218,6 +237,21 @@ impl Mapper {
             _ if event != NOT_APPLICABLE => Some(-1 - event), // a separate key space for plain event ids
             _ => None,
         }
+    }
+
+    /// The record a wait or event synchronization names: by its sync id, or by its event id where the export
+    /// has no sync ids. Where one side lost the sync id the export has elsewhere (counted), the event's latest
+    /// record (that lost its own) stands in.
+    fn recorded_event(&mut self, pid: i64, event: i64, event_sync: i64) -> Option<EventId> {
+        let found = Self::event_key(event, event_sync).and_then(|key| self.events.get(&(pid, key)));
+        if found.is_some() || !self.event_sync_ids || event == NOT_APPLICABLE {
+            return found;
+        }
+        if event_sync == NOT_APPLICABLE {
+            self.counters.bump(Counter::NsysEventSyncIdMissing, 1);
+            return self.latest_records.get(&(pid, event)).copied();
+        }
+        self.records_without_sync_id.get(&(pid, event)).copied()
     }
 
     /// Maps one group of the merge: the rows of one (process, correlation id).
@@ -325,6 +359,13 @@ impl Mapper {
                             self.declare_event(pid, event, id)
                         }
                     };
+                    if event != NOT_APPLICABLE {
+                        self.latest_records.insert((pid, event), id);
+                        if self.event_sync_ids && event_sync == NOT_APPLICABLE {
+                            self.counters.bump(Counter::NsysEventSyncIdMissing, 1);
+                            self.records_without_sync_id.insert((pid, event), id);
+                        }
+                    }
                     OpKind::EventRecord { event: id, stream }
                 }
                 ActivityRow::Sync { context, stream, sync_type, event, event_sync } => {
@@ -336,8 +377,7 @@ impl Mapper {
                     match class.kind {
                         SyncKind::StreamWait => {
                             let waiting = self.stream(pid, context, stream, None);
-                            let key = Self::event_key(event, event_sync);
-                            match key.and_then(|k| self.events.get(&(pid, k))) {
+                            match self.recorded_event(pid, event, event_sync) {
                                 Some(id) => OpKind::StreamWait { stream: waiting, event: id },
                                 None if self.has_event_table => {
                                     // The export records event records, and none came before this wait.
@@ -352,16 +392,13 @@ impl Mapper {
                             }
                         }
                         SyncKind::Stream => OpKind::HostSync(HostSync::Stream(self.stream(pid, context, stream, None))),
-                        SyncKind::Event => {
-                            let key = Self::event_key(event, event_sync);
-                            match key.and_then(|k| self.events.get(&(pid, k))) {
-                                Some(id) => OpKind::HostSync(HostSync::Event(id)),
-                                None => {
-                                    self.counters.bump(Counter::NsysEventSyncRecordUnknown, 1);
-                                    continue;
-                                }
+                        SyncKind::Event => match self.recorded_event(pid, event, event_sync) {
+                            Some(id) => OpKind::HostSync(HostSync::Event(id)),
+                            None => {
+                                self.counters.bump(Counter::NsysEventSyncRecordUnknown, 1);
+                                continue;
                             }
-                        }
+                        },
                         SyncKind::Context => {
                             let ctx = self.contexts.get_or_add((pid, context)).0;
                             OpKind::HostSync(HostSync::Context(ctx))

@@ -2,9 +2,11 @@
 //!
 //! Host issue order is rebuilt from correlation ids: every activity table is read sorted by (process,
 //! correlation id) and merged (merge.rs). The API call (RUNTIME row) gives the host thread and time, the activity
-//! rows the stream and what ran (mapping.rs). Which tables and columns are read, and how, is said once per table
-//! (tables.rs, columns.rs). Reading runs on a background thread.
+//! rows the stream and what ran (mapping.rs), once each group is checked for what no intact export holds
+//! (anomalies.rs). Which tables and columns are read, and how, is said once per table (tables.rs, columns.rs).
+//! Reading runs on a background thread.
 
+mod anomalies;
 mod calls;
 mod columns;
 mod mapping;
@@ -67,6 +69,7 @@ fn read(conn: &Connection, tables: &HashSet<String>, path: &Path, mapper: &mut M
     schema::check_version(conn, tables, &mut mapper.counters);
     mapper.lookups = Lookups::read(conn, tables, path, &mut mapper.counters)?;
     let plan = tables::plan(conn, tables, path, &mut mapper.counters)?;
+    mapper.event_sync_ids = plan.event_sync_ids;
     let mut statements = Vec::with_capacity(plan.queries.len());
     for (table, sql) in &plan.queries {
         let stmt = conn
@@ -81,6 +84,7 @@ fn read(conn: &Connection, tables: &HashSet<String>, path: &Path, mapper: &mut M
     let mut progress = Progress::new();
     while merge.next_group(&mut group, path, &mut mapper.counters)? {
         progress.rows(group.len() as u64, path);
+        anomalies::check_group(&mut group, &mapper.lookups, &mut mapper.counters);
         mapper.emit_group(&mut group, &mut regions);
     }
     progress.done();

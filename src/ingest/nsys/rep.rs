@@ -27,7 +27,32 @@ fn partial_path(output: &Path) -> PathBuf {
 
 fn is_fresh(cache: &Path, report: &Path) -> bool {
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    matches!((modified(cache), modified(report)), (Some(c), Some(r)) if c >= r)
+    matches!((modified(cache), modified(report)), (Some(c), Some(r)) if c >= r) && is_export(cache).is_ok()
+}
+
+/// Whether `path` is what `nsys export --type sqlite` writes: an SQLite database with Nsight Systems' tables. An
+/// `nsys` that exits 0 may still have written something else (a wrapper script, a full disk): that is neither
+/// cached nor taken from the cache.
+fn is_export(path: &Path) -> Result<(), String> {
+    let mut head = [0u8; 16];
+    let read = std::fs::File::open(path).and_then(|mut file| std::io::Read::read_exact(&mut file, &mut head));
+    if read.is_err() || &head != b"SQLite format 3\0" {
+        return Err("is not an SQLite database".to_string());
+    }
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = rusqlite::Connection::open_with_flags(path, flags).map_err(|e| format!("cannot be opened: {e}"))?;
+    let nsys_tables: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND (name LIKE 'CUPTI_ACTIVITY_KIND_%' \
+             OR name IN ('META_DATA_EXPORT', 'EXPORT_META_DATA'))",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    if nsys_tables == 0 {
+        return Err("holds no Nsight Systems table".to_string());
+    }
+    Ok(())
 }
 
 /// Returns an SQLite export of `report`, converting it with nsys (from `$NSYS` or PATH) unless a fresh cached
@@ -72,12 +97,23 @@ pub fn to_sqlite(report: &Path) -> Result<PathBuf, IngestError> {
                 ))
             }
             Err(e) => return Err(IngestError::new(report, None, format!("cannot run {}: {e}", nsys.display()))),
-            Ok(out) if out.status.success() && partial.exists() => match std::fs::rename(&partial, &output) {
-                Ok(()) => {
-                    eprintln!("streamtrace: converted in {:.1} s -> {}", started.elapsed().as_secs_f64(), output.display());
-                    return Ok(output);
+            Ok(out) if out.status.success() && partial.exists() => match is_export(&partial) {
+                Err(why) => {
+                    let _ = std::fs::remove_file(&partial);
+                    let message = format!("`nsys export` exited 0, but what it wrote {why}: not kept");
+                    return Err(IngestError::new(report, None, message));
                 }
-                Err(e) => last_error = Some(format!("cannot move the export to {}: {e}", output.display())),
+                Ok(()) => match std::fs::rename(&partial, &output) {
+                    Ok(()) => {
+                        eprintln!(
+                            "streamtrace: converted in {:.1} s -> {}",
+                            started.elapsed().as_secs_f64(),
+                            output.display()
+                        );
+                        return Ok(output);
+                    }
+                    Err(e) => last_error = Some(format!("cannot move the export to {}: {e}", output.display())),
+                },
             },
             Ok(out) => {
                 let stderr = String::from_utf8_lossy(&out.stderr);

@@ -68,6 +68,8 @@ pub(super) struct Lookups {
     pub(super) null_streams: FxHashMap<(i64, i64), (i64, i64)>,
     /// StringIds, loaded once: names are joined in memory rather than by SQLite for every row.
     pub(super) strings: FxHashMap<i64, Arc<str>>,
+    /// Whether the export has a StringIds table (without one, every name is unknown, counted once).
+    pub(super) has_strings: bool,
 }
 
 const STREAM_COLUMNS: [Column; 5] = [
@@ -115,6 +117,7 @@ impl Lookups {
         }
         if tables.contains("StringIds") {
             lookups.strings = read_strings(conn, path)?;
+            lookups.has_strings = true;
         } else {
             // Names are how API calls are told apart: without them, calls that synchronize without an activity
             // row (cudaFree, cudaDeviceSynchronize) and synchronous copies cannot be recognized.

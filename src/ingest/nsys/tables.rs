@@ -23,8 +23,8 @@ pub(super) struct Activity {
 }
 
 /// What one row says. Names are StringIds ids (-1 when NULL); `event_sync` is [`NOT_APPLICABLE`] where the export
-/// has no sync ids.
-#[derive(Debug)]
+/// has no sync ids. Rows compare whole, to find a row an export holds twice.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum ActivityRow {
     Api {
         start: i64,
@@ -311,6 +311,8 @@ pub(super) struct Plan {
     pub(super) queries: Vec<(&'static dyn ActivityQuery, String)>,
     /// Whether processes are told apart (every activity table has globalPid).
     pub(super) per_process: bool,
+    /// Whether the event tables carry eventSyncId (schema 3.x): then a record or wait without one lost it.
+    pub(super) event_sync_ids: bool,
 }
 
 /// The queries for the tables this export has, each sorted by (process, correlation id).
@@ -335,10 +337,13 @@ pub(super) fn plan(
     if !tables.contains(RUNTIME.name) {
         counters.bump(Counter::NsysNoRuntimeTable, 1);
     }
+    let event_sync_ids = present.iter().any(|(t, columns)| {
+        [SYNCHRONIZATION.name, CUDA_EVENT.name].contains(&t.table()) && columns.contains(EVENT_SYNC_ID.name)
+    });
     let mut queries = Vec::new();
     for (table, columns) in present {
         let sql = table.sql(&columns, per_process).map_err(|m| error(table.table(), format!("cannot query: {m}")))?;
         queries.push((table, sql));
     }
-    Ok(Plan { queries, per_process })
+    Ok(Plan { queries, per_process, event_sync_ids })
 }

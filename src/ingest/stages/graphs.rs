@@ -11,7 +11,11 @@
 //! half, one step of the launching stream, is the engine's). Every reader's operations pass through it
 //! (`stages`); a trace without graph calls pays one check per operation.
 //!
-//! State lives as long as the program's graphs and captures do; ops that did not run are dropped here.
+//! State lives as long as the program's graphs and captures do; ops that did not run are dropped here. A child
+//! node holds its graph as it was when the node was added, shared rather than copied (a graph changed later is
+//! copied then), so that graphs nested deep cost memory linear in their nodes; nesting deeper than
+//! [`MAX_NESTING`] levels, or a graph that flattens to more than [`MAX_FLAT_NODES`] nodes, is refused like any
+//! graph call that cannot be taken.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -23,6 +27,19 @@ use crate::model::{
     Access, AccessMode, EventId, GraphBuild, GraphCall, GraphExec, GraphNode, NodeKind, NodeOrigin, NodeOwner,
     NodeParams, OpKind, Operation, ProcessId, SharedGraph, SourceLocation, StreamId,
 };
+
+/// Levels of child graphs a graph may hold. CUDA programs nest a few; the bound makes a trace nesting thousands
+/// an error rather than a walk that long.
+pub const MAX_NESTING: u32 = 256;
+
+/// Nodes a graph may have once its child graphs are flattened in (each child node runs its graph's nodes, so
+/// two child nodes per level double them): a graph launch is one step of the engine, and this many nodes is
+/// hundreds of megabytes.
+pub const MAX_FLAT_NODES: usize = 1 << 21;
+
+/// Edges between a child graph's leaves and the next child graph's roots above which they meet at one empty node
+/// instead of every leaf to every root: the same order, with edges linear in the nodes.
+const JOIN_EDGES: usize = 4096;
 
 /// Graph calls that contradict the calls before them (a node not in its graph, a capture ended on a stream that
 /// is not capturing, a cycle): the reader decides whether that ends its reading.
@@ -42,6 +59,8 @@ struct Draft {
     made_at: Option<SourceLocation>,
     nodes: Vec<DraftNode>,
     by_handle: HashMap<u64, usize>,
+    /// Levels of child graphs below this one (0: none).
+    depth: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -49,23 +68,32 @@ struct DraftNode {
     handle: Option<u64>,
     /// `depends_on` holds indexes into the draft's nodes, in any order.
     node: GraphNode,
-    /// A child-graph node runs this copy of its graph, taken when the node was added.
-    child: Option<Box<Draft>>,
+    /// A child-graph node runs its graph as it was when the node was added (shared until the graph changes).
+    child: Option<Arc<Draft>>,
     removed: bool,
 }
 
 impl Draft {
     fn new(build: GraphBuild, made_at: Option<SourceLocation>) -> Draft {
-        Draft { build, made_at, nodes: Vec::new(), by_handle: HashMap::default() }
+        Draft { build, made_at, nodes: Vec::new(), by_handle: HashMap::default(), depth: 0 }
     }
 
-    fn push(&mut self, handle: Option<u64>, node: GraphNode, child: Option<Box<Draft>>) -> usize {
+    fn push(&mut self, handle: Option<u64>, node: GraphNode, child: Option<Arc<Draft>>) -> usize {
         let index = self.nodes.len();
         if let Some(handle) = handle {
             self.by_handle.insert(handle, index);
         }
+        if let Some(child) = &child {
+            self.depth = self.depth.max(child.depth + 1);
+        }
         self.nodes.push(DraftNode { handle, node, child, removed: false });
         index
+    }
+
+    /// Levels of child graphs below this one, counted again (after a child node changed or went).
+    fn recount_depth(&mut self) {
+        let children = self.nodes.iter().filter(|n| !n.removed).filter_map(|n| n.child.as_ref());
+        self.depth = children.map(|c| c.depth + 1).max().unwrap_or(0);
     }
 
     fn index_of(&self, node: u64) -> Result<usize, GraphProblem> {
@@ -106,7 +134,8 @@ pub struct GraphAssembler {
     next_key: u64,
     /// Hand-written `graph` records, shared when a trace writes the same graph again.
     inline: HashMap<String, Vec<SharedGraph>>,
-    graphs: HashMap<(ProcessId, u64), Draft>,
+    /// Shared with the child nodes that run them: changed through `Arc::make_mut`, which copies a shared one.
+    graphs: HashMap<(ProcessId, u64), Arc<Draft>>,
     execs: HashMap<(ProcessId, u64), Instance>,
     captures: HashMap<u32, Capture>,
     next_capture: u32,
@@ -191,7 +220,7 @@ impl GraphAssembler {
                 (NodeKind::Memset, accesses, Vec::new(), "memset".to_string(), None)
             }
             OpKind::GraphLaunch { graph, .. } => {
-                (NodeKind::Empty, Vec::new(), Vec::new(), graph.name.clone(), Some(Box::new(Draft::of_exec(graph))))
+                (NodeKind::Empty, Vec::new(), Vec::new(), graph.name.clone(), Some(Arc::new(Draft::of_exec(graph))))
             }
             // A host function launched into a capture is a host node: it runs at each launch of the graph.
             OpKind::HostFunc { name, accesses, .. } => {
@@ -248,7 +277,7 @@ impl GraphAssembler {
                     return Err(GraphProblem::new("a capture begins on a stream that is already capturing"));
                 }
                 let draft = match into {
-                    Some(graph) => self.draft(process, *graph)?.clone(),
+                    Some(graph) => Draft::clone(self.draft(process, *graph)?),
                     None => Draft::new(GraphBuild::Captured, op.source.clone()),
                 };
                 let id = self.next_capture;
@@ -269,19 +298,16 @@ impl GraphAssembler {
                 self.captured_events.retain(|_, (c, _)| *c != id);
                 match graph {
                     Some(graph) => {
-                        self.graphs.insert((capture.process, *graph), capture.draft);
+                        self.graphs.insert((capture.process, *graph), Arc::new(capture.draft));
                     }
                     None => self.failed_captures += 1,
                 }
             }
             GraphCall::Create { graph } => {
-                self.graphs.insert((process, *graph), Draft::new(GraphBuild::Explicit, op.source.clone()));
+                self.graphs.insert((process, *graph), Arc::new(Draft::new(GraphBuild::Explicit, op.source.clone())));
             }
             GraphCall::AddNode { graph, node, deps, params } => {
-                let child = match params.child {
-                    Some(child) => Some(Box::new(self.draft(process, child)?.clone())),
-                    None => None,
-                };
+                let child = self.child_graph(process, params.child)?;
                 let made_at = NodeOrigin {
                     seq: op.seq,
                     origin: op.origin,
@@ -292,6 +318,9 @@ impl GraphAssembler {
                     region: op.region.clone(),
                 };
                 let draft = self.draft_mut(process, *graph)?;
+                if draft.index_of(*node).is_ok() {
+                    return Err(GraphProblem::new(format!("graph node {node:#x} is added to graph {graph:#x} twice")));
+                }
                 let depends_on = deps.iter().map(|d| draft.index_of(*d)).collect::<Result<Vec<_>, _>>()?;
                 let name = params.name.as_deref().map_or_else(|| params.kind.as_str().to_string(), str::to_string);
                 let new_node = GraphNode {
@@ -319,16 +348,14 @@ impl GraphAssembler {
                 }
             }
             GraphCall::UpdateNode { owner: NodeOwner::Graph(graph), node, params } => {
-                let child = match params.child {
-                    Some(child) => Some(Box::new(self.draft(process, child)?.clone())),
-                    None => None,
-                };
+                let child = self.child_graph(process, params.child)?;
                 let draft = self.draft_mut(process, *graph)?;
                 let index = draft.index_of(*node)?;
                 let entry = &mut draft.nodes[index];
                 apply_params(&mut entry.node, params);
                 if child.is_some() {
                     entry.child = child;
+                    draft.recount_depth();
                 }
             }
             GraphCall::UpdateNode { owner: NodeOwner::Exec(exec), node, params } => {
@@ -349,6 +376,9 @@ impl GraphAssembler {
                 draft.nodes[index].removed = true;
                 for other in &mut draft.nodes {
                     other.node.depends_on.retain(|&d| d != index);
+                }
+                if draft.nodes[index].child.is_some() {
+                    draft.recount_depth();
                 }
             }
             GraphCall::Clone { graph, original } => {
@@ -384,12 +414,25 @@ impl GraphAssembler {
         Ok(None)
     }
 
-    fn draft(&self, process: ProcessId, graph: u64) -> Result<&Draft, GraphProblem> {
+    fn draft(&self, process: ProcessId, graph: u64) -> Result<&Arc<Draft>, GraphProblem> {
         self.graphs.get(&(process, graph)).ok_or_else(|| unknown_graph(graph))
     }
 
+    /// The graph, to change: copied first when a child node still runs it as it was.
     fn draft_mut(&mut self, process: ProcessId, graph: u64) -> Result<&mut Draft, GraphProblem> {
-        self.graphs.get_mut(&(process, graph)).ok_or_else(|| unknown_graph(graph))
+        self.graphs.get_mut(&(process, graph)).map(Arc::make_mut).ok_or_else(|| unknown_graph(graph))
+    }
+
+    /// The graph a child node added now runs, as it is now; refused when it would nest too deep.
+    fn child_graph(&self, process: ProcessId, child: Option<u64>) -> Result<Option<Arc<Draft>>, GraphProblem> {
+        let Some(child) = child else { return Ok(None) };
+        let draft = self.draft(process, child)?;
+        if draft.depth + 1 > MAX_NESTING {
+            return Err(GraphProblem::new(format!(
+                "graph {child:#x} as a child graph nests child graphs more than {MAX_NESTING} levels deep"
+            )));
+        }
+        Ok(Some(draft.clone()))
     }
 
     fn instance_mut(&mut self, process: ProcessId, exec: u64) -> Result<&mut Instance, GraphProblem> {
@@ -417,7 +460,7 @@ impl GraphAssembler {
         let draft = self.draft(process, graph)?;
         let (build, made_at) = (draft.build, draft.made_at.clone());
         let mut flat = Flat::default();
-        let top = flat.add(draft);
+        let top = flat.add(draft)?;
         let (nodes, order) = flat.sorted()?;
         let by_handle =
             top.iter().filter_map(|(handle, entries)| Some(((*handle)?, order[*entries.first()?]))).collect();
@@ -446,60 +489,114 @@ struct Flat {
     nodes: Vec<GraphNode>,
 }
 
+/// Per node of a draft being flattened: the flat nodes that wait for its dependencies (entries), and those its
+/// dependents wait for (exits). A plain node is both; a child node its graph's roots and leaves. None: removed.
+type Ends = Option<(Vec<usize>, Vec<usize>)>;
+
+/// A node of the top graph: its handle, and the flat nodes that wait for its dependencies.
+type HandleEntries = (Option<u64>, Vec<usize>);
+
+/// A draft being flattened, the nodes before `next` done.
+struct Level<'d> {
+    draft: &'d Draft,
+    next: usize,
+    ends: Vec<Ends>,
+}
+
 impl Flat {
-    /// Adds `draft`'s nodes; for each of its nodes, its handle and the flat nodes that stand for it.
-    fn add(&mut self, draft: &Draft) -> Vec<(Option<u64>, Vec<usize>)> {
-        // Per draft node: the flat nodes that wait for its dependencies (entries), and those its dependents
-        // wait for (exits). A plain node is both; a child graph's roots and leaves.
-        let mut ends: Vec<Option<(Vec<usize>, Vec<usize>)>> = Vec::with_capacity(draft.nodes.len());
-        for entry in &draft.nodes {
-            if entry.removed {
-                ends.push(None);
+    /// Adds `top`'s nodes, child graphs flattened in where their nodes stand, walking the levels of child graphs
+    /// with a stack of its own (a trace may nest them deep); for each of its nodes, its handle and the flat nodes
+    /// that stand for it.
+    fn add(&mut self, top: &Draft) -> Result<Vec<HandleEntries>, GraphProblem> {
+        let mut levels = vec![Level { draft: top, next: 0, ends: Vec::with_capacity(top.nodes.len()) }];
+        loop {
+            let depth = levels.len();
+            let Some(level) = levels.last_mut() else { unreachable!("the top level is popped last") };
+            let draft = level.draft;
+            if let Some(entry) = draft.nodes.get(level.next) {
+                if entry.removed {
+                    level.ends.push(None);
+                    level.next += 1;
+                    continue;
+                }
+                if let Some(child) = &entry.child {
+                    if depth > MAX_NESTING as usize {
+                        return Err(GraphProblem::new(format!(
+                            "child graphs nest more than {MAX_NESTING} levels deep"
+                        )));
+                    }
+                    levels.push(Level { draft: child, next: 0, ends: Vec::with_capacity(child.nodes.len()) });
+                    continue;
+                }
+                let index = self.plain(&entry.node)?;
+                level.ends.push(Some((vec![index], vec![index])));
+                level.next += 1;
                 continue;
             }
-            let child_ends =
-                entry.child.as_ref().map(|child| self.add_child(child)).filter(|(roots, _)| !roots.is_empty());
-            ends.push(Some(match child_ends {
-                Some(both) => both,
-                None => {
-                    let index = self.nodes.len();
-                    let mut node = entry.node.clone();
-                    node.depends_on.clear();
-                    self.nodes.push(node);
-                    (vec![index], vec![index])
-                }
-            }));
+            // Every node of this level has its flat nodes: its dependencies join them.
+            let done = levels.pop().unwrap_or_else(|| unreachable!("a level is on the stack"));
+            self.wire(done.draft, &done.ends)?;
+            let Some(parent) = levels.last_mut() else {
+                let handles = done.draft.nodes.iter().map(|n| n.handle);
+                return Ok(handles.zip(done.ends).filter_map(|(handle, ends)| Some((handle, ends?.0))).collect());
+            };
+            let (roots, leaves) = roots_and_leaves(done.draft, &done.ends);
+            let ends = if roots.is_empty() {
+                // An empty child graph runs nothing: the node stands for itself.
+                let index = self.plain(&parent.draft.nodes[parent.next].node)?;
+                (vec![index], vec![index])
+            } else {
+                (roots, leaves)
+            };
+            parent.ends.push(Some(ends));
+            parent.next += 1;
         }
-        for (i, entry) in draft.nodes.iter().enumerate() {
-            let Some((entries, _)) = ends[i].clone() else { continue };
+    }
+
+    /// A copy of `node` without its dependencies (wired later, by flat index).
+    fn plain(&mut self, node: &GraphNode) -> Result<usize, GraphProblem> {
+        if self.nodes.len() >= MAX_FLAT_NODES {
+            return Err(GraphProblem::new(format!(
+                "the graph has more than {MAX_FLAT_NODES} nodes with its child graphs flattened in"
+            )));
+        }
+        let mut node = node.clone();
+        node.depends_on.clear();
+        self.nodes.push(node);
+        Ok(self.nodes.len() - 1)
+    }
+
+    /// Makes the entries of each of `draft`'s nodes depend on the exits of its dependencies (through one empty
+    /// node where that would be more than [`JOIN_EDGES`] edges).
+    fn wire(&mut self, draft: &Draft, ends: &[Ends]) -> Result<(), GraphProblem> {
+        for (entry, own) in draft.nodes.iter().zip(ends) {
+            let Some((entries, _)) = own else { continue };
             for &dep in &entry.node.depends_on {
                 let Some((_, exits)) = ends.get(dep).and_then(Option::as_ref) else { continue };
-                for &e in &entries {
-                    for &x in exits {
-                        if !self.nodes[e].depends_on.contains(&x) {
-                            self.nodes[e].depends_on.push(x);
-                        }
-                    }
+                let sources = if entries.len() * exits.len() > JOIN_EDGES {
+                    let join = self.plain(&GraphNode {
+                        kind: crate::model::NodeKind::Empty,
+                        ..GraphNode::with_accesses("join".to_string(), Vec::new(), Vec::new())
+                    })?;
+                    self.nodes[join].depends_on.extend_from_slice(exits);
+                    vec![join]
+                } else {
+                    exits.clone()
+                };
+                for &e in entries {
+                    self.nodes[e].depends_on.extend_from_slice(&sources);
                 }
             }
         }
-        draft.nodes.iter().zip(ends).filter_map(|(entry, ends)| Some((entry.handle, ends?.0))).collect()
+        Ok(())
     }
-
-    /// A child graph's nodes; its roots and its leaves.
-    fn add_child(&mut self, child: &Draft) -> (Vec<usize>, Vec<usize>) {
-        let first = self.nodes.len();
-        self.add(child);
-        let mine = first..self.nodes.len();
-        let roots = mine.clone().filter(|&i| self.nodes[i].depends_on.iter().all(|d| !mine.contains(d))).collect();
-        let depended: Vec<usize> = mine.clone().flat_map(|i| self.nodes[i].depends_on.clone()).collect();
-        let leaves = mine.filter(|i| !depended.contains(i)).collect();
-        (roots, leaves)
-    }
-
     /// The nodes in an order where each depends only on earlier ones, as close to the order they were added in as
     /// that allows, and where each flat node went.
-    fn sorted(self) -> Result<(Vec<GraphNode>, Vec<usize>), GraphProblem> {
+    fn sorted(mut self) -> Result<(Vec<GraphNode>, Vec<usize>), GraphProblem> {
+        for node in &mut self.nodes {
+            node.depends_on.sort_unstable();
+            node.depends_on.dedup();
+        }
         let count = self.nodes.len();
         let mut waiting: Vec<usize> = self.nodes.iter().map(|n| n.depends_on.len()).collect();
         let mut dependents = vec![Vec::new(); count];
@@ -536,6 +633,29 @@ impl Flat {
     }
 }
 
+/// The flat nodes a flattened child graph starts and ends with: the entries of its nodes that depend on none of
+/// its nodes, and the exits of those none of its nodes depend on, in flat order.
+fn roots_and_leaves(draft: &Draft, ends: &[Ends]) -> (Vec<usize>, Vec<usize>) {
+    let live = |dep: &usize| ends.get(*dep).is_some_and(Option::is_some);
+    let mut depended = vec![false; ends.len()];
+    for (entry, own) in draft.nodes.iter().zip(ends) {
+        if own.is_some() {
+            entry.node.depends_on.iter().filter(|d| live(d)).for_each(|&d| depended[d] = true);
+        }
+    }
+    let (mut roots, mut leaves) = (Vec::new(), Vec::new());
+    for (i, (entry, own)) in draft.nodes.iter().zip(ends).enumerate() {
+        let Some((entries, exits)) = own else { continue };
+        if !entry.node.depends_on.iter().any(live) {
+            roots.extend_from_slice(entries);
+        }
+        if !depended[i] {
+            leaves.extend_from_slice(exits);
+        }
+    }
+    (roots, leaves)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -553,10 +673,10 @@ mod tests {
         // Added out of dependency order: `after` first, depending on the child node added later.
         top.push(Some(1), node("after", vec![2]), None);
         top.push(Some(2), node("before", vec![]), None);
-        top.push(Some(3), node("child", vec![1]), Some(Box::new(child)));
+        top.push(Some(3), node("child", vec![1]), Some(Arc::new(child)));
         top.nodes[0].node.depends_on = vec![2];
         let mut flat = Flat::default();
-        flat.add(&top);
+        flat.add(&top).expect("flattens");
         let (nodes, _) = flat.sorted().expect("no cycle");
         let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
         assert_eq!(names, ["before", "c0", "c1", "after"]);
@@ -570,7 +690,7 @@ mod tests {
         top.push(Some(1), node("a", vec![1]), None);
         top.push(Some(2), node("b", vec![0]), None);
         let mut flat = Flat::default();
-        flat.add(&top);
+        flat.add(&top).expect("flattens");
         assert!(flat.sorted().is_err());
     }
 }
