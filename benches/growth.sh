@@ -4,10 +4,11 @@
 # time and peak RSS, so that the spread shows (a run past LIMIT seconds, default 120, is stopped and said so).
 # Figures go to docs/performance.md by hand.
 #
-#   benches/growth.sh [streams|ranges|all]        BIN names the binary (default target/release/streamtrace)
+#   benches/growth.sh [streams|active|ranges|all]        BIN names the binary (default target/release/streamtrace)
 #
 #   streams: 100 active streams among 100, 1,000, 8,000 and 100,000 declared ones (200,000 operations), and the
 #            same with the later half of the declared streams created by four threads while work runs.
+#   active:  1,000, 2,000, 4,000 and 8,000 streams that each run one kernel, unordered with each other (#23).
 #   ranges:  one kernel with 50,000, 100,000, 200,000 and 400,000 ranges.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +41,12 @@ if [ "$what" = streams ] || [ "$what" = all ]; then
     [ "$declared" -gt 100 ] || continue  # half of 100 declared would leave only 50 to be active
     python3 benches/growth_traces.py streams "$dir/late_$declared.json" "$declared" 100 200000 --threads 4
     time_case "declared $declared (half created during the run, 4 threads), active 100" "$dir/late_$declared.json"
+  done
+fi
+if [ "$what" = active ] || [ "$what" = all ]; then
+  for streams in 1000 2000 4000 8000; do
+    python3 benches/growth_traces.py active "$dir/active_$streams.json" "$streams"
+    time_case "$streams active streams, one kernel each" "$dir/active_$streams.json"
   done
 fi
 if [ "$what" = ranges ] || [ "$what" = all ]; then

@@ -171,7 +171,7 @@ impl Engine {
             seen_stream: Vec::new(),
             last_site: None,
             last_seq: 0,
-            unordered_with: Vec::new(),
+            ordered_debit: Default::default(),
         });
         Ok(())
     }

@@ -17,6 +17,7 @@ use super::allocations::AllocationTable;
 use super::clock::{Slot, VectorClock, VersionedClock};
 use super::shadow::{Conflict, Effect, ShadowMemory};
 use super::sites::{SiteId, SiteParts, SiteTable};
+use super::slot_values::SlotValues;
 use crate::findings::{AccessAction, EdgeKind, FindingCollector, OpClass, RaceKey};
 use crate::model::{
     Access, AccessMode, ContextId, Coverage, DeviceId, EventInfo, ExactCoverage, Operation, ProcessId, StreamId,
@@ -174,9 +175,10 @@ pub(super) struct StreamState {
     /// Site of the latest memory-touching operation.
     pub(super) last_site: Option<SiteId>,
     pub(super) last_seq: u64,
-    /// Unordered operation pairs with each other stream, by its slot, counted when this stream's operation is
-    /// the later one.
-    pub(super) unordered_with: Vec<u64>,
+    /// For each other stream's slot: the sum, over the joins that raised that component of this clock after
+    /// this stream had stepped, of the raise times the steps then. The ordered operation pairs are counted
+    /// from it at the end (`unordered_pairs`).
+    pub(super) ordered_debit: SlotValues,
 }
 
 impl StreamState {
@@ -188,6 +190,17 @@ impl StreamState {
     /// How many memory-touching operations it has run.
     pub(super) fn position(&self) -> u64 {
         self.slot.map_or(0, |slot| self.clock.clock.get(slot))
+    }
+
+    /// Joins `other` into its own clock (acquire), keeping the books the unordered-pair count needs.
+    pub(super) fn join(&mut self, other: &VectorClock) {
+        let steps = self.position();
+        let debit = &mut self.ordered_debit;
+        self.clock.join_observed(other, |slot, old, new| {
+            if steps > 0 {
+                debit.add(slot.index(), (new - old) * steps);
+            }
+        });
     }
 }
 
