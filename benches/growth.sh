@@ -8,7 +8,8 @@
 #
 #   streams: 100 active streams among 100, 1,000, 8,000 and 100,000 declared ones (200,000 operations), and the
 #            same with the later half of the declared streams created by four threads while work runs.
-#   active:  1,000, 2,000, 4,000 and 8,000 streams that each run one kernel, unordered with each other (#23).
+#   active:  1,000, 2,000, 4,000 and 8,000 streams that each run one kernel, unordered with each other (#23);
+#            then the same with every kernel also reading one shared block.
 #   ranges:  one kernel with 50,000, 100,000, 200,000 and 400,000 ranges.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +48,10 @@ if [ "$what" = active ] || [ "$what" = all ]; then
   for streams in 1000 2000 4000 8000; do
     python3 benches/growth_traces.py active "$dir/active_$streams.json" "$streams"
     time_case "$streams active streams, one kernel each" "$dir/active_$streams.json"
+  done
+  for streams in 1000 2000 4000 8000; do
+    python3 benches/growth_traces.py active "$dir/shared_$streams.json" "$streams" --shared
+    time_case "$streams active streams, one kernel each, all reading one block" "$dir/shared_$streams.json"
   done
 fi
 if [ "$what" = ranges ] || [ "$what" = all ]; then
