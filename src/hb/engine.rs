@@ -36,6 +36,7 @@ impl Engine {
             creation_snapshots: Vec::new(),
             devices: Vec::new(),
             slot_streams: Vec::new(),
+            counted_from: Default::default(),
             sites: SiteTable::default(),
             collector: FindingCollector::default(),
             stats: EngineStats::default(),
@@ -172,6 +173,7 @@ impl Engine {
             last_site: None,
             last_seq: 0,
             ordered_debit: Default::default(),
+            counted_from: 0,
         });
         Ok(())
     }

@@ -101,7 +101,7 @@ impl Engine {
         let host_clock = &self.host_clocks[host];
         let state = &mut self.streams[s];
         if state.seen_host.get(host) != Some(&host_clock.version) {
-            state.join(&host_clock.clock);
+            state.join(&host_clock.clock, &self.counted_from);
             set_grow(&mut state.seen_host, host, host_clock.version);
         }
         // rule 7: the legacy default stream waits for every blocking stream of its context, and blocking streams
@@ -157,7 +157,7 @@ impl Engine {
             return;
         }
         let before = dst.clock.version;
-        dst.join(src.current_clock());
+        dst.join(src.current_clock(), &self.counted_from);
         set_grow(&mut dst.seen_stream, from, src.clock.version);
         if dst.clock.version != before {
             self.collector.edge(EdgeKind::LegacyDefault, src.info.id, Some(dst.info.id));
@@ -201,7 +201,7 @@ impl Engine {
         let ev = index_mut(&mut self.events, event.index(), "event", op.origin)?;
         match (&ev.snapshot, ev.recorded_on) {
             (Some(snapshot), Some(from)) => {
-                self.streams[stream.index()].join(snapshot);
+                self.streams[stream.index()].join(snapshot, &self.counted_from);
                 if let (Some(log), Some(from_seq)) = (self.edge_log.as_mut(), ev.recorded_after) {
                     log.push(HbEdge { kind: EdgeKind::EventWait, from_seq, at_seq: op.seq, to_stream: Some(stream) });
                 }

@@ -7,7 +7,8 @@
 //! `o` in `b`'s clock. Summed over `s`'s steps, `C_b[o]` changes only when a join raises it, so each stream
 //! keeps, per slot it learned of after stepping, the sum of every raise times its step count then
 //! (`ordered_debit`); `n_s * C_s[o]` less that debit is the sum. A step costs nothing here and the fold costs
-//! what the clocks hold, however many streams ran. Only the pairs with the most are listed (the report's table
+//! what the clocks hold, however many streams ran. After a capture range's end the count begins again: each
+//! stream's position then is subtracted from its steps and from what other clocks know of it. Only the pairs with the most are listed (the report's table
 //! stays small with 8,000 streams), with the totals beside.
 //!
 //! Operations without addresses also name the sites of the pairs, which needs a walk over the other active
@@ -64,6 +65,17 @@ impl Engine {
         }
     }
 
+    /// Starts the count again from here (a capture range's end): only operations from now on are counted.
+    pub(super) fn restart_unordered_pairs(&mut self) {
+        for state in &mut self.streams {
+            state.counted_from = state.position();
+            state.ordered_debit = Default::default();
+            if let Some(slot) = state.slot {
+                self.counted_from.set(slot.index(), state.counted_from);
+            }
+        }
+    }
+
     /// Computes the exact per-stream-pair counts at the end of the analysis: the totals, and the pairs with the
     /// most (ties: by the slots, the order streams first ran work).
     pub(super) fn fold_unordered_pairs(&mut self) {
@@ -71,25 +83,28 @@ impl Engine {
         // (pairs, lower slot, higher slot)
         let mut listed: Vec<(u64, u32, u32)> = Vec::new();
         for process in &self.processes {
-            let active = &process.active_streams;
-            let steps_of = |slot: u32| self.streams[self.slot_streams[slot as usize].index()].position();
+            let stream_of = |slot: u32| &self.streams[self.slot_streams[slot as usize].index()];
+            let steps_of = |slot: u32| stream_of(slot).counted_steps();
+            // The streams that ran counted operations: only they are in pairs.
+            let active: Vec<_> = process.active_streams.iter().filter(|&&(_, slot)| steps_of(slot.0) > 0).collect();
             let in_process: rustc_hash::FxHashSet<u32> = active.iter().map(|(_, slot)| slot.0).collect();
             // Ordered operation pairs per slot pair (lower slot first), for the pairs with any.
             let mut ordered: FxHashMap<(u32, u32), u64> = FxHashMap::default();
-            for &(stream, slot) in active {
+            for &&(stream, slot) in &active {
                 let state = &self.streams[stream.index()];
-                let steps = state.position();
+                let steps = state.counted_steps();
                 for (other, known) in state.clock.clock.components() {
                     if other == slot || !in_process.contains(&other.0) {
                         continue;
                     }
+                    let known = known.saturating_sub(stream_of(other.0).counted_from);
                     let before_mine = steps * known - state.ordered_debit.get(other.index());
                     if before_mine > 0 {
                         *ordered.entry((slot.0.min(other.0), slot.0.max(other.0))).or_insert(0) += before_mine;
                     }
                 }
             }
-            let (sum, sum_of_squares) = active.iter().fold((0u128, 0u128), |(sum, squares), &(_, slot)| {
+            let (sum, sum_of_squares) = active.iter().fold((0u128, 0u128), |(sum, squares), &&(_, slot)| {
                 let n = u128::from(steps_of(slot.0));
                 (sum + n, squares + n * n)
             });
@@ -109,7 +124,7 @@ impl Engine {
             totals.stream_pairs += stream_pairs;
             // The pairs with no ordered operations at all have n_a * n_b unordered ones: the largest products,
             // in decreasing order, from a heap over the streams sorted by steps (each stream's next partner).
-            let mut by_steps: Vec<(u64, u32)> = active.iter().map(|&(_, slot)| (steps_of(slot.0), slot.0)).collect();
+            let mut by_steps: Vec<(u64, u32)> = active.iter().map(|&&(_, slot)| (steps_of(slot.0), slot.0)).collect();
             by_steps.sort_unstable_by_key(|&(steps, slot)| (Reverse(steps), slot));
             let mut heap: BinaryHeap<(u64, Reverse<usize>, Reverse<usize>)> = (0..by_steps.len().saturating_sub(1))
                 .map(|i| (by_steps[i].0 * by_steps[i + 1].0, Reverse(i), Reverse(i + 1)))

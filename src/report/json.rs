@@ -110,7 +110,10 @@ impl Report for JsonReport {
             waits_with_unknown_record: wire::waits(look, &findings.waits_with_unknown_record, Naming::Resolved),
             unordered_pairs: findings.unordered_pairs.iter().map(|group| wire::PairGroup::of(look, group)).collect(),
             stream_pairs: findings.stream_pairs.iter().map(|pair| wire::StreamPair::of(look, pair)).collect(),
-            stream_pairs_omitted: findings.stream_pair_totals.stream_pairs - findings.stream_pairs.len() as u64,
+            stream_pairs_omitted: findings
+                .stream_pair_totals
+                .stream_pairs
+                .saturating_sub(findings.stream_pairs.len() as u64),
             edges: findings.edges.iter().map(|edge| wire::Edge::of(look, edge)).collect(),
             stats: &analysis.stats,
             import: wire::counters(&analysis.import, &analysis.tables.symbols),
