@@ -53,7 +53,7 @@ impl Findings {
             pairs: self.stream_pair_totals.pairs + later.stream_pair_totals.pairs,
         };
         if self.stream_pairs.len() > STREAM_PAIRS_LISTED {
-            self.stream_pairs.sort_by(|a, b| b.pairs.cmp(&a.pairs));
+            self.stream_pairs.sort_by_key(|p| std::cmp::Reverse(p.pairs));
             self.stream_pairs.truncate(STREAM_PAIRS_LISTED);
         }
         for edge in later.edges {
