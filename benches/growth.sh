@@ -4,10 +4,12 @@
 # time and peak RSS, so that the spread shows (a run past LIMIT seconds, default 120, is stopped and said so).
 # Figures go to docs/performance.md by hand.
 #
-#   benches/growth.sh [streams|ranges|nodes|nesting|lines|all]        BIN names the binary (default target/release/streamtrace)
+#   benches/growth.sh [streams|active|ranges|nodes|nesting|lines|all]        BIN names the binary (default target/release/streamtrace)
 #
 #   streams: 100 active streams among 100, 1,000, 8,000 and 100,000 declared ones (200,000 operations), and the
 #            same with the later half of the declared streams created by four threads while work runs.
+#   active:  1,000, 2,000, 4,000 and 8,000 streams that each run one kernel, unordered with each other (#23);
+#            then the same with every kernel also reading one shared block.
 #   ranges:  one kernel with 50,000, 100,000, 200,000 and 400,000 ranges.
 #   nodes:   one graph of 32k, 64k, 128k and 256k chained nodes (issue 27: once quadratic, 256k aborted).
 #   nesting: child graphs nested 64, 128 and 256 levels deep (one child per level; the bound is 256), and 12, 14,
@@ -44,6 +46,16 @@ if [ "$what" = streams ] || [ "$what" = all ]; then
     [ "$declared" -gt 100 ] || continue  # half of 100 declared would leave only 50 to be active
     python3 benches/growth_traces.py streams "$dir/late_$declared.json" "$declared" 100 200000 --threads 4
     time_case "declared $declared (half created during the run, 4 threads), active 100" "$dir/late_$declared.json"
+  done
+fi
+if [ "$what" = active ] || [ "$what" = all ]; then
+  for streams in 1000 2000 4000 8000; do
+    python3 benches/growth_traces.py active "$dir/active_$streams.json" "$streams"
+    time_case "$streams active streams, one kernel each" "$dir/active_$streams.json"
+  done
+  for streams in 1000 2000 4000 8000; do
+    python3 benches/growth_traces.py active "$dir/shared_$streams.json" "$streams" --shared
+    time_case "$streams active streams, one kernel each, all reading one block" "$dir/shared_$streams.json"
   done
 fi
 if [ "$what" = ranges ] || [ "$what" = all ]; then

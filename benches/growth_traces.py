@@ -8,6 +8,10 @@
       barrier involves every blocking stream). With --threads N the streams are created by N host threads in
       turn, and the later half of the declared streams are created after the work began, as long jobs do (the
       active ones are then among the first half).
+  growth_traces.py active OUT STREAMS [--shared]
+      STREAMS non-blocking streams that each run one kernel, reading and writing a block of its own, then a
+      device synchronization: nothing orders any two of them, so every stream pair has an unordered pair, and
+      each stream's clock knows only itself. With --shared every kernel also reads one block all of them read.
   growth_traces.py ranges OUT RANGES
       One allocation and one kernel that reads RANGES disjoint 256-byte ranges of it and writes every tenth
       one, then a second kernel on another stream that writes the whole block (so every range is checked).
@@ -78,6 +82,20 @@ def streams_trace(out, declared, active, ops, threads):
     out.write("\n".join(lines) + "\n")
 
 
+def active_trace(out, streams, shared):
+    lines = ['{"type":"streamtrace","version":1,"comment":"growth: active streams"}']
+    for i in range(1, streams + 1):
+        lines.append(f'{{"type":"stream","id":{i},"stream_kind":"non_blocking"}}')
+    for b in range(streams + 1):
+        lines.append(f'{{"type":"alloc","id":{b},"addr":"{hex(BASE + b * BLOCK)}","size":4096}}')
+    for i in range(1, streams + 1):
+        own = f'["{hex(BASE + i * BLOCK)}",4096]'
+        reads = f'["{hex(BASE)}",4096],{own}' if shared else own
+        lines.append(f'{{"type":"kernel","stream":{i},"name":"k{i % 8}","reads":[{reads}],"writes":[{own}]}}')
+    lines.append('{"type":"sync","device":0}')
+    out.write("\n".join(lines) + "\n")
+
+
 def ranges_trace(out, ranges):
     size = ranges * 512
     out.write('{"type":"streamtrace","version":1,"comment":"growth: one kernel, many ranges"}\n')
@@ -129,6 +147,9 @@ def lines_trace(out, ops):
 def main():
     args = sys.argv[1:]
     threads = 1
+    shared = "--shared" in args
+    if shared:
+        args.remove("--shared")
     if "--threads" in args:
         i = args.index("--threads")
         threads = int(args[i + 1])
@@ -137,6 +158,8 @@ def main():
     with open(path, "w") as out:
         if kind == "streams":
             streams_trace(out, int(args[2]), int(args[3]), int(args[4]), threads)
+        elif kind == "active":
+            active_trace(out, int(args[2]), shared)
         elif kind == "ranges":
             ranges_trace(out, int(args[2]))
         elif kind == "nodes":

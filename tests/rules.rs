@@ -777,6 +777,41 @@ fn unordered_pairs_are_counted_exactly_per_stream_pair() {
     assert!(run(&ordered).findings.stream_pairs.is_empty());
 }
 
+#[test]
+fn unordered_pairs_count_what_a_wait_orders_from_then_on() {
+    // a1-a3, then b1 b2 unordered with them; b3 b4 wait for a3; a4 is unordered with all four b.
+    let body = kernel(1, "a", "", "").repeat(3)
+        + &rec(1, 1)
+        + &kernel(2, "b", "", "").repeat(2)
+        + &wait(2, 1)
+        + &kernel(2, "b", "", "").repeat(2)
+        + &kernel(1, "a", "", "");
+    let findings = run(&body).findings;
+    assert_eq!(findings.stream_pairs.len(), 1);
+    assert_eq!(findings.stream_pairs[0].pairs, 2 * 3 + 4);
+    assert_eq!((findings.stream_pair_totals.stream_pairs, findings.stream_pair_totals.pairs), (1, 10));
+    assert_eq!(findings.unordered_pairs.iter().map(|g| g.pairs).sum::<u64>(), 10);
+}
+
+#[test]
+fn the_stream_pair_list_keeps_the_pairs_with_the_most_and_counts_all() {
+    // 120 streams (ids 10-129) that each run one kernel and stream 10 two more: 7,140 stream pairs, 119 of them
+    // with three pairs.
+    let streams = 10..130u32;
+    let mut body: String = streams
+        .clone()
+        .map(|s| format!("{{\"type\":\"stream\",\"id\":{s},\"stream_kind\":\"non_blocking\"}}\n"))
+        .collect();
+    body += &kernel(10, "first", "", "").repeat(2);
+    body.extend(streams.map(|s| kernel(s, "k", "", "")));
+    let findings = run(&body).findings;
+    let all = 120 * 119 / 2;
+    assert_eq!(findings.stream_pair_totals.stream_pairs, all);
+    assert_eq!(findings.stream_pair_totals.pairs, all + 2 * 119);
+    assert_eq!(findings.stream_pairs.len(), streamtrace::findings::STREAM_PAIRS_LISTED);
+    assert!(findings.stream_pairs.iter().all(|p| p.pairs == 3), "the pairs with stream 10 come first");
+}
+
 // Caching-allocator blocks (tier T2): a block given back to the pool keeps the accesses made to its memory, so
 // a new block handed out over it while another stream still reads it is a race; an event hand-over makes the
 // reuse safe. The finding names the new block and the freed one.

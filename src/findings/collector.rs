@@ -3,8 +3,8 @@
 use rustc_hash::FxHashMap;
 
 use super::{
-    EdgeCount, EdgeKind, Findings, RaceFinding, RaceKind, Site, SiteId, StreamPairCount, UnorderedPairGroup,
-    UnrecordedWait,
+    EdgeCount, EdgeKind, Findings, RaceFinding, RaceKind, Site, SiteId, StreamPairCount, StreamPairTotals,
+    UnorderedPairGroup, UnrecordedWait,
 };
 use crate::model::{EventId, NativeSite, StreamId};
 
@@ -21,7 +21,8 @@ pub struct FindingCollector {
     unknown_record_waits: WaitTally,
     pair_groups: Vec<UnorderedPairGroup>,
     pair_index: FxHashMap<(u32, u32), usize>,
-    stream_pairs: FxHashMap<(StreamId, StreamId), StreamPairCount>,
+    stream_pairs: Vec<StreamPairCount>,
+    stream_pair_totals: StreamPairTotals,
     edges: FxHashMap<(EdgeKind, StreamId, Option<StreamId>), EdgeCount>,
 }
 
@@ -81,10 +82,10 @@ impl FindingCollector {
         }
     }
 
-    /// Adds `pairs` to the exact unordered-pair count of two streams.
-    pub fn stream_pair(&mut self, a: StreamId, b: StreamId, pairs: u64) {
-        let (a, b) = if a <= b { (a, b) } else { (b, a) };
-        self.stream_pairs.entry((a, b)).or_insert(StreamPairCount { a, b, pairs: 0 }).pairs += pairs;
+    /// The exact unordered-pair counts: the stream pairs with the most, and the totals of all.
+    pub fn set_stream_pairs(&mut self, listed: Vec<StreamPairCount>, totals: StreamPairTotals) {
+        self.stream_pairs = listed;
+        self.stream_pair_totals = totals;
     }
 
     /// Counts a happens-before edge from stream `from` to stream `to` (or to the host).
@@ -139,7 +140,7 @@ impl FindingCollector {
         races.sort_by_key(|r| (r.later.seq, r.earlier.seq));
         let mut unordered_pairs = self.pair_groups;
         unordered_pairs.sort_by(|a, b| b.pairs.cmp(&a.pairs).then(a.first.cmp(&b.first)));
-        let mut stream_pairs: Vec<_> = self.stream_pairs.into_values().collect();
+        let mut stream_pairs = self.stream_pairs;
         stream_pairs
             .sort_by(|a, b| b.pairs.cmp(&a.pairs).then((handle(a.a), handle(a.b)).cmp(&(handle(b.a), handle(b.b)))));
         let mut edges: Vec<_> = self.edges.into_values().collect();
@@ -153,6 +154,7 @@ impl FindingCollector {
             waits_with_unknown_record: self.unknown_record_waits.waits,
             unordered_pairs,
             stream_pairs,
+            stream_pair_totals: self.stream_pair_totals,
             edges,
             sites,
             natives,

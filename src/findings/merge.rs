@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{Findings, NativeId, OpOccurrence, RaceFinding, SiteId};
+use super::{Findings, NativeId, OpOccurrence, RaceFinding, SiteId, StreamPairTotals, STREAM_PAIRS_LISTED};
 use crate::model::{EventId, StreamId, ThreadId};
 
 /// How far the ids of one analysis move when its findings join others': by how many streams, events and host
@@ -29,11 +29,32 @@ impl Findings {
         self.waits_on_never_recorded_events.extend(later.waits_on_never_recorded_events);
         self.waits_with_unknown_record.extend(later.waits_with_unknown_record);
         self.unordered_pairs.extend(later.unordered_pairs);
+        // Stream pairs in both lists are one pair. Where a list left pairs out, a pair left out of both may
+        // be counted twice: the merged count is then at most that much too high.
+        let complete = |totals: StreamPairTotals, listed: usize| totals.stream_pairs == listed as u64;
+        let both_complete = complete(self.stream_pair_totals, self.stream_pairs.len())
+            && complete(later.stream_pair_totals, later.stream_pairs.len());
+        let mut shared = 0;
         for pair in later.stream_pairs {
             match self.stream_pairs.iter_mut().find(|p| (p.a, p.b) == (pair.a, pair.b)) {
-                Some(known) => known.pairs += pair.pairs,
+                Some(known) => {
+                    known.pairs += pair.pairs;
+                    shared += 1;
+                }
                 None => self.stream_pairs.push(pair),
             }
+        }
+        self.stream_pair_totals = StreamPairTotals {
+            stream_pairs: if both_complete {
+                self.stream_pairs.len() as u64
+            } else {
+                self.stream_pair_totals.stream_pairs + later.stream_pair_totals.stream_pairs - shared
+            },
+            pairs: self.stream_pair_totals.pairs + later.stream_pair_totals.pairs,
+        };
+        if self.stream_pairs.len() > STREAM_PAIRS_LISTED {
+            self.stream_pairs.sort_by_key(|p| std::cmp::Reverse(p.pairs));
+            self.stream_pairs.truncate(STREAM_PAIRS_LISTED);
         }
         for edge in later.edges {
             match self.edges.iter_mut().find(|e| (e.via, e.from, e.to) == (edge.via, edge.from, edge.to)) {

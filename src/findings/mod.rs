@@ -284,6 +284,19 @@ pub struct StreamPairCount {
     pub pairs: u64,
 }
 
+/// How many stream pairs are listed at most, those with the most unordered pairs: 8,000 streams that never
+/// synchronize make 32 million pairs, which no one reads and a report should not hold.
+pub const STREAM_PAIRS_LISTED: usize = 100;
+
+/// Every stream pair with unordered operation pairs, counted, listed or not.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamPairTotals {
+    /// Stream pairs with at least one unordered operation pair.
+    pub stream_pairs: u64,
+    /// Unordered cross-stream operation pairs in all.
+    pub pairs: u64,
+}
+
 /// A happens-before edge between two streams that the trace established: how a wait or a host
 /// synchronization carried ordering, counted per kind and stream pair.
 #[derive(Clone, Debug)]
@@ -345,7 +358,9 @@ pub struct Findings {
     /// Waits whose event record is not in the trace (an nsys export without CUDA_EVENT rows): unknown, not wrong.
     pub waits_with_unknown_record: Vec<UnrecordedWait>,
     pub unordered_pairs: Vec<UnorderedPairGroup>,
+    /// The stream pairs with the most unordered operation pairs ([`STREAM_PAIRS_LISTED`] at most).
     pub stream_pairs: Vec<StreamPairCount>,
+    pub stream_pair_totals: StreamPairTotals,
     pub edges: Vec<EdgeCount>,
     /// Every site the engine interned, by [`SiteId`].
     pub sites: Vec<Site>,

@@ -8,6 +8,7 @@
 //! that declares 100,000 streams (PyTorch's pools, one per GPU and priority) and runs work on 100 has clocks of
 //! 100 components: a join, a copy and a snapshot cost what the active streams need, whatever the ids.
 
+use super::slot_values::SlotValues;
 use crate::model::StreamId;
 
 /// A stream's component in every clock: the order in which streams ran their first memory-touching operation.
@@ -30,9 +31,11 @@ pub struct Epoch {
 }
 
 /// For every stream that has run work, the last of its operations known to have happened before, by slot.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Dense while the slots it knows are, sparse otherwise (`slot_values`): a clock costs what it knows, not the
+/// number of streams that ever ran.
+#[derive(Clone, Debug, Default)]
 pub struct VectorClock {
-    ticks: Vec<u64>,
+    ticks: SlotValues,
 }
 
 impl VectorClock {
@@ -41,26 +44,24 @@ impl VectorClock {
     }
 
     /// The last tick of the stream at `slot` covered by this clock (0: none of its operations).
+    #[inline]
     pub fn get(&self, slot: Slot) -> u64 {
-        self.ticks.get(slot.index()).copied().unwrap_or(0)
+        self.ticks.get(slot.index())
     }
 
     /// Whether the operation at `epoch` happened before whatever holds this clock: the O(1) epoch check.
+    #[inline]
     pub fn covers(&self, epoch: Epoch) -> bool {
         self.get(epoch.slot) >= epoch.tick
     }
 
     /// Whether no operation at all is covered.
     pub fn is_empty(&self) -> bool {
-        self.ticks.iter().all(|t| *t == 0)
+        self.ticks.is_empty()
     }
 
     pub fn set(&mut self, slot: Slot, tick: u64) {
-        let i = slot.index();
-        if i >= self.ticks.len() {
-            self.ticks.resize(i + 1, 0);
-        }
-        self.ticks[i] = tick;
+        self.ticks.set(slot.index(), tick);
     }
 
     /// Advances the own component of `stream`, whose slot is `slot`, and returns the new epoch.
@@ -72,22 +73,23 @@ impl VectorClock {
 
     /// Pointwise maximum (acquire). Returns whether anything changed.
     pub fn join(&mut self, other: &VectorClock) -> bool {
-        if other.ticks.len() > self.ticks.len() {
-            self.ticks.resize(other.ticks.len(), 0);
-        }
-        let mut changed = false;
-        for (mine, theirs) in self.ticks.iter_mut().zip(&other.ticks) {
-            if *theirs > *mine {
-                *mine = *theirs;
-                changed = true;
-            }
-        }
-        changed
+        self.ticks.raise_to(&other.ticks, |_, _, _| {})
+    }
+
+    /// [`VectorClock::join`], calling `raised(slot, old, new)` for every component it raises.
+    pub fn join_observed(&mut self, other: &VectorClock, raised: impl FnMut(Slot, u64, u64)) -> bool {
+        let mut raised = raised;
+        self.ticks.raise_to(&other.ticks, |slot, old, new| raised(Slot(slot as u32), old, new))
     }
 
     /// Replaces this clock with `other` (release-store), reusing the allocation.
     pub fn assign(&mut self, other: &VectorClock) {
-        self.ticks.clone_from(&other.ticks);
+        self.ticks.assign(&other.ticks);
+    }
+
+    /// The components other than 0, by slot.
+    pub fn components(&self) -> impl Iterator<Item = (Slot, u64)> + '_ {
+        self.ticks.entries().map(|(slot, tick)| (Slot(slot as u32), tick))
     }
 }
 
@@ -103,6 +105,13 @@ pub struct VersionedClock {
 impl VersionedClock {
     pub fn join(&mut self, other: &VectorClock) {
         if self.clock.join(other) {
+            self.version += 1;
+        }
+    }
+
+    /// [`VersionedClock::join`], calling `raised(slot, old, new)` for every component it raises.
+    pub fn join_observed(&mut self, other: &VectorClock, raised: impl FnMut(Slot, u64, u64)) {
+        if self.clock.join_observed(other, raised) {
             self.version += 1;
         }
     }

@@ -36,6 +36,7 @@ impl Engine {
             creation_snapshots: Vec::new(),
             devices: Vec::new(),
             slot_streams: Vec::new(),
+            counted_from: Default::default(),
             sites: SiteTable::default(),
             collector: FindingCollector::default(),
             stats: EngineStats::default(),
@@ -177,7 +178,8 @@ impl Engine {
             seen_stream: Vec::new(),
             last_site: None,
             last_seq: 0,
-            unordered_with: Vec::new(),
+            ordered_debit: Default::default(),
+            counted_from: 0,
         });
         Ok(())
     }

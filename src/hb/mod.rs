@@ -1,4 +1,5 @@
-//! Happens-before, as a star: at the bottom the engine's state (`state`) over its parts (vector clocks `clock`,
+//! Happens-before, as a star: at the bottom the engine's state (`state`) over its parts (vector clocks `clock`
+//! over `slot_values`,
 //! shadow memory `shadow`, the sites it names `sites`, the allocations it attributes ranges to `allocations`,
 //! the overlap of strided views `view_overlap`); in the middle the rule files, each importing the state and
 //! never a sibling: every synchronization (`sync_rules`), the order among host threads (`host_order`), memory
@@ -21,6 +22,7 @@ mod ranges;
 pub mod shadow;
 mod site_collection;
 pub mod sites;
+mod slot_values;
 mod state;
 mod sync_rules;
 mod unordered_pairs;

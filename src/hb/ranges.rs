@@ -35,9 +35,7 @@ impl Engine {
     /// section of that range's report. The counts that sections do not share start again from zero.
     pub fn finish_range(&mut self) -> Findings {
         self.fold_unordered_pairs();
-        for stream in &mut self.streams {
-            stream.unordered_with.clear();
-        }
+        self.restart_unordered_pairs();
         let events = &self.events;
         self.collector
             .set_aside_never_recorded_waits(|event| events.get(event.index()).is_some_and(|e| e.recorded_on.is_none()));

@@ -17,6 +17,7 @@ use super::allocations::AllocationTable;
 use super::clock::{Slot, VectorClock, VersionedClock};
 use super::shadow::{Conflict, Effect, ShadowMemory};
 use super::sites::{SiteId, SiteParts, SiteTable};
+use super::slot_values::SlotValues;
 use crate::findings::{AccessAction, EdgeKind, FindingCollector, OpClass, RaceKey};
 use crate::model::{
     Access, AccessMode, ContextId, Coverage, DeviceId, EventInfo, ExactCoverage, Operation, ProcessId, StreamId,
@@ -174,9 +175,12 @@ pub(super) struct StreamState {
     /// Site of the latest memory-touching operation.
     pub(super) last_site: Option<SiteId>,
     pub(super) last_seq: u64,
-    /// Unordered operation pairs with each other stream, by its slot, counted when this stream's operation is
-    /// the later one.
-    pub(super) unordered_with: Vec<u64>,
+    /// For each other stream's slot: the sum, over the joins that raised what this clock knows of that stream
+    /// since its count began (its component less its `counted_from`) after this stream had stepped since its
+    /// own, of the raise times those steps. The ordered operation pairs are counted from it (`unordered_pairs`).
+    pub(super) ordered_debit: SlotValues,
+    /// Its position when the unordered-pair count last began (0; a capture range's end starts it again).
+    pub(super) counted_from: u64,
 }
 
 impl StreamState {
@@ -188,6 +192,25 @@ impl StreamState {
     /// How many memory-touching operations it has run.
     pub(super) fn position(&self) -> u64 {
         self.slot.map_or(0, |slot| self.clock.clock.get(slot))
+    }
+
+    /// Its memory-touching operations since the unordered-pair count began.
+    pub(super) fn counted_steps(&self) -> u64 {
+        self.position() - self.counted_from
+    }
+
+    /// Joins `other` into its own clock (acquire), keeping the books the unordered-pair count needs;
+    /// `counted_from` gives each slot's stream's `counted_from`.
+    pub(super) fn join(&mut self, other: &VectorClock, counted_from: &SlotValues) {
+        let steps = self.counted_steps();
+        let debit = &mut self.ordered_debit;
+        self.clock.join_observed(other, |slot, old, new| {
+            if steps > 0 {
+                let from = counted_from.get(slot.index());
+                let raise = new.saturating_sub(from) - old.saturating_sub(from);
+                debit.add(slot.index(), raise * steps);
+            }
+        });
     }
 }
 
@@ -289,6 +312,8 @@ pub struct Engine {
     pub(super) devices: Vec<SyncScope>,
     /// The stream of each slot.
     pub(super) slot_streams: Vec<StreamId>,
+    /// Each slot's stream's `counted_from` (none but after a capture range).
+    pub(super) counted_from: SlotValues,
     pub(super) sites: SiteTable,
     pub(super) collector: FindingCollector,
     pub(super) stats: EngineStats,

@@ -5,7 +5,7 @@
 //!
 //! It touches the clocks of streams, host threads and events, each stream's latest operation, the streams a
 //! process has run work on, and the edges and wait findings it hands to the collector; never shadow memory or
-//! allocations (`access` owns those). The stream step hands its unordered-pair count to `unordered_pairs`;
+//! allocations (`access` owns those). The stream step hands its T0 pair grouping to `unordered_pairs`;
 //! which streams a synchronization of a whole device, context or process visits is `idle_streams`' book.
 
 use std::sync::Arc;
@@ -83,7 +83,7 @@ impl Engine {
         };
         let epoch = self.streams[s].clock.tick(stream, slot);
         self.stats.has_addresses |= has_addresses;
-        self.count_unordered_pairs(stream, site, op, has_addresses);
+        self.group_unordered_pairs(stream, site, op, has_addresses);
         let state = &mut self.streams[s];
         state.last_site = Some(site);
         state.last_seq = op.seq;
@@ -101,7 +101,7 @@ impl Engine {
         let host_clock = &self.host_clocks[host];
         let state = &mut self.streams[s];
         if state.seen_host.get(host) != Some(&host_clock.version) {
-            state.clock.join(&host_clock.clock);
+            state.join(&host_clock.clock, &self.counted_from);
             set_grow(&mut state.seen_host, host, host_clock.version);
         }
         // rule 7: the legacy default stream waits for every blocking stream of its context, and blocking streams
@@ -157,7 +157,7 @@ impl Engine {
             return;
         }
         let before = dst.clock.version;
-        dst.clock.join(src.current_clock());
+        dst.join(src.current_clock(), &self.counted_from);
         set_grow(&mut dst.seen_stream, from, src.clock.version);
         if dst.clock.version != before {
             self.collector.edge(EdgeKind::LegacyDefault, src.info.id, Some(dst.info.id));
@@ -201,7 +201,7 @@ impl Engine {
         let ev = index_mut(&mut self.events, event.index(), "event", op.origin)?;
         match (&ev.snapshot, ev.recorded_on) {
             (Some(snapshot), Some(from)) => {
-                self.streams[stream.index()].clock.join(snapshot);
+                self.streams[stream.index()].join(snapshot, &self.counted_from);
                 if let (Some(log), Some(from_seq)) = (self.edge_log.as_mut(), ev.recorded_after) {
                     log.push(HbEdge { kind: EdgeKind::EventWait, from_seq, at_seq: op.seq, to_stream: Some(stream) });
                 }

@@ -355,7 +355,7 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
         }));
     }
     let races = findings.races.len();
-    let pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
+    let pairs = findings.stream_pair_totals.pairs;
     let omitted = findings.races.len().saturating_sub(FINDINGS_SHOWN);
     let mut summary = if no_addresses {
         // A recording cut short may have lost the addresses it would have given: it is no trace without them.

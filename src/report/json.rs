@@ -48,6 +48,9 @@ struct WireReport<'a> {
     waits_with_unknown_record: Vec<wire::Wait<'a>>,
     unordered_pairs: Vec<wire::PairGroup<'a>>,
     stream_pairs: Vec<wire::StreamPair<'a>>,
+    /// Stream pairs with unordered operation pairs beyond those listed (the list keeps those with the most).
+    #[serde(skip_serializing_if = "is_zero")]
+    stream_pairs_omitted: u64,
     edges: Vec<wire::Edge<'a>>,
     stats: &'a EngineStats,
     /// The import's counters, then the symbolizer's.
@@ -92,7 +95,7 @@ impl Report for JsonReport {
                 timing_only_races: findings.timing_only_races.len(),
                 timing_only_race_occurrences: findings.timing_only_races.iter().map(|r| r.count).sum(),
                 unrecorded_waits: findings.unrecorded_waits.len(),
-                unordered_pairs: findings.stream_pairs.iter().map(|p| p.pairs).sum(),
+                unordered_pairs: findings.stream_pair_totals.pairs,
                 has_addresses: analysis.stats.has_addresses,
                 data_loss: analysis.import.data_loss().next().is_some(),
             },
@@ -107,6 +110,10 @@ impl Report for JsonReport {
             waits_with_unknown_record: wire::waits(look, &findings.waits_with_unknown_record, Naming::Resolved),
             unordered_pairs: findings.unordered_pairs.iter().map(|group| wire::PairGroup::of(look, group)).collect(),
             stream_pairs: findings.stream_pairs.iter().map(|pair| wire::StreamPair::of(look, pair)).collect(),
+            stream_pairs_omitted: findings
+                .stream_pair_totals
+                .stream_pairs
+                .saturating_sub(findings.stream_pairs.len() as u64),
             edges: findings.edges.iter().map(|edge| wire::Edge::of(look, edge)).collect(),
             stats: &analysis.stats,
             import: wire::counters(&analysis.import, &analysis.tables.symbols),
@@ -114,4 +121,8 @@ impl Report for JsonReport {
         serde_json::to_writer_pretty(&mut *out, &wire).map_err(io::Error::other)?;
         writeln!(out)
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -469,7 +469,7 @@ fn write_summary(out: &mut String, analysis: &Analysis) {
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     let trace = printable(&analysis.trace);
     if !analysis.stats.has_addresses {
-        let pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
+        let pairs = findings.stream_pair_totals.pairs;
         let _ = writeln!(
             out,
             "SUMMARY: streamtrace: races cannot be decided without addresses; {pairs} unordered cross-stream operation pair{} {} candidates, in {trace}",
@@ -507,7 +507,7 @@ fn write_summary(out: &mut String, analysis: &Analysis) {
 /// operation pairs, grouped by their sites and counted, as the candidates.
 fn write_without_addresses(out: &mut String, analysis: &Analysis) {
     let (findings, look) = (&analysis.findings, analysis.lookup());
-    let pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
+    let pairs = findings.stream_pair_totals.pairs;
     if analysis.cut_short() {
         let _ = writeln!(
             out,
@@ -572,14 +572,14 @@ fn write_without_addresses(out: &mut String, analysis: &Analysis) {
 /// happens-before edges of a trace without addresses, how kernels' accesses were known, the capture's cost.
 fn write_seen(out: &mut String, analysis: &Analysis) -> std::fmt::Result {
     let (findings, look, stats) = (&analysis.findings, analysis.lookup(), &analysis.stats);
-    let pairs: u64 = findings.stream_pairs.iter().map(|p| p.pairs).sum();
+    let pairs = findings.stream_pair_totals.pairs;
     let _ = writeln!(
         out,
         "Seen: {} operations, {} accesses, on {} streams (idle ones included); {pairs} unordered cross-stream operation pairs in {} stream pairs.",
         stats.operations,
         stats.accesses,
         stats.streams,
-        findings.stream_pairs.len()
+        findings.stream_pair_totals.stream_pairs
     );
     if !stats.has_addresses && !findings.edges.is_empty() {
         let _ = writeln!(out, "Happens-before edges found:");
