@@ -42,6 +42,8 @@ struct Queue {
     lost_records: u64,
     state: Flow,
     closing: bool,
+    /// The sender is writing a chunk it took from the queue.
+    in_flight: bool,
     sender_done: bool,
 }
 
@@ -113,6 +115,15 @@ impl StreamSink {
         true
     }
 
+    /// Waits until what is queued has gone out, at most [`SEND_TIMEOUT`] without progress (a forked child,
+    /// which ends in `_exit` with no at-exit flush, at its synchronizations: as its file gets the batch at once).
+    pub fn flush(&self) {
+        let mut queue = self.shared.lock();
+        while (!queue.chunks.is_empty() || queue.in_flight) && !queue.sender_done {
+            queue = self.shared.changed.wait(queue).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
     /// Sends what is queued and ends the stream (at exit): waits while the analyzer takes the text, at most
     /// [`SEND_TIMEOUT`] without progress, then tells it what was lost.
     pub fn finish(&self) -> Outcome {
@@ -154,10 +165,13 @@ fn send_loop(shared: &Shared, mut socket: UnixStream) {
             queue = shared.changed.wait(queue).unwrap_or_else(std::sync::PoisonError::into_inner);
         }
         let Some((chunk, records)) = queue.chunks.pop_front().filter(|_| queue.state != Flow::Dead) else { return };
+        queue.in_flight = true;
         drop(queue);
         let written = socket.write_all(&chunk);
         let mut queue = shared.lock();
         queue.bytes -= chunk.len();
+        queue.in_flight = false;
+        shared.changed.notify_all();
         if let Err(e) = written {
             queue.state = Flow::Dead;
             let queued: u64 = queue.chunks.drain(..).map(|(_, records)| records).sum();
@@ -190,6 +204,8 @@ mod tests {
         for i in 0..1000 {
             assert!(sink.send(format!("{{\"n\":{i}}}\n").as_bytes(), 1));
         }
+        sink.flush();
+        assert_eq!(sink.shared.lock().bytes, 0, "flushed: nothing queued");
         assert_eq!(sink.finish(), Outcome { lost_records: 0, dead: false });
         drop(sink);
         let lines = reader.join().unwrap();

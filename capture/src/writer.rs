@@ -136,6 +136,13 @@ impl WriterGuard<'_> {
         }
     }
 
+    /// Waits, boundedly, until the online analyzer has what was written so far (stream_sink.rs).
+    pub fn flush_stream(&self) {
+        if let Some(stream) = &self.0.stream {
+            stream.flush();
+        }
+    }
+
     /// Ends the stream to the online analyzer (at exit, after the last drain): waits, boundedly, until it has
     /// what was queued.
     pub fn finish_stream(&mut self) {

@@ -231,7 +231,7 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
         // The files of processes that did not stream (they could not reach the analyzer, and said so).
         let streamed: Vec<u32> = analyzed.iter().filter_map(|t| streamed_pid(&t.path)).collect();
         let mut traces: Vec<PathBuf> =
-            files.into_iter().filter(|p| file_pid(p).is_none_or(|pid| !streamed.contains(&pid))).collect();
+            files.into_iter().filter(|p| file_pid(p).map_or(true, |pid| !streamed.contains(&pid))).collect();
         traces.sort();
         if traces.is_empty() && analyzed.is_empty() {
             eprintln!(
@@ -494,6 +494,16 @@ mod tests {
         assert!(env(&["--nvtx-capture", "step"]).is_err(), "a range name without nvtx");
         assert!(env(&["--capture-range=cudaProfilerApi", "--capture-range-end", "repeat:0"]).is_err());
         assert!(env(&["--delay=-1"]).is_err());
+    }
+
+    #[test]
+    fn streams_and_files_are_matched_by_process() {
+        assert_eq!(streamed_pid(Path::new("process 41")), Some(41));
+        assert_eq!(streamed_pid(Path::new("process 41 (image 2)")), Some(41));
+        assert_eq!(streamed_pid(Path::new("out/trace.41.json")), None);
+        assert_eq!(file_pid(Path::new("out/trace.41.json")), Some(41));
+        assert_eq!(file_pid(Path::new("out/trace.41.1.json")), Some(41), "an exec'd image");
+        assert_eq!(file_pid(Path::new("out/trace.x.json")), None);
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub struct OnlineAnalysis {
 
 /// What one connection gave.
 enum Analyzed {
-    Trace { pid: u32, trace: JobTrace },
+    Trace { pid: u32, trace: Box<JobTrace> },
     Lost { pid: u32, records: u64 },
 }
 
@@ -50,7 +50,7 @@ impl OnlineAnalysis {
         let mut losses = Vec::new();
         for analysis in analyses {
             match analysis.join() {
-                Ok(Analyzed::Trace { pid, trace }) => traces.push((pid, trace)),
+                Ok(Analyzed::Trace { pid, trace }) => traces.push((pid, *trace)),
                 Ok(Analyzed::Lost { pid, records }) => losses.push((pid, records)),
                 Err(_) => eprintln!("streamtrace: an online analysis failed with an internal error"),
             }
@@ -93,9 +93,12 @@ fn accept_all(listener: &LiveListener, options: EngineOptions) -> Vec<JoinHandle
                 Ok(LiveConnection::Lost { pid, records }) => Analyzed::Lost { pid, records },
                 Ok(LiveConnection::Trace { pid, source }) => {
                     let outcome = analyze_source(&name.display().to_string(), source, options);
-                    Analyzed::Trace { pid, trace: JobTrace { path: name, outcome } }
+                    Analyzed::Trace { pid, trace: Box::new(JobTrace { path: name, outcome }) }
                 }
-                Err(e) => Analyzed::Trace { pid, trace: JobTrace { path: name, outcome: Err(AnalysisError::from(e)) } },
+                Err(e) => Analyzed::Trace {
+                    pid,
+                    trace: Box::new(JobTrace { path: name, outcome: Err(AnalysisError::from(e)) }),
+                },
             }
         });
         match analysis {
