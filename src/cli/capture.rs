@@ -222,7 +222,7 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
             .collect();
         // A stream that lost records (the analyzer fell behind) gives way to its process's file, which has them.
         let lost = |trace: &job::JobTrace| {
-            trace.outcome.as_ref().is_ok_and(|a| a.import.get(crate::ingest::Counter::LiveLostRecords) > 0)
+            trace.outcome.as_ref().is_ok_and(|a| a.import.get(crate::ingest::Counter::CaptureStreamLostRecords) > 0)
         };
         analyzed.retain(|trace| {
             !(lost(trace)

@@ -59,7 +59,7 @@ impl OnlineAnalysis {
             // The loss goes to the process's latest trace (an exec'd image keeps its process id).
             let Some((_, trace)) = traces.iter_mut().rev().find(|(p, _)| *p == pid) else { continue };
             if let Ok(analysis) = trace.outcome.as_mut() {
-                analysis.import.bump(Counter::LiveLostRecords, records);
+                analysis.import.bump(Counter::CaptureStreamLostRecords, records);
             }
         }
         let mut traces: Vec<JobTrace> = traces.into_iter().map(|(_, trace)| trace).collect();
@@ -192,6 +192,6 @@ mod tests {
         let streamed = online.finish();
         assert_eq!(streamed.len(), 1, "a loss report is no trace of its own");
         let import = &streamed[0].outcome.as_ref().unwrap().import;
-        assert_eq!(import.get(Counter::LiveLostRecords), 12);
+        assert_eq!(import.get(Counter::CaptureStreamLostRecords), 12);
     }
 }
