@@ -36,7 +36,8 @@ for program in benches/torch_train_loop.py samples/torch/two_streams_no_wait.py;
   timeout 600 "$bin/streamtrace" capture --no-analyze -o "$dir/offline" -- python3 "$repo/$program" > "$dir/offline-capture.log" 2>&1
   capture_s=$(echo "$(date +%s.%N) - $start" | bc)
   start=$(date +%s.%N)
-  "$bin/streamtrace" analyze "$dir/offline" > "$dir/offline.log" 2>&1
+  # From inside the folder: short names, so that no line wraps differently from the online report's.
+  (cd "$dir" && "$bin/streamtrace" analyze offline) > "$dir/offline.log" 2>&1
   offline_status=$?
   analyze_s=$(echo "$(date +%s.%N) - $start" | bc)
   # The program's own output comes first in the capture's log: the report starts at its first report line.

@@ -340,7 +340,12 @@ fn online_capture_reports_what_analyze_reports_of_the_same_traces() {
         let mut lines: Vec<String> = text
             .lines()
             .filter(|l| l.starts_with("SUMMARY") || l.starts_with("JOB SUMMARY"))
-            .map(|l| l.rsplit_once(" in ").map_or(l, |(head, _)| head).to_string())
+            // Without the traces' names: the files' or the processes'.
+            .map(|l| match l.strip_prefix("JOB ") {
+                // (a long list of names wraps right after its " in")
+                Some(job) => job.split_once(" in ").map_or(job.trim_end_matches(" in"), |(head, _)| head).to_string(),
+                None => l.rsplit_once(" in ").map_or(l, |(head, _)| head).to_string(),
+            })
             .collect();
         lines.sort();
         lines
