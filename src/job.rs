@@ -101,8 +101,13 @@ pub fn analyze_job(
         }
     });
     let mut done = done.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
-    done.sort_by(|a, b| (a.rank().is_none(), a.rank(), &a.path).cmp(&(b.rank().is_none(), b.rank(), &b.path)));
+    in_rank_order(&mut done);
     done
+}
+
+/// Puts a job's traces in rank order: traces without a rank after those with one, by path.
+pub fn in_rank_order(traces: &mut [JobTrace]) {
+    traces.sort_by(|a, b| (a.rank().is_none(), a.rank(), &a.path).cmp(&(b.rank().is_none(), b.rank(), &b.path)));
 }
 
 /// What the whole job found, for its summary line and its status.

@@ -314,6 +314,49 @@ fn forked_processes_each_get_their_own_trace() {
     }
 }
 
+/// The online analysis end to end, without a GPU: two processes (a fork's parent and child) each send a committed
+/// capture trace into the socket capture names, as the library's writer does; with --no-trace no file appears,
+/// and the report is the one `analyze` gives of the files.
+#[test]
+fn online_capture_reports_what_analyze_reports_of_the_same_traces() {
+    let dir = scratch_dir("online-capture");
+    let traces = [repo().join("samples/capture/fork/parent.json"), repo().join("samples/capture/fork/child.json")];
+    let send = "import os, socket, sys\n\
+        s = socket.socket(socket.AF_UNIX); s.connect(os.environ['STREAMTRACE_STREAM'])\n\
+        data = open(sys.argv[1], 'rb').read()\n\
+        for i in range(0, len(data), 4096): s.sendall(data[i:i + 4096])\n";
+    let script = format!("python3 -c \"$0\" {} & python3 -c \"$0\" {}; wait", traces[0].display(), traces[1].display());
+    let out = binary()
+        .args(["capture", "--no-trace", "-o"])
+        .arg(&dir)
+        .args(["--", "sh", "-c", &script, send])
+        .env("STREAMTRACE_CAPTURE_LIB", "/nonexistent/libstreamtrace_capture.so")
+        .output()
+        .expect("runs");
+    let report = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "the program's status: {report}");
+    assert!(std::fs::read_dir(&dir).unwrap().flatten().all(|e| !e.file_name().to_string_lossy().starts_with("trace.")));
+    let summaries = |text: &str| -> Vec<String> {
+        let mut lines: Vec<String> = text
+            .lines()
+            .filter(|l| l.starts_with("SUMMARY") || l.starts_with("JOB SUMMARY"))
+            // Without the traces' names: the files' or the processes'.
+            .map(|l| match l.strip_prefix("JOB ") {
+                // (a long list of names wraps right after its " in")
+                Some(job) => job.split_once(" in ").map_or(job.trim_end_matches(" in"), |(head, _)| head).to_string(),
+                None => l.rsplit_once(" in ").map_or(l, |(head, _)| head).to_string(),
+            })
+            .collect();
+        lines.sort();
+        lines
+    };
+    let offline = binary().arg("analyze").arg(repo().join("samples/capture/fork")).output().expect("runs");
+    let expected = summaries(&String::from_utf8_lossy(&offline.stdout));
+    assert_eq!(expected.len(), 3, "two traces and the job's line");
+    assert_eq!(summaries(&report), expected, "{report}");
+    assert!(report.contains("== rank") || report.contains("process "), "{report}");
+}
+
 #[test]
 fn torch_samples_at_tier_t2_match_their_ground_truth() {
     const DIR: &str = "samples/capture/torch-t2";

@@ -52,5 +52,9 @@ pub extern "C" fn flush_at_exit() {
             }
         };
         drain_into(&writer);
+        // The online analyzer gets the rest before the process goes (stream_sink.rs bounds the wait).
+        if let Ok(mut file) = writer.lock() {
+            file.finish_stream();
+        };
     });
 }

@@ -46,6 +46,7 @@ mod setup;
 pub mod signature;
 pub mod sites;
 mod state;
+pub mod stream_sink;
 pub mod unwind;
 mod watch_state;
 pub mod writer;

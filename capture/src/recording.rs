@@ -85,6 +85,10 @@ pub fn record(spec: &CallSpec, data: &DriverCall<'_>, origin: CallOrigin, walk_f
         };
         if let Some(writer) = flush {
             drain_into(&writer);
+            // And the online analyzer has it too (its sender thread would die with the child unheard).
+            if let Ok(file) = writer.lock() {
+                file.flush_stream();
+            };
         }
         cost::call_recorded(start, spec.id);
     }));

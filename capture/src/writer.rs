@@ -2,7 +2,8 @@
 //! thread drains it every 100 ms and formats and writes the batch, so the application's threads never touch
 //! the file or wake another thread per record. 100 ms bounds what a SIGKILL loses. A thread about to wait for
 //! the GPU drains at once, too. This file touches the file, the GPU times queued by activity.rs and the
-//! switches; which records a drain takes is its caller's (state.rs).
+//! switches; which records a drain takes is its caller's (state.rs). Under `streamtrace capture` the same lines
+//! also go to the online analyzer (stream_sink.rs), or only there with `--no-trace`.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -17,6 +18,7 @@ use crate::activity;
 use crate::control::{disable, DISCARD};
 
 use crate::record::Batch;
+use crate::stream_sink::StreamSink;
 
 /// How often the writer thread drains; bounds what a SIGKILL loses.
 const DRAIN_INTERVAL: Duration = Duration::from_millis(100);
@@ -26,11 +28,12 @@ pub struct Writer {
     pub path: PathBuf,
 }
 
-/// The open file, the kernel names declared so far (launch records carry only an index), escaped for JSON, and
+/// The open file and the analyzer's stream (either or both), the kernel names declared so far (launch records carry only an index), escaped for JSON, and
 /// the text of the last batch, whose room the next one reuses (a fresh buffer of megabytes every 100 ms costs
 /// page faults).
 struct TraceFile {
-    out: File,
+    out: Option<File>,
+    stream: Option<StreamSink>,
     names: Vec<String>,
     lines: String,
 }
@@ -58,9 +61,22 @@ fn create(path: &Path) -> std::io::Result<File> {
 }
 
 impl Writer {
-    /// Creates the trace file and writes the header.
+    /// Creates the trace file, connects to the online analyzer when `streamtrace capture` runs one, and writes
+    /// the header to both. Without the file (`--no-trace`) an analyzer that cannot be reached gets the file
+    /// instead, said once.
     pub fn create(path: PathBuf) -> std::io::Result<Writer> {
-        let mut out = create(&path)?;
+        let stream = std::env::var_os(streamtrace_format::launch::ENV_STREAM).and_then(|socket| {
+            StreamSink::connect(Path::new(&socket))
+                .map_err(|e| {
+                    eprintln!(
+                        "streamtrace: cannot reach the online analyzer ({e}): the trace goes to {} only, analyzed at exit",
+                        path.display()
+                    )
+                })
+                .ok()
+        });
+        let no_trace = std::env::var_os(streamtrace_format::launch::ENV_NO_TRACE).is_some();
+        let mut out = if stream.is_some() && no_trace { None } else { Some(create(&path)?) };
         // A recording: the analyzer counts and skips a record it cannot take instead of refusing the trace.
         let job = streamtrace_format::JobPlace::from_env(|name| std::env::var(name).ok());
         // Whether this process's host synchronization reaches the trace: the interposers stand in front.
@@ -73,8 +89,14 @@ impl Writer {
             recorded,
             Some("recorded by streamtrace capture"),
         );
-        out.write_all(header.as_bytes())?;
-        Ok(Writer { file: Arc::new(Mutex::new(TraceFile { out, names: Vec::new(), lines: String::new() })), path })
+        if let Some(out) = out.as_mut() {
+            out.write_all(header.as_bytes())?;
+        }
+        if let Some(stream) = &stream {
+            stream.send(header.as_bytes(), 0);
+        }
+        let file = TraceFile { out, stream, names: Vec::new(), lines: String::new() };
+        Ok(Writer { file: Arc::new(Mutex::new(file)), path })
     }
 
     /// Another handle on the same file, for the draining thread.
@@ -96,16 +118,37 @@ const KEPT_BUFFER: usize = 16 << 20;
 pub struct WriterGuard<'a>(std::sync::MutexGuard<'a, TraceFile>);
 
 impl WriterGuard<'_> {
-    /// Formats a batch and appends it to the file.
+    /// Formats a batch and appends it to the file and the stream. An error when the file cannot be written, or
+    /// when there is no file and the stream's socket failed: nothing records this process's trace any more.
     pub fn write(&mut self, batch: &Batch) -> std::io::Result<()> {
-        let TraceFile { out, names, lines } = &mut *self.0;
+        let TraceFile { out, stream, names, lines } = &mut *self.0;
         // A burst (a graph of a million launches) must not keep its buffer for the rest of the run.
         if lines.capacity() > KEPT_BUFFER && lines.len() < lines.capacity() / 4 {
             lines.shrink_to(KEPT_BUFFER);
         }
         lines.clear();
         batch.write_lines(names, lines);
-        out.write_all(lines.as_bytes())
+        let streamed = stream.as_ref().is_none_or(|stream| stream.send(lines.as_bytes(), batch.entries.len() as u64));
+        match out {
+            Some(out) => out.write_all(lines.as_bytes()),
+            None if streamed => Ok(()),
+            None => Err(std::io::Error::other("the online analyzer's socket failed and no trace file is written")),
+        }
+    }
+
+    /// Waits, boundedly, until the online analyzer has what was written so far (stream_sink.rs).
+    pub fn flush_stream(&self) {
+        if let Some(stream) = &self.0.stream {
+            stream.flush();
+        }
+    }
+
+    /// Ends the stream to the online analyzer (at exit, after the last drain): waits, boundedly, until it has
+    /// what was queued.
+    pub fn finish_stream(&mut self) {
+        if let Some(stream) = self.0.stream.take() {
+            stream.finish();
+        }
     }
 }
 

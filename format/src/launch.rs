@@ -36,9 +36,12 @@ pub const ENV_RANGE_END: &str = "STREAMTRACE_RANGE_END";
 pub const ENV_RANGE_WINDOW: &str = "STREAMTRACE_RANGE_WINDOW";
 /// NVTX's own variable: the library NVTX hands its calls to (the capture library, for `--capture-range=nvtx`).
 pub const ENV_NVTX_INJECTION: &str = "NVTX_INJECTION64_PATH";
-/// The Unix socket an online capture's analyzer listens on: each process's writer sends its trace there
-/// instead of writing a file (`streamtrace capture` analyzes it as it comes).
+/// The Unix socket an online capture's analyzer listens on: each process's writer connects once and sends the
+/// lines of its trace there as it writes them (`streamtrace capture` analyzes them as they come).
 pub const ENV_STREAM: &str = "STREAMTRACE_STREAM";
+/// `--no-trace`: with [`ENV_STREAM`], the trace goes only to the analyzer, no file is written (unless the
+/// analyzer cannot be reached).
+pub const ENV_NO_TRACE: &str = "STREAMTRACE_NO_TRACE";
 /// Leave the program alone: the library returns at once from its initialization.
 pub const ENV_DISABLE: &str = "STREAMTRACE_DISABLE";
 /// A distributed job's launcher (torchrun) tells each process its rank, its rank on its host and the job's size;

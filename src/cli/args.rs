@@ -132,9 +132,14 @@ pub struct CaptureArgs {
     /// removed; a trace.*.json that capture did not write makes capture refuse to run.
     #[arg(short = 'o', long, default_value = "streamtrace-trace")]
     pub output: PathBuf,
-    /// Record only; do not analyze afterwards.
+    /// Record only; do not analyze.
     #[arg(long)]
     pub no_analyze: bool,
+    /// Write no trace file: each process's records go only to the analyzer, which analyzes them while the
+    /// program runs (it always does, unless --no-analyze), so a long run needs no disk for its trace. A process
+    /// that cannot reach the analyzer writes its file after all, and says so (docs/capture.md, online analysis).
+    #[arg(long, conflicts_with = "no_analyze")]
+    pub no_trace: bool,
     /// Path of libcupti (found in CUDA and PyPI locations when not given).
     #[arg(long)]
     pub cupti: Option<PathBuf>,

@@ -1,6 +1,6 @@
 //! `streamtrace capture -- cmd args...`: runs a program with the capture library injected, stays out of its way
-//! (its standard streams, exit status and signals stay its own), then analyzes the trace of each of its
-//! processes.
+//! (its standard streams, exit status and signals stay its own), and analyzes the trace of each of its
+//! processes as the program runs (online.rs: each process streams its records to this one), then reports.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -10,6 +10,7 @@ use anyhow::{bail, Context};
 use streamtrace_format::{launch, Producer, RecordKind};
 
 use super::args::CaptureArgs;
+use super::online::OnlineAnalysis;
 use super::python_bootstrap;
 use super::{EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND};
 use crate::hb::EngineOptions;
@@ -174,6 +175,27 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
     for (name, value) in range_environment(args, &library, now_monotonic_ns())? {
         command.env(name, value);
     }
+    // The analysis runs beside the program, fed as the records are written.
+    let online = if args.no_analyze {
+        None
+    } else {
+        match OnlineAnalysis::start(EngineOptions::default()) {
+            Ok(online) => Some(online),
+            Err(e) if args.no_trace => {
+                bail!("cannot listen for the online analysis ({e}), and --no-trace keeps no trace")
+            }
+            Err(e) => {
+                eprintln!("streamtrace: cannot listen for the online analysis ({e}): the traces are analyzed at exit");
+                None
+            }
+        }
+    };
+    if let Some(online) = &online {
+        command.env(launch::ENV_STREAM, online.socket());
+        if args.no_trace {
+            command.env(launch::ENV_NO_TRACE, "1");
+        }
+    }
     match (&sanitizer, &cupti) {
         (Some(sanitizer), _) => {
             command.env(launch::ENV_EXACT, "1").env(launch::ENV_SANITIZER, sanitizer);
@@ -192,20 +214,34 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
         child.wait().with_context(|| format!("waiting for {program}"))?
     };
     if !args.no_analyze {
-        let mut traces: Vec<PathBuf> = std::fs::read_dir(dir)?
+        let mut analyzed = online.map(OnlineAnalysis::finish).unwrap_or_default();
+        let files: Vec<PathBuf> = std::fs::read_dir(dir)?
             .flatten()
             .map(|e| e.path())
             .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("trace.")))
             .collect();
+        // A stream that lost records (the analyzer fell behind) gives way to its process's file, which has them.
+        let lost = |trace: &job::JobTrace| {
+            trace.outcome.as_ref().is_ok_and(|a| a.import.get(crate::ingest::Counter::CaptureStreamLostRecords) > 0)
+        };
+        analyzed.retain(|trace| {
+            !(lost(trace)
+                && streamed_pid(&trace.path).is_some_and(|pid| files.iter().any(|f| file_pid(f) == Some(pid))))
+        });
+        // The files of processes that did not stream (they could not reach the analyzer, and said so).
+        let streamed: Vec<u32> = analyzed.iter().filter_map(|t| streamed_pid(&t.path)).collect();
+        let mut traces: Vec<PathBuf> =
+            files.into_iter().filter(|p| file_pid(p).map_or(true, |pid| !streamed.contains(&pid))).collect();
         traces.sort();
-        if traces.is_empty() {
+        if traces.is_empty() && analyzed.is_empty() {
             eprintln!(
-                "streamtrace: no trace was written (the program made no CUDA call, or capture was disabled: see above)"
+                "streamtrace: no trace was recorded (the program made no CUDA call, or capture was disabled: see above)"
             );
         }
         // Every process's trace at once (a launcher such as torchrun starts one process per GPU), then one
         // report in rank order.
-        let analyzed = job::analyze_job(&traces, EngineOptions::default(), &BinarySearch::default(), false);
+        analyzed.extend(job::analyze_job(&traces, EngineOptions::default(), &BinarySearch::default(), false));
+        job::in_rank_order(&mut analyzed);
         let stderr = std::io::stderr();
         let mut out = stderr.lock();
         if analyzed.len() > 1 {
@@ -230,6 +266,16 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(exit_like(status))
+}
+
+/// The process an online trace came from (online.rs names them `process PID`).
+fn streamed_pid(name: &Path) -> Option<u32> {
+    name.to_str()?.strip_prefix("process ")?.split(' ').next()?.parse().ok()
+}
+
+/// The process a trace file is of (`trace.PID.json`, `trace.PID.N.json` after an exec).
+fn file_pid(path: &Path) -> Option<u32> {
+    path.file_name()?.to_str()?.strip_prefix("trace.")?.split('.').next()?.parse().ok()
 }
 
 /// The monotonic clock the capture library reads (`CLOCK_MONOTONIC`, ns): `--delay` counts from here.
@@ -448,6 +494,16 @@ mod tests {
         assert!(env(&["--nvtx-capture", "step"]).is_err(), "a range name without nvtx");
         assert!(env(&["--capture-range=cudaProfilerApi", "--capture-range-end", "repeat:0"]).is_err());
         assert!(env(&["--delay=-1"]).is_err());
+    }
+
+    #[test]
+    fn streams_and_files_are_matched_by_process() {
+        assert_eq!(streamed_pid(Path::new("process 41")), Some(41));
+        assert_eq!(streamed_pid(Path::new("process 41 (image 2)")), Some(41));
+        assert_eq!(streamed_pid(Path::new("out/trace.41.json")), None);
+        assert_eq!(file_pid(Path::new("out/trace.41.json")), Some(41));
+        assert_eq!(file_pid(Path::new("out/trace.41.1.json")), Some(41), "an exec'd image");
+        assert_eq!(file_pid(Path::new("out/trace.x.json")), None);
     }
 
     #[test]

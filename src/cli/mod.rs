@@ -4,6 +4,7 @@ mod analyze;
 mod args;
 mod capture;
 mod job;
+mod online;
 mod python_bootstrap;
 mod stats;
 mod synth;

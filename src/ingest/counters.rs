@@ -105,6 +105,9 @@ counters! {
         "host accesses seen as faults but not recorded (the fault queue was full, or a host function ran after its record was written)";
     CaptureHostWatchIgnored = "capture.host_watch_ignored", Info,
         "faults that were the driver's own (inside a CUDA call, in the driver's code or on its threads)";
+    // Online capture (ingest/live): what the capture library said it could not send the analyzer.
+    CaptureStreamLostRecords = "capture.stream_lost_records", DataLoss,
+        "records the capture library dropped because the online analyzer fell behind (its queue was full) or its socket failed: the findings cover the run until then";
     // CUDA graphs assembled from the record stream.
     GraphsCapturedOps = "graphs.captured_ops", Info,
         "operations issued to capturing streams: graph nodes that run at each launch, not when issued";

@@ -6,6 +6,8 @@
 //!   what was read and what was lost (`counters`: one table of every counter).
 //! - `json` reads our trace files and hand-written traces (lines and records decoded, then what each record
 //!   means); `nsys` reads Nsight Systems exports (tables merged by correlation id, then rows mapped).
+//! - `live` takes the traces of a running program from the capture library's socket (`streamtrace capture`),
+//!   each connection one trace read by the JSON reader as it comes.
 //! - `stages`: the dense ids every reader draws, and the framework frames and CUDA graph assembly that every
 //!   reader's operations pass through.
 //!
@@ -16,6 +18,7 @@
 mod background;
 mod counters;
 pub mod json;
+pub mod live;
 pub mod nsys;
 mod open;
 mod record_source;
