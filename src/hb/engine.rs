@@ -17,7 +17,7 @@ use super::sites::{SiteId, SiteTable};
 use super::state::{ContextState, Engine, EngineError, EngineOptions, EngineStats, EventState, HbEdge, StreamState};
 use super::state::{ThreadOrder, ThreadState};
 use super::sync_rules::{host_wait, HostWait};
-use crate::findings::{AccessExtent, FindingCollector, Findings, OpClass};
+use crate::findings::{FindingCollector, Findings, OpClass};
 use crate::model::{
     AccessRange, Allocation, EventInfo, OpKind, Operation, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo,
     TraceRecord,
@@ -120,14 +120,7 @@ impl Engine {
         let streams = &self.streams;
         let (sites, natives, renumber) = self.sites.into_tables();
         self.collector.renumber_sites(|id| renumber[id.index()].expect("a site a finding names is kept"));
-        let whole_blocks: rustc_hash::FxHashSet<SiteId> =
-            self.whole_block_sites.iter().filter_map(|id| renumber.get(id.index()).copied().flatten()).collect();
-        let mut findings = self.collector.into_findings(sites, natives, |id| streams[id.index()].info.handle);
-        for race in &mut findings.races {
-            if whole_blocks.contains(&race.earlier.site) || whole_blocks.contains(&race.later.site) {
-                race.extent = AccessExtent::WholeBlockArguments;
-            }
-        }
+        let findings = self.collector.into_findings(sites, natives, |id| streams[id.index()].info.handle);
         (findings, self.stats)
     }
 

@@ -10,7 +10,8 @@ use crate::model::ProcessId;
 impl Engine {
     /// Turns the conflicts in `self.conflicts` into race findings.
     pub(super) fn report(&mut self, process: ProcessId, later: &Later, known: Known) {
-        let Engine { conflicts, sites, collector, processes, streams, host_clocks, stats, .. } = self;
+        let Engine { conflicts, sites, collector, processes, streams, host_clocks, stats, whole_block_sites, .. } =
+            self;
         let known_clock = match known {
             Known::Stream(s) => &streams[s.index()].clock.clock,
             Known::Host(h) => &host_clocks[h].clock,
@@ -64,7 +65,12 @@ impl Engine {
                     later: later_occurrence,
                     earlier_view: conflict.earlier_view.as_ref().map(|v| v.to_string()),
                     later_view: later.view.as_ref().map(|v| v.to_string()),
-                    extent: AccessExtent::Known,
+                    // Decided here, at the first occurrence, so that a capture range's section says it too.
+                    extent: if whole_block_sites.contains(&earlier.site) || whole_block_sites.contains(&later.site) {
+                        AccessExtent::WholeBlockArguments
+                    } else {
+                        AccessExtent::Known
+                    },
                 }
             });
         }

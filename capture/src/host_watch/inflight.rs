@@ -320,6 +320,13 @@ mod tests {
     /// The watch is one per process: tests that reset it take turns.
     static WATCH_TESTS: Mutex<()> = Mutex::new(());
 
+    /// This test's turn with an empty watch, held until the guard drops.
+    fn fresh_watch() -> std::sync::MutexGuard<'static, ()> {
+        let turn = WATCH_TESTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *WATCH.lock().unwrap() = None;
+        turn
+    }
+
     #[test]
     fn only_whole_pages_inside_the_range_are_guarded() {
         assert_eq!(whole_pages(0x1000, 0x3000), Some((0x1000, 0x3000)));
@@ -371,8 +378,7 @@ mod tests {
 
     #[test]
     fn a_copy_is_guarded_from_its_return_until_its_stream_is_synchronized() {
-        let _turn = WATCH_TESTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        *WATCH.lock().unwrap() = None;
+        let _turn = fresh_watch();
         let mut batch = Batch::default();
         let base = pinned(&mut batch);
         recorded(&batch, 0);
@@ -403,8 +409,7 @@ mod tests {
 
     #[test]
     fn a_synchronization_lifts_its_guards_when_it_returns_not_when_it_starts() {
-        let _turn = WATCH_TESTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        *WATCH.lock().unwrap() = None;
+        let _turn = fresh_watch();
         let mut batch = Batch::default();
         let base = pinned(&mut batch);
         recorded(&batch, 0);
@@ -427,8 +432,7 @@ mod tests {
 
     #[test]
     fn a_kernel_writing_managed_memory_guards_it_against_host_reads_until_the_host_learns_it_done() {
-        let _turn = WATCH_TESTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        *WATCH.lock().unwrap() = None;
+        let _turn = fresh_watch();
         let mut batch = Batch::default();
         let base = pinned(&mut batch);
         if let Some(Entry { record: Record::Alloc { kind, api, .. }, .. }) = batch.entries.last_mut() {
