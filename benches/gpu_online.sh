@@ -29,17 +29,17 @@ for program in benches/torch_train_loop.py samples/torch/two_streams_no_wait.py;
   start=$(date +%s.%N)
   timeout 600 "$bin/streamtrace" capture --no-trace -o "$dir/online" -- python3 "$repo/$program" > "$dir/online.log" 2>&1
   online_status=$?
-  online_s=$(echo "$(date +%s.%N) - $start" | bc)
+  online_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
   files_written=$(ls "$dir/online"/trace.*.json 2>/dev/null | wc -l)
   # Capture, then analyze the files.
   start=$(date +%s.%N)
   timeout 600 "$bin/streamtrace" capture --no-analyze -o "$dir/offline" -- python3 "$repo/$program" > "$dir/offline-capture.log" 2>&1
-  capture_s=$(echo "$(date +%s.%N) - $start" | bc)
+  capture_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
   start=$(date +%s.%N)
   # From inside the folder: short names, so that no line wraps differently from the online report's.
   (cd "$dir" && "$bin/streamtrace" analyze offline) > "$dir/offline.log" 2>&1
   offline_status=$?
-  analyze_s=$(echo "$(date +%s.%N) - $start" | bc)
+  analyze_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
   # The program's own output comes first in the capture's log: the report starts at its first report line.
   normalized "$dir/online.log" | sed -n '/^\(Capture cost\|Access tier\|SUMMARY\|RACE\|==\)/,$p' > "$dir/online.findings"
   normalized "$dir/offline.log" > "$dir/offline.findings"
