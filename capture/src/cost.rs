@@ -47,6 +47,32 @@ static KERNEL_ARGS_NS: AtomicU64 = AtomicU64::new(0);
 static KERNEL_LAYOUTS: AtomicU64 = AtomicU64::new(0);
 static KERNEL_LAYOUT_NS: AtomicU64 = AtomicU64::new(0);
 
+/// What the host-synchronization interposers did (host_sync/), counted with the split kept: where their share
+/// of the capture's cost goes in a program whose threads lock thousands of times a step.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum HostSyncEvent {
+    /// An interposed call that did bookkeeping.
+    Call,
+    /// A return address not seen before (or pushed out of the table): placed among the mappings.
+    CallerPlaced,
+    /// A release that put marks into an object's shard.
+    Put,
+    /// An acquire that read an object's marks under its shard's lock.
+    Read,
+    /// A snapshot written to the trace (a `host_release` record).
+    Snapshot,
+}
+
+const HOST_SYNC_EVENTS: usize = 5;
+static HOST_SYNC: [AtomicU64; HOST_SYNC_EVENTS] = [const { AtomicU64::new(0) }; HOST_SYNC_EVENTS];
+
+/// Counts one `event` of the interposers with the split kept.
+pub fn host_sync_event(event: HostSyncEvent) {
+    if detail() {
+        HOST_SYNC[event as usize].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// Whether the split is kept (`DETAIL`).
 pub fn detail() -> bool {
     DETAIL.load(Ordering::Relaxed)
@@ -144,6 +170,15 @@ pub fn detail_lines(name_of: impl Fn(u32) -> String) -> Option<String> {
         "streamtrace:   of those, {:.1} us looking up the layouts of {layouts} kernels (once each)\n",
         us(KERNEL_LAYOUT_NS.load(Ordering::Relaxed))
     );
+    let host_sync = |event: HostSyncEvent| HOST_SYNC[event as usize].load(Ordering::Relaxed);
+    text += &format!(
+        "streamtrace: host synchronization interposers: {} calls with bookkeeping, {} return addresses placed, {} releases put into objects, {} acquires read objects, {} snapshots written\n",
+        host_sync(HostSyncEvent::Call),
+        host_sync(HostSyncEvent::CallerPlaced),
+        host_sync(HostSyncEvent::Put),
+        host_sync(HostSyncEvent::Read),
+        host_sync(HostSyncEvent::Snapshot),
+    );
     Some(text)
 }
 
@@ -178,6 +213,10 @@ mod tests {
         let parts = lines.lines().find(|l| l.contains("waiting for the state lock")).expect("the parts");
         assert!(parts.contains("us walking call sites") && parts.contains("us reading kernel arguments"), "{lines}");
         assert!(WALK_NS.load(Ordering::Relaxed) >= 3_000_000);
+        host_sync_event(HostSyncEvent::Put);
+        let lines = detail_lines(|cbid| format!("call{cbid}")).expect("the split is kept");
+        let interposers = lines.lines().find(|l| l.contains("host synchronization interposers")).expect("their line");
+        assert!(!interposers.contains(" 0 releases put"), "{interposers}");
     }
 
     #[test]

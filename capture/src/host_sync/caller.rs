@@ -17,8 +17,10 @@ use std::sync::{Mutex, PoisonError};
 
 use super::cudart_static::CudartStatic;
 
-/// Decided return addresses: `address << 1 | programs`, 0 for an empty slot.
-const SLOTS: usize = 1024;
+/// Decided return addresses: `address << 1 | programs`, 0 for an empty slot. A C++ program inlines its lock
+/// calls everywhere (PyTorch has thousands of call sites of `pthread_mutex_lock`), so the table is large enough
+/// that they rarely push each other out.
+const SLOTS: usize = 8192;
 static DECIDED: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
 
 /// Libraries whose own locks are not the program's synchronization (by file name prefix).
@@ -42,6 +44,9 @@ const NOT_THE_PROGRAMS: &[&str] = &[
     "libnccl",
     "libnvToolsExt",
     "libstreamtrace_capture",
+    // The capture's native PyTorch observer (capture/python/): its lock of the allocator's blocks is taken on
+    // every thread that allocates, and would order them by the timing of their allocations.
+    "torch_observer.so",
     "libjemalloc",
     "libtcmalloc",
 ];
@@ -56,6 +61,7 @@ pub fn is_programs(return_address: usize) -> bool {
     if decided >> 1 == return_address {
         return decided & 1 == 1;
     }
+    crate::cost::host_sync_event(crate::cost::HostSyncEvent::CallerPlaced);
     let programs = decide(return_address);
     slot.store(return_address << 1 | usize::from(programs), Ordering::Relaxed);
     programs
@@ -99,15 +105,22 @@ fn decide(address: usize) -> bool {
     }
 }
 
+/// The owner of the mapping that holds `address`; `mappings` are sorted by start and do not overlap (a
+/// process with PyTorch has hundreds of them).
 fn owner_of(mappings: &[Mapping], address: usize) -> Option<Owner> {
-    mappings.iter().find(|m| m.start <= address && address < m.end).map(|m| m.owner)
+    let after = mappings.partition_point(|m| m.start <= address);
+    mappings[..after].last().filter(|m| address < m.end).map(|m| m.owner)
 }
 
-/// The executable, file-backed mappings of this process.
+/// The executable, file-backed mappings of this process, by start.
 fn executable_mappings() -> Vec<Mapping> {
     let executable = std::fs::read_link("/proc/self/exe").ok();
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return Vec::new() };
-    maps.lines().filter_map(|line| parse_mapping(line, executable.as_deref())).collect()
+    let mut mappings: Vec<Mapping> =
+        maps.lines().filter_map(|line| parse_mapping(line, executable.as_deref())).collect();
+    // The kernel lists them in address order; sorted anyway, so that the search never depends on it.
+    mappings.sort_unstable_by_key(|m| m.start);
+    mappings
 }
 
 /// One line of /proc/self/maps (`start-end perms offset dev inode path`), when it maps a file's code.
@@ -146,12 +159,31 @@ mod tests {
             Some(Owner::NotTheProgram)
         );
         assert_eq!(owner("/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.33"), Some(Owner::Program));
+        assert_eq!(owner("/root/.cache/streamtrace/observer/3f2a/torch_observer.so"), Some(Owner::NotTheProgram));
         assert_eq!(owner("/opt/app/run"), Some(Owner::Executable));
         assert_eq!(owner("/home/me/libcudart_helpers.so"), Some(Owner::Program), "not the CUDA runtime");
         assert_eq!(parse_mapping(&line("/usr/lib/libc.so.6", "r--p"), Some(exe)), None, "not code");
         assert_eq!(parse_mapping("7f0000001000-7f0000003000 r-xp 00000000 00:00 0 ", Some(exe)), None);
         let mapping = parse_mapping(&line("/usr/lib/libc.so.6", "r-xp"), None).expect("code");
         assert_eq!((mapping.start, mapping.end), (0x7f00_0000_1000, 0x7f00_0000_3000));
+    }
+
+    #[test]
+    fn an_address_is_owned_by_the_mapping_around_it() {
+        let mapping = |start, end, owner| Mapping { start, end, owner };
+        let mappings = [
+            mapping(0x1000, 0x2000, Owner::Program),
+            mapping(0x3000, 0x4000, Owner::NotTheProgram),
+            mapping(0x4000, 0x5000, Owner::Executable),
+        ];
+        assert_eq!(owner_of(&mappings, 0x0fff), None);
+        assert_eq!(owner_of(&mappings, 0x1000), Some(Owner::Program));
+        assert_eq!(owner_of(&mappings, 0x1fff), Some(Owner::Program));
+        assert_eq!(owner_of(&mappings, 0x2000), None, "between mappings");
+        assert_eq!(owner_of(&mappings, 0x3fff), Some(Owner::NotTheProgram));
+        assert_eq!(owner_of(&mappings, 0x4000), Some(Owner::Executable));
+        assert_eq!(owner_of(&mappings, 0x5000), None, "past the last");
+        assert_eq!(owner_of(&[], 0x1000), None);
     }
 
     #[test]

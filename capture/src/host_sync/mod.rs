@@ -40,6 +40,7 @@ use objects::Release;
 use thread::{Full, MarkSet, ThreadKnowledge, THREAD};
 
 use crate::control::ENABLED;
+use crate::cost::HostSyncEvent;
 use crate::origin::{now_ns, thread_id};
 use crate::record::{Batch, Call, Record};
 use crate::state::{state_for_this_process, ProcessState, STATE};
@@ -107,6 +108,7 @@ fn bookkeeping(work: impl FnOnce()) {
         return;
     }
     let Ok(false) = BUSY.try_with(|busy| busy.replace(true)) else { return };
+    crate::cost::host_sync_event(HostSyncEvent::Call);
     // Safety: the calling thread's errno, read and written back.
     let errno = unsafe { *libc::__errno_location() };
     if std::panic::catch_unwind(AssertUnwindSafe(work)).is_err() && !OFF.swap(true, Ordering::SeqCst) {
@@ -132,15 +134,11 @@ fn release_into(object: usize, how: Release, api: &'static str) {
     if known.is_empty() {
         return;
     }
-    let (known_version, stored) = THREAD.with(|k| {
-        let k = k.borrow();
-        (k.known_version, k.stored)
-    });
-    if stored == (object, known_version, objects::version_of(object)) {
+    if THREAD.with(|k| k.borrow().stored_already(object, objects::version_of(object))) {
         return;
     }
     objects::put(object, &known, how);
-    THREAD.with(|k| k.borrow_mut().stored = (object, known_version, objects::version_of(object)));
+    THREAD.with(|k| k.borrow_mut().note_stored(object, objects::version_of(object)));
 }
 
 /// What this thread releases now: when it learned something of its own since its last snapshot, a new one,
@@ -160,6 +158,7 @@ fn write_snapshot(api: &'static str) -> bool {
         return false;
     }
     THREAD.with(|k| k.borrow_mut().snapshot_written(mark));
+    crate::cost::host_sync_event(HostSyncEvent::Snapshot);
     ANY_MARK.store(true, Ordering::Relaxed);
     true
 }

@@ -1,10 +1,10 @@
 //! The program's synchronization objects (a mutex, a semaphore, a finished thread: any address) and the marks
 //! released into each, ThreadSanitizer's sync clocks reduced to what the trace needs: marks whose join is what
 //! the releasing threads knew. A mutex's unlock replaces them (`Store`), a semaphore's post or a read lock's
-//! unlock adds to them (`Join`). 64 shards by address, each a futex mutex (Rust's own, never a pthread one)
+//! unlock adds to them (`Join`). 256 shards by address, each a futex mutex (Rust's own, never a pthread one)
 //! around a map, with a version that changes with every change, so that a thread re-locking a mutex nobody
 //! else released does not take the shard's lock. Held across fork (the child starts empty). Touches only its
-//! own statics.
+//! own statics (and counts what it does for the cost split, cost.rs).
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,9 +25,9 @@ pub enum Release {
     Join,
 }
 
-const SHARDS: usize = 64;
+const SHARDS: usize = 256;
 /// Objects a shard holds at most; past that it starts over (counted in `DROPPED`).
-const SHARD_OBJECTS: usize = 1 << 14;
+const SHARD_OBJECTS: usize = 1 << 12;
 
 type Objects = FxHashMap<usize, MarkSet>;
 
@@ -46,7 +46,7 @@ pub static DROPPED: AtomicU64 = AtomicU64::new(0);
 
 fn shard(object: usize) -> &'static Shard {
     // Sync objects are 4- or 8-byte aligned, often in arrays of structs: mix the address.
-    &TABLE[(object.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) % SHARDS]
+    &TABLE[(object.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) % SHARDS]
 }
 
 fn lock(shard: &'static Shard) -> MutexGuard<'static, Objects> {
@@ -60,12 +60,14 @@ pub fn version_of(object: usize) -> u64 {
 
 /// The marks `object` holds, copied out.
 pub fn marks_of(object: usize) -> MarkSet {
+    crate::cost::host_sync_event(crate::cost::HostSyncEvent::Read);
     lock(shard(object)).get(&object).copied().unwrap_or(MarkSet::EMPTY)
 }
 
 /// `marks` released into `object`.
 pub fn put(object: usize, marks: &MarkSet, how: Release) {
     register_fork_handlers();
+    crate::cost::host_sync_event(crate::cost::HostSyncEvent::Put);
     let shard = shard(object);
     let mut objects = lock(shard);
     if objects.len() >= SHARD_OBJECTS && !objects.contains_key(&object) {

@@ -85,8 +85,22 @@ const NO_PENDING: Pending = Pending { mark: 0, api: "" };
 const ACQUIRED: usize = 8;
 /// Rwlocks held for writing at once (more are released as if read).
 const WRITE_HELD: usize = 16;
-/// Objects whose version was seen when acquired last (objects.rs): unchanged, they are not read again.
-const SEEN: usize = 2;
+/// Objects whose version was seen when acquired last (objects.rs), by address: unchanged, they are not read
+/// again.
+const SEEN: usize = 32;
+/// Objects released into lately, by address: a thread that unlocks the same few mutexes over and over (an
+/// allocator's, a queue's) while it knows the same does not put the same marks into them again.
+const STORED: usize = 32;
+
+/// An object this thread released into, with its `known_version` then and the object's version after.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Stored {
+    pub object: usize,
+    pub known_version: u64,
+    pub object_version: u64,
+}
+
+const NOT_STORED: Stored = Stored { object: 0, known_version: 0, object_version: u64::MAX };
 
 /// Why an acquired mark could not be kept.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -112,12 +126,11 @@ pub struct ThreadKnowledge {
     /// Per releasing thread: its serial and the latest sequence acquired from it.
     acquired: [(u32, u64); ACQUIRED],
     acquired_next: usize,
-    /// The object the thread released into last, with its `known_version` and the object's version after:
-    /// while both stand, releasing into it again changes nothing.
-    pub stored: (usize, u64, u64),
+    /// Objects the thread released into lately (by address, one slot each): while the thread's knowledge and
+    /// the object's version stand, releasing into it again changes nothing.
+    stored: [Stored; STORED],
     write_held: [usize; WRITE_HELD],
     seen: [(usize, u64); SEEN],
-    seen_next: usize,
     /// Whether the thread was started through the capture's trampoline (its end is then released).
     pub started_by_capture: bool,
 }
@@ -133,10 +146,9 @@ impl ThreadKnowledge {
         pending_len: 0,
         acquired: [(0, 0); ACQUIRED],
         acquired_next: 0,
-        stored: (0, 0, 0),
+        stored: [NOT_STORED; STORED],
         write_held: [0; WRITE_HELD],
         seen: [(0, u64::MAX); SEEN],
-        seen_next: 0,
         started_by_capture: false,
     };
 
@@ -230,18 +242,24 @@ impl ThreadKnowledge {
         }
     }
 
+    /// Whether releasing into `object`, now at `object_version`, would change nothing: this thread put what it
+    /// knows now into it, and nobody changed it since.
+    pub fn stored_already(&self, object: usize, object_version: u64) -> bool {
+        self.stored[slot_of(object, STORED)] == Stored { object, known_version: self.known_version, object_version }
+    }
+
+    /// This thread put what it knows now into `object`, which is at `object_version` after.
+    pub fn note_stored(&mut self, object: usize, object_version: u64) {
+        self.stored[slot_of(object, STORED)] = Stored { object, known_version: self.known_version, object_version };
+    }
+
     /// Whether `object` was read at `version` already by this thread.
     pub fn saw(&self, object: usize, version: u64) -> bool {
-        self.seen.contains(&(object, version))
+        self.seen[slot_of(object, SEEN)] == (object, version)
     }
 
     pub fn note_seen(&mut self, object: usize, version: u64) {
-        if let Some(slot) = self.seen.iter_mut().find(|(o, _)| *o == object) {
-            slot.1 = version;
-            return;
-        }
-        self.seen[self.seen_next] = (object, version);
-        self.seen_next = (self.seen_next + 1) % SEEN;
+        self.seen[slot_of(object, SEEN)] = (object, version);
     }
 
     /// In the child of a fork: its trace starts empty, so nothing this thread knew counts there.
@@ -250,6 +268,12 @@ impl ThreadKnowledge {
         *self = ThreadKnowledge::NEW;
         (self.serial, self.sequence, self.started_by_capture) = (serial, sequence, started);
     }
+}
+
+/// The slot of `object` in a per-thread table of `slots` (a power of two) entries.
+fn slot_of(object: usize, slots: usize) -> usize {
+    // Sync objects are aligned and often neighbours: mix the address before taking the slot.
+    (object.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) & (slots - 1)
 }
 
 thread_local! {
