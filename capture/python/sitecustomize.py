@@ -51,6 +51,7 @@ def _say_no_blocks(reason):
 def _install(torch):
     """Starts tier T2 recording. Returns what records the ops (the native observer's library, or this thread's
     dispatch mode), or None when recording could not start (capture then stays at tier T1)."""
+    global _host_memory_pinned
     library = os.environ.get("CUDA_INJECTION64_PATH")
     try:
         capture = ctypes.CDLL(library)
@@ -66,6 +67,14 @@ def _install(torch):
     except Exception as error:
         _say("cannot reach the capture library (%s): capture stays at tier T1" % error)
         return None
+
+    try:
+        pinned = capture.streamtrace_host_memory_pinned
+        pinned.argtypes = (ctypes.c_uint64,)
+        pinned.restype = ctypes.c_int
+        _host_memory_pinned = pinned
+    except AttributeError:  # a capture library older than this bootstrap: CUDA is asked instead
+        pass
 
     def emit(line):
         """Hands one record (a JSON object; the capture library adds the thread) to the capture library."""
@@ -162,6 +171,20 @@ def _extent(tensor):
     return "[%d,%d,%d,[%s]]" % (tensor.data_ptr(), span, element, dims)
 
 
+# The capture library's table of pinned blocks (streamtrace_host_memory_pinned), once _install found it.
+_host_memory_pinned = None
+
+
+def _is_pinned(tensor):
+    """Whether a CPU tensor with elements lies in pinned memory: by the blocks the capture saw pinned (one lookup),
+    else by asking CUDA (tensor.is_pinned(), a dispatcher op and several driver calls)."""
+    if _host_memory_pinned is not None:
+        known = _host_memory_pinned(tensor.data_ptr())
+        if known >= 0:
+            return known == 1
+    return tensor.is_pinned()
+
+
 def _record_host_reads(torch, emit, lines):
     """`.numpy()` and `.tolist()` hand a pinned CPU tensor's bytes to the host without a dispatcher op: each is
     recorded as a host read (rule 12), with the caller's line."""
@@ -171,7 +194,7 @@ def _record_host_reads(torch, emit, lines):
         def read(self, *args, **kwargs):
             result = method(self, *args, **kwargs)  # recorded once it succeeded
             try:
-                if self.device.type == "cpu" and self.numel() > 0 and self.is_pinned():
+                if self.device.type == "cpu" and self.numel() > 0 and _is_pinned(self):
                     extent = _extent(self)
                     if extent:
                         emit('{"type":"host_access","name":"%s","reads":[%s],"writes":[],"src":%s}' % (
@@ -277,11 +300,13 @@ def _start_native_observer(torch, capture, lines, all_devices=False):
     # Last: once ops are observed, nothing here may fail (the caller would start the Python mode beside it).
     error = ctypes.create_string_buffer(512)
     observe = observer.streamtrace_torch_observe
-    observe.argtypes = (ctypes.c_void_p,) * 4 + (ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t)
+    observe.argtypes = (ctypes.c_void_p,) * 5 + (ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t)
     entry_points = (ctypes.cast(f, ctypes.c_void_p).value for f in (
         capture.streamtrace_framework_op_begin, capture.streamtrace_framework_op_begin_unsited,
         capture.streamtrace_framework_record, capture.streamtrace_framework_op_end))
-    if observe(*entry_points, int(all_devices), error, len(error)) != 0:
+    # The pinned-block lookup, or NULL where the capture library has none (the observer then asks CUDA).
+    pinned = ctypes.cast(_host_memory_pinned, ctypes.c_void_p).value if _host_memory_pinned is not None else None
+    if observe(*entry_points, pinned, int(all_devices), error, len(error)) != 0:
         raise RuntimeError(error.value.decode(errors="replace"))
 
     def observe_blocks():
@@ -398,7 +423,7 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
                     out.append(extent)
             elif value.device.type == "cpu":
                 try:
-                    pinned = value.numel() > 0 and value.is_pinned()
+                    pinned = value.numel() > 0 and _is_pinned(value)
                 except Exception:  # a forked worker without CUDA, a tensor without storage: not the GPU's
                     pinned = False
                 if pinned:

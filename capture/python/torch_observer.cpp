@@ -81,11 +81,13 @@ namespace {
 
 using OpBeginFn = int (*)();
 using RecordFn = int (*)(const char*, size_t);
+using PinnedFn = int (*)(uint64_t);
 
 OpBeginFn op_begin = nullptr;          // an op whose CUDA calls want their native call sites
 OpBeginFn op_begin_unsited = nullptr;  // an op whose record says where its CUDA calls come from
 RecordFn record = nullptr;
 RecordFn record_op_end = nullptr;      // an op's op_end record, which also ends the op
+PinnedFn host_memory_pinned = nullptr;  // whether host memory is in a pinned block the capture saw (1, 0; -1: ask CUDA)
 bool cuda_only = true;  // off only in the CPU benchmark, where CPU tensors stand in for CUDA ones
 int (*is_finalizing)() = nullptr;
 
@@ -386,6 +388,14 @@ struct ExtentLists {
   std::string& host;
 };
 
+// Whether host memory is pinned: by the capture's own table of the blocks it saw allocated and registered (one
+// lookup), else asked of the context (several driver calls), never through the is_pinned op: no dispatch (and no
+// RecordFunction) from inside one.
+bool is_pinned(const void* data) {
+  int known = host_memory_pinned != nullptr ? host_memory_pinned(reinterpret_cast<uint64_t>(data)) : -1;
+  return known >= 0 ? known == 1 : at::globalContext().isPinnedPtr(data);
+}
+
 // Appends the bytes a tensor covers, preceded by a comma unless it is the list's first (docs/trace-format.md):
 // "[first byte,length]" when it is contiguous; a strided view as "[first byte,extent,element size,[[size,
 // stride],...]]" (strides in elements), so that the analyzer compares the bytes the view covers (x[0::2] and
@@ -399,8 +409,7 @@ void append_extent(ExtentLists out, const at::Tensor& tensor) {
     if (tensor.numel() == 0) {
       return;  // no byte, and perhaps no pointer to ask about
     }
-    // Asked of the context, not through the is_pinned op: no dispatch (and no RecordFunction) from inside one.
-    if (!tensor.is_cpu() || !at::globalContext().isPinnedPtr(tensor.const_data_ptr())) {
+    if (!tensor.is_cpu() || !is_pinned(tensor.const_data_ptr())) {
       return;
     }
     list = &out.host;
@@ -803,16 +812,18 @@ void on_allocator_event(const TraceEntry& entry) {
 
 extern "C" {
 
-// Starts observing ops on every thread: `begin`, `begin_unsited`, `write` and `write_op_end` are the capture
-// library's entry points (streamtrace_framework_op_begin, _op_begin_unsited, _record and _op_end), and
-// `all_devices` counts CPU tensors too (for the CPU benchmark). Returns 0, or -1 with a reason in `error`.
+// Starts observing ops on every thread: `begin`, `begin_unsited`, `write`, `write_op_end` and `pinned` are the
+// capture library's entry points (streamtrace_framework_op_begin, _op_begin_unsited, _record, _op_end and
+// streamtrace_host_memory_pinned), and `all_devices` counts CPU tensors too (for the CPU benchmark). Returns 0,
+// or -1 with a reason in `error`.
 int streamtrace_torch_observe(OpBeginFn begin, OpBeginFn begin_unsited, RecordFn write, RecordFn write_op_end,
-                              int all_devices, char* error, size_t error_len) {
+                              PinnedFn pinned, int all_devices, char* error, size_t error_len) {
   try {
     op_begin = begin;
     op_begin_unsited = begin_unsited;
     record = write;
     record_op_end = write_op_end;
+    host_memory_pinned = pinned;
     cuda_only = all_devices == 0;
     cost_detail = std::getenv("STREAMTRACE_COST_DETAIL") != nullptr;
     frame_lasti = reinterpret_cast<int (*)(struct _frame*)>(dlsym(RTLD_DEFAULT, "PyFrame_GetLasti"));

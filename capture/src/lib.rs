@@ -81,6 +81,22 @@ pub extern "C" fn InitializeInjection() -> i32 {
     1
 }
 
+/// Whether host memory at `address` is pinned, by the blocks the capture saw allocated and registered: 1 pinned,
+/// 0 not, -1 when the capture cannot say (not recording). The PyTorch observer asks it of every CPU tensor an op
+/// takes, instead of the driver (`isPinnedPtr` makes several driver calls each time).
+#[no_mangle]
+pub extern "C" fn streamtrace_host_memory_pinned(address: u64) -> i32 {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return -1;
+    }
+    let outcome = std::panic::catch_unwind(|| {
+        let Ok(mut slot) = STATE.lock() else { return -1 };
+        let Some(state) = state_for_this_process(&mut slot) else { return -1 };
+        i32::from(state.recorded_memory_at(address) == Some(streamtrace_format::MemoryKind::Pinned))
+    });
+    outcome.unwrap_or(-1)
+}
+
 /// Records one framework record (a JSON object such as a PyTorch op's `op_end`, without a `thread` field: the
 /// calling thread's is added) in order with the CUDA calls around it. Called by the Python bootstrap through
 /// ctypes. Returns 0 when recorded, -1 otherwise.

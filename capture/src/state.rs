@@ -407,13 +407,8 @@ impl ProcessState {
     /// of the pointer (memory pinned or mapped before the capture saw it); memory the driver does not know is
     /// ordinary pageable host memory.
     pub fn memory_at(&self, address: u64) -> MemoryKind {
-        let block = self.allocations.range(..=address).next_back();
-        if let Some((_, &(_, _, kind))) = block.filter(|(start, (_, bytes, _))| address - **start < *bytes) {
-            return match kind {
-                AllocKind::Host => MemoryKind::Pinned,
-                AllocKind::Managed => MemoryKind::Managed,
-                _ => MemoryKind::Device,
-            };
+        if let Some(kind) = self.recorded_memory_at(address) {
+            return kind;
         }
         // Managed memory the capture did not see allocated says it is device memory when asked its type alone:
         // its managedness is asked with it, in the same call.
@@ -436,6 +431,18 @@ impl ProcessState {
             t if t == cu::CUmemorytype::CU_MEMORYTYPE_UNIFIED as u32 => MemoryKind::Managed,
             _ => MemoryKind::Device,
         }
+    }
+
+    /// What memory `address` is by the capture's own blocks alone, None outside them. The capture sees every
+    /// pinned block from the process's first CUDA call, so host memory outside them is pageable.
+    pub fn recorded_memory_at(&self, address: u64) -> Option<MemoryKind> {
+        let block = self.allocations.range(..=address).next_back();
+        let (_, &(_, _, kind)) = block.filter(|(start, (_, bytes, _))| address - **start < *bytes)?;
+        Some(match kind {
+            AllocKind::Host => MemoryKind::Pinned,
+            AllocKind::Managed => MemoryKind::Managed,
+            _ => MemoryKind::Device,
+        })
     }
 
     /// The memory a copy reads and writes. A direction the call names fixes its device side; host sides and
