@@ -5,9 +5,10 @@
 //! reading a large trace overlaps with analyzing it and memory stays bounded by the batch queue.
 //!
 //! The record kinds, fields and values are the format crate's (`streamtrace_format`). The tokenizer: reading
-//! lines (this file, lines.rs) and decoding one record (raw.rs). Then the reading's state and what to do with a
-//! record that cannot be taken (parser.rs, problem.rs), and what each record means in the model (records.rs,
-//! accesses.rs, native.rs). Its operations go through the stages every reader shares (`ingest::stages`).
+//! lines (this file, lines.rs) and decoding one record (scanner.rs; serde, raw.rs, for the records the scanner
+//! declines). Then the reading's state and what to do with a record that cannot be taken (parser.rs,
+//! problem.rs), and what each record means in the model (records.rs, accesses.rs, native.rs). Its operations go
+//! through the stages every reader shares (`ingest::stages`).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -20,12 +21,14 @@ mod parser;
 mod problem;
 mod raw;
 mod records;
+mod scanner;
 
 use super::background::BackgroundReader;
 use super::record_source::{IngestError, BATCH};
 use lines::LineRecords;
 use parser::JsonTraceParser;
 use raw::RawRecord;
+use scanner::Scanner;
 
 /// Reads a JSON trace on a background thread.
 pub struct JsonTraceReader;
@@ -54,16 +57,24 @@ impl JsonTraceReader {
             let mut parser = JsonTraceParser::new(path);
             let mut batch = Vec::with_capacity(BATCH);
             let mut lines = LineRecords::new(reader);
+            let mut scanner = Scanner::default();
             loop {
                 let outcome = match lines.next_record() {
                     Ok(Some(line)) => loop {
                         // A record may span lines: it is parsed once it is closed, or at the end of the input;
                         // one still open is probed now and then for an error, its first line at once (lines.rs).
                         if lines.probe_due() || lines.closed() {
-                            let decoded = serde_json::from_slice::<RawRecord>(lines.text());
+                            // Nearly every record is one the scanner takes, whole on its first line.
+                            let mut raw = RawRecord::default();
+                            if scanner.scan(lines.text(), &mut raw) {
+                                let accepted = parser.accept(line, lines.text(), Ok(&raw), &mut batch);
+                                scanner.recycle(&mut raw);
+                                break accepted;
+                            }
+                            let decoded = RawRecord::decode(lines.text());
                             let failed = decoded.as_ref().err().map(|e| (e.is_eof(), e.line() as u64));
                             let Some((cut_short, error_line)) = failed else {
-                                break parser.accept(line, lines.text(), decoded, &mut batch);
+                                break parser.accept(line, lines.text(), decoded.as_ref(), &mut batch);
                             };
                             let closed = lines.closed();
                             if !cut_short || closed {
@@ -74,15 +85,15 @@ impl JsonTraceReader {
                                 }
                                 // Decoded again for the error, which is rare: the first decoding borrowed the
                                 // text that counting the record's brackets needed.
-                                let decoded = serde_json::from_slice::<RawRecord>(lines.text());
-                                break parser.accept(line, lines.text(), decoded, &mut batch);
+                                let decoded = RawRecord::decode(lines.text());
+                                break parser.accept(line, lines.text(), decoded.as_ref(), &mut batch);
                             }
                         }
                         match lines.append_line() {
                             Ok(true) => continue,
                             Ok(false) => {
-                                let decoded = serde_json::from_slice::<RawRecord>(lines.text());
-                                break parser.accept(line, lines.text(), decoded, &mut batch);
+                                let decoded = RawRecord::decode(lines.text());
+                                break parser.accept(line, lines.text(), decoded.as_ref(), &mut batch);
                             }
                             Err((at, message)) => break Err(parser.error(at, message)),
                         }

@@ -141,34 +141,36 @@ impl JsonTraceParser {
         &mut self,
         line: u64,
         text: &[u8],
-        decoded: Result<RawRecord, serde_json::Error>,
+        decoded: Result<&RawRecord, &serde_json::Error>,
         out: &mut Batch,
     ) -> Result<(), IngestError> {
         let cleaned: serde_json::Value;
+        let cleaned_raw: RawRecord;
         let raw = match decoded {
             Ok(raw) => raw,
-            Err(e) if self.strict || !self.seen_header => return Err(self.decode_error(line, text, &e)),
+            Err(e) if self.strict || !self.seen_header => return Err(self.decode_error(line, text, e)),
             Err(e) => {
                 // A recording: a newer capture may have written fields this build does not know.
                 let Some((value, dropped)) = without_unknown_fields(text).filter(|(_, dropped)| !dropped.is_empty())
                 else {
-                    return self.skip(line, Problem::malformed(decode_message(&e)));
+                    return self.skip(line, Problem::malformed(decode_message(e)));
                 };
                 cleaned = value;
-                match RawRecord::deserialize(&cleaned) {
+                match RawRecord::from_value(&cleaned) {
                     Ok(raw) => {
                         let path = &self.path;
                         self.counters.bump_noting(Counter::JsonDroppedUnknownFields, dropped.len() as u64, || {
                             format!("{}:{line}: field `{}`", path.display(), dropped[0])
                         });
-                        raw
+                        cleaned_raw = raw;
+                        &cleaned_raw
                     }
                     Err(e) => return self.skip(line, Problem::malformed(e.to_string())),
                 }
             }
         };
         if !self.seen_header {
-            return self.header(line, &raw, out);
+            return self.header(line, raw, out);
         }
         let kind = match RecordKind::parse(&raw.kind) {
             Ok(RecordKind::Header) => Err(Problem::malformed("a second header record")),
@@ -332,7 +334,7 @@ impl JsonTraceParser {
     }
 
     /// Turns a record of a known kind into what it means: an entity, a frame boundary, or an operation.
-    fn convert(&mut self, line: u64, kind: RecordKind, raw: RawRecord, out: &mut Batch) -> Result<(), Problem> {
+    fn convert(&mut self, line: u64, kind: RecordKind, raw: &RawRecord, out: &mut Batch) -> Result<(), Problem> {
         self.counters.bump(Counter::JsonRecords, 1);
         // Records that are no thread's call: they introduce no thread.
         match kind {
@@ -366,19 +368,19 @@ impl JsonTraceParser {
             }
             RecordKind::Module => {
                 let process = self.process(raw.pid);
-                return self.native.module(process, &raw);
+                return self.native.module(process, raw);
             }
             RecordKind::Callsite => {
                 let process = self.process(raw.pid);
-                self.native.call_site(process, &raw)?;
+                self.native.call_site(process, raw)?;
                 self.counters.bump(Counter::JsonCallSites, 1);
                 return Ok(());
             }
             RecordKind::FrameLine => {
-                out.push(Ok(TraceRecord::FrameLine(self.source_line(&raw)?)));
+                out.push(Ok(TraceRecord::FrameLine(self.source_line(raw)?)));
                 return Ok(());
             }
-            RecordKind::HostWatch => return self.host_watch(&raw),
+            RecordKind::HostWatch => return self.host_watch(raw),
             RecordKind::GpuTime => {
                 // GPU start and end of an operation, delivered by CUPTI after the fact: for timelines, not for
                 // deciding ordering.
@@ -401,7 +403,7 @@ impl JsonTraceParser {
                 // Threads appear on first use; a thread record only names one.
                 if let Some(Ok(TraceRecord::Thread(info))) = out.last_mut() {
                     if info.id == thread {
-                        info.name = raw.name.map(Cow::into_owned);
+                        info.name = raw.name.as_deref().map(str::to_string);
                     }
                 }
                 return Ok(());
@@ -419,17 +421,17 @@ impl JsonTraceParser {
             RecordKind::OpBegin | RecordKind::CallBegin => return self.frame_begin(kind, process, thread, raw),
             RecordKind::OpEnd | RecordKind::CallEnd => return self.frame_end(kind, process, thread, raw),
             RecordKind::Stream => {
-                let native = self.native_site(line, process, &raw)?;
-                return self.stream_record(process, thread, &raw, native, out);
+                let native = self.native_site(line, process, raw)?;
+                return self.stream_record(process, thread, raw, native, out);
             }
             RecordKind::Event => {
-                let native = self.native_site(line, process, &raw)?;
-                return self.event_record(process, &raw, native, out);
+                let native = self.native_site(line, process, raw)?;
+                return self.event_record(process, raw, native, out);
             }
-            RecordKind::Creation => return self.creation_record(process, &raw, out),
-            RecordKind::HostAccess => self.host_access(process, thread, &raw, out)?,
-            RecordKind::HostFunc => self.host_func(process, &raw)?,
-            _ => self.operation(kind, process, &raw)?,
+            RecordKind::Creation => return self.creation_record(process, raw, out),
+            RecordKind::HostAccess => self.host_access(process, thread, raw, out)?,
+            RecordKind::HostFunc => self.host_func(process, raw)?,
+            _ => self.operation(kind, process, raw)?,
         };
         self.last_host_func = match &op {
             OpKind::HostFunc { .. } => raw.id.map(|id| (process, id)),
@@ -441,7 +443,7 @@ impl JsonTraceParser {
                 return Err(Problem::malformed(format!("gpu_end {end} is before gpu_start {start}")));
             }
         }
-        let native = self.native_site(line, process, &raw)?;
+        let native = self.native_site(line, process, raw)?;
         let op = Operation {
             seq: self.seq,
             process,
@@ -501,10 +503,10 @@ impl JsonTraceParser {
         kind: RecordKind,
         process: ProcessId,
         thread: ThreadId,
-        raw: RawRecord,
+        raw: &RawRecord,
     ) -> Result<(), Problem> {
         let frame_kind = if kind == RecordKind::OpBegin { FrameKind::Op } else { FrameKind::Call };
-        let facts = self.frame_facts(&raw)?;
+        let facts = self.frame_facts(raw)?;
         if frame_kind == FrameKind::Call && facts.name.is_none() {
             return Err(Problem::malformed(format!("{kind} without `{}`", Field::Name)));
         }
@@ -522,10 +524,10 @@ impl JsonTraceParser {
         kind: RecordKind,
         process: ProcessId,
         thread: ThreadId,
-        raw: RawRecord,
+        raw: &RawRecord,
     ) -> Result<(), Problem> {
         let frame_kind = if kind == RecordKind::OpEnd { FrameKind::Op } else { FrameKind::Call };
-        let facts = self.frame_facts(&raw)?;
+        let facts = self.frame_facts(raw)?;
         match self.stages.frame_end(thread, process, frame_kind, facts, self.strict) {
             Ok(EndMatch::Innermost) => {}
             Ok(EndMatch::Outer { unended }) => self.counters.bump(Counter::JsonFramesWithoutEnd, unended as u64),

@@ -34,9 +34,39 @@ impl<'de> Deserialize<'de> for Address {
     }
 }
 
+/// Each byte's value as a hex digit, or 16 where it is none.
+static HEX_DIGITS: [u8; 256] = {
+    let mut table = [16u8; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        table[byte] = match byte as u8 {
+            b @ b'0'..=b'9' => b - b'0',
+            b @ b'a'..=b'f' => b - b'a' + 10,
+            b @ b'A'..=b'F' => b - b'A' + 10,
+            _ => 16,
+        };
+        byte += 1;
+    }
+    table
+};
+
 /// An address string, strictly: `0x` and hex digits (`_` may separate them), or decimal digits. No sign, no
 /// space, nothing empty: Rust's integer parsing alone takes `"+10"`, and `"0x+10"` as 16.
-fn parse_address(text: &str) -> Option<u64> {
+pub(super) fn parse_address(text: &str) -> Option<u64> {
+    // Nearly every address is `0x` and at most 16 hex digits: a table look-up per digit, and no overflow.
+    if let [b'0', b'x' | b'X', digits @ ..] = text.as_bytes() {
+        if !digits.is_empty() && digits.len() <= 16 {
+            let mut value: u64 = 0;
+            let plain = digits.iter().all(|&byte| {
+                let digit = HEX_DIGITS[byte as usize];
+                value = value << 4 | u64::from(digit);
+                digit < 16
+            });
+            if plain {
+                return Some(value);
+            }
+        }
+    }
     let (digits, radix) = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) => (hex.as_bytes(), 16),
         None => (text.as_bytes(), 10),
@@ -236,11 +266,35 @@ pub(super) struct RawRecord<'a> {
     pub ignored: Option<u64>,
     #[serde(borrow)]
     pub ranges: Option<Cow<'a, str>>,
+    /// The fields this record carried: noted while reading its keys by the scanner (scanner.rs), from the
+    /// decoded values after serde ([`RawRecord::decode`]).
+    #[serde(skip)]
+    pub present: FieldSet,
 }
 
-impl RawRecord<'_> {
+impl<'a> RawRecord<'a> {
+    /// Decodes one record's text with serde: the reading of every record the scanner does not take (scanner.rs),
+    /// which gives the error messages of records that cannot be decoded.
+    pub fn decode(text: &'a [u8]) -> Result<RawRecord<'a>, serde_json::Error> {
+        let mut raw: RawRecord = serde_json::from_slice(text)?;
+        raw.present = raw.carried_fields();
+        Ok(raw)
+    }
+
+    /// Decodes a record from a JSON value (what the tolerant reading kept of one).
+    pub fn from_value(value: &'a serde_json::Value) -> Result<RawRecord<'a>, serde_json::Error> {
+        let mut raw = RawRecord::deserialize(value)?;
+        raw.present = raw.carried_fields();
+        Ok(raw)
+    }
+
     /// The fields this record carried.
     pub fn fields_present(&self) -> FieldSet {
+        self.present
+    }
+
+    /// The fields whose values serde decoded.
+    fn carried_fields(&self) -> FieldSet {
         let mut present = FieldSet::EMPTY.with(Field::Type);
         let mut note = |carried: bool, field: Field| {
             if carried {
@@ -387,7 +441,7 @@ mod tests {
                 | Field::Ranges => format!("{{\"type\":\"x\",\"{field}\":\"v\"}}"),
                 _ => format!("{{\"type\":\"x\",\"{field}\":1}}"),
             };
-            let raw: RawRecord = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{field}: {e}"));
+            let raw = RawRecord::decode(text.as_bytes()).unwrap_or_else(|e| panic!("{field}: {e}"));
             assert!(raw.fields_present().contains(*field), "{field} is decoded but not noted as present");
         }
     }
