@@ -16,10 +16,13 @@ work=$(mktemp -d)
 summary=$OUT/online.txt
 : > "$summary"
 # A text report without what names the trace or times the run: the capture-cost line (the program's own
-# timing), the lines naming the trace file or process, and paths.
+# timing), the lines naming the trace file or process, and paths; and without what differs between two runs of
+# one program (stream handles and addresses, in hex): what stays is each finding's kind, ops, streams by
+# number, sizes and source lines.
 normalized() {
   grep -vE '^(Capture cost|streamtrace: (/|process|PROC))' "$1" |
     sed -E 's/process [0-9]+( \(image [0-9]+\))?/TRACE/g; s#[^ ]*trace\.[0-9]+(\.[0-9]+)?\.json#TRACE#g' |
+    sed -E 's/0x[0-9a-f]+/0x_/g' |
     grep -vE '^streamtrace: (cannot|the )'
 }
 for program in benches/torch_train_loop.py samples/torch/two_streams_no_wait.py; do
