@@ -600,13 +600,12 @@ mod tests {
         assert_eq!(declared, RECORDS_KEPT, "one event per kept record, not per record");
         let (mut recorded, mut waited) = (Vec::new(), Vec::new());
         for record in &records {
-            match record {
-                TraceRecord::Op(op) => match op.kind {
+            if let TraceRecord::Op(op) = record {
+                match op.kind {
                     OpKind::EventRecord { event, .. } => recorded.push(event),
                     OpKind::StreamWait { event, .. } => waited.push(event),
                     _ => {}
-                },
-                _ => {}
+                }
             }
         }
         assert_eq!(recorded.len(), 40);

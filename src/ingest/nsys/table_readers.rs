@@ -98,9 +98,8 @@ impl Sender {
 fn read_table(path: &Path, query: &TableQuery, per_process: bool, sender: &mut Sender) -> Result<(), IngestError> {
     let table = query.table;
     let error = |message: String| IngestError::new(path, Some(table.table().to_string()), message);
-    let conn =
-        Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-            .map_err(|e| IngestError::new(path, None, format!("cannot open as SQLite: {e}")))?;
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(|e| IngestError::new(path, None, format!("cannot open as SQLite: {e}")))?;
     let sql = |order| table.sql(&query.columns, per_process, order).map_err(|m| error(format!("cannot query: {m}")));
     // Without rowids the table is sorted by SQLite as before; an unreadable one fails in that query too.
     let runs = storage_runs(&conn, table, per_process).ok().flatten();
@@ -266,7 +265,6 @@ mod tests {
     use super::*;
     use crate::ingest::counters::ImportCounters;
     use crate::ingest::nsys::tables::{plan, ActivityRow};
-
 
     /// A kernel table whose rows are stored in `order` (correlation ids; start = 10 x id, ties by rowid).
     fn export(name: &str, order: &[i64]) -> std::path::PathBuf {
