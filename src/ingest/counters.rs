@@ -157,6 +157,8 @@ counters! {
         "activity rows repeated exactly (the export is damaged): the copies are dropped";
     NsysEventSyncIdMissing = "nsys.event_sync_id_missing", DataLoss,
         "event records or waits without an eventSyncId in an export that has them: matched by event id to that event's latest record";
+    NsysEventRecordHandedOn = "nsys.event_record_handed_on", DataLoss,
+        "waits naming an event record older than the last 8 records of its event, whose clock is no longer kept: ordered after the oldest record kept instead";
 }
 
 /// One counter's count in one import.

@@ -34,6 +34,23 @@ enum ThreadHandle {
     Unknown(ProcessId),
 }
 
+/// How many records of one event (one eventId of one process) keep an event of their own, in an export with
+/// sync ids: a wait names its record by sync id, and since a wait waits for the latest record when it is called,
+/// it names one of the last few of its event. Older records hand their event on to newer ones, so that the
+/// events, and the clock snapshot the analysis keeps for each, grow with the events a program uses, not with
+/// how often it records them (a training loop records the same few events millions of times).
+const RECORDS_KEPT: usize = 8;
+
+/// The events the latest records of one eventId stand for, with each one's key (its sync id).
+#[derive(Default)]
+struct KeptRecords {
+    events: Vec<(EventId, i64)>,
+    /// Which of them the next record takes over once all are drawn: the oldest.
+    next: usize,
+    /// Whether a record has given its event up.
+    handed_on: bool,
+}
+
 /// The ids given so far and the records not yet handed over.
 pub(super) struct Mapper {
     /// The export, as errors name it.
@@ -53,8 +70,11 @@ pub(super) struct Mapper {
     streams: DenseIds<(i64, i64, i64), StreamId>,
     contexts: DenseIds<(i64, i64), ContextId>,
     devices: DenseIds<(i64, i64), DeviceId>,
-    /// Events by (pid, eventSyncId) when the export has sync ids, else by (pid, eventId): the latest record.
+    /// Events by (pid, eventSyncId) when the export has sync ids (the last [`RECORDS_KEPT`] records of each
+    /// eventId), else by (pid, eventId): the latest record.
     events: DenseIds<(i64, i64), EventId>,
+    /// The kept records of each eventId, by (pid, eventId), in an export with sync ids.
+    kept_records: FxHashMap<(i64, i64), KeptRecords>,
     /// The (pid, context)s whose legacy default stream is declared: a context has one.
     legacy_contexts: rustc_hash::FxHashSet<(i64, i64)>,
     /// In an export with sync ids, each event's latest record that lost its sync id, by (pid, eventId): what a
@@ -100,6 +120,7 @@ impl Mapper {
             contexts: DenseIds::default(),
             devices: DenseIds::default(),
             events: DenseIds::default(),
+            kept_records: FxHashMap::default(),
             live_allocations: DenseIds::default(),
             legacy_contexts: Default::default(),
             api_names: FxHashMap::default(),
@@ -251,7 +272,40 @@ impl Mapper {
             self.counters.bump(Counter::NsysEventSyncIdMissing, 1);
             return self.latest_records.get(&(pid, event)).copied();
         }
+        if let Some(id) = self.handed_on_record(pid, event, event_sync) {
+            return Some(id);
+        }
         self.records_without_sync_id.get(&(pid, event)).copied()
+    }
+
+    /// The event of a record with a sync id: a new one for each of the first [`RECORDS_KEPT`] records of its
+    /// eventId, then the oldest record's, whose sync id then names nothing.
+    fn kept_record(&mut self, pid: i64, event: i64, key: i64) -> EventId {
+        let kept = self.kept_records.entry((pid, event)).or_default();
+        if kept.events.len() < RECORDS_KEPT {
+            let id = self.events.add((pid, key));
+            kept.events.push((id, key));
+            return self.declare_event(pid, event, id);
+        }
+        let (id, old_key) = kept.events[kept.next];
+        kept.events[kept.next] = (id, key);
+        kept.next = (kept.next + 1) % RECORDS_KEPT;
+        kept.handed_on = true;
+        self.events.remove(&(pid, old_key));
+        self.events.reassign((pid, key), id);
+        id
+    }
+
+    /// For a wait whose sync id names a record older than every record kept of its eventId (sync ids grow with
+    /// time), the oldest kept record, counted: that record's own clock is gone.
+    fn handed_on_record(&mut self, pid: i64, event: i64, event_sync: i64) -> Option<EventId> {
+        let kept = self.kept_records.get(&(pid, event)).filter(|kept| kept.handed_on)?;
+        let &(id, oldest) = kept.events.iter().min_by_key(|(_, key)| *key)?;
+        if event_sync >= oldest {
+            return None;
+        }
+        self.counters.bump(Counter::NsysEventRecordHandedOn, 1);
+        Some(id)
     }
 
     /// Maps one group of the merge: the rows of one (process, correlation id).
@@ -351,10 +405,12 @@ impl Mapper {
                         self.counters.bump(Counter::NsysEventWithoutId, 1);
                         continue;
                     };
-                    // With sync ids every record is its own event; without, a record replaces the last one.
+                    // With sync ids a record is its own event (one of the last few of its eventId); without, a
+                    // record replaces the last one.
                     let id = match (event_sync != NOT_APPLICABLE, self.events.get(&(pid, key))) {
+                        (true, _) => self.kept_record(pid, event, key),
                         (false, Some(id)) => id,
-                        _ => {
+                        (false, None) => {
                             let id = self.events.add((pid, key));
                             self.declare_event(pid, event, id)
                         }
@@ -508,5 +564,57 @@ fn memory_kind(value: i64) -> MemoryKind {
         2 | 3 | 5 => MemoryKind::Device,
         4 | 6 => MemoryKind::Managed,
         _ => MemoryKind::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc::sync_channel;
+
+    use super::*;
+
+    fn group(correlation: i64, row: ActivityRow) -> Vec<Activity> {
+        vec![Activity { pid: 1, correlation, row }]
+    }
+
+    #[test]
+    fn records_of_one_event_share_a_bounded_set_of_events_and_each_wait_joins_the_record_it_names() {
+        let (tx, rx) = sync_channel(1 << 12);
+        let mut mapper = Mapper::new(PathBuf::from("export.sqlite"), tx);
+        mapper.event_sync_ids = true;
+        mapper.has_event_table = true;
+        let mut regions = None;
+        let record = |sync| ActivityRow::EventRecord { device: 0, context: 1, stream: 7, event: 5, event_sync: sync };
+        let wait = |sync| ActivityRow::Sync { context: 1, stream: 8, sync_type: 2, event: 5, event_sync: sync };
+        // Each wait names the record before it, and the one after names the record two back (kept too).
+        for i in 0..40 {
+            mapper.emit_group(&mut group(3 * i, record(100 + i)), &mut regions);
+            mapper.emit_group(&mut group(3 * i + 1, wait(100 + i)), &mut regions);
+            mapper.emit_group(&mut group(3 * i + 2, wait(100 + (i - 2).max(0))), &mut regions);
+        }
+        // A wait naming a record long handed on joins the oldest kept one, counted.
+        mapper.emit_group(&mut group(1000, wait(101)), &mut regions);
+        let counters = mapper.finish(None);
+        let records: Vec<TraceRecord> = rx.try_iter().flatten().map(|r| r.expect("no error")).collect();
+        let declared = records.iter().filter(|r| matches!(r, TraceRecord::Event(_))).count();
+        assert_eq!(declared, RECORDS_KEPT, "one event per kept record, not per record");
+        let (mut recorded, mut waited) = (Vec::new(), Vec::new());
+        for record in &records {
+            if let TraceRecord::Op(op) = record {
+                match op.kind {
+                    OpKind::EventRecord { event, .. } => recorded.push(event),
+                    OpKind::StreamWait { event, .. } => waited.push(event),
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(recorded.len(), 40);
+        for i in 0..40 {
+            assert_eq!(waited[2 * i], recorded[i], "the wait after record {i}");
+            assert_eq!(waited[2 * i + 1], recorded[i.saturating_sub(2)], "the wait naming record {}", i - 2.min(i));
+        }
+        assert_eq!(waited[80], recorded[32], "the oldest kept record");
+        let handed_on = counters.iter().find(|c| c.counter == Counter::NsysEventRecordHandedOn).map(|c| c.count);
+        assert_eq!(handed_on, Some(1));
     }
 }

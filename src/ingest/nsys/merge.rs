@@ -1,42 +1,45 @@
-//! The k-way merge of the activity tables. Each table is read sorted by (process, correlation id); CUPTI hands
-//! correlation ids out in API-entry order within a process, so taking the smallest key across tables yields
-//! host issue order, one group per API call: its RUNTIME row and the GPU activities it caused.
+//! The k-way merge of the activity tables. Each table comes sorted by (process, correlation id) from its reader
+//! thread (table_readers.rs); CUPTI hands correlation ids out in API-entry order within a process, so taking the
+//! smallest key across tables yields host issue order, one group per API call: its RUNTIME row and the GPU
+//! activities it caused.
 
 use std::path::Path;
+use std::sync::mpsc::Receiver;
 
-use rusqlite::{Rows, Statement};
-
+use super::table_readers::ChunkResult;
 use super::tables::{Activity, ActivityQuery};
 use crate::ingest::counters::{Counter, ImportCounters};
 use crate::ingest::record_source::IngestError;
 
 /// One table's rows in (process, correlation id) order, one row ahead.
-struct TableCursor<'s> {
+struct TableCursor {
     table: &'static dyn ActivityQuery,
-    rows: Rows<'s>,
+    chunks: Receiver<ChunkResult>,
+    rows: std::vec::IntoIter<Activity>,
+    /// Whether the table's last chunk came.
+    ended: bool,
     peeked: Option<Activity>,
 }
 
-impl TableCursor<'_> {
+impl TableCursor {
     fn advance(&mut self, path: &Path, counters: &mut ImportCounters) -> Result<(), IngestError> {
-        let error = |message: String| IngestError::new(path, Some(self.table.table().to_string()), message);
         loop {
-            let row = match self.rows.next() {
-                Ok(Some(row)) => row,
-                Ok(None) => {
-                    self.peeked = None;
-                    return Ok(());
-                }
-                Err(e) => return Err(error(format!("cannot read: {e}"))),
-            };
-            match self.table.read(row) {
-                Ok(Some(activity)) => {
-                    self.peeked = Some(activity);
-                    return Ok(());
-                }
-                Ok(None) => counters.bump(Counter::NsysNullInNotNull, 1),
-                Err(bad) => return Err(error(bad.to_string())),
+            if let Some(activity) = self.rows.next() {
+                self.peeked = Some(activity);
+                return Ok(());
             }
+            if self.ended {
+                self.peeked = None;
+                return Ok(());
+            }
+            let chunk = self.chunks.recv().map_err(|_| {
+                IngestError::new(path, Some(self.table.table().to_string()), "its reader thread stopped early")
+            })??;
+            if chunk.skipped > 0 {
+                counters.bump(Counter::NsysNullInNotNull, chunk.skipped);
+            }
+            self.ended = chunk.last;
+            self.rows = chunk.rows.into_iter();
         }
     }
 
@@ -45,24 +48,21 @@ impl TableCursor<'_> {
     }
 }
 
-/// The merge over every table's query.
-pub(super) struct Merge<'s> {
-    cursors: Vec<TableCursor<'s>>,
+/// The merge over every table's rows.
+pub(super) struct Merge {
+    cursors: Vec<TableCursor>,
 }
 
-impl<'s> Merge<'s> {
-    /// Runs the prepared query of each table and reads its first row.
+impl Merge {
+    /// Takes the first row of each table, in the order the tables are mapped within a group.
     pub(super) fn start(
-        statements: &'s mut [(&'static dyn ActivityQuery, Statement<'_>)],
+        tables: Vec<(&'static dyn ActivityQuery, Receiver<ChunkResult>)>,
         path: &Path,
         counters: &mut ImportCounters,
-    ) -> Result<Merge<'s>, IngestError> {
-        let mut cursors = Vec::with_capacity(statements.len());
-        for (table, stmt) in statements.iter_mut() {
-            let rows = stmt
-                .query([])
-                .map_err(|e| IngestError::new(path, Some(table.table().to_string()), format!("cannot query: {e}")))?;
-            cursors.push(TableCursor { table: *table, rows, peeked: None });
+    ) -> Result<Merge, IngestError> {
+        let mut cursors = Vec::with_capacity(tables.len());
+        for (table, chunks) in tables {
+            cursors.push(TableCursor { table, chunks, rows: Vec::new().into_iter(), ended: false, peeked: None });
         }
         for cursor in cursors.iter_mut() {
             cursor.advance(path, counters)?;

@@ -4,7 +4,7 @@
 //! correlation id) and merged (merge.rs). The API call (RUNTIME row) gives the host thread and time, the activity
 //! rows the stream and what ran (mapping.rs), once each group is checked for what no intact export holds
 //! (anomalies.rs). Which tables and columns are read, and how, is said once per table (tables.rs, columns.rs).
-//! Reading runs on a background thread.
+//! Reading runs on a background thread, each activity table read on a thread of its own (table_readers.rs).
 
 mod anomalies;
 mod calls;
@@ -15,6 +15,7 @@ mod nvtx;
 mod progress;
 pub(super) mod rep;
 mod schema;
+mod table_readers;
 mod tables;
 
 use std::collections::HashSet;
@@ -70,30 +71,30 @@ fn read(conn: &Connection, tables: &HashSet<String>, path: &Path, mapper: &mut M
     mapper.lookups = Lookups::read(conn, tables, path, &mut mapper.counters)?;
     let plan = tables::plan(conn, tables, path, &mut mapper.counters)?;
     mapper.event_sync_ids = plan.event_sync_ids;
-    let mut statements = Vec::with_capacity(plan.queries.len());
-    for (table, sql) in &plan.queries {
-        let stmt = conn
-            .prepare(sql)
-            .map_err(|e| IngestError::new(path, Some(table.table().to_string()), format!("cannot query: {e}")))?;
-        statements.push((*table, stmt));
-    }
-    let mut merge = Merge::start(&mut statements, path, &mut mapper.counters)?;
-    let mut region_stmt = nvtx::prepare(conn, tables, plan.per_process, &mut mapper.counters);
-    let mut regions = region_stmt.as_mut().and_then(RegionCursor::start);
-    let mut group = Vec::new();
-    let mut progress = Progress::new();
-    while merge.next_group(&mut group, path, &mut mapper.counters)? {
-        progress.rows(group.len() as u64, path);
-        anomalies::check_group(&mut group, &mapper.lookups, &mut mapper.counters);
-        mapper.emit_group(&mut group, &mut regions);
-    }
-    progress.done();
-    // The ranges themselves, for timelines, once every call has its label.
-    drop(regions);
-    if let Some(stmt) = region_stmt.as_mut() {
-        nvtx::each_range(stmt, |pid, global_tid, start, end, text| {
-            mapper.annotated_range(pid, global_tid, start, end, text)
-        });
-    }
-    Ok(())
+    std::thread::scope(|scope| {
+        let mut readers = Vec::with_capacity(plan.queries.len());
+        for query in &plan.queries {
+            readers.push((query.table, table_readers::spawn(scope, path, query, plan.per_process)?));
+        }
+        // Dropped before the scope ends, so that readers still running see the hang-up and stop.
+        let mut merge = Merge::start(readers, path, &mut mapper.counters)?;
+        let mut region_stmt = nvtx::prepare(conn, tables, plan.per_process, &mut mapper.counters);
+        let mut regions = region_stmt.as_mut().and_then(RegionCursor::start);
+        let mut group = Vec::new();
+        let mut progress = Progress::new();
+        while merge.next_group(&mut group, path, &mut mapper.counters)? {
+            progress.rows(group.len() as u64, path);
+            anomalies::check_group(&mut group, &mapper.lookups, &mut mapper.counters);
+            mapper.emit_group(&mut group, &mut regions);
+        }
+        progress.done();
+        // The ranges themselves, for timelines, once every call has its label.
+        drop(regions);
+        if let Some(stmt) = region_stmt.as_mut() {
+            nvtx::each_range(stmt, |pid, global_tid, start, end, text| {
+                mapper.annotated_range(pid, global_tid, start, end, text)
+            });
+        }
+        Ok(())
+    })
 }

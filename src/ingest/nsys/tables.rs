@@ -98,13 +98,44 @@ pub(super) struct ActivityTable<const N: usize> {
     decode: fn([i64; N], Option<String>) -> ActivityRow,
 }
 
+/// How a query of a table orders its rows. Every order is (process, correlation id, the table's ties), rows
+/// equal in all of those by rowid where the table has one, so that every way of reading a table gives one order.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum RowOrder {
+    /// Sorted by SQLite, as the first readers did (a table without rowid).
+    Sorted,
+    /// Sorted by SQLite, rowid last.
+    SortedWithRowid,
+    /// The rows of a rowid range (`?1` to `?2`) in storage order, which the caller knows to be sorted; the
+    /// order's tie value and the rowid follow the row's own columns.
+    RowidRange,
+}
+
 /// A table's reading without its column count, so that the merge can hold every table in one list.
 pub(super) trait ActivityQuery: Sync {
     fn table(&self) -> &'static str;
     /// The query for a table with the `present` columns; `per_process`: whether processes are told apart.
-    fn sql(&self, present: &HashSet<String>, per_process: bool) -> Result<String, String>;
+    fn sql(&self, present: &HashSet<String>, per_process: bool, order: RowOrder) -> Result<String, String>;
+    /// The query of each row's rowid and sort key (process, correlation id, tie) in storage order.
+    fn key_sql(&self, per_process: bool) -> String;
+    /// How many columns [`ActivityQuery::read`] reads: a [`RowOrder::RowidRange`] query's tie and rowid follow.
+    fn width(&self) -> usize;
     /// The activity of one row of that query; `None` when a NULL in a NOT NULL column skips it.
     fn read(&self, row: &Row) -> Result<Option<Activity>, BadValue>;
+}
+
+impl<const N: usize> ActivityTable<N> {
+    fn process_sql(&self, per_process: bool) -> String {
+        if per_process {
+            format!("(({} >> 24) & 16777215)", self.process)
+        } else {
+            "0".to_string()
+        }
+    }
+
+    fn filter_sql(&self) -> String {
+        self.filter.map(|f| format!(" WHERE {f}")).unwrap_or_default()
+    }
 }
 
 impl<const N: usize> ActivityQuery for ActivityTable<N> {
@@ -112,8 +143,8 @@ impl<const N: usize> ActivityQuery for ActivityTable<N> {
         self.name
     }
 
-    fn sql(&self, present: &HashSet<String>, per_process: bool) -> Result<String, String> {
-        let process = if per_process { format!("(({} >> 24) & 16777215)", self.process) } else { "0".to_string() };
+    fn sql(&self, present: &HashSet<String>, per_process: bool, order: RowOrder) -> Result<String, String> {
+        let process = self.process_sql(per_process);
         let mut columns = select_list(&self.columns, present)?;
         if let Some(label) = self.label {
             if !present.contains(label) {
@@ -121,9 +152,40 @@ impl<const N: usize> ActivityQuery for ActivityTable<N> {
             }
             columns = format!("{columns}, {label}");
         }
-        let filter = self.filter.map(|f| format!(" WHERE {f}")).unwrap_or_default();
+        let name = self.name;
         let ties = self.ties.map(|t| format!(", {t}")).unwrap_or_default();
-        Ok(format!("SELECT {process}, correlationId, {columns} FROM {}{filter} ORDER BY 1, 2{ties}", self.name))
+        Ok(match order {
+            RowOrder::Sorted => format!(
+                "SELECT {process}, correlationId, {columns} FROM {name}{} ORDER BY 1, 2{ties}",
+                self.filter_sql()
+            ),
+            RowOrder::SortedWithRowid => format!(
+                "SELECT {process}, correlationId, {columns} FROM {name}{} ORDER BY 1, 2{ties}, rowid",
+                self.filter_sql()
+            ),
+            RowOrder::RowidRange => {
+                let filter = self.filter.map(|f| format!("({f}) AND ")).unwrap_or_default();
+                let tie = self.ties.unwrap_or("0");
+                format!(
+                    "SELECT {process}, correlationId, {columns}, {tie}, rowid FROM {name} \
+                     WHERE {filter}rowid BETWEEN ?1 AND ?2 ORDER BY rowid"
+                )
+            }
+        })
+    }
+
+    fn key_sql(&self, per_process: bool) -> String {
+        let tie = self.ties.unwrap_or("0");
+        format!(
+            "SELECT rowid, {}, correlationId, {tie} FROM {}{} ORDER BY rowid",
+            self.process_sql(per_process),
+            self.name,
+            self.filter_sql()
+        )
+    }
+
+    fn width(&self) -> usize {
+        2 + N + usize::from(self.label.is_some())
     }
 
     #[inline]
@@ -306,16 +368,22 @@ static MEMORY_USAGE: ActivityTable<4> = ActivityTable {
 static ACTIVITY_TABLES: [&dyn ActivityQuery; 7] =
     [&RUNTIME, &KERNEL, &MEMCPY, &MEMSET, &SYNCHRONIZATION, &CUDA_EVENT, &MEMORY_USAGE];
 
-/// What to read from one export: the query of each table it has.
+/// One table to read, with the columns it has.
+pub(super) struct TableQuery {
+    pub(super) table: &'static dyn ActivityQuery,
+    pub(super) columns: HashSet<String>,
+}
+
+/// What to read from one export: each table it has.
 pub(super) struct Plan {
-    pub(super) queries: Vec<(&'static dyn ActivityQuery, String)>,
+    pub(super) queries: Vec<TableQuery>,
     /// Whether processes are told apart (every activity table has globalPid).
     pub(super) per_process: bool,
     /// Whether the event tables carry eventSyncId (schema 3.x): then a record or wait without one lost it.
     pub(super) event_sync_ids: bool,
 }
 
-/// The queries for the tables this export has, each sorted by (process, correlation id).
+/// The tables this export has, each checked to be readable (its query can be built).
 pub(super) fn plan(
     conn: &Connection,
     tables: &HashSet<String>,
@@ -342,8 +410,10 @@ pub(super) fn plan(
     });
     let mut queries = Vec::new();
     for (table, columns) in present {
-        let sql = table.sql(&columns, per_process).map_err(|m| error(table.table(), format!("cannot query: {m}")))?;
-        queries.push((table, sql));
+        table
+            .sql(&columns, per_process, RowOrder::Sorted)
+            .map_err(|m| error(table.table(), format!("cannot query: {m}")))?;
+        queries.push(TableQuery { table, columns });
     }
     Ok(Plan { queries, per_process, event_sync_ids })
 }

@@ -74,6 +74,11 @@ impl<K: Hash + Eq, Id: DenseId> DenseIds<K, Id> {
         id
     }
 
+    /// From now on `key` stands for `id`, which an earlier key gave up (an id handed on to a new handle).
+    pub fn reassign(&mut self, key: K, id: Id) {
+        self.ids.insert(key, id);
+    }
+
     /// `key` no longer stands for anything (a freed allocation); its id is not handed out again.
     pub fn remove(&mut self, key: &K) -> Option<Id> {
         self.ids.remove(key)
