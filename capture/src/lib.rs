@@ -30,6 +30,7 @@ mod framework;
 mod functions;
 pub mod graph_params;
 pub mod graph_record;
+mod kernel_name;
 mod handlers;
 mod host_sync;
 pub mod host_watch;

@@ -23,7 +23,7 @@ pub mod launch;
 pub mod line;
 pub mod vocabulary;
 
-pub use encoding::{FieldSink, TraceEncoding};
+pub use encoding::{AnyRecord, FieldNumber, FieldSink, TraceEncoding, TraceWriter};
 pub use line::{parse_address, push_address, push_escaped, push_number, ByteRuns, RecordLine};
 pub use vocabulary::{
     access_range, AccessFlag, AllocKind, CopyKind, Coverage, FaultKind, Field, FieldSet, FreeKind, MemoryKind,

@@ -110,15 +110,22 @@ impl BinaryRecord<'_> {
         self
     }
 
-    /// A u64 field (an address field takes one too).
+    /// A u64 field (an address field takes one too, and a signed field one that fits it).
     #[inline]
     pub fn unsigned(&mut self, field: Field, value: u64) -> &mut Self {
-        self.put(field, &[ValueType::Unsigned, ValueType::Address], &value.to_le_bytes())
+        match i64::try_from(value) {
+            Ok(signed) if value_type(field) == ValueType::Signed => self.signed(field, signed),
+            _ => self.put(field, &[ValueType::Unsigned, ValueType::Address], &value.to_le_bytes()),
+        }
     }
 
+    /// An i64 field (an unsigned field takes a value that is not negative).
     #[inline]
     pub fn signed(&mut self, field: Field, value: i64) -> &mut Self {
-        self.put(field, &[ValueType::Signed], &value.to_le_bytes())
+        match u64::try_from(value) {
+            Ok(unsigned) if value_type(field) != ValueType::Signed => self.unsigned(field, unsigned),
+            _ => self.put(field, &[ValueType::Signed], &value.to_le_bytes()),
+        }
     }
 
     #[inline]
