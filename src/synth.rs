@@ -4,7 +4,8 @@
 use std::io::{self, Write};
 
 use streamtrace_format::{
-    AllocKind, AnyRecord, CopyKind, Field, FieldSink, FreeKind, RecordKind, Recorded, StreamKind, TraceEncoding, TraceWriter,
+    AllocKind, AnyRecord, CopyKind, Field, FieldSink, FreeKind, RecordKind, Recorded, StreamKind, TraceEncoding,
+    TraceWriter,
 };
 
 /// Shape of a generated trace.

@@ -193,7 +193,10 @@ fn an_unknown_record_tag_is_skipped_and_counted_in_a_recording_and_refused_in_a_
     assert_eq!(counter(&report, "json.skipped_unknown_kind"), 1);
     // Skipped by its length: what follows is read as before (one record later), and the report says data was lost.
     assert_eq!((&report["verdict"], &report["summary"]["races"]), (&before["verdict"], &before["summary"]["races"]));
-    assert_eq!((&report["summary"]["data_loss"], &before["summary"]["data_loss"]), (&Value::Bool(true), &Value::Bool(false)));
+    assert_eq!(
+        (&report["summary"]["data_loss"], &before["summary"]["data_loss"]),
+        (&Value::Bool(true), &Value::Bool(false))
+    );
     let tagged = dir.join("tagged_written.stbin");
     std::fs::write(&tagged, with_after_header(&std::fs::read(&written).unwrap(), &newer)).unwrap();
     let out = binary().arg("analyze").arg(&tagged).output().unwrap();

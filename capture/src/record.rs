@@ -5,13 +5,13 @@
 use std::sync::Arc;
 
 use streamtrace_format::{
-    push_number, AccessFlag, AllocKind, ByteRuns, CopyKind, Coverage, FaultKind, Field, FieldSink,
-    FreeKind, MemoryKind, RecordKind, StreamKind, TraceWriter, Unseen, WatchState,
+    push_number, AccessFlag, AllocKind, ByteRuns, CopyKind, Coverage, FaultKind, Field, FieldSink, FreeKind,
+    MemoryKind, RecordKind, StreamKind, TraceWriter, Unseen, WatchState,
 };
 
 use crate::args::PointerArg;
-pub use crate::kernel_name::KernelName;
 pub use crate::graph_record::{GraphRecord, NodeBody, NodeOwner};
+pub use crate::kernel_name::KernelName;
 
 /// A launch's accesses as the exact-access backend saw them: its reads then its writes are
 /// `runs[first_run..]` of the batch, and its coverage says whether its pointer words count too.
@@ -510,7 +510,7 @@ impl Entry {
                 common(line, call, Some("cuStreamWaitEvent"));
             }
             Record::Sync { target, api } | Record::Query { target, api, .. } => {
-                                match target {
+                match target {
                     SyncTarget::Stream(s) => line.number(Field::Stream, *s),
                     SyncTarget::Event(e) => line.number(Field::Event, *e),
                     SyncTarget::Context(c) => line.number(Field::Context, *c),

@@ -132,10 +132,15 @@ pub struct StatsArgs {
 
 #[derive(Args, Debug)]
 pub struct CaptureArgs {
-    /// Directory for the traces, one per process (trace.PID.json). Traces an earlier capture wrote in it are
-    /// removed; a trace.*.json that capture did not write makes capture refuse to run.
+    /// Directory for the traces, one per process (trace.PID.stbin, or trace.PID.json with --trace-format json).
+    /// Traces an earlier capture wrote in it are removed; a trace file that capture did not write makes capture
+    /// refuse to run.
     #[arg(short = 'o', long, default_value = "streamtrace-trace")]
     pub output: PathBuf,
+    /// How the traces are encoded: binary (smaller and faster to read), or JSON lines (the documented
+    /// interchange format; `streamtrace convert` turns either into the other).
+    #[arg(long, value_enum, default_value = "binary", env = "STREAMTRACE_TRACE_FORMAT")]
+    pub trace_format: TraceFormatArg,
     /// Record only; do not analyze.
     #[arg(long)]
     pub no_analyze: bool,

@@ -19,8 +19,11 @@ pub fn run(args: &SynthArgs) -> anyhow::Result<()> {
     };
     let path = &args.output;
     // `--format`, else the extension (`.stbin`: binary), else JSON.
-    let encoding = args.format.map(TraceEncoding::from).or_else(|| TraceEncoding::of_path(path)).unwrap_or(TraceEncoding::Json);
+    let encoding =
+        args.format.map(TraceEncoding::from).or_else(|| TraceEncoding::of_path(path)).unwrap_or(TraceEncoding::Json);
     let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
-    write_trace_as(&spec, encoding, &mut out).and_then(|()| out.flush()).with_context(|| format!("writing {}", path.display()))
+    write_trace_as(&spec, encoding, &mut out)
+        .and_then(|()| out.flush())
+        .with_context(|| format!("writing {}", path.display()))
 }

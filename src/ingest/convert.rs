@@ -37,7 +37,8 @@ pub fn convert(
     let mut input = BufReader::with_capacity(1 << 20, input);
     let head = input.fill_buf().map_err(|e| IngestError::new(name, None, format!("cannot read: {e}")))?;
     let binary = streamtrace_format::binary::read::is_binary(head);
-    let write_error = |e: std::io::Error| IngestError::new(name, None, format!("cannot write the converted trace: {e}"));
+    let write_error =
+        |e: std::io::Error| IngestError::new(name, None, format!("cannot write the converted trace: {e}"));
     match (binary, to) {
         (false, TraceEncoding::Binary) => json_to_binary_trace(name, input, out, &write_error),
         (true, TraceEncoding::Json) => binary_to_json_trace(name, input, out, &write_error),
@@ -65,7 +66,8 @@ fn json_to_binary_trace(
         // Where the record ends, as the JSON reader decides it (json/mod.rs).
         loop {
             if lines.probe_due() || lines.closed() {
-                let failed = serde_json::from_slice::<RawRecord>(lines.text()).err().map(|e| (e.is_eof(), e.line() as u64));
+                let failed =
+                    serde_json::from_slice::<RawRecord>(lines.text()).err().map(|e| (e.is_eof(), e.line() as u64));
                 let Some((cut_short, error_line)) = failed else { break };
                 let closed = lines.closed();
                 if !cut_short || closed {
@@ -136,7 +138,9 @@ fn binary_to_json_trace(
             Tag::String => strings.push(std::str::from_utf8(body).ok().map(str::to_string)),
             Tag::StringsReset => strings.clear(),
             Tag::Line => {
-                let next = <[u8; 8]>::try_from(body).map(u64::from_le_bytes).map_err(|_| error(at, "a line frame of another length than 8".into()))?;
+                let next = <[u8; 8]>::try_from(body)
+                    .map(u64::from_le_bytes)
+                    .map_err(|_| error(at, "a line frame of another length than 8".into()))?;
                 while line < next {
                     text.push('\n');
                     line += 1;
@@ -151,7 +155,8 @@ fn binary_to_json_trace(
             }
             Tag::Record(kind) => {
                 let lookup = |index: u32| strings.get(index as usize).and_then(Option::as_deref);
-                binary_to_json(kind, body, lookup, &mut text).map_err(|e| error(at + 8 + e.at as u64, e.to_string()))?;
+                binary_to_json(kind, body, lookup, &mut text)
+                    .map_err(|e| error(at + 8 + e.at as u64, e.to_string()))?;
                 line += 1;
                 converted.records += 1;
             }

@@ -136,7 +136,9 @@ impl Tag {
             TAG_STRINGS_RESET => Tag::StringsReset,
             TAG_JSON => Tag::Json,
             TAG_LINE => Tag::Line,
-            _ => RECORD_TAGS.iter().find(|(_, c)| *c == code).map_or(Tag::Unknown(code), |(kind, _)| Tag::Record(*kind)),
+            _ => {
+                RECORD_TAGS.iter().find(|(_, c)| *c == code).map_or(Tag::Unknown(code), |(kind, _)| Tag::Record(*kind))
+            }
         }
     }
 }

@@ -205,7 +205,9 @@ impl Fields<'_> {
     fn take(&mut self, field: Field, n: usize) -> Result<&[u8], DecodeError> {
         let end = self.pos.checked_add(n).filter(|&end| end <= self.body.len());
         let Some(end) = end else {
-            return Err(self.error(field, format!("needs {n} bytes, the record has {} left", self.body.len() - self.pos)));
+            return Err(
+                self.error(field, format!("needs {n} bytes, the record has {} left", self.body.len() - self.pos))
+            );
         };
         let bytes = &self.body[self.pos..end];
         self.pos = end;
@@ -416,8 +418,11 @@ mod tests {
         record.end().unwrap();
         let frames = frames(&out);
         let kinds = [RecordKind::Memcpy, RecordKind::Stream, RecordKind::OpEnd, RecordKind::Callsite];
-        let read: Vec<Vec<(Field, Value)>> =
-            frames.iter().zip(kinds.iter().chain([&RecordKind::GraphDepAdd])).map(|((_, b), k)| all_fields(*k, b)).collect();
+        let read: Vec<Vec<(Field, Value)>> = frames
+            .iter()
+            .zip(kinds.iter().chain([&RecordKind::GraphDepAdd]))
+            .map(|((_, b), k)| all_fields(*k, b))
+            .collect();
         assert_eq!(
             read[0],
             vec![

@@ -64,10 +64,10 @@ pub fn encode_object(writer: &mut BinaryWriter, out: &mut Vec<u8>, object: &Map<
                     }),
                 )
             }
-            ValueType::Pointers => {
-                record.pointers(field, value.as_array().into_iter().flatten().filter_map(pointer))
+            ValueType::Pointers => record.pointers(field, value.as_array().into_iter().flatten().filter_map(pointer)),
+            ValueType::Unsigneds => {
+                record.numbers(field, value.as_array().into_iter().flatten().filter_map(Json::as_u64))
             }
-            ValueType::Unsigneds => record.numbers(field, value.as_array().into_iter().flatten().filter_map(Json::as_u64)),
             ValueType::Addresses => record.addresses(field, value.as_array().into_iter().flatten().filter_map(address)),
             ValueType::JsonOnly => continue,
         };
@@ -184,6 +184,29 @@ pub fn binary_to_json<'s>(
     }
     line.end();
     Ok(())
+}
+
+/// The header record of the binary trace `input` as one JSON line (None: not a binary trace, or no header in its
+/// first frames): what a tool that only looks at who wrote a trace reads.
+pub fn header_line(input: impl std::io::Read) -> Option<String> {
+    let mut frames = super::read::FrameReader::new(input).ok()?;
+    let mut strings: Vec<String> = Vec::new();
+    loop {
+        match frames.next_frame() {
+            super::read::FrameOutcome::Frame { head, .. } => match head.tag {
+                super::Tag::String => strings.push(String::from_utf8(frames.body().to_vec()).ok()?),
+                super::Tag::Record(RecordKind::Header) => {
+                    let mut line = String::new();
+                    let lookup = |i: u32| strings.get(i as usize).map(String::as_str);
+                    binary_to_json(RecordKind::Header, frames.body(), lookup, &mut line).ok()?;
+                    return Some(line);
+                }
+                super::Tag::Json => return String::from_utf8(frames.body().to_vec()).ok(),
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -210,9 +210,7 @@ impl BinaryRecord<'_> {
 
     /// A `reads` or `writes` list of plain ranges and strided views.
     pub fn accesses<'v>(&mut self, field: Field, items: impl IntoIterator<Item = AccessItem<'v>>) -> &mut Self {
-        self.list(field, ValueType::Accesses, items, |out, item| {
-            push_access(out, item.address, item.len, item.view)
-        })
+        self.list(field, ValueType::Accesses, items, |out, item| push_access(out, item.address, item.len, item.view))
     }
 
     /// Appends the record's frame, its strings declared before it; the fields a layout cannot hold refuse it.

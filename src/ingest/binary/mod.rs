@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use streamtrace_format::binary::read::{FrameOutcome, FrameReader};
 use streamtrace_format::binary::{Tag, MAX_STRINGS, MAX_STRING_TABLE_BYTES};
 
-use super::background::{Batch, BackgroundReader};
+use super::background::{BackgroundReader, Batch};
 use super::json::parser::{JsonTraceParser, Places};
 use super::json::problem::{Problem, ProblemKind};
 use super::json::raw::RawRecord;
@@ -45,7 +45,8 @@ impl BinaryTraceReader {
                             break;
                         }
                     }
-                    if batch.len() >= BATCH && tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))).is_err()
+                    if batch.len() >= BATCH
+                        && tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))).is_err()
                     {
                         return reading.parser.counters;
                     }
@@ -117,7 +118,8 @@ impl Reading {
                         let field = e.field.map(|f| format!("field `{f}`: ")).unwrap_or_default();
                         // The byte within the file: past the frame's head.
                         let byte = at + 8 + e.at as u64;
-                        let problem = Problem::malformed(format!("a {kind} record: {field}{} (byte {byte})", e.message));
+                        let problem =
+                            Problem::malformed(format!("a {kind} record: {field}{} (byte {byte})", e.message));
                         self.parser.skip(record, problem)?;
                     }
                 }

@@ -13,7 +13,11 @@ use crate::ingest::json::raw::{Address, RawAccessRange, RawPointer, RawRange, Ra
 pub(super) type Strings = Vec<Option<String>>;
 
 /// Decodes a record frame's body of `kind`; strings are borrowed from `strings`.
-pub(super) fn raw_record<'s>(kind: RecordKind, body: &[u8], strings: &'s Strings) -> Result<RawRecord<'s>, DecodeError> {
+pub(super) fn raw_record<'s>(
+    kind: RecordKind,
+    body: &[u8],
+    strings: &'s Strings,
+) -> Result<RawRecord<'s>, DecodeError> {
     let mut raw = RawRecord { kind: Cow::Borrowed(kind.as_str()), ..RawRecord::default() };
     let mut values = fields(kind, body)?;
     while let Some(item) = values.next() {
@@ -48,14 +52,20 @@ pub(super) fn raw_record<'s>(kind: RecordKind, body: &[u8], strings: &'s Strings
                 Field::HostSync => raw.host_sync = Some(v),
                 _ => return Err(wrong("not a boolean field")),
             },
-            (Field::Comment, Value::Text(index)) => raw.comment = Some(serde_json::Value::String(text(index)?.into_owned())),
-            (field, Value::Text(index)) => *text_field(&mut raw, field).ok_or_else(|| wrong("not a text field"))? = Some(text(index)?),
+            (Field::Comment, Value::Text(index)) => {
+                raw.comment = Some(serde_json::Value::String(text(index)?.into_owned()))
+            }
+            (field, Value::Text(index)) => {
+                *text_field(&mut raw, field).ok_or_else(|| wrong("not a text field"))? = Some(text(index)?)
+            }
             (Field::From, Value::Range(a, s)) => raw.from = Some(RawRange(Address(a), Address(s))),
             (Field::To, Value::Range(a, s)) => raw.to = Some(RawRange(Address(a), Address(s))),
             (Field::Reads, Value::Accesses(items)) => raw.reads = Some(items.into_iter().map(access).collect()),
             (Field::Writes, Value::Accesses(items)) => raw.writes = Some(items.into_iter().map(access).collect()),
             (Field::Pointers, Value::Pointers(items)) => {
-                raw.pointers = Some(items.into_iter().map(|(a, flag)| RawPointer(Address(a), Cow::Borrowed(flag.as_str()))).collect())
+                raw.pointers = Some(
+                    items.into_iter().map(|(a, flag)| RawPointer(Address(a), Cow::Borrowed(flag.as_str()))).collect(),
+                )
             }
             (Field::Deps, Value::Unsigneds(items)) => raw.deps = Some(items),
             (Field::Frames, Value::Unsigneds(items)) => raw.frames = Some(items.into_iter().map(Address).collect()),
