@@ -184,8 +184,18 @@ mod tests {
         trace.write_all(b"{\"type\":\"streamtrace\",\"version\":1}\n").unwrap();
         drop(trace);
         listener.close();
+        let mut binary = UnixStream::connect(listener.path()).unwrap();
+        let mut writer = streamtrace_format::binary::write::BinaryWriter::new();
+        let header = streamtrace_format::binary_header(&mut writer, None, Default::default(), None);
+        binary.write_all(&header).unwrap();
+        drop(binary);
         let (stream, pid) = listener.next().unwrap().expect("connected before close: still taken");
         assert!(matches!(open_connection(stream, pid, "p".into()).unwrap(), LiveConnection::Trace { .. }));
+        let (stream, pid) = listener.next().unwrap().expect("the binary trace");
+        let LiveConnection::Trace { source, .. } = open_connection(stream, pid, "p".into()).unwrap() else {
+            panic!("a binary trace is a trace")
+        };
+        assert_eq!(source.format(), crate::ingest::binary::FORMAT_NAME);
         assert!(listener.next().unwrap().is_none(), "closed, and nobody left");
         drop(listener);
         assert!(!dir.exists(), "the directory goes with the listener");

@@ -42,6 +42,9 @@ pub fn encode_object(writer: &mut BinaryWriter, out: &mut Vec<u8>, object: &Map<
     let mut record = writer.begin(out, kind);
     for (key, value) in object {
         let Ok(field) = Field::parse(key) else { continue };
+        if value.is_null() {
+            continue;
+        }
         match value_type(field) {
             ValueType::Unsigned => record.unsigned(field, value.as_u64().unwrap_or_default()),
             ValueType::Address => record.unsigned(field, address(value).unwrap_or_default()),
@@ -80,6 +83,10 @@ fn encodable(kind: RecordKind, key: &str, value: &Json) -> bool {
     let Ok(field) = Field::parse(key) else { return false };
     if super::slot(kind, field).is_none() {
         return false;
+    }
+    // The JSON reader takes `null` as the field's absence (the PyTorch observers write `"src": null`).
+    if value.is_null() {
+        return true;
     }
     // The JSON reader decodes these into 32-bit fields.
     let narrow = matches!(field, Field::Version | Field::Rank | Field::LocalRank | Field::WorldSize | Field::Depth);
@@ -265,6 +272,9 @@ mod tests {
             assert!(laid_out, "{line}");
             assert!(same_json(text, line), "{line}\n  became {text}");
         }
+        // A null is the field's absence, as the JSON reader takes it.
+        let null = round_trip(&[r#"{"type":"free","id":16,"free_kind":"pool_block","src":null}"#]);
+        assert_eq!(null[0], (r#"{"type":"free","id":16,"free_kind":"pool_block"}"#.to_string(), true));
     }
 
     #[test]
