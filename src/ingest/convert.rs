@@ -66,8 +66,7 @@ fn json_to_binary_trace(
         // Where the record ends, as the JSON reader decides it (json/mod.rs).
         loop {
             if lines.probe_due() || lines.closed() {
-                let failed =
-                    serde_json::from_slice::<RawRecord>(lines.text()).err().map(|e| (e.is_eof(), e.line() as u64));
+                let failed = RawRecord::decode(lines.text()).err().map(|e| (e.is_eof(), e.line() as u64));
                 let Some((cut_short, error_line)) = failed else { break };
                 let closed = lines.closed();
                 if !cut_short || closed {
@@ -87,7 +86,7 @@ fn json_to_binary_trace(
         expected_line = line + 1;
         let text = trim_line_end(lines.text());
         // Only what the JSON reader decodes as it is is laid out; the rest keeps its text.
-        let decodes = serde_json::from_slice::<RawRecord>(text).is_ok();
+        let decodes = RawRecord::decode(text).is_ok();
         // json_to_binary embeds what no layout holds.
         let laid_out = decodes && json_to_binary(&mut writer, &mut bytes, text);
         if !decodes {

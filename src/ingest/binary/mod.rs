@@ -107,13 +107,13 @@ impl Reading {
             },
             Tag::Json => {
                 let record = self.place(at);
-                let decoded = serde_json::from_slice::<RawRecord>(body);
-                self.parser.accept(record, body, decoded, out)?;
+                let decoded = RawRecord::decode(body);
+                self.parser.accept(record, body, decoded.as_ref(), out)?;
             }
             Tag::Record(kind) => {
                 let record = self.place(at);
                 match raw_record(kind, body, &self.strings) {
-                    Ok(raw) => self.parser.accept_raw(record, raw, out)?,
+                    Ok(raw) => self.parser.accept_raw(record, &raw, out)?,
                     Err(e) => {
                         let field = e.field.map(|f| format!("field `{f}`: ")).unwrap_or_default();
                         // The byte within the file: past the frame's head.

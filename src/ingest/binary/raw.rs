@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use streamtrace_format::binary::read::{fields, AccessValue, DecodeError, Value};
-use streamtrace_format::{Field, RecordKind};
+use streamtrace_format::{Field, FieldSet, RecordKind};
 
 use crate::ingest::json::raw::{Address, RawAccessRange, RawPointer, RawRange, RawRecord, RawView};
 
@@ -19,9 +19,11 @@ pub(super) fn raw_record<'s>(
     strings: &'s Strings,
 ) -> Result<RawRecord<'s>, DecodeError> {
     let mut raw = RawRecord { kind: Cow::Borrowed(kind.as_str()), ..RawRecord::default() };
+    raw.present = FieldSet::EMPTY.with(Field::Type);
     let mut values = fields(kind, body)?;
     while let Some(item) = values.next() {
         let (field, value) = item?;
+        raw.present = raw.present.with(field);
         let wrong = |what: &str| DecodeError { at: 0, field: Some(field), message: what.to_string() };
         let text = |index: u32| -> Result<Cow<'s, str>, DecodeError> {
             match strings.get(index as usize) {

@@ -161,9 +161,9 @@ impl JsonTraceParser {
                 cleaned = value;
                 match RawRecord::from_value(&cleaned) {
                     Ok(raw) => {
-                        let path = &self.path;
+                        let (path, places) = (&self.path, self.places);
                         self.counters.bump_noting(Counter::JsonDroppedUnknownFields, dropped.len() as u64, || {
-                            format!("{}:{}: field `{}`", path.display(), self.places.name(line), dropped[0])
+                            format!("{}:{}: field `{}`", path.display(), places.name(line), dropped[0])
                         });
                         cleaned_raw = raw;
                         &cleaned_raw
@@ -176,7 +176,7 @@ impl JsonTraceParser {
     }
 
     /// Takes one record decoded at `line` (a JSON line, or a record of a binary trace).
-    pub fn accept_raw(&mut self, line: u64, raw: RawRecord, out: &mut Batch) -> Result<(), IngestError> {
+    pub fn accept_raw(&mut self, line: u64, raw: &RawRecord, out: &mut Batch) -> Result<(), IngestError> {
         if !self.seen_header {
             return self.header(line, raw, out);
         }
