@@ -6,3 +6,6 @@ if [ ! .gpu/bin/streamtrace -nt .gpu/streamtrace.gz ] || [ ! .gpu/bin/libstreamt
   cp .gpu/libstreamtrace_capture.so .gpu/bin/
 fi
 export PATH=/usr/local/cuda/bin:$PATH
+# The scripts collect their traces as trace.*.json: they record JSON unless a script asks for binary
+# (gpu_binary_trace.sh does). `streamtrace capture --trace-format` and the capture library read this variable.
+export STREAMTRACE_TRACE_FORMAT=${STREAMTRACE_TRACE_FORMAT:-json}

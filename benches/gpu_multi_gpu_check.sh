@@ -13,6 +13,8 @@
 # Reads from $G (default .gpu-14 in the repository): streamtrace.gz, libstreamtrace_capture.so, and old/ (main's
 # capture library, sitecustomize.py and torch_observer.cpp).
 set -uo pipefail
+# The traces this script collects are JSON (trace.*.json): the committed samples stay readable text.
+export STREAMTRACE_TRACE_FORMAT=${STREAMTRACE_TRACE_FORMAT:-json}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 g=$(cd "${G:-$repo/.gpu-14}" && pwd)
 cd "$repo"

@@ -63,13 +63,14 @@ pub fn finding_devices(analysis: &Analysis) -> Vec<u32> {
     devices
 }
 
-/// The traces of a job in `dir`: its regular files named `*.json` (capture writes `trace.PID.json`), by name.
+/// The traces of a job in `dir`: its regular files named `*.stbin` or `*.json` (capture writes
+/// `trace.PID.stbin`), by name.
 pub fn traces_in(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut traces = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
         let path = entry.path();
-        if path.extension().is_some_and(|e| e == "json") && entry.file_type().is_ok_and(|t| t.is_file()) {
+        if streamtrace_format::TraceEncoding::of_path(&path).is_some() && entry.file_type().is_ok_and(|t| t.is_file()) {
             traces.push(path);
         }
     }

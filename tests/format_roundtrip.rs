@@ -1,9 +1,11 @@
-//! The trace format's round trip: every record the capture library can write goes through its real writer and
-//! back through the analyzer's JSON reader, and comes out as what it recorded; so do the op and call frames the
-//! PyTorch observers write, including a frame that ends on another thread and one whose begin was lost.
+//! The trace format's round trip: every record the capture library can write goes through its real writer, in
+//! both encodings, and back through the analyzer's JSON and binary readers, and comes out as what it recorded
+//! (the same records from both); so do the op and call frames the PyTorch observers write, including a frame
+//! that ends on another thread and one whose begin was lost.
 
 use std::sync::Arc;
 
+use streamtrace::ingest::binary::BinaryTraceReader;
 use streamtrace::ingest::json::JsonTraceReader;
 use streamtrace::ingest::{Counter, ImportCounters, RecordSource};
 use streamtrace::model::{
@@ -18,20 +20,53 @@ use streamtrace_capture::graph_record::{GraphRecord, NodeBody, NodeOwner};
 use streamtrace_capture::record::{Batch, Call, ExactAccesses, Record, SyncTarget};
 use streamtrace_format as format;
 
-/// What the capture library writes for `batch`: its header, then the batch's lines.
-fn written(batch: &Batch) -> String {
-    let mut text = format::header_line(Some(format::Producer::Capture), Some("recorded by streamtrace capture"));
-    batch.write_lines(&mut Vec::new(), &mut text);
-    text
+/// What the capture library writes for `batch` in both encodings: its header, then the batch's records.
+struct Written {
+    json: String,
+    binary: Vec<u8>,
 }
 
-fn read(text: String) -> (Vec<TraceRecord>, ImportCounters) {
-    let mut reader = JsonTraceReader::from_text("roundtrip.json", text);
+fn written(batch: &Batch) -> Written {
+    written_with(batch, format::Recorded::default())
+}
+
+fn written_with(batch: &Batch, recorded: format::Recorded) -> Written {
+    let write = |encoding| {
+        let mut out = format::TraceWriter::new(encoding);
+        out.header(Some(format::Producer::Capture), recorded, Some("recorded by streamtrace capture"));
+        batch.write_records(&mut Vec::new(), &mut out, &mut String::new());
+        out.bytes().to_vec()
+    };
+    let json = String::from_utf8(write(format::TraceEncoding::Json)).expect("text");
+    Written { json, binary: write(format::TraceEncoding::Binary) }
+}
+
+fn read_all(mut reader: Box<dyn RecordSource>) -> (Vec<TraceRecord>, ImportCounters) {
     let records = reader
         .by_ref()
         .collect::<Result<Vec<_>, _>>()
         .unwrap_or_else(|e| panic!("the reader refused the writer's trace: {e}"));
-    (records, Box::new(reader).finish())
+    (records, reader.finish())
+}
+
+/// The records and counters of the JSON reading, which the binary reading must equal.
+fn read(written: Written) -> (Vec<TraceRecord>, ImportCounters) {
+    let (records, counters) = read_all(Box::new(JsonTraceReader::from_text("roundtrip.json", written.json)));
+    let binary = BinaryTraceReader::from_reader("roundtrip.stbin".into(), std::io::Cursor::new(written.binary))
+        .expect("a reader thread");
+    let (binary_records, binary_counters) = read_all(Box::new(binary));
+    // Compared as printed: a native call site is equal only to itself (one interned copy per reading).
+    assert_eq!(format!("{binary_records:#?}"), format!("{records:#?}"), "the binary encoding reads as the JSON one");
+    let counts = |c: &ImportCounters| -> Vec<(String, u64)> {
+        let rows = serde_json::to_value(c).expect("rows");
+        rows.as_array()
+            .into_iter()
+            .flatten()
+            .map(|row| (row["name"].as_str().unwrap_or("").to_string(), row["count"].as_u64().unwrap_or(0)))
+            .collect()
+    };
+    assert_eq!(counts(&binary_counters), counts(&counters), "and counts what it counts");
+    (records, counters)
 }
 
 fn operations(records: &[TraceRecord]) -> Vec<&Operation> {
@@ -713,11 +748,7 @@ fn host_synchronization_reads_back_with_the_header_that_says_it_is_recorded() {
     // A recording ends with its capture statistics; one without lost its end (a data loss).
     batch.push(CALL, Record::CaptureStats { calls: 3, callback_ns: 0, setup_ns: 1 });
     let recorded = format::Recorded { host_sync: true, ..format::Recorded::default() };
-    let header =
-        format::job_header_line(Some(format::Producer::Capture), recorded, Some("recorded by streamtrace capture"));
-    let mut text = header;
-    batch.write_lines(&mut Vec::new(), &mut text);
-    let (records, counters) = read(text);
+    let (records, counters) = read(written_with(&batch, recorded));
     assert_eq!(records.first(), Some(&TraceRecord::HostSyncRecorded), "the header's claim comes first");
     let ops = operations(&records);
     let kinds: Vec<&OpKind> = ops.iter().map(|op| &op.kind).collect();

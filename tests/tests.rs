@@ -5,6 +5,7 @@
 
 mod util;
 
+mod binary_trace;
 mod callsites;
 mod capture;
 mod cli;

@@ -1,5 +1,5 @@
 //! How fast the writer thread formats records: 125,000 kernel launches (two pointer words each, the shape of
-//! benches/capture_launches.cu's) and their event hand-overs, formatted into JSON lines, best of five rounds.
+//! benches/capture_launches.cu's) and their event hand-overs, formatted into binary frames and into JSON lines, best of five rounds each.
 //!
 //!     cargo bench -p streamtrace-capture --bench format
 use std::sync::Arc;
@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use streamtrace_capture::args::PointerArg;
 use streamtrace_capture::record::{Batch, Call, Record};
+use streamtrace_format::{TraceEncoding, TraceWriter};
 
 fn main() {
     let mut batch = Batch::with_capacity(130_000);
@@ -37,20 +38,23 @@ fn main() {
         );
     }
     let records = batch.entries.len();
-    let mut best = f64::MAX;
-    let mut bytes = 0;
-    for _ in 0..5 {
-        let start = Instant::now();
-        let (mut names, mut lines) = (Vec::new(), String::new());
-        batch.write_lines(&mut names, &mut lines);
-        bytes = lines.len();
-        best = best.min(start.elapsed().as_secs_f64());
+    for encoding in TraceEncoding::ALL {
+        let mut best = f64::MAX;
+        let mut bytes = 0;
+        for _ in 0..5 {
+            let start = Instant::now();
+            let (mut names, mut out, mut scratch) = (Vec::new(), TraceWriter::new(encoding), String::new());
+            batch.write_records(&mut names, &mut out, &mut scratch);
+            bytes = out.len();
+            best = best.min(start.elapsed().as_secs_f64());
+        }
+        println!(
+            "{records} records, {:.1} MB of {}: best {:.1} ms, {:.0} ns a record, {:.2} M records/s",
+            bytes as f64 / 1e6,
+            encoding.as_str(),
+            best * 1e3,
+            best * 1e9 / records as f64,
+            records as f64 / best / 1e6
+        );
     }
-    println!(
-        "{records} records, {:.1} MB of JSON: best {:.1} ms, {:.0} ns a record, {:.2} M records/s",
-        bytes as f64 / 1e6,
-        best * 1e3,
-        best * 1e9 / records as f64,
-        records as f64 / best / 1e6
-    );
 }

@@ -2,9 +2,10 @@
 //! needs to rebuild each executable graph and know which work ran only at its launches. Built on the
 //! application's threads, formatted on the writer thread, like every record.
 
-use streamtrace_format::{AccessFlag, Field, NodeKind, RecordKind, RecordLine};
+use streamtrace_format::{AccessFlag, Field, FieldSink, NodeKind, RecordKind};
 
 use crate::args::PointerArg;
+use crate::kernel_name::KernelName;
 
 /// What a node does and touches.
 #[derive(Clone, Debug)]
@@ -114,7 +115,7 @@ impl GraphRecord {
     }
 
     /// The record's own fields; `pointers` (the batch's) holds a kernel node's pointer words and `names` its function's name.
-    pub fn write_fields(&self, line: &mut RecordLine, pointers: &[PointerArg], names: &[String]) {
+    pub fn write_fields(&self, line: &mut impl FieldSink, pointers: &[PointerArg], names: &[KernelName]) {
         match self {
             GraphRecord::CaptureBegin { stream, into: graph } | GraphRecord::CaptureEnd { stream, graph } => {
                 line.number(Field::Stream, *stream);
@@ -160,13 +161,15 @@ impl GraphRecord {
 }
 
 impl NodeBody {
-    fn write_fields(&self, line: &mut RecordLine, pointers: &[PointerArg], names: &[String]) {
+    fn write_fields(&self, line: &mut impl FieldSink, pointers: &[PointerArg], names: &[KernelName]) {
         match self {
             NodeBody::Kernel { function, first_pointer, pointer_count } => {
                 let first = *first_pointer as usize;
                 let pointers = pointers.get(first..first + *pointer_count as usize).unwrap_or(&[]);
+                let unnamed = KernelName::unnamed();
+                let name = names.get(*function as usize).unwrap_or(&unnamed);
                 line.name(Field::NodeKind, NodeKind::Kernel.as_str())
-                    .name(Field::Name, names.get(*function as usize).map_or("kernel", |n| n))
+                    .escaped(Field::Name, &name.name, &name.escaped)
                     .pointers(
                         Field::Pointers,
                         pointers

@@ -33,6 +33,7 @@ pub mod graph_record;
 mod handlers;
 mod host_sync;
 pub mod host_watch;
+mod kernel_name;
 mod managed_faults;
 mod nvtx;
 mod origin;

@@ -1,15 +1,17 @@
-//! What the capture writes: one line of the streamtrace JSON trace format (docs/trace-format.md) per record.
-//! Records are built on the application's threads (cheap, no I/O) and formatted on the writer thread.
+//! What the capture writes: one record of the streamtrace trace format (docs/trace-format.md) per call, in the
+//! binary encoding or as a JSON line (`TraceWriter`). Records are built on the application's threads (cheap, no
+//! I/O) and formatted on the writer thread.
 
 use std::sync::Arc;
 
 use streamtrace_format::{
-    push_escaped, push_number, AccessFlag, AllocKind, ByteRuns, CopyKind, Coverage, FaultKind, Field, FreeKind,
-    MemoryKind, RecordKind, RecordLine, StreamKind, Unseen, WatchState,
+    push_number, AccessFlag, AllocKind, ByteRuns, CopyKind, Coverage, FaultKind, Field, FieldSink, FreeKind,
+    MemoryKind, RecordKind, StreamKind, TraceWriter, Unseen, WatchState,
 };
 
 use crate::args::PointerArg;
 pub use crate::graph_record::{GraphRecord, NodeBody, NodeOwner};
+pub use crate::kernel_name::KernelName;
 
 /// A launch's accesses as the exact-access backend saw them: its reads then its writes are
 /// `runs[first_run..]` of the batch, and its coverage says whether its pointer words count too.
@@ -338,28 +340,41 @@ impl Batch {
         self.framework_text.clear();
     }
 
-    /// Appends every record as one JSON line. `names` holds the kernel names declared so far, escaped for JSON
-    /// once (this batch's `Function` records join it): a launch copies its kernel's name, often hundreds of
-    /// bytes of template arguments, as it is.
-    pub fn write_lines(&self, names: &mut Vec<String>, out: &mut String) {
+    /// Appends every record to `out`. `names` holds the kernel names declared so far, with their text escaped
+    /// for JSON once (this batch's `Function` records join it): a launch copies its kernel's name, often
+    /// hundreds of bytes of template arguments, as it is. `scratch` is room for a framework record's text.
+    pub fn write_records(&self, names: &mut Vec<KernelName>, out: &mut TraceWriter, scratch: &mut String) {
         for entry in &self.entries {
-            if let Record::Function { index, name } = &entry.record {
-                let index = *index as usize;
-                if names.len() <= index {
-                    names.resize(index + 1, "kernel".to_string());
+            match &entry.record {
+                Record::Function { index, name } => {
+                    let index = *index as usize;
+                    if names.len() <= index {
+                        names.resize(index + 1, KernelName::unnamed());
+                    }
+                    names[index] = KernelName::new(name.clone());
                 }
-                let mut escaped = String::with_capacity(name.len());
-                push_escaped(&mut escaped, name);
-                names[index] = escaped;
-                continue;
+                Record::Raw { start, len } => {
+                    // The hook's object with the thread in front.
+                    let text = self.framework_text.get(*start as usize..(*start + *len) as usize).unwrap_or("{}");
+                    let fields = text.trim_start().strip_prefix('{').unwrap_or(text);
+                    scratch.clear();
+                    scratch.push_str("{\"thread\":");
+                    push_number(scratch, entry.call.tid);
+                    scratch.push(',');
+                    scratch.push_str(fields);
+                    out.json_record(scratch);
+                }
+                record => {
+                    // Every field the capture writes is in its kind's layout (tested): none is refused.
+                    out.record(record.kind(), |line| entry.write_fields(line, self, names));
+                }
             }
-            entry.write_line(self, names, out);
         }
     }
 }
 
 /// The fields every recorded call carries: the thread, host time and correlation id, and the API called.
-fn common(line: &mut RecordLine, call: &Call, api: Option<&str>) {
+fn common(line: &mut impl FieldSink, call: &Call, api: Option<&str>) {
     line.number(Field::Thread, call.tid).number(Field::Time, call.time_ns).number(Field::Corr, call.correlation);
     if let Some(api) = api {
         line.name(Field::Api, api);
@@ -368,19 +383,52 @@ fn common(line: &mut RecordLine, call: &Call, api: Option<&str>) {
 }
 
 /// The call's native call site, when one was found.
-fn site(line: &mut RecordLine, call: &Call) {
+fn site(line: &mut impl FieldSink, call: &Call) {
     if call.site != 0 {
         line.number(Field::Site, call.site);
     }
 }
 
+impl Record {
+    /// The kind of record this is written as (a `Function` or `Raw` is not written through this).
+    fn kind(&self) -> RecordKind {
+        match self {
+            Record::Stream { .. } => RecordKind::Stream,
+            Record::Event { .. } => RecordKind::Event,
+            Record::Kernel { .. } => RecordKind::Kernel,
+            Record::Memcpy { .. } | Record::PitchedMemcpy { .. } => RecordKind::Memcpy,
+            Record::Memset { .. } => RecordKind::Memset,
+            Record::EventRecord { .. } => RecordKind::Record,
+            Record::Wait { .. } => RecordKind::Wait,
+            Record::Sync { .. } => RecordKind::Sync,
+            Record::Query { .. } => RecordKind::Query,
+            Record::Alloc { .. } => RecordKind::Alloc,
+            Record::Free { .. } => RecordKind::Free,
+            Record::Graph { graph, .. } => graph.kind(),
+            Record::GpuTime { .. } => RecordKind::GpuTime,
+            Record::CaptureStats { .. } => RecordKind::CaptureStats,
+            Record::OpBegin | Record::Raw { .. } => RecordKind::OpBegin,
+            Record::Module { .. } => RecordKind::Module,
+            Record::Callsite { .. } => RecordKind::Callsite,
+            Record::FrameLine { .. } => RecordKind::FrameLine,
+            Record::HostRelease { .. } => RecordKind::HostRelease,
+            Record::HostAcquire { .. } => RecordKind::HostAcquire,
+            Record::HostAccess { .. } => RecordKind::HostAccess,
+            Record::HostFunc { .. } => RecordKind::HostFunc,
+            Record::HostWatch { .. } => RecordKind::HostWatch,
+            Record::RangeBegin { .. } => RecordKind::RangeBegin,
+            Record::RangeEnd { .. } => RecordKind::RangeEnd,
+            Record::Function { .. } => RecordKind::Kernel,
+        }
+    }
+}
+
 impl Entry {
-    /// Appends the record as one JSON line; `batch` holds its pointer words and `names` its kernel's name.
-    fn write_line(&self, batch: &Batch, names: &[String], out: &mut String) {
+    /// The record's fields; `batch` holds its pointer words and `names` its kernel's name.
+    fn write_fields(&self, line: &mut impl FieldSink, batch: &Batch, names: &[KernelName]) {
         let call = &self.call;
-        let line = match &self.record {
+        match &self.record {
             Record::Stream { handle, kind, priority, context, device } => {
-                let mut line = RecordLine::begin(out, RecordKind::Stream);
                 line.number(Field::Id, *handle).name(Field::StreamKind, kind.as_str()).number(Field::Context, *context);
                 if let Some(p) = priority {
                     line.number(Field::Priority, *p);
@@ -389,21 +437,18 @@ impl Entry {
                     line.number(Field::Device, *d);
                 }
                 line.number(Field::Thread, call.tid);
-                site(&mut line, call);
-                line
+                site(line, call);
             }
             Record::Event { handle } => {
-                let mut line = RecordLine::begin(out, RecordKind::Event);
                 line.number(Field::Id, *handle).number(Field::Thread, call.tid);
-                site(&mut line, call);
-                line
+                site(line, call);
             }
             Record::Kernel { stream, function, first_pointer, pointer_count, api, exact } => {
                 let first = *first_pointer as usize;
                 let pointers = batch.pointers.get(first..first + *pointer_count as usize).unwrap_or(&[]);
-                let mut line = RecordLine::begin(out, RecordKind::Kernel);
-                line.number(Field::Stream, *stream)
-                    .name(Field::Name, names.get(*function as usize).map_or("kernel", |n| n));
+                let unnamed = KernelName::unnamed();
+                let name = names.get(*function as usize).unwrap_or(&unnamed);
+                line.number(Field::Stream, *stream).escaped(Field::Name, &name.name, &name.escaped);
                 // An exact launch's pointer words count only where its coverage says the ranges are not all.
                 if !matches!(exact, Some(e) if e.coverage == Coverage::Exact) {
                     line.pointers(
@@ -424,11 +469,9 @@ impl Entry {
                         line.name(Field::Unseen, unseen.as_str());
                     }
                 }
-                common(&mut line, call, Some(api));
-                line
+                common(line, call, Some(api));
             }
             Record::Memcpy { stream, copy, src, dst, bytes, synchronous, memory: (from, to), api } => {
-                let mut line = RecordLine::begin(out, RecordKind::Memcpy);
                 line.number(Field::Stream, *stream)
                     .name(Field::Copy, copy.as_str())
                     .range(Field::From, *src, *bytes)
@@ -436,11 +479,9 @@ impl Entry {
                     .name(Field::FromMemory, from.as_str())
                     .name(Field::ToMemory, to.as_str())
                     .boolean(Field::Sync, *synchronous);
-                common(&mut line, call, Some(api));
-                line
+                common(line, call, Some(api));
             }
             Record::PitchedMemcpy { stream, copy, from, to, synchronous, memory: (from_memory, to_memory), api } => {
-                let mut line = RecordLine::begin(out, RecordKind::Memcpy);
                 line.number(Field::Stream, *stream).name(Field::Copy, copy.as_str());
                 if let Some((address, extent)) = from {
                     line.range(Field::From, *address, *extent);
@@ -451,34 +492,24 @@ impl Entry {
                 line.name(Field::FromMemory, from_memory.as_str())
                     .name(Field::ToMemory, to_memory.as_str())
                     .boolean(Field::Sync, *synchronous);
-                common(&mut line, call, Some(api));
-                line
+                common(line, call, Some(api));
             }
             Record::Memset { stream, dst, bytes, synchronous, memory, api } => {
-                let mut line = RecordLine::begin(out, RecordKind::Memset);
                 line.number(Field::Stream, *stream)
                     .range(Field::To, *dst, *bytes)
                     .name(Field::ToMemory, memory.as_str())
                     .boolean(Field::Sync, *synchronous);
-                common(&mut line, call, Some(api));
-                line
+                common(line, call, Some(api));
             }
             Record::EventRecord { event, stream, api } => {
-                let mut line = RecordLine::begin(out, RecordKind::Record);
                 line.number(Field::Event, *event).number(Field::Stream, *stream);
-                common(&mut line, call, Some(api));
-                line
+                common(line, call, Some(api));
             }
             Record::Wait { stream, event } => {
-                let mut line = RecordLine::begin(out, RecordKind::Wait);
                 line.number(Field::Stream, *stream).number(Field::Event, *event);
-                common(&mut line, call, Some("cuStreamWaitEvent"));
-                line
+                common(line, call, Some("cuStreamWaitEvent"));
             }
             Record::Sync { target, api } | Record::Query { target, api, .. } => {
-                let kind =
-                    if matches!(self.record, Record::Sync { .. }) { RecordKind::Sync } else { RecordKind::Query };
-                let mut line = RecordLine::begin(out, kind);
                 match target {
                     SyncTarget::Stream(s) => line.number(Field::Stream, *s),
                     SyncTarget::Event(e) => line.number(Field::Event, *e),
@@ -487,11 +518,9 @@ impl Entry {
                 if let Record::Query { ready, .. } = &self.record {
                     line.boolean(Field::Ready, *ready);
                 }
-                common(&mut line, call, Some(api));
-                line
+                common(line, call, Some(api));
             }
             Record::Alloc { id, address, bytes, kind, stream, api } => {
-                let mut line = RecordLine::begin(out, RecordKind::Alloc);
                 line.number(Field::Id, *id)
                     .address(Field::Addr, *address)
                     .number(Field::Size, *bytes)
@@ -499,54 +528,28 @@ impl Entry {
                 if let Some(s) = stream {
                     line.number(Field::Stream, *s);
                 }
-                common(&mut line, call, Some(api));
-                line
+                common(line, call, Some(api));
             }
             Record::Free { id, kind, stream, api } => {
-                let mut line = RecordLine::begin(out, RecordKind::Free);
                 line.number(Field::Id, *id).name(Field::FreeKind, kind.as_str());
                 if let Some(s) = stream {
                     line.number(Field::Stream, *s);
                 }
-                common(&mut line, call, Some(api));
-                line
+                common(line, call, Some(api));
             }
             Record::Graph { graph, api } => {
-                let mut line = RecordLine::begin(out, graph.kind());
-                graph.write_fields(&mut line, &batch.pointers, names);
-                common(&mut line, call, Some(api));
-                line
-            }
-            Record::Raw { start, len } => {
-                // The hook's object with the thread in front; one record, one line: a stray newline would split it.
-                let text = batch.framework_text.get(*start as usize..(*start + *len) as usize).unwrap_or("{}");
-                let fields = text.trim_start().strip_prefix('{').unwrap_or(text);
-                out.push_str("{\"thread\":");
-                push_number(out, call.tid);
-                out.push(',');
-                if fields.contains(['\n', '\r']) {
-                    out.extend(fields.chars().map(|c| if c == '\n' || c == '\r' { ' ' } else { c }));
-                } else {
-                    out.push_str(fields);
-                }
-                out.push('\n');
-                return;
+                graph.write_fields(line, &batch.pointers, names);
+                common(line, call, Some(api));
             }
             Record::OpBegin => {
-                let mut line = RecordLine::begin(out, RecordKind::OpBegin);
                 line.number(Field::Thread, call.tid);
-                line
             }
-            Record::Function { .. } => return,
             Record::CaptureStats { calls, callback_ns, setup_ns } => {
-                let mut line = RecordLine::begin(out, RecordKind::CaptureStats);
                 line.number(Field::Calls, *calls)
                     .number(Field::CallbackNs, *callback_ns)
                     .number(Field::SetupNs, *setup_ns);
-                line
             }
             Record::Module { path, bias, start, size, build_id } => {
-                let mut line = RecordLine::begin(out, RecordKind::Module);
                 line.string(Field::Path, path)
                     .address(Field::Base, *bias)
                     .address(Field::Addr, *start)
@@ -554,15 +557,11 @@ impl Entry {
                 if let Some(id) = build_id {
                     line.string(Field::BuildId, id);
                 }
-                line
             }
             Record::Callsite { id, frames } => {
-                let mut line = RecordLine::begin(out, RecordKind::Callsite);
                 line.number(Field::Id, *id).addresses(Field::Frames, frames.iter().copied());
-                line
             }
             Record::FrameLine { path, address, depth, function, source, offset } => {
-                let mut line = RecordLine::begin(out, RecordKind::FrameLine);
                 line.string(Field::Path, path).address(Field::Addr, *address).number(Field::Depth, *depth);
                 if let Some(function) = function {
                     line.string(Field::Name, function);
@@ -573,69 +572,50 @@ impl Entry {
                 if let Some(offset) = offset {
                     line.number(Field::Offset, *offset);
                 }
-                line
             }
             Record::HostRelease { object, api } | Record::HostAcquire { object, api } => {
-                let kind = if matches!(self.record, Record::HostRelease { .. }) {
-                    RecordKind::HostRelease
-                } else {
-                    RecordKind::HostAcquire
-                };
-                let mut line = RecordLine::begin(out, kind);
                 line.number(Field::Object, *object)
                     .number(Field::Thread, call.tid)
                     .number(Field::Time, call.time_ns)
                     .name(Field::Api, api);
-                line
             }
             Record::HostAccess { address, bytes, write, fault, host_func } => {
-                let mut line = RecordLine::begin(out, RecordKind::HostAccess);
                 let (name, field) = if *write { ("host write", Field::Writes) } else { ("host read", Field::Reads) };
                 line.name(Field::Name, name).ranges(field, [(*address, *bytes)]).name(Field::Fault, fault.as_str());
                 if *host_func != 0 {
                     line.number(Field::HostFunc, *host_func);
                 }
-                common(&mut line, call, None);
-                line
+                common(line, call, None);
             }
             Record::HostFunc { stream, id, name, api } => {
-                let mut line = RecordLine::begin(out, RecordKind::HostFunc);
                 line.number(Field::Stream, *stream).number(Field::Id, *id).string(Field::Name, name);
-                common(&mut line, call, Some(api));
-                line
+                common(line, call, Some(api));
             }
             Record::HostWatch { guard, managed, windows, faults, dropped, ignored } => {
-                let mut line = RecordLine::begin(out, RecordKind::HostWatch);
                 line.name(Field::Guard, guard.as_str())
                     .name(Field::Managed, managed.as_str())
                     .number(Field::Windows, *windows)
                     .number(Field::Faults, *faults)
                     .number(Field::Dropped, *dropped)
                     .number(Field::Ignored, *ignored);
-                line
             }
             Record::GpuTime { correlation, start, end } => {
-                let mut line = RecordLine::begin(out, RecordKind::GpuTime);
                 line.number(Field::Corr, *correlation).number(Field::GpuStart, *start).number(Field::GpuEnd, *end);
-                line
             }
             Record::RangeBegin { index, name } => {
-                let mut line = RecordLine::begin(out, RecordKind::RangeBegin);
                 line.number(Field::Id, *index);
                 if let Some(name) = name {
                     line.string(Field::Name, name);
                 }
-                common(&mut line, call, None);
-                line
+                common(line, call, None);
             }
             Record::RangeEnd { index } => {
-                let mut line = RecordLine::begin(out, RecordKind::RangeEnd);
                 line.number(Field::Id, *index);
-                common(&mut line, call, None);
-                line
+                common(line, call, None);
             }
-        };
-        line.end();
+            // Written by write_records itself.
+            Record::Function { .. } | Record::Raw { .. } => {}
+        }
     }
 }
 
@@ -645,6 +625,13 @@ mod tests {
 
     fn call() -> Call {
         Call { tid: 7, time_ns: 100, correlation: 3, site: 0 }
+    }
+
+    /// The batch as JSON lines.
+    fn json_lines(batch: &Batch) -> String {
+        let mut out = TraceWriter::new(streamtrace_format::TraceEncoding::Json);
+        batch.write_records(&mut Vec::new(), &mut out, &mut String::new());
+        String::from_utf8(out.bytes().to_vec()).expect("text")
     }
 
     #[test]
@@ -665,8 +652,7 @@ mod tests {
                 exact: None,
             },
         );
-        let (mut names, mut line) = (Vec::new(), String::new());
-        batch.write_lines(&mut names, &mut line);
+        let line = json_lines(&batch);
         assert_eq!(line.lines().count(), 1, "a function declaration writes no line");
         let value: serde_json::Value = serde_json::from_str(&line).expect("valid JSON");
         assert_eq!(value["name"], "k<\"x\\y\">(float const*)");
@@ -695,8 +681,7 @@ mod tests {
         };
         batch.push(call(), launch(Coverage::Exact, None));
         batch.push(call(), launch(Coverage::ExactAndArguments, Some(Unseen::AsyncCopies)));
-        let mut text = String::new();
-        batch.write_lines(&mut Vec::new(), &mut text);
+        let text = json_lines(&batch);
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
         assert_eq!(lines[0]["coverage"], "exact");
         assert_eq!(lines[0]["reads"], serde_json::json!([["0x70000000", 4096]]));
@@ -712,8 +697,7 @@ mod tests {
         let mut batch = Batch::default();
         batch.push(call(), Record::Query { target: SyncTarget::Event(9), ready: true, api: "cuEventQuery" });
         batch.push(call(), Record::Sync { target: SyncTarget::Context(1), api: "cuCtxSynchronize" });
-        let mut line = String::new();
-        batch.write_lines(&mut Vec::new(), &mut line);
+        let line = json_lines(&batch);
         let lines: Vec<serde_json::Value> = line.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
         assert_eq!(lines[0]["type"], "query");
         assert_eq!(lines[0]["ready"], true);
@@ -731,8 +715,7 @@ mod tests {
         batch.push(call(), Record::Callsite { id: 1, frames: Arc::from(&[0x5123u64, 0x5456][..]) });
         batch.push(Call { site: 1, ..call() }, Record::Wait { stream: 5, event: 9 });
         batch.push(Call { site: 1, ..call() }, Record::Event { handle: 9 });
-        let mut text = String::new();
-        batch.write_lines(&mut Vec::new(), &mut text);
+        let text = json_lines(&batch);
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
         assert_eq!(lines[0]["type"], "module");
         assert_eq!(lines[0]["path"], "/opt/app \"x\"/run");
@@ -766,8 +749,7 @@ mod tests {
             ignored: 2,
         };
         batch.push(call(), watch);
-        let mut text = String::new();
-        batch.write_lines(&mut Vec::new(), &mut text);
+        let text = json_lines(&batch);
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
         assert_eq!(lines[0]["type"], "host_access");
         assert_eq!(lines[0]["writes"], serde_json::json!([["0x7000", 1]]));
@@ -784,8 +766,7 @@ mod tests {
         batch.push(call(), Record::OpBegin);
         batch.push_raw(call(), "{\"type\":\"op_end\",\"name\":\"a\nb\"}").unwrap();
         batch.push_raw(call(), "{\"type\":\"free\",\"id\":3}").unwrap();
-        let mut text = String::new();
-        batch.write_lines(&mut Vec::new(), &mut text);
+        let text = json_lines(&batch);
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
         assert_eq!(lines.len(), 3);
         assert_eq!((lines[0]["type"].as_str(), lines[0]["thread"].as_u64()), (Some("op_begin"), Some(7)));

@@ -1,6 +1,8 @@
-//! The online analyzer's end of a process's trace (`streamtrace capture` without `--no-analyze`): the same JSON
-//! lines the trace file gets, sent over the Unix socket `STREAMTRACE_STREAM` names, one connection per process.
-//! The drain hands each batch's text to a queue and returns; a sender thread of its own writes the queue into
+//! The online analyzer's end of a process's trace (`streamtrace capture` without `--no-analyze`): the same bytes
+//! the trace file gets (binary frames, or JSON lines), sent over the Unix socket `STREAMTRACE_STREAM` names, one
+//! connection per process. Batches go whole or not at all, so what the analyzer gets is always a prefix of the
+//! trace that ends between records (and, in binary, whose strings were all declared). The drain hands each
+//! batch's bytes to a queue and returns; a sender thread of its own writes the queue into
 //! the socket, so neither the program's threads nor the writer thread ever wait for the analyzer. The queue is
 //! bounded: when the analyzer falls so far behind that it is full, this batch and every later one are dropped
 //! (the analyzer keeps a prefix of the trace it can analyze exactly, not a trace with holes in it) and counted;

@@ -2,8 +2,9 @@
 //! thread drains it every 100 ms and formats and writes the batch, so the application's threads never touch
 //! the file or wake another thread per record. 100 ms bounds what a SIGKILL loses. A thread about to wait for
 //! the GPU drains at once, too. This file touches the file, the GPU times queued by activity.rs and the
-//! switches; which records a drain takes is its caller's (state.rs). Under `streamtrace capture` the same lines
-//! also go to the online analyzer (stream_sink.rs), or only there with `--no-trace`.
+//! switches; which records a drain takes is its caller's (state.rs). The trace is written in the binary encoding
+//! unless `STREAMTRACE_TRACE_FORMAT=json` (`--trace-format json`) asks for JSON lines. Under `streamtrace
+//! capture` the same bytes also go to the online analyzer (stream_sink.rs), or only there with `--no-trace`.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -12,12 +13,12 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use streamtrace_format::Producer;
+use streamtrace_format::{Producer, TraceEncoding, TraceWriter};
 
 use crate::activity;
 use crate::control::{disable, DISCARD};
 
-use crate::record::Batch;
+use crate::record::{Batch, KernelName};
 use crate::stream_sink::StreamSink;
 
 /// How often the writer thread drains; bounds what a SIGKILL loses.
@@ -28,14 +29,28 @@ pub struct Writer {
     pub path: PathBuf,
 }
 
-/// The open file and the analyzer's stream (either or both), the kernel names declared so far (launch records carry only an index), escaped for JSON, and
-/// the text of the last batch, whose room the next one reuses (a fresh buffer of megabytes every 100 ms costs
-/// page faults).
+/// The open file and the analyzer's stream (either or both), the kernel names declared so far (launch records
+/// carry only an index), and the trace's encoder (its binary string table, and the bytes of the last batch,
+/// whose room the next one reuses: a fresh buffer of megabytes every 100 ms costs page faults).
 struct TraceFile {
     out: Option<File>,
     stream: Option<StreamSink>,
-    names: Vec<String>,
-    lines: String,
+    names: Vec<KernelName>,
+    trace: TraceWriter,
+    /// Room for a framework record's text.
+    scratch: String,
+}
+
+/// The encoding `STREAMTRACE_TRACE_FORMAT` names (`streamtrace capture --trace-format`); when it is unset, the
+/// one `path`'s extension says (`.json`, `.stbin`), else binary. A name that is no encoding is said once.
+pub fn encoding_for(path: &Path) -> TraceEncoding {
+    match std::env::var(streamtrace_format::launch::ENV_TRACE_FORMAT) {
+        Err(_) => TraceEncoding::of_path(path).unwrap_or_default(),
+        Ok(name) => TraceEncoding::parse(&name).unwrap_or_else(|| {
+            eprintln!("streamtrace: unknown trace format `{name}` (binary or json): writing binary");
+            TraceEncoding::default()
+        }),
+    }
 }
 
 /// `template` with `%p` replaced by the process id; a suffix `.N` is added before the extension if the file
@@ -65,6 +80,11 @@ impl Writer {
     /// the header to both. Without the file (`--no-trace`) an analyzer that cannot be reached gets the file
     /// instead, said once.
     pub fn create(path: PathBuf) -> std::io::Result<Writer> {
+        Writer::create_as(path.clone(), encoding_for(&path))
+    }
+
+    /// [`create`](Self::create) in the encoding `encoding`.
+    pub fn create_as(path: PathBuf, encoding: TraceEncoding) -> std::io::Result<Writer> {
         let stream = std::env::var_os(streamtrace_format::launch::ENV_STREAM).and_then(|socket| {
             StreamSink::connect(Path::new(&socket))
                 .map_err(|e| {
@@ -84,18 +104,16 @@ impl Writer {
         // Whether only the capture ranges' work is recorded (ranges.rs): the analyzer then reads the ranges.
         let ranges = crate::ranges::trigger();
         let recorded = streamtrace_format::Recorded { job, host_sync, ranges };
-        let header = streamtrace_format::job_header_line(
-            Some(Producer::Capture),
-            recorded,
-            Some("recorded by streamtrace capture"),
-        );
+        let mut trace = TraceWriter::new(encoding);
+        trace.header(Some(Producer::Capture), recorded, Some("recorded by streamtrace capture"));
         if let Some(out) = out.as_mut() {
-            out.write_all(header.as_bytes())?;
+            out.write_all(trace.bytes())?;
         }
         if let Some(stream) = &stream {
-            stream.send(header.as_bytes(), 0);
+            stream.send(trace.bytes(), 0);
         }
-        let file = TraceFile { out, stream, names: Vec::new(), lines: String::new() };
+        trace.clear(KEPT_BUFFER);
+        let file = TraceFile { out, stream, names: Vec::new(), trace, scratch: String::new() };
         Ok(Writer { file: Arc::new(Mutex::new(file)), path })
     }
 
@@ -112,7 +130,7 @@ impl Writer {
     }
 }
 
-/// The most text buffer room kept from one batch to the next when a batch needs much less.
+/// The most buffer room kept from one batch to the next when a batch needs much less.
 const KEPT_BUFFER: usize = 16 << 20;
 
 pub struct WriterGuard<'a>(std::sync::MutexGuard<'a, TraceFile>);
@@ -121,16 +139,14 @@ impl WriterGuard<'_> {
     /// Formats a batch and appends it to the file and the stream. An error when the file cannot be written, or
     /// when there is no file and the stream's socket failed: nothing records this process's trace any more.
     pub fn write(&mut self, batch: &Batch) -> std::io::Result<()> {
-        let TraceFile { out, stream, names, lines } = &mut *self.0;
+        let TraceFile { out, stream, names, trace, scratch } = &mut *self.0;
         // A burst (a graph of a million launches) must not keep its buffer for the rest of the run.
-        if lines.capacity() > KEPT_BUFFER && lines.len() < lines.capacity() / 4 {
-            lines.shrink_to(KEPT_BUFFER);
-        }
-        lines.clear();
-        batch.write_lines(names, lines);
-        let streamed = stream.as_ref().is_none_or(|stream| stream.send(lines.as_bytes(), batch.entries.len() as u64));
+        trace.clear(KEPT_BUFFER);
+        batch.write_records(names, trace, scratch);
+        let bytes = trace.bytes();
+        let streamed = stream.as_ref().is_none_or(|stream| stream.send(bytes, batch.entries.len() as u64));
         match out {
-            Some(out) => out.write_all(lines.as_bytes()),
+            Some(out) => out.write_all(bytes),
             None if streamed => Ok(()),
             None => Err(std::io::Error::other("the online analyzer's socket failed and no trace file is written")),
         }
@@ -228,7 +244,7 @@ mod tests {
     fn written_batches_form_a_trace() {
         let path = std::env::temp_dir().join(format!("st-writer-test-{}.json", std::process::id()));
         let _ = std::fs::remove_file(&path);
-        let writer = Writer::create(path.clone()).unwrap();
+        let writer = Writer::create_as(path.clone(), TraceEncoding::Json).unwrap();
         let call = Call { tid: 1, time_ns: 2, correlation: 3, site: 0 };
         let mut batch = Batch::default();
         batch.push(call, Record::Event { handle: 9 });
@@ -237,6 +253,27 @@ mod tests {
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines[0]["type"], "streamtrace");
         assert_eq!(lines[1]["type"], "event");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn by_default_the_trace_is_binary() {
+        let path = std::env::temp_dir().join(format!("st-writer-test-{}.stbin", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let writer = Writer::create_as(path.clone(), TraceEncoding::default()).unwrap();
+        let call = Call { tid: 1, time_ns: 2, correlation: 3, site: 0 };
+        let mut batch = Batch::default();
+        batch.push(call, Record::Event { handle: 9 });
+        writer.handle().lock().unwrap().write(&batch).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(streamtrace_format::binary::read::is_binary(&bytes));
+        let mut frames = streamtrace_format::binary::read::FrameReader::new(&bytes[..]).unwrap();
+        let mut tags = Vec::new();
+        while let streamtrace_format::binary::read::FrameOutcome::Frame { head, .. } = frames.next_frame() {
+            tags.push(head.tag);
+        }
+        use streamtrace_format::{binary::Tag, RecordKind};
+        assert!(tags.contains(&Tag::Record(RecordKind::Header)) && tags.ends_with(&[Tag::Record(RecordKind::Event)]));
         std::fs::remove_file(&path).unwrap();
     }
 }

@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 
 /// Where each process writes its trace; `%p` stands for the process id.
 pub const ENV_OUTPUT: &str = "STREAMTRACE_OUTPUT";
+/// How the trace is encoded: `binary` (the default) or `json` (`streamtrace capture --trace-format json`); a
+/// [`crate::TraceEncoding`] name.
+pub const ENV_TRACE_FORMAT: &str = "STREAMTRACE_TRACE_FORMAT";
 /// The libcupti the command found; the library tries it first.
 pub const ENV_CUPTI: &str = "STREAMTRACE_CUPTI";
 /// Collect GPU start and end times (CUPTI activity records).

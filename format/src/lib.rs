@@ -6,6 +6,9 @@
 //! - [`vocabulary`]: record kinds with the fields each may carry, and the enumerated values (stream kinds, copy
 //!   kinds, allocation and free kinds) with their spellings;
 //! - [`line`]: the writer helper that appends one record as one JSON line;
+//! - [`binary`]: the binary encoding of the same records (fixed little-endian layouts, strings declared once),
+//!   which the capture library writes by default; [`encoding`]: the two encodings, and the field calls that
+//!   write a record to either;
 //! - [`launch`]: what the `streamtrace capture` command and the injected library agree on besides the file
 //!   (environment variables, where libcupti is looked for).
 //!
@@ -14,11 +17,14 @@
 //!
 //! docs/trace-format.md describes the format for people.
 
+pub mod binary;
+pub mod encoding;
 pub mod launch;
 pub mod line;
 pub mod vocabulary;
 
-pub use line::{push_address, push_escaped, push_number, ByteRuns, RecordLine};
+pub use encoding::{AnyRecord, FieldNumber, FieldSink, TraceEncoding, TraceWriter};
+pub use line::{parse_address, push_address, push_escaped, push_number, ByteRuns, RecordLine};
 pub use vocabulary::{
     access_range, AccessFlag, AllocKind, CopyKind, Coverage, FaultKind, Field, FieldSet, FreeKind, MemoryKind,
     NodeKind, Producer, RangeTrigger, RecordKind, StreamKind, UnknownName, Unseen, WatchState, COMMON_FIELDS,
@@ -69,31 +75,50 @@ pub struct Recorded {
 
 /// The header line of a trace of one process of a distributed job, recorded as `recorded` says.
 pub fn job_header_line(producer: Option<Producer>, recorded: Recorded, comment: Option<&str>) -> String {
-    let Recorded { job, host_sync, ranges } = recorded;
     let mut out = String::new();
     let mut line = RecordLine::begin(&mut out, RecordKind::Header);
-    line.number(Field::Version, FORMAT_VERSION);
+    header_fields(&mut line, producer, recorded, comment);
+    line.end();
+    out
+}
+
+/// The preamble and header record of a binary trace, as [`job_header_line`] says them.
+pub fn binary_header(
+    writer: &mut binary::write::BinaryWriter,
+    producer: Option<Producer>,
+    recorded: Recorded,
+    comment: Option<&str>,
+) -> Vec<u8> {
+    let mut out = binary::preamble().to_vec();
+    let mut record = writer.begin(&mut out, RecordKind::Header);
+    header_fields(&mut record, producer, recorded, comment);
+    // Every header field is in the header's layout.
+    let _ = record.end();
+    out
+}
+
+fn header_fields(sink: &mut impl FieldSink, producer: Option<Producer>, recorded: Recorded, comment: Option<&str>) {
+    let Recorded { job, host_sync, ranges } = recorded;
+    sink.unsigned(Field::Version, u64::from(FORMAT_VERSION));
     if let Some(producer) = producer {
-        line.name(Field::Producer, producer.as_str());
+        sink.name(Field::Producer, producer.as_str());
     }
     for (field, value) in
         [(Field::Rank, job.rank), (Field::LocalRank, job.local_rank), (Field::WorldSize, job.world_size)]
     {
         if let Some(value) = value {
-            line.number(field, value);
+            sink.unsigned(field, u64::from(value));
         }
     }
     if host_sync {
-        line.boolean(Field::HostSync, true);
+        sink.boolean(Field::HostSync, true);
     }
     if let Some(trigger) = ranges {
-        line.name(Field::Ranges, trigger.as_str());
+        sink.name(Field::Ranges, trigger.as_str());
     }
     if let Some(comment) = comment {
-        line.string(Field::Comment, comment);
+        sink.string(Field::Comment, comment);
     }
-    line.end();
-    out
 }
 
 #[cfg(test)]

@@ -142,17 +142,52 @@ impl<'a> RecordLine<'a> {
             if run.count <= 1 {
                 push_number(self.out, run.len);
             } else {
-                let element = gcd(run.len, run.step);
+                let (element, [(count, step), (len, one)]) = run.view();
                 push_number(self.out, run.extent());
                 self.out.push(',');
                 push_number(self.out, element);
                 self.out.push_str(",[[");
-                push_number(self.out, run.count);
+                push_number(self.out, count);
                 self.out.push(',');
-                push_number(self.out, run.step / element);
+                push_number(self.out, step);
                 self.out.push_str("],[");
-                push_number(self.out, run.len / element);
-                self.out.push_str(",1]]");
+                push_number(self.out, len);
+                self.out.push(',');
+                push_number(self.out, one);
+                self.out.push_str("]]");
+            }
+            self.out.push(']');
+        }
+        self.out.push(']');
+        self
+    }
+
+    /// A `reads` or `writes` list of plain ranges and strided views (element size, `[size, stride]` per
+    /// dimension): `[[address, size], [address, extent, element size, [[size, stride], ...]], ...]`.
+    pub fn accesses<'v>(
+        &mut self,
+        field: Field,
+        items: impl IntoIterator<Item = (u64, u64, Option<(u64, &'v [(u64, u64)])>)>,
+    ) -> &mut Self {
+        self.out.push_str(field.key());
+        self.out.push('[');
+        for (i, (address, len, view)) in items.into_iter().enumerate() {
+            self.out.push_str(if i > 0 { ",[" } else { "[" });
+            push_address(self.out, address);
+            self.out.push(',');
+            push_number(self.out, len);
+            if let Some((element, dims)) = view {
+                self.out.push(',');
+                push_number(self.out, element);
+                self.out.push_str(",[");
+                for (j, (size, stride)) in dims.iter().enumerate() {
+                    self.out.push_str(if j > 0 { ",[" } else { "[" });
+                    push_number(self.out, *size);
+                    self.out.push(',');
+                    push_number(self.out, *stride);
+                    self.out.push(']');
+                }
+                self.out.push(']');
             }
             self.out.push(']');
         }
@@ -192,6 +227,13 @@ impl ByteRuns {
     pub fn extent(&self) -> u64 {
         self.step.saturating_mul(self.count.saturating_sub(1)).saturating_add(self.len)
     }
+
+    /// The strided view of exactly these bytes (several runs): the element size and `[size, stride]` per
+    /// dimension, `count` runs `step` apart of `len` bytes each, in elements.
+    pub fn view(&self) -> (u64, [(u64, u64); 2]) {
+        let element = gcd(self.len, self.step);
+        (element, [(self.count, self.step / element), (self.len / element, 1)])
+    }
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
@@ -225,6 +267,31 @@ pub fn push_address(out: &mut String, value: u64) {
     out.push_str("\"0x");
     out.extend(digits[start..].iter().map(|&d| d as char));
     out.push('"');
+}
+
+/// An address as the JSON format writes it in a string, strictly: `0x` and hex digits (`_` may separate them),
+/// or decimal digits. No sign, no space, nothing empty: Rust's integer parsing alone takes `"+10"`, and
+/// `"0x+10"` as 16.
+pub fn parse_address(text: &str) -> Option<u64> {
+    let (digits, radix) = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => (hex.as_bytes(), 16),
+        None => (text.as_bytes(), 10),
+    };
+    // One pass: every address of a trace goes through here.
+    let mut value: u64 = 0;
+    let mut seen_digit = false;
+    for &byte in digits {
+        let digit = match byte {
+            b'0'..=b'9' => byte - b'0',
+            b'a'..=b'f' if radix == 16 => byte - b'a' + 10,
+            b'A'..=b'F' if radix == 16 => byte - b'A' + 10,
+            b'_' if radix == 16 && seen_digit => continue,
+            _ => return None,
+        };
+        seen_digit = true;
+        value = value.checked_mul(radix)?.checked_add(u64::from(digit))?;
+    }
+    seen_digit.then_some(value)
 }
 
 /// JSON string contents: kernel names can hold quotes or backslashes in template arguments, and file names

@@ -7,6 +7,8 @@
 # options of `streamtrace capture`. Each program also runs plain: NAME.plain.out holds its output, and a line says
 # whether its output and exit status were the same plain and captured.
 set -euo pipefail
+# The traces this script collects are JSON (trace.*.json): the committed samples stay readable text.
+export STREAMTRACE_TRACE_FORMAT=${STREAMTRACE_TRACE_FORMAT:-json}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 out=${1:-$OUT}

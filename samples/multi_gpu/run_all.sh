@@ -7,6 +7,8 @@
 # BIN names the folder holding the streamtrace binary and libstreamtrace_capture.so (default .gpu/bin);
 # JOBS captures run at once (default 4; the first runs alone, to build the native observer once).
 set -uo pipefail
+# The traces this script collects are JSON (trace.*.json): the committed samples stay readable text.
+export STREAMTRACE_TRACE_FORMAT=${STREAMTRACE_TRACE_FORMAT:-json}
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$OUT}
 bin=${BIN:-$here/../../.gpu/bin}

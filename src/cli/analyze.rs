@@ -100,7 +100,7 @@ fn run_job(args: &AnalyzeArgs, options: EngineOptions) -> anyhow::Result<u8> {
     }
     let traces = job::traces_in(&args.trace)?;
     if traces.is_empty() {
-        anyhow::bail!("{} holds no trace (*.json)", args.trace.display());
+        anyhow::bail!("{} holds no trace (*.stbin, *.json)", args.trace.display());
     }
     let binaries = BinarySearch { dirs: args.binary_dir.clone() };
     traces.iter().for_each(|trace| protect_input(trace));

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use streamtrace_format::TraceEncoding;
+
 use crate::hb::HostOrder;
 
 #[derive(Parser, Debug)]
@@ -29,6 +31,8 @@ pub enum Command {
     /// Summaries as `nsys stats` gives them: kernels, per-stream busy time and overlap, synchronization calls,
     /// copies by kind.
     Stats(StatsArgs),
+    /// Convert a trace between the binary encoding and JSON, record by record (the same records either way).
+    Convert(ConvertArgs),
     /// Write a synthetic trace (for benchmarks).
     #[command(hide = true)]
     Synth(SynthArgs),
@@ -128,10 +132,15 @@ pub struct StatsArgs {
 
 #[derive(Args, Debug)]
 pub struct CaptureArgs {
-    /// Directory for the traces, one per process (trace.PID.json). Traces an earlier capture wrote in it are
-    /// removed; a trace.*.json that capture did not write makes capture refuse to run.
+    /// Directory for the traces, one per process (trace.PID.stbin, or trace.PID.json with --trace-format json).
+    /// Traces an earlier capture wrote in it are removed; a trace file that capture did not write makes capture
+    /// refuse to run.
     #[arg(short = 'o', long, default_value = "streamtrace-trace")]
     pub output: PathBuf,
+    /// How the traces are encoded: binary (smaller and faster to read), or JSON lines (the documented
+    /// interchange format; `streamtrace convert` turns either into the other).
+    #[arg(long, value_enum, default_value = "binary", env = "STREAMTRACE_TRACE_FORMAT")]
+    pub trace_format: TraceFormatArg,
     /// Record only; do not analyze.
     #[arg(long)]
     pub no_analyze: bool,
@@ -208,6 +217,17 @@ pub enum CaptureRangeTrigger {
 }
 
 #[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// The trace to convert (`-`: standard input); its encoding is told by its first bytes.
+    pub input: PathBuf,
+    /// Where to write the converted trace (`-`: standard output).
+    pub output: PathBuf,
+    /// The encoding to write; without it, OUTPUT's extension decides (`.stbin`: binary, `.json`: JSON).
+    #[arg(long, value_enum)]
+    pub to: Option<TraceFormatArg>,
+}
+
+#[derive(Args, Debug)]
 pub struct SynthArgs {
     /// Where to write the trace.
     #[arg(short = 'o', long)]
@@ -222,4 +242,25 @@ pub struct SynthArgs {
     pub events: u32,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// The trace's encoding; without it, the output's extension decides (`.stbin`: binary), else JSON.
+    #[arg(long, value_enum)]
+    pub format: Option<TraceFormatArg>,
+}
+
+/// A trace file's encoding.
+#[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq)]
+pub enum TraceFormatArg {
+    /// The binary encoding (docs/trace-format.md, "The binary encoding").
+    Binary,
+    /// JSON lines, the documented interchange format.
+    Json,
+}
+
+impl From<TraceFormatArg> for TraceEncoding {
+    fn from(arg: TraceFormatArg) -> TraceEncoding {
+        match arg {
+            TraceFormatArg::Binary => TraceEncoding::Binary,
+            TraceFormatArg::Json => TraceEncoding::Json,
+        }
+    }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context};
-use streamtrace_format::{launch, Producer, RecordKind};
+use streamtrace_format::{launch, Producer, RecordKind, TraceEncoding};
 
 use super::args::CaptureArgs;
 use super::online::OnlineAnalysis;
@@ -139,7 +139,8 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
     let dir = &args.output;
     output_dir(dir)?;
     remove_earlier_traces(dir)?;
-    let template = dir.join("trace.%p.json");
+    let encoding = TraceEncoding::from(args.trace_format);
+    let template = dir.join(format!("trace.%p.{}", encoding.extension()));
     // Python programs pick the bootstrap up as sitecustomize; it chains to the program's own sitecustomize, if any.
     let python = python_bootstrap::install(dir)?;
     let mut command = Command::new(program);
@@ -147,6 +148,7 @@ pub fn run(args: &CaptureArgs) -> anyhow::Result<u8> {
         .args(program_args)
         .env("CUDA_INJECTION64_PATH", &library)
         .env(launch::ENV_OUTPUT, &template)
+        .env(launch::ENV_TRACE_FORMAT, encoding.as_str())
         .env("PYTHONPATH", python.python_path)
         .env(python_bootstrap::ENV_OBSERVER_CACHE, python.observer_cache);
     if args.gpu_times {
@@ -273,7 +275,7 @@ fn streamed_pid(name: &Path) -> Option<u32> {
     name.to_str()?.strip_prefix("process ")?.split(' ').next()?.parse().ok()
 }
 
-/// The process a trace file is of (`trace.PID.json`, `trace.PID.N.json` after an exec).
+/// The process a trace file is of (`trace.PID.stbin`, `trace.PID.N.stbin` after an exec; `.json` alike).
 fn file_pid(path: &Path) -> Option<u32> {
     path.file_name()?.to_str()?.strip_prefix("trace.")?.split('.').next()?.parse().ok()
 }
@@ -389,7 +391,7 @@ impl ProgramNotStarted {
 }
 
 /// Removes the traces an earlier capture wrote into `dir` (they would be analyzed as this run's), and refuses
-/// to run when `dir` holds a `trace.*.json` that capture did not write: it is not capture's to delete, and it
+/// to run when `dir` holds a `trace.*.stbin` or `trace.*.json` that capture did not write: it is not capture's to delete, and it
 /// would be analyzed as this run's. A trace is capture's when its header says `"producer": "capture"`. Nothing
 /// is removed unless everything can be. docs/capture.md says so.
 fn remove_earlier_traces(dir: &Path) -> anyhow::Result<()> {
@@ -397,7 +399,8 @@ fn remove_earlier_traces(dir: &Path) -> anyhow::Result<()> {
     let mut foreign = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?.flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
-        if !(name.starts_with("trace.") && name.ends_with(".json")) {
+        let trace_file = TraceEncoding::ALL.iter().any(|e| name.ends_with(&format!(".{}", e.extension())));
+        if !(name.starts_with("trace.") && trace_file) {
             continue;
         }
         if entry.file_type().is_ok_and(|t| t.is_file()) && written_by_capture(&entry.path()) {
@@ -421,12 +424,20 @@ fn remove_earlier_traces(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Whether the file's first line is the header of a trace `streamtrace capture` recorded.
+/// Whether the file's header (its first line, or its first record in binary) is that of a trace `streamtrace
+/// capture` recorded.
 fn written_by_capture(path: &Path) -> bool {
     let Ok(file) = std::fs::File::open(path) else { return false };
-    let mut first = Vec::new();
     // A header is a few dozen bytes: a longer first line is no header of ours.
-    if BufReader::new(file.take(4096)).read_until(b'\n', &mut first).is_err() {
+    let mut head = BufReader::new(file.take(4096));
+    let binary = head.fill_buf().is_ok_and(streamtrace_format::binary::read::is_binary);
+    let mut first = Vec::new();
+    if binary {
+        match streamtrace_format::binary::transcode::header_line(head) {
+            Some(line) => first = line.into_bytes(),
+            None => return false,
+        }
+    } else if head.read_until(b'\n', &mut first).is_err() {
         return false;
     }
     let Ok(header) = serde_json::from_slice::<serde_json::Value>(&first) else { return false };
@@ -504,6 +515,7 @@ mod tests {
         assert_eq!(file_pid(Path::new("out/trace.41.json")), Some(41));
         assert_eq!(file_pid(Path::new("out/trace.41.1.json")), Some(41), "an exec'd image");
         assert_eq!(file_pid(Path::new("out/trace.x.json")), None);
+        assert_eq!(file_pid(Path::new("out/trace.41.stbin")), Some(41));
     }
 
     #[test]

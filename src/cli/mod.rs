@@ -3,6 +3,7 @@
 mod analyze;
 mod args;
 mod capture;
+mod convert;
 mod job;
 mod online;
 mod python_bootstrap;
@@ -48,6 +49,7 @@ pub fn main() -> ExitCode {
         Command::Analyze(args) => analyze::run(&args),
         Command::Capture(args) => capture::run(&args),
         Command::Stats(args) => stats::run(&args).map(|()| EXIT_CLEAN),
+        Command::Convert(args) => convert::run(&args).map(|()| EXIT_CLEAN),
         Command::Synth(args) => synth::run(&args).map(|()| EXIT_CLEAN),
     };
     match outcome {

@@ -1,7 +1,7 @@
 //! Traces that arrive while the program runs (`streamtrace capture`): a Unix socket in a private directory,
 //! named to the program in STREAMTRACE_STREAM, to which each process's capture library connects once
-//! (capture/src/stream_sink.rs) and sends the same JSON lines its trace file gets. A connection is one trace,
-//! read by the JSON reader as it comes; a connection whose first line is `{"type":"stream_lost"}` only says how
+//! (capture/src/stream_sink.rs) and sends the same bytes its trace file gets (binary frames, or JSON lines). A connection is one
+//! trace, read by the binary or the JSON reader (by its first bytes) as it comes; a connection whose first line is `{"type":"stream_lost"}` only says how
 //! many records its process dropped when the analyzer fell behind. The listener does not block: it looks
 //! whether it was closed (the program exited) while it waits, and then takes the processes that connected
 //! before. Processes are told apart by the kernel's
@@ -12,6 +12,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::binary::BinaryTraceReader;
 use super::json::JsonTraceReader;
 use super::record_source::{IngestError, RecordSource};
 
@@ -146,8 +147,11 @@ pub fn open_connection(stream: UnixStream, pid: u32, name: PathBuf) -> Result<Li
     if let Some(records) = loss_report(&first) {
         return Ok(LiveConnection::Lost { pid, records });
     }
+    // A binary trace's magic bytes end with a line feed: its first "line" is them.
+    let binary = streamtrace_format::binary::read::is_binary(&first);
     let rest = std::io::Cursor::new(first).chain(input);
-    let source = JsonTraceReader::from_reader(name, rest)?;
+    let source =
+        if binary { BinaryTraceReader::from_reader(name, rest)? } else { JsonTraceReader::from_reader(name, rest)? };
     Ok(LiveConnection::Trace { pid, source: Box::new(source) })
 }
 
@@ -180,8 +184,18 @@ mod tests {
         trace.write_all(b"{\"type\":\"streamtrace\",\"version\":1}\n").unwrap();
         drop(trace);
         listener.close();
+        let mut binary = UnixStream::connect(listener.path()).unwrap();
+        let mut writer = streamtrace_format::binary::write::BinaryWriter::new();
+        let header = streamtrace_format::binary_header(&mut writer, None, Default::default(), None);
+        binary.write_all(&header).unwrap();
+        drop(binary);
         let (stream, pid) = listener.next().unwrap().expect("connected before close: still taken");
         assert!(matches!(open_connection(stream, pid, "p".into()).unwrap(), LiveConnection::Trace { .. }));
+        let (stream, pid) = listener.next().unwrap().expect("the binary trace");
+        let LiveConnection::Trace { source, .. } = open_connection(stream, pid, "p".into()).unwrap() else {
+            panic!("a binary trace is a trace")
+        };
+        assert_eq!(source.format(), crate::ingest::binary::FORMAT_NAME);
         assert!(listener.next().unwrap().is_none(), "closed, and nobody left");
         drop(listener);
         assert!(!dir.exists(), "the directory goes with the listener");

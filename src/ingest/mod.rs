@@ -5,9 +5,11 @@
 //!   records in host issue order, run on a background thread (`background`), with [`ImportCounters`] that say
 //!   what was read and what was lost (`counters`: one table of every counter).
 //! - `json` reads our trace files and hand-written traces (lines and records decoded, then what each record
-//!   means); `nsys` reads Nsight Systems exports (tables merged by correlation id, then rows mapped).
+//!   means); `binary` reads the binary encoding of the same records, decoding each into the JSON reader's raw
+//!   record, which the same record reader takes; `nsys` reads Nsight Systems exports (tables merged by correlation id, then rows mapped).
 //! - `live` takes the traces of a running program from the capture library's socket (`streamtrace capture`),
 //!   each connection one trace read by the JSON reader as it comes.
+//! - `convert`: a trace from one encoding to the other, record by record (`streamtrace convert`).
 //! - `stages`: the dense ids every reader draws, and the framework frames and CUDA graph assembly that every
 //!   reader's operations pass through.
 //!
@@ -16,6 +18,8 @@
 //! built the graph (DESIGN.md, CUDA graphs); the engine orders the nodes by them.
 
 mod background;
+pub mod binary;
+pub mod convert;
 mod counters;
 pub mod json;
 pub mod live;

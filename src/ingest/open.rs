@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::nsys::rep as nsys_rep;
 use super::record_source::{IngestError, RecordSource};
-use super::{json, nsys};
+use super::{binary, json, nsys};
 
 /// The first bytes of an SQLite database.
 const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
@@ -14,7 +14,7 @@ const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
 pub const STDIN: &str = "-";
 
 /// Opens a trace, choosing the reader from its first bytes: SQLite (an nsys export), an nsys report (converted
-/// with `nsys export`), or JSON. The input is opened once and its first bytes are read from the same reader that
+/// with `nsys export`), a binary trace (its magic bytes), or JSON. The input is opened once and its first bytes are read from the same reader that
 /// then reads the rest, so a pipe, a FIFO, `/dev/stdin` and `-` (standard input) work for JSON traces. SQLite
 /// reads its file by path and seeks in it, so an export or report that comes through a pipe is refused with a
 /// message saying so, rather than spooled to a temporary copy of unknown size.
@@ -49,6 +49,9 @@ pub fn open(path: &Path) -> Result<Box<dyn RecordSource>, IngestError> {
         let export = if sqlite { file.to_path_buf() } else { nsys_rep::to_sqlite(file)? };
         return nsys::NsysReader::open(&export).map(|r| Box::new(r) as Box<dyn RecordSource>);
     }
-    let rest = std::io::Cursor::new(head).chain(input);
+    let rest = std::io::Cursor::new(head.clone()).chain(input);
+    if streamtrace_format::binary::read::is_binary(&head) {
+        return binary::BinaryTraceReader::from_reader(name, rest).map(|r| Box::new(r) as Box<dyn RecordSource>);
+    }
     json::JsonTraceReader::from_reader(name, rest).map(|r| Box::new(r) as Box<dyn RecordSource>)
 }

@@ -15,7 +15,7 @@ use std::io::{BufRead, Read};
 
 /// The longest text one record may have. Real records are under a few kilobytes; a graph with a hundred
 /// thousand nodes written on one line is about 10 MiB.
-pub(super) const MAX_RECORD_BYTES: usize = 64 << 20;
+pub(in crate::ingest) const MAX_RECORD_BYTES: usize = 64 << 20;
 
 /// Brackets and braces open outside strings, as the text of a record is read.
 #[derive(Default)]
@@ -54,10 +54,10 @@ impl Nesting {
 }
 
 /// Why the next line could not be read: the line, and what is wrong.
-pub(super) type LineError = (u64, String);
+pub(in crate::ingest) type LineError = (u64, String);
 
 /// Reads the input line by line, skipping blank lines between records, and gathers one record's text.
-pub(super) struct LineRecords<R> {
+pub(in crate::ingest) struct LineRecords<R> {
     reader: R,
     buf: Vec<u8>,
     /// The number of the last line in `buf`.
@@ -73,7 +73,7 @@ pub(super) struct LineRecords<R> {
 }
 
 impl<R: BufRead> LineRecords<R> {
-    pub(super) fn new(reader: R) -> Self {
+    pub(in crate::ingest) fn new(reader: R) -> Self {
         LineRecords {
             reader,
             buf: Vec::with_capacity(4096),
@@ -87,7 +87,7 @@ impl<R: BufRead> LineRecords<R> {
     }
 
     /// Starts the next record at the next non-blank line and returns that line's number, or `None` at the end.
-    pub(super) fn next_record(&mut self) -> Result<Option<u64>, LineError> {
+    pub(in crate::ingest) fn next_record(&mut self) -> Result<Option<u64>, LineError> {
         loop {
             self.buf.clear();
             self.nesting = Nesting::default();
@@ -103,7 +103,7 @@ impl<R: BufRead> LineRecords<R> {
     }
 
     /// Appends the next line to the current record's text; false at the end of the input.
-    pub(super) fn append_line(&mut self) -> Result<bool, LineError> {
+    pub(in crate::ingest) fn append_line(&mut self) -> Result<bool, LineError> {
         let start = self.buf.len();
         if self.replayed < self.replay.len() {
             let rest = &self.replay[self.replayed..];
@@ -138,19 +138,19 @@ impl<R: BufRead> LineRecords<R> {
     }
 
     /// Whether the text so far is a whole record (see [`Nesting::closed`]), counting the lines not yet counted.
-    pub(super) fn closed(&mut self) -> bool {
+    pub(in crate::ingest) fn closed(&mut self) -> bool {
         self.nesting.scan(&self.buf[self.scanned..]);
         self.scanned = self.buf.len();
         self.nesting.closed()
     }
 
     /// Whether a record still open should be parsed now to find an error early: at 1, 2, 4, 8... lines.
-    pub(super) fn probe_due(&self) -> bool {
+    pub(in crate::ingest) fn probe_due(&self) -> bool {
         (self.line - self.first + 1).is_power_of_two()
     }
 
     /// Keeps the record's first `lines` lines and gives the rest back to be read again.
-    pub(super) fn give_back_after(&mut self, lines: u64) {
+    pub(in crate::ingest) fn give_back_after(&mut self, lines: u64) {
         let mut kept = 0;
         let cut = self.buf.iter().position(|&b| {
             kept += u64::from(b == b'\n');
@@ -164,7 +164,7 @@ impl<R: BufRead> LineRecords<R> {
         self.line = self.first + lines - 1;
     }
 
-    pub(super) fn text(&self) -> &[u8] {
+    pub(in crate::ingest) fn text(&self) -> &[u8] {
         &self.buf
     }
 }

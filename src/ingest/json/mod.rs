@@ -15,11 +15,12 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 mod accesses;
-mod lines;
+pub(in crate::ingest) mod lines;
 mod native;
-mod parser;
-mod problem;
-mod raw;
+// The record level, which the binary reader shares: the reading's state, and the raw record it decodes into.
+pub(in crate::ingest) mod parser;
+pub(in crate::ingest) mod problem;
+pub(in crate::ingest) mod raw;
 mod records;
 mod scanner;
 

@@ -52,8 +52,10 @@ pub(super) enum AllocHandle {
     PoolBlock(ProcessId, u64),
 }
 
-pub(super) struct JsonTraceParser {
+pub(in crate::ingest) struct JsonTraceParser {
     pub path: PathBuf,
+    /// How places in the input are named: lines of text, or records of a binary trace.
+    pub places: Places,
     pub counters: ImportCounters,
     seen_header: bool,
     /// Strict (hand-written, generated) or tolerant (a recording); see the module doc.
@@ -64,9 +66,9 @@ pub(super) struct JsonTraceParser {
     processes: DenseIds<u64, ProcessId>,
     threads: DenseIds<(ProcessId, u64), ThreadId>,
     /// Declared streams, and each host thread's host-access lane, declared at its first host access.
-    pub streams: DenseIds<StreamHandle, StreamId>,
+    pub(super) streams: DenseIds<StreamHandle, StreamId>,
     pub events: DenseIds<(ProcessId, u64), EventId>,
-    pub allocs: DenseIds<AllocHandle, AllocId>,
+    pub(super) allocs: DenseIds<AllocHandle, AllocId>,
     pub devices: DenseIds<(ProcessId, u64), DeviceId>,
     pub contexts: DenseIds<(ProcessId, u64), ContextId>,
     /// Each context's legacy default stream, by (process, context handle): a context has one.
@@ -87,6 +89,7 @@ impl JsonTraceParser {
     pub fn new(path: PathBuf) -> Self {
         JsonTraceParser {
             path,
+            places: Places::Lines,
             counters: ImportCounters::default(),
             seen_header: false,
             strict: true,
@@ -110,7 +113,7 @@ impl JsonTraceParser {
     }
 
     pub fn error(&self, line: u64, message: impl Into<String>) -> IngestError {
-        error(&self.path, line, message)
+        error(&self.path, self.places, line, message)
     }
 
     pub fn finish(&mut self, out: &mut Batch) {
@@ -158,9 +161,9 @@ impl JsonTraceParser {
                 cleaned = value;
                 match RawRecord::from_value(&cleaned) {
                     Ok(raw) => {
-                        let path = &self.path;
+                        let (path, places) = (&self.path, self.places);
                         self.counters.bump_noting(Counter::JsonDroppedUnknownFields, dropped.len() as u64, || {
-                            format!("{}:{line}: field `{}`", path.display(), dropped[0])
+                            format!("{}:{}: field `{}`", path.display(), places.name(line), dropped[0])
                         });
                         cleaned_raw = raw;
                         &cleaned_raw
@@ -169,6 +172,11 @@ impl JsonTraceParser {
                 }
             }
         };
+        self.accept_raw(line, raw, out)
+    }
+
+    /// Takes one record decoded at `line` (a JSON line, or a record of a binary trace).
+    pub fn accept_raw(&mut self, line: u64, raw: &RawRecord, out: &mut Batch) -> Result<(), IngestError> {
         if !self.seen_header {
             return self.header(line, raw, out);
         }
@@ -190,9 +198,9 @@ impl JsonTraceParser {
             if self.strict {
                 return Err(self.error(line, message));
             }
-            let path = &self.path;
+            let (path, places) = (&self.path, self.places);
             self.counters.bump_noting(Counter::JsonIgnoredForeignFields, foreign.iter().count() as u64, || {
-                format!("{}:{line}: {message}", path.display())
+                format!("{}:{}: {message}", path.display(), places.name(line))
             });
         }
         if let Err(problem) = self.convert(line, kind, raw, out) {
@@ -204,13 +212,15 @@ impl JsonTraceParser {
     /// Passes what the record made through the stages into `out` (see [`Stages::flush`]): an operation the
     /// graphs stage cannot take is skipped like a record that contradicts the trace before it.
     fn flush(&mut self, out: &mut Batch) -> Result<(), IngestError> {
-        let JsonTraceParser { stages, path, strict, counters, .. } = self;
-        stages.flush(out, &mut |line, problem| skip(path, *strict, counters, line, Problem::inconsistent(problem.0)))
+        let JsonTraceParser { stages, path, places, strict, counters, .. } = self;
+        stages.flush(out, &mut |line, problem| {
+            skip(path, *places, *strict, counters, line, Problem::inconsistent(problem.0))
+        })
     }
 
     /// A record that cannot be taken: the end of a strict reading, a counted skip in a tolerant one.
-    fn skip(&mut self, line: u64, problem: Problem) -> Result<(), IngestError> {
-        skip(&self.path, self.strict, &mut self.counters, line, problem)
+    pub fn skip(&mut self, line: u64, problem: Problem) -> Result<(), IngestError> {
+        skip(&self.path, self.places, self.strict, &mut self.counters, line, problem)
     }
 
     fn decode_error(&self, line: u64, text: &[u8], e: &serde_json::Error) -> IngestError {
@@ -489,9 +499,9 @@ impl JsonTraceParser {
             Ok(site) => Ok(Some(site)),
             Err(problem) if self.strict => Err(problem),
             Err(problem) => {
-                let path = &self.path;
+                let (path, places) = (&self.path, self.places);
                 self.counters.bump_noting(Counter::JsonUnknownCallSites, 1, || {
-                    format!("{}:{line}: {}", path.display(), problem.message)
+                    format!("{}:{}: {}", path.display(), places.name(line), problem.message)
                 });
                 Ok(None)
             }
@@ -559,22 +569,43 @@ impl JsonTraceParser {
     }
 }
 
-fn error(path: &Path, line: u64, message: impl Into<String>) -> IngestError {
-    IngestError::new(path, Some(format!("{line}")), message)
+fn error(path: &Path, places: Places, line: u64, message: impl Into<String>) -> IngestError {
+    IngestError::new(path, Some(places.name(line)), message)
+}
+
+/// How the reading names a place in its input: a line of a JSON trace, or a record of a binary one (numbered
+/// as the lines of its JSON form, with the byte where the record being read starts).
+#[derive(Copy, Clone, Debug)]
+pub(in crate::ingest) enum Places {
+    Lines,
+    Records { current: u64, byte: u64 },
+}
+
+impl Places {
+    pub fn name(self, line: u64) -> String {
+        match self {
+            Places::Lines => line.to_string(),
+            Places::Records { current, byte } if current == line => format!("record {line} (byte {byte})"),
+            Places::Records { .. } => format!("record {line}"),
+        }
+    }
 }
 
 /// A record that cannot be taken: the end of a strict reading, a counted skip in a tolerant one.
 fn skip(
     path: &Path,
+    places: Places,
     strict: bool,
     counters: &mut ImportCounters,
     line: u64,
     problem: Problem,
 ) -> Result<(), IngestError> {
     if strict {
-        return Err(error(path, line, problem.message));
+        return Err(error(path, places, line, problem.message));
     }
-    counters.bump_noting(problem.kind.counter(), 1, || format!("{}:{line}: {}", path.display(), problem.message));
+    counters.bump_noting(problem.kind.counter(), 1, || {
+        format!("{}:{}: {}", path.display(), places.name(line), problem.message)
+    });
     Ok(())
 }
 

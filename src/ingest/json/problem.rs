@@ -5,13 +5,13 @@ use crate::ingest::counters::Counter;
 
 /// Why a record could not be taken, and under which counter a recording's reading counts it.
 #[derive(Debug)]
-pub(super) struct Problem {
+pub(in crate::ingest) struct Problem {
     pub kind: ProblemKind,
     pub message: String,
 }
 
 #[derive(Copy, Clone, Debug)]
-pub(super) enum ProblemKind {
+pub(in crate::ingest) enum ProblemKind {
     /// Not valid JSON, or a value of the wrong type or out of range.
     Malformed,
     /// A record type this build does not know.

@@ -10,7 +10,7 @@ use streamtrace_format::{access_range, Field, FieldSet};
 
 /// A byte address: a JSON number or a string in hex (`"0x7f00"`) or decimal.
 #[derive(Copy, Clone, Debug)]
-pub(super) struct Address(pub u64);
+pub(in crate::ingest) struct Address(pub u64);
 
 impl<'de> Deserialize<'de> for Address {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -90,15 +90,15 @@ pub(super) fn parse_address(text: &str) -> Option<u64> {
 
 /// `[address, "r" | "w"]`: a pointer argument of a kernel.
 #[derive(Deserialize, Debug)]
-pub(super) struct RawPointer<'a>(pub Address, #[serde(borrow)] pub Cow<'a, str>);
+pub(in crate::ingest) struct RawPointer<'a>(pub Address, #[serde(borrow)] pub Cow<'a, str>);
 
 /// `[address, size]`.
 #[derive(Deserialize, Debug, Clone, Copy)]
-pub(super) struct RawRange(pub Address, pub Address);
+pub(in crate::ingest) struct RawRange(pub Address, pub Address);
 
 /// The strided part of a view item: element size and `[size, stride]` per dimension, outermost first.
 #[derive(Debug, Clone)]
-pub(super) struct RawView {
+pub(in crate::ingest) struct RawView {
     pub element_size: u64,
     pub dims: Vec<(u64, u64)>,
 }
@@ -106,7 +106,7 @@ pub(super) struct RawView {
 /// One item of a `reads` or `writes` list: `[address, size]`, or a strided view
 /// `[address, extent, element size, [[size, stride], ...]]` (the format's `access_range`).
 #[derive(Debug, Clone)]
-pub(super) struct RawAccessRange {
+pub(in crate::ingest) struct RawAccessRange {
     pub range: RawRange,
     /// Boxed: plain ranges are nearly all items, and stay three words.
     pub view: Option<Box<RawView>>,
@@ -148,7 +148,7 @@ impl<'de> Deserialize<'de> for RawAccessRange {
 /// One node of a `graph` record (its fields are `GRAPH_NODE_FIELDS` of the format).
 #[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawGraphNode<'a> {
+pub(in crate::ingest) struct RawGraphNode<'a> {
     #[serde(borrow)]
     pub name: Option<Cow<'a, str>>,
     #[serde(default)]
@@ -165,7 +165,7 @@ pub(super) struct RawGraphNode<'a> {
 /// here; fields of another kind by [`RawRecord::fields_present`] and the parser.
 #[derive(Deserialize, Debug, Default)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawRecord<'a> {
+pub(in crate::ingest) struct RawRecord<'a> {
     #[serde(rename = "type", borrow)]
     pub kind: Cow<'a, str>,
     pub version: Option<u32>,

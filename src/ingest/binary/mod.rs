@@ -1,0 +1,158 @@
+//! The binary trace encoding (docs/trace-format.md, "The binary encoding"; the format crate's `binary`), read
+//! on a background thread as the JSON reader reads text: frames are read one at a time, strings go to the
+//! table, and each record (in its layout, or embedded as JSON) is decoded into the raw record the JSON reader
+//! uses and taken by the same record reader (`json::parser`), through the same stages. So both encodings read
+//! alike: the header's producer decides strict or tolerant reading, and what a tolerant reading skips is
+//! counted under the same counters. Places are named by record (numbered as the lines of the trace's JSON form)
+//! and byte.
+
+mod raw;
+
+use std::io::{BufReader, Read};
+use std::path::PathBuf;
+
+use streamtrace_format::binary::read::{FrameOutcome, FrameReader};
+use streamtrace_format::binary::{Tag, MAX_STRINGS, MAX_STRING_TABLE_BYTES};
+
+use super::background::{BackgroundReader, Batch};
+use super::json::parser::{JsonTraceParser, Places};
+use super::json::problem::{Problem, ProblemKind};
+use super::json::raw::RawRecord;
+use super::record_source::{IngestError, BATCH};
+use raw::{raw_record, Strings};
+
+/// Reads a binary trace on a background thread.
+pub struct BinaryTraceReader;
+
+/// The name reports give the input format.
+pub const FORMAT_NAME: &str = "streamtrace binary";
+
+impl BinaryTraceReader {
+    /// Starts reading a binary trace from `input` (a file, a pipe, a socket), from its first byte; `name` is how
+    /// errors name it.
+    pub fn from_reader(name: PathBuf, input: impl Read + Send + 'static) -> Result<BackgroundReader, IngestError> {
+        BackgroundReader::spawn("binary-ingest", FORMAT_NAME, move |tx| {
+            let mut reading = Reading::new(name);
+            let mut batch = Vec::with_capacity(BATCH);
+            match FrameReader::new(BufReader::with_capacity(1 << 20, input)) {
+                Err(message) => batch.push(Err(IngestError::new(&reading.parser.path, None, message))),
+                Ok(mut frames) => loop {
+                    match reading.frame(&mut frames, &mut batch) {
+                        Ok(true) => {}
+                        Ok(false) => break,
+                        Err(error) => {
+                            batch.push(Err(error));
+                            break;
+                        }
+                    }
+                    if batch.len() >= BATCH
+                        && tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))).is_err()
+                    {
+                        return reading.parser.counters;
+                    }
+                },
+            }
+            let _ = tx.send(batch);
+            reading.parser.counters
+        })
+    }
+}
+
+/// The reading's state: the record reader, the string table, and the next record's number.
+struct Reading {
+    parser: JsonTraceParser,
+    strings: Strings,
+    string_bytes: usize,
+    next_record: u64,
+}
+
+impl Reading {
+    fn new(path: PathBuf) -> Reading {
+        Reading { parser: JsonTraceParser::new(path), strings: Vec::new(), string_bytes: 0, next_record: 1 }
+    }
+
+    /// Takes the next frame; false at the end of the trace.
+    fn frame<R: Read>(&mut self, frames: &mut FrameReader<R>, out: &mut Batch) -> Result<bool, IngestError> {
+        let (at, head) = match frames.next_frame() {
+            FrameOutcome::Frame { at, head } => (at, head),
+            FrameOutcome::End => {
+                self.parser.finish(out);
+                return Ok(false);
+            }
+            FrameOutcome::Truncated { at, got } => {
+                // A recording cut off when its process was killed: counted as the JSON reader counts a cut line.
+                let record = self.place(at);
+                let problem = Problem::malformed(format!("the trace ends inside this record ({got} bytes of it)"));
+                self.parser.skip(record, problem)?;
+                self.parser.finish(out);
+                return Ok(false);
+            }
+            FrameOutcome::Error { at, message } => {
+                return Err(IngestError::new(&self.parser.path, Some(format!("byte {at}")), message));
+            }
+        };
+        let body = frames.body();
+        match head.tag {
+            Tag::String => self.declare(at, body)?,
+            Tag::StringsReset => {
+                self.strings.clear();
+                self.string_bytes = 0;
+            }
+            Tag::Line => match <[u8; 8]>::try_from(body) {
+                Ok(bytes) => self.next_record = u64::from_le_bytes(bytes),
+                Err(_) => {
+                    let message = format!("a line frame of {} bytes (8 expected)", body.len());
+                    return Err(IngestError::new(&self.parser.path, Some(format!("byte {at}")), message));
+                }
+            },
+            Tag::Json => {
+                let record = self.place(at);
+                let decoded = RawRecord::decode(body);
+                self.parser.accept(record, body, decoded.as_ref(), out)?;
+            }
+            Tag::Record(kind) => {
+                let record = self.place(at);
+                match raw_record(kind, body, &self.strings) {
+                    Ok(raw) => self.parser.accept_raw(record, &raw, out)?,
+                    Err(e) => {
+                        let field = e.field.map(|f| format!("field `{f}`: ")).unwrap_or_default();
+                        // The byte within the file: past the frame's head.
+                        let byte = at + 8 + e.at as u64;
+                        let problem =
+                            Problem::malformed(format!("a {kind} record: {field}{} (byte {byte})", e.message));
+                        self.parser.skip(record, problem)?;
+                    }
+                }
+            }
+            Tag::Unknown(code) => {
+                let record = self.place(at);
+                let message = format!("unknown record tag {code} ({} bytes, skipped by its length)", head.len);
+                self.parser.skip(record, Problem { kind: ProblemKind::UnknownKind, message })?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// The number of the record whose frame starts at byte `at`, which names it in messages from now on.
+    fn place(&mut self, at: u64) -> u64 {
+        let record = self.next_record;
+        self.next_record += 1;
+        self.parser.places = Places::Records { current: record, byte: at };
+        record
+    }
+
+    /// A string frame: the table's next string, bounded in count and bytes.
+    fn declare(&mut self, at: u64, body: &[u8]) -> Result<(), IngestError> {
+        self.string_bytes += body.len();
+        if self.strings.len() >= MAX_STRINGS as usize || self.string_bytes > MAX_STRING_TABLE_BYTES {
+            let message = format!(
+                "more than {MAX_STRINGS} strings or {} MiB of them without a reset (is this a trace?)",
+                MAX_STRING_TABLE_BYTES >> 20
+            );
+            return Err(IngestError::new(&self.parser.path, Some(format!("byte {at}")), message));
+        }
+        // Not UTF-8: the records that name it are malformed (a tolerant reading skips only those).
+        self.strings.push(std::str::from_utf8(body).ok().map(str::to_string));
+        Ok(())
+    }
+}
