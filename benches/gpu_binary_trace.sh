@@ -22,12 +22,6 @@ say() { echo "$*" | tee -a "$summary"; }
 check() { # NAME CONDITION-TEXT: PASS when the last command succeeded
   if [ "$1" = 0 ]; then say "PASS $2"; else say "FAIL $2"; fi
 }
-# A text report without what names the trace or times the run (as benches/gpu_online.sh).
-normalized() {
-  grep -vE '^(Capture cost|streamtrace: (/|process|PROC))' "$1" |
-    sed -E 's/process [0-9]+( \(image [0-9]+\))?/TRACE/g; s#[^ ]*trace\.[0-9]+(\.[0-9]+)?\.(json|stbin)#TRACE#g' |
-    grep -vE '^streamtrace: (cannot|the )'
-}
 # Findings of a JSON report as sorted lines: kind, earlier and later site (name, source), and the verdict.
 findings() {
   python3 - "$1" <<'EOF'
@@ -96,8 +90,8 @@ for entry in "${programs[@]}"; do
   timeout 600 "$bin/streamtrace" capture --no-trace -o "$dir/online" -- $command > "$dir/online.log" 2>&1
   files=$(ls "$dir/online" 2>/dev/null | grep -c 'trace\.')
   (cd "$dir" && "$bin/streamtrace" analyze bin) > "$dir/offline.log" 2>&1
-  normalized "$dir/online.log" | sed -n '/^\(Capture cost\|Access tier\|SUMMARY\|RACE\|==\)/,$p' > "$dir/online.text"
-  normalized "$dir/offline.log" > "$dir/offline.text"
+  normalized_report "$dir/online.log" | sed -n '/^\(Capture cost\|Access tier\|SUMMARY\|RACE\|==\)/,$p' > "$dir/online.text"
+  normalized_report "$dir/offline.log" > "$dir/offline.text"
   [ "$files" = 0 ] && [ -s "$dir/offline.text" ] && diff "$dir/offline.text" "$dir/online.text" > "$dir/online.diff"
   check $? "$name: online analysis of the binary stream reports what the binary file does, no file written (files $files)"
 done

@@ -9,3 +9,14 @@ export PATH=/usr/local/cuda/bin:$PATH
 # The scripts collect their traces as trace.*.json: they record JSON unless a script asks for binary
 # (gpu_binary_trace.sh does). `streamtrace capture --trace-format` and the capture library read this variable.
 export STREAMTRACE_TRACE_FORMAT=${STREAMTRACE_TRACE_FORMAT:-json}
+
+# A text report without what names the trace or times the run (the capture-cost line, the lines naming the trace
+# file or process, paths) and without what differs between two runs of one program (stream handles and
+# addresses, in hex): what stays is each finding's kind, ops, streams by number, sizes and source lines. For
+# comparing two reports of one program (gpu_online.sh, gpu_binary_trace.sh).
+normalized_report() {
+  grep -vE '^(Capture cost|streamtrace: (/|process|PROC))' "$1" |
+    sed -E 's/process [0-9]+( \(image [0-9]+\))?/TRACE/g; s#[^ ]*trace\.[0-9]+(\.[0-9]+)?\.(json|stbin)#TRACE#g' |
+    sed -E 's/0x[0-9a-f]+/0x_/g' |
+    grep -vE '^streamtrace: (cannot|the )'
+}

@@ -15,16 +15,6 @@ OUT=${OUT:-$(mktemp -d)}
 work=$(mktemp -d)
 summary=$OUT/online.txt
 : > "$summary"
-# A text report without what names the trace or times the run: the capture-cost line (the program's own
-# timing), the lines naming the trace file or process, and paths; and without what differs between two runs of
-# one program (stream handles and addresses, in hex): what stays is each finding's kind, ops, streams by
-# number, sizes and source lines.
-normalized() {
-  grep -vE '^(Capture cost|streamtrace: (/|process|PROC))' "$1" |
-    sed -E 's/process [0-9]+( \(image [0-9]+\))?/TRACE/g; s#[^ ]*trace\.[0-9]+(\.[0-9]+)?\.json#TRACE#g' |
-    sed -E 's/0x[0-9a-f]+/0x_/g' |
-    grep -vE '^streamtrace: (cannot|the )'
-}
 for program in benches/torch_train_loop.py samples/torch/two_streams_no_wait.py; do
   name=$(basename "$program" .py)
   dir=$work/$name; mkdir -p "$dir"
@@ -44,8 +34,8 @@ for program in benches/torch_train_loop.py samples/torch/two_streams_no_wait.py;
   offline_status=$?
   analyze_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
   # The program's own output comes first in the capture's log: the report starts at its first report line.
-  normalized "$dir/online.log" | sed -n '/^\(Capture cost\|Access tier\|SUMMARY\|RACE\|==\)/,$p' > "$dir/online.findings"
-  normalized "$dir/offline.log" > "$dir/offline.findings"
+  normalized_report "$dir/online.log" | sed -n '/^\(Capture cost\|Access tier\|SUMMARY\|RACE\|==\)/,$p' > "$dir/online.findings"
+  normalized_report "$dir/offline.log" > "$dir/offline.findings"
   if diff "$dir/offline.findings" "$dir/online.findings" > "$dir/findings.diff"; then verdict=SAME; else verdict=DIFFERENT; fi
   echo "$name: $verdict findings; online (--no-trace) ${online_s}s status $online_status, trace files written $files_written (must be 0); capture ${capture_s}s + analyze ${analyze_s}s status $offline_status; $(grep -m1 -o 'SUMMARY.*' "$dir/online.log")" | tee -a "$summary"
   grep -E "streamtrace: (cannot reach|the analyzer fell|the online analyzer)" "$dir/online.log" | sed "s/^/  $name: /" | tee -a "$summary"
