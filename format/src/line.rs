@@ -269,10 +269,40 @@ pub fn push_address(out: &mut String, value: u64) {
     out.push('"');
 }
 
+/// Each byte's value as a hex digit, or 16 where it is none.
+static HEX_DIGITS: [u8; 256] = {
+    let mut table = [16u8; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        table[byte] = match byte as u8 {
+            b @ b'0'..=b'9' => b - b'0',
+            b @ b'a'..=b'f' => b - b'a' + 10,
+            b @ b'A'..=b'F' => b - b'A' + 10,
+            _ => 16,
+        };
+        byte += 1;
+    }
+    table
+};
+
 /// An address as the JSON format writes it in a string, strictly: `0x` and hex digits (`_` may separate them),
 /// or decimal digits. No sign, no space, nothing empty: Rust's integer parsing alone takes `"+10"`, and
-/// `"0x+10"` as 16.
+/// `"0x+10"` as 16. Every address of a JSON trace goes through here.
 pub fn parse_address(text: &str) -> Option<u64> {
+    // Nearly every address is `0x` and at most 16 hex digits: a table look-up per digit, and no overflow.
+    if let [b'0', b'x' | b'X', digits @ ..] = text.as_bytes() {
+        if !digits.is_empty() && digits.len() <= 16 {
+            let mut value: u64 = 0;
+            let plain = digits.iter().all(|&byte| {
+                let digit = HEX_DIGITS[byte as usize];
+                value = value << 4 | u64::from(digit);
+                digit < 16
+            });
+            if plain {
+                return Some(value);
+            }
+        }
+    }
     let (digits, radix) = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) => (hex.as_bytes(), 16),
         None => (text.as_bytes(), 10),
