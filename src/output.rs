@@ -64,6 +64,19 @@ enum Target {
     Stream(File),
 }
 
+/// Writes a report with `write` to `path` (atomically, as [`write_atomically`]), or to standard output when there
+/// is none (`-o` not given).
+pub fn write_report(path: Option<&Path>, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> anyhow::Result<()> {
+    match path {
+        Some(path) => write_atomically(path, write),
+        None => {
+            let stdout = io::stdout();
+            let mut out = BufWriter::new(stdout.lock());
+            write(&mut out).and_then(|()| out.flush()).context("writing the report")
+        }
+    }
+}
+
 /// Writes `path` with `write`, atomically (see the module doc).
 pub fn write_atomically(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> anyhow::Result<()> {
     match target(path)? {

@@ -1,16 +1,14 @@
 //! `streamtrace analyze`: one trace in, one report out, and the exit status; a directory of traces (a job's, one per
 //! process) gives one report for the job (cli/job.rs).
 
-use std::io::{self, BufWriter, Write};
+use std::io::Write;
 use std::time::Instant;
-
-use anyhow::Context;
 
 use super::args::{AnalyzeArgs, OutputFormat};
 use crate::analysis::analyze_path_with;
 use crate::hb::EngineOptions;
 use crate::job;
-use crate::output::{protect_input, write_atomically};
+use crate::output::{protect_input, write_atomically, write_report};
 use crate::report::{html::HtmlReport, json::JsonReport, perfetto::PerfettoReport, text::TextReport, Report};
 use crate::symbols::BinarySearch;
 
@@ -36,14 +34,7 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
             OutputFormat::Text => super::job::write_text(&sections, out),
             OutputFormat::Json => super::job::write_json(&args.trace, &sections, out),
         };
-        match &args.output {
-            Some(path) => write_atomically(path, write)?,
-            None => {
-                let stdout = io::stdout();
-                let mut out = BufWriter::new(stdout.lock());
-                write(&mut out).and_then(|()| out.flush()).context("writing the report")?;
-            }
-        }
+        write_report(args.output.as_deref(), write)?;
         for (path, extra) in [(&args.html, &HtmlReport as &dyn Report), (&args.perfetto, &PerfettoReport)] {
             if let Some(path) = path {
                 write_atomically(path, |out| extra.write(&analysis, out))?;
@@ -58,14 +49,7 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
         OutputFormat::Text => &TextReport { verbose: args.verbose },
         OutputFormat::Json => &JsonReport,
     };
-    match &args.output {
-        Some(path) => write_atomically(path, |out| report.write(&analysis, out))?,
-        None => {
-            let stdout = io::stdout();
-            let mut out = BufWriter::new(stdout.lock());
-            report.write(&analysis, &mut out).and_then(|()| out.flush()).context("writing the report")?;
-        }
-    }
+    write_report(args.output.as_deref(), |out| report.write(&analysis, out))?;
     for (path, extra) in [(&args.html, &HtmlReport as &dyn Report), (&args.perfetto, &PerfettoReport)] {
         if let Some(path) = path {
             write_atomically(path, |out| extra.write(&analysis, out))?;
@@ -109,14 +93,7 @@ fn run_job(args: &AnalyzeArgs, options: EngineOptions) -> anyhow::Result<u8> {
         OutputFormat::Text => super::job::write_text(&analyzed, out),
         OutputFormat::Json => super::job::write_json(&args.trace, &analyzed, out),
     };
-    match &args.output {
-        Some(path) => write_atomically(path, write)?,
-        None => {
-            let stdout = io::stdout();
-            let mut out = BufWriter::new(stdout.lock());
-            write(&mut out).and_then(|()| out.flush()).context("writing the report")?;
-        }
-    }
+    write_report(args.output.as_deref(), write)?;
     if let Some(path) = &args.html {
         if let Some(merged) = job::merged_for_timeline(&args.trace, &analyzed) {
             write_atomically(path, |out| HtmlReport.write(&merged, out))?;

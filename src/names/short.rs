@@ -138,14 +138,16 @@ fn template_words(name: &str) -> Vec<String> {
 /// The part of a kernel's name before its parameter list, without `void`.
 fn with_templates_str(name: &str) -> &str {
     let text = name.strip_prefix("void ").unwrap_or(name);
-    match parameter_list(text) {
+    // A name that is all parameter list keeps it.
+    match parameter_list(text).filter(|open| *open > 0) {
         Some(open) => &text[..open],
         None => text,
     }
 }
 
-/// Where the parameter list of a kernel's name opens: the parenthesis matching its last one.
-fn parameter_list(text: &str) -> Option<usize> {
+/// Where the parameter list of a kernel's name opens: the parenthesis matching its last one; None when the name
+/// does not end in one.
+pub fn parameter_list(text: &str) -> Option<usize> {
     if !text.ends_with(')') {
         return None;
     }
@@ -158,7 +160,7 @@ fn parameter_list(text: &str) -> Option<usize> {
         }
         c == '(' && depth == 0
     });
-    open.map(|(at, _)| at).filter(|at| *at > 0)
+    open.map(|(at, _)| at)
 }
 
 /// A kernel's name without `void`, namespaces and its parameter list, its template arguments kept:

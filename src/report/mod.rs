@@ -17,7 +17,7 @@ use std::io;
 use crate::analysis::Analysis;
 use crate::findings::{AccessAction, OpClass, OpOccurrence, RaceFinding, Site, SiteId, Unordered, UnrecordedWait};
 use crate::model::{StreamId, StreamKind};
-use crate::names::short::{short_name, short_op_name, short_place, stream_number};
+use crate::names::short::{parameter_list, short_name, short_op_name, short_place, stream_number};
 use crate::names::StreamEntry;
 use crate::resolve::Lookup;
 
@@ -170,20 +170,8 @@ pub fn shorten(name: &str) -> String {
     for cast in ["(int)", "(unsigned long)", "(long)", "(unsigned int)", "(bool)"] {
         text = text.replace(cast, "");
     }
-    if text.ends_with(')') {
-        // The parameter list: from the parenthesis that matches the last one.
-        let mut depth = 0usize;
-        let open = text.char_indices().rev().find(|&(_, c)| {
-            match c {
-                ')' => depth += 1,
-                '(' => depth = depth.saturating_sub(1),
-                _ => {}
-            }
-            c == '(' && depth == 0
-        });
-        if let Some((open, _)) = open {
-            text.truncate(open);
-        }
+    if let Some(open) = parameter_list(&text) {
+        text.truncate(open);
     }
     let mut short = String::with_capacity(text.len());
     let mut rest = text.as_str();

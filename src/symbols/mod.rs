@@ -96,12 +96,7 @@ impl Symbolizer {
         'frames: for (index, frame) in site.frames().iter().enumerate() {
             let module = frame.module.as_ref().map(|m| &*m.path);
             for entry in self.symbolize(frame) {
-                let function = entry.function.as_deref();
-                let class = match (&wrapper, function) {
-                    (Some(wrapper), Some(function)) if same_function(wrapper, function) => FrameClass::Cuda,
-                    _ => classify(module, function, entry.file.as_deref()),
-                };
-                wrapper = function.and_then(kernel_of_stub);
+                let class = class_after(&mut wrapper, module, &entry);
                 match class {
                     FrameClass::Cuda => {}
                     FrameClass::Library => {
@@ -135,11 +130,7 @@ impl Symbolizer {
             let module = frame.module.as_ref().map(|m| &*m.path);
             for entry in self.symbolize(frame) {
                 let function = entry.function.as_deref();
-                let class = match (&wrapper, function) {
-                    (Some(wrapper), Some(function)) if same_function(wrapper, function) => FrameClass::Cuda,
-                    _ => classify(module, function, entry.file.as_deref()),
-                };
-                wrapper = function.and_then(kernel_of_stub);
+                let class = class_after(&mut wrapper, module, &entry);
                 let startup = function.is_some_and(is_startup_code);
                 match class {
                     FrameClass::Cuda => {}
@@ -303,6 +294,19 @@ fn shown_path(file: &Arc<str>) -> Arc<str> {
         .ok()
         .and_then(|dir| Path::new(&**file).strip_prefix(dir).ok().map(|p| p.display().to_string()));
     relative.map_or_else(|| file.clone(), Into::into)
+}
+
+/// What a frame's symbolized entry is, after the entry before it: the caller of nvcc's launch stub may be the
+/// host wrapper nvcc writes for the kernel, named like it and placed at its line (CUDA's too). `wrapper` is the
+/// kernel the entry before named a stub of, and becomes this entry's.
+fn class_after(wrapper: &mut Option<String>, module: Option<&str>, entry: &Symbolized) -> FrameClass {
+    let function = entry.function.as_deref();
+    let class = match (&*wrapper, function) {
+        (Some(wrapper), Some(function)) if same_function(wrapper, function) => FrameClass::Cuda,
+        _ => classify(module, function, entry.file.as_deref()),
+    };
+    *wrapper = function.and_then(kernel_of_stub);
+    class
 }
 
 #[cfg(test)]

@@ -47,18 +47,29 @@ pub(super) fn prepare<'c>(
 pub(super) fn each_range(stmt: &mut Statement<'_>, mut range: impl FnMut(i64, i64, i64, i64, String)) {
     let Ok(mut rows) = stmt.query([]) else { return };
     while let Ok(Some(row)) = rows.next() {
-        let fields = (|| -> rusqlite::Result<_> {
-            Ok((
-                row.get::<_, Option<i64>>(0)?,
-                row.get::<_, Option<i64>>(1)?,
-                row.get::<_, Option<i64>>(2)?,
-                row.get::<_, Option<i64>>(3)?,
-                row.get::<_, Option<String>>(4)?,
-            ))
-        })();
-        if let Ok((Some(pid), Some(start), Some(end), Some(global_tid), Some(text))) = fields {
+        if let Some((pid, start, end, global_tid, text)) = range_row(row) {
             range(pid, global_tid, start, end, text);
         }
+    }
+}
+
+/// One row of the query of [`prepare`]: (pid, start, end, globalTid, text); None when the table holds it broken
+/// (a NULL or a value of another type).
+fn range_row(row: &rusqlite::Row<'_>) -> Option<(i64, i64, i64, i64, String)> {
+    let fields = (|| -> rusqlite::Result<_> {
+        Ok((
+            row.get::<_, Option<i64>>(0)?,
+            row.get::<_, Option<i64>>(1)?,
+            row.get::<_, Option<i64>>(2)?,
+            row.get::<_, Option<i64>>(3)?,
+            row.get::<_, Option<String>>(4)?,
+        ))
+    })();
+    match fields {
+        Ok((Some(pid), Some(start), Some(end), Some(global_tid), Some(text))) => {
+            Some((pid, start, end, global_tid, text))
+        }
+        _ => None,
     }
 }
 
@@ -94,16 +105,7 @@ impl<'s> RegionCursor<'s> {
         self.peeked = loop {
             match self.rows.next() {
                 Ok(Some(row)) => {
-                    let fields = (|| -> rusqlite::Result<_> {
-                        Ok((
-                            row.get::<_, Option<i64>>(0)?,
-                            row.get::<_, Option<i64>>(1)?,
-                            row.get::<_, Option<i64>>(2)?,
-                            row.get::<_, Option<i64>>(3)?,
-                            row.get::<_, Option<String>>(4)?,
-                        ))
-                    })();
-                    if let Ok((Some(pid), Some(start), Some(end), Some(global_tid), Some(text))) = fields {
+                    if let Some((pid, start, end, global_tid, text)) = range_row(row) {
                         break Some(Range { pid, start, end, global_tid, text: Arc::from(normalize_region(&text)) });
                     }
                 }
