@@ -20,3 +20,14 @@ normalized_report() {
     sed -E 's/0x[0-9a-f]+/0x_/g' |
     grep -vE '^streamtrace: (cannot|the )'
 }
+
+# Runs a command with its output dropped, under STEP_TIMEOUT seconds (default 300), and says its wall time, process
+# start to exit, and its exit status: "1.234 s (exit 0)" (awk: the GPU machine has no bc).
+wall() {
+  local t0 t1 rc
+  t0=$(date +%s.%N)
+  timeout "${STEP_TIMEOUT:-300}" "$@" > /dev/null 2>&1
+  rc=$?
+  t1=$(date +%s.%N)
+  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') s (exit $rc)"
+}

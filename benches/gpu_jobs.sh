@@ -59,7 +59,6 @@ over=$out/overhead.txt
 echo "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null); $(nproc) cpus" >> "$over"
 # The observer's cache is built once, before anything is timed.
 run "$st" capture --no-analyze -o /tmp/jobs-warm -- python3 samples/torch/two_streams_no_wait.py > /dev/null 2>&1
-wall() { local t0 t1; t0=$(date +%s.%N); run "$@" > /dev/null 2>&1; local rc=$?; t1=$(date +%s.%N); echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') s (exit $rc)"; }
 for round in $(seq 1 "${ROUNDS:-3}"); do
   run python3 benches/torch_train_loop.py 2>&1 | sed "s/^/round $round plain   /" >> "$over"
   run "$st" capture --no-analyze -o /tmp/jobs-loop -- python3 benches/torch_train_loop.py 2>/dev/null | sed "s/^/round $round capture /" >> "$over"

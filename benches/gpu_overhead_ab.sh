@@ -24,12 +24,12 @@ elif [ -f "$old/libstreamtrace_capture.so" ]; then
 fi
 out=$OUT/overhead_ab.txt
 mkdir -p "$OUT"
-limit=${STEP_TIMEOUT:-120}
+export STEP_TIMEOUT=${STEP_TIMEOUT:-120}
+limit=$STEP_TIMEOUT
 loop() { # LABEL COMMAND...: one run of the loop, its line labelled
   local label=$1; shift
   timeout "$limit" "$@" 2>/dev/null | grep "train loop" | sed "s/^/$label /"
 }
-wall() { local t0 t1; t0=$(date +%s.%N); timeout "$limit" "$@" > /dev/null 2>&1; local rc=$?; t1=$(date +%s.%N); echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') s (exit $rc)"; }
 {
   echo "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null); $(nproc) cpus; perf: $(command -v perf || echo none)"
   # Each build's observer is compiled once, before anything is timed.
