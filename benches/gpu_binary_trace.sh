@@ -46,13 +46,14 @@ EOF
 }
 # CUDA samples: races and clean twins, a graph, host synchronization between threads.
 cuda=(two_streams_race two_streams_event graph_capture_fork_race threads_fill_mutex_handover)
+mkdir -p "$work/build"
 for name in "${cuda[@]}"; do
-  nvcc -g -lineinfo -O2 -arch=sm_90 -std=c++17 -o "$work/$name" "samples/cuda/$name.cu" -lpthread \
+  nvcc -g -lineinfo -O2 -arch=sm_90 -std=c++17 -o "$work/build/$name" "samples/cuda/$name.cu" -lpthread \
     $(sed -n 's|^// LINK: ||p' "samples/cuda/$name.cu") &
 done
 wait
 programs=()
-for name in "${cuda[@]}"; do programs+=("$name:$work/$name"); done
+for name in "${cuda[@]}"; do programs+=("$name:$work/build/$name"); done
 for py in samples/torch/two_streams_no_wait.py samples/torch/views_interleaved.py benches/torch_train_loop.py; do
   programs+=("$(basename "$py" .py):python3 $repo/$py")
 done
@@ -89,9 +90,10 @@ for entry in "${programs[@]}"; do
   # Online, binary stream, no file: its text report against the binary file's (as gpu_online.sh compares them).
   timeout 600 "$bin/streamtrace" capture --no-trace -o "$dir/online" -- $command > "$dir/online.log" 2>&1
   files=$(ls "$dir/online" 2>/dev/null | grep -c 'trace\.')
-  (cd "$dir" && "$bin/streamtrace" analyze bin) > "$dir/offline.log" 2>&1
-  normalized_report "$dir/online.log" | sed -n '/^\(Capture cost\|Access tier\|SUMMARY\|RACE\|==\)/,$p' > "$dir/online.text"
-  normalized_report "$dir/offline.log" > "$dir/offline.text"
+  # From the folder the capture ran in, so that source paths are shown as the online report shows them.
+  "$bin/streamtrace" analyze "$dir/bin" > "$dir/offline.log" 2>&1
+  normalized_report "$dir/online.log" | sed -n '/^\(Capture cost\|Access tier\|Host watch\|Host order\|SUMMARY\|RACE\|==\)/,$p' | report_words > "$dir/online.text"
+  normalized_report "$dir/offline.log" | report_words > "$dir/offline.text"
   [ "$files" = 0 ] && [ -s "$dir/offline.text" ] && diff "$dir/offline.text" "$dir/online.text" > "$dir/online.diff"
   check $? "$name: online analysis of the binary stream reports what the binary file does, no file written (files $files)"
 done

@@ -29,13 +29,13 @@ for program in benches/torch_train_loop.py samples/torch/two_streams_no_wait.py;
   timeout 600 "$bin/streamtrace" capture --no-analyze -o "$dir/offline" -- python3 "$repo/$program" > "$dir/offline-capture.log" 2>&1
   capture_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
   start=$(date +%s.%N)
-  # From inside the folder: short names, so that no line wraps differently from the online report's.
-  (cd "$dir" && "$bin/streamtrace" analyze offline) > "$dir/offline.log" 2>&1
+  # From the folder the capture ran in, so that source paths are shown as the online report shows them.
+  "$bin/streamtrace" analyze "$dir/offline" > "$dir/offline.log" 2>&1
   offline_status=$?
   analyze_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
   # The program's own output comes first in the capture's log: the report starts at its first report line.
-  normalized_report "$dir/online.log" | sed -n '/^\(Capture cost\|Access tier\|SUMMARY\|RACE\|==\)/,$p' > "$dir/online.findings"
-  normalized_report "$dir/offline.log" > "$dir/offline.findings"
+  normalized_report "$dir/online.log" | sed -n '/^\(Capture cost\|Access tier\|Host watch\|Host order\|SUMMARY\|RACE\|==\)/,$p' | report_words > "$dir/online.findings"
+  normalized_report "$dir/offline.log" | report_words > "$dir/offline.findings"
   if diff "$dir/offline.findings" "$dir/online.findings" > "$dir/findings.diff"; then verdict=SAME; else verdict=DIFFERENT; fi
   echo "$name: $verdict findings; online (--no-trace) ${online_s}s status $online_status, trace files written $files_written (must be 0); capture ${capture_s}s + analyze ${analyze_s}s status $offline_status; $(grep -m1 -o 'SUMMARY.*' "$dir/online.log")" | tee -a "$summary"
   grep -E "streamtrace: (cannot reach|the analyzer fell|the online analyzer)" "$dir/online.log" | sed "s/^/  $name: /" | tee -a "$summary"
