@@ -42,6 +42,23 @@ fn expect_races(trace: &str, expected: &[(&str, &str, &str)]) -> Value {
     json
 }
 
+/// Binary traces (trace.PID.stbin, the capture's default encoding) written by the capture on the GPU machine
+/// (benches/gpu_binary_trace.sh, 2026-12-01): each program's verdict, as its JSON captures give it.
+#[test]
+fn binary_captures_give_their_programs_verdicts() {
+    const VEC: &str = "void at::native::vectorized_elementwise_kernel";
+    let dir = "samples/capture/binary";
+    expect_races(&format!("{dir}/two_streams_race.stbin"), &[("write-after-write", "write_kernel", "write_kernel")]);
+    expect_races(
+        &format!("{dir}/graph_capture_fork_race.stbin"),
+        &[("read-after-write", "write_kernel", "read_kernel")],
+    );
+    expect_races(&format!("{dir}/two_streams_no_wait.stbin"), &[("write-after-write", VEC, VEC); 2]);
+    for clean in ["two_streams_event", "threads_fill_mutex_handover", "views_interleaved"] {
+        expect_races(&format!("{dir}/{clean}.stbin"), &[]);
+    }
+}
+
 #[test]
 fn cuda_race_samples_are_found_with_their_range_and_streams() {
     let json = expect_races(
@@ -824,7 +841,8 @@ fn the_native_observer_is_built_once_for_captures_in_other_directories_with_othe
         "observer.c",
         "int streamtrace_torch_observe(void) { return 0; }\nint streamtrace_torch_observe_blocks(void) { return 0; }\n\
          int streamtrace_torch_costs(void) { return 0; }\nvoid streamtrace_torch_library_files(const char *p) { (void)p; }\n\
-         int streamtrace_torch_python_enter(void) { return 0; }\nvoid streamtrace_torch_python_exit(int e) { (void)e; }\n",
+         int streamtrace_torch_python_enter(void) { return 0; }\nvoid streamtrace_torch_python_exit(int e) { (void)e; }\n\
+         void streamtrace_torch_frames(void *r, void *c) { (void)r; (void)c; }\n",
     );
     let builds = root.join("builds.log");
     let compiler = write(

@@ -266,7 +266,7 @@ def _record_creation_lines(torch, emit, lines):
 # What a library must export to be the native observer (a file that lacks one is not a usable build).
 _OBSERVER_ENTRY_POINTS = ("streamtrace_torch_observe", "streamtrace_torch_observe_blocks", "streamtrace_torch_costs",
                           "streamtrace_torch_library_files", "streamtrace_torch_python_enter",
-                          "streamtrace_torch_python_exit")
+                          "streamtrace_torch_python_exit", "streamtrace_torch_frames")
 
 
 def _observer_library(torch):
@@ -297,6 +297,15 @@ def _start_native_observer(torch, capture, lines, all_devices=False):
     for path in lines.library_dirs:
         library_files(path.encode())
     lines.listeners.append(lambda path: library_files(path.encode()))
+    # Where the capture library can say whether an op recorded anything, an op that did not is left out whole.
+    try:
+        op_recorded, op_close = capture.streamtrace_framework_op_recorded, capture.streamtrace_framework_op_close
+    except AttributeError:  # a capture library older than this bootstrap: every op is written
+        pass
+    else:
+        frames = observer.streamtrace_torch_frames
+        frames.argtypes, frames.restype = (ctypes.c_void_p, ctypes.c_void_p), None
+        frames(ctypes.cast(op_recorded, ctypes.c_void_p).value, ctypes.cast(op_close, ctypes.c_void_p).value)
     # Last: once ops are observed, nothing here may fail (the caller would start the Python mode beside it).
     error = ctypes.create_string_buffer(512)
     observe = observer.streamtrace_torch_observe

@@ -8,12 +8,17 @@
 // reports each block it hands out and takes back. CPU tensors in pinned memory that an op touches without any
 // CUDA tensor become host accesses, and non-contiguous tensors are written as strided views. Records go to the
 // capture library through the entry points the bootstrap passes in, in order with the CUDA calls each op makes.
-// The ops an op runs itself are not observed: RecordFunction is switched off on the thread for the op's
-// duration, so their kernels take the op's sets and they cost nothing. Python code running inside an op (a
-// saved-tensor hook, a __torch_dispatch__, a Python kernel of an op) is the program's own, and the ops it runs
-// are its own too: the bootstrap brackets such code with streamtrace_torch_python_enter and _exit, which switch
-// observing back on for its duration, and the ops it runs are observed as ops nested in the one it runs in (a
-// stack of ops per thread), whose kernels take their own sets.
+// The ops an op runs itself are not observed: their callbacks only count them (so that their ends are told
+// from the op's), and their kernels take the op's sets. (Switching RecordFunction off for the op's duration
+// would spare their boxed inputs, but each switch rebuilds PyTorch's per-thread callback tables: measured, it
+// cost twice what the nested ops' boxing does.) Python code running inside an op (a saved-tensor hook, a
+// __torch_dispatch__, a Python kernel of an op) is the program's own, and the ops it runs are its own too: the
+// bootstrap brackets such code with streamtrace_torch_python_enter and _exit, and the ops it runs are observed
+// as ops nested in the one it runs in (a stack of ops per thread), whose kernels take their own sets.
+//
+// An op that recorded nothing by its end (a view, record_stream: no CUDA call, no block) is left out whole when
+// the capture library can say so (streamtrace_torch_frames), and an op of PyTorch's own reads its Python line
+// only then, so such ops cost no GIL round trip.
 //
 // Nothing here may throw into PyTorch: every callback catches everything and records less instead (but lets a
 // thread that Python ends while it waits for the GIL unwind: catching that unwind would abort the process).
@@ -88,6 +93,14 @@ OpBeginFn op_begin_unsited = nullptr;  // an op whose record says where its CUDA
 RecordFn record = nullptr;
 RecordFn record_op_end = nullptr;      // an op's op_end record, which also ends the op
 PinnedFn host_memory_pinned = nullptr;  // whether host memory is in a pinned block the capture saw (1, 0; -1: ask CUDA)
+// Whether the op running on this thread recorded anything yet (1, 0; -1: cannot say), and the end of one that
+// did not, which leaves nothing of it in the trace; both null with a capture library older than this file.
+OpBeginFn op_recorded = nullptr;
+OpBeginFn op_close = nullptr;
+// Whether an op of PyTorch's own may find its Python line only at its end, when it turns out to have recorded
+// something: needs op_recorded and the allocator's history recorder (the line of a block allocated inside the
+// op is read there, outside the allocator's lock). Most views and bookkeeping ops then cost no GIL round trip.
+std::atomic<bool> lines_at_end{false};
 bool cuda_only = true;  // off only in the CPU benchmark, where CPU tensors stand in for CUDA ones
 int (*is_finalizing)() = nullptr;
 
@@ -301,10 +314,11 @@ bool is_torch_own(const std::string& schema_name) {
 // of them is taken there: the extents it reads, and the arguments it writes (their extents are taken at the
 // end, after an op that resizes its output has moved it).
 struct ThreadOp {
-  int nested = 0;                       // unobserved starts inside it (named ranges, RecordFunction re-enabled)
+  int nested = 0;                       // unobserved starts inside it (the ops it runs itself, named ranges)
   int python_regions = 0;               // Python code running inside it whose ops are observed (python_enter)
   const OpFacts* facts = nullptr;
   std::string source;                   // its Python line, as JSON (also for the blocks it allocates)
+  bool line_pending = false;            // its line is not read yet (lines_at_end): source is empty
   std::string group;                    // a c10d op's process group, JSON-escaped; empty for other ops
   std::string reads;                    // "[[first,length],...]"
   std::string host_reads;               // the same, of CPU tensors in pinned memory
@@ -513,7 +527,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   }
   ThreadOp* outer = thread->running();
   if (outer != nullptr && outer->python_regions == 0) {
-    ++outer->nested;  // RecordFunction was switched on inside an op by someone else: not an op of its own
+    ++outer->nested;  // an op the op runs itself: not an op of its own
     return nullptr;
   }
   TimedPart timed(kOpStart);
@@ -529,8 +543,6 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     if (thread->ops.size() == thread->depth) {
       thread->ops.emplace_back();
     }
-    // The ops this one calls run unobserved: their kernels take this op's sets.
-    at::enableRecordFunction(false);
     ThreadOp& op = thread->ops[thread->depth++];
     started = &op;
     op.nested = 0;
@@ -563,10 +575,13 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       }
     }
     op.source.clear();
-    append_source(op.source);
-    // Where the op's record already says where its kernels come from, the capture need not walk the stack.
-    bool has_line = op.source != "null";
-    (has_line || facts->torch_own ? op_begin_unsited : op_begin)();
+    // Where the op's record already says where its kernels come from, the capture need not walk the stack: an
+    // op of PyTorch's own never needs the walk, so its line can wait for its end.
+    op.line_pending = facts->torch_own && lines_at_end.load(std::memory_order_relaxed);
+    if (!op.line_pending) {
+      append_source(op.source);
+    }
+    (facts->torch_own || op.source != "null" ? op_begin_unsited : op_begin)();
   } catch (abi::__forced_unwind&) {
     throw;
   } catch (...) {
@@ -577,6 +592,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       op.written.clear();
       op.storages.clear();
       op.source.clear();
+      op.line_pending = false;
       op.group.clear();
       op_begin();
     }
@@ -633,34 +649,43 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
     writes.assign("[]");
     host_writes.assign("[]");
   }
-  // Observed ops again, now that the op's extents are taken (nothing above may be observed as an op): at the top,
-  // or inside the Python code of the op around this one.
-  at::enableRecordFunction(true);
   bool wrote_arguments = !op.written.empty();
   op.written.clear();
   op.storages.clear();
   try {
-    text.assign("{\"type\":\"op_end\",\"name\":");
-    text += op.facts->quoted_name;
-    text += ",\"reads\":";
-    text += op.reads;
-    text += ",\"writes\":";
-    text += writes;
-    text += ",\"src\":";
-    text += op.source.empty() ? "null" : op.source;
-    if (!op.group.empty()) {
-      text += ",\"process_group\":\"";
-      text += op.group;
-      text += '"';
-    }
-    text += '}';
-    record_op_end(text.data(), text.size());
     bool touches_cuda = op.reads.size() > 2 || writes.size() > 2;
     // A view op (its outputs all in its arguments' storages, none written) reads no byte either.
     bool view = aliased_outputs > 0 && new_outputs == 0 && !wrote_arguments;
-    if (!touches_cuda && !view && (op.host_reads.size() > 2 || host_writes.size() > 2)) {
-      // A CPU op on pinned memory: the host itself read or wrote it (rule 12), after the op, on this thread. In
-      // an op with CUDA tensors too (a copy to or from the GPU) the pinned bytes are the copy's, not the host's.
+    // A CPU op on pinned memory: the host itself read or wrote it (rule 12), after the op, on this thread. In an
+    // op with CUDA tensors too (a copy to or from the GPU) the pinned bytes are the copy's, not the host's.
+    bool host_access = !touches_cuda && !view && (op.host_reads.size() > 2 || host_writes.size() > 2);
+    // An op that issued no CUDA work and allocated no block (a view, `record_stream`, a CPU op) orders and
+    // attributes nothing: it is left out whole, without its line.
+    bool left_out = op_close != nullptr && op_recorded() == 0;
+    if (op.line_pending && (!left_out || host_access)) {
+      append_source(op.source);
+      op.line_pending = false;
+    }
+    if (left_out) {
+      op_close();
+    } else {
+      text.assign("{\"type\":\"op_end\",\"name\":");
+      text += op.facts->quoted_name;
+      text += ",\"reads\":";
+      text += op.reads;
+      text += ",\"writes\":";
+      text += writes;
+      text += ",\"src\":";
+      text += op.source.empty() ? "null" : op.source;
+      if (!op.group.empty()) {
+        text += ",\"process_group\":\"";
+        text += op.group;
+        text += '"';
+      }
+      text += '}';
+      record_op_end(text.data(), text.size());
+    }
+    if (host_access) {
       text.assign("{\"type\":\"host_access\",\"name\":");
       text += op.facts->quoted_name;
       text += ",\"reads\":";
@@ -711,7 +736,22 @@ uint64_t stream_handle(const Stream& stream) {
 // recorder does), to be picked up by the tracker.
 std::shared_ptr<c10::GatheredContext> note_block_source() {
   ThreadState* thread = this_thread();
-  if (thread != nullptr && thread->depth == 0) {
+  if (thread == nullptr) {
+    return nullptr;
+  }
+  if (ThreadOp* op = thread->running(); op != nullptr && op->line_pending) {
+    // A block allocated inside an op whose line waits for its end (lines_at_end): the block needs it now.
+    TimedPart timed(kBlockLine);
+    try {
+      append_source(op->source);
+    } catch (abi::__forced_unwind&) {
+      throw;
+    } catch (...) {
+      op->source.clear();
+    }
+    op->line_pending = false;
+  }
+  if (thread->depth == 0) {
     TimedPart timed(kBlockLine);
     thread->pending_block_source.clear();
     try {
@@ -728,7 +768,7 @@ std::shared_ptr<c10::GatheredContext> note_block_source() {
 // The line a block event belongs to: the running op's, or the one noted just before the allocator took its lock.
 void append_block_source(ThreadState& thread, std::string& out) {
   if (const ThreadOp* op = thread.running()) {
-    out += op->source;
+    out += op->source.empty() ? "null" : op->source;
   } else if (!thread.pending_block_source.empty()) {
     out += thread.pending_block_source;
     thread.pending_block_source.clear();
@@ -845,13 +885,27 @@ int streamtrace_torch_observe(OpBeginFn begin, OpBeginFn begin_unsited, RecordFn
   return -1;
 }
 
+// The capture library's streamtrace_framework_op_recorded and _op_close, with which an op that recorded nothing
+// is left out whole; call before streamtrace_torch_observe (a library older than this file has neither: every
+// op is then written).
+void streamtrace_torch_frames(OpBeginFn recorded, OpBeginFn close) {
+  if (recorded != nullptr && close != nullptr) {
+    op_recorded = recorded;
+    op_close = close;
+  }
+}
+
 // Starts recording caching-allocator blocks; call once CUDA is initialized (the allocator attaches trackers only
 // to the devices it has set up). Returns 0 (1 when blocks freed outside ops will have no Python line), or -1
 // with a reason in `error`.
 int streamtrace_torch_observe_blocks(char* error, size_t error_len) {
   try {
     c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker(on_allocator_event);
-    return record_block_sources(c10::cuda::CUDACachingAllocator::RecordContext::ALL) ? 0 : 1;
+    if (!record_block_sources(c10::cuda::CUDACachingAllocator::RecordContext::ALL)) {
+      return 1;
+    }
+    lines_at_end.store(op_close != nullptr, std::memory_order_relaxed);
+    return 0;
   } catch (const std::exception& e) {
     std::snprintf(error, error_len, "%s", e.what());
   } catch (...) {
@@ -862,9 +916,9 @@ int streamtrace_torch_observe_blocks(char* error, size_t error_len) {
 
 // Python code (a saved-tensor hook, a __torch_dispatch__, a Python kernel of an op) starts on the calling thread:
 // inside an observed op, the ops it runs are observed as ops of their own, nested in that op, until the matching
-// streamtrace_torch_python_exit. Returns what to pass to it: 0 outside any op (nothing changes), 1 when ops
-// were observed already, 2 when observing was switched back on. Called with the GIL held; costs a thread-local
-// lookup outside ops.
+// streamtrace_torch_python_exit. Returns what to pass to it: 0 outside any op (nothing changes), 1 inside one,
+// 2 when RecordFunction had been switched off on the thread (by the program: a profiler guard) and was switched
+// back on for the Python code. Called with the GIL held; costs a thread-local lookup outside ops.
 int streamtrace_torch_python_enter() {
   try {
     ThreadState* thread = this_thread();

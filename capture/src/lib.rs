@@ -27,6 +27,8 @@ pub mod driver_call;
 mod fork;
 mod frame_lines;
 mod framework;
+#[cfg(test)]
+mod framework_entry_tests;
 mod functions;
 pub mod graph_params;
 pub mod graph_record;
@@ -34,6 +36,8 @@ mod handlers;
 mod host_sync;
 pub mod host_watch;
 mod kernel_name;
+#[cfg(test)]
+mod live_capture_tests;
 mod managed_faults;
 mod nvtx;
 mod origin;
@@ -56,7 +60,7 @@ use std::sync::atomic::Ordering;
 
 use control::{say_once, ENABLED};
 use origin::{now_ns, thread_id};
-use record::{Call, Record};
+use record::Call;
 use state::{state_for_this_process, ProcessState, STATE};
 
 /// Whether the program's work is being recorded on the calling thread now: 1 inside a capture range (or when
@@ -119,6 +123,7 @@ pub unsafe extern "C" fn streamtrace_framework_record(text: *const u8, len: usiz
             }
             framework_record(|call, state| {
                 state.ranges.before(call, &mut state.pending);
+                state.write_owed_op_begins(call);
                 // What the calling thread acquired from other threads since its last record comes first
                 // (host_sync/).
                 host_sync::before_record(call, record::framework_record_teaches(line), &mut state.pending);
@@ -130,7 +135,9 @@ pub unsafe extern "C" fn streamtrace_framework_record(text: *const u8, len: usiz
 }
 
 /// Marks the start of a framework operation on the calling thread: its CUDA calls follow, then its `op_end`.
-/// A separate entry point with no argument, because it is made once per PyTorch op. Returns 0 when recorded.
+/// A separate entry point with no argument, because it is made once per PyTorch op. Its `op_begin` is written
+/// before the first record made inside it (framework.rs), so that an op that records nothing costs no lock.
+/// Returns 0 when the op is recorded.
 #[no_mangle]
 pub extern "C" fn streamtrace_framework_op_begin() -> i32 {
     op_begin(true)
@@ -139,7 +146,7 @@ pub extern "C" fn streamtrace_framework_op_begin() -> i32 {
 /// As [`streamtrace_framework_op_begin`], for an op whose own record says where its CUDA calls come from (a
 /// PyTorch op with its Python line, or one of PyTorch's own, whose native frames are PyTorch's): until the op's
 /// end ([`streamtrace_framework_op_end`]) the calling thread's CUDA calls get no native call site, which saves
-/// the stack walk on each of them. Returns 0 when recorded.
+/// the stack walk on each of them. Returns 0 when the op is recorded.
 #[no_mangle]
 pub extern "C" fn streamtrace_framework_op_begin_unsited() -> i32 {
     op_begin(false)
@@ -150,27 +157,61 @@ fn op_begin(sited: bool) -> i32 {
     if !ENABLED.load(Ordering::Relaxed) {
         return -1;
     }
-    framework::op_began(sited);
     // An op begun outside a capture range is left out whole, its kernels too (ranges.rs).
-    if !ranges::frame_began() {
-        return -1;
-    }
-    framework_record(|call, state| {
-        state.emit(call, Record::OpBegin);
+    let written = ranges::frame_began();
+    framework::op_began(sited, written);
+    if written {
         0
-    })
+    } else {
+        -1
+    }
 }
 
-/// Records an op's `op_end` record (as [`streamtrace_framework_record`]) and ends the op on the calling thread:
-/// its CUDA calls get native call sites again. Returns 0 when recorded, -1 otherwise.
+/// Records an op's `op_end` record (as [`streamtrace_framework_record`]; its `op_begin` first, if the op
+/// recorded nothing before) and ends the op on the calling thread: its CUDA calls get native call sites again.
+/// Returns 0 when recorded, -1 otherwise.
 ///
 /// # Safety
 /// `text` must point to `len` readable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn streamtrace_framework_op_end(text: *const u8, len: usize) -> i32 {
-    framework::op_ended();
     // Safety: passed on from the caller.
-    unsafe { streamtrace_framework_record(text, len) }
+    let recorded = unsafe { streamtrace_framework_record(text, len) };
+    framework::op_ended();
+    recorded
+}
+
+/// Whether the innermost framework op open on the calling thread has recorded anything (a CUDA call, a block
+/// of the allocator): 1 yes, 0 not yet (ended now by [`streamtrace_framework_op_close`], nothing of it is
+/// written), -1 when no op is open or the capture is off. The PyTorch observer asks at an op's end, before it
+/// builds the op's record and finds its Python line.
+#[no_mangle]
+pub extern "C" fn streamtrace_framework_op_recorded() -> i32 {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return -1;
+    }
+    match framework::innermost_written() {
+        Some(true) => 1,
+        Some(false) => 0,
+        None => -1,
+    }
+}
+
+/// Ends the innermost framework op on the calling thread without a record of its own: one that recorded
+/// nothing leaves nothing in the trace. One that did (the caller did not ask first) gets an `op_end` with empty
+/// sets, so that its frame still closes. Returns 0.
+#[no_mangle]
+pub extern "C" fn streamtrace_framework_op_close() -> i32 {
+    if framework::innermost_written() == Some(true) {
+        const EMPTY_END: &[u8] = br#"{"type":"op_end","reads":[],"writes":[]}"#;
+        // Safety: a static text of that length.
+        unsafe { streamtrace_framework_op_end(EMPTY_END.as_ptr(), EMPTY_END.len()) };
+        return 0;
+    }
+    // Its range frame ends with it (ranges.rs keeps one per op, written or not).
+    ranges::frame_ended();
+    framework::op_ended();
+    0
 }
 
 /// Records a framework record for the calling thread through `add`, in order with its CUDA calls; returns what

@@ -171,9 +171,23 @@ impl ProcessState {
             }
             self.ranges.before(call, &mut self.pending);
         }
+        self.write_owed_op_begins(call);
         // What the calling thread acquired from other threads since its last record comes first (host_sync/).
         crate::host_sync::before_record(call, record.teaches_the_host(), &mut self.pending);
         self.pending.push(call, record);
+    }
+
+    /// The `op_begin` records the calling thread owes (framework.rs: an op's begin waits for the first record
+    /// made inside it), outermost first, before that record. They are the calling thread's even where `call`
+    /// is another thread's (a record collected on its behalf).
+    pub fn write_owed_op_begins(&mut self, call: Call) {
+        let owed = crate::framework::take_unwritten_begins();
+        if owed > 0 {
+            let begin = Call { tid: crate::origin::thread_id(), correlation: 0, site: 0, ..call };
+            for _ in 0..owed {
+                self.pending.push(begin, Record::OpBegin);
+            }
+        }
     }
 
     /// The trace's id of a call's context and the context's device, looked up once per context.

@@ -6,26 +6,11 @@
 use std::ffi::c_void;
 use std::sync::mpsc;
 
-use serde_json::Value;
-
-use crate::control::ENABLED;
+use crate::live_capture_tests::{capture_on, trace_lines_of};
 use crate::origin::thread_id;
 use crate::record::{Record, SyncTarget};
-use crate::state::{drain_into, STATE};
 
 use super::with_state;
-
-/// Switches the capture on, once for both tests, as InitializeInjection would, with this process's trace in a
-/// folder of its own.
-fn capture_on() {
-    static ON: std::sync::Once = std::sync::Once::new();
-    ON.call_once(|| {
-        let dir = std::env::temp_dir().join(format!("st-host-sync-{}", std::process::id()));
-        std::env::set_var(streamtrace_format::launch::ENV_OUTPUT, dir.join("trace.%p.json"));
-        crate::origin::note_pid();
-        ENABLED.store(true, std::sync::atomic::Ordering::SeqCst);
-    });
-}
 
 /// Records one call of the calling thread, as the CUPTI callback does.
 fn record(record: Record) {
@@ -65,14 +50,8 @@ impl PthreadMutex {
 /// record, else 0). Acquires of snapshots that no thread of the test released are left out: the test
 /// harness's threads hand their knowledge to the threads they start, as they should.
 fn lines_of(threads: &[u64]) -> Vec<(String, u64, u64)> {
-    let writer = STATE.lock().unwrap().as_ref().map(|state| state.writer.handle()).expect("a trace");
-    drain_into(&writer);
-    let text = std::fs::read_to_string(&writer.path).expect("the trace");
-    let lines = text
-        .lines()
-        .skip(1)
-        .map(|line| serde_json::from_str::<Value>(line).expect("JSON"))
-        .filter(|v| v["thread"].as_u64().is_some_and(|t| threads.contains(&t)))
+    let lines = trace_lines_of(threads)
+        .into_iter()
         .map(|v| {
             let kind = v["type"].as_str().unwrap_or("").to_string();
             (kind, v["thread"].as_u64().unwrap_or(0), v["object"].as_u64().unwrap_or(0))

@@ -1,0 +1,32 @@
+//! For tests that drive the library's entry points with the capture switched on, as InitializeInjection would
+//! (without CUDA), and read back what reached the trace file. Tests of one binary run side by side, so each
+//! looks only at the lines of the threads it made.
+
+use serde_json::Value;
+
+use crate::control::ENABLED;
+use crate::state::{drain_into, STATE};
+
+/// Switches the capture on, once per test binary, with this process's trace in a folder of its own.
+pub fn capture_on() {
+    static ON: std::sync::Once = std::sync::Once::new();
+    ON.call_once(|| {
+        let dir = std::env::temp_dir().join(format!("st-live-capture-{}", std::process::id()));
+        std::env::set_var(streamtrace_format::launch::ENV_OUTPUT, dir.join("trace.%p.json"));
+        crate::origin::note_pid();
+        ENABLED.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+}
+
+/// The trace's records so far whose thread is one of `threads`, in file order (what is pending is written
+/// first).
+pub fn trace_lines_of(threads: &[u64]) -> Vec<Value> {
+    let writer = STATE.lock().unwrap().as_ref().map(|state| state.writer.handle()).expect("a trace");
+    drain_into(&writer);
+    let text = std::fs::read_to_string(&writer.path).expect("the trace");
+    text.lines()
+        .skip(1)
+        .map(|line| serde_json::from_str::<Value>(line).expect("JSON"))
+        .filter(|v| v["thread"].as_u64().is_some_and(|t| threads.contains(&t)))
+        .collect()
+}
