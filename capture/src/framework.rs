@@ -86,6 +86,12 @@ pub fn take_unwritten_begins() -> u32 {
         .unwrap_or(0)
 }
 
+/// Whether a framework op is open on this thread: its kernels take the op's extents when it ends (ingest's
+/// frames stage drops their pointer arguments), so their arguments need not be read.
+pub fn inside_op() -> bool {
+    OPEN_OPS.try_with(|open| open.get().depth > 0).unwrap_or(false)
+}
+
 /// Whether this thread's CUDA calls want their native call sites now.
 pub fn call_sites_wanted() -> bool {
     OPEN_OPS.with(|open| open.get().unsited & 1 == 0)
@@ -133,6 +139,18 @@ mod tests {
         assert!(call_sites_wanted(), "the outermost answer was shifted out: a walk too many");
         op_ended();
         assert!(call_sites_wanted());
+    }
+
+    #[test]
+    fn a_thread_is_inside_an_op_from_its_begin_to_its_end() {
+        assert!(!inside_op());
+        op_began(true, true);
+        op_began(false, false);
+        assert!(inside_op());
+        op_ended();
+        assert!(inside_op(), "the outer op is still open");
+        op_ended();
+        assert!(!inside_op());
     }
 
     #[test]

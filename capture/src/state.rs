@@ -344,13 +344,22 @@ impl ProcessState {
         extra: *mut *mut c_void,
         api: &'static str,
     ) {
-        // Safety: passed on from the caller.
-        let body = crate::cost::kernel_args(|| unsafe { self.kernel_body(call, handle, kernel_params, extra) });
+        let exact = EXACT.load(Ordering::Relaxed);
+        // Inside a framework op (a PyTorch op at tier T2) the op's extents stand for its kernels' accesses and
+        // their pointer arguments are dropped (ingest's frames stage): they are not read, which saves the scan
+        // on every launch of the op's thread. The exact-access backend reads them as always.
+        let body = if !exact && crate::framework::inside_op() {
+            let function = self.function(call, handle);
+            NodeBody::Kernel { function, first_pointer: self.pending.pointers.len() as u32, pointer_count: 0 }
+        } else {
+            // Safety: passed on from the caller.
+            crate::cost::kernel_args(|| unsafe { self.kernel_body(call, handle, kernel_params, extra) })
+        };
         let NodeBody::Kernel { function, first_pointer, pointer_count } = body else {
             return;
         };
         let record = Record::Kernel { stream, function, first_pointer, pointer_count, api, exact: None };
-        if EXACT.load(Ordering::Relaxed) {
+        if exact {
             self.hold_launch(call, record);
         } else {
             self.emit(call, record);
