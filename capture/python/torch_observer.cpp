@@ -652,6 +652,7 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
   bool wrote_arguments = !op.written.empty();
   op.written.clear();
   op.storages.clear();
+  bool ended = false;  // the capture's frame of the op: it must end whatever fails here
   try {
     bool touches_cuda = op.reads.size() > 2 || writes.size() > 2;
     // A view op (its outputs all in its arguments' storages, none written) reads no byte either.
@@ -667,6 +668,7 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
       op.line_pending = false;
     }
     if (left_out) {
+      ended = true;
       op_close();
     } else {
       text.assign("{\"type\":\"op_end\",\"name\":");
@@ -683,6 +685,7 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
         text += '"';
       }
       text += '}';
+      ended = true;
       record_op_end(text.data(), text.size());
     }
     if (host_access) {
@@ -700,6 +703,10 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
   } catch (abi::__forced_unwind&) {
     throw;
   } catch (...) {
+    if (!ended) {  // out of memory building the record: the op ends without it
+      static const char kEmptyEnd[] = "{\"type\":\"op_end\",\"reads\":[],\"writes\":[]}";
+      op_close != nullptr ? op_close() : record_op_end(kEmptyEnd, sizeof kEmptyEnd - 1);
+    }
   }
 }
 
