@@ -14,7 +14,7 @@ use crate::state::{drain_into, STATE};
 
 /// Writes out everything recorded, at exit.
 pub extern "C" fn flush_at_exit() {
-    if GPU_TIMES.load(Ordering::Relaxed) || crate::managed_faults::watching() {
+    if GPU_TIMES.load(Ordering::Relaxed) || crate::host_watch::managed_faults::watching() {
         // First, outside the state lock: CUPTI hands over its last buffers, whose GPU times join activity.rs's
         // queue and so the drain below.
         let _ = std::panic::catch_unwind(activity::flush);

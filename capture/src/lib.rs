@@ -5,7 +5,7 @@
 //! tier T1), or the Compute Sanitizer API's for `--exact` (sanitizer/, tier T3: it also patches every kernel to
 //! learn the bytes it touched). Both hand each call to recording.rs, whose handlers (handlers/) turn it into
 //! records of the streamtrace trace format (state.rs, record.rs) for a writer thread (writer.rs). The PyTorch bootstrap adds its records through the `streamtrace_framework_*` functions.
-//! The host watch (host_watch/, managed_faults.rs) adds the host's own accesses of memory the GPU touches;
+//! The host watch (host_watch/: guarded pinned pages, managed-memory faults) adds the host's own accesses of memory the GPU touches;
 //! preloaded, the library also exports signal functions that keep its fault handler first (host_watch/signals.rs).
 //! This file holds only the exported entry points.
 //!
@@ -38,7 +38,6 @@ pub mod host_watch;
 mod kernel_name;
 #[cfg(test)]
 mod live_capture_tests;
-mod managed_faults;
 mod nvtx;
 mod origin;
 pub mod params;

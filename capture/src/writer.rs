@@ -202,7 +202,7 @@ pub(crate) fn drain(
         disable("cannot write the trace any more");
         return false;
     };
-    if crate::managed_faults::expecting() {
+    if crate::host_watch::managed_faults::expecting() {
         // CUPTI hands over what it has, so that managed faults reach the batches held for them in time.
         activity::flush_completed();
     }

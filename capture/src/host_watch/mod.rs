@@ -7,7 +7,7 @@
 //!   functions) lifts the protection, queues the fault with a copy of the stack (faults.rs) and lets the
 //!   program go on; the next thread to take the state lock makes it a `host_access` record with its native
 //!   call site. One fault per buffer per in-flight window.
-//! - Managed memory: CUPTI's CPU page faults (capture/src/managed_faults.rs).
+//! - Managed memory: CUPTI's CPU page faults (managed_faults.rs).
 //! - Host functions (host_funcs.rs): wrapped by a trampoline, so that a fault knows which one ran it; their
 //!   accesses, and managed faults, are learned late and put in place by hold.rs.
 //!
@@ -24,13 +24,13 @@ pub mod guards;
 pub mod hold;
 pub mod host_funcs;
 pub mod inflight;
+pub(crate) mod managed_faults;
 pub mod signals;
 
 use std::sync::atomic::Ordering;
 
 use streamtrace_format::{launch, WatchState};
 
-use crate::managed_faults;
 use crate::record::Record;
 use crate::state::ProcessState;
 use crate::watch_state::WatchCell;

@@ -19,7 +19,7 @@ use cudarc::cupti::sys::CUpti_ActivityUnifiedMemoryCounterKind;
 use rustc_hash::FxHashMap as HashMap;
 use streamtrace_format::{AllocKind, FaultKind, MemoryKind, WatchState};
 
-use crate::host_watch::hold;
+use super::hold;
 use crate::origin::now_ns;
 use crate::record::{Batch, Call, Entry, Record};
 use crate::state::ProcessState;
