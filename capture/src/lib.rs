@@ -4,7 +4,7 @@
 //! the driver calls that order or touch memory (calls.rs, one table): CUPTI's callbacks by default (cupti.rs,
 //! tier T1), or the Compute Sanitizer API's for `--exact` (sanitizer/, tier T3: it also patches every kernel to
 //! learn the bytes it touched). Both hand each call to recording.rs, whose handlers (handlers/) turn it into
-//! records of the streamtrace trace format (state.rs, record.rs) for a writer thread (writer.rs). The PyTorch bootstrap adds its records through the `streamtrace_framework_*` functions.
+//! records of the streamtrace trace format (process_state.rs, record.rs) for a writer thread (writer.rs). The PyTorch bootstrap adds its records through the `streamtrace_framework_*` functions.
 //! The host watch (host_watch/: guarded pinned pages, managed-memory faults) adds the host's own accesses of memory the GPU touches;
 //! preloaded, the library also exports signal functions that keep its fault handler first (host_watch/signals.rs).
 //! This file holds only the exported entry points.
@@ -42,6 +42,7 @@ mod nvtx;
 mod origin;
 pub mod params;
 mod pitched;
+mod process_state;
 pub mod ranges;
 pub mod record;
 mod recording;
@@ -59,8 +60,9 @@ use std::sync::atomic::Ordering;
 
 use control::{say_once, ENABLED};
 use origin::{now_ns, thread_id};
+use process_state::ProcessState;
 use record::Call;
-use state::{state_for_this_process, ProcessState, STATE};
+use state::{state_for_this_process, STATE};
 
 /// Whether the program's work is being recorded on the calling thread now: 1 inside a capture range (or when
 /// the whole run is recorded), 0 outside ranges. The PyTorch observer asks before it reads an op's tensors, whose

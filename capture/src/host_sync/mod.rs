@@ -42,8 +42,9 @@ use thread::{Full, MarkSet, ThreadKnowledge, THREAD};
 use crate::control::ENABLED;
 use crate::cost::HostSyncEvent;
 use crate::origin::{now_ns, thread_id};
+use crate::process_state::ProcessState;
 use crate::record::{Batch, Call, Record};
-use crate::state::{state_for_this_process, ProcessState, STATE};
+use crate::state::{state_for_this_process, STATE};
 
 /// Whether any snapshot was released in this process: until then acquiring is a load of this flag.
 static ANY_MARK: AtomicBool = AtomicBool::new(false);

@@ -9,8 +9,8 @@ use streamtrace_format::FaultKind;
 
 use super::faults::{self, insert_at_time, Fault};
 use super::{counters, hold};
+use crate::process_state::ProcessState;
 use crate::record::{Call, Entry, Record};
-use crate::state::ProcessState;
 
 /// Turns the queued faults into records, under the state lock.
 pub fn take(state: &mut ProcessState) {

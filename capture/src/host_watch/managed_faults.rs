@@ -21,8 +21,8 @@ use streamtrace_format::{AllocKind, FaultKind, MemoryKind, WatchState};
 
 use super::hold;
 use crate::origin::now_ns;
+use crate::process_state::ProcessState;
 use crate::record::{Batch, Call, Entry, Record};
-use crate::state::ProcessState;
 use crate::watch_state::WatchCell;
 
 /// The watch's state: off until it is asked for.

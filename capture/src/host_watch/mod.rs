@@ -31,8 +31,8 @@ use std::sync::atomic::Ordering;
 
 use streamtrace_format::{launch, WatchState};
 
+use crate::process_state::ProcessState;
 use crate::record::Record;
-use crate::state::ProcessState;
 use crate::watch_state::WatchCell;
 
 /// Whether pinned buffers are guarded: off until the set-up at load says otherwise.
