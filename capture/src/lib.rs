@@ -52,6 +52,7 @@ pub mod signature;
 pub mod sites;
 mod state;
 pub mod stream_sink;
+mod thread_knowledge;
 pub mod unwind;
 mod watch_state;
 pub mod writer;
@@ -127,7 +128,7 @@ pub unsafe extern "C" fn streamtrace_framework_record(text: *const u8, len: usiz
                 state.write_owed_op_begins(call);
                 // What the calling thread acquired from other threads since its last record comes first
                 // (host_sync/).
-                host_sync::before_record(call, record::framework_record_teaches(line), &mut state.pending);
+                thread_knowledge::before_record(call, record::framework_record_teaches(line), &mut state.pending);
                 state.pending.push_raw(call, line).map_or(-1, |()| 0)
             })
         }

@@ -111,7 +111,7 @@ impl ProcessState {
         }
         self.write_owed_op_begins(call);
         // What the calling thread acquired from other threads since its last record comes first (host_sync/).
-        crate::host_sync::before_record(call, record.teaches_the_host(), &mut self.pending);
+        crate::thread_knowledge::before_record(call, record.teaches_the_host(), &mut self.pending);
         self.pending.push(call, record);
     }
 

@@ -9,6 +9,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -96,8 +97,9 @@ impl Writer {
         let mut out = if stream.is_some() && no_trace { None } else { Some(create(&path)?) };
         // A recording: the analyzer counts and skips a record it cannot take instead of refusing the trace.
         let job = streamtrace_format::JobPlace::from_env(|name| std::env::var(name).ok());
-        // Whether this process's host synchronization reaches the trace: the interposers stand in front.
-        let host_sync = crate::host_sync::interposing();
+        // Whether this process's host synchronization reaches the trace: the interposers stand in front (asked
+        // at start-up, setup.rs).
+        let host_sync = crate::control::HOST_SYNC.load(Ordering::Relaxed);
         // Whether only the capture ranges' work is recorded (ranges.rs): the analyzer then reads the ranges.
         let ranges = crate::ranges::trigger();
         let recorded = streamtrace_format::Recorded { job, host_sync, ranges };
