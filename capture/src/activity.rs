@@ -2,7 +2,7 @@
 //! correlation id in the trace (`gpu_time` records), and the unified-memory counters that host_watch/managed_faults.rs
 //! reads. GPU times are opt-in (`STREAMTRACE_GPU_TIMES=1`, `streamtrace capture --gpu-times`): activity tracing
 //! costs more than the callbacks themselves, and ordering needs no times. The records wait in this file's
-//! queue until the writer's drain takes them; this file touches only CUPTI's activity API, the queue and the
+//! queue until the drain (state.rs) takes them; this file touches only CUPTI's activity API, the queue and the
 //! on/off switch.
 
 use std::alloc::{alloc, dealloc, Layout};

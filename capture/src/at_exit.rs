@@ -1,7 +1,7 @@
 //! At exit: the last GPU times and managed faults, the `host_watch` and `capture_stats` records, the source
 //! lines of the call sites (frame_lines.rs), and every record not yet written (also those the host watch held
 //! back). Registered with
-//! atexit by setup.rs; touches the state, the writer's drain and CUPTI's activity buffers.
+//! atexit by setup.rs; touches the state, its drain and CUPTI's activity buffers.
 
 use std::sync::atomic::Ordering;
 

@@ -6,7 +6,7 @@
 //!   first host load or store faults; the SIGSEGV handler (signals.rs, kept first by interposing the signal
 //!   functions) lifts the protection, queues the fault with a copy of the stack (faults.rs) and lets the
 //!   program go on; the next thread to take the state lock makes it a `host_access` record with its native
-//!   call site. One fault per buffer per in-flight window.
+//!   call site (fault_records.rs). One fault per buffer per in-flight window.
 //! - Managed memory: CUPTI's CPU page faults (managed_faults.rs).
 //! - Host functions (host_funcs.rs): wrapped by a trampoline, so that a fault knows which one ran it; their
 //!   accesses, and managed faults, are learned late and put in place by hold.rs.
@@ -14,7 +14,7 @@
 //! Guards are on by default in native programs and off in Python (whose observers report host accesses at
 //! tier T2); `--no-host-watch` turns everything off; docs/capture.md says what this can and cannot see and what
 //! it costs. The rest of the capture calls the hooks here: [`passing`] at every driver callback, [`recorded`]
-//! after a call's records, [`collect`] under the state lock, `hold::pass` in the writer, [`at_exit`].
+//! after a call's records, [`collect`] under the state lock, `hold::pass` in the drain (state.rs), [`at_exit`].
 
 pub mod counters;
 mod driver_code;
