@@ -1,8 +1,8 @@
 //! CUPTI activity records: GPU start and end times (kernels, copies, sets), joined to the recorded calls by
-//! correlation id in the trace (`gpu_time` records), and the unified-memory counters that managed_faults.rs
+//! correlation id in the trace (`gpu_time` records), and the unified-memory counters that host_watch/managed_faults.rs
 //! reads. GPU times are opt-in (`STREAMTRACE_GPU_TIMES=1`, `streamtrace capture --gpu-times`): activity tracing
 //! costs more than the callbacks themselves, and ordering needs no times. The records wait in this file's
-//! queue until the writer's drain takes them; this file touches only CUPTI's activity API, the queue and the
+//! queue until the drain (state.rs) takes them; this file touches only CUPTI's activity API, the queue and the
 //! on/off switch.
 
 use std::alloc::{alloc, dealloc, Layout};
@@ -107,7 +107,7 @@ pub fn register() -> Result<(), String> {
         .clone()
 }
 
-/// Where unified-memory counter records go (managed_faults.rs gives its receiver when it asks for them): the
+/// Where unified-memory counter records go (host_watch/managed_faults.rs gives its receiver when it asks for them): the
 /// activity buffers are read here, what the records mean is known there.
 static UNIFIED_MEMORY_SINK: std::sync::OnceLock<UnifiedMemorySink> = std::sync::OnceLock::new();
 

@@ -1,7 +1,7 @@
 //! At exit: the last GPU times and managed faults, the `host_watch` and `capture_stats` records, the source
 //! lines of the call sites (frame_lines.rs), and every record not yet written (also those the host watch held
 //! back). Registered with
-//! atexit by setup.rs; touches the state, the writer's drain and CUPTI's activity buffers.
+//! atexit by setup.rs; touches the state, its drain and CUPTI's activity buffers.
 
 use std::sync::atomic::Ordering;
 
@@ -14,7 +14,7 @@ use crate::state::{drain_into, STATE};
 
 /// Writes out everything recorded, at exit.
 pub extern "C" fn flush_at_exit() {
-    if GPU_TIMES.load(Ordering::Relaxed) || crate::managed_faults::watching() {
+    if GPU_TIMES.load(Ordering::Relaxed) || crate::host_watch::managed_faults::watching() {
         // First, outside the state lock: CUPTI hands over its last buffers, whose GPU times join activity.rs's
         // queue and so the drain below.
         let _ = std::panic::catch_unwind(activity::flush);

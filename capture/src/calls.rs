@@ -15,7 +15,7 @@ use streamtrace_format::{AllocKind, CopyKind};
 use crate::call_kinds::{Detail, NodeWord, OutsideRanges, StreamForm, When};
 use crate::driver_call::{CallContext, DriverCall};
 use crate::handlers::{copies, graphs, host_funcs, launches, memory, profiler, sets, sync};
-use crate::state::ProcessState;
+use crate::process_state::ProcessState;
 
 /// Records one call into the state.
 pub type Handler = fn(&mut ProcessState, &CallContext, &DriverCall<'_>);

@@ -19,6 +19,11 @@ pub static GPU_TIMES: AtomicBool = AtomicBool::new(false);
 pub static EXACT: AtomicBool = AtomicBool::new(false);
 /// Whether recorded calls get their native call sites (cleared by `STREAMTRACE_NO_CALL_SITES`).
 pub static CALL_SITES: AtomicBool = AtomicBool::new(true);
+/// Whether the program's pthread calls reach the host-sync interposers (`host_sync::interposing`: the library
+/// was preloaded in front of the C library), asked once at start-up: the trace's header says it (writer.rs),
+/// and only then is each thread's order exact. A switch here because the writer sits below host_sync/, whose
+/// interposers write through the state.
+pub static HOST_SYNC: AtomicBool = AtomicBool::new(false);
 
 /// Says why capture stopped, once, and stops it.
 pub fn disable(reason: &str) {

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::MutexGuard;
 
 use crate::origin;
-use crate::state::{ProcessState, STATE};
+use crate::process_state::ProcessState;
+use crate::state::STATE;
 
 thread_local! {
     /// The state lock, held by the forking thread across fork().

@@ -9,8 +9,8 @@
 //! answer holds again. Ops deeper than 64 forget the outermost answers, which then read as "wanted" (a walk too
 //! many, never a site missing).
 //!
-//! An op's `op_begin` is written only when the thread records something inside it (state.rs asks before each
-//! record): about half of a training step's ops are views and bookkeeping (`t`, `detach`, `view`,
+//! An op's `op_begin` is written only when the thread records something inside it (process_state.rs asks before
+//! each record): about half of a training step's ops are views and bookkeeping (`t`, `detach`, `view`,
 //! `record_stream`) that issue no CUDA work, and an op frame with nothing inside orders and attributes nothing,
 //! so the observer drops such an op whole, its `op_end` and Python line included. The ops not yet written are
 //! always the innermost ones (an op inside one that wrote its begin has not recorded anything yet either).

@@ -1,6 +1,6 @@
 //! What a kernel handle's parameters look like: its demangled name, each parameter's offset and size, and which
 //! parameters are `const T*`. Looked up once per handle through the driver (its name and parameter queries,
-//! the only thing this file touches) and cached by state.rs.
+//! the only thing this file touches) and cached by process_state.rs.
 
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -4,8 +4,8 @@
 //! the driver calls that order or touch memory (calls.rs, one table): CUPTI's callbacks by default (cupti.rs,
 //! tier T1), or the Compute Sanitizer API's for `--exact` (sanitizer/, tier T3: it also patches every kernel to
 //! learn the bytes it touched). Both hand each call to recording.rs, whose handlers (handlers/) turn it into
-//! records of the streamtrace trace format (state.rs, record.rs) for a writer thread (writer.rs). The PyTorch bootstrap adds its records through the `streamtrace_framework_*` functions.
-//! The host watch (host_watch/, managed_faults.rs) adds the host's own accesses of memory the GPU touches;
+//! records of the streamtrace trace format (process_state.rs, record.rs) for a writer thread (writer.rs). The PyTorch bootstrap adds its records through the `streamtrace_framework_*` functions.
+//! The host watch (host_watch/: guarded pinned pages, managed-memory faults) adds the host's own accesses of memory the GPU touches;
 //! preloaded, the library also exports signal functions that keep its fault handler first (host_watch/signals.rs).
 //! This file holds only the exported entry points.
 //!
@@ -38,11 +38,11 @@ pub mod host_watch;
 mod kernel_name;
 #[cfg(test)]
 mod live_capture_tests;
-mod managed_faults;
 mod nvtx;
 mod origin;
 pub mod params;
 mod pitched;
+mod process_state;
 pub mod ranges;
 pub mod record;
 mod recording;
@@ -52,6 +52,7 @@ pub mod signature;
 pub mod sites;
 mod state;
 pub mod stream_sink;
+mod thread_knowledge;
 pub mod unwind;
 mod watch_state;
 pub mod writer;
@@ -60,8 +61,9 @@ use std::sync::atomic::Ordering;
 
 use control::{say_once, ENABLED};
 use origin::{now_ns, thread_id};
+use process_state::ProcessState;
 use record::Call;
-use state::{state_for_this_process, ProcessState, STATE};
+use state::{state_for_this_process, STATE};
 
 /// Whether the program's work is being recorded on the calling thread now: 1 inside a capture range (or when
 /// the whole run is recorded), 0 outside ranges. The PyTorch observer asks before it reads an op's tensors, whose
@@ -126,7 +128,7 @@ pub unsafe extern "C" fn streamtrace_framework_record(text: *const u8, len: usiz
                 state.write_owed_op_begins(call);
                 // What the calling thread acquired from other threads since its last record comes first
                 // (host_sync/).
-                host_sync::before_record(call, record::framework_record_teaches(line), &mut state.pending);
+                thread_knowledge::before_record(call, record::framework_record_teaches(line), &mut state.pending);
                 state.pending.push_raw(call, line).map_or(-1, |()| 0)
             })
         }

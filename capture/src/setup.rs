@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use streamtrace_format::launch;
 
-use crate::control::{CALL_SITES, DISCARD, ENABLED, EXACT, GPU_TIMES, NOOP};
+use crate::control::{CALL_SITES, DISCARD, ENABLED, EXACT, GPU_TIMES, HOST_SYNC, NOOP};
 use crate::{activity, at_exit, cupti, fork, origin, sanitizer};
 
 /// Turns capture on: subscribes the backend (calls.rs's calls), registers the at-exit flush and the fork
@@ -28,6 +28,8 @@ pub fn initialize() -> Result<(), String> {
     DISCARD.store(std::env::var_os("STREAMTRACE_DISCARD").is_some(), Ordering::SeqCst);
     crate::cost::DETAIL.store(std::env::var_os("STREAMTRACE_COST_DETAIL").is_some(), Ordering::SeqCst);
     CALL_SITES.store(std::env::var_os(launch::ENV_NO_CALL_SITES).is_none(), Ordering::SeqCst);
+    // Before any trace starts (nothing records until ENABLED below): its header says it.
+    HOST_SYNC.store(crate::host_sync::interposing(), Ordering::SeqCst);
     if std::env::var_os(launch::ENV_GPU_TIMES).is_some() && !exact {
         match activity::enable() {
             Ok(()) => GPU_TIMES.store(true, Ordering::SeqCst),

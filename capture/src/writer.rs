@@ -1,8 +1,8 @@
 //! The trace file of one process. Records collect in a buffer under the capture's state lock; a background
 //! thread drains it every 100 ms and formats and writes the batch, so the application's threads never touch
 //! the file or wake another thread per record. 100 ms bounds what a SIGKILL loses. A thread about to wait for
-//! the GPU drains at once, too. This file touches the file, the GPU times queued by activity.rs and the
-//! switches; which records a drain takes is its caller's (state.rs). The trace is written in the binary encoding
+//! the GPU drains at once, too. This file touches the file and the switches; what a drain takes and in which
+//! order it hands the batches over is state.rs's. The trace is written in the binary encoding
 //! unless `STREAMTRACE_TRACE_FORMAT=json` (`--trace-format json`) asks for JSON lines. Under `streamtrace
 //! capture` the same bytes also go to the online analyzer (stream_sink.rs), or only there with `--no-trace`.
 
@@ -15,9 +15,7 @@ use std::time::Duration;
 
 use streamtrace_format::{Producer, TraceEncoding, TraceWriter};
 
-use crate::activity;
-use crate::control::{disable, DISCARD};
-
+use crate::control::disable;
 use crate::record::{Batch, KernelName};
 use crate::stream_sink::StreamSink;
 
@@ -99,8 +97,9 @@ impl Writer {
         let mut out = if stream.is_some() && no_trace { None } else { Some(create(&path)?) };
         // A recording: the analyzer counts and skips a record it cannot take instead of refusing the trace.
         let job = streamtrace_format::JobPlace::from_env(|name| std::env::var(name).ok());
-        // Whether this process's host synchronization reaches the trace: the interposers stand in front.
-        let host_sync = crate::host_sync::interposing();
+        // Whether this process's host synchronization reaches the trace: the interposers stand in front (asked
+        // at start-up, setup.rs).
+        let host_sync = crate::control::HOST_SYNC.load(Ordering::Relaxed);
         // Whether only the capture ranges' work is recorded (ranges.rs): the analyzer then reads the ranges.
         let ranges = crate::ranges::trigger();
         let recorded = streamtrace_format::Recorded { job, host_sync, ranges };
@@ -184,43 +183,6 @@ pub(crate) fn start_thread(mut drain: impl FnMut() -> bool + Send + 'static) -> 
         }
     })?;
     Ok(())
-}
-
-/// Writes the records collected so far with `writer`, and the GPU times queued since the last drain.
-/// `take_records` hands over the batch collected so far, None when `writer`'s capture has ended (or the
-/// process forked and this thread belongs to the parent's state); `keep_spare` gets the emptied batch back
-/// for reuse. False when nothing more is to be written with `writer`.
-pub(crate) fn drain(
-    writer: &Writer,
-    take_records: impl FnOnce() -> Option<Batch>,
-    keep_spare: impl FnOnce(Batch),
-) -> bool {
-    // The file first, then the records: batches reach the file in the order they were taken even when the
-    // writer thread and a synchronizing thread drain at once, and no thread waits for the file while holding
-    // the state lock that every recorded call needs.
-    let Ok(mut file) = writer.lock() else {
-        disable("cannot write the trace any more");
-        return false;
-    };
-    if crate::managed_faults::expecting() {
-        // CUPTI hands over what it has, so that managed faults reach the batches held for them in time.
-        activity::flush_completed();
-    }
-    let Some(mut batch) = take_records() else { return false };
-    activity::take_queued(&mut batch.entries);
-    let batches = crate::host_watch::hold::pass(batch);
-    let discard = DISCARD.load(Ordering::Relaxed);
-    let written = batches.iter().all(|batch| batch.is_empty() || discard || file.write(batch).is_ok());
-    drop(file);
-    if !written {
-        disable("cannot write the trace any more");
-        return false;
-    }
-    if let Some(mut batch) = batches.into_iter().last() {
-        batch.clear();
-        keep_spare(batch);
-    }
-    true
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@ use crate::call_kinds::Detail;
 use crate::driver_call::{CallContext, DriverCall};
 use crate::params::*;
 use crate::pitched::PitchedCopyShape;
+use crate::process_state::ProcessState;
 use crate::record::Record;
-use crate::state::ProcessState;
 
 /// The direction the call names (calls.rs); `cuMemcpy`'s unified form names none.
 fn named_direction(data: &DriverCall<'_>) -> CopyKind {

@@ -15,8 +15,8 @@ use crate::graph_params::*;
 use crate::graph_record::{GraphRecord, NodeBody, NodeOwner};
 use crate::params::{Handle, Memcpy3D, OneHandle};
 use crate::pitched::{pitched_extent, PitchedCopyShape};
+use crate::process_state::ProcessState;
 use crate::record::{Call, Record};
-use crate::state::ProcessState;
 
 /// The most dependencies or edges one call is believed to pass: the injected library must not read far into
 /// the program's memory on a malformed call.

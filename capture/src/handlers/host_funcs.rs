@@ -5,8 +5,8 @@
 use crate::driver_call::{CallContext, DriverCall};
 use crate::host_watch::{self, host_funcs};
 use crate::params::{LaunchHostFunc, StreamAddCallback};
+use crate::process_state::ProcessState;
 use crate::record::Record;
-use crate::state::ProcessState;
 
 pub fn launch(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
     // Safety: cuLaunchHostFunc's block is LaunchHostFunc.

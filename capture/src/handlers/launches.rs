@@ -2,8 +2,8 @@
 
 use crate::driver_call::{CallContext, DriverCall};
 use crate::params::*;
+use crate::process_state::ProcessState;
 use crate::record::{GraphRecord, Record};
-use crate::state::ProcessState;
 
 pub fn kernel(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
     // Safety: cuLaunchKernel's block is LaunchKernel.

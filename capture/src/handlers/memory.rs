@@ -6,7 +6,7 @@ use streamtrace_format::{AllocKind, FreeKind};
 use crate::call_kinds::Detail;
 use crate::driver_call::{CallContext, DriverCall};
 use crate::params::*;
-use crate::state::ProcessState;
+use crate::process_state::ProcessState;
 
 use super::written;
 

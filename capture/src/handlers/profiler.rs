@@ -3,7 +3,7 @@
 //! (ranges.rs). They record nothing themselves: the range's edges are written before the next record.
 
 use crate::driver_call::{CallContext, DriverCall};
-use crate::state::ProcessState;
+use crate::process_state::ProcessState;
 
 pub fn start(_state: &mut ProcessState, _cx: &CallContext, _data: &DriverCall<'_>) {
     crate::ranges::profiler_started();

@@ -4,8 +4,8 @@ use crate::call_kinds::Detail;
 use crate::driver_call::{CallContext, DriverCall};
 use crate::params::*;
 use crate::pitched::pitched_extent;
+use crate::process_state::ProcessState;
 use crate::record::Record;
-use crate::state::ProcessState;
 
 /// The element width the call sets (calls.rs).
 fn width(data: &DriverCall<'_>) -> u64 {

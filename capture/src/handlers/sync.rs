@@ -4,8 +4,8 @@
 use crate::call_kinds::Detail;
 use crate::driver_call::{CallContext, DriverCall};
 use crate::params::*;
+use crate::process_state::ProcessState;
 use crate::record::{Record, SyncTarget};
-use crate::state::ProcessState;
 
 use super::written;
 

@@ -8,11 +8,11 @@
 //! What reaches the trace is only what the analyzer needs, an edge where an acquire follows another thread's
 //! release. A thread that learned something since its last release (a host synchronization or a successful
 //! query, a copy that made it wait, a host access: `Record::teaches_the_host`, or another thread's snapshot)
-//! writes a `host_release` of a new snapshot (a mark, thread.rs) when it next releases a lock, posts, creates
+//! writes a `host_release` of a new snapshot (a mark, thread_knowledge.rs) when it next releases a lock, posts, creates
 //! a thread or ends; a thread that learned nothing releases the mark it released last, and one that never
 //! learned anything releases nothing. The object released into keeps the marks (objects.rs). A thread that
 //! acquires a mark of another thread writes nothing at once: the `host_acquire` is written before its next
-//! record (`before_record`), where the analyzer needs it. Most locks in real programs stay on one thread: their
+//! record (`thread_knowledge::before_record`), where the analyzer needs it. Most locks in real programs stay on one thread: their
 //! lock and unlock write nothing and take no lock but the program's own.
 //!
 //! Every interposer works from the process's first call to its last, with or without CUDA, and after fork:
@@ -29,7 +29,6 @@ mod objects;
 mod real;
 #[cfg(all(test, target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 mod tests;
-mod thread;
 
 use std::cell::Cell;
 use std::panic::AssertUnwindSafe;
@@ -37,13 +36,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::TryLockError;
 
 use objects::Release;
-use thread::{Full, MarkSet, ThreadKnowledge, THREAD};
 
 use crate::control::ENABLED;
 use crate::cost::HostSyncEvent;
 use crate::origin::{now_ns, thread_id};
-use crate::record::{Batch, Call, Record};
-use crate::state::{state_for_this_process, ProcessState, STATE};
+use crate::process_state::ProcessState;
+use crate::record::{Call, Record};
+use crate::state::{state_for_this_process, STATE};
+use crate::thread_knowledge::{Full, MarkSet, ThreadKnowledge, THREAD};
 
 /// Whether any snapshot was released in this process: until then acquiring is a load of this flag.
 static ANY_MARK: AtomicBool = AtomicBool::new(false);
@@ -56,25 +56,6 @@ const STATE_WAIT_NS: u64 = 20_000_000;
 thread_local! {
     /// Set while this thread does bookkeeping: the calls it makes meanwhile are passed on.
     static BUSY: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Before each record the calling thread adds to the process's batch: the snapshots it acquired since its last
-/// record go first, and `teaches`: whether the record tells the thread something (its next release then writes
-/// a new snapshot).
-pub fn before_record(call: Call, teaches: bool, batch: &mut Batch) {
-    let _ = THREAD.try_with(|knowledge| {
-        // Borrowed already: this thread's own bookkeeping is writing, and writes what is pending itself.
-        let Ok(mut knowledge) = knowledge.try_borrow_mut() else { return };
-        knowledge.taught |= teaches;
-        if !knowledge.has_pending() {
-            return;
-        }
-        let (pending, len) = knowledge.take_pending();
-        for acquired in &pending[..len] {
-            let record = Record::HostAcquire { object: acquired.mark, api: acquired.api };
-            batch.push(Call { correlation: 0, site: 0, ..call }, record);
-        }
-    });
 }
 
 /// `--no-host-sync` while the library is preloaded for the host watch (`STREAMTRACE_NO_HOST_SYNC`): every

@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard, Once, PoisonError};
 
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
-use super::thread::MarkSet;
+use crate::thread_knowledge::MarkSet;
 
 /// How a release changes what an object holds.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -141,7 +141,7 @@ extern "C" fn after_fork_in_child() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host_sync::thread::ThreadKnowledge;
+    use crate::thread_knowledge::ThreadKnowledge;
 
     #[test]
     fn a_store_replaces_and_a_join_adds_one_mark_per_thread() {

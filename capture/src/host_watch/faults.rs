@@ -1,19 +1,17 @@
-//! Guard faults, from the signal handler to the trace. The handler fills one slot of a fixed queue (the thread,
-//! the time, the address, read or write, the host function running, the registers and a copy of the stack
-//! above the stack pointer) and returns; the next thread to hold the state lock turns each slot into a
-//! `host_access` record with the fault's native call site, walked over the copy (the walk looks modules up,
-//! which a signal handler may not). Touches the queue, the state's call sites and pending records, and the
-//! late records of hold.rs.
+//! Guard faults as the signal handler queues them. The handler fills one slot of a fixed queue (the thread, the
+//! time, the address, read or write, the host function running, the registers and a copy of the stack above
+//! the stack pointer) and returns; the next thread to hold the state lock takes the slots (fault_records.rs
+//! makes each a `host_access` record, walking its call site over the copy: the walk looks modules up, which a
+//! signal handler may not). Touches the queue and nothing of the state, so that the hold (hold.rs) can ask
+//! whether faults wait without importing what records them.
 
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
-use streamtrace_format::FaultKind;
-
-use super::{counters, hold, host_funcs, inflight};
-use crate::record::{Batch, Call, Entry, Record};
-use crate::state::ProcessState;
+use super::driver_code::in_driver_code;
+use super::{counters, host_funcs, inflight};
+use crate::record::{Batch, Entry};
 use crate::unwind::{StackWords, Start};
 
 /// Faults waiting for the state lock; past them a fault is counted as dropped.
@@ -27,15 +25,24 @@ const WRITING: u8 = 1;
 const READY: u8 = 2;
 
 /// One fault as the handler saw it.
-struct Fault {
-    tid: u64,
-    time: u64,
-    address: u64,
-    write: bool,
-    host_func: u64,
-    start: Start,
+pub(super) struct Fault {
+    pub(super) tid: u64,
+    pub(super) time: u64,
+    pub(super) address: u64,
+    pub(super) write: bool,
+    /// The wrapped host function the faulting thread was running (0: none).
+    pub(super) host_func: u64,
+    /// The registers the call site's walk starts from.
+    pub(super) start: Start,
     stack_len: usize,
     stack: [u8; STACK_BYTES],
+}
+
+impl Fault {
+    /// The stack copied above the fault's stack pointer, for the call site's walk.
+    pub(super) fn stack(&self) -> StackWords<'_> {
+        StackWords::copied(self.start.sp, &self.stack[..self.stack_len.min(STACK_BYTES)])
+    }
 }
 
 struct Slot {
@@ -108,7 +115,7 @@ fn copy_stack(sp: u64, out: &mut [u8; STACK_BYTES]) -> usize {
 /// (not the driver's inside a CUDA call) and queues it. Async-signal-safe.
 pub fn note(address: u64, context: *mut c_void, _start: u64, _end: u64) {
     let Some((start, write)) = registers(context) else { return };
-    if inflight::in_driver_call() || super::in_driver_code(start.pc) {
+    if inflight::in_driver_call() || in_driver_code(start.pc) {
         counters::IGNORED.fetch_add(1, Ordering::Relaxed);
         return;
     }
@@ -137,10 +144,9 @@ pub fn queued() -> usize {
     QUEUE.iter().filter(|s| s.state.load(Ordering::Acquire) == READY).count()
 }
 
-/// Turns the queued faults into records, under the state lock: a fault of the thread itself goes into the
-/// pending records at its time; one inside a host function becomes a late record, placed after that function's
-/// record (hold.rs).
-pub fn take(state: &mut ProcessState) {
+/// Hands each queued fault to `record`, oldest first, freeing its slot after; fault_records.rs calls it under
+/// the state lock, which makes it the queue's one reader.
+pub(super) fn take_queued(mut record: impl FnMut(&Fault)) {
     // A load first: this runs at every recorded call, and a swap would write the line each time.
     if !WAITING.load(Ordering::Acquire) || !WAITING.swap(false, Ordering::AcqRel) {
         return;
@@ -151,42 +157,14 @@ pub fn take(state: &mut ProcessState) {
     for slot in ready {
         // Safety: as above; the slot is freed only after this read.
         let fault = unsafe { &*slot.fault.get() };
-        record(state, fault);
+        record(fault);
         slot.state.store(FREE, Ordering::Release);
     }
 }
 
-fn record(state: &mut ProcessState, fault: &Fault) {
-    let mut declared = Vec::new();
-    let stack = StackWords::copied(fault.start.sp, &fault.stack[..fault.stack_len.min(STACK_BYTES)]);
-    let (site, through_driver) = state.sites.site_of_fault(fault.start, &stack, |record| declared.push(record));
-    let call = Call { tid: fault.tid, time_ns: fault.time, correlation: 0, site };
-    let mut entries: Vec<Entry> = declared.into_iter().map(|record| Entry { call, record }).collect();
-    if through_driver && fault.host_func == 0 {
-        // A driver thread (the driver's own copy, or a host function not wrapped): not the program's access.
-        // Its call site's records go in anyway: the site is declared now.
-        counters::IGNORED.fetch_add(1, Ordering::Relaxed);
-        state.pending.entries.extend(entries);
-        return;
-    }
-    counters::FAULTS.fetch_add(1, Ordering::Relaxed);
-    let access = Record::HostAccess {
-        address: fault.address,
-        bytes: 1,
-        write: fault.write,
-        fault: FaultKind::Guard,
-        host_func: fault.host_func,
-    };
-    entries.push(Entry { call, record: access });
-    if fault.host_func != 0 {
-        hold::late_in_host_func(fault.host_func, entries);
-    } else {
-        insert_at_time(&mut state.pending, fault.time, entries);
-    }
-}
-
 /// Puts `entries` into `batch` after its last record made at or before `time` (records are in lock order, and
-/// a fault waited for the next lock).
+/// a fault waited for the next lock). For a fault of the thread itself (fault_records.rs) and for late records
+/// placed among held batches (hold.rs).
 pub fn insert_at_time(batch: &mut Batch, time: u64, entries: Vec<Entry>) {
     let at = batch.entries.iter().rposition(|e| e.call.time_ns != 0 && e.call.time_ns <= time).map_or(0, |i| i + 1);
     batch.entries.splice(at..at, entries);
@@ -195,6 +173,7 @@ pub fn insert_at_time(batch: &mut Batch, time: u64, entries: Vec<Entry>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::{Call, Record};
 
     fn entry(time: u64) -> Entry {
         Entry { call: Call { tid: 1, time_ns: time, correlation: 0, site: 0 }, record: Record::Event { handle: time } }

@@ -7,15 +7,14 @@
 //! A batch is held while a wrapped host function it holds has not finished (at most `HOST_FUNC_WAIT`), and,
 //! once the process has managed memory and the managed-fault watch is on, for `MANAGED_DELAY` (CUPTI hands
 //! over what it has every drain). Nothing is held otherwise, and everything is written at exit. What a
-//! SIGKILL loses grows by as much. Touches the held batches, the late records and the host-function marks.
+//! SIGKILL loses grows by as much. Touches the held batches and the late records; asks host_funcs.rs which
+//! wrapped host functions have finished.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use rustc_hash::FxHashSet as HashSet;
-
-use super::{counters, host_funcs};
+use super::{counters, faults, host_funcs};
 use crate::origin::{current_pid, now_ns};
 use crate::record::{Batch, Entry, Record};
 
@@ -46,12 +45,6 @@ struct Hold {
 
 static HOLD: Mutex<Option<Hold>> = Mutex::new(None);
 static LATE: Mutex<Vec<Late>> = Mutex::new(Vec::new());
-/// Wrapped host functions that have not finished.
-static UNFINISHED: Mutex<Option<HashSet<u64>>> = Mutex::new(None);
-static ANY_WRAPPED: AtomicBool = AtomicBool::new(false);
-/// Set once a wrapped function waited its whole time and no trampoline ever ran: the driver does not run what
-/// the parameter block holds after the callback, so nothing is wrapped any more.
-static WRAPPING_IGNORED: AtomicBool = AtomicBool::new(false);
 /// Whether managed faults may come (the watch is on and the process has managed memory).
 static MANAGED: AtomicBool = AtomicBool::new(false);
 static MANAGED_DELAY: AtomicU64 = AtomicU64::new(MANAGED_DELAY_NS);
@@ -60,23 +53,6 @@ static FINAL: AtomicBool = AtomicBool::new(false);
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Whether host functions are to be wrapped: not once the driver showed that it ignores the change.
-pub fn wrapping_works() -> bool {
-    !WRAPPING_IGNORED.load(Ordering::Relaxed)
-}
-
-pub fn host_func_wrapped(id: u64) {
-    lock(&UNFINISHED).get_or_insert_with(HashSet::default).insert(id);
-    ANY_WRAPPED.store(true, Ordering::Release);
-}
-
-/// Called by the trampoline on the driver's thread once the program's function returned.
-pub fn host_func_finished(id: u64) {
-    if let Some(set) = lock(&UNFINISHED).as_mut() {
-        set.remove(&id);
-    }
 }
 
 /// Managed faults may come from now on: batches wait for them.
@@ -105,7 +81,7 @@ pub fn release_all() {
 /// The batches to write now, in order, given the batch just taken from the state: it joins the held ones, the
 /// late records join their places, and the oldest batches that wait for nothing more come out.
 pub fn pass(batch: Batch) -> Vec<Batch> {
-    let holding = ANY_WRAPPED.load(Ordering::Acquire) || MANAGED.load(Ordering::Acquire);
+    let holding = host_funcs::any_wrapped() || MANAGED.load(Ordering::Acquire);
     let mut slot = lock(&HOLD);
     let pid = current_pid();
     if slot.as_ref().is_some_and(|hold| hold.pid != pid) {
@@ -119,8 +95,8 @@ pub fn pass(batch: Batch) -> Vec<Batch> {
     // What has finished is read before the faults waiting for the state lock are looked at, and those before
     // the late records are taken: a function's fault is queued before it returns, so a function seen finished
     // has its faults either still queued (then its batch waits) or already among the late records.
-    let unfinished = lock(&UNFINISHED).clone().unwrap_or_default();
-    let faults_queued = super::faults::queued() > 0;
+    let unfinished = host_funcs::unfinished();
+    let faults_queued = faults::queued() > 0;
     let hold = slot.get_or_insert_with(|| Hold { pid, batches: VecDeque::new() });
     let host_funcs = batch
         .entries
@@ -143,7 +119,7 @@ pub fn pass(batch: Batch) -> Vec<Batch> {
         let waiting = !front.host_funcs.is_empty()
             && (faults_queued || front.host_funcs.iter().any(|id| unfinished.contains(id)));
         if waiting && age >= HOST_FUNC_WAIT_NS && !host_funcs::trampolines_run() {
-            WRAPPING_IGNORED.store(true, Ordering::Relaxed);
+            host_funcs::stop_wrapping();
         }
         let ready = everything || ((!waiting || age >= HOST_FUNC_WAIT_NS) && age >= delay);
         if !ready {
@@ -181,7 +157,7 @@ fn place(batches: &mut VecDeque<Held>, late: Late) {
                 .position(|held| held.batch.entries.iter().any(|e| e.call.time_ns > time))
                 .unwrap_or(batches.len().saturating_sub(1));
             if let Some(held) = batches.get_mut(target) {
-                super::faults::insert_at_time(&mut held.batch, time, entries);
+                faults::insert_at_time(&mut held.batch, time, entries);
             }
         }
     }

@@ -7,12 +7,14 @@
 //! CUPTI passes the parameter block as `const`; that the driver runs what the block holds after the callback is
 //! what the GPU probe checks (`benches/gpu_host_watch.sh`): a driver that does not leaves the program's own
 //! function to run, unwrapped, and the box unused. Touches the parameter block, this file's counters and the
-//! thread-local mark.
+//! thread-local mark, and keeps which wrapped functions have not finished (hold.rs asks).
 
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashSet as HashSet;
 
 use crate::params::{Handle, LaunchHostFunc, StreamAddCallback};
 
@@ -33,6 +35,50 @@ static TRAMPOLINE_RAN: AtomicBool = AtomicBool::new(false);
 /// Whether a wrapped function was ever run through its trampoline.
 pub fn trampolines_run() -> bool {
     TRAMPOLINE_RAN.load(Ordering::Relaxed)
+}
+
+/// Wrapped host functions that have not finished (hold.rs holds the batch of each until it has).
+static UNFINISHED: Mutex<Option<HashSet<u64>>> = Mutex::new(None);
+static ANY_WRAPPED: AtomicBool = AtomicBool::new(false);
+/// Set once a wrapped function waited its whole time and no trampoline ever ran: the driver does not run what
+/// the parameter block holds after the callback, so nothing is wrapped any more.
+static WRAPPING_IGNORED: AtomicBool = AtomicBool::new(false);
+
+fn unfinished_set() -> std::sync::MutexGuard<'static, Option<HashSet<u64>>> {
+    UNFINISHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Whether host functions are to be wrapped: not once the driver showed that it ignores the change.
+pub fn wrapping_works() -> bool {
+    !WRAPPING_IGNORED.load(Ordering::Relaxed)
+}
+
+/// The driver ignores the trampoline (hold.rs saw a wrapped function wait its whole time with none run):
+/// nothing is wrapped from now on.
+pub fn stop_wrapping() {
+    WRAPPING_IGNORED.store(true, Ordering::Relaxed);
+}
+
+/// Whether any host function was ever wrapped (until then the hold waits for none).
+pub fn any_wrapped() -> bool {
+    ANY_WRAPPED.load(Ordering::Acquire)
+}
+
+/// The wrapped host functions that have not finished yet.
+pub fn unfinished() -> HashSet<u64> {
+    unfinished_set().clone().unwrap_or_default()
+}
+
+fn host_func_wrapped(id: u64) {
+    unfinished_set().get_or_insert_with(HashSet::default).insert(id);
+    ANY_WRAPPED.store(true, Ordering::Release);
+}
+
+/// Called by the trampoline on the driver's thread once the program's function returned.
+fn host_func_finished(id: u64) {
+    if let Some(set) = unfinished_set().as_mut() {
+        set.remove(&id);
+    }
 }
 
 type HostFn = unsafe extern "C" fn(*mut c_void);
@@ -58,7 +104,7 @@ unsafe extern "C" fn run_host_func(boxed: *mut c_void) {
     // Safety: the program's function with the program's data, as it enqueued them.
     unsafe { (wrapped.function)(wrapped.user_data) };
     RUNNING.with(|running| running.set(outer));
-    super::hold::host_func_finished(wrapped.id);
+    host_func_finished(wrapped.id);
 }
 
 /// Runs a wrapped `cuStreamAddCallback` callback.
@@ -73,7 +119,7 @@ unsafe extern "C" fn run_stream_callback(stream: Handle, status: i32, boxed: *mu
     // Safety: the program's callback with the driver's arguments and the program's data.
     unsafe { (wrapped.function)(stream, status, wrapped.user_data) };
     RUNNING.with(|running| running.set(outer));
-    super::hold::host_func_finished(wrapped.id);
+    host_func_finished(wrapped.id);
 }
 
 /// A host function's name: its symbol, demangled, from the loader; else its address.
@@ -128,7 +174,7 @@ fn wrap_function(block: &mut LaunchHostFunc, function: HostFn, id: u64) {
     let boxed = Box::new(Wrapped::<HostFn> { function, user_data: block.userData, id });
     block.userData = Box::into_raw(boxed).cast();
     block.fn_ = Some(run_host_func);
-    super::hold::host_func_wrapped(id);
+    host_func_wrapped(id);
 }
 
 /// As [`launch`], for cuStreamAddCallback (which a capturing stream refuses).
@@ -145,7 +191,7 @@ pub unsafe fn add_callback(block: *mut StreamAddCallback, wrap: bool, per_thread
         let boxed = Box::new(Wrapped::<StreamCallback> { function, user_data: block.userData, id });
         block.userData = Box::into_raw(boxed).cast();
         block.callback = Some(run_stream_callback);
-        super::hold::host_func_wrapped(id);
+        host_func_wrapped(id);
     }
     (id, name)
 }

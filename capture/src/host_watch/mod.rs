@@ -6,47 +6,34 @@
 //!   first host load or store faults; the SIGSEGV handler (signals.rs, kept first by interposing the signal
 //!   functions) lifts the protection, queues the fault with a copy of the stack (faults.rs) and lets the
 //!   program go on; the next thread to take the state lock makes it a `host_access` record with its native
-//!   call site. One fault per buffer per in-flight window.
-//! - Managed memory: CUPTI's CPU page faults (capture/src/managed_faults.rs).
+//!   call site (fault_records.rs). One fault per buffer per in-flight window.
+//! - Managed memory: CUPTI's CPU page faults (managed_faults.rs).
 //! - Host functions (host_funcs.rs): wrapped by a trampoline, so that a fault knows which one ran it; their
 //!   accesses, and managed faults, are learned late and put in place by hold.rs.
 //!
 //! Guards are on by default in native programs and off in Python (whose observers report host accesses at
 //! tier T2); `--no-host-watch` turns everything off; docs/capture.md says what this can and cannot see and what
 //! it costs. The rest of the capture calls the hooks here: [`passing`] at every driver callback, [`recorded`]
-//! after a call's records, [`collect`] under the state lock, `hold::pass` in the writer, [`at_exit`].
+//! after a call's records, [`collect`] under the state lock, `hold::pass` in the drain (state.rs), [`at_exit`].
 
+pub mod counters;
+mod driver_code;
+mod fault_records;
 pub mod faults;
 pub mod guards;
 pub mod hold;
 pub mod host_funcs;
 pub mod inflight;
+pub(crate) mod managed_faults;
 pub mod signals;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use streamtrace_format::{launch, WatchState};
 
-use crate::managed_faults;
+use crate::process_state::ProcessState;
 use crate::record::Record;
-use crate::state::ProcessState;
 use crate::watch_state::WatchCell;
-
-/// What the host watch counted, for the `host_watch` record.
-pub mod counters {
-    use std::sync::atomic::AtomicU64;
-
-    /// In-flight windows in which a range was guarded.
-    pub static WINDOWS: AtomicU64 = AtomicU64::new(0);
-    /// Faults recorded as host accesses.
-    pub static FAULTS: AtomicU64 = AtomicU64::new(0);
-    /// Accesses seen but not recorded (the fault queue full, a host function's record already written).
-    pub static DROPPED: AtomicU64 = AtomicU64::new(0);
-    /// Faults that were the driver's own.
-    pub static IGNORED: AtomicU64 = AtomicU64::new(0);
-    /// Ranges that could not be guarded (the table full, the system refused).
-    pub static UNWATCHED: AtomicU64 = AtomicU64::new(0);
-}
 
 /// Whether pinned buffers are guarded: off until the set-up at load says otherwise.
 static GUARD: WatchCell = WatchCell::off();
@@ -125,34 +112,10 @@ extern "C" fn at_load() {
 #[link_section = ".init_array"]
 static AT_LOAD: extern "C" fn() = at_load;
 
-/// Where the driver's code is mapped: a fault there is the driver's access.
-static DRIVER_START: AtomicU64 = AtomicU64::new(0);
-static DRIVER_END: AtomicU64 = AtomicU64::new(0);
-
-/// Whether `pc` is in the driver's code (async-signal-safe).
-pub fn in_driver_code(pc: u64) -> bool {
-    DRIVER_START.load(Ordering::Relaxed) <= pc && pc < DRIVER_END.load(Ordering::Relaxed)
-}
-
-/// The driver's mapped range, from /proc/self/maps.
-fn find_driver() -> Option<(u64, u64)> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    let mut range: Option<(u64, u64)> = None;
-    for line in maps.lines().filter(|l| l.rsplit('/').next().is_some_and(|f| f.starts_with("libcuda.so"))) {
-        let (from, to) = line.split_whitespace().next()?.split_once('-')?;
-        let (from, to) = (u64::from_str_radix(from, 16).ok()?, u64::from_str_radix(to, 16).ok()?);
-        range = Some(range.map_or((from, to), |(a, b)| (a.min(from), b.max(to))));
-    }
-    range
-}
-
 /// When CUPTI is set up (the driver initializes the injection): notes where the driver is, and arms the
 /// managed-fault watch when the host watch is asked for (it starts at the first managed allocation).
 pub fn start() {
-    if let Some((start, end)) = find_driver() {
-        DRIVER_START.store(start, Ordering::Relaxed);
-        DRIVER_END.store(end, Ordering::Relaxed);
-    }
+    driver_code::find();
     // The exact-access backend subscribes the Compute Sanitizer API, and CUPTI cannot subscribe beside it.
     if asked_for() && !crate::control::EXACT.load(Ordering::Relaxed) {
         managed_faults::ask();
@@ -182,7 +145,7 @@ pub fn recorded(state: &ProcessState, first: usize) {
 #[inline]
 pub fn collect(state: &mut ProcessState) {
     if guarding() {
-        faults::take(state);
+        fault_records::take(state);
     }
     if managed_faults::watching() {
         managed_faults::take(state);
@@ -191,7 +154,7 @@ pub fn collect(state: &mut ProcessState) {
 
 /// Whether host functions are wrapped (the guards are on, and the driver runs what the block holds).
 pub fn wrap_host_funcs() -> bool {
-    guarding() && hold::wrapping_works()
+    guarding() && host_funcs::wrapping_works()
 }
 
 /// At exit, under the state lock: the `host_watch` record, and everything held is written next.

@@ -9,8 +9,8 @@ use libc::{clockid_t, pthread_attr_t, pthread_t, timespec};
 
 use crate::host_sync::objects::{self, Release};
 use crate::host_sync::real::{self, StartRoutine};
-use crate::host_sync::thread::{MarkSet, THREAD};
 use crate::host_sync::{acquire, acquire_marks, bookkeeping, caller, forget, knowledge_to_release, with_knowledge};
+use crate::thread_knowledge::{MarkSet, THREAD};
 
 /// What the trampoline needs: the program's routine and argument, and what the creating thread knew.
 struct ThreadStart {

@@ -19,10 +19,10 @@ use cudarc::cupti::sys::CUpti_ActivityUnifiedMemoryCounterKind;
 use rustc_hash::FxHashMap as HashMap;
 use streamtrace_format::{AllocKind, FaultKind, MemoryKind, WatchState};
 
-use crate::host_watch::hold;
+use super::hold;
 use crate::origin::now_ns;
+use crate::process_state::ProcessState;
 use crate::record::{Batch, Call, Entry, Record};
-use crate::state::ProcessState;
 use crate::watch_state::WatchCell;
 
 /// The watch's state: off until it is asked for.

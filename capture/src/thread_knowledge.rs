@@ -3,10 +3,15 @@
 //! since (then its next release writes a new snapshot), the acquired snapshots not yet written to the trace,
 //! and the few facts the interposers need from one call to the next (the rwlocks it holds for writing, the last
 //! object it released into). Plain data in a thread-local with no destructor, so that it is there from the
-//! thread's first call to its last, even while the thread exits. Touches nothing else.
+//! thread's first call to its last, even while the thread exits. The bookkeeping of host_sync/ keeps it; the
+//! record writing reads it before every record (`before_record`: the pending acquires go in front), which is
+//! why it sits below the state, outside host_sync/, whose interposers write through the state. Touches nothing
+//! else.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::record::{Batch, Call, Record};
 
 /// A mark is `serial << SERIAL_SHIFT | sequence`: the releasing thread's serial number and its own count of
 /// releases, so that a thread can tell its own marks, and a later mark of a thread holds its earlier ones.
@@ -279,6 +284,25 @@ fn slot_of(object: usize, slots: usize) -> usize {
 thread_local! {
     /// This thread's knowledge. No destructor: it lasts as long as the thread's last call needs it.
     pub static THREAD: RefCell<ThreadKnowledge> = const { RefCell::new(ThreadKnowledge::NEW) };
+}
+
+/// Before each record the calling thread adds to the process's batch: the snapshots it acquired since its last
+/// record go first, and `teaches`: whether the record tells the thread something (its next release then writes
+/// a new snapshot).
+pub fn before_record(call: Call, teaches: bool, batch: &mut Batch) {
+    let _ = THREAD.try_with(|knowledge| {
+        // Borrowed already: this thread's own bookkeeping is writing, and writes what is pending itself.
+        let Ok(mut knowledge) = knowledge.try_borrow_mut() else { return };
+        knowledge.taught |= teaches;
+        if !knowledge.has_pending() {
+            return;
+        }
+        let (pending, len) = knowledge.take_pending();
+        for acquired in &pending[..len] {
+            let record = Record::HostAcquire { object: acquired.mark, api: acquired.api };
+            batch.push(Call { correlation: 0, site: 0, ..call }, record);
+        }
+    });
 }
 
 #[cfg(test)]
