@@ -216,6 +216,8 @@ fn run(
                 _ => {}
             }
         }
+        // Its records are dropped, and its memory filled again, on the reader's thread.
+        source.recycle(batch);
     }
     let import = source.finish();
     let edges = engine.take_edges();

@@ -1,12 +1,17 @@
 //! A reader that parses on a background thread and hands records over in batches, so that reading a large
 //! trace overlaps with analyzing it while memory stays bounded by the queue. Every input format uses it.
+//!
+//! The hand-over allocates nothing once it runs: the analysis gives each batch back when it has read it
+//! ([`RecordSource::recycle`]), and the worker empties it and fills it again. So the records are dropped on the
+//! thread that made them (their accesses, names, sources: no frees across threads, none of that work on the
+//! analysis thread), and the batches' memory stays warm instead of being freed and faulted in again.
 
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
 use super::counters::ImportCounters;
-use super::record_source::{IngestError, RecordSource};
-use crate::model::TraceRecord;
+use super::record_source::{IngestError, RecordSource, BATCH};
+use crate::model::{Access, OpKind, Operation, PointerArg, TraceRecord};
 
 /// Records as the worker hands them over; an error ends the stream.
 pub type Batch = Vec<Result<TraceRecord, IngestError>>;
@@ -14,9 +19,99 @@ pub type Batch = Vec<Result<TraceRecord, IngestError>>;
 /// Batches a worker may queue ahead of the analysis.
 const QUEUED_BATCHES: usize = 16;
 
+/// The worker's end of the hand-over: full batches go to the analysis, which gives each back once read.
+pub struct BatchSender {
+    full: SyncSender<Batch>,
+    given_back: Receiver<Batch>,
+}
+
+impl BatchSender {
+    /// A sender and the two ends the analysis holds: the full batches, and where it gives them back.
+    pub(super) fn new() -> (BatchSender, Receiver<Batch>, Sender<Batch>) {
+        let (full, batches) = sync_channel(QUEUED_BATCHES);
+        let (give_back, given_back) = channel();
+        (BatchSender { full, given_back }, batches, give_back)
+    }
+
+    /// Hands `batch` over and leaves an empty one in its place: one the analysis gave back, emptied here, or a
+    /// new one while none has come back (at most the queue's length and the two being filled and read exist).
+    /// False when the analysis stopped reading.
+    pub fn send(&self, batch: &mut Batch) -> bool {
+        self.send_keeping(batch, &mut SpareVecs::default())
+    }
+
+    /// [`BatchSender::send`], keeping the kernels' access and pointer lists of a batch given back in `spare`
+    /// for the records read next.
+    pub fn send_keeping(&self, batch: &mut Batch, spare: &mut SpareVecs) -> bool {
+        let empty = match self.given_back.try_recv() {
+            Ok(mut spent) => {
+                spare.keep_from(&mut spent);
+                spent.clear();
+                spent
+            }
+            Err(_) => Vec::with_capacity(BATCH),
+        };
+        self.full.send(std::mem::replace(batch, empty)).is_ok()
+    }
+
+    /// Hands over the last batch.
+    pub fn send_last(self, batch: Batch) {
+        // A closed receiver means the consumer stopped early (an error downstream): nothing left to do.
+        let _ = self.full.send(batch);
+    }
+}
+
+/// The lists of kernels' accesses and pointer arguments that batches given back held, emptied, for a reader to
+/// fill again: so that a kernel's record allocates nothing once reading runs.
+#[derive(Default)]
+pub struct SpareVecs {
+    accesses: Vec<Vec<Access>>,
+    pointers: Vec<Vec<PointerArg>>,
+}
+
+/// Lists kept at most of each kind (two batches' worth): what a batch takes, a batch gives back.
+const SPARE_KEPT: usize = 2 * BATCH;
+
+impl SpareVecs {
+    /// An empty list for `len` accesses.
+    pub fn accesses(&mut self, len: usize) -> Vec<Access> {
+        let mut list = self.accesses.pop().unwrap_or_default();
+        list.reserve(len);
+        list
+    }
+
+    /// An empty list for `len` pointer arguments.
+    pub fn pointers(&mut self, len: usize) -> Vec<PointerArg> {
+        let mut list = self.pointers.pop().unwrap_or_default();
+        list.reserve(len);
+        list
+    }
+
+    /// Takes the lists of `batch`'s kernels, emptied (the records themselves are dropped with the batch).
+    fn keep_from(&mut self, batch: &mut Batch) {
+        for record in batch.iter_mut() {
+            let Ok(TraceRecord::Op(Operation { kind: OpKind::Kernel { accesses, pointers, .. }, .. })) = record else {
+                continue;
+            };
+            if accesses.capacity() > 0 && self.accesses.len() < SPARE_KEPT {
+                let mut list = std::mem::take(accesses);
+                list.clear();
+                self.accesses.push(list);
+            }
+            if pointers.capacity() > 0 && self.pointers.len() < SPARE_KEPT {
+                let mut list = std::mem::take(pointers);
+                list.clear();
+                self.pointers.push(list);
+            }
+        }
+    }
+}
+
 pub struct BackgroundReader {
     format: &'static str,
     batches: Receiver<Batch>,
+    /// Where read batches go back to the worker; they are dropped here once it has stopped.
+    give_back: Sender<Batch>,
     current: std::vec::IntoIter<Result<TraceRecord, IngestError>>,
     worker: Option<JoinHandle<ImportCounters>>,
     failed: bool,
@@ -27,9 +122,9 @@ impl BackgroundReader {
     pub fn spawn(
         name: &str,
         format: &'static str,
-        work: impl FnOnce(SyncSender<Batch>) -> ImportCounters + Send + 'static,
+        work: impl FnOnce(BatchSender) -> ImportCounters + Send + 'static,
     ) -> Result<BackgroundReader, IngestError> {
-        let (tx, rx) = sync_channel::<Batch>(QUEUED_BATCHES);
+        let (tx, rx, give_back) = BatchSender::new();
         let worker =
             std::thread::Builder::new().name(name.to_string()).spawn(move || work(tx)).map_err(|e| IngestError {
                 path: name.to_string(),
@@ -39,6 +134,7 @@ impl BackgroundReader {
         Ok(BackgroundReader {
             format,
             batches: rx,
+            give_back,
             current: Vec::new().into_iter(),
             worker: Some(worker),
             failed: false,
@@ -79,10 +175,68 @@ impl RecordSource for BackgroundReader {
         Some(batch)
     }
 
+    fn recycle(&mut self, batch: Batch) {
+        // Once the worker has stopped, the batch comes back here and is dropped with the channel.
+        let _ = self.give_back.send(batch);
+    }
+
     fn finish(mut self: Box<Self>) -> ImportCounters {
         // Dropping the receiver first lets a worker blocked on a full queue see the hang-up and stop.
         let worker = self.worker.take();
         drop(self);
         worker.and_then(|w| w.join().ok()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{AccessMode, AccessRange, ProcessId, StreamId, ThreadId};
+
+    fn kernel(accesses: Vec<Access>) -> Result<TraceRecord, IngestError> {
+        Ok(TraceRecord::Op(Operation {
+            seq: 0,
+            process: ProcessId(0),
+            thread: ThreadId(0),
+            host_time_ns: None,
+            gpu_start_ns: None,
+            gpu_end_ns: None,
+            correlation_id: None,
+            host_end_ns: None,
+            api: None,
+            region: None,
+            source: None,
+            native: None,
+            origin: 0,
+            kind: OpKind::Kernel { stream: StreamId(0), name: "k".into(), accesses, pointers: vec![], exact: None },
+        }))
+    }
+
+    #[test]
+    fn a_batch_given_back_is_filled_again_and_its_kernels_lists_reused() {
+        let (sender, batches, give_back) = BatchSender::new();
+        let mut spare = SpareVecs::default();
+        let range = AccessRange::new(0x1000, 64).expect("a range");
+        let mut batch = vec![kernel(vec![Access::plain(range, AccessMode::Write)])];
+        let first_list = match &batch[0] {
+            Ok(TraceRecord::Op(Operation { kind: OpKind::Kernel { accesses, .. }, .. })) => accesses.as_ptr(),
+            _ => unreachable!(),
+        };
+        assert!(sender.send_keeping(&mut batch, &mut spare));
+        // None has come back yet: a new one to fill.
+        assert!(batch.is_empty());
+        let read = batches.recv().expect("the batch sent");
+        let read_at = read.as_ptr();
+        give_back.send(read).expect("the sender holds the other end");
+        batch.push(kernel(Vec::new()));
+        assert!(sender.send_keeping(&mut batch, &mut spare));
+        assert_eq!(batch.as_ptr(), read_at, "the batch given back, to fill again");
+        assert!(batch.is_empty(), "emptied here");
+        let list = spare.accesses(1);
+        assert_eq!(list.as_ptr(), first_list, "its kernel's access list, kept for the next kernel");
+        assert!(list.is_empty());
+        assert!(spare.accesses(1).capacity() >= 1, "and then new ones");
+        drop(batches);
+        assert!(!sender.send(&mut batch), "the analysis stopped reading");
     }
 }

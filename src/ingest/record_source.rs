@@ -51,6 +51,11 @@ pub trait RecordSource: Iterator<Item = Result<TraceRecord, IngestError>> {
         }
         (!batch.is_empty()).then_some(batch)
     }
+    /// Gives a batch from [`RecordSource::next_batch`] back once read, so that its records are dropped and its
+    /// memory reused where they were made (the reader's thread) rather than on the caller's.
+    fn recycle(&mut self, batch: Vec<Result<TraceRecord, IngestError>>) {
+        drop(batch);
+    }
 }
 
 /// Records a reader hands over at a time.

@@ -380,28 +380,61 @@ fn write_host_watch(out: &mut String, analysis: &Analysis) -> std::fmt::Result {
 
 impl Report for TextReport {
     fn write(&self, analysis: &Analysis, out: &mut dyn io::Write) -> io::Result<()> {
-        let mut text = String::new();
-        self.render(analysis, &mut text).map_err(io::Error::other)?;
-        out.write_all(wrap(&text, WIDTH).as_bytes())
+        let mut wrapped = WrappedLines { out, text: String::new() };
+        self.render(analysis, &mut wrapped)?;
+        wrapped.finish()
+    }
+}
+
+/// The report's text wrapped and written as it is rendered, a finding at a time, so that a report of many
+/// findings is never held whole (it was twice over: as rendered and as wrapped: 56 MB each on 10 M synthetic
+/// operations). Lines are wrapped one by one, so wrapping the complete lines as they come writes what wrapping
+/// the whole text would.
+struct WrappedLines<'a> {
+    out: &'a mut dyn io::Write,
+    text: String,
+}
+
+impl WrappedLines<'_> {
+    /// Wraps and writes the complete lines rendered so far.
+    fn flush_lines(&mut self) -> io::Result<()> {
+        let Some(end) = self.text.rfind('\n') else { return Ok(()) };
+        self.out.write_all(wrap(&self.text[..=end], WIDTH).as_bytes())?;
+        self.text.drain(..=end);
+        Ok(())
+    }
+
+    /// Wraps and writes the rest.
+    fn finish(self) -> io::Result<()> {
+        self.out.write_all(wrap(&self.text, WIDTH).as_bytes())
     }
 }
 
 impl TextReport {
-    fn render(&self, analysis: &Analysis, out: &mut String) -> std::fmt::Result {
+    fn render(&self, analysis: &Analysis, wrapped: &mut WrappedLines) -> io::Result<()> {
         let (findings, look) = (&analysis.findings, analysis.lookup());
         let mut files = SourceText::default();
         if !analysis.stats.has_addresses {
-            write_without_addresses(out, analysis);
+            write_without_addresses(&mut wrapped.text, analysis);
         }
         for race in &findings.races {
-            write_race(out, look, race, false, &mut files);
+            write_race(&mut wrapped.text, look, race, false, &mut files);
+            wrapped.flush_lines()?;
         }
         for race in &findings.timing_only_races {
-            write_race(out, look, race, true, &mut files);
+            write_race(&mut wrapped.text, look, race, true, &mut files);
+            wrapped.flush_lines()?;
         }
         for wait in &findings.unrecorded_waits {
-            write_wait_before_record(out, look, wait, &mut files);
+            write_wait_before_record(&mut wrapped.text, look, wait, &mut files);
+            wrapped.flush_lines()?;
         }
+        self.render_notes(analysis, &mut wrapped.text).map_err(io::Error::other)
+    }
+
+    /// What follows the findings: notes, warnings and the summary.
+    fn render_notes(&self, analysis: &Analysis, out: &mut String) -> std::fmt::Result {
+        let (findings, look) = (&analysis.findings, analysis.lookup());
         if !findings.waits_on_never_recorded_events.is_empty() {
             let total: u64 = findings.waits_on_never_recorded_events.iter().map(|w| w.count).sum();
             let _ = writeln!(
@@ -693,7 +726,24 @@ fn write_exact_kernels(out: &mut String, exact: &crate::hb::ExactKernels) -> std
 
 #[cfg(test)]
 mod tests {
-    use super::wrap;
+    use super::{wrap, WrappedLines, WIDTH};
+
+    #[test]
+    fn lines_wrapped_as_they_come_are_the_whole_text_wrapped() {
+        let text = format!("first\n  Why: {}\n\nmiddle {}\nlast without its end", "word ".repeat(60), "x".repeat(200));
+        for cuts in [vec![], vec![3, 40], vec![6, 7, 100, 250], vec![text.len() - 2]] {
+            let mut out = Vec::new();
+            let mut wrapped = WrappedLines { out: &mut out, text: String::new() };
+            let mut from = 0;
+            for cut in cuts.into_iter().chain([text.len()]) {
+                wrapped.text.push_str(&text[from..cut]);
+                wrapped.flush_lines().expect("a vector takes every write");
+                from = cut;
+            }
+            wrapped.finish().expect("a vector takes every write");
+            assert_eq!(String::from_utf8(out).expect("text"), wrap(&text, WIDTH));
+        }
+    }
 
     #[test]
     fn long_lines_wrap_at_spaces_under_their_start() {

@@ -45,14 +45,12 @@ impl BinaryTraceReader {
                             break;
                         }
                     }
-                    if batch.len() >= BATCH
-                        && tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))).is_err()
-                    {
+                    if batch.len() >= BATCH && !tx.send_keeping(&mut batch, &mut reading.parser.spare) {
                         return reading.parser.counters;
                     }
                 },
             }
-            let _ = tx.send(batch);
+            tx.send_last(batch);
             reading.parser.counters
         })
     }

@@ -109,11 +109,11 @@ impl JsonTraceReader {
                     batch.push(Err(error));
                     break;
                 }
-                if batch.len() >= BATCH && tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))).is_err() {
+                if batch.len() >= BATCH && !tx.send_keeping(&mut batch, &mut parser.spare) {
                     return parser.counters;
                 }
             }
-            let _ = tx.send(batch);
+            tx.send_last(batch);
             parser.counters
         })
     }

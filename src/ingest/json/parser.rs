@@ -18,7 +18,7 @@ use super::accesses::read_write_accesses;
 use super::native::NativeSites;
 use super::problem::{Problem, ProblemKind};
 use super::raw::{without_unknown_fields, RawRecord};
-use crate::ingest::background::Batch;
+use crate::ingest::background::{Batch, SpareVecs};
 use crate::ingest::counters::{Counter, ImportCounters};
 use crate::ingest::record_source::IngestError;
 use crate::ingest::stages::frames::{EndMatch, EndMismatch, FrameFacts, FrameKind};
@@ -83,6 +83,8 @@ pub(in crate::ingest) struct JsonTraceParser {
     pub host_funcs: HashMap<(ProcessId, u64), (StreamId, Arc<str>)>,
     /// The host function the last operation was (or whose access it was): only its accesses may come next.
     pub last_host_func: Option<(ProcessId, u64)>,
+    /// Kernels' access and pointer lists from batches the analysis gave back, filled again here.
+    pub spare: SpareVecs,
 }
 
 impl JsonTraceParser {
@@ -109,6 +111,7 @@ impl JsonTraceParser {
             native: NativeSites::default(),
             host_funcs: HashMap::default(),
             last_host_func: None,
+            spare: SpareVecs::default(),
         }
     }
 

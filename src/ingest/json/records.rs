@@ -215,11 +215,11 @@ impl JsonTraceParser {
         Ok(match kind {
             RecordKind::Kernel => {
                 let stream = self.stream(process, raw.stream)?;
-                let mut accesses = Vec::with_capacity(raw.reads().len() + raw.writes().len());
+                let mut accesses = self.spare.accesses(raw.reads().len() + raw.writes().len());
                 read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
                 let name = self.intern(raw.name.as_deref().ok_or_else(|| Problem::malformed("kernel without `name`"))?);
                 let raw_pointers = raw.pointers.as_deref().unwrap_or(&[]);
-                let mut pointers = Vec::with_capacity(raw_pointers.len());
+                let mut pointers = self.spare.pointers(raw_pointers.len());
                 for RawPointer(address, flag) in raw_pointers {
                     pointers.push(PointerArg { address: address.0, mode: pointer_mode(flag)? });
                 }

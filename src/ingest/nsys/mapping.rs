@@ -6,7 +6,6 @@
 //! streams and events, not with rows.
 
 use std::path::PathBuf;
-use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
@@ -15,7 +14,7 @@ use super::calls::{base_name, blocks_device, classify_sync, SyncKind};
 use super::nvtx::RegionCursor;
 use super::schema::Lookups;
 use super::tables::{Activity, ActivityRow, NOT_APPLICABLE};
-use crate::ingest::background::Batch;
+use crate::ingest::background::{Batch, BatchSender};
 use crate::ingest::counters::{Counter, ImportCounters};
 use crate::ingest::record_source::{IngestError, BATCH};
 use crate::ingest::stages::ids::DenseIds;
@@ -55,7 +54,7 @@ struct KeptRecords {
 pub(super) struct Mapper {
     /// The export, as errors name it.
     path: PathBuf,
-    tx: SyncSender<Batch>,
+    tx: BatchSender,
     batch: Batch,
     pub(super) counters: ImportCounters,
     pub(super) lookups: Lookups,
@@ -102,7 +101,7 @@ struct CallContext {
 }
 
 impl Mapper {
-    pub(super) fn new(path: PathBuf, tx: SyncSender<Batch>) -> Mapper {
+    pub(super) fn new(path: PathBuf, tx: BatchSender) -> Mapper {
         Mapper {
             path,
             tx,
@@ -150,9 +149,8 @@ impl Mapper {
     }
 
     fn flush(&mut self) {
-        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
         // A closed receiver means the consumer stopped early (an error downstream): nothing left to do.
-        let _ = self.tx.send(batch);
+        self.tx.send(&mut self.batch);
     }
 
     fn process(&mut self, pid: i64) -> ProcessId {
@@ -569,8 +567,6 @@ fn memory_kind(value: i64) -> MemoryKind {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::mpsc::sync_channel;
-
     use super::*;
 
     fn group(correlation: i64, row: ActivityRow) -> Vec<Activity> {
@@ -579,7 +575,8 @@ mod tests {
 
     #[test]
     fn records_of_one_event_share_a_bounded_set_of_events_and_each_wait_joins_the_record_it_names() {
-        let (tx, rx) = sync_channel(1 << 12);
+        // One batch holds every record here, so the queue does not fill.
+        let (tx, rx, _give_back) = BatchSender::new();
         let mut mapper = Mapper::new(PathBuf::from("export.sqlite"), tx);
         mapper.event_sync_ids = true;
         mapper.has_event_table = true;
