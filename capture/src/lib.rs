@@ -123,14 +123,7 @@ pub unsafe extern "C" fn streamtrace_framework_record(text: *const u8, len: usiz
             if ranges::in_use() && !ranges::keeps_framework_record(ranges::FrameworkRecord::of(line)) {
                 return -1;
             }
-            framework_record(|call, state| {
-                state.ranges.before(call, &mut state.pending);
-                state.write_owed_op_begins(call);
-                // What the calling thread acquired from other threads since its last record comes first
-                // (host_sync/).
-                thread_knowledge::before_record(call, record::framework_record_teaches(line), &mut state.pending);
-                state.pending.push_raw(call, line).map_or(-1, |()| 0)
-            })
+            framework_record(|call, state| state.push_framework_record(call, line).map_or(-1, |()| 0))
         }
         _ => -1,
     }

@@ -109,16 +109,23 @@ impl ProcessState {
             }
             self.ranges.before(call, &mut self.pending);
         }
-        self.write_owed_op_begins(call);
-        // What the calling thread acquired from other threads since its last record comes first (host_sync/).
-        crate::thread_knowledge::before_record(call, record.teaches_the_host(), &mut self.pending);
+        self.before_record(call, record.teaches_the_host());
         self.pending.push(call, record);
     }
 
-    /// The `op_begin` records the calling thread owes (framework.rs: an op's begin waits for the first record
-    /// made inside it), outermost first, before that record. They are the calling thread's even where `call`
-    /// is another thread's (a record collected on its behalf).
-    pub fn write_owed_op_begins(&mut self, call: Call) {
+    /// A framework hook's record (a PyTorch op's `op_end`, a block of its allocator), which the caller found
+    /// kept (ranges.rs), with what comes before any record; None when the batch's text is full.
+    pub fn push_framework_record(&mut self, call: Call, text: &str) -> Option<()> {
+        self.ranges.before(call, &mut self.pending);
+        self.before_record(call, crate::record::framework_record_teaches(text));
+        self.pending.push_raw(call, text)
+    }
+
+    /// What comes before a record: the `op_begin` records the calling thread owes (framework.rs: an op's begin
+    /// waits for the first record made inside it), outermost first and the calling thread's even where `call`
+    /// is another thread's (a record collected on its behalf); then what the calling thread acquired from other
+    /// threads since its last record (host_sync/).
+    fn before_record(&mut self, call: Call, teaches: bool) {
         let owed = crate::framework::take_unwritten_begins();
         if owed > 0 {
             let begin = Call { tid: crate::origin::thread_id(), correlation: 0, site: 0, ..call };
@@ -126,6 +133,7 @@ impl ProcessState {
                 self.pending.push(begin, Record::OpBegin);
             }
         }
+        crate::thread_knowledge::before_record(call, teaches, &mut self.pending);
     }
 
     /// The trace's id of a call's context and the context's device, looked up once per context.
