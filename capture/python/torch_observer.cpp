@@ -600,6 +600,22 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   return nullptr;
 }
 
+// The start of an op's record of `type` (op_end, host_access) in `text`, up to its closing brace: the op's name,
+// the extent lists `reads` and `writes` (JSON) and its Python line.
+void start_op_record(std::string& text, const char* type, const ThreadOp& op, const std::string& reads,
+                     const std::string& writes) {
+  text.assign("{\"type\":\"");
+  text += type;
+  text += "\",\"name\":";
+  text += op.facts->quoted_name;
+  text += ",\"reads\":";
+  text += reads;
+  text += ",\"writes\":";
+  text += writes;
+  text += ",\"src\":";
+  text += op.source.empty() ? "null" : op.source;
+}
+
 void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
   ThreadState* thread = this_thread();
   if (thread == nullptr) {
@@ -671,14 +687,7 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
       ended = true;
       op_close();
     } else {
-      text.assign("{\"type\":\"op_end\",\"name\":");
-      text += op.facts->quoted_name;
-      text += ",\"reads\":";
-      text += op.reads;
-      text += ",\"writes\":";
-      text += writes;
-      text += ",\"src\":";
-      text += op.source.empty() ? "null" : op.source;
+      start_op_record(text, "op_end", op, op.reads, writes);
       if (!op.group.empty()) {
         text += ",\"process_group\":\"";
         text += op.group;
@@ -689,14 +698,7 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
       record_op_end(text.data(), text.size());
     }
     if (host_access) {
-      text.assign("{\"type\":\"host_access\",\"name\":");
-      text += op.facts->quoted_name;
-      text += ",\"reads\":";
-      text += op.host_reads;
-      text += ",\"writes\":";
-      text += host_writes;
-      text += ",\"src\":";
-      text += op.source.empty() ? "null" : op.source;
+      start_op_record(text, "host_access", op, op.host_reads, host_writes);
       text += '}';
       emit(text);
     }
@@ -741,33 +743,31 @@ uint64_t stream_handle(const Stream& stream) {
 // deadlock; but the allocator asks its history context recorder, outside that lock, just before each
 // allocation and free on the same thread. That is where the line is read (taking the GIL, as torch's own
 // recorder does), to be picked up by the tracker.
+// Reads the calling Python line into `out` for a block event, empty where it cannot be had.
+void read_block_line(std::string& out) {
+  TimedPart timed(kBlockLine);
+  try {
+    append_source(out);
+  } catch (abi::__forced_unwind&) {
+    throw;
+  } catch (...) {
+    out.clear();
+  }
+}
+
 std::shared_ptr<c10::GatheredContext> note_block_source() {
   ThreadState* thread = this_thread();
   if (thread == nullptr) {
     return nullptr;
   }
-  if (ThreadOp* op = thread->running(); op != nullptr && op->line_pending) {
-    // A block allocated inside an op whose line waits for its end (lines_at_end): the block needs it now.
-    TimedPart timed(kBlockLine);
-    try {
-      append_source(op->source);
-    } catch (abi::__forced_unwind&) {
-      throw;
-    } catch (...) {
-      op->source.clear();
-    }
-    op->line_pending = false;
-  }
-  if (thread->depth == 0) {
-    TimedPart timed(kBlockLine);
+  ThreadOp* op = thread->running();
+  if (op == nullptr) {
     thread->pending_block_source.clear();
-    try {
-      append_source(thread->pending_block_source);
-    } catch (abi::__forced_unwind&) {
-      throw;
-    } catch (...) {
-      thread->pending_block_source.clear();
-    }
+    read_block_line(thread->pending_block_source);
+  } else if (op->line_pending) {
+    // A block allocated inside an op whose line waits for its end (lines_at_end): the block needs it now.
+    read_block_line(op->source);
+    op->line_pending = false;
   }
   return nullptr;
 }
