@@ -92,7 +92,7 @@ for entry in "${programs[@]}"; do
   files=$(ls "$dir/online" 2>/dev/null | grep -c 'trace\.')
   # From the folder the capture ran in, so that source paths are shown as the online report shows them.
   "$bin/streamtrace" analyze "$dir/bin" > "$dir/offline.log" 2>&1
-  normalized_report "$dir/online.log" | sed -n '/^\(Capture cost\|Access tier\|Host watch\|Host order\|SUMMARY\|RACE\|==\)/,$p' | report_words > "$dir/online.text"
+  captured_report_words "$dir/online.log" > "$dir/online.text"
   normalized_report "$dir/offline.log" | report_words > "$dir/offline.text"
   [ "$files" = 0 ] && [ -s "$dir/offline.text" ] && diff "$dir/offline.text" "$dir/online.text" > "$dir/online.diff"
   check $? "$name: online analysis of the binary stream reports what the binary file does, no file written (files $files)"

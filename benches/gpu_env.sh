@@ -15,17 +15,24 @@ export STREAMTRACE_TRACE_FORMAT=${STREAMTRACE_TRACE_FORMAT:-json}
 # addresses, in hex): what stays is each finding's kind, ops, streams by number, sizes and source lines. For
 # comparing two reports of one program (gpu_online.sh, gpu_binary_trace.sh).
 normalized_report() {
-  # A directory's analysis adds a heading per trace and a job summary; the two runs' host threads have other ids.
+  # A directory's analysis adds a heading per trace and a job summary.
   grep -vE '^(Capture cost|streamtrace: (/|process|PROC)|== [^=]|JOB SUMMARY)' "$1" |
     sed -E 's/process [0-9]+( \(image [0-9]+\))?/TRACE/g; s#[^ ]*trace\.[0-9]+(\.[0-9]+)?\.(json|stbin)#TRACE#g' |
-    sed -E 's/0x[0-9a-f]+/0x_/g; s/thread [0-9]+/thread N/g' |
+    sed -E 's/0x[0-9a-f]+/0x_/g' |
     grep -vE '^streamtrace: (cannot|the )|^ +TRACE$'
 }
 
 # A normalized report as one word per line: the two reports wrap their lines at different places where a stream
-# handle or a path differs in length, which says nothing about their findings.
+# handle or a path differs in length, which says nothing about their findings; and the two runs' host threads
+# have other ids (joined first: a wrap may fall between "thread" and its id).
 report_words() {
   tr '\n' ' ' | tr -s ' ' | sed -E 's/thread [0-9]+/thread N/g' | tr ' ' '\n'
+}
+
+# The report in a capture's log (the program's own output comes first: the report starts at its first report
+# line), as report_words has it.
+captured_report_words() {
+  normalized_report "$1" | sed -n '/^\(Capture cost\|Access tier\|Host watch\|Host order\|SUMMARY\|RACE\|==\)/,$p' | report_words
 }
 
 # Runs a command with its output dropped, under STEP_TIMEOUT seconds (default 300), and says its wall time, process

@@ -33,8 +33,7 @@ for program in benches/torch_train_loop.py samples/torch/two_streams_no_wait.py;
   "$bin/streamtrace" analyze "$dir/offline" > "$dir/offline.log" 2>&1
   offline_status=$?
   analyze_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
-  # The program's own output comes first in the capture's log: the report starts at its first report line.
-  normalized_report "$dir/online.log" | sed -n '/^\(Capture cost\|Access tier\|Host watch\|Host order\|SUMMARY\|RACE\|==\)/,$p' | report_words > "$dir/online.findings"
+  captured_report_words "$dir/online.log" > "$dir/online.findings"
   normalized_report "$dir/offline.log" | report_words > "$dir/offline.findings"
   if diff "$dir/offline.findings" "$dir/online.findings" > "$dir/findings.diff"; then verdict=SAME; else verdict=DIFFERENT; fi
   echo "$name: $verdict findings; online (--no-trace) ${online_s}s status $online_status, trace files written $files_written (must be 0); capture ${capture_s}s + analyze ${analyze_s}s status $offline_status; $(grep -m1 -o 'SUMMARY.*' "$dir/online.log")" | tee -a "$summary"
