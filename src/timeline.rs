@@ -284,7 +284,7 @@ impl Timeline {
                 let mut nodes = None;
                 let name: Arc<str> = match &op.kind {
                     OpKind::Kernel { name, .. } => name.clone(),
-                    OpKind::Memcpy { copy, .. } => Arc::from(format!("memcpy {}", copy.as_str())),
+                    OpKind::Memcpy { copy, .. } => Arc::from(copy.op_name()),
                     OpKind::Memset { .. } => Arc::from("memset"),
                     OpKind::GraphLaunch { graph, .. } => {
                         let labels = self.graph_nodes.entry(graph.key).or_insert_with(|| {

@@ -234,8 +234,7 @@ impl Engine {
                 self.kernel_launch(op, *stream, name, accesses, pointers);
             }
             OpKind::Memcpy { stream, copy, src, dst, .. } => {
-                let name = format!("memcpy {}", copy.as_str());
-                let site = self.site(OpClass::Memcpy, &name, Some(*stream), op);
+                let site = self.site(OpClass::Memcpy, copy.op_name(), Some(*stream), op);
                 self.copy_or_set_waited(op, host, *stream, site, *src, *dst);
             }
             OpKind::Memset { stream, dst, .. } => {

@@ -4,9 +4,9 @@
 //! ranges of any shape compare byte-exactly. The check itself is FastTrack's: the last write is
 //! one epoch (O(1) to compare), and reads stay one epoch until two unordered reads coexist.
 
+mod starts;
 mod views;
 
-use std::collections::BTreeSet;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
@@ -16,6 +16,7 @@ use rustc_hash::FxBuildHasher;
 use super::clock::{Epoch, VectorClock};
 use super::sites::SiteId;
 use crate::model::{AccessMode, AccessRange, StridedView};
+use starts::SegmentStarts;
 
 /// What an access did besides reading or writing bytes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -73,12 +74,12 @@ struct Segment {
     reads: Reads,
 }
 
-/// Segments by start address: a hash table for the common exact-range lookup (one probe instead of a walk down
-/// a tree of 100,000 entries), and an ordered set of starts for splitting and range walks. The table is
+/// Segments by start address: a hash table for the common exact-range lookup (one probe instead of a search
+/// among 100,000 entries), and an ordered set of starts for splitting and range walks. The table is
 /// hashbrown's raw `HashTable` rather than a map so that a lookup can be started ahead of time (`prefetch`).
 #[derive(Default)]
 struct SegmentMap {
-    starts: BTreeSet<u64>,
+    starts: SegmentStarts,
     by_start: HashTable<(u64, Segment)>,
 }
 
@@ -116,7 +117,7 @@ impl SegmentMap {
     fn remove(&mut self, start: u64) -> Option<Segment> {
         let entry = self.by_start.find_entry(hash(start), |(s, _)| *s == start).ok()?;
         let ((_, segment), _) = entry.remove();
-        self.starts.remove(&start);
+        self.starts.remove(start);
         Some(segment)
     }
 
@@ -129,14 +130,14 @@ impl SegmentMap {
         });
     }
 
-    /// Starts of the segments that begin inside `[start, end)`.
-    fn starts_in(&self, start: u64, end: u64) -> impl Iterator<Item = u64> + '_ {
-        self.starts.range(start..end).copied()
+    /// Appends the starts of the segments that begin inside `[start, end)` to `out`, in order.
+    fn starts_in(&self, start: u64, end: u64, out: &mut Vec<u64>) {
+        self.starts.extend_in(start, end, out)
     }
 
     /// The segment that begins last before `at`.
     fn last_before(&mut self, at: u64) -> Option<&mut Segment> {
-        let start = *self.starts.range(..at).next_back()?;
+        let start = self.starts.last_before(at)?;
         self.get_mut(start)
     }
 }
@@ -228,7 +229,7 @@ impl ShadowMemory {
             self.split_at(start);
             self.split_at(end);
             self.keys.clear();
-            self.keys.extend(self.segments.starts_in(start, end));
+            self.segments.starts_in(start, end, &mut self.keys);
         }
         if current.is_write() {
             // After a write every byte of the range has the same state: one segment replaces them all. The
@@ -271,7 +272,7 @@ impl ShadowMemory {
         }
         if had_gaps {
             self.keys.clear();
-            self.keys.extend(self.segments.starts_in(start, end));
+            self.segments.starts_in(start, end, &mut self.keys);
         }
         self.merge_if_uniform(start, end);
     }
@@ -338,7 +339,7 @@ impl ShadowMemory {
         self.split_at(range.start);
         self.split_at(range.end());
         self.keys.clear();
-        self.keys.extend(self.segments.starts_in(range.start, range.end()));
+        self.segments.starts_in(range.start, range.end(), &mut self.keys);
         for &key in &self.keys {
             let Some(seg) = self.segments.remove(key) else { continue };
             let stamps = seg.write.iter().chain(match &seg.reads {
@@ -362,7 +363,7 @@ impl ShadowMemory {
         self.split_at(range.start);
         self.split_at(range.end());
         self.keys.clear();
-        self.keys.extend(self.segments.starts_in(range.start, range.end()));
+        self.segments.starts_in(range.start, range.end(), &mut self.keys);
         for key in &self.keys {
             self.segments.remove(*key);
         }

@@ -104,6 +104,18 @@ impl CopyKind {
             CopyKind::Default => "Default",
         }
     }
+
+    /// How a copy of this direction is named where an operation's name is shown: `memcpy HtoD`.
+    pub fn op_name(self) -> &'static str {
+        match self {
+            CopyKind::HtoD => "memcpy HtoD",
+            CopyKind::DtoH => "memcpy DtoH",
+            CopyKind::DtoD => "memcpy DtoD",
+            CopyKind::HtoH => "memcpy HtoH",
+            CopyKind::PtoP => "memcpy PtoP",
+            CopyKind::Default => "memcpy Default",
+        }
+    }
 }
 
 /// What a host synchronization waits for (DESIGN.md, host synchronization).
@@ -360,5 +372,13 @@ mod tests {
         assert_eq!(normalize_region("aten::mul, seq = 12, op_id = 7"), "aten::mul");
         assert_eq!(normalize_region("forward, layer 3"), "forward, layer 3");
         assert_eq!(normalize_region("plain"), "plain");
+    }
+
+    #[test]
+    fn a_copys_name_is_memcpy_and_its_direction() {
+        use CopyKind::*;
+        for copy in [HtoD, DtoH, DtoD, HtoH, PtoP, Default] {
+            assert_eq!(copy.op_name(), format!("memcpy {}", copy.as_str()));
+        }
     }
 }
