@@ -12,6 +12,7 @@ use crate::names::Names;
 use crate::resolve::{self, Lookup, Tables};
 use crate::symbols::{BinarySearch, RecordedLines, Symbolizer};
 use crate::timeline::Timeline;
+use crate::timestamp_twin::TimestampTwin;
 
 /// Everything a report needs.
 #[derive(Debug)]
@@ -156,7 +157,7 @@ fn run(
     // timestamp order: a race that one finds and not the other is ordered only by timing, or by host
     // synchronization the capture cannot see. (Without recorded host synchronization the per-thread order is
     // the strict one, and its races stay races.) Made at the first record past the header, which says.
-    let mut by_timestamps: Option<Engine> = None;
+    let mut by_timestamps: Option<TimestampTwin> = None;
     let mut order_decided = false;
     let mut timeline = with_timeline.then(Timeline::default);
     let mut names = Names::default();
@@ -175,6 +176,8 @@ fn run(
                 return Err(error.into());
             }
         }
+        // Where in this batch the timestamp order's engine starts (it starts with the first record past the header).
+        let mut twin_from = 0;
         for (i, record) in batch.iter().enumerate() {
             let Ok(record) = record else { continue };
             // The shadow lookups of the next operation start now, overlapping this one's (engine.rs).
@@ -184,7 +187,8 @@ fn run(
             if !order_decided && !matches!(record, TraceRecord::Job(_) | TraceRecord::HostSyncRecorded) {
                 order_decided = true;
                 if engine.host_order() == HostOrder::PerThread && engine.host_sync_recorded() {
-                    by_timestamps = Some(Engine::new(EngineOptions { host_order: HostOrder::Global }));
+                    by_timestamps = Some(TimestampTwin::start());
+                    twin_from = i;
                 }
             }
             if let Some(timeline) = timeline.as_mut() {
@@ -197,18 +201,13 @@ fn run(
                 _ => {}
             }
             engine.apply(record).map_err(|error| AnalysisError::Engine { path: name.to_string(), error })?;
-            if let Some(twin) = by_timestamps.as_mut() {
-                twin.apply(record).map_err(|error| AnalysisError::Engine { path: name.to_string(), error })?;
-            }
             match record {
                 TraceRecord::RangeBegin { index, name, .. } => {
                     open_range = Some(CaptureRange { index: *index, name: name.clone() });
                 }
                 TraceRecord::RangeEnd { .. } => {
-                    let mut findings = engine.finish_range();
-                    if let Some(twin) = by_timestamps.as_mut() {
-                        findings.set_apart_timing_only(&twin.finish_range());
-                    }
+                    // The timestamp order's findings of this range are set apart once its engine is done.
+                    let findings = engine.finish_range();
                     let range =
                         open_range.take().unwrap_or(CaptureRange { index: ranges.len() as u32 + 1, name: None });
                     ranges.push(RangeSection { range, findings });
@@ -216,15 +215,26 @@ fn run(
                 _ => {}
             }
         }
-        // Its records are dropped, and its memory filled again, on the reader's thread.
-        source.recycle(batch);
+        // Its records are dropped, and its memory filled again, on the reader's thread (after the timestamp
+        // order's engine has applied them too).
+        match by_timestamps.as_mut() {
+            Some(twin) => twin
+                .hand_over(batch, twin_from, &mut |done| source.recycle(done))
+                .map_err(|error| AnalysisError::Engine { path: name.to_string(), error })?,
+            None => source.recycle(batch),
+        }
     }
     let import = source.finish();
     let edges = engine.take_edges();
     let (host_order, host_sync_recorded) = (engine.host_order(), engine.host_sync_recorded());
     let (mut findings, stats) = engine.finish();
     if let Some(twin) = by_timestamps {
-        findings.set_apart_timing_only(&twin.finish().0);
+        let found = twin.finish().map_err(|error| AnalysisError::Engine { path: name.to_string(), error })?;
+        // Each range ended in both engines, in the same order.
+        for (section, by_timestamps) in ranges.iter_mut().zip(&found.ranges) {
+            section.findings.set_apart_timing_only(by_timestamps);
+        }
+        findings.set_apart_timing_only(&found.rest);
     }
     // A range the program did not end (it exited inside it) ends with the trace.
     if let Some(range) = open_range.take() {

@@ -23,3 +23,4 @@ pub mod stats;
 pub mod symbols;
 pub mod synth;
 pub mod timeline;
+pub mod timestamp_twin;
