@@ -59,6 +59,27 @@ fn binary_captures_give_their_programs_verdicts() {
     }
 }
 
+/// Captures of NVIDIA's cuda-samples on the H200 (benches/gpu_cuda_samples.sh, 2026-12-01; the verdicts and why in
+/// samples/cuda-samples/EXPECTED.md): correct programs are clean, and the two that rely on a pageable `cudaMemcpy`
+/// being waited for by a non-blocking stream race. graphMemoryNodes also holds the graph's own allocation and free
+/// nodes (stream-ordered calls in a capture) and a pageable copy's staged source reused by a later copy.
+#[test]
+fn cuda_samples_captures_give_their_programs_verdicts() {
+    let dir = "samples/capture/cuda-samples";
+    expect_races(&format!("{dir}/graphMemoryNodes.stbin"), &[("write-after-write", "memcpy HtoD", "validateGPU")]);
+    expect_races(&format!("{dir}/StreamPriorities.stbin"), &[("write-after-write", "memcpy HtoD", "memcpy_kernel")]);
+    for clean in [
+        "asyncAPI",
+        "simpleMultiCopy",
+        "streamOrderedAllocation",
+        "simpleCudaGraphs",
+        "conjugateGradientCudaGraphs",
+        "simpleZeroCopy",
+    ] {
+        expect_races(&format!("{dir}/{clean}.stbin"), &[]);
+    }
+}
+
 #[test]
 fn cuda_race_samples_are_found_with_their_range_and_streams() {
     let json = expect_races(

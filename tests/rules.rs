@@ -270,6 +270,14 @@ fn rule6_plain_copy_from_pageable_memory_returns_before_its_dma() {
         + &read(2, "reader", "$X")
         + &write(2, "after_earlier", "$Y");
     assert_one_race(&races(&body), RaceKind::ReadAfterWrite, "memcpy HtoD", "reader");
+    // But its source has been read into the staging buffer when it returns: work the host issues next may
+    // overwrite it (a copy back into the same host buffer on a non-blocking stream, graphMemoryNodes's pattern).
+    let staged = copy(0, "HtoD", ("$Y", "pageable"), ("$X", "device"), true)
+        + &copy(2, "DtoH", ("$X", "device"), ("$Y", "pageable"), false);
+    let found = races(&staged);
+    // Only the DMA into X is unordered with the copy back (which reads X); Y's read is done.
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!((found[0].kind, found[0].range.start), (RaceKind::ReadAfterWrite, 0x1000), "{found:?}");
     // From pinned memory the plain copy returns when done.
     let body = copy(0, "HtoD", (HOST, "pinned"), ("$X", "device"), true) + &read(2, "reader", "$X");
     assert!(races(&body).is_empty());

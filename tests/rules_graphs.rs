@@ -241,3 +241,33 @@ fn an_event_recorded_again_outside_the_capture_is_waited_on_as_recorded_there() 
         + &end_and_instantiate(1);
     assert_one_race(&races(&body), RaceKind::WriteAfterRead, "reader", "late");
 }
+
+/// A capture on stream 1 that allocates Z stream-ordered (`cudaMallocAsync` while capturing), writes it, forks
+/// stream 2 to read it, `join` (the side stream's work joined back, or nothing), frees Z on stream 1, and ends;
+/// the graph is then launched twice on stream 3.
+fn graph_memory(join: &str) -> String {
+    let z = r#"["0x8000",256]"#;
+    begin(1)
+        + "{\"type\":\"alloc\",\"id\":5,\"addr\":\"0x8000\",\"size\":256,\"alloc_kind\":\"stream_ordered\",\"stream\":1}\n"
+        + &write(1, "fill", z)
+        + &rec(1, 1)
+        + &wait(2, 1)
+        + &read(2, "side", z)
+        + join
+        + "{\"type\":\"free\",\"id\":5,\"free_kind\":\"stream_ordered\",\"stream\":1}\n"
+        + &end_and_instantiate(1)
+        + &launch(3)
+        + &launch(3)
+}
+
+#[test]
+fn allocations_and_frees_in_a_capture_are_the_graphs_memory_nodes() {
+    // The graph's own block, ordered by its edges: nothing ran at capture time, and each launch allocates,
+    // uses and frees it in order (graphMemoryNodes in NVIDIA's samples).
+    let joined = graph_memory(&(rec(2, 2) + &wait(1, 2)));
+    assert!(races(&joined).is_empty(), "{:?}", races(&joined));
+    // Without the join the free node does not wait for the side stream's read.
+    let found = races(&graph_memory(""));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!((found[0].kind, found[0].range.start), (RaceKind::WriteAfterRead, 0x8000), "{found:?}");
+}

@@ -206,6 +206,16 @@ impl Engine {
         let wait = host_wait(&op.kind);
         if wait == HostWait::EarlierWork {
             self.host_waited(host, wait, Some(stream), op.process, op.seq);
+            if let (Some(_), Some(_)) = (src, dst) {
+                // From pageable memory the call reads the source into a staging buffer and returns; the DMA into
+                // the destination finishes later (DESIGN.md, blocking APIs). Two steps of the stream: the source
+                // read, which the host has waited for when the call returns (the program may reuse the buffer),
+                // then the destination's write.
+                self.copy_or_set(op, stream, site, src, None);
+                self.host_waited(host, HostWait::OwnWork, Some(stream), op.process, op.seq);
+                self.copy_or_set(op, stream, site, None, dst);
+                return;
+            }
         }
         self.copy_or_set(op, stream, site, src, dst);
         if wait == HostWait::OwnWork {

@@ -24,8 +24,9 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::model::{
-    Access, AccessMode, EventId, GraphBuild, GraphCall, GraphExec, GraphNode, NodeKind, NodeOrigin, NodeOwner,
-    NodeParams, OpKind, Operation, ProcessId, SharedGraph, SourceLocation, StreamId,
+    Access, AccessMode, AccessRange, AllocId, AllocKind, EventId, FreeKind, GraphBuild, GraphCall, GraphExec,
+    GraphNode, NodeKind, NodeOrigin, NodeOwner, NodeParams, OpKind, Operation, PointerArg, ProcessId, SharedGraph,
+    SourceLocation, StreamId,
 };
 
 /// Levels of child graphs a graph may hold. CUDA programs nest a few; the bound makes a trace nesting thousands
@@ -128,6 +129,10 @@ struct Instance {
     by_handle: HashMap<u64, usize>,
 }
 
+/// A node as a captured operation makes it: kind, accesses, pointer arguments, name, and the graph a child node
+/// runs.
+type CapturedNode = (NodeKind, Vec<Access>, Vec<PointerArg>, String, Option<Arc<Draft>>);
+
 /// What the trace's graph calls have built so far.
 #[derive(Default)]
 pub struct GraphAssembler {
@@ -142,6 +147,9 @@ pub struct GraphAssembler {
     capturing: HashMap<StreamId, u32>,
     /// Events recorded inside a capture: the capture and the nodes a wait on them joins.
     captured_events: HashMap<EventId, (u32, Vec<usize>)>,
+    /// Blocks a capture allocated (`cudaMallocAsync` on a capturing stream): what a free node of theirs frees.
+    /// A block leaves when a free outside any capture frees it.
+    captured_blocks: HashMap<AllocId, AccessRange>,
     /// Captures that ended without a graph (failed or invalidated).
     pub failed_captures: u64,
     /// Operations that became graph nodes instead of running.
@@ -185,6 +193,10 @@ impl GraphAssembler {
                 // Recorded again outside the capture: a wait on it now waits for that record.
                 OpKind::EventRecord { event, .. } => {
                     self.captured_events.remove(&event);
+                }
+                // A graph's block freed outside the graph: its memory is the pool's again.
+                OpKind::Free { alloc, .. } => {
+                    self.captured_blocks.remove(&alloc);
                 }
                 _ => {}
             }
@@ -248,10 +260,42 @@ impl GraphAssembler {
                 self.captured_ops += 1;
                 return Ok(None);
             }
-            // Allocations, frees and host accesses keep their own meaning.
+            // A stream-ordered allocation in a capture is the graph's allocation node: its address is assigned
+            // now (the block is named from here on, with no access), and the graph writes it where the node runs,
+            // at each launch.
+            OpKind::Alloc { alloc, range, alloc_kind: AllocKind::StreamOrdered, .. } => {
+                self.captured_blocks.insert(*alloc, *range);
+                let accesses = vec![Access::plain(*range, AccessMode::Write)];
+                let name = "cudaMallocAsync".to_string();
+                let mut named = op.clone();
+                if let OpKind::Alloc { stream, .. } = &mut named.kind {
+                    *stream = None;
+                }
+                self.push_node(capture, stream, &op, (NodeKind::MemAlloc, accesses, Vec::new(), name, None));
+                return Ok(Some(named));
+            }
+            // Its free in the capture is the graph's free node: the block stays the graph's between launches.
+            OpKind::Free { alloc, free_kind: FreeKind::StreamOrdered, .. }
+                if self.captured_blocks.contains_key(alloc) =>
+            {
+                let range = self.captured_blocks[alloc];
+                let accesses = vec![Access::plain(range, AccessMode::Write)];
+                (NodeKind::MemFree, accesses, Vec::new(), "cudaFreeAsync".to_string(), None)
+            }
+            // Other allocations, frees and host accesses keep their own meaning.
             _ => return Ok(Some(op)),
         };
-        let Some(open) = self.captures.get_mut(&capture) else { return Ok(Some(op)) };
+        if !self.captures.contains_key(&capture) {
+            return Ok(Some(op));
+        }
+        self.push_node(capture, stream, &op, (kind, accesses, pointers, name, child));
+        Ok(None)
+    }
+
+    /// Adds a node made by `op` on the capturing `stream`, after the nodes the stream's work so far ended in.
+    fn push_node(&mut self, capture: u32, stream: StreamId, op: &Operation, node: CapturedNode) {
+        let (kind, accesses, pointers, name, child) = node;
+        let Some(open) = self.captures.get_mut(&capture) else { return };
         let depends_on = open.frontier.get(&stream).cloned().unwrap_or_default();
         let made_at = NodeOrigin {
             seq: op.seq,
@@ -266,7 +310,6 @@ impl GraphAssembler {
         let index = open.draft.push(None, node, child);
         open.frontier.insert(stream, vec![index]);
         self.captured_ops += 1;
-        Ok(None)
     }
 
     fn call(&mut self, op: &Operation, call: &GraphCall) -> Result<Option<Operation>, GraphProblem> {
