@@ -489,7 +489,7 @@ impl JsonTraceParser {
             if matches!(op.kind, OpKind::Kernel { .. }) && self.stages.inside_op(thread) {
                 self.counters.bump(Counter::JsonKernelsInFrameworkOps, 1);
             }
-            self.stages.op(thread, op);
+            self.stages.op_passing(thread, op, out);
         }
         Ok(())
     }
