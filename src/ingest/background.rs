@@ -80,8 +80,12 @@ impl SpareVecs {
         list
     }
 
-    /// An empty list for `len` pointer arguments.
+    /// An empty list for `len` pointer arguments (none kept is taken for none: most kernels of a hand-written or
+    /// generated trace have no pointer list).
     pub fn pointers(&mut self, len: usize) -> Vec<PointerArg> {
+        if len == 0 {
+            return Vec::new();
+        }
         let mut list = self.pointers.pop().unwrap_or_default();
         list.reserve(len);
         list

@@ -71,6 +71,9 @@ pub fn frame_head(bytes: &[u8; FRAME_HEAD_BYTES]) -> Result<FrameHead, DecodeErr
     Ok(FrameHead { tag, len })
 }
 
+/// Frames up to this long are read into room made for them at once; longer ones as the input holds them.
+const SMALL_FRAME_BYTES: usize = 64 << 10;
+
 /// Reads the frames of a binary trace one at a time from `input`, into one buffer it reuses.
 pub struct FrameReader<R> {
     input: R,
@@ -120,10 +123,22 @@ impl<R: Read> FrameReader<R> {
             Ok(head) => head,
             Err(e) => return FrameOutcome::Error { at: at + e.at as u64, message: e.message },
         };
-        // The room grows with what the input holds, not with what the head claims (bounded by frame_head).
-        self.body.clear();
-        match (&mut self.input).take(u64::from(head.len)).read_to_end(&mut self.body) {
-            Ok(n) if n == head.len as usize => {}
+        let len = head.len as usize;
+        let got = if len <= SMALL_FRAME_BYTES {
+            // Nearly every frame: read in one piece into room made for it.
+            self.body.resize(len, 0);
+            let got = read_full(&mut self.input, &mut self.body);
+            if let Ok(got) = got {
+                self.body.truncate(got);
+            }
+            got
+        } else {
+            // The room grows with what the input holds, not with what the head claims (bounded by frame_head).
+            self.body.clear();
+            (&mut self.input).take(u64::from(head.len)).read_to_end(&mut self.body)
+        };
+        match got {
+            Ok(n) if n == len => {}
             Ok(n) => return FrameOutcome::Truncated { at, got: (FRAME_HEAD_BYTES + n) as u64 },
             Err(e) => return FrameOutcome::Error { at, message: format!("cannot read: {e}") },
         }
@@ -160,18 +175,125 @@ pub struct AccessValue {
     pub view: Option<(u64, Vec<(u64, u64)>)>,
 }
 
-/// One field's value as read.
+/// One field's value as read. Lists borrow the frame's bytes, checked whole when the field was read, and
+/// decode item by item as they are iterated: reading a record allocates nothing but a view's dimensions.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Value {
+pub enum Value<'a> {
     Unsigned(u64),
     Signed(i64),
     Bool(bool),
     /// A string's index in the table.
     Text(u32),
     Range(u64, u64),
-    Accesses(Vec<AccessValue>),
-    Pointers(Vec<(u64, AccessFlag)>),
-    Unsigneds(Vec<u64>),
+    Accesses(AccessList<'a>),
+    Pointers(PointerList<'a>),
+    Unsigneds(UnsignedList<'a>),
+}
+
+/// Little-endian integers from bytes already checked to hold them (a short read gives zero, never a panic).
+fn le_u64(bytes: &[u8], at: usize) -> u64 {
+    bytes.get(at..at + 8).and_then(|b| <[u8; 8]>::try_from(b).ok()).map_or(0, u64::from_le_bytes)
+}
+
+/// A `reads` or `writes` list: its items' bytes (address, length, view dimensions, then the view).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct AccessList<'a> {
+    bytes: &'a [u8],
+    count: usize,
+}
+
+impl<'a> AccessList<'a> {
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn iter(&self) -> AccessItems<'a> {
+        AccessItems { bytes: self.bytes, at: 0, left: self.count }
+    }
+}
+
+/// The items of an [`AccessList`].
+#[derive(Clone, Debug)]
+pub struct AccessItems<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    left: usize,
+}
+
+impl Iterator for AccessItems<'_> {
+    type Item = AccessValue;
+
+    fn next(&mut self) -> Option<AccessValue> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let (address, len) = (le_u64(self.bytes, self.at), le_u64(self.bytes, self.at + 8));
+        let dims = self.bytes.get(self.at + 16).copied().unwrap_or(0) as usize;
+        self.at += 17;
+        let view = (dims > 0).then(|| {
+            let element = le_u64(self.bytes, self.at);
+            let sizes = (0..dims)
+                .map(|d| (le_u64(self.bytes, self.at + 8 + 16 * d), le_u64(self.bytes, self.at + 16 + 16 * d)));
+            let sizes = sizes.collect();
+            self.at += 8 + 16 * dims;
+            (element, sizes)
+        });
+        Some(AccessValue { address, len, view })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for AccessItems<'_> {}
+
+/// A `pointers` list: 9 bytes an item (the address, then 0 for a read, 1 for a write).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PointerList<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> PointerList<'a> {
+    pub fn len(&self) -> usize {
+        self.bytes.len() / 9
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (u64, AccessFlag)> + 'a {
+        self.bytes.chunks_exact(9).map(|item| {
+            let flag = if item[8] == 0 { AccessFlag::Read } else { AccessFlag::Write };
+            (le_u64(item, 0), flag)
+        })
+    }
+}
+
+/// A list of numbers or addresses: 8 bytes each.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct UnsignedList<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> UnsignedList<'a> {
+    pub fn len(&self) -> usize {
+        self.bytes.len() / 8
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u64> + 'a {
+        self.bytes.chunks_exact(8).map(|item| le_u64(item, 0))
+    }
 }
 
 /// The fields of one record frame's body, in layout order.
@@ -201,15 +323,14 @@ pub fn fields(kind: RecordKind, body: &[u8]) -> Result<Fields<'_>, DecodeError> 
     Ok(Fields { layout, mask, next: 0, body, pos: 4 })
 }
 
-impl Fields<'_> {
-    fn take(&mut self, field: Field, n: usize) -> Result<&[u8], DecodeError> {
-        let end = self.pos.checked_add(n).filter(|&end| end <= self.body.len());
+impl<'a> Fields<'a> {
+    fn take(&mut self, field: Field, n: usize) -> Result<&'a [u8], DecodeError> {
+        let body: &'a [u8] = self.body;
+        let end = self.pos.checked_add(n).filter(|&end| end <= body.len());
         let Some(end) = end else {
-            return Err(
-                self.error(field, format!("needs {n} bytes, the record has {} left", self.body.len() - self.pos))
-            );
+            return Err(self.error(field, format!("needs {n} bytes, the record has {} left", body.len() - self.pos)));
         };
-        let bytes = &self.body[self.pos..end];
+        let bytes = &body[self.pos..end];
         self.pos = end;
         Ok(bytes)
     }
@@ -218,16 +339,19 @@ impl Fields<'_> {
         DecodeError { at: self.pos, field: Some(field), message }
     }
 
+    #[inline]
     fn u64(&mut self, field: Field) -> Result<u64, DecodeError> {
         let b = self.take(field, 8)?;
         Ok(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
     }
 
+    #[inline]
     fn u32(&mut self, field: Field) -> Result<u32, DecodeError> {
         let b = self.take(field, 4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    #[inline]
     fn u8(&mut self, field: Field) -> Result<u8, DecodeError> {
         Ok(self.take(field, 1)?[0])
     }
@@ -242,7 +366,8 @@ impl Fields<'_> {
         Ok(count)
     }
 
-    fn value(&mut self, field: Field) -> Result<Value, DecodeError> {
+    #[inline]
+    fn value(&mut self, field: Field) -> Result<Value<'a>, DecodeError> {
         Ok(match value_type(field) {
             ValueType::Unsigned | ValueType::Address => Value::Unsigned(self.u64(field)?),
             ValueType::Signed => Value::Signed(self.u64(field)? as i64),
@@ -255,49 +380,39 @@ impl Fields<'_> {
             ValueType::Range => Value::Range(self.u64(field)?, self.u64(field)?),
             ValueType::Pointers => {
                 let count = self.count(field, 9)?;
-                let mut items = Vec::with_capacity(count);
+                let start = self.pos;
                 for _ in 0..count {
-                    let address = self.u64(field)?;
-                    let flag = match self.u8(field)? {
-                        0 => AccessFlag::Read,
-                        1 => AccessFlag::Write,
+                    self.u64(field)?;
+                    match self.u8(field)? {
+                        0 | 1 => {}
                         other => return Err(self.error(field, format!("a pointer access of {other}"))),
-                    };
-                    items.push((address, flag));
+                    }
                 }
-                Value::Pointers(items)
+                Value::Pointers(PointerList { bytes: &self.body[start..self.pos] })
             }
             ValueType::Unsigneds | ValueType::Addresses => {
                 let count = self.count(field, 8)?;
-                let mut items = Vec::with_capacity(count);
-                for _ in 0..count {
-                    items.push(self.u64(field)?);
-                }
-                Value::Unsigneds(items)
+                Value::Unsigneds(UnsignedList { bytes: self.take(field, 8 * count)? })
             }
             ValueType::Accesses => {
                 let count = self.count(field, 17)?;
-                let mut items = Vec::with_capacity(count);
+                let start = self.pos;
+                // Checked value by value, as the items will be read: an error names the byte where it went wrong.
                 for _ in 0..count {
-                    let (address, len) = (self.u64(field)?, self.u64(field)?);
+                    let (_address, _len) = (self.u64(field)?, self.u64(field)?);
                     let dims = self.u8(field)? as usize;
-                    let view = if dims == 0 {
-                        None
-                    } else {
-                        if dims > access_range::MAX_VIEW_DIMS {
-                            let most = access_range::MAX_VIEW_DIMS;
-                            return Err(self.error(field, format!("a view of {dims} dimensions (at most {most})")));
-                        }
-                        let element = self.u64(field)?;
-                        let mut sizes = Vec::with_capacity(dims);
+                    if dims > access_range::MAX_VIEW_DIMS {
+                        let most = access_range::MAX_VIEW_DIMS;
+                        return Err(self.error(field, format!("a view of {dims} dimensions (at most {most})")));
+                    }
+                    if dims > 0 {
+                        let _element = self.u64(field)?;
                         for _ in 0..dims {
-                            sizes.push((self.u64(field)?, self.u64(field)?));
+                            let (_size, _stride) = (self.u64(field)?, self.u64(field)?);
                         }
-                        Some((element, sizes))
-                    };
-                    items.push(AccessValue { address, len, view });
+                    }
                 }
-                Value::Accesses(items)
+                Value::Accesses(AccessList { bytes: &self.body[start..self.pos], count })
             }
             ValueType::JsonOnly => return Err(self.error(field, "not in any layout".into())),
         })
@@ -305,7 +420,7 @@ impl Fields<'_> {
 
     /// The next present field and its value; None past the last. After the last, the body must be used up.
     #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Option<Result<(Field, Value), DecodeError>> {
+    pub fn next(&mut self) -> Option<Result<(Field, Value<'a>), DecodeError>> {
         while self.next < self.layout.len() {
             let place = self.next;
             self.next += 1;
@@ -346,11 +461,41 @@ mod tests {
         frames
     }
 
-    fn all_fields(kind: RecordKind, body: &[u8]) -> Vec<(Field, Value)> {
+    /// A value as read, its list decoded.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Owned {
+        Unsigned(u64),
+        Signed(i64),
+        Bool(bool),
+        Text(u32),
+        Range(u64, u64),
+        Accesses(Vec<AccessValue>),
+        Pointers(Vec<(u64, AccessFlag)>),
+        Unsigneds(Vec<u64>),
+    }
+
+    fn owned(value: Value) -> Owned {
+        match value {
+            Value::Unsigned(v) => Owned::Unsigned(v),
+            Value::Signed(v) => Owned::Signed(v),
+            Value::Bool(v) => Owned::Bool(v),
+            Value::Text(v) => Owned::Text(v),
+            Value::Range(a, s) => Owned::Range(a, s),
+            Value::Accesses(items) => {
+                assert_eq!(items.iter().len(), items.len());
+                Owned::Accesses(items.iter().collect())
+            }
+            Value::Pointers(items) => Owned::Pointers(items.iter().collect()),
+            Value::Unsigneds(items) => Owned::Unsigneds(items.iter().collect()),
+        }
+    }
+
+    fn all_fields(kind: RecordKind, body: &[u8]) -> Vec<(Field, Owned)> {
         let mut fields = fields(kind, body).unwrap();
         let mut out = Vec::new();
         while let Some(item) = fields.next() {
-            out.push(item.unwrap());
+            let (field, value) = item.unwrap();
+            out.push((field, owned(value)));
         }
         out
     }
@@ -377,11 +522,11 @@ mod tests {
         assert_eq!(
             all_fields(RecordKind::Kernel, body),
             vec![
-                (Field::Thread, Value::Unsigned(3)),
-                (Field::Api, Value::Text(1)),
-                (Field::Stream, Value::Unsigned(7)),
-                (Field::Name, Value::Text(0)),
-                (Field::Pointers, Value::Pointers(vec![(0x10, AccessFlag::Read), (0x20, AccessFlag::Write)])),
+                (Field::Thread, Owned::Unsigned(3)),
+                (Field::Api, Owned::Text(1)),
+                (Field::Stream, Owned::Unsigned(7)),
+                (Field::Name, Owned::Text(0)),
+                (Field::Pointers, Owned::Pointers(vec![(0x10, AccessFlag::Read), (0x20, AccessFlag::Write)])),
             ]
         );
         // A second launch of the same kernel declares nothing.
@@ -418,7 +563,7 @@ mod tests {
         record.end().unwrap();
         let frames = frames(&out);
         let kinds = [RecordKind::Memcpy, RecordKind::Stream, RecordKind::OpEnd, RecordKind::Callsite];
-        let read: Vec<Vec<(Field, Value)>> = frames
+        let read: Vec<Vec<(Field, Owned)>> = frames
             .iter()
             .zip(kinds.iter().chain([&RecordKind::GraphDepAdd]))
             .map(|((_, b), k)| all_fields(*k, b))
@@ -426,26 +571,26 @@ mod tests {
         assert_eq!(
             read[0],
             vec![
-                (Field::From, Value::Range(0x1000, 64)),
-                (Field::Bytes, Value::Unsigned(64)),
-                (Field::Sync, Value::Bool(true))
+                (Field::From, Owned::Range(0x1000, 64)),
+                (Field::Bytes, Owned::Unsigned(64)),
+                (Field::Sync, Owned::Bool(true))
             ]
         );
-        assert_eq!(read[1], vec![(Field::Id, Value::Unsigned(5)), (Field::Priority, Value::Signed(-2))]);
+        assert_eq!(read[1], vec![(Field::Id, Owned::Unsigned(5)), (Field::Priority, Owned::Signed(-2))]);
         let view = AccessValue { address: 8, len: 40, view: Some((4, dims.to_vec())) };
         let runs = AccessValue { address: 0x2000, len: 224, view: Some((32, vec![(4, 2), (1, 1)])) };
         assert_eq!(
             read[2],
             vec![
-                (Field::Reads, Value::Accesses(vec![AccessValue { address: 1, len: 2, view: None }, view])),
-                (Field::Writes, Value::Accesses(vec![runs])),
+                (Field::Reads, Owned::Accesses(vec![AccessValue { address: 1, len: 2, view: None }, view])),
+                (Field::Writes, Owned::Accesses(vec![runs])),
             ]
         );
         assert_eq!(
             read[3],
-            vec![(Field::Id, Value::Unsigned(1)), (Field::Frames, Value::Unsigneds(vec![0x401000, 0x402000]))]
+            vec![(Field::Id, Owned::Unsigned(1)), (Field::Frames, Owned::Unsigneds(vec![0x401000, 0x402000]))]
         );
-        assert_eq!(read[4], vec![(Field::Deps, Value::Unsigneds(vec![1, 2, 3]))]);
+        assert_eq!(read[4], vec![(Field::Deps, Owned::Unsigneds(vec![1, 2, 3]))]);
     }
 
     #[test]

@@ -180,13 +180,16 @@ pub fn binary_to_json<'s>(
                 line.string(field, text)
             }
             Value::Range(a, s) => line.range(field, a, s),
-            Value::Accesses(items) => line.accesses(
-                field,
-                items.iter().map(|i| (i.address, i.len, i.view.as_ref().map(|(e, d)| (*e, d.as_slice())))),
-            ),
-            Value::Pointers(items) => line.pointers(field, items),
-            Value::Unsigneds(items) if value_type(field) == ValueType::Addresses => line.addresses(field, items),
-            Value::Unsigneds(items) => line.numbers(field, items),
+            Value::Accesses(items) => {
+                let items: Vec<AccessValue> = items.iter().collect();
+                line.accesses(
+                    field,
+                    items.iter().map(|i| (i.address, i.len, i.view.as_ref().map(|(e, d)| (*e, d.as_slice())))),
+                )
+            }
+            Value::Pointers(items) => line.pointers(field, items.iter()),
+            Value::Unsigneds(items) if value_type(field) == ValueType::Addresses => line.addresses(field, items.iter()),
+            Value::Unsigneds(items) => line.numbers(field, items.iter()),
         };
     }
     line.end();

@@ -19,7 +19,7 @@ use super::json::parser::{JsonTraceParser, Places};
 use super::json::problem::{Problem, ProblemKind};
 use super::json::raw::RawRecord;
 use super::record_source::{IngestError, BATCH};
-use raw::{raw_record, Strings};
+use raw::{decode_record, SpareLists, Strings};
 
 /// Reads a binary trace on a background thread.
 pub struct BinaryTraceReader;
@@ -56,17 +56,26 @@ impl BinaryTraceReader {
     }
 }
 
-/// The reading's state: the record reader, the string table, and the next record's number.
+/// The reading's state: the record reader, the string table, the next record's number, and the lists a record
+/// decodes into.
 struct Reading {
     parser: JsonTraceParser,
     strings: Strings,
     string_bytes: usize,
     next_record: u64,
+    /// The lists a record's decoding fills, kept for the next.
+    lists: SpareLists,
 }
 
 impl Reading {
     fn new(path: PathBuf) -> Reading {
-        Reading { parser: JsonTraceParser::new(path), strings: Vec::new(), string_bytes: 0, next_record: 1 }
+        Reading {
+            parser: JsonTraceParser::new(path),
+            strings: Vec::new(),
+            string_bytes: 0,
+            next_record: 1,
+            lists: SpareLists::default(),
+        }
     }
 
     /// Takes the next frame; false at the end of the trace.
@@ -110,17 +119,21 @@ impl Reading {
             }
             Tag::Record(kind) => {
                 let record = self.place(at);
-                match raw_record(kind, body, &self.strings) {
-                    Ok(raw) => self.parser.accept_raw(record, &raw, out)?,
+                let mut raw = RawRecord::default();
+                let decoded = decode_record(kind, body, &self.strings, &mut self.lists, &mut raw);
+                let accepted = match decoded {
+                    Ok(()) => self.parser.accept_raw(record, &raw, out),
                     Err(e) => {
                         let field = e.field.map(|f| format!("field `{f}`: ")).unwrap_or_default();
                         // The byte within the file: past the frame's head.
                         let byte = at + 8 + e.at as u64;
                         let problem =
                             Problem::malformed(format!("a {kind} record: {field}{} (byte {byte})", e.message));
-                        self.parser.skip(record, problem)?;
+                        self.parser.skip(record, problem)
                     }
-                }
+                };
+                self.lists.recycle(&mut raw);
+                accepted?;
             }
             Tag::Unknown(code) => {
                 let record = self.place(at);

@@ -4,21 +4,43 @@
 
 use std::borrow::Cow;
 
-use streamtrace_format::binary::read::{fields, AccessValue, DecodeError, Value};
-use streamtrace_format::{Field, FieldSet, RecordKind};
+use streamtrace_format::binary::read::{fields, AccessList, DecodeError, Value};
+use streamtrace_format::{AccessFlag, Field, FieldSet, RecordKind};
 
 use crate::ingest::json::raw::{Address, RawAccessRange, RawPointer, RawRange, RawRecord, RawView};
 
 /// The strings declared so far; None for one that was not UTF-8 (a record naming it is malformed).
 pub(super) type Strings = Vec<Option<String>>;
 
-/// Decodes a record frame's body of `kind`; strings are borrowed from `strings`.
-pub(super) fn raw_record<'s>(
+/// The lists a record's decoding fills, kept from record to record so that reading one allocates nothing.
+#[derive(Default)]
+pub(super) struct SpareLists {
+    reads: Vec<RawAccessRange>,
+    writes: Vec<RawAccessRange>,
+}
+
+impl SpareLists {
+    /// Takes back the lists `raw` was given, for the next record (which empties them before filling them).
+    pub fn recycle(&mut self, raw: &mut RawRecord) {
+        for (list, spare) in [(raw.reads.take(), &mut self.reads), (raw.writes.take(), &mut self.writes)] {
+            if let Some(list) = list {
+                *spare = list;
+            }
+        }
+    }
+}
+
+/// Decodes a record frame's body of `kind` into `raw`, a default record; strings are borrowed from `strings`,
+/// lists taken from `spare` (give them back with [`SpareLists::recycle`]).
+pub(super) fn decode_record<'s>(
     kind: RecordKind,
     body: &[u8],
     strings: &'s Strings,
-) -> Result<RawRecord<'s>, DecodeError> {
-    let mut raw = RawRecord { kind: Cow::Borrowed(kind.as_str()), ..RawRecord::default() };
+    spare: &mut SpareLists,
+    raw: &mut RawRecord<'s>,
+) -> Result<(), DecodeError> {
+    raw.kind = Cow::Borrowed(kind.as_str());
+    raw.known_kind = Some(kind);
     raw.present = FieldSet::EMPTY.with(Field::Type);
     let mut values = fields(kind, body)?;
     while let Some(item) = values.next() {
@@ -45,9 +67,7 @@ pub(super) fn raw_record<'s>(
             (Field::Addr, Value::Unsigned(v)) => raw.addr = Some(Address(v)),
             (Field::Size, Value::Unsigned(v)) => raw.size = Some(Address(v)),
             (Field::Base, Value::Unsigned(v)) => raw.base = Some(Address(v)),
-            (field, Value::Unsigned(v)) => {
-                *unsigned(&mut raw, field).ok_or_else(|| wrong("not a number field"))? = Some(v)
-            }
+            (field, Value::Unsigned(v)) => *unsigned(raw, field).ok_or_else(|| wrong("not a number field"))? = Some(v),
             (field, Value::Bool(v)) => match field {
                 Field::Sync => raw.sync = Some(v),
                 Field::Ready => raw.ready = Some(v),
@@ -58,30 +78,33 @@ pub(super) fn raw_record<'s>(
                 raw.comment = Some(serde_json::Value::String(text(index)?.into_owned()))
             }
             (field, Value::Text(index)) => {
-                *text_field(&mut raw, field).ok_or_else(|| wrong("not a text field"))? = Some(text(index)?)
+                *text_field(raw, field).ok_or_else(|| wrong("not a text field"))? = Some(text(index)?)
             }
             (Field::From, Value::Range(a, s)) => raw.from = Some(RawRange(Address(a), Address(s))),
             (Field::To, Value::Range(a, s)) => raw.to = Some(RawRange(Address(a), Address(s))),
-            (Field::Reads, Value::Accesses(items)) => raw.reads = Some(items.into_iter().map(access).collect()),
-            (Field::Writes, Value::Accesses(items)) => raw.writes = Some(items.into_iter().map(access).collect()),
+            (Field::Reads, Value::Accesses(items)) => raw.reads = Some(accesses(items, &mut spare.reads)),
+            (Field::Writes, Value::Accesses(items)) => raw.writes = Some(accesses(items, &mut spare.writes)),
             (Field::Pointers, Value::Pointers(items)) => {
-                raw.pointers = Some(
-                    items.into_iter().map(|(a, flag)| RawPointer(Address(a), Cow::Borrowed(flag.as_str()))).collect(),
-                )
+                let flag = |flag: AccessFlag| Cow::Borrowed(flag.as_str());
+                raw.pointers = Some(items.iter().map(|(a, f)| RawPointer(Address(a), flag(f))).collect())
             }
-            (Field::Deps, Value::Unsigneds(items)) => raw.deps = Some(items),
-            (Field::Frames, Value::Unsigneds(items)) => raw.frames = Some(items.into_iter().map(Address).collect()),
+            (Field::Deps, Value::Unsigneds(items)) => raw.deps = Some(items.iter().collect()),
+            (Field::Frames, Value::Unsigneds(items)) => raw.frames = Some(items.iter().map(Address).collect()),
             _ => return Err(wrong("a value of another shape than its field's")),
         }
     }
-    Ok(raw)
+    Ok(())
 }
 
-fn access(item: AccessValue) -> RawAccessRange {
-    RawAccessRange {
+/// A `reads` or `writes` list, into the list kept from the record before.
+fn accesses(items: AccessList, spare: &mut Vec<RawAccessRange>) -> Vec<RawAccessRange> {
+    let mut list = std::mem::take(spare);
+    list.clear();
+    list.extend(items.iter().map(|item| RawAccessRange {
         range: RawRange(Address(item.address), Address(item.len)),
         view: item.view.map(|(element_size, dims)| Box::new(RawView { element_size, dims })),
-    }
+    }));
+    list
 }
 
 /// The raw record's member of a u64 field (address and size fields are `Address`es: handled by the caller).
@@ -146,4 +169,62 @@ fn text_field<'r, 's>(raw: &'r mut RawRecord<'s>, field: Field) -> Option<&'r mu
         Field::Ranges => &mut raw.ranges,
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use streamtrace_format::binary::read::{FrameOutcome, FrameReader};
+    use streamtrace_format::binary::write::BinaryWriter;
+    use streamtrace_format::binary::{preamble, Tag};
+
+    use super::*;
+
+    /// The bodies of the record frames `write` makes, with the strings it declared.
+    fn record_frames(write: impl FnOnce(&mut BinaryWriter, &mut Vec<u8>)) -> (Vec<(RecordKind, Vec<u8>)>, Strings) {
+        let mut out = preamble().to_vec();
+        write(&mut BinaryWriter::new(), &mut out);
+        let mut frames = FrameReader::new(&out[..]).expect("a binary trace");
+        let (mut records, mut strings) = (Vec::new(), Strings::new());
+        while let FrameOutcome::Frame { head, .. } = frames.next_frame() {
+            match head.tag {
+                Tag::String => strings.push(Some(String::from_utf8(frames.body().to_vec()).expect("text"))),
+                Tag::Record(kind) => records.push((kind, frames.body().to_vec())),
+                other => panic!("a {other:?} frame"),
+            }
+        }
+        (records, strings)
+    }
+
+    fn ranges(list: &Option<Vec<RawAccessRange>>) -> Option<Vec<(u64, u64)>> {
+        list.as_ref().map(|list| list.iter().map(|item| (item.range.0 .0, item.range.1 .0)).collect())
+    }
+
+    #[test]
+    fn a_record_decoded_into_lists_kept_from_the_one_before_carries_nothing_of_it() {
+        let (records, strings) = record_frames(|writer, out| {
+            let mut first = writer.begin(out, RecordKind::Kernel);
+            first.unsigned(Field::Stream, 1).string(Field::Name, "k").ranges(Field::Reads, [(0x10, 4), (0x20, 4)]);
+            first.ranges(Field::Writes, [(0x30, 8)]);
+            first.end().expect("encodable");
+            let mut second = writer.begin(out, RecordKind::Kernel);
+            second.unsigned(Field::Stream, 2).ranges(Field::Reads, [(0x40, 16)]);
+            second.end().expect("encodable");
+        });
+        let mut spare = SpareLists::default();
+        let decode = |spare: &mut SpareLists, (kind, body): &(RecordKind, Vec<u8>)| {
+            let mut raw = RawRecord::default();
+            decode_record(*kind, body, &strings, spare, &mut raw).expect("decodes");
+            let seen = (raw.stream, raw.name.as_deref().map(str::to_string), ranges(&raw.reads), ranges(&raw.writes));
+            let present = raw.fields_present();
+            spare.recycle(&mut raw);
+            (seen, present, raw.known_kind)
+        };
+        let (first, _, kind) = decode(&mut spare, &records[0]);
+        assert_eq!(first, (Some(1), Some("k".to_string()), Some(vec![(0x10, 4), (0x20, 4)]), Some(vec![(0x30, 8)])));
+        assert_eq!(kind, Some(RecordKind::Kernel), "the kind as the frame's tag gave it");
+        assert!(spare.reads.capacity() >= 2 && spare.writes.capacity() >= 1, "the lists are kept");
+        let (second, present, _) = decode(&mut spare, &records[1]);
+        assert_eq!(second, (Some(2), None, Some(vec![(0x40, 16)]), None), "only its own fields and items");
+        assert!(!present.contains(Field::Writes) && !present.contains(Field::Name));
+    }
 }

@@ -183,7 +183,7 @@ impl JsonTraceParser {
         if !self.seen_header {
             return self.header(line, raw, out);
         }
-        let kind = match RecordKind::parse(&raw.kind) {
+        let kind = match raw.known_kind.map_or_else(|| RecordKind::parse(&raw.kind), Ok) {
             Ok(RecordKind::Header) => Err(Problem::malformed("a second header record")),
             Ok(kind) => Ok(kind),
             Err(unknown) => Err(Problem { kind: ProblemKind::UnknownKind, message: unknown.to_string() }),
@@ -489,7 +489,7 @@ impl JsonTraceParser {
             if matches!(op.kind, OpKind::Kernel { .. }) && self.stages.inside_op(thread) {
                 self.counters.bump(Counter::JsonKernelsInFrameworkOps, 1);
             }
-            self.stages.op(thread, op);
+            self.stages.op_passing(thread, op, out);
         }
         Ok(())
     }

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
-use streamtrace_format::{access_range, Field, FieldSet};
+use streamtrace_format::{access_range, Field, FieldSet, RecordKind};
 
 /// A byte address: a JSON number or a string in hex (`"0x7f00"`) or decimal.
 #[derive(Copy, Clone, Debug)]
@@ -219,6 +219,9 @@ pub(in crate::ingest) struct RawRecord<'a> {
     /// decoded values after serde ([`RawRecord::decode`]).
     #[serde(skip)]
     pub present: FieldSet,
+    /// The kind `kind` names, where the decoding knew it (a binary frame's tag): not parsed again from the text.
+    #[serde(skip)]
+    pub known_kind: Option<RecordKind>,
 }
 
 impl<'a> RawRecord<'a> {

@@ -103,6 +103,11 @@ impl OpenFrames {
         self.by_thread.entry(thread).or_default().push(frame);
     }
 
+    /// Whether any frame is open on the thread (an operation issued there is held or named by it).
+    pub fn open_on(&self, thread: ThreadId) -> bool {
+        self.by_thread.get(&thread).is_some_and(|frames| !frames.is_empty())
+    }
+
     /// Whether an op is open on the thread (its kernels will take the op's extents).
     pub fn inside_op(&self, thread: ThreadId) -> bool {
         self.by_thread.get(&thread).is_some_and(|frames| frames.iter().any(|f| f.kind == FrameKind::Op))

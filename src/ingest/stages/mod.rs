@@ -38,6 +38,17 @@ impl Stages {
         self.frames.place(thread, op, &mut self.pending);
     }
 
+    /// [`Stages::op`], straight into `out` when no stage would hold, name or take it (no frame open on its
+    /// thread, no graph being built from it, nothing waiting before it): most operations, which are then moved
+    /// once instead of through the stages' queue.
+    pub fn op_passing(&mut self, thread: ThreadId, op: Operation, out: &mut Batch) {
+        if self.pending.is_empty() && !self.frames.open_on(thread) && !self.graphs.wants(&op) {
+            out.push(Ok(TraceRecord::Op(op)));
+        } else {
+            self.op(thread, op);
+        }
+    }
+
     /// An operation that only names memory (a caching allocator's block) and so need not wait for the framework
     /// op around it.
     pub fn op_outside_frames(&mut self, op: Operation) {
@@ -121,5 +132,70 @@ impl Stages {
     /// Captures that ended without a graph.
     pub fn failed_captures(&self) -> u64 {
         self.graphs.failed_captures
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{OpKind, StreamId};
+
+    fn op(seq: u64, thread: ThreadId) -> Operation {
+        Operation {
+            seq,
+            process: ProcessId(0),
+            thread,
+            host_time_ns: None,
+            gpu_start_ns: None,
+            gpu_end_ns: None,
+            correlation_id: None,
+            host_end_ns: None,
+            api: None,
+            region: None,
+            source: None,
+            native: None,
+            origin: seq,
+            kind: OpKind::Kernel {
+                stream: StreamId(0),
+                name: "k".into(),
+                accesses: vec![],
+                pointers: vec![],
+                exact: None,
+            },
+        }
+    }
+
+    /// The sequence numbers of the operations in `out`, with the region each was named by.
+    fn passed(out: &Batch) -> Vec<(u64, Option<String>)> {
+        out.iter()
+            .filter_map(|record| match record {
+                Ok(TraceRecord::Op(op)) => Some((op.seq, op.region.as_deref().map(str::to_string))),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_operation_passes_straight_on_only_where_no_stage_would_keep_or_name_it() {
+        let (mut stages, mut out) = (Stages::default(), Batch::new());
+        let (framed, free) = (ThreadId(0), ThreadId(1));
+        let mut refuse = |_: u64, problem: GraphProblem| panic!("refused: {}", problem.0);
+        stages.op_passing(free, op(0, free), &mut out);
+        assert_eq!(passed(&out), [(0, None)], "nothing open: straight into the batch");
+        let facts = FrameFacts { name: Some("Event.record".into()), ..FrameFacts::default() };
+        stages.frame_begin(framed, ProcessId(0), FrameKind::Call, facts);
+        stages.op_passing(framed, op(1, framed), &mut out);
+        assert_eq!(passed(&out), [(0, None)], "a call open on its thread names it first");
+        stages.op_passing(free, op(2, free), &mut out);
+        assert_eq!(passed(&out), [(0, None)], "and what comes after it does not overtake it");
+        stages.flush(&mut out, &mut refuse).expect("flushed");
+        let named = Some("Event.record".to_string());
+        assert_eq!(passed(&out), [(0, None), (1, named), (2, None)]);
+        stages.frame_begin(framed, ProcessId(0), FrameKind::Op, FrameFacts::default());
+        stages.op_passing(framed, op(3, framed), &mut out);
+        stages.op_passing(free, op(4, free), &mut out);
+        stages.flush(&mut out, &mut refuse).expect("flushed");
+        assert_eq!(passed(&out).len(), 4, "an op open on its thread holds it; another thread's passes");
+        assert_eq!(passed(&out)[3].0, 4);
     }
 }
