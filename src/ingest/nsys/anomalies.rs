@@ -16,13 +16,10 @@ pub(super) fn check_group(group: &mut Vec<Activity>, lookups: &Lookups, counters
     if u32::try_from(first.correlation).is_err() {
         counters.bump(Counter::NsysCorrelationOutOfRange, group.len() as u64);
     }
-    if group.len() > 1 {
-        let mut seen = FxHashSet::default();
-        let before = group.len();
-        group.retain(|activity| seen.insert(activity.row.clone()));
-        if group.len() < before {
-            counters.bump(Counter::NsysDuplicateRows, (before - group.len()) as u64);
-        }
+    let before = group.len();
+    drop_repeated_rows(group);
+    if group.len() < before {
+        counters.bump(Counter::NsysDuplicateRows, (before - group.len()) as u64);
     }
     let mut calls = group.iter().filter_map(|a| match a.row {
         ActivityRow::Api { name, .. } => Some(name),
@@ -42,6 +39,27 @@ pub(super) fn check_group(group: &mut Vec<Activity>, lookups: &Lookups, counters
     };
     if !made_by(api, group) {
         counters.bump(Counter::NsysCollidingCorrelationIds, 1);
+    }
+}
+
+/// Groups up to this size are searched for repeated rows pairwise, which a hash set costs more than.
+const PAIRWISE: usize = 16;
+
+/// Drops every row that an earlier row of `group` equals, keeping the order.
+fn drop_repeated_rows(group: &mut Vec<Activity>) {
+    if group.len() <= PAIRWISE {
+        // Nearly every group is a call and its one activity: no allocation for them.
+        let mut kept = 0;
+        for i in 0..group.len() {
+            if !group[..kept].iter().any(|earlier| earlier.row == group[i].row) {
+                group.swap(kept, i);
+                kept += 1;
+            }
+        }
+        group.truncate(kept);
+    } else {
+        let mut seen = FxHashSet::default();
+        group.retain(|activity| seen.insert(activity.row.clone()));
     }
 }
 
@@ -96,6 +114,21 @@ mod tests {
     fn an_intact_group_counts_nothing() {
         assert_eq!(counted(&mut vec![call(1), kernel(5)]), []);
         assert_eq!(counted(&mut vec![call(4), kernel(5), kernel(9)]), [], "a graph launch runs many kernels");
+    }
+
+    #[test]
+    fn repeated_rows_are_dropped_in_order_in_small_and_large_groups() {
+        let starts = |group: &[Activity]| -> Vec<i64> {
+            group.iter().map(|a| if let ActivityRow::Kernel { start, .. } = a.row { start } else { -1 }).collect()
+        };
+        let mut small: Vec<Activity> = [3, 1, 3, 2, 1, 1, 4].into_iter().map(kernel).collect();
+        drop_repeated_rows(&mut small);
+        assert_eq!(starts(&small), [3, 1, 2, 4]);
+        // Past PAIRWISE rows, a hash set finds them: the same rows stay, in the same order.
+        let mut large: Vec<Activity> = (0..60).map(|i| kernel((i * 7) % 23)).collect();
+        drop_repeated_rows(&mut large);
+        let firsts: Vec<i64> = (0..23).map(|i| (i * 7) % 23).collect();
+        assert_eq!(starts(&large), firsts);
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod columns;
 mod mapping;
 mod merge;
 mod nvtx;
+mod pages;
 mod progress;
 pub(super) mod rep;
 mod schema;
