@@ -6,12 +6,18 @@
 
 use rustc_hash::FxHashSet;
 
+use super::calls::{ApiCalls, CallName};
 use super::schema::Lookups;
 use super::tables::{Activity, ActivityRow};
 use crate::ingest::counters::{Counter, ImportCounters};
 
 /// Checks one group, dropping rows it holds twice.
-pub(super) fn check_group(group: &mut Vec<Activity>, lookups: &Lookups, counters: &mut ImportCounters) {
+pub(super) fn check_group(
+    group: &mut Vec<Activity>,
+    lookups: &Lookups,
+    calls: &mut ApiCalls,
+    counters: &mut ImportCounters,
+) {
     let Some(first) = group.first() else { return };
     if u32::try_from(first.correlation).is_err() {
         counters.bump(Counter::NsysCorrelationOutOfRange, group.len() as u64);
@@ -21,23 +27,24 @@ pub(super) fn check_group(group: &mut Vec<Activity>, lookups: &Lookups, counters
     if group.len() < before {
         counters.bump(Counter::NsysDuplicateRows, (before - group.len()) as u64);
     }
-    let mut calls = group.iter().filter_map(|a| match a.row {
+    let mut names = group.iter().filter_map(|a| match a.row {
         ActivityRow::Api { name, .. } => Some(name),
         _ => None,
     });
-    let Some(name) = calls.next() else { return };
-    if calls.next().is_some() {
+    let Some(name) = names.next() else { return };
+    if names.next().is_some() {
         counters.bump(Counter::NsysCollidingCorrelationIds, 1);
         return;
     }
-    let Some(api) = lookups.strings.get(&name) else {
+    let api = calls.get(name, &lookups.strings);
+    if !api.named {
         // Without a StringIds table every name is unknown, which is counted once as that.
         if lookups.has_strings {
             counters.bump(Counter::NsysUnnamedApiCalls, 1);
         }
         return;
-    };
-    if !made_by(api, group) {
+    }
+    if !made_by(api.says, group) {
         counters.bump(Counter::NsysCollidingCorrelationIds, 1);
     }
 }
@@ -65,14 +72,14 @@ fn drop_repeated_rows(group: &mut Vec<Activity>) {
 
 /// Whether the API call `api` can have made the GPU work of `group`: a launch one kernel, a copy one copy, a set
 /// one set, and a graph launch any number of each.
-fn made_by(api: &str, group: &[Activity]) -> bool {
-    let graph_launch = api.contains("GraphLaunch");
+fn made_by(api: CallName, group: &[Activity]) -> bool {
+    let graph_launch = api.graph_launch;
     let mut work = 0;
     for activity in group {
         let fits = match activity.row {
-            ActivityRow::Kernel { .. } => api.contains("Launch"),
-            ActivityRow::Memcpy { .. } => api.contains("Memcpy") || graph_launch,
-            ActivityRow::Memset { .. } => api.contains("Memset") || graph_launch,
+            ActivityRow::Kernel { .. } => api.launch,
+            ActivityRow::Memcpy { .. } => api.memcpy || graph_launch,
+            ActivityRow::Memset { .. } => api.memset || graph_launch,
             _ => continue,
         };
         work += 1;
@@ -106,7 +113,7 @@ mod tests {
 
     fn counted(group: &mut Vec<Activity>) -> Vec<(Counter, u64)> {
         let mut counters = ImportCounters::default();
-        check_group(group, &lookups(), &mut counters);
+        check_group(group, &lookups(), &mut ApiCalls::default(), &mut counters);
         counters.iter().map(|c| (c.counter, c.count)).collect()
     }
 
