@@ -165,7 +165,7 @@ mod tests {
     #[test]
     fn a_name_is_looked_at_once_and_says_the_same_as_looking_every_time() {
         let strings: FxHashMap<i64, Arc<str>> =
-            [(1, Arc::from("cudaMemcpy_v3020")), (2, Arc::from("cudaGraphLaunch_v10000"))].into();
+            [(1, Arc::from("cudaMemcpy_v3020")), (2, Arc::from("cudaGraphLaunch_v10000"))].into_iter().collect();
         let mut calls = ApiCalls::default();
         let copy = calls.get(1, &strings);
         assert_eq!((&*copy.name, copy.named), ("cudaMemcpy", true));
