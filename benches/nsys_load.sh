@@ -26,18 +26,18 @@ python=${PANDAS_PYTHON:-python3}
 for round in $(seq "$runs"); do
   echo "round $round (load $(cut -d' ' -f1-3 /proc/loadavg))"
   if [ -n "$base" ]; then
-    /usr/bin/time -f "base analyze: wall %e s, max RSS %M kB" "$base" analyze "$big" -o /dev/null
+    /usr/bin/time -f "base analyze: wall %e s, user %U s, sys %S s, max RSS %M kB" "$base" analyze "$big" -o /dev/null
   fi
   start=$(date +%s.%N)
-  /usr/bin/time -f "streamtrace: wall %e s, max RSS %M kB" "$bin" analyze "$big" -o /dev/null
+  /usr/bin/time -f "streamtrace: wall %e s, user %U s, sys %S s, max RSS %M kB" "$bin" analyze "$big" -o /dev/null
   end=$(date +%s.%N)
   echo "streamtrace: $(echo "$rows / ($end - $start)" | bc) rows/s (load and analysis)"
   if [ -n "$base" ]; then
-    /usr/bin/time -f "base stats: wall %e s, max RSS %M kB" "$base" stats "$big" -o /dev/null
+    /usr/bin/time -f "base stats: wall %e s, user %U s, sys %S s, max RSS %M kB" "$base" stats "$big" -o /dev/null
   fi
-  /usr/bin/time -f "streamtrace stats: wall %e s, max RSS %M kB" "$bin" stats "$big" -o /dev/null
+  /usr/bin/time -f "streamtrace stats: wall %e s, user %U s, sys %S s, max RSS %M kB" "$bin" stats "$big" -o /dev/null
   if "$python" -c 'import pandas' 2>/dev/null; then
-    /usr/bin/time -f "pandas: wall %e s, max RSS %M kB" "$python" benches/pandas_load.py "$big"
+    /usr/bin/time -f "pandas: wall %e s, user %U s, sys %S s, max RSS %M kB" "$python" benches/pandas_load.py "$big"
   else
     echo "pandas: skipped ($python cannot import pandas)"
   fi

@@ -6,55 +6,80 @@
 
 use rustc_hash::FxHashSet;
 
+use super::calls::{ApiCalls, CallName};
 use super::schema::Lookups;
 use super::tables::{Activity, ActivityRow};
 use crate::ingest::counters::{Counter, ImportCounters};
 
 /// Checks one group, dropping rows it holds twice.
-pub(super) fn check_group(group: &mut Vec<Activity>, lookups: &Lookups, counters: &mut ImportCounters) {
+pub(super) fn check_group(
+    group: &mut Vec<Activity>,
+    lookups: &Lookups,
+    calls: &mut ApiCalls,
+    counters: &mut ImportCounters,
+) {
     let Some(first) = group.first() else { return };
     if u32::try_from(first.correlation).is_err() {
         counters.bump(Counter::NsysCorrelationOutOfRange, group.len() as u64);
     }
-    if group.len() > 1 {
-        let mut seen = FxHashSet::default();
-        let before = group.len();
-        group.retain(|activity| seen.insert(activity.row.clone()));
-        if group.len() < before {
-            counters.bump(Counter::NsysDuplicateRows, (before - group.len()) as u64);
-        }
+    let before = group.len();
+    drop_repeated_rows(group);
+    if group.len() < before {
+        counters.bump(Counter::NsysDuplicateRows, (before - group.len()) as u64);
     }
-    let mut calls = group.iter().filter_map(|a| match a.row {
+    let mut names = group.iter().filter_map(|a| match a.row {
         ActivityRow::Api { name, .. } => Some(name),
         _ => None,
     });
-    let Some(name) = calls.next() else { return };
-    if calls.next().is_some() {
+    let Some(name) = names.next() else { return };
+    if names.next().is_some() {
         counters.bump(Counter::NsysCollidingCorrelationIds, 1);
         return;
     }
-    let Some(api) = lookups.strings.get(&name) else {
+    let api = calls.get(name, &lookups.strings);
+    if !api.named {
         // Without a StringIds table every name is unknown, which is counted once as that.
         if lookups.has_strings {
             counters.bump(Counter::NsysUnnamedApiCalls, 1);
         }
         return;
-    };
-    if !made_by(api, group) {
+    }
+    if !made_by(api.says, group) {
         counters.bump(Counter::NsysCollidingCorrelationIds, 1);
+    }
+}
+
+/// Groups up to this size are searched for repeated rows pairwise, which a hash set costs more than.
+const PAIRWISE: usize = 16;
+
+/// Drops every row that an earlier row of `group` equals, keeping the order.
+fn drop_repeated_rows(group: &mut Vec<Activity>) {
+    if group.len() <= PAIRWISE {
+        // Nearly every group is a call and its one activity: no allocation for them.
+        let mut kept = 0;
+        for i in 0..group.len() {
+            if !group[..kept].iter().any(|earlier| earlier.row == group[i].row) {
+                group.swap(kept, i);
+                kept += 1;
+            }
+        }
+        group.truncate(kept);
+    } else {
+        let mut seen = FxHashSet::default();
+        group.retain(|activity| seen.insert(activity.row.clone()));
     }
 }
 
 /// Whether the API call `api` can have made the GPU work of `group`: a launch one kernel, a copy one copy, a set
 /// one set, and a graph launch any number of each.
-fn made_by(api: &str, group: &[Activity]) -> bool {
-    let graph_launch = api.contains("GraphLaunch");
+fn made_by(api: CallName, group: &[Activity]) -> bool {
+    let graph_launch = api.graph_launch;
     let mut work = 0;
     for activity in group {
         let fits = match activity.row {
-            ActivityRow::Kernel { .. } => api.contains("Launch"),
-            ActivityRow::Memcpy { .. } => api.contains("Memcpy") || graph_launch,
-            ActivityRow::Memset { .. } => api.contains("Memset") || graph_launch,
+            ActivityRow::Kernel { .. } => api.launch,
+            ActivityRow::Memcpy { .. } => api.memcpy || graph_launch,
+            ActivityRow::Memset { .. } => api.memset || graph_launch,
             _ => continue,
         };
         work += 1;
@@ -88,7 +113,7 @@ mod tests {
 
     fn counted(group: &mut Vec<Activity>) -> Vec<(Counter, u64)> {
         let mut counters = ImportCounters::default();
-        check_group(group, &lookups(), &mut counters);
+        check_group(group, &lookups(), &mut ApiCalls::default(), &mut counters);
         counters.iter().map(|c| (c.counter, c.count)).collect()
     }
 
@@ -96,6 +121,21 @@ mod tests {
     fn an_intact_group_counts_nothing() {
         assert_eq!(counted(&mut vec![call(1), kernel(5)]), []);
         assert_eq!(counted(&mut vec![call(4), kernel(5), kernel(9)]), [], "a graph launch runs many kernels");
+    }
+
+    #[test]
+    fn repeated_rows_are_dropped_in_order_in_small_and_large_groups() {
+        let starts = |group: &[Activity]| -> Vec<i64> {
+            group.iter().map(|a| if let ActivityRow::Kernel { start, .. } = a.row { start } else { -1 }).collect()
+        };
+        let mut small: Vec<Activity> = [3, 1, 3, 2, 1, 1, 4].into_iter().map(kernel).collect();
+        drop_repeated_rows(&mut small);
+        assert_eq!(starts(&small), [3, 1, 2, 4]);
+        // Past PAIRWISE rows, a hash set finds them: the same rows stay, in the same order.
+        let mut large: Vec<Activity> = (0..60).map(|i| kernel((i * 7) % 23)).collect();
+        drop_repeated_rows(&mut large);
+        let firsts: Vec<i64> = (0..23).map(|i| (i * 7) % 23).collect();
+        assert_eq!(starts(&large), firsts);
     }
 
     #[test]

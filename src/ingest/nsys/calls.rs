@@ -1,5 +1,72 @@
 //! What an API call's name says: its base name without the version suffix, which synchronization a
-//! SYNCHRONIZATION row made by it is, and whether it waits for the whole device.
+//! SYNCHRONIZATION row made by it is, whether it waits for the whole device, and what GPU work it can make;
+//! worked out once per name ([`ApiCalls`]), not for each of the millions of calls an export holds.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+/// What each API function's name says, by its StringIds id.
+#[derive(Default)]
+pub(super) struct ApiCalls {
+    by_name: FxHashMap<i64, ApiCall>,
+}
+
+impl ApiCalls {
+    /// The call named by StringIds id `id`, its name looked up in `strings`.
+    pub(super) fn get(&mut self, id: i64, strings: &FxHashMap<i64, Arc<str>>) -> &ApiCall {
+        self.by_name.entry(id).or_insert_with(|| ApiCall::new(strings.get(&id)))
+    }
+}
+
+/// One API function.
+pub(super) struct ApiCall {
+    /// Without its version suffix; "unknown API" when the export does not name it.
+    pub(super) name: Arc<str>,
+    /// Whether the export names it.
+    pub(super) named: bool,
+    pub(super) says: CallName,
+}
+
+impl ApiCall {
+    fn new(full: Option<&Arc<str>>) -> ApiCall {
+        let name: Arc<str> = Arc::from(base_name(full.map_or("unknown API", |full| full)));
+        // What work it makes is asked of the full name, as the exports spell it.
+        let says = CallName::of(&name, full.map_or("", |full| full));
+        ApiCall { name, named: full.is_some(), says }
+    }
+}
+
+/// What a call's name says. [`CallName::of`] of empty names is what a group without an API call is taken as.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) struct CallName {
+    /// The synchronization its SYNCHRONIZATION rows are, where the name says.
+    pub(super) sync: Option<SyncKind>,
+    pub(super) synchronous_memcpy: bool,
+    pub(super) synchronous_memset: bool,
+    pub(super) blocks_device: bool,
+    pub(super) launch: bool,
+    pub(super) graph_launch: bool,
+    pub(super) memcpy: bool,
+    pub(super) memset: bool,
+}
+
+impl CallName {
+    /// From the base name and the full name.
+    pub(super) fn of(name: &str, full: &str) -> CallName {
+        CallName {
+            sync: sync_by_name(name),
+            synchronous_memcpy: name.starts_with("cudaMemcpy") && !name.contains("Async")
+                || name.starts_with("cuMemcpy") && !name.contains("Async"),
+            synchronous_memset: name.starts_with("cudaMemset") && !name.contains("Async"),
+            blocks_device: blocks_device(name),
+            launch: full.contains("Launch"),
+            graph_launch: full.contains("GraphLaunch"),
+            memcpy: full.contains("Memcpy"),
+            memset: full.contains("Memset"),
+        }
+    }
+}
 
 /// `cudaStreamWaitEvent_v3020` -> `cudaStreamWaitEvent`.
 pub(super) fn base_name(api: &str) -> &str {
@@ -25,6 +92,7 @@ pub(super) fn blocks_device(api: &str) -> bool {
 }
 
 /// What a synchronization row synchronizes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(super) enum SyncKind {
     /// A stream waits for an event (`cudaStreamWaitEvent`).
     StreamWait,
@@ -42,9 +110,9 @@ pub(super) struct SyncClass {
     pub(super) by_type: bool,
 }
 
-/// Classifies a synchronization row by its API's name; by `syncType` only when the name says nothing.
-pub(super) fn classify_sync(api: &str, sync_type: i64) -> SyncClass {
-    let by_name = if api.contains("StreamWaitEvent") {
+/// The synchronization an API's SYNCHRONIZATION rows are, where its name says.
+fn sync_by_name(api: &str) -> Option<SyncKind> {
+    if api.contains("StreamWaitEvent") {
         Some(SyncKind::StreamWait)
     } else if api.contains("StreamSynchronize") || api.contains("StreamQuery") {
         Some(SyncKind::Stream)
@@ -54,7 +122,11 @@ pub(super) fn classify_sync(api: &str, sync_type: i64) -> SyncClass {
         Some(SyncKind::Context)
     } else {
         None
-    };
+    }
+}
+
+/// Classifies a synchronization row by what its API's name says; by `syncType` only when the name says nothing.
+pub(super) fn classify_sync(by_name: Option<SyncKind>, sync_type: i64) -> SyncClass {
     match by_name {
         Some(kind) => SyncClass { kind, by_type: false },
         None => SyncClass {
@@ -83,9 +155,25 @@ mod tests {
     #[test]
     fn sync_rows_are_classified_by_api_name_first() {
         // 2025.3 stores cudaStreamSynchronize with syncType 2, the label of a stream wait.
-        assert!(matches!(classify_sync("cudaStreamSynchronize", 2).kind, SyncKind::Stream));
-        assert!(matches!(classify_sync("cudaStreamWaitEvent", 0).kind, SyncKind::StreamWait));
-        assert!(matches!(classify_sync("", 2).kind, SyncKind::StreamWait));
-        assert!(classify_sync("", 2).by_type);
+        let classify = |name, sync_type| classify_sync(sync_by_name(name), sync_type);
+        assert!(matches!(classify("cudaStreamSynchronize", 2).kind, SyncKind::Stream));
+        assert!(matches!(classify("cudaStreamWaitEvent", 0).kind, SyncKind::StreamWait));
+        assert!(matches!(classify("", 2).kind, SyncKind::StreamWait));
+        assert!(classify("", 2).by_type);
+    }
+
+    #[test]
+    fn a_name_is_looked_at_once_and_says_the_same_as_looking_every_time() {
+        let strings: FxHashMap<i64, Arc<str>> =
+            [(1, Arc::from("cudaMemcpy_v3020")), (2, Arc::from("cudaGraphLaunch_v10000"))].into_iter().collect();
+        let mut calls = ApiCalls::default();
+        let copy = calls.get(1, &strings);
+        assert_eq!((&*copy.name, copy.named), ("cudaMemcpy", true));
+        assert!(copy.says.synchronous_memcpy && copy.says.memcpy && !copy.says.launch);
+        let graph = calls.get(2, &strings).says;
+        assert!(graph.launch && graph.graph_launch && !graph.memcpy);
+        let unknown = calls.get(3, &strings);
+        assert_eq!((&*unknown.name, unknown.named), ("unknown API", false));
+        assert_eq!(unknown.says, CallName::of("", ""), "says nothing");
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::calls::{base_name, blocks_device, classify_sync, SyncKind};
+use super::calls::{classify_sync, ApiCalls, CallName, SyncKind};
 use super::nvtx::RegionCursor;
 use super::schema::Lookups;
 use super::tables::{Activity, ActivityRow, NOT_APPLICABLE};
@@ -83,7 +83,8 @@ pub(super) struct Mapper {
     latest_records: FxHashMap<(i64, i64), EventId>,
     /// Live allocations by (pid, address).
     live_allocations: DenseIds<(i64, i64), AllocId>,
-    api_names: FxHashMap<i64, Arc<str>>,
+    /// What each API function's name says.
+    pub(super) api_calls: ApiCalls,
     /// Framework frames and CUDA graphs, which every reader's operations pass through (an export has neither:
     /// its operations pass unchanged).
     stages: Stages,
@@ -122,7 +123,7 @@ impl Mapper {
             kept_records: FxHashMap::default(),
             live_allocations: DenseIds::default(),
             legacy_contexts: Default::default(),
-            api_names: FxHashMap::default(),
+            api_calls: ApiCalls::default(),
             stages: Stages::default(),
         }
     }
@@ -231,17 +232,6 @@ impl Mapper {
         }));
     }
 
-    /// The API function's name without its version suffix, for a StringIds id.
-    fn api_name(&mut self, id: i64) -> Arc<str> {
-        if let Some(api) = self.api_names.get(&id) {
-            return api.clone();
-        }
-        let full = self.lookups.strings.get(&id).cloned().unwrap_or_else(|| Arc::from("unknown API"));
-        let api: Arc<str> = Arc::from(base_name(&full));
-        self.api_names.insert(id, api.clone());
-        api
-    }
-
     /// Declares the event `id` the export calls `handle`.
     fn declare_event(&mut self, pid: i64, handle: i64, id: EventId) -> EventId {
         let process = self.process(pid);
@@ -316,7 +306,13 @@ impl Mapper {
             _ => None,
         });
         let thread = self.thread(process, api.as_ref().map(|a| a.2));
-        let api_name = api.as_ref().map(|a| self.api_name(a.3));
+        let (api_name, says) = match &api {
+            Some(a) => {
+                let call = self.api_calls.get(a.3, &self.lookups.strings);
+                (Some(call.name.clone()), call.says)
+            }
+            None => (None, CallName::of("", "")),
+        };
         let region = match (regions.as_mut(), &api) {
             (Some(cursor), Some((start, _, global_tid, _))) => cursor.region_at(pid, *global_tid, *start),
             _ => None,
@@ -334,7 +330,6 @@ impl Mapper {
         if api.is_none() {
             self.counters.bump(Counter::NsysActivityWithoutApiCall, gpu_rows as u64);
         }
-        let name = api_name.as_deref().unwrap_or("");
         let mut emitted = false;
         for activity in group.iter_mut() {
             let row =
@@ -362,8 +357,7 @@ impl Mapper {
                         10 => CopyKind::PtoP,
                         _ => CopyKind::Default,
                     };
-                    let synchronous = name.starts_with("cudaMemcpy") && !name.contains("Async")
-                        || name.starts_with("cuMemcpy") && !name.contains("Async");
+                    let synchronous = says.synchronous_memcpy;
                     let (src_memory, dst_memory) = (memory_kind(src_kind), memory_kind(dst_kind));
                     let op = OpKind::Memcpy {
                         stream,
@@ -383,7 +377,7 @@ impl Mapper {
                 ActivityRow::Memset { start, end, device, context, stream, bytes, mem_kind } => {
                     self.counters.bump(Counter::NsysMemsets, 1);
                     let stream = self.stream(pid, context, stream, Some(device));
-                    let synchronous = name.starts_with("cudaMemset") && !name.contains("Async");
+                    let synchronous = says.synchronous_memset;
                     let op = OpKind::Memset {
                         stream,
                         bytes: bytes.max(0) as u64,
@@ -424,7 +418,7 @@ impl Mapper {
                 }
                 ActivityRow::Sync { context, stream, sync_type, event, event_sync } => {
                     self.counters.bump(Counter::NsysSyncs, 1);
-                    let class = classify_sync(name, sync_type);
+                    let class = classify_sync(says.sync, sync_type);
                     if api.is_none() || class.by_type {
                         self.counters.bump(Counter::NsysSyncClassifiedByType, 1);
                     }
@@ -495,7 +489,7 @@ impl Mapper {
             emitted = true;
         }
         // API calls whose effect nsys records no activity for.
-        if !emitted && api.is_some() && blocks_device(name) {
+        if !emitted && api.is_some() && says.blocks_device {
             // cudaFree and cudaFreeHost synchronize the device (DESIGN.md's blocking-API rule), and a device
             // synchronization may come without a SYNCHRONIZATION row: the host joins every context of the process.
             let contexts: Vec<ContextId> =

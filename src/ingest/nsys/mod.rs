@@ -12,6 +12,7 @@ mod columns;
 mod mapping;
 mod merge;
 mod nvtx;
+mod pages;
 mod progress;
 pub(super) mod rep;
 mod schema;
@@ -84,7 +85,7 @@ fn read(conn: &Connection, tables: &HashSet<String>, path: &Path, mapper: &mut M
         let mut progress = Progress::new();
         while merge.next_group(&mut group, path, &mut mapper.counters)? {
             progress.rows(group.len() as u64, path);
-            anomalies::check_group(&mut group, &mapper.lookups, &mut mapper.counters);
+            anomalies::check_group(&mut group, &mapper.lookups, &mut mapper.api_calls, &mut mapper.counters);
             mapper.emit_group(&mut group, &mut regions);
         }
         progress.done();

@@ -4,9 +4,9 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use rusqlite::{Connection, Row};
+use rusqlite::Connection;
 
-use super::columns::{read_ints, read_text, select_list, BadValue, Column};
+use super::columns::{read_ints, select_list, BadValue, Column, RecordRow, RowValues, Selected};
 use super::schema::column_names;
 use crate::ingest::counters::{Counter, ImportCounters};
 use crate::ingest::record_source::IngestError;
@@ -116,21 +116,32 @@ pub(super) trait ActivityQuery: Sync {
     fn table(&self) -> &'static str;
     /// The query for a table with the `present` columns; `per_process`: whether processes are told apart.
     fn sql(&self, present: &HashSet<String>, per_process: bool, order: RowOrder) -> Result<String, String>;
+    /// What a [`RowOrder::RowidRange`] query selects, in its order.
+    fn selection(&self, present: &HashSet<String>, per_process: bool) -> Result<Vec<Selected>, String>;
+    /// Whether every row is read (no filter), so that the rows can be read from the export's pages.
+    fn reads_every_row(&self) -> bool;
     /// The query of each row's rowid and sort key (process, correlation id, tie) in storage order.
     fn key_sql(&self, per_process: bool) -> String;
     /// How many columns [`ActivityQuery::read`] reads: a [`RowOrder::RowidRange`] query's tie and rowid follow.
     fn width(&self) -> usize;
     /// The activity of one row of that query; `None` when a NULL in a NOT NULL column skips it.
-    fn read(&self, row: &Row) -> Result<Option<Activity>, BadValue>;
+    fn read(&self, row: &rusqlite::Row) -> Result<Option<Activity>, BadValue>;
+    /// The same from a record read from the export's pages.
+    fn read_record(&self, row: &RecordRow) -> Result<Option<Activity>, BadValue>;
 }
 
 impl<const N: usize> ActivityTable<N> {
-    fn process_sql(&self, per_process: bool) -> String {
+    /// What stands for the process id: its column's bits, or 0 where processes are not told apart.
+    fn process_selected(&self, per_process: bool) -> Selected {
         if per_process {
-            format!("(({} >> 24) & 16777215)", self.process)
+            Selected::ProcessOf(self.process)
         } else {
-            "0".to_string()
+            Selected::Literal("0")
         }
+    }
+
+    fn process_sql(&self, per_process: bool) -> String {
+        self.process_selected(per_process).sql()
     }
 
     fn filter_sql(&self) -> String {
@@ -165,13 +176,33 @@ impl<const N: usize> ActivityQuery for ActivityTable<N> {
             ),
             RowOrder::RowidRange => {
                 let filter = self.filter.map(|f| format!("({f}) AND ")).unwrap_or_default();
-                let tie = self.ties.unwrap_or("0");
-                format!(
-                    "SELECT {process}, correlationId, {columns}, {tie}, rowid FROM {name} \
-                     WHERE {filter}rowid BETWEEN ?1 AND ?2 ORDER BY rowid"
-                )
+                let selection = self.selection(present, per_process)?;
+                let columns = selection.iter().map(Selected::sql).collect::<Vec<_>>().join(", ");
+                format!("SELECT {columns} FROM {name} WHERE {filter}rowid BETWEEN ?1 AND ?2 ORDER BY rowid")
             }
         })
+    }
+
+    fn selection(&self, present: &HashSet<String>, per_process: bool) -> Result<Vec<Selected>, String> {
+        let mut selection = Vec::with_capacity(self.width() + 2);
+        selection.push(self.process_selected(per_process));
+        selection.push(Selected::Column(CORRELATION.name));
+        for column in &self.columns {
+            selection.push(column.select(present)?);
+        }
+        if let Some(label) = self.label {
+            if !present.contains(label) {
+                return Err(format!("no column {label}"));
+            }
+            selection.push(Selected::Column(label));
+        }
+        selection.push(self.ties.map_or(Selected::Literal("0"), Selected::Column));
+        selection.push(Selected::Rowid);
+        Ok(selection)
+    }
+
+    fn reads_every_row(&self) -> bool {
+        self.filter.is_none()
     }
 
     fn key_sql(&self, per_process: bool) -> String {
@@ -188,13 +219,23 @@ impl<const N: usize> ActivityQuery for ActivityTable<N> {
         2 + N + usize::from(self.label.is_some())
     }
 
+    fn read(&self, row: &rusqlite::Row) -> Result<Option<Activity>, BadValue> {
+        self.read_values(row)
+    }
+
+    fn read_record(&self, row: &RecordRow) -> Result<Option<Activity>, BadValue> {
+        self.read_values(row)
+    }
+}
+
+impl<const N: usize> ActivityTable<N> {
     #[inline]
-    fn read(&self, row: &Row) -> Result<Option<Activity>, BadValue> {
+    fn read_values<R: RowValues + ?Sized>(&self, row: &R) -> Result<Option<Activity>, BadValue> {
         let key = [Column::required(self.process), CORRELATION];
         let Some([pid, correlation]) = read_ints(row, 0, &key)? else { return Ok(None) };
         let Some(values) = read_ints(row, 2, &self.columns)? else { return Ok(None) };
         let label = match self.label {
-            Some(column) => read_text(row, 2 + N, column)?,
+            Some(column) => row.text(2 + N, column)?,
             None => None,
         };
         Ok(Some(Activity { pid, correlation, row: (self.decode)(values, label) }))
