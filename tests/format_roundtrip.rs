@@ -435,7 +435,7 @@ fn host_watch_records_read_back_as_what_was_recorded() {
     assert_eq!((streams[1].kind, streams[1].handle), (StreamKind::HostThread, CALL.tid));
     let (side, lane) = (streams[0].id, streams[1].id);
     let expected = [
-        OpKind::HostFunc { stream: side, name: Arc::from(NAME), accesses: vec![] },
+        OpKind::HostFunc { stream: side, name: Arc::from(NAME), accesses: vec![], id: Some(9) },
         OpKind::HostFuncAccess {
             stream: side,
             name: Arc::from(format!("host write in {NAME}").as_str()),

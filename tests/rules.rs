@@ -421,6 +421,29 @@ fn rule13_a_host_function_starts_after_its_streams_earlier_work_and_later_work_w
 }
 
 #[test]
+fn rule13_the_thread_that_runs_a_host_function_hands_its_place_on() {
+    // NVIDIA's simpleCallback: a callback enqueued after the copy into X starts a thread, which then uses X. The
+    // driver's thread 98 acquires the function's object as the function starts (the capture's trampoline), and
+    // its pthread_create releases what it knows (object 7) to the new thread 3.
+    let object = streamtrace_format::host_func_object(1);
+    let started = format!("{{\"type\":\"host_acquire\",\"object\":{object},\"thread\":98}}\n");
+    let body = |start: &str| {
+        on(1, &write(1, "copy_back", "$X"))
+            + &on(1, &host_func(1, 1, "callback", "reads", ""))
+            + start
+            + &release(7, 98)
+            + &acquire(7, 3)
+            + &on(3, &read(3, "postprocess", "$X"))
+    };
+    let handed = run_traced(&body(&started), HostOrder::PerThread, true);
+    assert!(handed.findings.races.is_empty(), "{:?}", handed.findings.races);
+    assert_eq!(handed.stats.host_acquires_of_nothing, 0);
+    // Without the function's start, the new thread knows nothing of stream 1.
+    let unordered = run_traced(&body(""), HostOrder::PerThread, true);
+    assert_eq!(unordered.findings.races.len(), 1);
+}
+
+#[test]
 fn rule13_the_thread_that_enqueued_a_host_function_learns_nothing_from_it() {
     // The function writes the pinned buffer on a driver thread; the enqueuing thread's read is unordered with it
     // until the thread waits for the function's stream.

@@ -34,6 +34,17 @@ pub use vocabulary::{
 /// The version of the format this crate describes; the header carries it.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// The `host_acquire` object of host function `id` (its `host_func` record's id): the thread that runs the
+/// function acquires it when the function starts, and the analysis holds there the function's place in its
+/// stream, so that what the thread hands on (a thread it starts, a mutex it unlocks) is ordered after that place.
+/// Apart from the capture's own marks (a thread's serial number above bit 40, from 1 up): the serial all ones.
+pub const fn host_func_object(id: u64) -> u64 {
+    HOST_FUNC_OBJECTS | (id & ((1 << 40) - 1))
+}
+
+/// The first of the objects [`host_func_object`] names.
+pub const HOST_FUNC_OBJECTS: u64 = 0xff_ffff << 40;
+
 /// Where a process stands in a distributed job, as its launcher (torchrun, `mpirun` wrappers that set the same
 /// variables) told it: the header of its trace says so, and reports label its findings with it.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]

@@ -6,6 +6,8 @@
 //! itself: the stream step (`tick`) and the device synchronization of a `cudaFree` are applied in `sync_rules`;
 //! conflicts go to `race_report`.
 
+use streamtrace_format::host_func_object;
+
 use super::clock::Epoch;
 use super::racing_accesses::effective_accesses;
 use super::shadow::{Effect, Stamp};
@@ -116,6 +118,15 @@ impl Engine {
         let epoch = self.tick(stream, site, op, !accesses.is_empty());
         for access in effective_accesses(accesses) {
             self.access(op, epoch, site, access, Effect::Access);
+        }
+        // The driver's thread that runs it starts from this place of the stream: it acquires the function's
+        // object when the function starts (a thread the function creates is then ordered after it).
+        if let OpKind::HostFunc { id: Some(id), .. } = op.kind {
+            let process = op.process;
+            self.process_mut(process);
+            let Engine { processes, streams, .. } = self;
+            let place = streams[stream.index()].clock.clock.clone();
+            processes[process.index()].host_objects.insert(host_func_object(id), place);
         }
     }
 

@@ -252,7 +252,7 @@ impl Engine {
                 self.copy_or_set_waited(op, host, *stream, site, None, *dst);
             }
             OpKind::HostAccess { lane, name, accesses } => self.host_access(op, host, *lane, name, accesses),
-            OpKind::HostFunc { stream, name, accesses } | OpKind::HostFuncAccess { stream, name, accesses } => {
+            OpKind::HostFunc { stream, name, accesses, .. } | OpKind::HostFuncAccess { stream, name, accesses } => {
                 self.host_func(op, *stream, name, accesses)
             }
             OpKind::EventRecord { event, stream } => self.event_record(*event, *stream, origin)?,

@@ -271,6 +271,8 @@ pub enum OpKind {
         stream: StreamId,
         name: Arc<str>,
         accesses: Vec<Access>,
+        /// The trace's id for it, which the thread that runs it acquires as `host_func_object(id)`.
+        id: Option<u64>,
     },
     /// More of what the host function just before it on `stream` touched, learned from a fault inside it
     /// (`host_access` with `host_func`): part of that function's place in the stream. Enqueued by nobody: the

@@ -182,6 +182,24 @@ fn acquire_marks(marks: &MarkSet, api: &'static str) {
     }
 }
 
+/// A host function (`host_func` record `id`) starts on the driver's thread that runs it: the thread learns the
+/// function's place in its stream (DESIGN.md, host functions; the analysis holds that place in the function's
+/// object), so that what it hands on (a thread it starts, a mutex it unlocks) carries it.
+pub fn host_function_started(id: u64) {
+    bookkeeping(|| {
+        let object = streamtrace_format::host_func_object(id);
+        // Written at once, and not a mark of the thread's knowledge: places of different streams do not hold
+        // each other as a thread's later marks hold its earlier ones. What it teaches the thread is its own news,
+        // which the thread's next release writes in a snapshot of its own.
+        let written = with_state(|state, call| {
+            state.pending.push(call, Record::HostAcquire { object, api: "host function" });
+        });
+        if written.is_some() {
+            let _ = with_knowledge(|k| k.taught = true);
+        }
+    });
+}
+
 /// Writes this thread's pending acquires now; false when they could not be written (they are dropped).
 fn write_pending() -> bool {
     let (pending, len) = THREAD.with(|k| k.borrow_mut().take_pending());

@@ -101,6 +101,7 @@ unsafe extern "C" fn run_host_func(boxed: *mut c_void) {
     let wrapped = unsafe { Box::from_raw(boxed as *mut Wrapped<HostFn>) };
     let outer = RUNNING.with(|running| running.replace(wrapped.id));
     TRAMPOLINE_RAN.store(true, Ordering::Relaxed);
+    crate::host_sync::host_function_started(wrapped.id);
     // Safety: the program's function with the program's data, as it enqueued them.
     unsafe { (wrapped.function)(wrapped.user_data) };
     RUNNING.with(|running| running.set(outer));
@@ -116,6 +117,7 @@ unsafe extern "C" fn run_stream_callback(stream: Handle, status: i32, boxed: *mu
     let wrapped = unsafe { Box::from_raw(boxed as *mut Wrapped<StreamCallback>) };
     let outer = RUNNING.with(|running| running.replace(wrapped.id));
     TRAMPOLINE_RAN.store(true, Ordering::Relaxed);
+    crate::host_sync::host_function_started(wrapped.id);
     // Safety: the program's callback with the driver's arguments and the program's data.
     unsafe { (wrapped.function)(stream, status, wrapped.user_data) };
     RUNNING.with(|running| running.set(outer));

@@ -120,7 +120,7 @@ impl JsonTraceParser {
         if let Some(id) = raw.id {
             self.host_funcs.insert((process, id), (stream, name.clone()));
         }
-        Ok(OpKind::HostFunc { stream, name, accesses })
+        Ok(OpKind::HostFunc { stream, name, accesses, id: raw.id })
     }
 
     /// What the capture's host watch said at exit, as import counters.
