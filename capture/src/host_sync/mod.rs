@@ -201,7 +201,7 @@ pub fn host_function_started(id: u64) {
 }
 
 /// Writes this thread's pending acquires now; false when they could not be written (they are dropped).
-fn write_pending() -> bool {
+pub(super) fn write_pending() -> bool {
     let (pending, len) = THREAD.with(|k| k.borrow_mut().take_pending());
     // Pushed as they are: what they teach the thread is in the marks it knows, not a reason for a new snapshot.
     with_state(|state, call| {
