@@ -30,6 +30,8 @@ pub fn initialize() -> Result<(), String> {
     CALL_SITES.store(std::env::var_os(launch::ENV_NO_CALL_SITES).is_none(), Ordering::SeqCst);
     // Before any trace starts (nothing records until ENABLED below): its header says it.
     HOST_SYNC.store(crate::host_sync::interposing(), Ordering::SeqCst);
+    // A host function's trampoline tells host_sync that the function starts on the driver's thread.
+    crate::host_watch::host_funcs::on_start(crate::host_sync::host_function_started);
     if std::env::var_os(launch::ENV_GPU_TIMES).is_some() && !exact {
         match activity::enable() {
             Ok(()) => GPU_TIMES.store(true, Ordering::SeqCst),

@@ -29,6 +29,21 @@ pub fn running() -> u64 {
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// What a trampoline tells before the program's function runs (host_sync's `host_function_started`, set at
+/// setup: host_sync writes through the state, which sits above this file).
+static ON_START: std::sync::OnceLock<fn(u64)> = std::sync::OnceLock::new();
+
+/// Sets what a trampoline calls with the host function's id before running it.
+pub fn on_start(hook: fn(u64)) {
+    let _ = ON_START.set(hook);
+}
+
+fn started(id: u64) {
+    if let Some(hook) = ON_START.get() {
+        hook(id);
+    }
+}
 /// Whether a trampoline ever ran: the driver runs what the parameter block holds after the callback.
 static TRAMPOLINE_RAN: AtomicBool = AtomicBool::new(false);
 
@@ -101,7 +116,7 @@ unsafe extern "C" fn run_host_func(boxed: *mut c_void) {
     let wrapped = unsafe { Box::from_raw(boxed as *mut Wrapped<HostFn>) };
     let outer = RUNNING.with(|running| running.replace(wrapped.id));
     TRAMPOLINE_RAN.store(true, Ordering::Relaxed);
-    crate::host_sync::host_function_started(wrapped.id);
+    started(wrapped.id);
     // Safety: the program's function with the program's data, as it enqueued them.
     unsafe { (wrapped.function)(wrapped.user_data) };
     RUNNING.with(|running| running.set(outer));
@@ -117,7 +132,7 @@ unsafe extern "C" fn run_stream_callback(stream: Handle, status: i32, boxed: *mu
     let wrapped = unsafe { Box::from_raw(boxed as *mut Wrapped<StreamCallback>) };
     let outer = RUNNING.with(|running| running.replace(wrapped.id));
     TRAMPOLINE_RAN.store(true, Ordering::Relaxed);
-    crate::host_sync::host_function_started(wrapped.id);
+    started(wrapped.id);
     // Safety: the program's callback with the driver's arguments and the program's data.
     unsafe { (wrapped.function)(stream, status, wrapped.user_data) };
     RUNNING.with(|running| running.set(outer));
