@@ -152,6 +152,7 @@ fn run(
     with_timeline: bool,
 ) -> Result<Analysis, AnalysisError> {
     let format = source.format();
+    let engine_error = |error| AnalysisError::Engine { path: name.to_string(), error };
     let mut engine = Engine::new(options);
     // A trace that records its host synchronization, analyzed in the per-thread order, also goes through the
     // timestamp order: a race that one finds and not the other is ordered only by timing, or by host
@@ -200,7 +201,7 @@ fn run(
                 TraceRecord::FrameLine(line) => recorded_lines.add(line),
                 _ => {}
             }
-            engine.apply(record).map_err(|error| AnalysisError::Engine { path: name.to_string(), error })?;
+            engine.apply(record).map_err(engine_error)?;
             match record {
                 TraceRecord::RangeBegin { index, name, .. } => {
                     open_range = Some(CaptureRange { index: *index, name: name.clone() });
@@ -218,9 +219,7 @@ fn run(
         // Its records are dropped, and its memory filled again, on the reader's thread (after the timestamp
         // order's engine has applied them too).
         match by_timestamps.as_mut() {
-            Some(twin) => twin
-                .hand_over(batch, twin_from, &mut |done| source.recycle(done))
-                .map_err(|error| AnalysisError::Engine { path: name.to_string(), error })?,
+            Some(twin) => twin.hand_over(batch, twin_from, &mut |done| source.recycle(done)).map_err(engine_error)?,
             None => source.recycle(batch),
         }
     }
@@ -229,7 +228,7 @@ fn run(
     let (host_order, host_sync_recorded) = (engine.host_order(), engine.host_sync_recorded());
     let (mut findings, stats) = engine.finish();
     if let Some(twin) = by_timestamps {
-        let found = twin.finish().map_err(|error| AnalysisError::Engine { path: name.to_string(), error })?;
+        let found = twin.finish().map_err(engine_error)?;
         // Each range ended in both engines, in the same order.
         for (section, by_timestamps) in ranges.iter_mut().zip(&found.ranges) {
             section.findings.set_apart_timing_only(by_timestamps);

@@ -382,28 +382,14 @@ mod tests {
     }
 
     fn kernel(stream: u32, name: &str, source: Option<&str>) -> TraceRecord {
-        TraceRecord::Op(Operation {
-            seq: 0,
-            process: ProcessId(0),
-            thread: ThreadId(0),
-            host_time_ns: None,
-            gpu_start_ns: None,
-            gpu_end_ns: None,
-            correlation_id: None,
-            host_end_ns: None,
-            api: None,
-            region: None,
-            source: source.map(SourceLocation::parse),
-            native: None,
-            origin: 0,
-            kind: OpKind::Kernel {
-                stream: StreamId(stream),
-                name: name.into(),
-                accesses: vec![],
-                pointers: vec![],
-                exact: None,
-            },
-        })
+        let kind = OpKind::Kernel {
+            stream: StreamId(stream),
+            name: name.into(),
+            accesses: vec![],
+            pointers: vec![],
+            exact: None,
+        };
+        TraceRecord::Op(Operation { source: source.map(SourceLocation::parse), ..Operation::plain(kind) })
     }
 
     fn group(stream: u32, group: &str) -> TraceRecord {

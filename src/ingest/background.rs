@@ -195,25 +195,16 @@ impl RecordSource for BackgroundReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{AccessMode, AccessRange, ProcessId, StreamId, ThreadId};
+    use crate::model::{AccessMode, AccessRange, StreamId};
 
     fn kernel(accesses: Vec<Access>) -> Result<TraceRecord, IngestError> {
-        Ok(TraceRecord::Op(Operation {
-            seq: 0,
-            process: ProcessId(0),
-            thread: ThreadId(0),
-            host_time_ns: None,
-            gpu_start_ns: None,
-            gpu_end_ns: None,
-            correlation_id: None,
-            host_end_ns: None,
-            api: None,
-            region: None,
-            source: None,
-            native: None,
-            origin: 0,
-            kind: OpKind::Kernel { stream: StreamId(0), name: "k".into(), accesses, pointers: vec![], exact: None },
-        }))
+        Ok(TraceRecord::Op(Operation::plain(OpKind::Kernel {
+            stream: StreamId(0),
+            name: "k".into(),
+            accesses,
+            pointers: vec![],
+            exact: None,
+        })))
     }
 
     #[test]

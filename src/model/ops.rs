@@ -366,6 +366,30 @@ pub struct Operation {
 }
 
 #[cfg(test)]
+impl Operation {
+    /// An operation of `kind` with nothing else known (process 0, thread 0, first in issue order): what unit
+    /// tests start from, setting the fields they care about with struct update syntax.
+    pub(crate) fn plain(kind: OpKind) -> Operation {
+        Operation {
+            seq: 0,
+            process: ProcessId(0),
+            thread: ThreadId(0),
+            host_time_ns: None,
+            gpu_start_ns: None,
+            gpu_end_ns: None,
+            correlation_id: None,
+            host_end_ns: None,
+            api: None,
+            region: None,
+            source: None,
+            native: None,
+            origin: 0,
+            kind,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

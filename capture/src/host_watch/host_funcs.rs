@@ -44,6 +44,7 @@ fn started(id: u64) {
         hook(id);
     }
 }
+
 /// Whether a trampoline ever ran: the driver runs what the parameter block holds after the callback.
 static TRAMPOLINE_RAN: AtomicBool = AtomicBool::new(false);
 

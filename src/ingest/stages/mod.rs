@@ -141,28 +141,9 @@ mod tests {
     use crate::model::{OpKind, StreamId};
 
     fn op(seq: u64, thread: ThreadId) -> Operation {
-        Operation {
-            seq,
-            process: ProcessId(0),
-            thread,
-            host_time_ns: None,
-            gpu_start_ns: None,
-            gpu_end_ns: None,
-            correlation_id: None,
-            host_end_ns: None,
-            api: None,
-            region: None,
-            source: None,
-            native: None,
-            origin: seq,
-            kind: OpKind::Kernel {
-                stream: StreamId(0),
-                name: "k".into(),
-                accesses: vec![],
-                pointers: vec![],
-                exact: None,
-            },
-        }
+        let kernel =
+            OpKind::Kernel { stream: StreamId(0), name: "k".into(), accesses: vec![], pointers: vec![], exact: None };
+        Operation { seq, thread, origin: seq, ..Operation::plain(kernel) }
     }
 
     /// The sequence numbers of the operations in `out`, with the region each was named by.
