@@ -340,7 +340,10 @@ def _say_observer_costs(observer):
     costs = (ctypes.c_uint64 * (2 * len(parts)))()
     if observer.streamtrace_torch_costs(costs, len(costs)) != len(parts):
         return
-    _say("native observer cost (calls, total us, us a call):")
+    frames = getattr(observer, "streamtrace_torch_python_frames", None)
+    way = frames() if frames is not None else 0
+    _say("native observer cost (calls, total us, us a call; Python lines read %s):" % (
+        "from the frames of CPython %d.%d" % (way >> 24, (way >> 16) & 0xFF) if way else "through the API"))
     for index, part in enumerate(parts):
         calls, ns = costs[2 * index], costs[2 * index + 1]
         _say("  %-36s %9d %12.1f %8.2f" % (part, calls, ns / 1e3, ns / 1e3 / calls if calls else 0.0))

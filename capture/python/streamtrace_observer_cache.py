@@ -37,7 +37,7 @@ LIBRARY = "torch_observer.so"
 MANIFEST = "manifest.json"
 LOCK = "lock"
 FAILED = "failed"
-SOURCES = ("torch_observer.cpp", "observer_lifetime.h")
+SOURCES = ("torch_observer.cpp", "observer_lifetime.h", "python_frames.h")
 # How long a process waits for another one's build before it gives up (the bootstrap then records in Python).
 WAIT_S = 600.0
 # The torch headers whose layouts the observer depends on most: a torch rebuilt in place changes them.

@@ -35,6 +35,7 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 
 #include "observer_lifetime.h"
+#include "python_frames.h"
 
 // c10d's ProcessGroup, to name the group of a collective; a libtorch built without distributed has no header.
 #if __has_include(<torch/csrc/distributed/c10d/ProcessGroup.hpp>)
@@ -60,25 +61,12 @@
 #include <unordered_map>
 #include <vector>
 
-// The few CPython functions used to find the calling Python line, declared here (all in CPython's stable ABI since
-// 3.10) so that building needs no Python headers; they resolve against the running interpreter.
+// The rest of the CPython functions used to find the calling Python line (python_frames.h declares those its walk
+// needs), declared here so that building needs no Python headers; they resolve against the running interpreter.
 extern "C" {
-struct _object;
-struct _frame;
-struct _ts;
-int PyGILState_Ensure(void);
-void PyGILState_Release(int);
-int PyGILState_Check(void);
-struct _ts* PyGILState_GetThisThreadState(void);
-struct _frame* PyEval_GetFrame(void);
-struct _frame* PyFrame_GetBack(struct _frame*);
-struct _object* PyFrame_GetCode(struct _frame*);
-int PyFrame_GetLineNumber(struct _frame*);
 struct _object* PyObject_GetAttrString(struct _object*, const char*);
 const char* PyUnicode_AsUTF8(struct _object*);
 void PyErr_Clear(void);
-void Py_IncRef(struct _object*);
-void Py_DecRef(struct _object*);
 int Py_IsInitialized(void);
 }
 
@@ -191,10 +179,12 @@ struct InstructionHash {
 };
 
 // What is known of Python files: guarded by the GIL (only touched while the calling thread holds it), never freed.
+// Every code object seen is kept alive for good (also past streamtrace_torch_library_files), so that its address
+// names it for the life of the process: the caches below are keyed by it.
 struct PythonFiles {
   std::vector<std::string> library_prefixes;
-  std::unordered_map<struct _object*, CodeFacts> code_facts;  // code objects are kept alive once seen
-  std::unordered_map<InstructionKey, int, InstructionHash> lines;  // of user code objects (kept alive above)
+  std::unordered_map<struct _object*, CodeFacts> code_facts;
+  std::unordered_map<InstructionKey, int, InstructionHash> lines;  // of user code objects
 };
 
 PythonFiles& python_files() {
@@ -203,6 +193,13 @@ PythonFiles& python_files() {
 
 // PyFrame_GetLasti, where the interpreter has it (3.11 and later): the key of the line cache.
 int (*frame_lasti)(struct _frame*) = nullptr;
+// PyCode_Addr2Line (3.10 and later): a line from a code object and the byte offset of an instruction.
+int (*code_line)(struct _object*, int) = nullptr;
+// The running CPython's frame layout, checked at start (python_frames.h), or null: lines are read through the API.
+const streamtrace_python::FrameLayout* frame_layout = nullptr;
+const void* code_type = nullptr;  // &PyCode_Type
+// Changed by streamtrace_torch_library_files: which code is the user's may have changed.
+std::atomic<uint64_t> files_generation{0};
 
 // The line `frame` (of user code object `code`, kept alive by facts_of) is at.
 int line_of(struct _frame* frame, struct _object* code) {
@@ -220,6 +217,7 @@ int line_of(struct _frame* frame, struct _object* code) {
   return line;
 }
 
+// Needs the GIL.
 const CodeFacts& facts_of(struct _object* code) {
   auto& code_facts = python_files().code_facts;
   auto found = code_facts.find(code);
@@ -240,7 +238,7 @@ const CodeFacts& facts_of(struct _object* code) {
     Py_DecRef(name);
   }
   PyErr_Clear();
-  Py_IncRef(code);  // its address keys the cache, so it must never be reused
+  Py_IncRef(code);  // its address keys the caches, so it must never be reused
   return code_facts.emplace(code, std::move(facts)).first->second;
 }
 
@@ -271,21 +269,105 @@ void append_python_line(std::string& out) {
   out += "null";
 }
 
+// One thread's copies of what it learned of its frames (python_frames.h: read without the GIL, so nothing shared
+// that another thread may change is touched): whether a code object is the user's, and the line text of a user
+// frame's instruction. Filled under the GIL at the first sight of each; emptied when the library files change.
+struct ThreadLines {
+  uint64_t generation = 0;
+  std::unordered_map<const void*, bool> user_code;
+  std::unordered_map<InstructionKey, std::string, InstructionHash> texts;  // "\"file:line\""
+};
+
+// The calling Python line from the thread's own frames (python_frames.h), into `out`; with `gil` (held) what the
+// thread's caches lack is learned, without it a miss returns false (as does a stack the walk cannot read), and
+// `out` is left as it was.
+bool append_walked_line(const void* thread_state, bool gil, std::string& out) {
+  ThreadLines* lines = streamtrace_observer::this_thread<ThreadLines>();
+  if (lines == nullptr) {
+    return false;
+  }
+  uint64_t generation = files_generation.load(std::memory_order_acquire);
+  if (lines->generation != generation) {
+    lines->user_code.clear();
+    lines->texts.clear();
+    lines->generation = generation;
+  }
+  const std::string* text = nullptr;
+  bool missed = false;
+  auto visit = [&](const void* code, int lasti) {
+    auto known = lines->user_code.find(code);
+    bool user;
+    if (known != lines->user_code.end()) {
+      user = known->second;
+    } else if (gil) {
+      user = facts_of(static_cast<struct _object*>(const_cast<void*>(code))).user;
+      lines->user_code.emplace(code, user);
+    } else {
+      missed = true;
+      return true;
+    }
+    if (!user) {
+      return false;
+    }
+    InstructionKey key{static_cast<struct _object*>(const_cast<void*>(code)), lasti};
+    auto found = lines->texts.find(key);
+    if (found == lines->texts.end()) {
+      if (!gil) {
+        missed = true;
+        return true;
+      }
+      std::string quoted = "\"";
+      quoted += facts_of(key.code).file;
+      quoted += ':';
+      append_number(quoted, static_cast<uint64_t>(code_line(key.code, lasti)));
+      quoted += '"';
+      found = lines->texts.emplace(key, std::move(quoted)).first;
+    }
+    text = &found->second;
+    return true;
+  };
+  if (!streamtrace_python::walk_frames(*frame_layout, code_type, thread_state, visit) || missed) {
+    return false;
+  }
+  out += text != nullptr ? text->c_str() : "null";
+  return true;
+}
+
 bool python_usable() {
   // A thread that never ran Python (the autograd engine's workers) has no Python stack to look at.
   return Py_IsInitialized() && !(is_finalizing && is_finalizing()) && PyGILState_GetThisThreadState() != nullptr;
 }
 
-// The calling Python line, taking the GIL if this thread released it (most ops release it before dispatching).
+// The calling Python line: read from the thread's own frames without the GIL where the layout is known and the
+// thread has seen this frame before, else taking the GIL if this thread released it (most ops release it
+// before dispatching).
 void append_source(std::string& out) {
   TimedPart timed(kPythonLine);
   if (!python_usable()) {
     out += "null";
     return;
   }
+  const void* thread_state = PyGILState_GetThisThreadState();
+  if (frame_layout != nullptr && append_walked_line(thread_state, false, out)) {
+    return;
+  }
   int state = PyGILState_Ensure();
-  append_python_line(out);
+  if (frame_layout == nullptr || !append_walked_line(thread_state, true, out)) {
+    append_python_line(out);
+  }
   PyGILState_Release(state);
+}
+
+// Chooses the frame layout of the running CPython, checked on the calling thread's stack; needs the GIL.
+void choose_frame_layout() {
+  frame_lasti = reinterpret_cast<int (*)(struct _frame*)>(dlsym(RTLD_DEFAULT, "PyFrame_GetLasti"));
+  code_line = reinterpret_cast<int (*)(struct _object*, int)>(dlsym(RTLD_DEFAULT, "PyCode_Addr2Line"));
+  code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
+  const auto* version = static_cast<const unsigned long*>(dlsym(RTLD_DEFAULT, "Py_Version"));
+  if (std::getenv("STREAMTRACE_PYTHON_FRAMES_API") != nullptr || code_line == nullptr || version == nullptr) {
+    return;  // the API alone (the variable: to compare the two ways, benches/observer_instructions.py)
+  }
+  frame_layout = streamtrace_python::checked_layout(*version, code_type, PyGILState_GetThisThreadState(), frame_lasti);
 }
 
 // ---- Ops ------------------------------------------------------------------------------------------------------
@@ -873,7 +955,7 @@ int streamtrace_torch_observe(OpBeginFn begin, OpBeginFn begin_unsited, RecordFn
     host_memory_pinned = pinned;
     cuda_only = all_devices == 0;
     cost_detail = std::getenv("STREAMTRACE_COST_DETAIL") != nullptr;
-    frame_lasti = reinterpret_cast<int (*)(struct _frame*)>(dlsym(RTLD_DEFAULT, "PyFrame_GetLasti"));
+    choose_frame_layout();  // called with the GIL held (the bootstrap loads this file with ctypes.PyDLL)
     void* finalizing = dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
     if (!finalizing) {
       finalizing = dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
@@ -974,16 +1056,19 @@ int streamtrace_torch_costs(uint64_t* out, size_t out_len) {
   return kCostParts;
 }
 
+// Which way Python lines are read: the CPython version (Py_Version's major and minor, 0x030C0000 for 3.12) whose
+// frame layout is read without the GIL (python_frames.h), or 0: through the API, under the GIL.
+unsigned long streamtrace_torch_python_frames() {
+  return frame_layout != nullptr ? frame_layout->version : 0;
+}
+
 // Counts files under `prefix` as library code: the Python line of an op is the innermost frame outside them.
 // Called with the GIL held.
 void streamtrace_torch_library_files(const char* prefix) {
   PythonFiles& files = python_files();
   files.library_prefixes.emplace_back(prefix);
-  for (auto& entry : files.code_facts) {
-    Py_DecRef(entry.first);
-  }
-  files.code_facts.clear();
-  files.lines.clear();  // keyed by the code objects just let go
+  files.code_facts.clear();  // their code objects stay alive (facts_of): the threads' caches are keyed by them
+  files_generation.fetch_add(1, std::memory_order_release);
 }
 
 }  // extern "C"

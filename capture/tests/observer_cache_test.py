@@ -107,6 +107,8 @@ class Layout:
             f.write(text)
         with open(os.path.join(here, "observer_lifetime.h"), "wb") as f:
             f.write(b"// lifetimes\n")
+        with open(os.path.join(here, "python_frames.h"), "wb") as f:
+            f.write(b"// frames\n")
         return here
 
     def builds(self):

@@ -1,0 +1,101 @@
+"""Checks on the CPU that the native PyTorch observer writes the same records whether it reads Python lines from
+the thread's own frames (capture/python/python_frames.h) or through CPython's API, and says which way it read:
+
+    python benches/observer_lines_check.py frames > a.txt
+    STREAMTRACE_PYTHON_FRAMES_API=1 python benches/observer_lines_check.py api > b.txt
+    diff a.txt b.txt    # only the first line differs (the way each read)
+
+The observer is started with Python functions in place of the capture library's entry points, so every record
+it makes is printed; CPU tensors stand in for CUDA ones. The program runs ops from nn.Module code, plain
+functions, a generator, a callback that C code calls (sorted's key), a thread, and a method a class body
+defines: the frames a walk passes on its way to the user's.
+"""
+import ctypes
+import importlib.util
+import json
+import os
+import sys
+import threading
+
+import torch
+
+here = os.path.dirname(os.path.abspath(__file__))
+python_dir = os.path.join(here, "..", "capture", "python")
+spec = importlib.util.spec_from_file_location("streamtrace_bootstrap", os.path.join(python_dir, "sitecustomize.py"))
+bootstrap = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bootstrap)
+
+records = []
+lock = threading.Lock()
+RecordFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t)
+BeginFn = ctypes.CFUNCTYPE(ctypes.c_int)
+
+
+def keep(text, length):
+    with lock:
+        records.append((threading.current_thread().name, text[:length].decode()))
+    return 0
+
+
+record_fn, begin_fn = RecordFn(keep), BeginFn(lambda: 0)
+observer = bootstrap._observer_library(torch)
+dirs = (os.path.dirname(torch.__file__), os.path.abspath(python_dir), os.path.dirname(threading.__file__))
+files = observer.streamtrace_torch_library_files
+files.argtypes = (ctypes.c_char_p,)
+for path in dirs:
+    files(path.encode())
+error = ctypes.create_string_buffer(512)
+observe = observer.streamtrace_torch_observe
+observe.argtypes = (ctypes.c_void_p,) * 5 + (ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t)
+pointers = [ctypes.cast(f, ctypes.c_void_p).value for f in (begin_fn, begin_fn, record_fn, record_fn)]
+if observe(*pointers, None, 1, error, len(error)) != 0:
+    sys.exit(error.value.decode())
+way = getattr(observer, "streamtrace_torch_python_frames", lambda: 0)()
+print("lines read %s" % ("from the frames (layout of CPython %x)" % way if way else "through the API"))
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+def step(model, x):
+    loss = model(x).sum()
+    loss.backward()
+    return loss
+
+
+def generated(x):
+    for scale in (1.0, 2.0):
+        yield x * scale
+
+
+def by_key(x):
+    return float(x.sum())
+
+
+class Body:
+    doubled = staticmethod(lambda x: x + x)
+
+
+torch.manual_seed(0)
+model, x = Mlp(), torch.randn(3, 4)
+for _ in range(3):
+    step(model, x)
+list(generated(x))
+sorted([x, x + 1, x - 1], key=by_key)
+Body.doubled(x)
+worker = threading.Thread(target=step, args=(model, x), name="worker")
+worker.start()
+worker.join()
+for _ in range(2):  # the second time from the caches
+    torch.add(x, 1)
+    (x * 2).relu_()
+
+for name, text in records:  # the addresses differ between runs; the ops and their lines must not
+    fields = json.loads(text)
+    print(name, fields.get("type"), fields.get("name"), fields.get("src"))

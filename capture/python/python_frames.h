@@ -1,0 +1,234 @@
+// Reading the calling thread's Python frames without the GIL, for the native PyTorch observer (torch_observer.cpp)
+// and, apart from it, for a test without torch (capture/tests/python_frames.rs runs it under each CPython it finds).
+//
+// An op's Python line is the innermost frame of the user's code on the calling thread's stack. PyTorch releases
+// the GIL before it dispatches, and CPython's API reads frames only under the GIL and materializes a frame object
+// for each frame it walks: a GIL round trip and an allocation per frame on every op (1.1 us an op on the H200).
+// But while this thread is inside the op its own frames cannot change (only this thread runs them), so they
+// can be read as they lie, from the thread state's current interpreter frame through each frame's `previous`.
+// Those are CPython's internal layouts, one per minor version (3.11, 3.12, 3.13 below, taken from each version's
+// Include/internal/pycore_frame.h and cpython/pystate.h). A layout is used only after it was checked against the
+// public API on a live stack (checked_layout): every frame the API walks must be found, in order, with the same
+// code object and instruction, and the check reads memory through a pipe, so that a layout that does not fit
+// (another patch release, a debug or free-threaded build) fails the check instead of crashing the program. Where
+// no layout fits, the observer reads lines through the API, as before.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+// The CPython functions used, declared here (all exported by every CPython 3.10 and later) so that building
+// needs no Python headers; they resolve against the running interpreter.
+extern "C" {
+struct _object;
+struct _frame;
+struct _ts;
+int PyGILState_Ensure(void);
+void PyGILState_Release(int);
+struct _ts* PyGILState_GetThisThreadState(void);
+struct _frame* PyEval_GetFrame(void);
+struct _frame* PyFrame_GetBack(struct _frame*);
+struct _object* PyFrame_GetCode(struct _frame*);
+int PyFrame_GetLineNumber(struct _frame*);
+void Py_IncRef(struct _object*);
+void Py_DecRef(struct _object*);
+}
+
+namespace streamtrace_python {
+
+// Where one minor version keeps what the walk reads (byte offsets).
+struct FrameLayout {
+  unsigned long version;     // Py_Version's major and minor (0x030B0000: 3.11)
+  size_t thread_frame;       // PyThreadState: the current _PyInterpreterFrame (3.13), or the _PyCFrame holding it
+  ptrdiff_t cframe_frame;    // _PyCFrame: its current_frame; -1 where the thread state holds the frame itself
+  size_t code;               // _PyInterpreterFrame: f_code (f_executable in 3.13)
+  size_t previous;           // _PyInterpreterFrame: the frame that called it
+  size_t instruction;        // _PyInterpreterFrame: prev_instr (instr_ptr in 3.13)
+  size_t owner;              // _PyInterpreterFrame: owner (char)
+  size_t code_units;         // PyCodeObject: co_code_adaptive, its first code unit
+  size_t first_traceable;    // PyCodeObject: _co_firsttraceable (int)
+};
+
+constexpr char kOwnedByGenerator = 1;
+constexpr char kOwnedByCStack = 3;  // 3.12 and later: the interpreter's entry frame, no code of its own
+constexpr size_t kObjectType = 8;          // PyObject: ob_type (a build with Py_TRACE_REFS fails the check)
+constexpr size_t kFrameObjectFrame = 24;   // PyFrameObject: f_frame (3.11 to 3.13)
+constexpr int kMostFrames = 100000;        // a longer chain is not believed: the slow path answers
+
+constexpr FrameLayout kLayouts[] = {
+    {0x030B0000, 56, 8, 32, 48, 56, 69, 184, 168},
+    {0x030C0000, 56, 0, 0, 8, 56, 70, 192, 176},
+    {0x030D0000, 72, -1, 0, 8, 56, 70, 200, 184},
+};
+
+template <typename T>
+T read_at(const void* base, size_t offset) {
+  T value;
+  std::memcpy(&value, static_cast<const char*>(base) + offset, sizeof value);
+  return value;
+}
+
+// The innermost interpreter frame of a thread state (may be null: no Python running).
+inline const void* current_frame(const FrameLayout& layout, const void* thread) {
+  const void* frame = read_at<const void*>(thread, layout.thread_frame);
+  if (layout.cframe_frame >= 0 && frame != nullptr) {
+    frame = read_at<const void*>(frame, static_cast<size_t>(layout.cframe_frame));
+  }
+  return frame;
+}
+
+// Calls `visit(code, lasti)` (lasti: the instruction's offset in bytes) for each complete frame of the thread state `thread`, innermost first, until it
+// returns true; skips what PyFrame_GetBack skips (entry frames, frames not started yet). Returns false where the
+// stack cannot be read (a frame without a code object: the caller asks the API instead). Without the GIL: only
+// for the calling thread's own state, whose frames cannot change while it is here.
+template <typename Visit>
+bool walk_frames(const FrameLayout& layout, const void* code_type, const void* thread, Visit&& visit) {
+  const void* frame = current_frame(layout, thread);
+  for (int walked = 0; frame != nullptr; ++walked) {
+    if (walked == kMostFrames) {
+      return false;
+    }
+    const void* previous = read_at<const void*>(frame, layout.previous);
+    char owner = read_at<char>(frame, layout.owner);
+    if (owner == kOwnedByCStack && layout.version >= 0x030C0000) {
+      frame = previous;
+      continue;
+    }
+    const void* code = read_at<const void*>(frame, layout.code);
+    if (code == nullptr || read_at<const void*>(code, kObjectType) != code_type) {
+      return false;
+    }
+    const char* first = static_cast<const char*>(code) + layout.code_units;
+    const char* instruction = read_at<const char*>(frame, layout.instruction);
+    int lasti = static_cast<int>(instruction - first);  // in bytes, as PyFrame_GetLasti says it
+    if (owner != kOwnedByGenerator && lasti / 2 < read_at<int>(code, layout.first_traceable)) {  // code units
+      frame = previous;  // pushed, not started: PyFrame_GetBack passes over it too
+      continue;
+    }
+    if (visit(code, lasti)) {
+      return true;
+    }
+    frame = previous;
+  }
+  return true;
+}
+
+// Copies `length` bytes from `address` unless they cannot be read (the kernel says so through a pipe, rather
+// than this process faulting). For checking a layout only: two system calls a read.
+class CarefulReader {
+ public:
+  CarefulReader() {
+    if (pipe(fds_) != 0) {
+      fds_[0] = fds_[1] = -1;
+    }
+  }
+  ~CarefulReader() {
+    if (fds_[0] >= 0) {
+      close(fds_[0]);
+      close(fds_[1]);
+    }
+  }
+  CarefulReader(const CarefulReader&) = delete;
+  CarefulReader& operator=(const CarefulReader&) = delete;
+
+  template <typename T>
+  bool read(const void* base, size_t offset, T& out) {
+    if (fds_[0] < 0 || base == nullptr) {
+      return false;
+    }
+    const char* address = static_cast<const char*>(base) + offset;
+    if (write(fds_[1], address, sizeof out) != static_cast<ssize_t>(sizeof out)) {
+      return false;
+    }
+    return ::read(fds_[0], &out, sizeof out) == static_cast<ssize_t>(sizeof out);
+  }
+
+ private:
+  int fds_[2];
+};
+
+// Whether `layout` reads the calling thread's stack as the API does: each frame PyFrame_GetBack walks from
+// PyEval_GetFrame is found in order with the same code object and instruction, and what lies between them is
+// what the walk skips. Needs the GIL; `thread` is the calling thread's state; `lasti` is PyFrame_GetLasti.
+inline bool layout_fits(const FrameLayout& layout, const void* code_type, const void* thread,
+                        int (*lasti_of)(struct _frame*)) {
+  CarefulReader memory;
+  const void* raw = nullptr;
+  if (!memory.read(thread, layout.thread_frame, raw)) {
+    return false;
+  }
+  if (layout.cframe_frame >= 0 && !memory.read(raw, static_cast<size_t>(layout.cframe_frame), raw)) {
+    return false;
+  }
+  struct _frame* frame = PyEval_GetFrame();
+  if (frame == nullptr) {
+    return false;  // nothing to check against
+  }
+  Py_IncRef(reinterpret_cast<struct _object*>(frame));
+  bool fits = true;
+  int skipped = 0;
+  while (fits && frame != nullptr) {
+    const void* expected = nullptr;
+    fits = memory.read(frame, kFrameObjectFrame, expected) && expected != nullptr;
+    // Frames the walk skips may lie between two the API returns.
+    while (fits && raw != expected) {
+      char owner = 0;
+      const void* code = nullptr;
+      const void* previous = nullptr;
+      fits = ++skipped < 64 && memory.read(raw, layout.owner, owner) && memory.read(raw, layout.previous, previous);
+      if (fits && !(owner == kOwnedByCStack && layout.version >= 0x030C0000)) {
+        const char* instruction = nullptr;
+        int first_traceable = 0;
+        const void* type = nullptr;
+        fits = memory.read(raw, layout.code, code) && memory.read(code, kObjectType, type) && type == code_type &&
+               memory.read(raw, layout.instruction, instruction) &&
+               memory.read(code, layout.first_traceable, first_traceable) && owner != kOwnedByGenerator &&
+               (instruction - (static_cast<const char*>(code) + layout.code_units)) / 2 < first_traceable;
+      }
+      raw = previous;
+    }
+    if (fits) {
+      struct _object* code = PyFrame_GetCode(frame);
+      const void* raw_code = nullptr;
+      const char* instruction = nullptr;
+      fits = memory.read(raw, layout.code, raw_code) && raw_code == code &&
+             memory.read(raw, layout.instruction, instruction) &&
+             instruction - (static_cast<const char*>(raw_code) + layout.code_units) == lasti_of(frame);
+      Py_DecRef(code);
+      fits = fits && memory.read(raw, layout.previous, raw);
+    }
+    struct _frame* back = PyFrame_GetBack(frame);
+    Py_DecRef(reinterpret_cast<struct _object*>(frame));
+    frame = back;
+  }
+  if (frame != nullptr) {
+    Py_DecRef(reinterpret_cast<struct _object*>(frame));
+  }
+  // Past the outermost frame, only skipped frames remain.
+  while (fits && raw != nullptr) {
+    char owner = 0;
+    fits = ++skipped < 64 && memory.read(raw, layout.owner, owner) && owner == kOwnedByCStack &&
+           layout.version >= 0x030C0000 && memory.read(raw, layout.previous, raw);
+  }
+  return fits;
+}
+
+// The layout of the running CPython, checked on the calling thread's stack (layout_fits), or null where none
+// fits. Needs the GIL. `version`: Py_Version; `code_type`: &PyCode_Type; `lasti_of`: PyFrame_GetLasti.
+inline const FrameLayout* checked_layout(unsigned long version, const void* code_type, const void* thread,
+                                         int (*lasti_of)(struct _frame*)) {
+  if (code_type == nullptr || thread == nullptr || lasti_of == nullptr) {
+    return nullptr;
+  }
+  for (const FrameLayout& layout : kLayouts) {
+    if ((version & 0xFFFF0000ul) == layout.version) {
+      return layout_fits(layout, code_type, thread, lasti_of) ? &layout : nullptr;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace streamtrace_python

@@ -1,0 +1,65 @@
+//! The native PyTorch observer reads an op's Python line from the calling thread's own frames without the GIL
+//! (capture/python/python_frames.h), by CPython's internal layouts. This builds the walk into a probe library
+//! (tests/python_frames_probe.cpp) and runs tests/python_frames_test.py under every CPython it finds (`python3`
+//! on the PATH, pyenv's versions, and the paths in STREAMTRACE_TEST_PYTHONS, colon-separated): where the layout
+//! is known, every walk must give the frames Python gives; elsewhere no layout may be chosen.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The C++ compiler the bootstrap looks for (`$CXX`, `c++`, `g++`).
+fn compiler() -> Option<String> {
+    let candidates = std::env::var("CXX").ok().into_iter().chain(["c++".to_string(), "g++".to_string()]);
+    candidates.into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
+}
+
+/// The Pythons to run the test under, each once.
+fn pythons() -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    if let Some(listed) = std::env::var_os("STREAMTRACE_TEST_PYTHONS") {
+        found.extend(std::env::split_paths(&listed));
+    }
+    if Command::new("python3").arg("-c").arg("pass").output().is_ok_and(|o| o.status.success()) {
+        found.push(PathBuf::from("python3"));
+    }
+    let pyenv = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".pyenv")));
+    if let Some(Ok(versions)) = pyenv.map(|root| std::fs::read_dir(root.join("versions"))) {
+        let mut more: Vec<PathBuf> =
+            versions.flatten().map(|entry| entry.path().join("bin/python3")).filter(|p| p.exists()).collect();
+        more.sort();
+        found.extend(more);
+    }
+    found
+}
+
+#[test]
+fn the_frame_walk_reads_what_python_says_under_every_cpython_found() {
+    let (Some(cxx), pythons) = (compiler(), pythons()) else {
+        let message = "no C++ compiler (c++, g++ or $CXX): the frame walk's test needs one, as the bootstrap does";
+        assert!(std::env::var_os("STREAMTRACE_REQUIRE_CXX").is_none(), "{message}");
+        eprintln!("skipped: {message}");
+        return;
+    };
+    if pythons.is_empty() {
+        eprintln!("skipped: no python3 found");
+        return;
+    }
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let probe = std::env::temp_dir().join(format!("streamtrace-python-frames-{}.so", std::process::id()));
+    let built = Command::new(&cxx)
+        .args(["-std=c++20", "-O1", "-shared", "-fPIC", "-o"])
+        .arg(&probe)
+        .arg(tests.join("python_frames_probe.cpp"))
+        .output()
+        .expect("the compiler runs");
+    assert!(built.status.success(), "building python_frames_probe.cpp failed:\n{}", String::from_utf8_lossy(&built.stderr));
+    for python in &pythons {
+        let run = Command::new(python).arg(tests.join("python_frames_test.py")).arg(&probe).output().expect("runs");
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(run.status.success(), "{}: {stdout}{}", python.display(), String::from_utf8_lossy(&run.stderr));
+        eprintln!("{}: {}", python.display(), stdout.trim());
+    }
+    let _ = std::fs::remove_file(&probe);
+}

@@ -1,0 +1,50 @@
+// The frame walk of the native PyTorch observer (capture/python/python_frames.h) in a library of its own, for
+// capture/tests/python_frames.rs: a Python program loads it with ctypes and compares what it reads of the
+// calling thread's frames, with and without the GIL, with what Python says of them.
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <string>
+
+#include "../python/python_frames.h"
+
+namespace {
+const streamtrace_python::FrameLayout* layout = nullptr;
+const void* code_type = nullptr;
+}  // namespace
+
+extern "C" {
+
+// Chooses and checks the layout (called with the GIL: ctypes.PyDLL). Returns its version, or 0.
+unsigned long probe_check() {
+  code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
+  auto lasti = reinterpret_cast<int (*)(struct _frame*)>(dlsym(RTLD_DEFAULT, "PyFrame_GetLasti"));
+  const auto* version = static_cast<const unsigned long*>(dlsym(RTLD_DEFAULT, "Py_Version"));
+  if (version == nullptr) {
+    return 0;
+  }
+  layout = streamtrace_python::checked_layout(*version, code_type, PyGILState_GetThisThreadState(), lasti);
+  return layout != nullptr ? layout->version : 0;
+}
+
+// Writes the calling thread's frames, innermost first, as "CODE_ADDRESS LASTI" lines into `out` (called
+// without the GIL: ctypes.CDLL). Returns the number of frames, or -1 where the walk could not read the stack.
+int probe_walk(char* out, size_t out_len) {
+  if (layout == nullptr) {
+    return -1;
+  }
+  std::string text;
+  int frames = 0;
+  bool read = streamtrace_python::walk_frames(*layout, code_type, PyGILState_GetThisThreadState(),
+                                              [&](const void* code, int lasti) {
+                                                char line[64];
+                                                std::snprintf(line, sizeof line, "%zu %d\n",
+                                                              reinterpret_cast<size_t>(code), lasti);
+                                                text += line;
+                                                ++frames;
+                                                return false;
+                                              });
+  std::snprintf(out, out_len, "%s", text.c_str());
+  return read ? frames : -1;
+}
+}
