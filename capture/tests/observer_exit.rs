@@ -7,11 +7,9 @@
 use std::path::Path;
 use std::process::Command;
 
-/// The C++ compiler the bootstrap looks for (`$CXX`, `c++`, `g++`).
-fn compiler() -> Option<String> {
-    let candidates = std::env::var("CXX").ok().into_iter().chain(["c++".to_string(), "g++".to_string()]);
-    candidates.into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
-}
+#[path = "common/compiler.rs"]
+mod common_compiler;
+use common_compiler::compiler;
 
 #[test]
 fn observer_state_outlives_callbacks_at_exit_in_every_process() {

@@ -1,17 +1,16 @@
 //! The native PyTorch observer reads an op's Python line from the calling thread's own frames without the GIL
 //! (capture/python/python_frames.h), by CPython's internal layouts. This builds the walk into a probe library
 //! (tests/python_frames_probe.cpp) and runs tests/python_frames_test.py under every CPython it finds (`python3`
-//! on the PATH, pyenv's versions, and the paths in STREAMTRACE_TEST_PYTHONS, colon-separated): where the layout
+//! on the PATH, pyenv's versions, and the paths in STREAMTRACE_TEST_PYTHONS, colon-separated; 3.10 and later, as
+//! the observer needs): where the layout
 //! is known, every walk must give the frames Python gives; elsewhere no layout may be chosen.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The C++ compiler the bootstrap looks for (`$CXX`, `c++`, `g++`).
-fn compiler() -> Option<String> {
-    let candidates = std::env::var("CXX").ok().into_iter().chain(["c++".to_string(), "g++".to_string()]);
-    candidates.into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
-}
+#[path = "common/compiler.rs"]
+mod common_compiler;
+use common_compiler::compiler;
 
 /// The Pythons to run the test under, each once.
 fn pythons() -> Vec<PathBuf> {
@@ -31,6 +30,11 @@ fn pythons() -> Vec<PathBuf> {
         more.sort();
         found.extend(more);
     }
+    // The observer needs 3.10 or later (the frame API it declares); older ones cannot load the probe either.
+    found.retain(|python| {
+        let new_enough = Command::new(python).args(["-c", "import sys; sys.exit(sys.version_info < (3, 10))"]).output();
+        new_enough.is_ok_and(|o| o.status.success())
+    });
     found
 }
 
@@ -54,7 +58,11 @@ fn the_frame_walk_reads_what_python_says_under_every_cpython_found() {
         .arg(tests.join("python_frames_probe.cpp"))
         .output()
         .expect("the compiler runs");
-    assert!(built.status.success(), "building python_frames_probe.cpp failed:\n{}", String::from_utf8_lossy(&built.stderr));
+    assert!(
+        built.status.success(),
+        "building python_frames_probe.cpp failed:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
     for python in &pythons {
         let run = Command::new(python).arg(tests.join("python_frames_test.py")).arg(&probe).output().expect("runs");
         let stdout = String::from_utf8_lossy(&run.stdout);
