@@ -37,11 +37,6 @@
 #include "observer_lifetime.h"
 #include "python_frames.h"
 
-// c10d's ProcessGroup, to name the group of a collective; a libtorch built without distributed has no header.
-#if __has_include(<torch/csrc/distributed/c10d/ProcessGroup.hpp>)
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#define STREAMTRACE_HAS_C10D 1
-#endif
 
 #include <cxxabi.h>
 #include <dlfcn.h>
@@ -57,6 +52,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -577,25 +573,43 @@ void append_extents(ExtentLists out, const c10::IValue& value) {
   for_each_tensor(value, visit);
 }
 
+// c10d's ProcessGroup accessors, as libtorch exports them. The observer does not include ProcessGroup.hpp: with
+// it, the build (which the first capture on a machine waits for) took 1.4 times as long, for these two calls.
+// Null where libtorch was built without distributed.
+using GroupText = const std::string& (*)(const void* group);
+GroupText group_text(const char* symbol) {
+  return reinterpret_cast<GroupText>(dlsym(RTLD_DEFAULT, symbol));
+}
+const GroupText group_desc = group_text("_ZNK4c10d12ProcessGroup12getGroupDescB5cxx11Ev");
+const GroupText group_name = group_text("_ZNK4c10d12ProcessGroup12getGroupNameB5cxx11Ev");
+
 // A c10d op's process group as the user knows it, JSON-escaped, into `out` (left empty where it cannot be
 // said): its description ("default_pg", or new_group's group_desc) when it has one, else "group" and its name.
 void note_process_group(const c10::IValue& value, std::string& out) {
   out.clear();
-#ifdef STREAMTRACE_HAS_C10D
-  if (!value.isObject()) {
+  if (group_desc == nullptr || group_name == nullptr || !value.isObject()) {
     return;
   }
-  auto group = value.toCustomClass<c10d::ProcessGroup>();  // throws for another class: the caller catches
-  const std::string& description = group->getGroupDesc();
+  // A TorchBind object holds its C++ object in its one slot. ProcessGroup derives from CustomClassHolder alone,
+  // so the holder's address is the group's; the class name says it is a ProcessGroup and not another class.
+  const std::string type = value.type()->str();
+  constexpr std::string_view kGroupClass = ".c10d.ProcessGroup";
+  if (type.size() < kGroupClass.size() || type.compare(type.size() - kGroupClass.size(), kGroupClass.size(),
+                                                       kGroupClass) != 0) {
+    return;
+  }
+  const auto& object = value.toObjectRef();
+  if (object.slots().size() != 1 || !object.getSlot(0).isCapsule()) {
+    return;
+  }
+  const void* group = object.getSlot(0).toCapsule().get();
+  const std::string& description = group_desc(group);  // may throw (no backend yet): the caller catches
   if (!description.empty() && description != "undefined") {
     append_json_escaped(out, description.c_str());
-  } else if (!group->getGroupName().empty()) {
+  } else if (!group_name(group).empty()) {
     out += "group ";
-    append_json_escaped(out, group->getGroupName().c_str());
+    append_json_escaped(out, group_name(group).c_str());
   }
-#else
-  (void)value;
-#endif
 }
 
 const void* storage_of(const at::Tensor& tensor) {
