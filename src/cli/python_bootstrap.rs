@@ -11,12 +11,13 @@ use anyhow::Context;
 use crate::output::{output_dir, write_atomically};
 
 /// The bootstrap's files, by name: the sitecustomize itself, the builder of the native observer and its cache,
-/// and the observer's source.
-const FILES: [(&str, &str); 4] = [
+/// and the observer's sources (every one the builder's `SOURCES` names: a test checks).
+const FILES: [(&str, &str); 5] = [
     ("sitecustomize.py", include_str!("../../capture/python/sitecustomize.py")),
     ("streamtrace_observer_cache.py", include_str!("../../capture/python/streamtrace_observer_cache.py")),
     ("torch_observer.cpp", include_str!("../../capture/python/torch_observer.cpp")),
     ("observer_lifetime.h", include_str!("../../capture/python/observer_lifetime.h")),
+    ("python_frames.h", include_str!("../../capture/python/python_frames.h")),
 ];
 
 /// Where the native observer is cached: set by the user to choose, passed to the bootstrap either way.
@@ -72,6 +73,19 @@ mod tests {
 
     fn cache_with(vars: &[(&str, &str)]) -> PathBuf {
         observer_cache(|name| vars.iter().find(|(n, _)| *n == name).map(|(_, value)| OsString::from(value)))
+    }
+
+    /// The builder compiles the sources its `SOURCES` tuple names from `DIR/python`: one missing there makes
+    /// every capture fall back to the Python dispatch mode, several times slower.
+    #[test]
+    fn every_source_the_observer_builder_names_is_written_beside_it() {
+        let builder = FILES.iter().find(|(name, _)| *name == "streamtrace_observer_cache.py").expect("the builder").1;
+        let line = builder.lines().find(|line| line.starts_with("SOURCES = (")).expect("the builder's SOURCES");
+        let sources: Vec<&str> = line.split('"').skip(1).step_by(2).collect();
+        assert!(sources.len() >= 3, "{line}");
+        for source in sources {
+            assert!(FILES.iter().any(|(name, _)| *name == source), "{source} is not written into DIR/python");
+        }
     }
 
     #[test]
