@@ -1,6 +1,7 @@
 //! Guard faults as the signal handler queues them. The handler fills one slot of a fixed queue (the thread, the
-//! time, the address, read or write, the host function running, the registers and a copy of the stack above
-//! the stack pointer) and returns; the next thread to hold the state lock takes the slots (fault_records.rs
+//! time, the address, read or write, the host function running, the registers, a copy of the stack above the
+//! stack pointer, and the snapshots the thread acquired and has not written yet: its `host_access` must come
+//! after them, and it is written by another thread, which cannot reach them) and returns; the next thread to hold the state lock takes the slots (fault_records.rs
 //! makes each a `host_access` record, walking its call site over the copy: the walk looks modules up, which a
 //! signal handler may not). Touches the queue and nothing of the state, so that the hold (hold.rs) can ask
 //! whether faults wait without importing what records them.
@@ -11,7 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use super::driver_code::in_driver_code;
 use super::{counters, host_funcs, inflight};
-use crate::record::{Batch, Entry};
+use crate::record::{Batch, Entry, Record};
+use crate::thread_knowledge::{take_pending_in_signal_handler, MarkSet, Pending};
 use crate::unwind::{StackWords, Start};
 
 /// Faults waiting for the state lock; past them a fault is counted as dropped.
@@ -34,6 +36,10 @@ pub(super) struct Fault {
     pub(super) host_func: u64,
     /// The registers the call site's walk starts from.
     pub(super) start: Start,
+    /// What the thread acquired from other threads before the access and had not written yet (none inside a
+    /// host function, whose accesses belong to its place in its stream, not to the thread's clock).
+    acquired: [Pending; MarkSet::CAPACITY],
+    acquired_len: usize,
     stack_len: usize,
     stack: [u8; STACK_BYTES],
 }
@@ -42,6 +48,12 @@ impl Fault {
     /// The stack copied above the fault's stack pointer, for the call site's walk.
     pub(super) fn stack(&self) -> StackWords<'_> {
         StackWords::copied(self.start.sp, &self.stack[..self.stack_len.min(STACK_BYTES)])
+    }
+
+    /// The snapshots the faulting thread had acquired and not written, as the records that go before its access.
+    pub(super) fn acquires(&self) -> impl Iterator<Item = Record> + '_ {
+        let acquired = &self.acquired[..self.acquired_len.min(MarkSet::CAPACITY)];
+        acquired.iter().map(|a| Record::HostAcquire { object: a.mark, api: a.api })
     }
 }
 
@@ -64,6 +76,8 @@ const EMPTY: Slot = Slot {
         write: false,
         host_func: 0,
         start: Start { pc: 0, sp: 0, bp: 0 },
+        acquired: [Pending::NONE; MarkSet::CAPACITY],
+        acquired_len: 0,
         stack_len: 0,
         stack: [0; STACK_BYTES],
     }),
@@ -134,6 +148,11 @@ pub fn note(address: u64, context: *mut c_void, _start: u64, _end: u64) {
     fault.write = write;
     fault.host_func = host_funcs::running();
     fault.start = start;
+    // Taken out only once the fault has its slot (a dropped fault leaves them for the thread's next record).
+    (fault.acquired, fault.acquired_len) = match fault.host_func {
+        0 => take_pending_in_signal_handler().unwrap_or(([Pending::NONE; MarkSet::CAPACITY], 0)),
+        _ => ([Pending::NONE; MarkSet::CAPACITY], 0),
+    };
     fault.stack_len = copy_stack(start.sp, &mut fault.stack);
     slot.state.store(READY, Ordering::Release);
     WAITING.store(true, Ordering::Release);
