@@ -182,17 +182,35 @@ pub(super) fn take_queued(mut record: impl FnMut(&Fault)) {
 }
 
 /// Puts `entries` into `batch` after its last record made at or before `time` (records are in lock order, and
-/// a fault waited for the next lock). For a fault of the thread itself (fault_records.rs) and for late records
-/// placed among held batches (hold.rs).
+/// a fault waited for the next lock), and after the declaration of each call site they name (below). For a
+/// fault of the thread itself (fault_records.rs) and for late records placed among held batches (hold.rs).
 pub fn insert_at_time(batch: &mut Batch, time: u64, entries: Vec<Entry>) {
-    let at = batch.entries.iter().rposition(|e| e.call.time_ns != 0 && e.call.time_ns <= time).map_or(0, |i| i + 1);
+    let by_time =
+        batch.entries.iter().rposition(|e| e.call.time_ns != 0 && e.call.time_ns <= time).map_or(0, |i| i + 1);
+    let at = by_time.max(declaration_in(batch, &entries).map_or(0, |i| i + 1));
     batch.entries.splice(at..at, entries);
+}
+
+/// The last record of `batch` that declares a call site `entries` name and do not declare themselves. Records
+/// placed by their time can be placed before records made earlier: a fault queued while an earlier one's
+/// handler was still copying its stack is taken first, declares the site both share, and goes in after the
+/// earlier one's place; the earlier one, taken next, names a site already declared, and must not go before that
+/// declaration (the reader would find the site unknown).
+pub(super) fn declaration_in(batch: &Batch, entries: &[Entry]) -> Option<usize> {
+    let declares = |e: &Entry, site: u32| matches!(e.record, Record::Callsite { id, .. } if id == site);
+    let mut named = entries.iter().map(|e| e.call.site).filter(|&site| site != 0);
+    let needed: Vec<u32> = named.by_ref().filter(|&site| !entries.iter().any(|e| declares(e, site))).collect();
+    if needed.is_empty() {
+        return None;
+    }
+    batch.entries.iter().rposition(|e| needed.iter().any(|&site| declares(e, site)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Call, Record};
+    use crate::record::Call;
+    use streamtrace_format::FaultKind;
 
     fn entry(time: u64) -> Entry {
         Entry { call: Call { tid: 1, time_ns: time, correlation: 0, site: 0 }, record: Record::Event { handle: time } }
@@ -207,6 +225,26 @@ mod tests {
         insert_at_time(&mut batch, 40, vec![entry(40)]);
         let times: Vec<u64> = batch.entries.iter().map(|e| e.call.time_ns).collect();
         assert_eq!(times, [5, 10, 20, 25, 30, 40]);
+    }
+
+    #[test]
+    fn a_late_record_goes_after_the_declaration_of_its_site() {
+        let sited = |time, site, record| Entry { call: Call { tid: 2, time_ns: time, correlation: 0, site }, record };
+        let access =
+            || Record::HostAccess { address: 0x7000, bytes: 1, write: false, fault: FaultKind::Guard, host_func: 0 };
+        let declaration = || Record::Callsite { id: 3, frames: std::sync::Arc::from(&[0x5123u64][..]) };
+        let mut batch = Batch::default();
+        batch.entries.extend([entry(10), entry(20), entry(40)]);
+        // The fault at 30 is taken first: it declares site 3 and goes in at its time.
+        insert_at_time(&mut batch, 30, vec![sited(30, 3, declaration()), sited(30, 3, access())]);
+        // The one at 15, taken next, names site 3 too: right after the declaration, not at its own time.
+        insert_at_time(&mut batch, 15, vec![sited(15, 3, access())]);
+        let placed: Vec<(u64, bool)> =
+            batch.entries.iter().map(|e| (e.call.time_ns, matches!(e.record, Record::Callsite { .. }))).collect();
+        assert_eq!(placed, [(10, false), (20, false), (30, true), (15, false), (30, false), (40, false)]);
+        // A site declared nowhere in the batch (in one written before) leaves the time alone.
+        insert_at_time(&mut batch, 12, vec![sited(12, 4, access())]);
+        assert_eq!(batch.entries[1].call.time_ns, 12);
     }
 
     #[test]
