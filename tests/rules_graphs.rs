@@ -180,6 +180,58 @@ fn a_child_graph_runs_between_its_node_s_dependencies_and_dependents() {
     assert_one_race(&races(&body.replace("$DEPS", "[]")), RaceKind::ReadAfterWrite, "inner", "outer");
 }
 
+/// Graph 10: `set` writes the condition's flag in Y, conditional node 2 after it with `bodies` (their nodes added
+/// after the node, as programs do), `extra` more nodes of graph 10, node 3 reads X after `deps`; `bodies` is the
+/// body graphs' handles, each body one kernel writing X.
+fn conditional(bodies: &[u64], deps: &str, extra: &str) -> String {
+    let list = bodies.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+    let mut body = format!(
+        "{{\"type\":\"graph_create\",\"graph\":10}}\n\
+         {{\"type\":\"graph_node\",\"graph\":10,\"node\":1,\"name\":\"set\",\"writes\":[$Y]}}\n\
+         {{\"type\":\"graph_node\",\"graph\":10,\"node\":2,\"node_kind\":\"conditional\",\"bodies\":[{list}],\"deps\":[1]}}\n\
+         {extra}\
+         {{\"type\":\"graph_node\",\"graph\":10,\"node\":3,\"name\":\"use\",\"reads\":[$X],\"deps\":{deps}}}\n"
+    );
+    for (i, b) in bodies.iter().enumerate() {
+        body += &format!(
+            "{{\"type\":\"graph_node\",\"graph\":{b},\"node\":{},\"name\":\"branch{i}\",\"reads\":[$Y],\"writes\":[$X]}}\n",
+            20 + i
+        );
+    }
+    body + "{\"type\":\"graph_instantiate\",\"graph\":10,\"exec\":200}\n" + &launch(1)
+}
+
+#[test]
+fn a_conditional_node_runs_its_bodies_in_its_place() {
+    // The body runs after the node's dependencies (it reads the flag `set` wrote) and before its dependents.
+    assert!(races(&conditional(&[11], "[2]", "")).is_empty());
+    assert_one_race(&races(&conditional(&[11], "[]", "")), RaceKind::ReadAfterWrite, "branch0", "use");
+    // A node beside the conditional node, on no path to it, is unordered with what its body does.
+    let beside = "{\"type\":\"graph_node\",\"graph\":10,\"node\":4,\"name\":\"beside\",\"writes\":[$X]}\n";
+    assert_one_race(&races(&conditional(&[11], "[2,4]", beside)), RaceKind::WriteAfterWrite, "branch0", "beside");
+    // IF with ELSE, or SWITCH: one body runs, never two at once; and each launch's bodies come after the last's.
+    assert!(races(&conditional(&[11, 12, 13], "[2]", "")).is_empty());
+    assert!(races(&(conditional(&[11], "[2]", "") + &launch(1))).is_empty());
+    // What runs in a body is checked against the rest of the program like any node.
+    assert_eq!(races(&(conditional(&[11], "[2]", "") + &read(2, "other", "$X"))).len(), 1);
+}
+
+#[test]
+fn a_conditional_body_filled_by_a_capture_runs_in_its_node() {
+    // cudaStreamBeginCaptureToGraph into the body, after the node was added.
+    let body = "{\"type\":\"graph_create\",\"graph\":10}\n\
+                {\"type\":\"graph_node\",\"graph\":10,\"node\":2,\"node_kind\":\"conditional\",\"bodies\":[11]}\n\
+                {\"type\":\"graph_node\",\"graph\":10,\"node\":3,\"name\":\"use\",\"reads\":[$X],\"deps\":$DEPS}\n\
+                {\"type\":\"capture_begin\",\"stream\":2,\"graph\":11}\n"
+        .to_string()
+        + &write(2, "captured", "$X")
+        + "{\"type\":\"capture_end\",\"stream\":2,\"graph\":11}\n\
+           {\"type\":\"graph_instantiate\",\"graph\":10,\"exec\":200}\n"
+        + &launch(1);
+    assert!(races(&body.replace("$DEPS", "[2]")).is_empty());
+    assert_one_race(&races(&body.replace("$DEPS", "[]")), RaceKind::ReadAfterWrite, "captured", "use");
+}
+
 #[test]
 fn event_nodes_act_like_their_stream_calls() {
     // An event record node lets another stream wait for the launch; an event wait node makes the launch wait.

@@ -23,6 +23,8 @@ pub enum NodeBody {
     Child { graph: u64 },
     /// A graph allocation or free of `(first byte, bytes)`.
     Memory { kind: NodeKind, range: (u64, u64) },
+    /// A conditional node and the body graphs the driver made with it.
+    Conditional { bodies: Box<[u64]> },
     /// A node that touches no memory the capture knows of (host, empty, conditional, ...).
     Plain(NodeKind),
 }
@@ -193,6 +195,10 @@ impl NodeBody {
             }
             NodeBody::Memory { kind, range } => {
                 line.name(Field::NodeKind, kind.as_str()).ranges(Field::Writes, [*range]);
+            }
+            NodeBody::Conditional { bodies } => {
+                line.name(Field::NodeKind, NodeKind::Conditional.as_str())
+                    .numbers(Field::Bodies, bodies.iter().copied());
             }
             NodeBody::Plain(kind) => {
                 line.name(Field::NodeKind, kind.as_str());

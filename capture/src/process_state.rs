@@ -70,6 +70,9 @@ pub struct ProcessState {
     pub graph_of_node: HashMap<u64, u64>,
     /// The size of each graph allocation node's block, by address: a free node names only the address.
     pub graph_allocs: HashMap<u64, u64>,
+    /// The graph each stream capturing into an existing graph (`cuStreamBeginCaptureToGraph`) captures into:
+    /// its end may name no graph.
+    pub capturing_into: HashMap<u64, u64>,
     /// The native call sites declared in this process's trace.
     pub(crate) sites: CallSites,
     /// The capture ranges' edges and what a range needs from before it (ranges.rs).
@@ -95,6 +98,7 @@ impl ProcessState {
             spare: None,
             graph_of_node: HashMap::default(),
             graph_allocs: HashMap::default(),
+            capturing_into: HashMap::default(),
             sites: CallSites::new(),
             ranges: crate::ranges::Edges::default(),
         }

@@ -635,6 +635,26 @@ mod tests {
     }
 
     #[test]
+    fn a_conditional_node_names_its_bodies_in_json_and_binary() {
+        use crate::graph_record::{GraphRecord, NodeBody};
+        let mut batch = Batch::default();
+        let body = NodeBody::Conditional { bodies: Box::new([0x70, 0x71]) };
+        let node = GraphRecord::Node { graph: 0x60, node: 0x61, deps: Box::new([]), body };
+        batch.push(call(), Record::Graph { graph: node, api: "cuGraphAddNode" });
+        let line: serde_json::Value = serde_json::from_str(json_lines(&batch).trim()).expect("JSON");
+        assert_eq!(
+            (line["node_kind"].as_str(), &line["bodies"]),
+            (Some("conditional"), &serde_json::json!([112, 113]))
+        );
+        let mut binary = TraceWriter::new(streamtrace_format::TraceEncoding::Binary);
+        batch.write_records(&mut Vec::new(), &mut binary, &mut String::new());
+        let bytes = binary.bytes();
+        assert!(!bytes.is_empty());
+        // In graph_node's layout, not embedded as a JSON frame (which a field outside the layout would need).
+        assert!(!bytes.windows(8).any(|w| w == b"\"bodies\""), "no JSON frame");
+    }
+
+    #[test]
     fn kernel_line_is_valid_json_with_escaped_name() {
         let mut batch = Batch::default();
         batch.push(call(), Record::Function { index: 0, name: Arc::from("k<\"x\\y\">(float const*)") });

@@ -4,9 +4,11 @@
 //! and the few facts the interposers need from one call to the next (the rwlocks it holds for writing, the last
 //! object it released into). Plain data in a thread-local with no destructor, so that it is there from the
 //! thread's first call to its last, even while the thread exits. The bookkeeping of host_sync/ keeps it; the
-//! record writing reads it before every record (`before_record`: the pending acquires go in front), which is
-//! why it sits below the state, outside host_sync/, whose interposers write through the state. Touches nothing
-//! else.
+//! record writing reads it before every record (`before_record`: the pending acquires go in front), and the
+//! host watch's signal handler takes them into the fault it queues (`take_pending_in_signal_handler`: a fault's
+//! `host_access` is made later, by whichever thread holds the state lock next, and must come after what the
+//! faulting thread acquired). That is why it sits below the state, outside host_sync/, whose interposers write
+//! through the state. Touches nothing else.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -85,7 +87,11 @@ pub struct Pending {
     pub api: &'static str,
 }
 
-const NO_PENDING: Pending = Pending { mark: 0, api: "" };
+impl Pending {
+    pub const NONE: Pending = Pending { mark: 0, api: "" };
+}
+
+const NO_PENDING: Pending = Pending::NONE;
 /// Threads whose latest acquired snapshot is remembered, so that acquiring it again writes nothing.
 const ACQUIRED: usize = 8;
 /// Rwlocks held for writing at once (more are released as if read).
@@ -284,6 +290,25 @@ fn slot_of(object: usize, slots: usize) -> usize {
 thread_local! {
     /// This thread's knowledge. No destructor: it lasts as long as the thread's last call needs it.
     pub static THREAD: RefCell<ThreadKnowledge> = const { RefCell::new(ThreadKnowledge::NEW) };
+}
+
+// A signal handler reads `THREAD` (below): with a constant initializer and no drop glue, reaching it is an
+// address computation, with no lazy initialization and no destructor to register (which could allocate).
+const _: () = assert!(!std::mem::needs_drop::<RefCell<ThreadKnowledge>>());
+
+/// The snapshots the calling thread acquired and has not written yet, taken out, for the signal handler of a
+/// guard fault (host_watch/faults.rs): the fault's `host_access` is written after them, by whichever thread
+/// takes the state lock next. None while this thread's own bookkeeping holds its knowledge (a fault inside it:
+/// the bookkeeping touches none of the program's memory, so this does not happen; the acquires then stay for
+/// the thread's next record).
+///
+/// Async-signal-safe: no allocation, no lock; the thread-local needs no initialization (above), and the
+/// capture library is preloaded whenever the handler is installed (host_watch/signals.rs), so its
+/// thread-locals are in the static TLS block, there from each thread's start. The fault interrupts the
+/// program's own code, outside every function of the capture, whose stores to `THREAD` are all done by then;
+/// the borrow flag covers the rest.
+pub fn take_pending_in_signal_handler() -> Option<([Pending; MarkSet::CAPACITY], usize)> {
+    THREAD.try_with(|knowledge| knowledge.try_borrow_mut().ok().map(|mut k| k.take_pending())).ok().flatten()
 }
 
 /// Before each record the calling thread adds to the process's batch: the snapshots it acquired since its last

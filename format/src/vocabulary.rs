@@ -294,6 +294,9 @@ names!(
         /// Header: the trace was recorded in capture ranges, started by this trigger (see [`RangeTrigger`]):
         /// only what lies between a `range_begin` and its `range_end` is the program's work.
         Ranges = "ranges",
+        /// The body graphs of a conditional node (the driver makes them with the node): one for IF and WHILE,
+        /// two for IF with ELSE, one per case for SWITCH.
+        Bodies = "bodies",
     }
 );
 
@@ -438,6 +441,7 @@ impl RecordKind {
                 F::Pointers,
                 F::Event,
                 F::Child,
+                F::Bodies,
             ],
             RecordKind::GraphNodeUpdate => &[
                 F::Graph,
@@ -644,7 +648,8 @@ names!(
         MemFree = "mem_free",
         /// Orders only.
         Empty = "empty",
-        /// Runs a body graph when a condition set on the device holds: recorded, not entered.
+        /// Runs its body graphs (`bodies`) as a condition set on the device says: an IF or SWITCH node one of
+        /// them or none, a WHILE node its body as long as the condition holds, each run after the last.
         Conditional = "conditional",
         /// A node kind whose memory streamtrace does not model (external semaphores, batched memory ops).
         Other = "other",

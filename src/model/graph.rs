@@ -141,6 +141,8 @@ pub struct NodeParams {
     pub pointers: Vec<PointerArg>,
     /// The graph a child-graph node runs.
     pub child: Option<u64>,
+    /// The body graphs a conditional node runs (none for other nodes), declared with the node.
+    pub bodies: Vec<u64>,
 }
 
 /// Whose node an update changes.

@@ -46,6 +46,7 @@ pub fn begin_capture_to_graph(state: &mut ProcessState, cx: &CallContext, data: 
     // Safety: cuStreamBeginCaptureToGraph's block starts (hStream, hGraph): BeginCaptureToGraph.
     let Some(p) = (unsafe { data.params::<BeginCaptureToGraph>() }) else { return };
     let stream = state.stream(cx, p.hStream);
+    state.capturing_into.insert(stream, p.hGraph as u64);
     let record = GraphRecord::CaptureBegin { stream, into: Some(p.hGraph as u64) };
     emit(state, cx, record, "cuStreamBeginCaptureToGraph");
 }
@@ -55,9 +56,13 @@ pub fn end_capture(state: &mut ProcessState, cx: &CallContext, data: &DriverCall
     // Safety: cuStreamEndCapture's block is EndCapture.
     let Some(p) = (unsafe { data.params::<EndCapture>() }) else { return };
     let stream = state.stream(cx, p.hStream);
-    // Safety: written by the driver when the call succeeded; null-checked.
-    let graph =
-        if data.succeeded() { unsafe { p.phGraph.as_ref() }.map(|g| *g as u64).filter(|&g| g != 0) } else { None };
+    let into = state.capturing_into.remove(&stream);
+    // Safety: written by the driver when the call succeeded; null-checked. A capture into a graph the program
+    // has may pass no out-pointer (conditional bodies are filled so): its graph is the one it captured into.
+    let graph = match data.succeeded() {
+        true => unsafe { p.phGraph.as_ref() }.map(|g| *g as u64).filter(|&g| g != 0).or(into),
+        false => None,
+    };
     emit(state, cx, GraphRecord::CaptureEnd { stream, graph }, "cuStreamEndCapture");
 }
 
@@ -195,6 +200,14 @@ fn add_node_record(
     let Some(node) = (unsafe { out.as_ref() }).map(|n| *n as u64) else { return };
     let graph = graph as u64;
     state.graph_of_node.insert(node, graph);
+    // A conditional node's bodies are graphs the driver made with it: declared first, so that what the program
+    // builds into them stands even where the node itself cannot be taken (a node added to a capturing stream's
+    // graph, whose handle the trace does not name).
+    if let NodeBody::Conditional { bodies } = &body {
+        for &body in bodies.iter() {
+            state.emit(call, Record::Graph { graph: GraphRecord::Create { graph: body }, api });
+        }
+    }
     state.emit(
         call,
         Record::Graph { graph: GraphRecord::Node { graph, node, deps: deps.into_boxed_slice(), body }, api },
@@ -268,9 +281,30 @@ unsafe fn generic_body(state: &mut ProcessState, call: Call, params: *const Node
             graph_alloc(state, unsafe { &*(union as *const MemAllocNodeParams) })
         }
         NODE_MEM_FREE => graph_free(state, first),
-        NODE_CONDITIONAL => NodeBody::Plain(NodeKind::Conditional),
+        // Safety: the union holds CUDA_CONDITIONAL_NODE_PARAMS, whose body graphs the driver wrote.
+        NODE_CONDITIONAL => unsafe { conditional_body(params) },
         _ => NodeBody::Plain(NodeKind::Other),
     }
+}
+
+/// The body graphs a conditional node holds at most, as far as the capture believes a call.
+const MAX_BODIES: usize = 1 << 10;
+
+/// A conditional node with its body graphs: CUDA_CONDITIONAL_NODE_PARAMS is (handle: u64, type: u32, size: u32,
+/// phGraph_out: CUgraph*, ctx), and the driver writes `size` body graphs through `phGraph_out` (one for IF and
+/// WHILE, two for IF with ELSE, one per case for SWITCH).
+///
+/// # Safety
+/// `params` holds the conditional node's parameters of a call that succeeded.
+unsafe fn conditional_body(params: &NodeParams) -> NodeBody {
+    let size = (params.params[1] >> 32) as usize;
+    let out = params.params[2] as *const Handle;
+    if out.is_null() || size > MAX_BODIES {
+        return NodeBody::Plain(NodeKind::Conditional);
+    }
+    // Safety: the driver wrote `size` graphs there (the caller's promise).
+    let bodies = (0..size).map(|i| unsafe { *out.add(i) } as u64).filter(|&g| g != 0).collect();
+    NodeBody::Conditional { bodies }
 }
 
 /// An event record or wait node, its event declared on first sight.

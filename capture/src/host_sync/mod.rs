@@ -12,7 +12,10 @@
 //! a thread or ends; a thread that learned nothing releases the mark it released last, and one that never
 //! learned anything releases nothing. The object released into keeps the marks (objects.rs). A thread that
 //! acquires a mark of another thread writes nothing at once: the `host_acquire` is written before its next
-//! record (`thread_knowledge::before_record`), where the analyzer needs it. Most locks in real programs stay on one thread: their
+//! record (`thread_knowledge::before_record`), where the analyzer needs it; a host access seen through a guard
+//! fault, which another thread writes later, takes them with it (the signal handler moves them into the fault:
+//! host_watch/faults.rs), and while managed-memory faults may come (CUPTI reports them late and without their
+//! thread) they are written at once. Most locks in real programs stay on one thread: their
 //! lock and unlock write nothing and take no lock but the program's own.
 //!
 //! Every interposer works from the process's first call to its last, with or without CUDA, and after fork:
@@ -180,6 +183,12 @@ fn acquire_marks(marks: &MarkSet, api: &'static str) {
             objects::DROPPED.fetch_add(1, Ordering::Relaxed);
         }
     }
+    // A host access of managed memory comes from CUPTI, late and without its thread (host_watch/
+    // managed_faults.rs), and is placed by its time among the records: what the thread acquired must be in the
+    // trace by then, at the time it was acquired. (A guard fault's handler takes them into the fault instead.)
+    if crate::host_watch::managed_faults::expecting() && THREAD.with(|k| k.borrow().has_pending()) {
+        write_pending();
+    }
 }
 
 /// A host function (`host_func` record `id`) starts on the driver's thread that runs it: the thread learns the
@@ -201,7 +210,7 @@ pub fn host_function_started(id: u64) {
 }
 
 /// Writes this thread's pending acquires now; false when they could not be written (they are dropped).
-pub(super) fn write_pending() -> bool {
+fn write_pending() -> bool {
     let (pending, len) = THREAD.with(|k| k.borrow_mut().take_pending());
     // Pushed as they are: what they teach the thread is in the marks it knows, not a reason for a new snapshot.
     with_state(|state, call| {

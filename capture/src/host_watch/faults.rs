@@ -1,6 +1,7 @@
 //! Guard faults as the signal handler queues them. The handler fills one slot of a fixed queue (the thread, the
-//! time, the address, read or write, the host function running, the registers and a copy of the stack above
-//! the stack pointer) and returns; the next thread to hold the state lock takes the slots (fault_records.rs
+//! time, the address, read or write, the host function running, the registers, a copy of the stack above the
+//! stack pointer, and the snapshots the thread acquired and has not written yet: its `host_access` must come
+//! after them, and it is written by another thread, which cannot reach them) and returns; the next thread to hold the state lock takes the slots (fault_records.rs
 //! makes each a `host_access` record, walking its call site over the copy: the walk looks modules up, which a
 //! signal handler may not). Touches the queue and nothing of the state, so that the hold (hold.rs) can ask
 //! whether faults wait without importing what records them.
@@ -11,7 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use super::driver_code::in_driver_code;
 use super::{counters, host_funcs, inflight};
-use crate::record::{Batch, Entry};
+use crate::record::{Batch, Entry, Record};
+use crate::thread_knowledge::{take_pending_in_signal_handler, MarkSet, Pending};
 use crate::unwind::{StackWords, Start};
 
 /// Faults waiting for the state lock; past them a fault is counted as dropped.
@@ -34,6 +36,10 @@ pub(super) struct Fault {
     pub(super) host_func: u64,
     /// The registers the call site's walk starts from.
     pub(super) start: Start,
+    /// What the thread acquired from other threads before the access and had not written yet (none inside a
+    /// host function, whose accesses belong to its place in its stream, not to the thread's clock).
+    acquired: [Pending; MarkSet::CAPACITY],
+    acquired_len: usize,
     stack_len: usize,
     stack: [u8; STACK_BYTES],
 }
@@ -42,6 +48,12 @@ impl Fault {
     /// The stack copied above the fault's stack pointer, for the call site's walk.
     pub(super) fn stack(&self) -> StackWords<'_> {
         StackWords::copied(self.start.sp, &self.stack[..self.stack_len.min(STACK_BYTES)])
+    }
+
+    /// The snapshots the faulting thread had acquired and not written, as the records that go before its access.
+    pub(super) fn acquires(&self) -> impl Iterator<Item = Record> + '_ {
+        let acquired = &self.acquired[..self.acquired_len.min(MarkSet::CAPACITY)];
+        acquired.iter().map(|a| Record::HostAcquire { object: a.mark, api: a.api })
     }
 }
 
@@ -64,6 +76,8 @@ const EMPTY: Slot = Slot {
         write: false,
         host_func: 0,
         start: Start { pc: 0, sp: 0, bp: 0 },
+        acquired: [Pending::NONE; MarkSet::CAPACITY],
+        acquired_len: 0,
         stack_len: 0,
         stack: [0; STACK_BYTES],
     }),
@@ -134,6 +148,11 @@ pub fn note(address: u64, context: *mut c_void, _start: u64, _end: u64) {
     fault.write = write;
     fault.host_func = host_funcs::running();
     fault.start = start;
+    // Taken out only once the fault has its slot (a dropped fault leaves them for the thread's next record).
+    (fault.acquired, fault.acquired_len) = match fault.host_func {
+        0 => take_pending_in_signal_handler().unwrap_or(([Pending::NONE; MarkSet::CAPACITY], 0)),
+        _ => ([Pending::NONE; MarkSet::CAPACITY], 0),
+    };
     fault.stack_len = copy_stack(start.sp, &mut fault.stack);
     slot.state.store(READY, Ordering::Release);
     WAITING.store(true, Ordering::Release);
@@ -163,17 +182,35 @@ pub(super) fn take_queued(mut record: impl FnMut(&Fault)) {
 }
 
 /// Puts `entries` into `batch` after its last record made at or before `time` (records are in lock order, and
-/// a fault waited for the next lock). For a fault of the thread itself (fault_records.rs) and for late records
-/// placed among held batches (hold.rs).
+/// a fault waited for the next lock), and after the declaration of each call site they name (below). For a
+/// fault of the thread itself (fault_records.rs) and for late records placed among held batches (hold.rs).
 pub fn insert_at_time(batch: &mut Batch, time: u64, entries: Vec<Entry>) {
-    let at = batch.entries.iter().rposition(|e| e.call.time_ns != 0 && e.call.time_ns <= time).map_or(0, |i| i + 1);
+    let by_time =
+        batch.entries.iter().rposition(|e| e.call.time_ns != 0 && e.call.time_ns <= time).map_or(0, |i| i + 1);
+    let at = by_time.max(declaration_in(batch, &entries).map_or(0, |i| i + 1));
     batch.entries.splice(at..at, entries);
+}
+
+/// The last record of `batch` that declares a call site `entries` name and do not declare themselves. Records
+/// placed by their time can be placed before records made earlier: a fault queued while an earlier one's
+/// handler was still copying its stack is taken first, declares the site both share, and goes in after the
+/// earlier one's place; the earlier one, taken next, names a site already declared, and must not go before that
+/// declaration (the reader would find the site unknown).
+pub(super) fn declaration_in(batch: &Batch, entries: &[Entry]) -> Option<usize> {
+    let declares = |e: &Entry, site: u32| matches!(e.record, Record::Callsite { id, .. } if id == site);
+    let mut named = entries.iter().map(|e| e.call.site).filter(|&site| site != 0);
+    let needed: Vec<u32> = named.by_ref().filter(|&site| !entries.iter().any(|e| declares(e, site))).collect();
+    if needed.is_empty() {
+        return None;
+    }
+    batch.entries.iter().rposition(|e| needed.iter().any(|&site| declares(e, site)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Call, Record};
+    use crate::record::Call;
+    use streamtrace_format::FaultKind;
 
     fn entry(time: u64) -> Entry {
         Entry { call: Call { tid: 1, time_ns: time, correlation: 0, site: 0 }, record: Record::Event { handle: time } }
@@ -188,6 +225,26 @@ mod tests {
         insert_at_time(&mut batch, 40, vec![entry(40)]);
         let times: Vec<u64> = batch.entries.iter().map(|e| e.call.time_ns).collect();
         assert_eq!(times, [5, 10, 20, 25, 30, 40]);
+    }
+
+    #[test]
+    fn a_late_record_goes_after_the_declaration_of_its_site() {
+        let sited = |time, site, record| Entry { call: Call { tid: 2, time_ns: time, correlation: 0, site }, record };
+        let access =
+            || Record::HostAccess { address: 0x7000, bytes: 1, write: false, fault: FaultKind::Guard, host_func: 0 };
+        let declaration = || Record::Callsite { id: 3, frames: std::sync::Arc::from(&[0x5123u64][..]) };
+        let mut batch = Batch::default();
+        batch.entries.extend([entry(10), entry(20), entry(40)]);
+        // The fault at 30 is taken first: it declares site 3 and goes in at its time.
+        insert_at_time(&mut batch, 30, vec![sited(30, 3, declaration()), sited(30, 3, access())]);
+        // The one at 15, taken next, names site 3 too: right after the declaration, not at its own time.
+        insert_at_time(&mut batch, 15, vec![sited(15, 3, access())]);
+        let placed: Vec<(u64, bool)> =
+            batch.entries.iter().map(|e| (e.call.time_ns, matches!(e.record, Record::Callsite { .. }))).collect();
+        assert_eq!(placed, [(10, false), (20, false), (30, true), (15, false), (30, false), (40, false)]);
+        // A site declared nowhere in the batch (in one written before) leaves the time alone.
+        insert_at_time(&mut batch, 12, vec![sited(12, 4, access())]);
+        assert_eq!(batch.entries[1].call.time_ns, 12);
     }
 
     #[test]

@@ -152,10 +152,13 @@ fn place(batches: &mut VecDeque<Held>, late: Late) {
             counters::DROPPED.fetch_add(1, Ordering::Relaxed);
         }
         Late::AtTime { time, entries } => {
-            let target = batches
+            let by_time = batches
                 .iter()
                 .position(|held| held.batch.entries.iter().any(|e| e.call.time_ns > time))
                 .unwrap_or(batches.len().saturating_sub(1));
+            // Not before a held batch that declares a call site the record names (faults.rs says how).
+            let declared = batches.iter().rposition(|held| faults::declaration_in(&held.batch, &entries).is_some());
+            let target = by_time.max(declared.unwrap_or(0));
             if let Some(held) = batches.get_mut(target) {
                 faults::insert_at_time(&mut held.batch, time, entries);
             }
@@ -202,5 +205,34 @@ mod tests {
         let dropped = counters::DROPPED.load(Ordering::Relaxed);
         place(&mut batches, Late::InHostFunc { id: 43, entries: Vec::new() });
         assert_eq!(counters::DROPPED.load(Ordering::Relaxed), dropped + 1, "a function no longer held");
+    }
+
+    #[test]
+    fn a_late_record_is_not_placed_before_the_held_declaration_of_its_site() {
+        let mut first = Batch::default();
+        first.entries.push(entry(10, Record::Event { handle: 1 }));
+        let mut second = Batch::default();
+        let declaration = Record::Callsite { id: 6, frames: std::sync::Arc::from(&[0x5123u64][..]) };
+        second.entries.push(Entry { call: Call { site: 6, ..entry(40, Record::OpBegin).call }, record: declaration });
+        second.entries.push(entry(40, Record::Event { handle: 2 }));
+        let mut batches: VecDeque<Held> =
+            [first, second].into_iter().map(|batch| Held { batch, taken_ns: 0, host_funcs: Vec::new() }).collect();
+        let sited =
+            Entry { call: Call { site: 6, ..entry(5, Record::OpBegin).call }, record: Record::Event { handle: 3 } };
+        place(&mut batches, Late::AtTime { time: 5, entries: vec![sited] });
+        let handles: Vec<Vec<u64>> = batches
+            .iter()
+            .map(|h| {
+                h.batch
+                    .entries
+                    .iter()
+                    .map(|e| match e.record {
+                        Record::Event { handle } => handle,
+                        _ => 0,
+                    })
+                    .collect()
+            })
+            .collect();
+        assert_eq!(handles, vec![vec![1], vec![0, 3, 2]], "after the declaration (0), though made before everything");
     }
 }

@@ -217,7 +217,7 @@ pub const fn value_type(field: Field) -> ValueType {
         F::From | F::To => ValueType::Range,
         F::Reads | F::Writes => ValueType::Accesses,
         F::Pointers => ValueType::Pointers,
-        F::Deps => ValueType::Unsigneds,
+        F::Deps | F::Bodies => ValueType::Unsigneds,
         F::Frames => ValueType::Addresses,
         F::Version
         | F::Rank
@@ -383,7 +383,7 @@ mod tests {
             "capture_begin: stream graph",
             "capture_end: stream graph",
             "graph_create: graph",
-            "graph_node: graph node node_kind deps name reads writes pointers event child",
+            "graph_node: graph node node_kind deps name reads writes pointers event child bodies",
             "graph_dep_add: graph node deps",
             "graph_dep_remove: graph node deps",
             "graph_node_update: graph exec node node_kind name reads writes pointers event child",

@@ -89,6 +89,7 @@ pub(super) fn decode_record<'s>(
                 raw.pointers = Some(items.iter().map(|(a, f)| RawPointer(Address(a), flag(f))).collect())
             }
             (Field::Deps, Value::Unsigneds(items)) => raw.deps = Some(items.iter().collect()),
+            (Field::Bodies, Value::Unsigneds(items)) => raw.bodies = Some(items.iter().collect()),
             (Field::Frames, Value::Unsigneds(items)) => raw.frames = Some(items.iter().map(Address).collect()),
             _ => return Err(wrong("a value of another shape than its field's")),
         }

@@ -183,6 +183,8 @@ pub(in crate::ingest) struct RawRecord<'a> {
     /// A `graph_node`'s dependencies, by node handle (a `graph` record's nodes list theirs by index).
     pub deps: Option<Vec<u64>>,
     pub child: Option<u64>,
+    /// A conditional `graph_node`'s body graphs.
+    pub bodies: Option<Vec<u64>>,
     pub original: Option<u64>,
     pub setup_ns: Option<u64>,
     pub site: Option<u64>,
@@ -302,6 +304,7 @@ impl<'a> RawRecord<'a> {
         note(self.node_kind.is_some(), Field::NodeKind);
         note(self.deps.is_some(), Field::Deps);
         note(self.child.is_some(), Field::Child);
+        note(self.bodies.is_some(), Field::Bodies);
         note(self.original.is_some(), Field::Original);
         note(self.setup_ns.is_some(), Field::SetupNs);
         note(self.site.is_some(), Field::Site);
@@ -363,7 +366,13 @@ mod tests {
         for field in Field::ALL {
             let text = match field {
                 Field::Type => continue,
-                Field::Reads | Field::Writes | Field::Pointers | Field::Nodes | Field::Deps | Field::Frames => {
+                Field::Reads
+                | Field::Writes
+                | Field::Pointers
+                | Field::Nodes
+                | Field::Deps
+                | Field::Bodies
+                | Field::Frames => {
                     format!("{{\"type\":\"x\",\"{field}\":[]}}")
                 }
                 Field::From | Field::To => format!("{{\"type\":\"x\",\"{field}\":[1,2]}}"),

@@ -425,6 +425,10 @@ impl JsonTraceParser {
                 "a child node names the graph it runs in `child`, and only a child node does",
             ));
         }
+        let bodies = raw.bodies.clone().unwrap_or_default();
+        if !bodies.is_empty() && kind != NodeKind::Conditional {
+            return Err(Problem::malformed("only a conditional node names body graphs in `bodies`"));
+        }
         let mut accesses = Vec::with_capacity(raw.reads().len() + raw.writes().len());
         read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
         let raw_pointers = raw.pointers.as_deref().unwrap_or(&[]);
@@ -433,7 +437,7 @@ impl JsonTraceParser {
             pointers.push(PointerArg { address: address.0, mode: pointer_mode(flag)? });
         }
         let name = raw.name.as_deref().map(|n| self.intern(n));
-        Ok(NodeParams { kind, name, accesses, pointers, child })
+        Ok(NodeParams { kind, name, accesses, pointers, child, bodies })
     }
 
     fn alloc(&mut self, process: ProcessId, raw: &RawRecord) -> Result<OpKind, Problem> {

@@ -204,6 +204,14 @@ impl Scanner {
                 })?;
                 raw.deps = Some(deps);
             }
+            Field::Bodies => {
+                let mut bodies = Vec::new();
+                c.list(|c| {
+                    bodies.push(c.unsigned()?);
+                    Some(())
+                })?;
+                raw.bodies = Some(bodies);
+            }
             Field::Calls => raw.calls = Some(c.unsigned()?),
             Field::CallbackNs => raw.callback_ns = Some(c.unsigned()?),
             Field::Graph => raw.graph = Some(c.unsigned()?),

@@ -62,6 +62,9 @@ struct Draft {
     by_handle: HashMap<u64, usize>,
     /// Levels of child graphs below this one (0: none).
     depth: u32,
+    /// Whether a node of this graph, or of a child graph in it, is a conditional node with bodies: they are
+    /// looked up when the graph is instantiated ([`GraphAssembler::with_bodies`]).
+    conditionals: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -71,30 +74,47 @@ struct DraftNode {
     node: GraphNode,
     /// A child-graph node runs its graph as it was when the node was added (shared until the graph changes).
     child: Option<Arc<Draft>>,
+    /// A conditional node's body graphs, by handle: the program fills them after adding the node, so they are
+    /// taken as they are when the graph is instantiated.
+    bodies: Vec<u64>,
     removed: bool,
 }
 
 impl Draft {
     fn new(build: GraphBuild, made_at: Option<SourceLocation>) -> Draft {
-        Draft { build, made_at, nodes: Vec::new(), by_handle: HashMap::default(), depth: 0 }
+        Draft { build, made_at, nodes: Vec::new(), by_handle: HashMap::default(), depth: 0, conditionals: false }
     }
 
     fn push(&mut self, handle: Option<u64>, node: GraphNode, child: Option<Arc<Draft>>) -> usize {
+        self.push_node(handle, node, child, Vec::new())
+    }
+
+    fn push_node(
+        &mut self,
+        handle: Option<u64>,
+        node: GraphNode,
+        child: Option<Arc<Draft>>,
+        bodies: Vec<u64>,
+    ) -> usize {
         let index = self.nodes.len();
         if let Some(handle) = handle {
             self.by_handle.insert(handle, index);
         }
         if let Some(child) = &child {
             self.depth = self.depth.max(child.depth + 1);
+            self.conditionals |= child.conditionals;
         }
-        self.nodes.push(DraftNode { handle, node, child, removed: false });
+        self.conditionals |= !bodies.is_empty();
+        self.nodes.push(DraftNode { handle, node, child, bodies, removed: false });
         index
     }
 
-    /// Levels of child graphs below this one, counted again (after a child node changed or went).
+    /// Levels of child graphs below this one, and whether a conditional node is among them, counted again
+    /// (after a child node changed or went).
     fn recount_depth(&mut self) {
-        let children = self.nodes.iter().filter(|n| !n.removed).filter_map(|n| n.child.as_ref());
-        self.depth = children.map(|c| c.depth + 1).max().unwrap_or(0);
+        let live = || self.nodes.iter().filter(|n| !n.removed);
+        self.depth = live().filter_map(|n| n.child.as_ref()).map(|c| c.depth + 1).max().unwrap_or(0);
+        self.conditionals = live().any(|n| !n.bodies.is_empty() || n.child.as_ref().is_some_and(|c| c.conditionals));
     }
 
     fn index_of(&self, node: u64) -> Result<usize, GraphProblem> {
@@ -374,7 +394,13 @@ impl GraphAssembler {
                     depends_on,
                     made_at: Some(made_at),
                 };
-                draft.push(Some(*node), new_node, child);
+                draft.push_node(Some(*node), new_node, child, params.bodies.clone());
+                // The driver makes a conditional node's body graphs with it: empty, filled by the program later
+                // (nodes added to them, or a capture into them). A recording declares them just before.
+                for body in &params.bodies {
+                    let made = || Arc::new(Draft::new(GraphBuild::Explicit, op.source.clone()));
+                    self.graphs.entry((process, *body)).or_insert_with(made);
+                }
             }
             GraphCall::AddDependencies { graph, node, deps } | GraphCall::RemoveDependencies { graph, node, deps } => {
                 let adding = matches!(call, GraphCall::AddDependencies { .. });
@@ -500,16 +526,75 @@ impl GraphAssembler {
     }
 
     fn instantiate(&mut self, process: ProcessId, graph: u64, name: String) -> Result<Instance, GraphProblem> {
-        let draft = self.draft(process, graph)?;
+        let draft = self.with_bodies(process, self.draft(process, graph)?, 0, &mut HashMap::default())?;
         let (build, made_at) = (draft.build, draft.made_at.clone());
         let mut flat = Flat::default();
-        let top = flat.add(draft)?;
+        let top = flat.add(&draft)?;
         let (nodes, order) = flat.sorted()?;
         let by_handle =
             top.iter().filter_map(|(handle, entries)| Some(((*handle)?, order[*entries.first()?]))).collect();
         self.next_key += 1;
         let exec = GraphExec { key: self.next_key, name, build, made_at, nodes };
         Ok(Instance { graph: Arc::new(exec), by_handle })
+    }
+}
+
+/// What CUDA promises of a conditional node (its graph runs its bodies 0 or more times, as the condition the
+/// device sets says), as the flattening can take it: each body runs once, inside the node's place, its nodes
+/// after the node's dependencies and before its dependents. That covers every run: a WHILE node's iterations run
+/// one after the other (the next begins when the last has ended), so the accesses of two iterations are ordered
+/// as one run's are to the node's surroundings; an IF node with ELSE, or a SWITCH node, runs one body of several,
+/// never two at once, so the bodies are put one after the other (an order that joins nothing else). A body
+/// that may not run at all is taken as running: a race it would be in is one that runs may show.
+impl GraphAssembler {
+    /// `draft` with each conditional node (its own and its child graphs') made a child node running its bodies
+    /// one after the other, each as it is now; `draft` itself when it has none. `done` keeps what was made of
+    /// each graph already (graphs shared by many child nodes are made once).
+    fn with_bodies(
+        &self,
+        process: ProcessId,
+        draft: &Arc<Draft>,
+        depth: u32,
+        done: &mut HashMap<*const Draft, Arc<Draft>>,
+    ) -> Result<Arc<Draft>, GraphProblem> {
+        if !draft.conditionals {
+            return Ok(draft.clone());
+        }
+        if depth > MAX_NESTING {
+            return Err(GraphProblem::new(format!(
+                "child graphs and conditional bodies nest more than {MAX_NESTING} levels deep"
+            )));
+        }
+        if let Some(made) = done.get(&Arc::as_ptr(draft)) {
+            return Ok(made.clone());
+        }
+        let mut made = Draft::clone(draft);
+        for node in made.nodes.iter_mut().filter(|n| !n.removed) {
+            if let Some(child) = &node.child {
+                node.child = Some(self.with_bodies(process, child, depth + 1, done)?);
+            }
+            let bodies = std::mem::take(&mut node.bodies);
+            if bodies.is_empty() {
+                continue;
+            }
+            let mut chain = Draft::new(GraphBuild::Explicit, draft.made_at.clone());
+            for (i, body) in bodies.iter().enumerate() {
+                let body = self.with_bodies(process, self.draft(process, *body)?, depth + 2, done)?;
+                // Each body after the one before (see above).
+                let after = i.checked_sub(1).into_iter().collect();
+                let step = GraphNode {
+                    kind: crate::model::NodeKind::Empty,
+                    made_at: node.node.made_at.clone(),
+                    ..GraphNode::with_accesses(format!("{} body {i}", node.node.name), Vec::new(), after)
+                };
+                chain.push(None, step, Some(body));
+            }
+            node.child = Some(Arc::new(chain));
+        }
+        made.recount_depth();
+        let made = Arc::new(made);
+        done.insert(Arc::as_ptr(draft), made.clone());
+        Ok(made)
     }
 }
 

@@ -9,9 +9,7 @@ use libc::{clockid_t, pthread_attr_t, pthread_t, timespec};
 
 use crate::host_sync::objects::{self, Release};
 use crate::host_sync::real::{self, StartRoutine};
-use crate::host_sync::{
-    acquire, acquire_marks, bookkeeping, caller, forget, knowledge_to_release, with_knowledge, write_pending,
-};
+use crate::host_sync::{acquire, acquire_marks, bookkeeping, caller, forget, knowledge_to_release, with_knowledge};
 use crate::thread_knowledge::{MarkSet, THREAD};
 
 /// What the trampoline needs: the program's routine and argument, and what the creating thread knew.
@@ -72,11 +70,6 @@ fn thread_began(parent: MarkSet) {
         objects::forget(unsafe { libc::pthread_self() } as usize);
         with_knowledge(|k| k.started_by_capture = true);
         acquire_marks(&parent, "pthread_create");
-        // Written now rather than before the thread's next record: a host access seen from a fault is recorded
-        // without that preamble, and the new thread's first touch of a buffer is often such a fault.
-        if THREAD.with(|k| k.borrow().has_pending()) {
-            write_pending();
-        }
     });
 }
 
