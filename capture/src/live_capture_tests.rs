@@ -5,7 +5,9 @@
 use serde_json::Value;
 
 use crate::control::ENABLED;
-use crate::state::{drain_into, STATE};
+use crate::process_state::ProcessState;
+use crate::record::Call;
+use crate::state::{drain_into, state_for_this_process, STATE};
 
 /// Switches the capture on, once per test binary, with this process's trace in a folder of its own.
 pub fn capture_on() {
@@ -29,4 +31,12 @@ pub fn trace_lines_of(threads: &[u64]) -> Vec<Value> {
         .map(|line| serde_json::from_str::<Value>(line).expect("JSON"))
         .filter(|v| v["thread"].as_u64().is_some_and(|t| threads.contains(&t)))
         .collect()
+}
+
+/// Runs `work` with the capture's state and a call of this thread, as a recorded call does.
+pub fn with_state(work: impl FnOnce(&mut ProcessState, Call)) {
+    let mut slot = STATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let state = state_for_this_process(&mut slot).expect("capture is on");
+    let call = Call { tid: crate::origin::thread_id(), time_ns: crate::origin::now_ns(), correlation: 0, site: 0 };
+    work(state, call);
 }

@@ -56,22 +56,14 @@ mod tests {
 
     use super::take;
     use crate::host_watch::{guards, signals};
-    use crate::live_capture_tests::{capture_on, trace_lines_of};
+    use crate::live_capture_tests::{capture_on, trace_lines_of, with_state};
     use crate::origin::thread_id;
     use crate::record::{Record, SyncTarget};
-    use crate::state::{state_for_this_process, STATE};
 
     const PAGE: usize = 4096;
 
-    /// Runs `work` with the capture's state, as a recorded call does (the faults queued since are not taken:
-    /// the guards are not switched on in this binary, so `collect` leaves them to `take`).
-    fn with_state(work: impl FnOnce(&mut crate::process_state::ProcessState, crate::record::Call)) {
-        let mut slot = STATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let state = state_for_this_process(&mut slot).expect("capture is on");
-        let call = crate::record::Call { tid: thread_id(), time_ns: crate::origin::now_ns(), correlation: 0, site: 0 };
-        work(state, call);
-    }
-
+    // `with_state` takes the state as a recorded call does; the faults queued since are not taken then: the
+    // guards are not switched on in this binary, so `collect` leaves them to `take`.
     /// A pthread mutex locked and unlocked: the interposers of this test binary see it (Rust's are futexes).
     fn lock_and_unlock(mutex: usize) {
         let mutex = mutex as *mut libc::pthread_mutex_t;
