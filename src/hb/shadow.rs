@@ -1,22 +1,21 @@
 //! Shadow memory: for every byte range a trace touched, the last write and the reads since, each as a [`Stamp`].
 //!
 //! Ranges are kept as non-overlapping segments; an access splits the segments at its edges, so that overlapping
-//! ranges of any shape compare byte-exactly. The check itself is FastTrack's: the last write is
+//! ranges of any shape compare byte-exactly. The segments are filed by start in small buckets per 64 KiB of
+//! address space, found through a radix table on the address (`segments.rs`). The check itself is FastTrack's: the last write is
 //! one epoch (O(1) to compare), and reads stay one epoch until two unordered reads coexist.
 
-mod starts;
+mod granules;
+mod radix;
+mod segments;
 mod views;
 
-use std::hash::BuildHasher;
 use std::sync::Arc;
-
-use hashbrown::hash_table::{Entry, HashTable};
-use rustc_hash::FxBuildHasher;
 
 use super::clock::{Epoch, VectorClock};
 use super::sites::SiteId;
 use crate::model::{AccessMode, AccessRange, StridedView};
-use starts::SegmentStarts;
+use segments::SegmentMap;
 
 /// What an access did besides reading or writing bytes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -74,83 +73,15 @@ struct Segment {
     reads: Reads,
 }
 
-/// Segments by start address: a hash table for the common exact-range lookup (one probe instead of a search
-/// among 100,000 entries), and an ordered set of starts for splitting and range walks. The table is
-/// hashbrown's raw `HashTable` rather than a map so that a lookup can be started ahead of time (`prefetch`).
-#[derive(Default)]
-struct SegmentMap {
-    starts: SegmentStarts,
-    by_start: HashTable<(u64, Segment)>,
-}
-
-fn hash(start: u64) -> u64 {
-    FxBuildHasher.hash_one(start)
-}
-
-impl SegmentMap {
-    fn len(&self) -> usize {
-        self.by_start.len()
-    }
-
-    fn get(&self, start: u64) -> Option<&Segment> {
-        self.by_start.find(hash(start), |(s, _)| *s == start).map(|(_, seg)| seg)
-    }
-
-    fn get_mut(&mut self, start: u64) -> Option<&mut Segment> {
-        self.by_start.find_mut(hash(start), |(s, _)| *s == start).map(|(_, seg)| seg)
-    }
-
-    fn contains(&self, start: u64) -> bool {
-        self.get(start).is_some()
-    }
-
-    fn insert(&mut self, start: u64, segment: Segment) {
-        match self.by_start.entry(hash(start), |(s, _)| *s == start, |(s, _)| hash(*s)) {
-            Entry::Occupied(mut existing) => existing.get_mut().1 = segment,
-            Entry::Vacant(vacant) => {
-                vacant.insert((start, segment));
-                self.starts.insert(start);
-            }
-        }
-    }
-
-    fn remove(&mut self, start: u64) -> Option<Segment> {
-        let entry = self.by_start.find_entry(hash(start), |(s, _)| *s == start).ok()?;
-        let ((_, segment), _) = entry.remove();
-        self.starts.remove(start);
-        Some(segment)
-    }
-
-    /// Asks the processor to load the entry of the segment at `start` (if the table has a candidate for it)
-    /// without waiting for it: the hash table's control bytes are small and cached, the entries are not.
-    fn prefetch(&self, start: u64) {
-        let _ = self.by_start.find(hash(start), |entry| {
-            prefetch_read(entry);
-            false
-        });
-    }
-
-    /// Appends the starts of the segments that begin inside `[start, end)` to `out`, in order.
-    fn starts_in(&self, start: u64, end: u64, out: &mut Vec<u64>) {
-        self.starts.extend_in(start, end, out)
-    }
-
-    /// The segment that begins last before `at`.
-    fn last_before(&mut self, at: u64) -> Option<&mut Segment> {
-        let start = self.starts.last_before(at)?;
-        self.get_mut(start)
-    }
-}
-
-/// A hint to load `value`'s cache line; a no-op where the target has no such instruction.
-fn prefetch_read<T>(value: &T) {
+/// A hint to load the cache line of `address`; a no-op where the target has no such instruction.
+fn prefetch_address(address: *const u8) {
     #[cfg(target_arch = "x86_64")]
-    // Safety: a prefetch is only a hint: it never faults and does not change memory.
+    // Safety: a prefetch is only a hint: it never faults (whatever the address) and does not change memory.
     unsafe {
-        std::arch::x86_64::_mm_prefetch(value as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0)
+        std::arch::x86_64::_mm_prefetch(address as *const i8, std::arch::x86_64::_MM_HINT_T0)
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
+    let _ = address;
 }
 
 /// The shadow state of one address space.
@@ -190,7 +121,7 @@ impl ShadowMemory {
 
     /// Every site a stamp of this shadow names (a site collection's marking).
     pub fn for_each_site(&self, mut each: impl FnMut(SiteId)) {
-        for (_, segment) in self.segments.by_start.iter() {
+        for (_, segment) in self.segments.iter() {
             if let Some(write) = &segment.write {
                 each(write.site);
             }

@@ -189,8 +189,8 @@ fn push_view_conflict(out: &mut Vec<Conflict>, entry: &ViewEntry, lo: u64, hi: u
 impl SegmentMap {
     /// The segments that hold a byte of `[lo, hi)`, by start, in address order.
     fn meeting(&self, lo: u64, hi: u64) -> impl Iterator<Item = (u64, &Segment)> {
-        let straddling = self.starts.last_before(lo);
-        straddling.into_iter().chain(self.starts.in_range(lo, hi)).filter_map(move |start| {
+        let straddling = self.last_start_before(lo);
+        straddling.into_iter().chain(self.starts_in_iter(lo, hi)).filter_map(move |start| {
             let seg = self.get(start)?;
             (seg.end > lo).then_some((start, seg))
         })

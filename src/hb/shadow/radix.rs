@@ -1,0 +1,134 @@
+//! A radix table from granule numbers (an address shifted right by a fixed number of bits) to small indices: what
+//! finds a shadow bucket from an address without a search.
+//!
+//! Two levels, as a page table: a leaf is a flat array of [`LEAF_LEN`] entries for that many consecutive
+//! granules, and a small hash map finds the leaf of a granule by its upper bits. A program's memory lies in few
+//! such windows (64 MiB of address space each at 64 KiB granules), so the map has a few hundred entries and
+//! stays in cache, and a lookup is one probe there and one load from the leaf. A leaf whose entries are all
+//! empty again is given back (to a free list it is taken from next), so the table follows live state.
+
+use rustc_hash::FxHashMap;
+
+const LEAF_BITS: u32 = 10;
+const LEAF_LEN: usize = 1 << LEAF_BITS;
+const LEAF_MASK: u64 = LEAF_LEN as u64 - 1;
+
+/// The value of an entry that holds nothing.
+pub(super) const EMPTY: u32 = u32::MAX;
+
+struct Leaf {
+    entries: Box<[u32; LEAF_LEN]>,
+    /// Entries other than [`EMPTY`].
+    used: u32,
+}
+
+#[derive(Default)]
+pub(super) struct RadixTable {
+    /// Leaf index by a granule's upper bits (`granule >> LEAF_BITS`).
+    leaf_of: FxHashMap<u64, u32>,
+    leaves: Vec<Leaf>,
+    /// Indices into `leaves` of leaves that hold nothing and belong to no window.
+    free_leaves: Vec<u32>,
+}
+
+impl RadixTable {
+    /// The value at `granule`, or [`EMPTY`].
+    #[inline]
+    pub(super) fn get(&self, granule: u64) -> u32 {
+        match self.leaf_of.get(&(granule >> LEAF_BITS)) {
+            Some(&leaf) => self.leaves[leaf as usize].entries[(granule & LEAF_MASK) as usize],
+            None => EMPTY,
+        }
+    }
+
+    /// Sets the value at `granule` (not [`EMPTY`]: that is [`RadixTable::clear`]).
+    pub(super) fn set(&mut self, granule: u64, value: u32) {
+        debug_assert_ne!(value, EMPTY);
+        let window = granule >> LEAF_BITS;
+        let leaf = match self.leaf_of.get(&window) {
+            Some(&leaf) => leaf,
+            None => {
+                let leaf = match self.free_leaves.pop() {
+                    Some(leaf) => leaf,
+                    None => {
+                        self.leaves.push(Leaf { entries: Box::new([EMPTY; LEAF_LEN]), used: 0 });
+                        (self.leaves.len() - 1) as u32
+                    }
+                };
+                self.leaf_of.insert(window, leaf);
+                leaf
+            }
+        };
+        let leaf = &mut self.leaves[leaf as usize];
+        let entry = &mut leaf.entries[(granule & LEAF_MASK) as usize];
+        if *entry == EMPTY {
+            leaf.used += 1;
+        }
+        *entry = value;
+    }
+
+    /// Empties the entry at `granule`; its leaf goes when it holds nothing more.
+    pub(super) fn clear(&mut self, granule: u64) {
+        let window = granule >> LEAF_BITS;
+        let Some(&index) = self.leaf_of.get(&window) else { return };
+        let leaf = &mut self.leaves[index as usize];
+        let entry = &mut leaf.entries[(granule & LEAF_MASK) as usize];
+        if *entry == EMPTY {
+            return;
+        }
+        *entry = EMPTY;
+        leaf.used -= 1;
+        if leaf.used == 0 {
+            self.leaf_of.remove(&window);
+            self.free_leaves.push(index);
+        }
+    }
+
+    /// Leaves in use: the table's own size.
+    #[cfg(test)]
+    fn leaves_in_use(&self) -> usize {
+        self.leaf_of.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    /// Every operation checked against a hash map, over windows that fill and empty again.
+    #[test]
+    fn agrees_with_a_map_and_gives_empty_leaves_back() {
+        let mut table = RadixTable::default();
+        let mut model: HashMap<u64, u32> = HashMap::new();
+        let mut x: u64 = 99;
+        for round in 0..50_000u32 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            // Granules in a few windows, one far up the address space.
+            let granule = match (x >> 60) % 3 {
+                0 => (x >> 20) % 3_000,
+                1 => 0x7f00_0000 + (x >> 20) % 3_000,
+                _ => u64::MAX - (x >> 20) % 100,
+            };
+            if (x >> 8) % 3 == 0 || round > 40_000 {
+                table.clear(granule);
+                model.remove(&granule);
+            } else {
+                table.set(granule, round);
+                model.insert(granule, round);
+            }
+            let probe = granule ^ ((x >> 40) & 3);
+            assert_eq!(table.get(probe), model.get(&probe).copied().unwrap_or(EMPTY), "at {probe}");
+        }
+        for (&granule, &value) in &model {
+            assert_eq!(table.get(granule), value);
+        }
+        for granule in model.keys().copied().collect::<Vec<_>>() {
+            table.clear(granule);
+        }
+        assert_eq!(table.leaves_in_use(), 0, "every leaf given back");
+        assert!(table.leaves.len() <= 12, "leaves are reused: {}", table.leaves.len());
+        assert_eq!(table.get(5), EMPTY);
+    }
+}
