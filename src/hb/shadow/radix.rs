@@ -2,16 +2,22 @@
 //! finds a shadow bucket from an address without a search.
 //!
 //! Two levels, as a page table: a leaf is a flat array of [`LEAF_LEN`] entries for that many consecutive
-//! granules, and a small hash map finds the leaf of a granule by its upper bits. A program's memory lies in few
-//! such windows (64 MiB of address space each at 64 KiB granules), so the map has a few hundred entries and
-//! stays in cache, and a lookup is one probe there and one load from the leaf. A leaf whose entries are all
+//! granules, and a small hash map finds the leaf of a granule by its upper bits (its window). A program's memory
+//! lies in few such windows (64 MiB of address space each at 64 KiB granules), and a direct-mapped array of
+//! recent windows in front of the map answers nearly every lookup with one compare: a lookup is then two loads
+//! from memory that stays in cache, and no hashing. A leaf whose entries are all
 //! empty again is given back (to a free list it is taken from next), so the table follows live state.
+
+use std::cell::Cell;
 
 use rustc_hash::FxHashMap;
 
 const LEAF_BITS: u32 = 10;
 const LEAF_LEN: usize = 1 << LEAF_BITS;
 const LEAF_MASK: u64 = LEAF_LEN as u64 - 1;
+
+/// Windows the direct-mapped array in front of the map holds (16 bytes each).
+const RECENT_LEN: usize = 1024;
 
 /// The value of an entry that holds nothing.
 pub(super) const EMPTY: u32 = u32::MAX;
@@ -22,31 +28,57 @@ struct Leaf {
     used: u32,
 }
 
-#[derive(Default)]
 pub(super) struct RadixTable {
-    /// Leaf index by a granule's upper bits (`granule >> LEAF_BITS`).
+    /// `(window + 1, leaf)` of a window that maps to this place (`window % RECENT_LEN`), 0 where none: the map's
+    /// answers for recent windows. Updated on a lookup that went to the map, on a new leaf and on a freed one.
+    recent: Box<[Cell<(u64, u32)>]>,
+    /// Leaf index by window, a granule's upper bits (`granule >> LEAF_BITS`).
     leaf_of: FxHashMap<u64, u32>,
     leaves: Vec<Leaf>,
     /// Indices into `leaves` of leaves that hold nothing and belong to no window.
     free_leaves: Vec<u32>,
 }
 
+impl Default for RadixTable {
+    fn default() -> Self {
+        RadixTable {
+            recent: (0..RECENT_LEN).map(|_| Cell::new((0, 0))).collect(),
+            leaf_of: FxHashMap::default(),
+            leaves: Vec::new(),
+            free_leaves: Vec::new(),
+        }
+    }
+}
+
 impl RadixTable {
     /// The value at `granule`, or [`EMPTY`].
     #[inline]
     pub(super) fn get(&self, granule: u64) -> u32 {
-        match self.leaf_of.get(&(granule >> LEAF_BITS)) {
-            Some(&leaf) => self.leaves[leaf as usize].entries[(granule & LEAF_MASK) as usize],
+        match self.leaf(granule >> LEAF_BITS) {
+            Some(leaf) => self.leaves[leaf as usize].entries[(granule & LEAF_MASK) as usize],
             None => EMPTY,
         }
+    }
+
+    /// The leaf of `window`, through the recent windows first.
+    #[inline]
+    fn leaf(&self, window: u64) -> Option<u32> {
+        let recent = &self.recent[window as usize % RECENT_LEN];
+        let (tag, leaf) = recent.get();
+        if tag == window + 1 {
+            return Some(leaf);
+        }
+        let leaf = *self.leaf_of.get(&window)?;
+        recent.set((window + 1, leaf));
+        Some(leaf)
     }
 
     /// Sets the value at `granule` (not [`EMPTY`]: that is [`RadixTable::clear`]).
     pub(super) fn set(&mut self, granule: u64, value: u32) {
         debug_assert_ne!(value, EMPTY);
         let window = granule >> LEAF_BITS;
-        let leaf = match self.leaf_of.get(&window) {
-            Some(&leaf) => leaf,
+        let leaf = match self.leaf(window) {
+            Some(leaf) => leaf,
             None => {
                 let leaf = match self.free_leaves.pop() {
                     Some(leaf) => leaf,
@@ -56,6 +88,7 @@ impl RadixTable {
                     }
                 };
                 self.leaf_of.insert(window, leaf);
+                self.recent[window as usize % RECENT_LEN].set((window + 1, leaf));
                 leaf
             }
         };
@@ -70,7 +103,7 @@ impl RadixTable {
     /// Empties the entry at `granule`; its leaf goes when it holds nothing more.
     pub(super) fn clear(&mut self, granule: u64) {
         let window = granule >> LEAF_BITS;
-        let Some(&index) = self.leaf_of.get(&window) else { return };
+        let Some(index) = self.leaf(window) else { return };
         let leaf = &mut self.leaves[index as usize];
         let entry = &mut leaf.entries[(granule & LEAF_MASK) as usize];
         if *entry == EMPTY {
@@ -80,6 +113,7 @@ impl RadixTable {
         leaf.used -= 1;
         if leaf.used == 0 {
             self.leaf_of.remove(&window);
+            self.recent[window as usize % RECENT_LEN].set((0, 0));
             self.free_leaves.push(index);
         }
     }

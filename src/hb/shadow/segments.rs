@@ -106,11 +106,12 @@ impl SegmentMap {
         let at = bucket.iter().position(|(s, _)| *s == start)?;
         let (_, segment) = bucket.remove(at);
         self.len -= 1;
+        if bucket.spilled() && bucket.len() <= bucket.inline_size() {
+            // A bucket once split finer goes back inline when it merges again: its heap storage would otherwise
+            // stay for the rest of the trace.
+            bucket.shrink_to_fit();
+        }
         if bucket.is_empty() {
-            if bucket.spilled() {
-                // A bucket once split into many segments gives its heap storage back with its last segment.
-                *bucket = Bucket::new();
-            }
             self.radix.clear(g);
             self.granules.remove(g);
             self.free_buckets.push(index);
