@@ -19,17 +19,12 @@ pub const STDIN: &str = "-";
 /// reads its file by path and seeks in it, so an export or report that comes through a pipe is refused with a
 /// message saying so, rather than spooled to a temporary copy of unknown size.
 pub fn open(path: &Path) -> Result<Box<dyn RecordSource>, IngestError> {
-    // A regular file named by its path is kept to map, where its reader reads files so (binary traces).
-    let mut mappable = None;
     let (name, mut input, regular): (PathBuf, Box<dyn Read + Send>, bool) = if path == Path::new(STDIN) {
         let regular = std::fs::metadata("/dev/stdin").is_ok_and(|m| m.is_file());
         (PathBuf::from("<stdin>"), Box::new(std::io::stdin()), regular)
     } else {
         let file = std::fs::File::open(path).map_err(|e| IngestError::new(path, None, format!("cannot open: {e}")))?;
         let regular = file.metadata().is_ok_and(|m| m.is_file());
-        if regular {
-            mappable = file.try_clone().ok();
-        }
         (path.to_path_buf(), Box::new(file), regular)
     };
     let mut head = Vec::with_capacity(32);
@@ -56,11 +51,7 @@ pub fn open(path: &Path) -> Result<Box<dyn RecordSource>, IngestError> {
     }
     let rest = std::io::Cursor::new(head.clone()).chain(input);
     if streamtrace_format::binary::read::is_binary(&head) {
-        let reader = match mappable {
-            Some(file) => binary::BinaryTraceReader::from_file(name, file),
-            None => binary::BinaryTraceReader::from_reader(name, rest),
-        };
-        return reader.map(|r| Box::new(r) as Box<dyn RecordSource>);
+        return binary::BinaryTraceReader::from_reader(name, rest).map(|r| Box::new(r) as Box<dyn RecordSource>);
     }
     json::JsonTraceReader::from_reader(name, rest).map(|r| Box::new(r) as Box<dyn RecordSource>)
 }
