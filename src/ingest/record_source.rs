@@ -58,5 +58,5 @@ pub trait RecordSource: Iterator<Item = Result<TraceRecord, IngestError>> {
     }
 }
 
-/// Records a reader hands over at a time.
-pub(super) const BATCH: usize = 4096;
+/// Records a reader hands over at a time (see `background::QUEUED_BATCHES` for why this few).
+pub(super) const BATCH: usize = 1024;

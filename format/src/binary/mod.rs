@@ -136,12 +136,26 @@ impl Tag {
             TAG_STRINGS_RESET => Tag::StringsReset,
             TAG_JSON => Tag::Json,
             TAG_LINE => Tag::Line,
-            _ => {
-                RECORD_TAGS.iter().find(|(_, c)| *c == code).map_or(Tag::Unknown(code), |(kind, _)| Tag::Record(*kind))
-            }
+            _ => match KINDS_BY_CODE.get(code as usize) {
+                Some(Some(kind)) => Tag::Record(*kind),
+                _ => Tag::Unknown(code),
+            },
         }
     }
 }
+
+/// Each code's kind, by code (a frame's tag is looked up once per record).
+static KINDS_BY_CODE: [Option<RecordKind>; 256] = {
+    let mut kinds = [None; 256];
+    let mut i = 0;
+    while i < RECORD_TAGS.len() {
+        let (kind, code) = RECORD_TAGS[i];
+        assert!((code as usize) < 256, "record codes stay below 256");
+        kinds[code as usize] = Some(kind);
+        i += 1;
+    }
+    kinds
+};
 
 /// Each kind's code, by kind.
 static RECORD_CODES: [u16; RecordKind::ALL.len()] = {

@@ -71,13 +71,91 @@ pub fn frame_head(bytes: &[u8; FRAME_HEAD_BYTES]) -> Result<FrameHead, DecodeErr
     Ok(FrameHead { tag, len })
 }
 
-/// Frames up to this long are read into room made for them at once; longer ones as the input holds them.
-const SMALL_FRAME_BYTES: usize = 64 << 10;
+/// Where frames are read from: bytes that are already in memory (a mapped file, a buffer), or an input read
+/// in large pieces into a buffer that frames are then taken from in place ([`Buffered`]). Either way a frame's
+/// body is a slice of what the input holds: no copy per frame.
+pub trait FrameInput {
+    /// Makes at least `n` bytes from the current position available in [`FrameInput::window`], or all that is
+    /// left when the input ends first; how many are available.
+    fn fill(&mut self, n: usize) -> std::io::Result<usize>;
+    /// The bytes available from the current position.
+    fn window(&self) -> &[u8];
+    /// Moves the current position `n` bytes on (at most the window's length).
+    fn consume(&mut self, n: usize);
+}
 
-/// Reads the frames of a binary trace one at a time from `input`, into one buffer it reuses.
-pub struct FrameReader<R> {
+/// Bytes already in memory: the whole input.
+impl FrameInput for &[u8] {
+    fn fill(&mut self, _n: usize) -> std::io::Result<usize> {
+        Ok(self.len())
+    }
+
+    fn window(&self) -> &[u8] {
+        self
+    }
+
+    fn consume(&mut self, n: usize) {
+        *self = &self[n.min(self.len())..];
+    }
+}
+
+/// What [`Buffered`] reads at a time.
+const READ_BYTES: usize = 1 << 20;
+
+/// An input read [`READ_BYTES`] at a time into one buffer. The buffer grows for a frame longer than it only as
+/// the input delivers that frame's bytes, never at once to what a frame head claims.
+pub struct Buffered<R> {
     input: R,
-    body: Vec<u8>,
+    buf: Vec<u8>,
+    /// The current position, and the end of what was read, in `buf`.
+    pos: usize,
+    end: usize,
+}
+
+impl<R: Read> Buffered<R> {
+    pub fn new(input: R) -> Buffered<R> {
+        Buffered { input, buf: Vec::new(), pos: 0, end: 0 }
+    }
+}
+
+impl<R: Read> FrameInput for Buffered<R> {
+    fn fill(&mut self, n: usize) -> std::io::Result<usize> {
+        while self.end - self.pos < n {
+            if self.pos > 0 {
+                // What is left of the last piece goes to the front, so the buffer stays one piece long.
+                self.buf.copy_within(self.pos..self.end, 0);
+                self.end -= self.pos;
+                self.pos = 0;
+            }
+            if self.end == self.buf.len() {
+                let grown = (self.buf.len() * 2).max(READ_BYTES);
+                self.buf.resize(grown, 0);
+            }
+            match self.input.read(&mut self.buf[self.end..]) {
+                Ok(0) => break,
+                Ok(got) => self.end += got,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(self.end - self.pos)
+    }
+
+    fn window(&self) -> &[u8] {
+        &self.buf[self.pos..self.end]
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos += n.min(self.end - self.pos);
+    }
+}
+
+/// Reads the frames of a binary trace one at a time from its input.
+pub struct FrameReader<I> {
+    input: I,
+    /// The length of the frame read last (head and body), still in the input's window: its body is read in
+    /// place until the next frame is asked for.
+    last: usize,
     /// Where the next frame starts, in bytes from the start of the file.
     offset: u64,
 }
@@ -96,20 +174,28 @@ pub enum FrameOutcome {
     Error { at: u64, message: String },
 }
 
-impl<R: Read> FrameReader<R> {
-    /// Reads the preamble; an error when the input is not a binary trace of this build's version.
-    pub fn new(mut input: R) -> Result<FrameReader<R>, String> {
-        let mut preamble = [0u8; PREAMBLE_BYTES];
-        read_full(&mut input, &mut preamble).map_err(|e| format!("cannot read: {e}"))?;
-        check_preamble(&preamble)?;
-        Ok(FrameReader { input, body: Vec::new(), offset: PREAMBLE_BYTES as u64 })
+impl<R: Read> FrameReader<Buffered<R>> {
+    /// Reads the preamble from `input` (a file, a pipe, a socket); an error when it is not a binary trace of
+    /// this build's version.
+    pub fn new(input: R) -> Result<FrameReader<Buffered<R>>, String> {
+        FrameReader::from_input(Buffered::new(input))
+    }
+}
+
+impl<I: FrameInput> FrameReader<I> {
+    /// [`FrameReader::new`] for any [`FrameInput`] (a slice: a trace already in memory, a mapped file).
+    pub fn from_input(mut input: I) -> Result<FrameReader<I>, String> {
+        let got = input.fill(PREAMBLE_BYTES).map_err(|e| format!("cannot read: {e}"))?;
+        check_preamble(&input.window()[..got.min(PREAMBLE_BYTES)])?;
+        input.consume(PREAMBLE_BYTES);
+        Ok(FrameReader { input, last: 0, offset: PREAMBLE_BYTES as u64 })
     }
 
     /// The next frame.
     pub fn next_frame(&mut self) -> FrameOutcome {
+        self.input.consume(std::mem::take(&mut self.last));
         let at = self.offset;
-        let mut head = [0u8; FRAME_HEAD_BYTES];
-        let got = match read_full(&mut self.input, &mut head) {
+        let got = match self.input.fill(FRAME_HEAD_BYTES) {
             Ok(got) => got,
             Err(e) => return FrameOutcome::Error { at, message: format!("cannot read: {e}") },
         };
@@ -119,51 +205,27 @@ impl<R: Read> FrameReader<R> {
         if got < FRAME_HEAD_BYTES {
             return FrameOutcome::Truncated { at, got: got as u64 };
         }
-        let head = match frame_head(&head) {
-            Ok(head) => head,
-            Err(e) => return FrameOutcome::Error { at: at + e.at as u64, message: e.message },
+        let head = self.input.window()[..FRAME_HEAD_BYTES].try_into().map(frame_head);
+        let head = match head {
+            Ok(Ok(head)) => head,
+            Ok(Err(e)) => return FrameOutcome::Error { at: at + e.at as u64, message: e.message },
+            Err(_) => return FrameOutcome::Truncated { at, got: got as u64 },
         };
-        let len = head.len as usize;
-        let got = if len <= SMALL_FRAME_BYTES {
-            // Nearly every frame: read in one piece into room made for it.
-            self.body.resize(len, 0);
-            let got = read_full(&mut self.input, &mut self.body);
-            if let Ok(got) = got {
-                self.body.truncate(got);
-            }
-            got
-        } else {
-            // The room grows with what the input holds, not with what the head claims (bounded by frame_head).
-            self.body.clear();
-            (&mut self.input).take(u64::from(head.len)).read_to_end(&mut self.body)
-        };
-        match got {
-            Ok(n) if n == len => {}
-            Ok(n) => return FrameOutcome::Truncated { at, got: (FRAME_HEAD_BYTES + n) as u64 },
+        let len = FRAME_HEAD_BYTES + head.len as usize;
+        match self.input.fill(len) {
+            Ok(got) if got >= len => {}
+            Ok(got) => return FrameOutcome::Truncated { at, got: got as u64 },
             Err(e) => return FrameOutcome::Error { at, message: format!("cannot read: {e}") },
         }
-        self.offset = at + (FRAME_HEAD_BYTES as u64) + u64::from(head.len);
+        self.last = len;
+        self.offset = at + len as u64;
         FrameOutcome::Frame { at, head }
     }
 
     /// The body of the frame read last.
     pub fn body(&self) -> &[u8] {
-        &self.body
+        self.input.window().get(FRAME_HEAD_BYTES..self.last).unwrap_or_default()
     }
-}
-
-/// Fills `buf` unless the input ends first; how many bytes it got.
-fn read_full(input: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match input.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 /// One item of a `reads` or `writes` list as read.
@@ -300,8 +362,8 @@ impl<'a> UnsignedList<'a> {
 #[derive(Debug)]
 pub struct Fields<'a> {
     layout: &'static [Field],
-    mask: u32,
-    next: usize,
+    /// The presence mask's bits of the fields not read yet.
+    left: u32,
     body: &'a [u8],
     pos: usize,
 }
@@ -320,21 +382,30 @@ pub fn fields(kind: RecordKind, body: &[u8]) -> Result<Fields<'_>, DecodeError> 
             message: format!("presence mask {mask:#x} names fields past the {} of a {kind} record", layout.len()),
         });
     }
-    Ok(Fields { layout, mask, next: 0, body, pos: 4 })
+    Ok(Fields { layout, left: mask, body, pos: 4 })
 }
 
 impl<'a> Fields<'a> {
+    #[inline]
     fn take(&mut self, field: Field, n: usize) -> Result<&'a [u8], DecodeError> {
         let body: &'a [u8] = self.body;
-        let end = self.pos.checked_add(n).filter(|&end| end <= body.len());
-        let Some(end) = end else {
-            return Err(self.error(field, format!("needs {n} bytes, the record has {} left", body.len() - self.pos)));
-        };
-        let bytes = &body[self.pos..end];
-        self.pos = end;
-        Ok(bytes)
+        match body.get(self.pos..).and_then(|rest| rest.get(..n)) {
+            Some(bytes) => {
+                self.pos += n;
+                Ok(bytes)
+            }
+            None => Err(self.short(field, n)),
+        }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn short(&self, field: Field, n: usize) -> DecodeError {
+        self.error(field, format!("needs {n} bytes, the record has {} left", self.body.len() - self.pos))
+    }
+
+    #[cold]
+    #[inline(never)]
     fn error(&self, field: Field, message: String) -> DecodeError {
         DecodeError { at: self.pos, field: Some(field), message }
     }
@@ -342,21 +413,22 @@ impl<'a> Fields<'a> {
     #[inline]
     fn u64(&mut self, field: Field) -> Result<u64, DecodeError> {
         let b = self.take(field, 8)?;
-        Ok(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+        Ok(<[u8; 8]>::try_from(b).map_or(0, u64::from_le_bytes))
     }
 
     #[inline]
     fn u32(&mut self, field: Field) -> Result<u32, DecodeError> {
         let b = self.take(field, 4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        Ok(<[u8; 4]>::try_from(b).map_or(0, u32::from_le_bytes))
     }
 
     #[inline]
     fn u8(&mut self, field: Field) -> Result<u8, DecodeError> {
-        Ok(self.take(field, 1)?[0])
+        Ok(self.take(field, 1)?.first().copied().unwrap_or(0))
     }
 
     /// A list's count, checked against the bytes left at `item_bytes` (its smallest item) each.
+    #[inline]
     fn count(&mut self, field: Field, item_bytes: usize) -> Result<usize, DecodeError> {
         let count = self.u32(field)? as usize;
         let left = self.body.len() - self.pos;
@@ -366,79 +438,154 @@ impl<'a> Fields<'a> {
         Ok(count)
     }
 
+    /// The value of `field` (the field [`Fields::next_field`] gave), of its type. A record reader that knows the
+    /// field's type may read it with that type's reader ([`Fields::unsigned`] and the others) instead: the same
+    /// reading.
     #[inline]
-    fn value(&mut self, field: Field) -> Result<Value<'a>, DecodeError> {
+    pub fn value(&mut self, field: Field) -> Result<Value<'a>, DecodeError> {
         Ok(match value_type(field) {
-            ValueType::Unsigned | ValueType::Address => Value::Unsigned(self.u64(field)?),
+            ValueType::Unsigned | ValueType::Address => Value::Unsigned(self.unsigned(field)?),
             ValueType::Signed => Value::Signed(self.u64(field)? as i64),
-            ValueType::Bool => match self.u8(field)? {
-                0 => Value::Bool(false),
-                1 => Value::Bool(true),
-                other => return Err(self.error(field, format!("a boolean of {other}"))),
-            },
-            ValueType::Text => Value::Text(self.u32(field)?),
-            ValueType::Range => Value::Range(self.u64(field)?, self.u64(field)?),
-            ValueType::Pointers => {
-                let count = self.count(field, 9)?;
-                let start = self.pos;
-                for _ in 0..count {
-                    self.u64(field)?;
-                    match self.u8(field)? {
-                        0 | 1 => {}
-                        other => return Err(self.error(field, format!("a pointer access of {other}"))),
-                    }
-                }
-                Value::Pointers(PointerList { bytes: &self.body[start..self.pos] })
+            ValueType::Bool => Value::Bool(self.boolean(field)?),
+            ValueType::Text => Value::Text(self.text(field)?),
+            ValueType::Range => {
+                let (address, size) = self.range(field)?;
+                Value::Range(address, size)
             }
+            ValueType::Pointers => Value::Pointers(self.pointers(field)?),
             ValueType::Unsigneds | ValueType::Addresses => {
                 let count = self.count(field, 8)?;
                 Value::Unsigneds(UnsignedList { bytes: self.take(field, 8 * count)? })
             }
-            ValueType::Accesses => {
-                let count = self.count(field, 17)?;
-                let start = self.pos;
-                // Checked value by value, as the items will be read: an error names the byte where it went wrong.
-                for _ in 0..count {
-                    let (_address, _len) = (self.u64(field)?, self.u64(field)?);
-                    let dims = self.u8(field)? as usize;
-                    if dims > access_range::MAX_VIEW_DIMS {
-                        let most = access_range::MAX_VIEW_DIMS;
-                        return Err(self.error(field, format!("a view of {dims} dimensions (at most {most})")));
-                    }
-                    if dims > 0 {
-                        let _element = self.u64(field)?;
-                        for _ in 0..dims {
-                            let (_size, _stride) = (self.u64(field)?, self.u64(field)?);
-                        }
-                    }
-                }
-                Value::Accesses(AccessList { bytes: &self.body[start..self.pos], count })
-            }
+            ValueType::Accesses => Value::Accesses(self.accesses(field)?),
             ValueType::JsonOnly => return Err(self.error(field, "not in any layout".into())),
         })
     }
 
-    /// The next present field and its value; None past the last. After the last, the body must be used up.
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Option<Result<(Field, Value<'a>), DecodeError>> {
-        while self.next < self.layout.len() {
-            let place = self.next;
-            self.next += 1;
-            if self.mask & (1 << place) != 0 {
-                let field = self.layout[place];
-                return Some(self.value(field).map(|value| (field, value)));
+    /// The value of an unsigned or address field.
+    #[inline]
+    pub fn unsigned(&mut self, field: Field) -> Result<u64, DecodeError> {
+        self.u64(field)
+    }
+
+    /// The value of a boolean field: a byte, 0 or 1.
+    #[inline]
+    pub fn boolean(&mut self, field: Field) -> Result<bool, DecodeError> {
+        match self.u8(field)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(self.error(field, format!("a boolean of {other}"))),
+        }
+    }
+
+    /// The value of a text field: the index of a declared string.
+    #[inline]
+    pub fn text(&mut self, field: Field) -> Result<u32, DecodeError> {
+        self.u32(field)
+    }
+
+    /// The value of a range field: address and size.
+    #[inline]
+    pub fn range(&mut self, field: Field) -> Result<(u64, u64), DecodeError> {
+        Ok((self.u64(field)?, self.u64(field)?))
+    }
+
+    /// The value of a `pointers` field.
+    #[inline]
+    pub fn pointers(&mut self, field: Field) -> Result<PointerList<'a>, DecodeError> {
+        let count = self.count(field, 9)?;
+        // `count` checked that the items are there.
+        let bytes = self.take(field, 9 * count)?;
+        if let Some(bad) = bytes.chunks_exact(9).position(|item| item[8] > 1) {
+            // Named after the access byte, as a reading item by item would stop.
+            self.pos -= bytes.len() - 9 * (bad + 1);
+            return Err(self.error(field, format!("a pointer access of {}", bytes[9 * bad + 8])));
+        }
+        Ok(PointerList { bytes })
+    }
+
+    /// The value of a `reads` or `writes` field.
+    #[inline]
+    pub fn accesses(&mut self, field: Field) -> Result<AccessList<'a>, DecodeError> {
+        let count = self.count(field, 17)?;
+        let (body, start) = (self.body, self.pos);
+        // Each item's length from its dimensions: plain ranges are nearly all.
+        let mut at = start;
+        for _ in 0..count {
+            match body.get(at + 16).map(|&dims| dims as usize) {
+                Some(0) => at += 17,
+                Some(dims) if dims <= access_range::MAX_VIEW_DIMS => at += 17 + 8 + 16 * dims,
+                _ => return Err(self.access_error(field, count)),
             }
         }
-        if self.pos != self.body.len() {
-            let extra = self.body.len() - self.pos;
-            self.pos = self.body.len();
-            return Some(Err(DecodeError {
-                at: self.body.len() - extra,
-                field: None,
-                message: format!("{extra} bytes after the record's last field"),
-            }));
+        if at > body.len() {
+            return Err(self.access_error(field, count));
         }
-        None
+        self.pos = at;
+        Ok(AccessList { bytes: &body[start..at], count })
+    }
+
+    /// What is wrong with the items of an access list that starts here: read value by value, as the items would
+    /// be, so that the error names the byte where it went wrong.
+    #[cold]
+    #[inline(never)]
+    fn access_error(&mut self, field: Field, count: usize) -> DecodeError {
+        let mut walk = || -> Result<(), DecodeError> {
+            for _ in 0..count {
+                let (_address, _len) = (self.u64(field)?, self.u64(field)?);
+                let dims = self.u8(field)? as usize;
+                if dims > access_range::MAX_VIEW_DIMS {
+                    let most = access_range::MAX_VIEW_DIMS;
+                    return Err(self.error(field, format!("a view of {dims} dimensions (at most {most})")));
+                }
+                if dims > 0 {
+                    let _element = self.u64(field)?;
+                    for _ in 0..dims {
+                        let (_size, _stride) = (self.u64(field)?, self.u64(field)?);
+                    }
+                }
+            }
+            Ok(())
+        };
+        walk().err().unwrap_or_else(|| self.error(field, "an access list past the record's end".into()))
+    }
+
+    /// The next present field, whose value is to be read next; None past the last. After the last, the body
+    /// must be used up.
+    #[inline]
+    pub fn next_field(&mut self) -> Result<Option<Field>, DecodeError> {
+        // The present fields left, lowest place first (`fields` checked that each has a place in the layout).
+        if let Some(&field) = self.layout.get(self.left.trailing_zeros() as usize) {
+            self.left &= self.left - 1;
+            return Ok(Some(field));
+        }
+        if self.pos != self.body.len() {
+            return Err(self.trailing());
+        }
+        Ok(None)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn trailing(&mut self) -> DecodeError {
+        let extra = self.body.len() - self.pos;
+        self.pos = self.body.len();
+        DecodeError {
+            at: self.body.len() - extra,
+            field: None,
+            message: format!("{extra} bytes after the record's last field"),
+        }
+    }
+
+    /// The next present field and its value; None past the last. After the last, the body must be used up.
+    #[allow(clippy::should_implement_trait)]
+    #[inline]
+    pub fn next(&mut self) -> Option<Result<(Field, Value<'a>), DecodeError>> {
+        match self.next_field() {
+            Ok(Some(field)) => Some(self.value(field).map(|value| (field, value))),
+            Ok(None) => None,
+            Err(e) => Some(Err(e)),
+        }
     }
 }
 
@@ -637,6 +784,69 @@ mod tests {
         body.push(200);
         body.extend_from_slice(&[0; 64]);
         assert!(fields(RecordKind::OpEnd, &body).unwrap().next().unwrap().unwrap_err().message.contains("200"));
+    }
+
+    /// An input that gives at most `step` bytes a read, as a pipe may.
+    struct Trickle<'a> {
+        bytes: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.bytes.len());
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    /// (at, tag, body) of every frame, and how the frames ended.
+    fn read_all<I: FrameInput>(mut frames: FrameReader<I>) -> (Vec<(u64, Tag, Vec<u8>)>, String) {
+        let mut read = Vec::new();
+        loop {
+            match frames.next_frame() {
+                FrameOutcome::Frame { at, head } => read.push((at, head.tag, frames.body().to_vec())),
+                other => return (read, format!("{other:?}")),
+            }
+        }
+    }
+
+    #[test]
+    fn frames_read_alike_from_memory_from_a_trickle_and_across_the_buffer_cut_short_anywhere() {
+        let mut writer = BinaryWriter::new();
+        let mut out = preamble().to_vec();
+        for i in 0..2000u64 {
+            let mut record = writer.begin(&mut out, RecordKind::Kernel);
+            record.unsigned(Field::Stream, i).string(Field::Name, &format!("k{}", i % 7));
+            record.end().unwrap();
+        }
+        // A frame longer than the buffer's first piece, which the buffer grows for.
+        let long = "x".repeat(READ_BYTES + 5);
+        writer.string_index(&mut out, &long);
+        let whole = read_all(FrameReader::from_input(&out[..]).unwrap());
+        assert_eq!(whole.1, "End");
+        assert_eq!(whole.0.len(), 2000 + 7 + 1);
+        assert_eq!(whole.0.last().unwrap().2.len(), long.len());
+        for step in [1, 7, 4096, 1 << 22] {
+            let trickle = read_all(FrameReader::new(Trickle { bytes: &out, step }).unwrap());
+            assert_eq!(trickle, whole, "{step} bytes a read");
+        }
+        // Cut anywhere: the frames before the cut, then the frame it cuts, with the bytes of it there were.
+        for cut in [PREAMBLE_BYTES, PREAMBLE_BYTES + 3, PREAMBLE_BYTES + 8, 5000, out.len() - 1] {
+            let from_memory = read_all(FrameReader::from_input(&out[..cut]).unwrap());
+            let from_trickle = read_all(FrameReader::new(Trickle { bytes: &out[..cut], step: 3 }).unwrap());
+            assert_eq!(from_memory, from_trickle, "cut at {cut}");
+            let last_end =
+                from_memory.0.last().map_or(PREAMBLE_BYTES as u64, |(at, _, body)| at + 8 + body.len() as u64);
+            let expected = if last_end == cut as u64 {
+                "End".to_string()
+            } else {
+                format!("Truncated {{ at: {last_end}, got: {} }}", cut as u64 - last_end)
+            };
+            assert_eq!(from_memory.1, expected, "cut at {cut}");
+        }
+        assert!(FrameReader::from_input(&out[..PREAMBLE_BYTES - 1]).is_err(), "a preamble cut short");
     }
 
     #[test]

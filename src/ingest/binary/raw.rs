@@ -7,10 +7,8 @@ use std::borrow::Cow;
 use streamtrace_format::binary::read::{fields, AccessList, DecodeError, Value};
 use streamtrace_format::{AccessFlag, Field, FieldSet, RecordKind};
 
+use super::strings::{text, wrong, Strings};
 use crate::ingest::json::raw::{Address, RawAccessRange, RawPointer, RawRange, RawRecord, RawView};
-
-/// The strings declared so far; None for one that was not UTF-8 (a record naming it is malformed).
-pub(super) type Strings = Vec<Option<String>>;
 
 /// The lists a record's decoding fills, kept from record to record so that reading one allocates nothing.
 #[derive(Default)]
@@ -46,14 +44,8 @@ pub(super) fn decode_record<'s>(
     while let Some(item) = values.next() {
         let (field, value) = item?;
         raw.present = raw.present.with(field);
-        let wrong = |what: &str| DecodeError { at: 0, field: Some(field), message: what.to_string() };
-        let text = |index: u32| -> Result<Cow<'s, str>, DecodeError> {
-            match strings.get(index as usize) {
-                Some(Some(text)) => Ok(Cow::Borrowed(text.as_str())),
-                Some(None) => Err(wrong(&format!("string {index} is not UTF-8"))),
-                None => Err(wrong(&format!("string {index} was never declared"))),
-            }
-        };
+        let wrong = |what: &str| wrong(field, what.to_string());
+        let text = |index: u32| text(strings, index, field).map(Cow::Borrowed);
         let narrow = |v: u64| u32::try_from(v).map_err(|_| wrong(&format!("{v} is past 2^32")));
         match (field, value) {
             (Field::Version, Value::Unsigned(v)) => raw.version = Some(narrow(v)?),

@@ -7,16 +7,18 @@
 //! The record kinds, fields and values are the format crate's (`streamtrace_format`). The tokenizer: reading
 //! lines (this file, lines.rs) and decoding one record (scanner.rs; serde, raw.rs, for the records the scanner
 //! declines). Then the reading's state and what to do with a record that cannot be taken (parser.rs,
-//! problem.rs), and what each record means in the model (records.rs, accesses.rs, native.rs). Its operations go
-//! through the stages every reader shares (`ingest::stages`).
+//! problem.rs), and what each record means in the model (records.rs, accesses.rs, native.rs; op_fields.rs: the
+//! typed fields of the commonest operation records, which the binary reader fills straight from its frames).
+//! Its operations go through the stages every reader shares (`ingest::stages`).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-mod accesses;
+pub(in crate::ingest) mod accesses;
 pub(in crate::ingest) mod lines;
 mod native;
+pub(in crate::ingest) mod op_fields;
 // The record level, which the binary reader shares: the reading's state, and the raw record it decodes into.
 pub(in crate::ingest) mod parser;
 pub(in crate::ingest) mod problem;

@@ -16,6 +16,7 @@ use streamtrace_format::{Field, Producer, RecordKind, FORMAT_VERSION};
 
 use super::accesses::read_write_accesses;
 use super::native::NativeSites;
+use super::op_fields::{CommonFields, OpFields};
 use super::problem::{Problem, ProblemKind};
 use super::raw::{without_unknown_fields, RawRecord};
 use crate::ingest::background::{Batch, SpareVecs};
@@ -206,7 +207,40 @@ impl JsonTraceParser {
                 format!("{}:{}: {message}", path.display(), places.name(line))
             });
         }
-        if let Err(problem) = self.convert(line, kind, raw, out) {
+        let converted = if OpFields::holds(kind) {
+            self.counters.bump(Counter::JsonRecords, 1);
+            self.common_op(line, kind, &OpFields::of(raw), out)
+        } else {
+            self.convert(line, kind, raw, out)
+        };
+        self.settle(line, converted, out)
+    }
+
+    /// Whether the header was read: from then on, records of [`OpFields::KINDS`] may come through
+    /// [`JsonTraceParser::accept_op`].
+    pub fn past_header(&self) -> bool {
+        self.seen_header
+    }
+
+    /// Takes one record of one of [`OpFields::KINDS`] at `line`, after the header, as a binary frame gave it:
+    /// what [`JsonTraceParser::accept_raw`] does with such a record, without the raw record. (Such a frame
+    /// carries no field of another kind: its layout holds only the kind's own.)
+    pub fn accept_op(
+        &mut self,
+        line: u64,
+        kind: RecordKind,
+        fields: &OpFields,
+        out: &mut Batch,
+    ) -> Result<(), IngestError> {
+        self.counters.bump(Counter::JsonRecords, 1);
+        let converted = self.common_op(line, kind, fields, out);
+        self.settle(line, converted, out)
+    }
+
+    /// After a record was converted: one that could not be taken is skipped (or ends a strict reading); what
+    /// it made passes the stages.
+    fn settle(&mut self, line: u64, converted: Result<(), Problem>, out: &mut Batch) -> Result<(), IngestError> {
+        if let Err(problem) = converted {
             self.skip(line, problem)?;
         }
         self.flush(out)
@@ -434,11 +468,11 @@ impl JsonTraceParser {
             RecordKind::OpBegin | RecordKind::CallBegin => return self.frame_begin(kind, process, thread, raw),
             RecordKind::OpEnd | RecordKind::CallEnd => return self.frame_end(kind, process, thread, raw),
             RecordKind::Stream => {
-                let native = self.native_site(line, process, raw)?;
+                let native = self.native_site(line, process, raw.site)?;
                 return self.stream_record(process, thread, raw, native, out);
             }
             RecordKind::Event => {
-                let native = self.native_site(line, process, raw)?;
+                let native = self.native_site(line, process, raw.site)?;
                 return self.event_record(process, raw, native, out);
             }
             RecordKind::Creation => return self.creation_record(process, raw, out),
@@ -446,29 +480,51 @@ impl JsonTraceParser {
             RecordKind::HostFunc => self.host_func(process, raw)?,
             _ => self.operation(kind, process, raw)?,
         };
+        self.issue(line, (process, thread), &CommonFields::of(raw), raw.id, op, out)
+    }
+
+    /// A record of one of [`OpFields::KINDS`]: the operation it describes, issued.
+    fn common_op(&mut self, line: u64, kind: RecordKind, fields: &OpFields, out: &mut Batch) -> Result<(), Problem> {
+        let process = self.process(fields.common.pid);
+        let thread = self.thread(process, fields.common.thread, out);
+        let op = self.common_operation(kind, process, fields)?;
+        self.issue(line, (process, thread), &fields.common, None, op, out)
+    }
+
+    /// An operation of `caller` (its process and thread), made of a record at `line` with `common` fields, in
+    /// issue order into the stages; `host_func` is the record's `id` (a host function's).
+    fn issue(
+        &mut self,
+        line: u64,
+        (process, thread): (ProcessId, ThreadId),
+        common: &CommonFields,
+        host_func: Option<u64>,
+        op: OpKind,
+        out: &mut Batch,
+    ) -> Result<(), Problem> {
         self.last_host_func = match &op {
-            OpKind::HostFunc { .. } => raw.id.map(|id| (process, id)),
+            OpKind::HostFunc { .. } => host_func.map(|id| (process, id)),
             OpKind::HostFuncAccess { .. } => self.last_host_func,
             _ => None,
         };
-        if let (Some(start), Some(end)) = (raw.gpu_start, raw.gpu_end) {
+        if let (Some(start), Some(end)) = (common.gpu_start, common.gpu_end) {
             if end < start {
                 return Err(Problem::malformed(format!("gpu_end {end} is before gpu_start {start}")));
             }
         }
-        let native = self.native_site(line, process, raw)?;
+        let native = self.native_site(line, process, common.site)?;
         let op = Operation {
             seq: self.seq,
             process,
             thread,
-            host_time_ns: raw.time,
-            gpu_start_ns: raw.gpu_start,
-            gpu_end_ns: raw.gpu_end,
-            correlation_id: raw.corr,
-            host_end_ns: raw.time_end,
-            api: raw.api.as_deref().map(|a| self.intern(a)),
-            region: raw.region.as_deref().map(|r| self.intern(normalize_region(r))),
-            source: raw.src.as_deref().map(|text| self.source(text)),
+            host_time_ns: common.time,
+            gpu_start_ns: common.gpu_start,
+            gpu_end_ns: common.gpu_end,
+            correlation_id: common.corr,
+            host_end_ns: common.time_end,
+            api: common.api.map(|a| self.intern(a)),
+            region: common.region.map(|r| self.intern(normalize_region(r))),
+            source: common.src.map(|text| self.source(text)),
             native,
             origin: line,
             kind: op,
@@ -496,8 +552,8 @@ impl JsonTraceParser {
 
     /// The call site a record's `site` names. One that no `callsite` record declared ends a strict reading; a
     /// recording keeps the record without it, counted.
-    fn native_site(&mut self, line: u64, process: ProcessId, raw: &RawRecord) -> Result<Option<NativeSite>, Problem> {
-        let Some(id) = raw.site else { return Ok(None) };
+    fn native_site(&mut self, line: u64, process: ProcessId, site: Option<u64>) -> Result<Option<NativeSite>, Problem> {
+        let Some(id) = site else { return Ok(None) };
         match self.native.site(process, id) {
             Ok(site) => Ok(Some(site)),
             Err(problem) if self.strict => Err(problem),

@@ -7,7 +7,8 @@ use std::borrow::Cow;
 use streamtrace_format as format;
 use streamtrace_format::{AccessFlag, Field, RecordKind};
 
-use super::accesses::{range, read_write_accesses};
+use super::accesses::{range, read_write_accesses, read_write_items};
+use super::op_fields::{OpFields, PointerItems};
 use super::parser::{AllocHandle, JsonTraceParser, StreamHandle};
 use super::problem::Problem;
 use super::raw::{RawPointer, RawRecord};
@@ -204,41 +205,51 @@ impl JsonTraceParser {
         Ok(OpKind::HostAccess { lane, name, accesses })
     }
 
-    /// The operation an operation record describes (a launch, copy, set, event call, synchronization,
-    /// allocation or graph launch).
-    pub(super) fn operation(
+    /// The operation a record of one of [`OpFields::KINDS`] describes: a launch, a copy, a set, an event record
+    /// or wait, a synchronization.
+    pub(super) fn common_operation(
         &mut self,
         kind: RecordKind,
         process: ProcessId,
-        raw: &RawRecord,
+        fields: &OpFields,
     ) -> Result<OpKind, Problem> {
         Ok(match kind {
             RecordKind::Kernel => {
-                let stream = self.stream(process, raw.stream)?;
-                let mut accesses = self.spare.accesses(raw.reads().len() + raw.writes().len());
-                read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
-                let name = self.intern(raw.name.as_deref().ok_or_else(|| Problem::malformed("kernel without `name`"))?);
-                let raw_pointers = raw.pointers.as_deref().unwrap_or(&[]);
-                let mut pointers = self.spare.pointers(raw_pointers.len());
-                for RawPointer(address, flag) in raw_pointers {
-                    pointers.push(PointerArg { address: address.0, mode: pointer_mode(flag)? });
-                }
-                let exact = match raw.coverage.as_deref() {
+                let stream = self.stream(process, fields.stream)?;
+                let mut accesses = self.spare.accesses(fields.reads.len() + fields.writes.len());
+                read_write_items(fields.reads, fields.writes, &mut accesses)?;
+                let name = self.intern(fields.name.ok_or_else(|| Problem::malformed("kernel without `name`"))?);
+                let pointers = match fields.pointers {
+                    PointerItems::Decoded(items) => {
+                        let mut pointers = self.spare.pointers(items.len());
+                        for RawPointer(address, flag) in items {
+                            pointers.push(PointerArg { address: address.0, mode: pointer_mode(flag)? });
+                        }
+                        pointers
+                    }
+                    PointerItems::Frame(items) => {
+                        let mut pointers = self.spare.pointers(items.len());
+                        let arg = |(address, flag)| PointerArg { address, mode: flag_mode(flag) };
+                        pointers.extend(items.iter().map(arg));
+                        pointers
+                    }
+                };
+                let exact = match fields.coverage {
                     None => None,
                     Some(coverage) => Some(ExactCoverage {
                         coverage: Coverage::parse(coverage).map_err(|e| Problem::malformed(e.to_string()))?,
-                        unseen: (raw.unseen.as_deref().map(Unseen::parse).transpose())
+                        unseen: (fields.unseen.map(Unseen::parse).transpose())
                             .map_err(|e| Problem::malformed(e.to_string()))?,
                     }),
                 };
                 OpKind::Kernel { stream, name, accesses, pointers, exact }
             }
             RecordKind::Memcpy => {
-                let stream = self.stream(process, raw.stream)?;
-                let src = raw.from.map(range).transpose()?;
-                let dst = raw.to.map(range).transpose()?;
-                let bytes = raw.bytes.or(src.map(|r| r.len)).or(dst.map(|r| r.len)).unwrap_or(0);
-                let copy = match raw.copy.as_deref() {
+                let stream = self.stream(process, fields.stream)?;
+                let src = fields.from.map(range).transpose()?;
+                let dst = fields.to.map(range).transpose()?;
+                let bytes = fields.bytes.or(src.map(|r| r.len)).or(dst.map(|r| r.len)).unwrap_or(0);
+                let copy = match fields.copy {
                     None => format::CopyKind::Default,
                     Some(text) => format::CopyKind::parse(text).map_err(|e| Problem::malformed(e.to_string()))?,
                 };
@@ -251,37 +262,38 @@ impl JsonTraceParser {
                     format::CopyKind::Default => CopyKind::Default,
                 };
                 let (default_src, default_dst) = copy.default_memory();
-                let src_memory = memory_kind(raw.from_memory.as_deref(), default_src)?;
-                let dst_memory = memory_kind(raw.to_memory.as_deref(), default_dst)?;
+                let src_memory = memory_kind(fields.from_memory, default_src)?;
+                let dst_memory = memory_kind(fields.to_memory, default_dst)?;
                 OpKind::Memcpy {
                     stream,
                     copy,
                     bytes,
                     src,
                     dst,
-                    synchronous: raw.sync.unwrap_or(false),
+                    synchronous: fields.sync.unwrap_or(false),
                     src_memory,
                     dst_memory,
                 }
             }
             RecordKind::Memset => {
-                let stream = self.stream(process, raw.stream)?;
-                let dst = raw.to.map(range).transpose()?;
-                let bytes = raw.bytes.or(dst.map(|r| r.len)).unwrap_or(0);
+                let stream = self.stream(process, fields.stream)?;
+                let dst = fields.to.map(range).transpose()?;
+                let bytes = fields.bytes.or(dst.map(|r| r.len)).unwrap_or(0);
                 // A set without a memory kind is on device memory, where nearly all are.
-                let dst_memory = memory_kind(raw.to_memory.as_deref(), MemoryKind::Device)?;
-                OpKind::Memset { stream, bytes, dst, synchronous: raw.sync.unwrap_or(false), dst_memory }
+                let dst_memory = memory_kind(fields.to_memory, MemoryKind::Device)?;
+                OpKind::Memset { stream, bytes, dst, synchronous: fields.sync.unwrap_or(false), dst_memory }
             }
             RecordKind::Record => OpKind::EventRecord {
-                event: self.event(process, raw.event)?,
-                stream: self.stream(process, raw.stream)?,
+                event: self.event(process, fields.event)?,
+                stream: self.stream(process, fields.stream)?,
             },
-            RecordKind::Wait => {
-                OpKind::StreamWait { stream: self.stream(process, raw.stream)?, event: self.event(process, raw.event)? }
-            }
-            RecordKind::Sync => OpKind::HostSync(match (raw.stream, raw.event, raw.device, raw.context) {
-                (Some(_), None, None, None) => HostSync::Stream(self.stream(process, raw.stream)?),
-                (None, Some(_), None, None) => HostSync::Event(self.event(process, raw.event)?),
+            RecordKind::Wait => OpKind::StreamWait {
+                stream: self.stream(process, fields.stream)?,
+                event: self.event(process, fields.event)?,
+            },
+            RecordKind::Sync => OpKind::HostSync(match (fields.stream, fields.event, fields.device, fields.context) {
+                (Some(_), None, None, None) => HostSync::Stream(self.stream(process, fields.stream)?),
+                (None, Some(_), None, None) => HostSync::Event(self.event(process, fields.event)?),
                 (None, None, Some(d), None) => HostSync::Device(
                     self.devices
                         .get(&(process, d))
@@ -298,6 +310,19 @@ impl JsonTraceParser {
                     ))
                 }
             }),
+            other => return Err(Problem::malformed(format!("{other} is not an operation record"))),
+        })
+    }
+
+    /// The operation an operation record describes (a launch, copy, set, event call, synchronization,
+    /// allocation or graph launch).
+    pub(super) fn operation(
+        &mut self,
+        kind: RecordKind,
+        process: ProcessId,
+        raw: &RawRecord,
+    ) -> Result<OpKind, Problem> {
+        Ok(match kind {
             RecordKind::Query => {
                 let target = match (raw.stream, raw.event) {
                     (Some(_), None) => QueryTarget::Stream(self.stream(process, raw.stream)?),
@@ -542,10 +567,16 @@ fn handle(value: Option<u64>, field: Field) -> Result<u64, Problem> {
 /// A pointer argument's access: `"r"` or `"w"` (`"read"` and `"write"` as the first hand-written traces had them).
 fn pointer_mode(flag: &str) -> Result<AccessMode, Problem> {
     match AccessFlag::parse(flag) {
-        Ok(AccessFlag::Read) => Ok(AccessMode::Read),
-        Ok(AccessFlag::Write) => Ok(AccessMode::Write),
+        Ok(flag) => Ok(flag_mode(flag)),
         Err(_) if flag == "read" => Ok(AccessMode::Read),
         Err(_) if flag == "write" => Ok(AccessMode::Write),
         Err(_) => Err(Problem::malformed(format!("pointer mode `{flag}` (expected \"r\" or \"w\")"))),
+    }
+}
+
+fn flag_mode(flag: AccessFlag) -> AccessMode {
+    match flag {
+        AccessFlag::Read => AccessMode::Read,
+        AccessFlag::Write => AccessMode::Write,
     }
 }
