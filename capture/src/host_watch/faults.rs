@@ -182,28 +182,29 @@ pub(super) fn take_queued(mut record: impl FnMut(&Fault)) {
 }
 
 /// Puts `entries` into `batch` after its last record made at or before `time` (records are in lock order, and
-/// a fault waited for the next lock), and after the declaration of each call site they name (below). For a
-/// fault of the thread itself (fault_records.rs) and for late records placed among held batches (hold.rs).
+/// a fault waited for the next lock): for a fault of the thread itself (fault_records.rs) and for late records
+/// placed among held batches (hold.rs). The declarations after that place come up to it, ahead of `entries`.
 pub fn insert_at_time(batch: &mut Batch, time: u64, entries: Vec<Entry>) {
-    let by_time =
-        batch.entries.iter().rposition(|e| e.call.time_ns != 0 && e.call.time_ns <= time).map_or(0, |i| i + 1);
-    let at = by_time.max(declaration_in(batch, &entries).map_or(0, |i| i + 1));
-    batch.entries.splice(at..at, entries);
+    let at = batch.entries.iter().rposition(|e| e.call.time_ns != 0 && e.call.time_ns <= time).map_or(0, |i| i + 1);
+    let mut placed = take_declarations(batch, at);
+    placed.extend(entries);
+    batch.entries.splice(at..at, placed);
 }
 
-/// The last record of `batch` that declares a call site `entries` name and do not declare themselves. Records
-/// placed by their time can be placed before records made earlier: a fault queued while an earlier one's
-/// handler was still copying its stack is taken first, declares the site both share, and goes in after the
-/// earlier one's place; the earlier one, taken next, names a site already declared, and must not go before that
-/// declaration (the reader would find the site unknown).
-pub(super) fn declaration_in(batch: &Batch, entries: &[Entry]) -> Option<usize> {
-    let declares = |e: &Entry, site: u32| matches!(e.record, Record::Callsite { id, .. } if id == site);
-    let mut named = entries.iter().map(|e| e.call.site).filter(|&site| site != 0);
-    let needed: Vec<u32> = named.by_ref().filter(|&site| !entries.iter().any(|e| declares(e, site))).collect();
-    if needed.is_empty() {
-        return None;
+/// Takes the declarations (modules, call sites) out of `batch` from entry `from` on, in their order. Records
+/// placed by their time can go before records made earlier: a fault queued while an earlier one's handler was
+/// still copying its stack is taken first and declares the site (and the module) both share; the earlier one,
+/// taken next, belongs before that declaration, which the reader must have seen first. A declaration orders
+/// nothing, so it moves up to the late record instead of the record moving down past the thread's later work.
+pub(super) fn take_declarations(batch: &mut Batch, from: usize) -> Vec<Entry> {
+    let is_declaration = |e: &Entry| matches!(e.record, Record::Module { .. } | Record::Callsite { .. });
+    if !batch.entries.iter().skip(from).any(is_declaration) {
+        return Vec::new();
     }
-    batch.entries.iter().rposition(|e| needed.iter().any(|&site| declares(e, site)))
+    let later: Vec<Entry> = batch.entries.drain(from..).collect();
+    let (declarations, rest): (Vec<Entry>, Vec<Entry>) = later.into_iter().partition(is_declaration);
+    batch.entries.extend(rest);
+    declarations
 }
 
 #[cfg(test)]
@@ -228,23 +229,31 @@ mod tests {
     }
 
     #[test]
-    fn a_late_record_goes_after_the_declaration_of_its_site() {
+    fn a_late_record_goes_at_its_time_and_the_declarations_it_needs_come_up_to_it() {
         let sited = |time, site, record| Entry { call: Call { tid: 2, time_ns: time, correlation: 0, site }, record };
         let access =
             || Record::HostAccess { address: 0x7000, bytes: 1, write: false, fault: FaultKind::Guard, host_func: 0 };
-        let declaration = || Record::Callsite { id: 3, frames: std::sync::Arc::from(&[0x5123u64][..]) };
+        let module =
+            || Record::Module { path: "/lib/a.so".into(), bias: 0, start: 0x5000, size: 0x1000, build_id: None };
+        let site = || Record::Callsite { id: 3, frames: std::sync::Arc::from(&[0x5123u64][..]) };
         let mut batch = Batch::default();
         batch.entries.extend([entry(10), entry(20), entry(40)]);
-        // The fault at 30 is taken first: it declares site 3 and goes in at its time.
-        insert_at_time(&mut batch, 30, vec![sited(30, 3, declaration()), sited(30, 3, access())]);
-        // The one at 15, taken next, names site 3 too: right after the declaration, not at its own time.
+        // The fault at 30 is taken first: it declares its module and site 3 and goes in at its time.
+        insert_at_time(&mut batch, 30, vec![sited(30, 0, module()), sited(30, 3, site()), sited(30, 3, access())]);
+        // The one at 15, taken next, names site 3 too: it goes in at its time (before the thread's record at 20),
+        // and the two declarations come up ahead of it, in their order.
         insert_at_time(&mut batch, 15, vec![sited(15, 3, access())]);
-        let placed: Vec<(u64, bool)> =
-            batch.entries.iter().map(|e| (e.call.time_ns, matches!(e.record, Record::Callsite { .. }))).collect();
-        assert_eq!(placed, [(10, false), (20, false), (30, true), (15, false), (30, false), (40, false)]);
-        // A site declared nowhere in the batch (in one written before) leaves the time alone.
-        insert_at_time(&mut batch, 12, vec![sited(12, 4, access())]);
-        assert_eq!(batch.entries[1].call.time_ns, 12);
+        let kind = |e: &Entry| match e.record {
+            Record::Module { .. } => "module",
+            Record::Callsite { .. } => "site",
+            Record::HostAccess { .. } => "access",
+            _ => "other",
+        };
+        let placed: Vec<(u64, &str)> = batch.entries.iter().map(|e| (e.call.time_ns, kind(e))).collect();
+        assert_eq!(
+            placed,
+            [(10, "other"), (30, "module"), (30, "site"), (15, "access"), (20, "other"), (30, "access"), (40, "other")]
+        );
     }
 
     #[test]

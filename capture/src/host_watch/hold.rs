@@ -152,15 +152,19 @@ fn place(batches: &mut VecDeque<Held>, late: Late) {
             counters::DROPPED.fetch_add(1, Ordering::Relaxed);
         }
         Late::AtTime { time, entries } => {
-            let by_time = batches
+            let target = batches
                 .iter()
                 .position(|held| held.batch.entries.iter().any(|e| e.call.time_ns > time))
                 .unwrap_or(batches.len().saturating_sub(1));
-            // Not before a held batch that declares a call site the record names (faults.rs says how).
-            let declared = batches.iter().rposition(|held| faults::declaration_in(&held.batch, &entries).is_some());
-            let target = by_time.max(declared.unwrap_or(0));
+            // The declarations of the batches after it come up with the record (faults.rs says why).
+            let mut placed: Vec<Entry> = batches
+                .iter_mut()
+                .skip(target + 1)
+                .flat_map(|held| faults::take_declarations(&mut held.batch, 0))
+                .collect();
+            placed.extend(entries);
             if let Some(held) = batches.get_mut(target) {
-                faults::insert_at_time(&mut held.batch, time, entries);
+                faults::insert_at_time(&mut held.batch, time, placed);
             }
         }
     }
@@ -208,7 +212,7 @@ mod tests {
     }
 
     #[test]
-    fn a_late_record_is_not_placed_before_the_held_declaration_of_its_site() {
+    fn a_late_record_goes_at_its_time_and_the_held_declarations_come_up_to_it() {
         let mut first = Batch::default();
         first.entries.push(entry(10, Record::Event { handle: 1 }));
         let mut second = Batch::default();
@@ -233,6 +237,7 @@ mod tests {
                     .collect()
             })
             .collect();
-        assert_eq!(handles, vec![vec![1], vec![0, 3, 2]], "after the declaration (0), though made before everything");
+        // The declaration (0) moved up from the second batch; the record is first, as its time says.
+        assert_eq!(handles, vec![vec![0, 3, 1], vec![2]]);
     }
 }
