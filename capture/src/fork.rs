@@ -1,7 +1,8 @@
 //! fork() in a captured program: the state lock is held across the fork, so that the child does not inherit
 //! it locked by a thread that does not exist there, and the child notes its own process id, so that its first
 //! recorded call starts its own trace file (state.rs), and that it is a forked child, which may end in _exit
-//! (its synchronizations write what is pending, callback.rs). Touches the state lock and the process id only.
+//! (its synchronizations write what is pending, callback.rs), and forgets the guard faults its parent's threads
+//! had queued (the parent records them). Touches the state lock, the process id and the fault queue only.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,5 +48,6 @@ pub fn in_forked_child() -> bool {
 extern "C" fn after_fork_in_child() {
     FORKED_CHILD.store(true, Ordering::Relaxed);
     let _ = std::panic::catch_unwind(origin::note_pid);
+    crate::host_watch::faults::forget_queued_after_fork();
     after_fork_in_parent();
 }

@@ -158,6 +158,19 @@ pub fn note(address: u64, context: *mut c_void, _start: u64, _end: u64) {
     WAITING.store(true, Ordering::Release);
 }
 
+/// In a forked child: the faults queued, and those whose handlers were being written, are the parent's (of
+/// threads the child does not have); the parent records them, the child must not.
+pub fn forget_queued_after_fork() {
+    forget_queued(&QUEUE, &WAITING);
+}
+
+fn forget_queued(queue: &[Slot], waiting: &AtomicBool) {
+    for slot in queue {
+        slot.state.store(FREE, Ordering::Release);
+    }
+    waiting.store(false, Ordering::Release);
+}
+
 /// How many faults wait for the state lock.
 pub fn queued() -> usize {
     QUEUE.iter().filter(|s| s.state.load(Ordering::Acquire) == READY).count()
@@ -254,6 +267,17 @@ mod tests {
             placed,
             [(10, "other"), (30, "module"), (30, "site"), (15, "access"), (20, "other"), (30, "access"), (40, "other")]
         );
+    }
+
+    #[test]
+    fn a_forked_child_forgets_the_faults_its_parent_queued() {
+        let queue = [EMPTY, EMPTY, EMPTY];
+        let waiting = AtomicBool::new(true);
+        queue[0].state.store(READY, Ordering::Release);
+        queue[2].state.store(WRITING, Ordering::Release);
+        forget_queued(&queue, &waiting);
+        assert!(queue.iter().all(|slot| slot.state.load(Ordering::Acquire) == FREE));
+        assert!(!waiting.load(Ordering::Acquire));
     }
 
     #[test]
