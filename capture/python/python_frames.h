@@ -197,6 +197,16 @@ inline bool layout_fits(const FrameLayout& layout, const void* code_type, const 
       fits = memory.read(raw, layout.code, raw_code) && raw_code == code &&
              memory.read(raw, layout.instruction, instruction) &&
              instruction - (static_cast<const char*>(raw_code) + layout.code_units) == lasti_of(frame);
+      // The walk's skip rule must keep every frame the API returns: their owner and their code's first
+      // traceable instruction, read where the walk reads them, say so (a layout wrong there alone would pass
+      // the check above and then skip real frames).
+      char owner = 0;
+      int first_traceable = 0;
+      fits = fits && memory.read(raw, layout.owner, owner) &&
+             memory.read(raw_code, layout.first_traceable, first_traceable) &&
+             !(owner == kOwnedByCStack && layout.version >= 0x030C0000) &&
+             (owner == kOwnedByGenerator ||
+              (instruction - (static_cast<const char*>(raw_code) + layout.code_units)) / 2 >= first_traceable);
       Py_DecRef(code);
       fits = fits && memory.read(raw, layout.previous, raw);
     }
