@@ -179,6 +179,19 @@ mod tests {
         Entry { call: Call { tid: 1, time_ns: time, correlation: 0, site: 0 }, record }
     }
 
+    fn held(batches: [Batch; 2]) -> VecDeque<Held> {
+        batches.into_iter().map(|batch| Held { batch, taken_ns: 0, host_funcs: Vec::new() }).collect()
+    }
+
+    /// Each held batch's event handles in order (0 for a record of another kind).
+    fn event_handles(batches: &VecDeque<Held>) -> Vec<Vec<u64>> {
+        let handle = |e: &Entry| match e.record {
+            Record::Event { handle } => handle,
+            _ => 0,
+        };
+        batches.iter().map(|h| h.batch.entries.iter().map(handle).collect()).collect()
+    }
+
     #[test]
     fn late_records_find_their_host_function_or_their_time() {
         let mut first = Batch::default();
@@ -188,23 +201,10 @@ mod tests {
         first.entries.push(entry(30, Record::Event { handle: 2 }));
         let mut second = Batch::default();
         second.entries.push(entry(40, Record::Event { handle: 3 }));
-        let mut batches: VecDeque<Held> =
-            [first, second].into_iter().map(|batch| Held { batch, taken_ns: 0, host_funcs: Vec::new() }).collect();
+        let mut batches = held([first, second]);
         place(&mut batches, Late::InHostFunc { id: 42, entries: vec![entry(99, Record::Event { handle: 7 })] });
         place(&mut batches, Late::AtTime { time: 35, entries: vec![entry(35, Record::Event { handle: 8 })] });
-        let handles: Vec<Vec<u64>> = batches
-            .iter()
-            .map(|h| {
-                h.batch
-                    .entries
-                    .iter()
-                    .map(|e| match e.record {
-                        Record::Event { handle } => handle,
-                        _ => 0,
-                    })
-                    .collect()
-            })
-            .collect();
+        let handles = event_handles(&batches);
         assert_eq!(handles, vec![vec![1, 0, 7, 2, 8], vec![3]]);
         let dropped = counters::DROPPED.load(Ordering::Relaxed);
         place(&mut batches, Late::InHostFunc { id: 43, entries: Vec::new() });
@@ -219,24 +219,11 @@ mod tests {
         let declaration = Record::Callsite { id: 6, frames: std::sync::Arc::from(&[0x5123u64][..]) };
         second.entries.push(Entry { call: Call { site: 6, ..entry(40, Record::OpBegin).call }, record: declaration });
         second.entries.push(entry(40, Record::Event { handle: 2 }));
-        let mut batches: VecDeque<Held> =
-            [first, second].into_iter().map(|batch| Held { batch, taken_ns: 0, host_funcs: Vec::new() }).collect();
+        let mut batches = held([first, second]);
         let sited =
             Entry { call: Call { site: 6, ..entry(5, Record::OpBegin).call }, record: Record::Event { handle: 3 } };
         place(&mut batches, Late::AtTime { time: 5, entries: vec![sited] });
-        let handles: Vec<Vec<u64>> = batches
-            .iter()
-            .map(|h| {
-                h.batch
-                    .entries
-                    .iter()
-                    .map(|e| match e.record {
-                        Record::Event { handle } => handle,
-                        _ => 0,
-                    })
-                    .collect()
-            })
-            .collect();
+        let handles = event_handles(&batches);
         // The declaration (0) moved up from the second batch; the record is first, as its time says.
         assert_eq!(handles, vec![vec![0, 3, 1], vec![2]]);
     }
