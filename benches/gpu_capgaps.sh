@@ -95,23 +95,21 @@ def order(trace):
         before = [x for x in lines[:i] if x.get("thread") == t and x.get("type") == "host_acquire"]
         notes.append(f'{r.get("fault")} access, {len(before)} acquires before it, next record of its thread: {later.get("type") if later else "none"}')
     return "; ".join(notes) or "no host_access"
+def report_line(path):
+    try:
+        report = json.load(open(path))
+        return f"{summary(report)} | {counters(report) or 'none'}"
+    except Exception as e:
+        return f"no report ({type(e).__name__})"
 print("label | plain rc, captured rc | expected | verdict | races | counters | host accesses")
 for label in sorted(f[:-5] for f in os.listdir(f"{res}/cuda") if f.endswith(".json") and not f.endswith(".report.json")):
     out = open(f"{res}/cuda/{label}.out", errors="replace").read()
     truth = re.search(r"GROUND_TRUTH (\w+)", out)
-    try:
-        report = json.load(open(f"{res}/cuda/{label}.report.json"))
-        line = f"{summary(report)} | {counters(report) or 'none'}"
-    except Exception as e:
-        line = f"no report ({type(e).__name__})"
+    line = report_line(f"{res}/cuda/{label}.report.json")
     print(f"{label} | see run_all.txt | {truth.group(1) if truth else 'no GROUND_TRUTH'} | {line} | {order(f'{res}/cuda/{label}.json')}")
 for label in sorted(f[:-7] for f in os.listdir(f"{res}/cuda-samples") if f.endswith(".status")):
     status = open(f"{res}/cuda-samples/{label}.status").read().strip()
-    try:
-        report = json.load(open(f"{res}/cuda-samples/{label}.report.json"))
-        line = f"{summary(report)} | {counters(report) or 'none'}"
-    except Exception as e:
-        line = f"no report ({type(e).__name__})"
+    line = report_line(f"{res}/cuda-samples/{label}.report.json")
     print(f"{label} | {status} | {expected.get(label.split('-')[0], '?')} | {line} | -")
 PY
 grep -E "DIFFERS|no ground truth" "$res/cuda/run_all.txt" >> "$res/summary.txt"
