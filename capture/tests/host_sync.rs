@@ -9,11 +9,9 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The C++ compiler (`$CXX`, `c++`, `g++`).
-fn compiler() -> Option<String> {
-    let candidates = std::env::var("CXX").ok().into_iter().chain(["c++".to_string(), "g++".to_string()]);
-    candidates.into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
-}
+#[path = "common/compiler.rs"]
+mod common_compiler;
+use common_compiler::compiler;
 
 /// The library cargo built beside this test.
 fn library() -> PathBuf {
@@ -24,19 +22,8 @@ fn library() -> PathBuf {
 }
 
 fn build(cxx: &str, dir: &Path) -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/host_sync_program.cpp");
     let binary = dir.join("host_sync_program");
-    let built = Command::new(cxx)
-        .args(["-std=c++20", "-O1", "-pthread", "-o"])
-        .arg(&binary)
-        .arg(source)
-        .output()
-        .expect("the compiler runs");
-    assert!(
-        built.status.success(),
-        "building host_sync_program.cpp failed:\n{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    common_compiler::build(cxx, &["-std=c++20", "-O1", "-pthread"], "host_sync_program.cpp", &binary);
     binary
 }
 

@@ -4,12 +4,11 @@
 //! destructors calling back while the process exits, in several processes at once, with the C++ compiler the
 //! bootstrap would use. The two-GPU samples (samples/multi_gpu) are the real check, on the GPU machine.
 
-use std::path::Path;
 use std::process::Command;
 
 #[path = "common/compiler.rs"]
 mod common_compiler;
-use common_compiler::compiler;
+use common_compiler::{build, compiler};
 
 #[test]
 fn observer_state_outlives_callbacks_at_exit_in_every_process() {
@@ -20,15 +19,8 @@ fn observer_state_outlives_callbacks_at_exit_in_every_process() {
         eprintln!("skipped: {message}");
         return;
     };
-    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
     let binary = std::env::temp_dir().join(format!("streamtrace-observer-exit-{}", std::process::id()));
-    let built = Command::new(&cxx)
-        .args(["-std=c++20", "-O1", "-pthread", "-o"])
-        .arg(&binary)
-        .arg(tests.join("observer_exit.cpp"))
-        .output()
-        .expect("the compiler runs");
-    assert!(built.status.success(), "building observer_exit.cpp failed:\n{}", String::from_utf8_lossy(&built.stderr));
+    build(&cxx, &["-std=c++20", "-O1", "-pthread"], "observer_exit.cpp", &binary);
     // Several rounds: a state destroyed too early corrupts the heap only when a callback lands after it.
     for round in 0..5 {
         let run = Command::new(&binary).arg("8").output().expect("runs");

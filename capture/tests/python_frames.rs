@@ -10,7 +10,7 @@ use std::process::Command;
 
 #[path = "common/compiler.rs"]
 mod common_compiler;
-use common_compiler::compiler;
+use common_compiler::{build, compiler};
 
 /// The Pythons to run the test under, each once.
 fn pythons() -> Vec<PathBuf> {
@@ -52,17 +52,7 @@ fn the_frame_walk_reads_what_python_says_under_every_cpython_found() {
     }
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
     let probe = std::env::temp_dir().join(format!("streamtrace-python-frames-{}.so", std::process::id()));
-    let built = Command::new(&cxx)
-        .args(["-std=c++20", "-O1", "-shared", "-fPIC", "-o"])
-        .arg(&probe)
-        .arg(tests.join("python_frames_probe.cpp"))
-        .output()
-        .expect("the compiler runs");
-    assert!(
-        built.status.success(),
-        "building python_frames_probe.cpp failed:\n{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    build(&cxx, &["-std=c++20", "-O1", "-shared", "-fPIC"], "python_frames_probe.cpp", &probe);
     for python in &pythons {
         let run = Command::new(python).arg(tests.join("python_frames_test.py")).arg(&probe).output().expect("runs");
         let stdout = String::from_utf8_lossy(&run.stdout);

@@ -9,11 +9,9 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The C++ compiler (`$CXX`, `c++`, `g++`).
-fn compiler() -> Option<String> {
-    let candidates = std::env::var("CXX").ok().into_iter().chain(["c++".to_string(), "g++".to_string()]);
-    candidates.into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
-}
+#[path = "common/compiler.rs"]
+mod common_compiler;
+use common_compiler::{build, compiler};
 
 /// The capture library as a shared object: `cargo test` builds only the rlib, so this builds the cdylib the
 /// same way (the dependencies are already built).
@@ -58,15 +56,8 @@ fn a_program_handling_its_own_faults_behaves_the_same_with_the_capture_preloaded
         eprintln!("skipped: {message}");
         return;
     };
-    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
     let binary = std::env::temp_dir().join(format!("streamtrace-signal-chain-{}", std::process::id()));
-    let built = Command::new(&cxx)
-        .args(["-std=c++17", "-O1", "-pthread", "-o"])
-        .arg(&binary)
-        .arg(tests.join("signal_chain.cpp"))
-        .output()
-        .expect("the compiler runs");
-    assert!(built.status.success(), "building signal_chain.cpp failed:\n{}", String::from_utf8_lossy(&built.stderr));
+    build(&cxx, &["-std=c++17", "-O1", "-pthread"], "signal_chain.cpp", &binary);
     let library = capture_library();
 
     let who = run(&binary, "who", Some(&library));
