@@ -606,9 +606,9 @@ void note_process_group(const c10::IValue& value, std::string& out) {
   const std::string& description = group_desc(group);  // may throw (no backend yet): the caller catches
   if (!description.empty() && description != "undefined") {
     append_json_escaped(out, description.c_str());
-  } else if (!group_name(group).empty()) {
+  } else if (const std::string& name = group_name(group); !name.empty()) {
     out += "group ";
-    append_json_escaped(out, group_name(group).c_str());
+    append_json_escaped(out, name.c_str());
   }
 }
 
