@@ -46,6 +46,8 @@ static WALK_NS: AtomicU64 = AtomicU64::new(0);
 static KERNEL_ARGS_NS: AtomicU64 = AtomicU64::new(0);
 static KERNEL_LAYOUTS: AtomicU64 = AtomicU64::new(0);
 static KERNEL_LAYOUT_NS: AtomicU64 = AtomicU64::new(0);
+static KERNEL_LAYOUT_DRIVER_NS: AtomicU64 = AtomicU64::new(0);
+static HOST_SYNC_NS: AtomicU64 = AtomicU64::new(0);
 
 /// What the host-synchronization interposers did (host_sync/), counted with the split kept: where their share
 /// of the capture's cost goes in a program whose threads lock thousands of times a step.
@@ -105,6 +107,17 @@ pub fn kernel_layout<T>(describe: impl FnOnce() -> T) -> T {
         KERNEL_LAYOUTS.fetch_add(1, Ordering::Relaxed);
     }
     timed_part(&KERNEL_LAYOUT_NS, describe)
+}
+
+/// One of a layout lookup's driver queries (its name, a parameter's place), timed with the split kept: what the
+/// driver takes (loading a lazily loaded kernel) against the name's demangling and parsing.
+pub fn kernel_layout_query<T>(query: impl FnOnce() -> T) -> T {
+    timed_part(&KERNEL_LAYOUT_DRIVER_NS, query)
+}
+
+/// An interposer's bookkeeping, timed with the split kept (the real call it wraps is not in it).
+pub fn host_sync_bookkeeping<T>(work: impl FnOnce() -> T) -> T {
+    timed_part(&HOST_SYNC_NS, work)
 }
 
 /// Reads a kernel's name and pointer arguments through `read`, counting its time with the split kept.
@@ -167,13 +180,15 @@ pub fn detail_lines(name_of: impl Fn(u32) -> String) -> Option<String> {
     );
     let layouts = KERNEL_LAYOUTS.load(Ordering::Relaxed);
     text += &format!(
-        "streamtrace:   of those, {:.1} us looking up the layouts of {layouts} kernels (once each)\n",
-        us(KERNEL_LAYOUT_NS.load(Ordering::Relaxed))
+        "streamtrace:   of those, {:.1} us looking up the layouts of {layouts} kernels (once each; {:.1} us in the driver's queries)\n",
+        us(KERNEL_LAYOUT_NS.load(Ordering::Relaxed)),
+        us(KERNEL_LAYOUT_DRIVER_NS.load(Ordering::Relaxed))
     );
     let host_sync = |event: HostSyncEvent| HOST_SYNC[event as usize].load(Ordering::Relaxed);
     text += &format!(
-        "streamtrace: host synchronization interposers: {} calls with bookkeeping, {} return addresses placed, {} releases put into objects, {} acquires read objects, {} snapshots written\n",
+        "streamtrace: host synchronization interposers: {} calls with bookkeeping ({:.1} us in it), {} return addresses placed, {} releases put into objects, {} acquires read objects, {} snapshots written\n",
         host_sync(HostSyncEvent::Call),
+        us(HOST_SYNC_NS.load(Ordering::Relaxed)),
         host_sync(HostSyncEvent::CallerPlaced),
         host_sync(HostSyncEvent::Put),
         host_sync(HostSyncEvent::Read),

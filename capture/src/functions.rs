@@ -60,13 +60,13 @@ fn name_of(handle: *mut c_void) -> Option<(String, HandleKind)> {
     let other = if first == HandleKind::Kernel { HandleKind::Function } else { HandleKind::Kernel };
     for kind in [first, other] {
         let mut name: *const std::ffi::c_char = std::ptr::null();
-        let named = match kind {
+        let named = crate::cost::kernel_layout_query(|| match kind {
             // Safety: the driver writes a pointer to a string it owns; the handle came from the launch being
             // traced, and one of the wrong kind returns an error code.
             HandleKind::Function => unsafe { cu::cuFuncGetName(&mut name, handle as cu::CUfunction) },
             // Safety: as above, for the CUkernel form.
             HandleKind::Kernel => unsafe { cu::cuKernelGetName(&mut name, handle as cu::CUkernel) },
-        } == cu::CUresult::CUDA_SUCCESS;
+        }) == cu::CUresult::CUDA_SUCCESS;
         if named && !name.is_null() {
             LAST_WAS_KERNEL.store(kind == HandleKind::Kernel, Ordering::Relaxed);
             // Safety: a non-null name from the driver is a NUL-terminated string that lives as long as the module.
@@ -78,7 +78,7 @@ fn name_of(handle: *mut c_void) -> Option<(String, HandleKind)> {
 
 fn param_info(handle: *mut c_void, kind: HandleKind, index: usize) -> Option<(usize, usize)> {
     let (mut offset, mut size) = (0usize, 0usize);
-    let found = match kind {
+    let found = crate::cost::kernel_layout_query(|| match kind {
         // Safety: out-pointers to locals; an invalid index or handle returns an error code.
         HandleKind::Function => unsafe {
             cu::cuFuncGetParamInfo(handle as cu::CUfunction, index, &mut offset, &mut size)
@@ -87,7 +87,7 @@ fn param_info(handle: *mut c_void, kind: HandleKind, index: usize) -> Option<(us
         HandleKind::Kernel => unsafe {
             cu::cuKernelGetParamInfo(handle as cu::CUkernel, index, &mut offset, &mut size)
         },
-    } == cu::CUresult::CUDA_SUCCESS;
+    }) == cu::CUresult::CUDA_SUCCESS;
     found.then_some((offset, size))
 }
 

@@ -95,7 +95,8 @@ fn bookkeeping(work: impl FnOnce()) {
     crate::cost::host_sync_event(HostSyncEvent::Call);
     // Safety: the calling thread's errno, read and written back.
     let errno = unsafe { *libc::__errno_location() };
-    if std::panic::catch_unwind(AssertUnwindSafe(work)).is_err() && !OFF.swap(true, Ordering::SeqCst) {
+    let outcome = crate::cost::host_sync_bookkeeping(|| std::panic::catch_unwind(AssertUnwindSafe(work)));
+    if outcome.is_err() && !OFF.swap(true, Ordering::SeqCst) {
         eprintln!("streamtrace: host synchronization is no longer recorded (an internal error); capture goes on");
     }
     // Safety: as above.
