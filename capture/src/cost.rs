@@ -55,6 +55,8 @@ static HOST_SYNC_NS: AtomicU64 = AtomicU64::new(0);
 pub enum HostSyncEvent {
     /// An interposed call that did bookkeeping.
     Call,
+    /// A release or acquire that found nothing changed without bookkeeping (host_sync's fast paths).
+    Unchanged,
     /// A return address not seen before (or pushed out of the table): placed among the mappings.
     CallerPlaced,
     /// A release that put marks into an object's shard.
@@ -65,7 +67,7 @@ pub enum HostSyncEvent {
     Snapshot,
 }
 
-const HOST_SYNC_EVENTS: usize = 5;
+const HOST_SYNC_EVENTS: usize = 6;
 static HOST_SYNC: [AtomicU64; HOST_SYNC_EVENTS] = [const { AtomicU64::new(0) }; HOST_SYNC_EVENTS];
 
 /// Counts one `event` of the interposers with the split kept.
@@ -186,9 +188,10 @@ pub fn detail_lines(name_of: impl Fn(u32) -> String) -> Option<String> {
     );
     let host_sync = |event: HostSyncEvent| HOST_SYNC[event as usize].load(Ordering::Relaxed);
     text += &format!(
-        "streamtrace: host synchronization interposers: {} calls with bookkeeping ({:.1} us in it), {} return addresses placed, {} releases put into objects, {} acquires read objects, {} snapshots written\n",
+        "streamtrace: host synchronization interposers: {} calls with bookkeeping ({:.1} us in it), {} releases and acquires that changed nothing (no bookkeeping), {} return addresses placed, {} releases put into objects, {} acquires read objects, {} snapshots written\n",
         host_sync(HostSyncEvent::Call),
         us(HOST_SYNC_NS.load(Ordering::Relaxed)),
+        host_sync(HostSyncEvent::Unchanged),
         host_sync(HostSyncEvent::CallerPlaced),
         host_sync(HostSyncEvent::Put),
         host_sync(HostSyncEvent::Read),

@@ -98,10 +98,10 @@ const ACQUIRED: usize = 8;
 const WRITE_HELD: usize = 16;
 /// Objects whose version was seen when acquired last (objects.rs), by address: unchanged, they are not read
 /// again.
-const SEEN: usize = 32;
+const SEEN: usize = 128;
 /// Objects released into lately, by address: a thread that unlocks the same few mutexes over and over (an
 /// allocator's, a queue's) while it knows the same does not put the same marks into them again.
-const STORED: usize = 32;
+const STORED: usize = 128;
 
 /// An object this thread released into, with its `known_version` then and the object's version after.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

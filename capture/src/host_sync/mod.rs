@@ -106,11 +106,48 @@ fn bookkeeping(work: impl FnOnce()) {
 
 /// Before the call that releases `object` (`caller`: its return address).
 fn release(object: usize, how: Release, api: &'static str, caller: usize) {
+    if release_changes_nothing(object) {
+        crate::cost::host_sync_event(HostSyncEvent::Unchanged);
+        return;
+    }
     bookkeeping(|| {
         if THREAD.with(|k| k.borrow().knows_something()) && caller::is_programs(caller) {
             release_into(object, how, api);
         }
     });
+}
+
+/// Whether releasing into `object` now would leave everything as it is: the thread knows nothing, or it learned
+/// nothing of its own and its knowledge and the object stand as they were when it last released into it. Most
+/// of a program's unlocks are these (a step of a PyTorch loop makes thousands of lock calls, a few of which
+/// carry news), and they skip the bookkeeping's errno, unwind guard and caller lookup: this only reads the
+/// thread's knowledge and an atomic, cannot panic and leaves errno alone. Whose call it is does not matter
+/// here: for a call that is not the program's, nothing is written either.
+fn release_changes_nothing(object: usize) -> bool {
+    THREAD
+        .try_with(|k| {
+            k.try_borrow().is_ok_and(|k| {
+                !k.knows_something() || !k.taught && k.stored_already(object, objects::version_of(object))
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// Whether acquiring `object` now would bring nothing: no mark was ever released, or this thread read the
+/// object at its present version already (and has no acquires that a managed-memory watch wants written at
+/// once). Read as [`release_changes_nothing`] reads.
+fn acquire_brings_nothing(object: usize) -> bool {
+    if !ANY_MARK.load(Ordering::Relaxed) {
+        return true;
+    }
+    THREAD
+        .try_with(|k| {
+            k.try_borrow().is_ok_and(|k| {
+                k.saw(object, objects::version_of(object))
+                    && !(k.has_pending() && crate::host_watch::managed_faults::expecting())
+            })
+        })
+        .unwrap_or(false)
 }
 
 /// Releases what this thread knows into `object`.
@@ -150,6 +187,10 @@ fn write_snapshot(api: &'static str) -> bool {
 
 /// After the call that acquired `object`: the other threads' marks it holds become pending on this thread.
 fn acquire(object: usize, api: &'static str, caller: usize) {
+    if acquire_brings_nothing(object) {
+        crate::cost::host_sync_event(HostSyncEvent::Unchanged);
+        return;
+    }
     bookkeeping(|| {
         if ANY_MARK.load(Ordering::Relaxed) && caller::is_programs(caller) {
             acquire_marks(&object_marks(object), api);
