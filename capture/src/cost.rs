@@ -55,7 +55,8 @@ static HOST_SYNC_NS: AtomicU64 = AtomicU64::new(0);
 pub enum HostSyncEvent {
     /// An interposed call that did bookkeeping.
     Call,
-    /// A release or acquire that found nothing changed without bookkeeping (host_sync's fast paths).
+    /// A release or acquire passed on without bookkeeping (host_sync's fast paths): it would change nothing, or
+    /// its caller is known not to be the program.
     Unchanged,
     /// A return address not seen before (or pushed out of the table): placed among the mappings.
     CallerPlaced,
@@ -188,7 +189,7 @@ pub fn detail_lines(name_of: impl Fn(u32) -> String) -> Option<String> {
     );
     let host_sync = |event: HostSyncEvent| HOST_SYNC[event as usize].load(Ordering::Relaxed);
     text += &format!(
-        "streamtrace: host synchronization interposers: {} calls with bookkeeping ({:.1} us in it), {} releases and acquires that changed nothing (no bookkeeping), {} return addresses placed, {} releases put into objects, {} acquires read objects, {} snapshots written\n",
+        "streamtrace: host synchronization interposers: {} calls with bookkeeping ({:.1} us in it), {} releases and acquires passed on without it (nothing to change, or not the program's), {} return addresses placed, {} releases put into objects, {} acquires read objects, {} snapshots written\n",
         host_sync(HostSyncEvent::Call),
         us(HOST_SYNC_NS.load(Ordering::Relaxed)),
         host_sync(HostSyncEvent::Unchanged),

@@ -56,15 +56,30 @@ pub fn is_programs(return_address: usize) -> bool {
     if return_address == 0 {
         return true;
     }
-    let slot = &DECIDED[(return_address ^ return_address >> 10) % SLOTS];
-    let decided = slot.load(Ordering::Relaxed);
-    if decided >> 1 == return_address {
-        return decided & 1 == 1;
+    let slot = slot_of(return_address);
+    if let Some(programs) = decided(slot, return_address) {
+        return programs;
     }
     crate::cost::host_sync_event(crate::cost::HostSyncEvent::CallerPlaced);
     let programs = decide(return_address);
     slot.store(return_address << 1 | usize::from(programs), Ordering::Relaxed);
     programs
+}
+
+/// Whether the call that returns to `return_address` was decided already not to be the program's: a table
+/// lookup, nothing more (for the interposers' fast paths, which must not place an address).
+pub fn known_not_programs(return_address: usize) -> bool {
+    return_address != 0 && decided(slot_of(return_address), return_address) == Some(false)
+}
+
+fn slot_of(return_address: usize) -> &'static AtomicUsize {
+    &DECIDED[(return_address ^ return_address >> 10) % SLOTS]
+}
+
+/// What `slot` says of `return_address`, if it holds it.
+fn decided(slot: &AtomicUsize, return_address: usize) -> Option<bool> {
+    let decided = slot.load(Ordering::Relaxed);
+    (decided >> 1 == return_address).then_some(decided & 1 == 1)
 }
 
 /// An executable mapping and whose code it holds.

@@ -106,7 +106,7 @@ fn bookkeeping(work: impl FnOnce()) {
 
 /// Before the call that releases `object` (`caller`: its return address).
 fn release(object: usize, how: Release, api: &'static str, caller: usize) {
-    if release_changes_nothing(object) {
+    if caller::known_not_programs(caller) || release_changes_nothing(object) {
         crate::cost::host_sync_event(HostSyncEvent::Unchanged);
         return;
     }
@@ -187,7 +187,7 @@ fn write_snapshot(api: &'static str) -> bool {
 
 /// After the call that acquired `object`: the other threads' marks it holds become pending on this thread.
 fn acquire(object: usize, api: &'static str, caller: usize) {
-    if acquire_brings_nothing(object) {
+    if caller::known_not_programs(caller) || acquire_brings_nothing(object) {
         crate::cost::host_sync_event(HostSyncEvent::Unchanged);
         return;
     }
