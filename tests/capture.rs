@@ -169,6 +169,36 @@ fn host_threads_are_ordered_by_the_synchronization_the_capture_recorded() {
 }
 
 #[test]
+fn a_host_read_handed_over_between_threads_is_ordered_by_what_the_hand_over_carried() {
+    // Captured on the H200 (benches/gpu_capgaps.sh, samples/cuda/threads_handover_read.cu): the worker thread
+    // reads a pinned or managed buffer that the main thread handed it (a mutex and condition variable, or a host
+    // function). The read is seen through a guard fault, and the worker's acquire of the main thread's knowledge
+    // must come before it (DESIGN.md rules 10, 12 and 13).
+    const DIR: &str = "samples/capture/cuda";
+    for clean in ["threads_handover_read", "threads_handover_read-managed", "threads_handover_read-host-func"] {
+        expect_races(&format!("{DIR}/{clean}.json"), &[]);
+    }
+    expect_races(
+        &format!("{DIR}/threads_handover_read-no-sync.json"),
+        &[("read-after-write", "memcpy DtoH", "host read")],
+    );
+    expect_races(
+        &format!("{DIR}/threads_handover_read-managed-no-sync.json"),
+        &[("read-after-write", "write_kernel", "host read")],
+    );
+    // A host function on another stream than the copy's hands over nothing of the copy.
+    expect_races(
+        &format!("{DIR}/threads_handover_read-host-func-other-stream.json"),
+        &[("read-after-write", "memcpy DtoH", "host read")],
+    );
+    // The host function's hand-over: the worker's read was seen (a fault) after it acquired the function's place.
+    let text = std::fs::read_to_string(format!("{DIR}/threads_handover_read-host-func.json")).expect("trace");
+    let acquire = text.find("\"host_acquire\"").expect("the worker's acquire");
+    let access = text.find("\"host_access\"").expect("the worker's read");
+    assert!(acquire < access, "the acquire is written before the read it orders");
+}
+
+#[test]
 fn capture_ranges_keep_only_what_ran_inside_them() {
     // Captured on the H200 (benches/gpu_jobs.sh): a race before the range and one inside it.
     const DIR: &str = "samples/capture/ranges";
