@@ -173,6 +173,15 @@ names!(
         RangeBegin = "range_begin",
         /// The capture range `id` ends.
         RangeEnd = "range_end",
+        /// `cudaStreamGetCaptureInfo` on a capturing stream: `graph` is the graph being captured (nodes the
+        /// program adds to it by hand go into the capture), `deps` the nodes the stream's next captured work
+        /// would depend on, by the handles the driver gave them. Either is absent when the program did not ask.
+        CaptureInfo = "capture_info",
+        /// `cudaStreamUpdateCaptureDependencies` with `cudaStreamSetCaptureDependencies`: the stream's next
+        /// captured work depends on the nodes `deps` names, and on nothing else.
+        CaptureDepsSet = "capture_deps_set",
+        /// The same with `cudaStreamAddCaptureDependencies`: on the nodes `deps` names as well.
+        CaptureDepsAdd = "capture_deps_add",
     }
 );
 
@@ -477,6 +486,8 @@ impl RecordKind {
             RecordKind::HostRelease | RecordKind::HostAcquire => &[F::Object],
             RecordKind::RangeBegin => &[F::Id, F::Name],
             RecordKind::RangeEnd => &[F::Id],
+            RecordKind::CaptureInfo => &[F::Stream, F::Graph, F::Deps],
+            RecordKind::CaptureDepsSet | RecordKind::CaptureDepsAdd => &[F::Stream, F::Deps],
         }
     }
 

@@ -111,6 +111,9 @@ const RECORD_TAGS: &[(RecordKind, u16)] = &[
     (RecordKind::HostAcquire, 59),
     (RecordKind::RangeBegin, 60),
     (RecordKind::RangeEnd, 61),
+    (RecordKind::CaptureInfo, 62),
+    (RecordKind::CaptureDepsSet, 63),
+    (RecordKind::CaptureDepsAdd, 64),
 ];
 
 const TAG_STRING: u16 = 1;
@@ -425,6 +428,9 @@ mod tests {
             "host_acquire: object",
             "range_begin: id name",
             "range_end: id",
+            "capture_info: stream graph deps",
+            "capture_deps_set: stream deps",
+            "capture_deps_add: stream deps",
         ];
         assert_eq!(text, expected);
     }
