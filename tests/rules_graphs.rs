@@ -323,3 +323,67 @@ fn allocations_and_frees_in_a_capture_are_the_graphs_memory_nodes() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!((found[0].kind, found[0].range.start), (RaceKind::WriteAfterRead, 0x8000), "{found:?}");
 }
+
+/// A capture on stream 1 of `produce` (writes X) that asks the driver for the graph being captured (100) and the
+/// node the stream depends on (161: `produce`), adds node 162 to graph 100 by hand after `hand_deps`, writing
+/// `hand_writes`, then `update`s the stream's dependencies, and captures `consume` reading `reads`; launched once.
+/// cudaStreamGetCaptureInfo, cudaGraphAddNode and cudaStreamUpdateCaptureDependencies, as NVIDIA's
+/// graphConditionalNodes and torch.cond's capture do it.
+fn hand_added(hand_deps: &str, hand_writes: &str, update: &str, reads: &str) -> String {
+    begin(1)
+        + &write(1, "produce", "$X")
+        + "{\"type\":\"capture_info\",\"stream\":1,\"graph\":100,\"deps\":[161]}\n"
+        + &format!(
+            "{{\"type\":\"graph_node\",\"graph\":100,\"node\":162,\"name\":\"by_hand\",\"deps\":{hand_deps},\"writes\":[{hand_writes}],\"src\":\"app.cu:40\"}}\n"
+        )
+        + update
+        + &read(1, "consume", reads)
+        + &end_and_instantiate(1)
+        + &launch(1)
+}
+
+const SET_TO_HAND_NODE: &str = "{\"type\":\"capture_deps_set\",\"stream\":1,\"deps\":[162]}\n";
+const ADD_HAND_NODE: &str = "{\"type\":\"capture_deps_add\",\"stream\":1,\"deps\":[162]}\n";
+
+#[test]
+fn a_set_of_capture_dependencies_replaces_the_stream_order() {
+    // The next captured node depends on the hand-added node alone, which depends on nothing: `consume` is no
+    // longer after `produce` though the stream order would have put it there.
+    let found = races(&hand_added("[]", "", SET_TO_HAND_NODE, "$X"));
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "produce", "consume");
+    assert_eq!(found[0].count, 1);
+    // The hand-added node after `produce` (the node the driver named): ordered through it.
+    assert!(races(&hand_added("[161]", "", SET_TO_HAND_NODE, "$X")).is_empty());
+    // Without the update the stream order stands.
+    assert!(races(&hand_added("[]", "", "", "$X")).is_empty());
+}
+
+#[test]
+fn added_capture_dependencies_order_the_next_node_after_a_hand_added_one() {
+    // The hand-added node writes Y with no dependencies. Added to the stream's set, `consume` reads Y after it and
+    // still X after `produce`.
+    assert!(races(&hand_added("[]", "$Y", ADD_HAND_NODE, "$X,$Y")).is_empty());
+    // Left out of the stream's set, the hand-added node runs beside `consume`.
+    let found = races(&hand_added("[]", "$Y", "", "$Y"));
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "by_hand", "consume");
+    // Set instead of added, `consume`'s read of X is no longer after `produce`.
+    assert_one_race(
+        &races(&hand_added("[]", "$Y", SET_TO_HAND_NODE, "$X")),
+        RaceKind::ReadAfterWrite,
+        "produce",
+        "consume",
+    );
+}
+
+#[test]
+fn capture_dependencies_the_capture_did_not_reach_are_refused_in_hand_written_traces() {
+    // The stream depends on one node (`produce`); a driver set of two disagrees with the capture.
+    let produce = write(1, "produce", r#"["0x1000",256]"#);
+    let body = begin(1) + &produce + "{\"type\":\"capture_info\",\"stream\":1,\"deps\":[161,163]}\n";
+    let error = scenario::try_analyze("bad.json", PRELUDE, &body, HostOrder::Global).expect_err("two nodes for one");
+    assert!(error.to_string().contains("dependencies of a capturing stream"), "{error}");
+    // An update naming a node the capture never named.
+    let body = begin(1) + &produce + SET_TO_HAND_NODE;
+    let error = scenario::try_analyze("bad.json", PRELUDE, &body, HostOrder::Global).expect_err("an unknown node");
+    assert!(error.to_string().contains("not in its graph"), "{error}");
+}

@@ -158,18 +158,79 @@ pub enum NodeOwner {
 /// (ingest/graphs); the engine never sees them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GraphCall {
-    CaptureBegin { stream: StreamId, into: Option<u64> },
-    CaptureEnd { stream: StreamId, graph: Option<u64> },
-    Create { graph: u64 },
-    AddNode { graph: u64, node: u64, deps: Vec<u64>, params: NodeParams },
-    AddDependencies { graph: u64, node: u64, deps: Vec<u64> },
-    RemoveDependencies { graph: u64, node: u64, deps: Vec<u64> },
-    UpdateNode { owner: NodeOwner, node: u64, params: NodeParams },
-    DestroyNode { graph: u64, node: u64 },
-    Clone { graph: u64, original: u64 },
-    Instantiate { graph: u64, exec: u64 },
-    ExecUpdate { exec: u64, graph: u64 },
-    Destroy { graph: u64 },
-    ExecDestroy { exec: u64 },
-    Launch { exec: u64, stream: StreamId },
+    CaptureBegin {
+        stream: StreamId,
+        into: Option<u64>,
+    },
+    CaptureEnd {
+        stream: StreamId,
+        graph: Option<u64>,
+    },
+    /// `cudaStreamGetCaptureInfo` on a capturing stream: the graph being captured, and the handles of the nodes
+    /// the stream's next captured work would depend on; each none when the program did not ask for it.
+    CaptureInfo {
+        stream: StreamId,
+        graph: Option<u64>,
+        deps: Option<Vec<u64>>,
+    },
+    /// `cudaStreamUpdateCaptureDependencies`: the stream's next captured work depends on `deps` only.
+    SetCaptureDependencies {
+        stream: StreamId,
+        deps: Vec<u64>,
+    },
+    /// The same, adding `deps` to what it depends on.
+    AddCaptureDependencies {
+        stream: StreamId,
+        deps: Vec<u64>,
+    },
+    Create {
+        graph: u64,
+    },
+    AddNode {
+        graph: u64,
+        node: u64,
+        deps: Vec<u64>,
+        params: NodeParams,
+    },
+    AddDependencies {
+        graph: u64,
+        node: u64,
+        deps: Vec<u64>,
+    },
+    RemoveDependencies {
+        graph: u64,
+        node: u64,
+        deps: Vec<u64>,
+    },
+    UpdateNode {
+        owner: NodeOwner,
+        node: u64,
+        params: NodeParams,
+    },
+    DestroyNode {
+        graph: u64,
+        node: u64,
+    },
+    Clone {
+        graph: u64,
+        original: u64,
+    },
+    Instantiate {
+        graph: u64,
+        exec: u64,
+    },
+    ExecUpdate {
+        exec: u64,
+        graph: u64,
+    },
+    Destroy {
+        graph: u64,
+    },
+    ExecDestroy {
+        exec: u64,
+    },
+    Launch {
+        exec: u64,
+        stream: StreamId,
+    },
 }

@@ -363,6 +363,20 @@ impl JsonTraceParser {
             RecordKind::CaptureEnd => {
                 OpKind::GraphCall(GraphCall::CaptureEnd { stream: self.stream(process, raw.stream)?, graph: raw.graph })
             }
+            RecordKind::CaptureInfo => OpKind::GraphCall(GraphCall::CaptureInfo {
+                stream: self.stream(process, raw.stream)?,
+                graph: raw.graph,
+                deps: raw.deps.clone(),
+            }),
+            RecordKind::CaptureDepsSet | RecordKind::CaptureDepsAdd => {
+                let stream = self.stream(process, raw.stream)?;
+                let deps = raw.deps.clone().ok_or_else(|| Problem::malformed(format!("{kind} without `deps`")))?;
+                OpKind::GraphCall(if kind == RecordKind::CaptureDepsSet {
+                    GraphCall::SetCaptureDependencies { stream, deps }
+                } else {
+                    GraphCall::AddCaptureDependencies { stream, deps }
+                })
+            }
             RecordKind::GraphCreate => OpKind::GraphCall(GraphCall::Create { graph: handle(raw.graph, Field::Graph)? }),
             RecordKind::GraphDestroy => {
                 OpKind::GraphCall(GraphCall::Destroy { graph: handle(raw.graph, Field::Graph)? })

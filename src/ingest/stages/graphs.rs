@@ -117,6 +117,13 @@ impl Draft {
         self.conditionals = live().any(|n| !n.bodies.is_empty() || n.child.as_ref().is_some_and(|c| c.conditionals));
     }
 
+    /// Names a node by the handle the program learned for it (a captured node, through
+    /// `cudaStreamGetCaptureInfo`).
+    fn name(&mut self, index: usize, handle: u64) {
+        self.nodes[index].handle = Some(handle);
+        self.by_handle.insert(handle, index);
+    }
+
     fn index_of(&self, node: u64) -> Result<usize, GraphProblem> {
         self.by_handle
             .get(&node)
@@ -165,6 +172,9 @@ pub struct GraphAssembler {
     captures: HashMap<u32, Capture>,
     next_capture: u32,
     capturing: HashMap<StreamId, u32>,
+    /// The graphs being captured, by the handle the program knows each by (`cudaStreamGetCaptureInfo`, or the
+    /// graph a capture into a graph fills): a graph call naming one changes its capture.
+    capture_graphs: HashMap<(ProcessId, u64), u32>,
     /// Events recorded inside a capture: the capture and the nodes a wait on them joins.
     captured_events: HashMap<EventId, (u32, Vec<usize>)>,
     /// Blocks a capture allocated (`cudaMallocAsync` on a capturing stream): what a free node of theirs frees.
@@ -349,6 +359,9 @@ impl GraphAssembler {
                 frontier.insert(*stream, Vec::new());
                 self.captures.insert(id, Capture { process, draft, frontier });
                 self.capturing.insert(*stream, id);
+                if let Some(graph) = into {
+                    self.capture_graphs.insert((process, *graph), id);
+                }
             }
             GraphCall::CaptureEnd { stream, graph } => {
                 let id = self
@@ -359,11 +372,36 @@ impl GraphAssembler {
                 let Some(capture) = self.captures.remove(&id) else { return Ok(None) };
                 self.capturing.retain(|_, c| *c != id);
                 self.captured_events.retain(|_, (c, _)| *c != id);
+                self.capture_graphs.retain(|_, c| *c != id);
                 match graph {
                     Some(graph) => {
                         self.graphs.insert((capture.process, *graph), Arc::new(capture.draft));
                     }
                     None => self.failed_captures += 1,
+                }
+            }
+            GraphCall::CaptureInfo { stream, graph, deps } => {
+                let id = self.capture_of(*stream)?;
+                if let Some(graph) = graph {
+                    self.capture_graphs.insert((process, *graph), id);
+                }
+                if let (Some(handles), Some(capture)) = (deps, self.captures.get_mut(&id)) {
+                    let frontier = capture.frontier.get(stream).map_or(&[][..], Vec::as_slice);
+                    name_frontier(&mut capture.draft, frontier, handles)?;
+                }
+            }
+            GraphCall::SetCaptureDependencies { stream, deps } | GraphCall::AddCaptureDependencies { stream, deps } => {
+                let id = self.capture_of(*stream)?;
+                let Some(capture) = self.captures.get_mut(&id) else { return Ok(None) };
+                let nodes = deps.iter().map(|d| capture.draft.index_of(*d)).collect::<Result<Vec<_>, _>>()?;
+                let frontier = capture.frontier.entry(*stream).or_default();
+                if matches!(call, GraphCall::SetCaptureDependencies { .. }) {
+                    frontier.clear();
+                }
+                for node in nodes {
+                    if !frontier.contains(&node) {
+                        frontier.push(node);
+                    }
                 }
             }
             GraphCall::Create { graph } => {
@@ -487,8 +525,19 @@ impl GraphAssembler {
         self.graphs.get(&(process, graph)).ok_or_else(|| unknown_graph(graph))
     }
 
-    /// The graph, to change: copied first when a child node still runs it as it was.
+    /// The capture `stream` takes part in.
+    fn capture_of(&self, stream: StreamId) -> Result<u32, GraphProblem> {
+        self.capturing.get(&stream).copied().ok_or_else(|| {
+            GraphProblem::new("a capture's dependencies are asked for or changed on a stream that is not capturing")
+        })
+    }
+
+    /// The graph, to change: the capture's while it is being captured, else copied first when a child node still
+    /// runs it as it was.
     fn draft_mut(&mut self, process: ProcessId, graph: u64) -> Result<&mut Draft, GraphProblem> {
+        if let Some(capture) = self.capture_graphs.get(&(process, graph)).and_then(|id| self.captures.get_mut(id)) {
+            return Ok(&mut capture.draft);
+        }
         self.graphs.get_mut(&(process, graph)).map(Arc::make_mut).ok_or_else(|| unknown_graph(graph))
     }
 
@@ -596,6 +645,41 @@ impl GraphAssembler {
         done.insert(Arc::as_ptr(draft), made.clone());
         Ok(made)
     }
+}
+
+/// Names the nodes a capturing stream's next work depends on (`frontier`) by the handles the driver gave for them
+/// (`handles`, from `cudaStreamGetCaptureInfo`), so that nodes added by hand and dependency updates can name them.
+/// Handles named before stand for their own nodes; the others are paired with the nodes not named yet in the
+/// order both came (the driver's order of a set is not documented: when several unnamed nodes are asked for at
+/// once, which is which is taken from the order). A set of another size than the capture's, or a handle of a node
+/// the stream does not depend on, names nothing.
+fn name_frontier(draft: &mut Draft, frontier: &[usize], handles: &[u64]) -> Result<(), GraphProblem> {
+    let disagree = || {
+        GraphProblem::new(format!(
+            "the driver's dependencies of a capturing stream ({} nodes) are not the {} the capture's order gives",
+            handles.len(),
+            frontier.len()
+        ))
+    };
+    if handles.len() != frontier.len() {
+        return Err(disagree());
+    }
+    let mut fresh = Vec::new();
+    for &handle in handles {
+        match draft.index_of(handle) {
+            Ok(index) if frontier.contains(&index) => {}
+            Ok(_) => return Err(disagree()),
+            Err(_) => fresh.push(handle),
+        }
+    }
+    let unnamed: Vec<usize> = frontier.iter().copied().filter(|&i| draft.nodes[i].handle.is_none()).collect();
+    if unnamed.len() != fresh.len() {
+        return Err(disagree());
+    }
+    for (handle, index) in fresh.into_iter().zip(unnamed) {
+        draft.name(index, handle);
+    }
+    Ok(())
 }
 
 fn unknown_graph(graph: u64) -> GraphProblem {
