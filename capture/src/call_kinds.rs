@@ -76,6 +76,14 @@ pub enum Detail {
     /// The host waits in the call for GPU work (a forked child writes its records there).
     HostWait,
     Node(NodeWord),
+    /// cuStreamGetCaptureInfo, the `_v2` form or the `_v3` one with edge data.
+    CaptureInfo {
+        edges: bool,
+    },
+    /// cuStreamUpdateCaptureDependencies, the first form or the `_v2` one with edge data.
+    CaptureUpdate {
+        edges: bool,
+    },
     /// Graph edges added or removed, by the first or the `_v2` (edge data) form.
     Edges {
         added: bool,

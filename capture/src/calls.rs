@@ -6,9 +6,8 @@
 //! backends subscribe to exactly these ids and dispatch through [`spec_of`]. Declarations and lookups only.
 //!
 //! Left out on purpose: `cuGraphUpload` (it moves a graph's own data to the device in stream order and touches
-//! no memory of the program) and `cuStreamUpdateCaptureDependencies` (it changes which captured nodes the next
-//! one depends on, by node handles the trace does not carry for captured work: its graphs keep the stream order's
-//! dependencies, docs/graphs.md).
+//! no memory of the program). The first `cuStreamGetCaptureInfo` (no graph, no dependencies: what PyTorch asks
+//! on every allocation) is not subscribed to; its `_v2` and `_v3` are, and record only what the program asked for.
 
 use streamtrace_format::{AllocKind, CopyKind};
 
@@ -203,6 +202,10 @@ calls! {
     CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ = 612, "cuMemAllocFromPoolAsync_ptsz", ExitOk, PerThread, memory::alloc_from_pool_async, Recorded, None;
     CU_GRAPH_ADD_EXT_SEMAS_SIGNAL_NODE = 618, "cuGraphAddExternalSemaphoresSignalNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::Other);
     CU_GRAPH_ADD_EXT_SEMAS_WAIT_NODE = 621, "cuGraphAddExternalSemaphoresWaitNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::Other);
+    CU_STREAM_GET_CAPTURE_INFO_V2 = 629, "cuStreamGetCaptureInfo_v2", ExitOk, Legacy, graphs::capture_info, Recorded, CaptureInfo { edges: false };
+    CU_STREAM_GET_CAPTURE_INFO_V2_PTSZ = 630, "cuStreamGetCaptureInfo_v2_ptsz", ExitOk, PerThread, graphs::capture_info, Recorded, CaptureInfo { edges: false };
+    CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES = 631, "cuStreamUpdateCaptureDependencies", ExitOk, Legacy, graphs::update_capture_dependencies, Recorded, CaptureUpdate { edges: false };
+    CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES_PTSZ = 632, "cuStreamUpdateCaptureDependencies_ptsz", ExitOk, PerThread, graphs::update_capture_dependencies, Recorded, CaptureUpdate { edges: false };
     CU_GRAPH_ADD_MEM_ALLOC_NODE = 638, "cuGraphAddMemAllocNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::MemAlloc);
     CU_GRAPH_ADD_MEM_FREE_NODE = 639, "cuGraphAddMemFreeNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::MemFree);
     CU_GRAPH_INSTANTIATE_WITH_FLAGS = 643, "cuGraphInstantiateWithFlags", ExitOk, Legacy, graphs::instantiate, Recorded, None;
@@ -223,6 +226,10 @@ calls! {
     CU_GRAPH_ADD_NODE_V2 = 723, "cuGraphAddNode_v2", ExitOk, Legacy, graphs::add_node_with_edges, Recorded, None;
     CU_GRAPH_ADD_DEPENDENCIES_V2 = 727, "cuGraphAddDependencies_v2", ExitOk, Legacy, graphs::dependencies, Recorded, Edges { added: true, v2: true };
     CU_GRAPH_REMOVE_DEPENDENCIES_V2 = 728, "cuGraphRemoveDependencies_v2", ExitOk, Legacy, graphs::dependencies, Recorded, Edges { added: false, v2: true };
+    CU_STREAM_GET_CAPTURE_INFO_V3 = 729, "cuStreamGetCaptureInfo_v3", ExitOk, Legacy, graphs::capture_info, Recorded, CaptureInfo { edges: true };
+    CU_STREAM_GET_CAPTURE_INFO_V3_PTSZ = 730, "cuStreamGetCaptureInfo_v3_ptsz", ExitOk, PerThread, graphs::capture_info, Recorded, CaptureInfo { edges: true };
+    CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES_V2 = 731, "cuStreamUpdateCaptureDependencies_v2", ExitOk, Legacy, graphs::update_capture_dependencies, Recorded, CaptureUpdate { edges: true };
+    CU_STREAM_UPDATE_CAPTURE_DEPENDENCIES_V2_PTSZ = 732, "cuStreamUpdateCaptureDependencies_v2_ptsz", ExitOk, PerThread, graphs::update_capture_dependencies, Recorded, CaptureUpdate { edges: true };
     CU_MEMCPY_BATCH_ASYNC = 776, "cuMemcpyBatchAsync", Entry, Legacy, copies::batch_copy, Skipped, None;
     CU_MEMCPY_BATCH_ASYNC_PTSZ = 777, "cuMemcpyBatchAsync_ptsz", Entry, PerThread, copies::batch_copy, Skipped, None;
     CU_MEMCPY_3D_BATCH_ASYNC = 778, "cuMemcpy3DBatchAsync", Entry, Legacy, copies::batch_copy_3d, Skipped, None;

@@ -27,6 +27,54 @@ pub struct EndCapture {
     pub phGraph: *mut Handle,
 }
 
+/// cuStreamGetCaptureInfo_v2: what the driver writes through each out-pointer (any may be null: not asked).
+#[repr(C)]
+pub struct CaptureInfo {
+    pub hStream: Handle,
+    pub captureStatus_out: *mut u32,
+    pub id_out: *mut u64,
+    pub graph_out: *mut Handle,
+    pub dependencies_out: *mut *const Handle,
+    pub numDependencies_out: *mut usize,
+}
+
+/// cuStreamGetCaptureInfo_v3: the edge data's out-pointer before the count.
+#[repr(C)]
+pub struct CaptureInfoWithEdges {
+    pub hStream: Handle,
+    pub captureStatus_out: *mut u32,
+    pub id_out: *mut u64,
+    pub graph_out: *mut Handle,
+    pub dependencies_out: *mut *const Handle,
+    pub edgeData_out: *mut *const c_void,
+    pub numDependencies_out: *mut usize,
+}
+
+/// CU_STREAM_CAPTURE_STATUS_ACTIVE: the stream is capturing.
+pub const CAPTURE_STATUS_ACTIVE: u32 = 1;
+
+/// cuStreamUpdateCaptureDependencies: (hStream, dependencies, numDependencies, flags).
+#[repr(C)]
+pub struct UpdateCaptureDependencies {
+    pub hStream: Handle,
+    pub dependencies: *const Handle,
+    pub numDependencies: usize,
+    pub flags: u32,
+}
+
+/// cuStreamUpdateCaptureDependencies_v2: the edge data before the count.
+#[repr(C)]
+pub struct UpdateCaptureDependenciesWithEdges {
+    pub hStream: Handle,
+    pub dependencies: *const Handle,
+    pub dependencyData: *const c_void,
+    pub numDependencies: usize,
+    pub flags: u32,
+}
+
+/// CU_STREAM_SET_CAPTURE_DEPENDENCIES (CU_STREAM_ADD_CAPTURE_DEPENDENCIES is 0).
+pub const SET_CAPTURE_DEPENDENCIES: u32 = 1;
+
 /// cuGraphCreate: (phGraph, flags); cuGraphClone: (phGraphClone, originalGraph).
 #[repr(C)]
 pub struct GraphOut {

@@ -47,6 +47,20 @@ pub enum GraphRecord {
         stream: u64,
         graph: Option<u64>,
     },
+    /// What cuStreamGetCaptureInfo told the program of a capturing stream: the graph being captured and the
+    /// nodes the stream's next captured work would depend on, each when the program asked for it.
+    CaptureInfo {
+        stream: u64,
+        graph: Option<u64>,
+        deps: Option<Box<[u64]>>,
+    },
+    /// cuStreamUpdateCaptureDependencies: the stream's next captured work depends on `deps` only (`set`) or on
+    /// them as well.
+    CaptureDependencies {
+        stream: u64,
+        deps: Box<[u64]>,
+        set: bool,
+    },
     Create {
         graph: u64,
     },
@@ -101,6 +115,9 @@ impl GraphRecord {
         match self {
             GraphRecord::CaptureBegin { .. } => RecordKind::CaptureBegin,
             GraphRecord::CaptureEnd { .. } => RecordKind::CaptureEnd,
+            GraphRecord::CaptureInfo { .. } => RecordKind::CaptureInfo,
+            GraphRecord::CaptureDependencies { set: true, .. } => RecordKind::CaptureDepsSet,
+            GraphRecord::CaptureDependencies { set: false, .. } => RecordKind::CaptureDepsAdd,
             GraphRecord::Create { .. } => RecordKind::GraphCreate,
             GraphRecord::Node { .. } => RecordKind::GraphNode,
             GraphRecord::NodeUpdate { .. } => RecordKind::GraphNodeUpdate,
@@ -124,6 +141,18 @@ impl GraphRecord {
                 if let Some(graph) = graph {
                     line.number(Field::Graph, *graph);
                 }
+            }
+            GraphRecord::CaptureInfo { stream, graph, deps } => {
+                line.number(Field::Stream, *stream);
+                if let Some(graph) = graph {
+                    line.number(Field::Graph, *graph);
+                }
+                if let Some(deps) = deps {
+                    line.numbers(Field::Deps, deps.iter().copied());
+                }
+            }
+            GraphRecord::CaptureDependencies { stream, deps, .. } => {
+                line.number(Field::Stream, *stream).numbers(Field::Deps, deps.iter().copied());
             }
             GraphRecord::Create { graph } | GraphRecord::Destroy { graph } => {
                 line.number(Field::Graph, *graph);

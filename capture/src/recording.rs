@@ -60,6 +60,9 @@ pub fn record(spec: &CallSpec, data: &DriverCall<'_>, origin: CallOrigin, walk_f
     if !in_range && spec.outside == OutsideRanges::Skipped {
         return;
     }
+    if !crate::handlers::graphs::records_anything(data) {
+        return;
+    }
     let walk = in_range || spec.outside == OutsideRanges::Recorded;
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: origin.correlation, site: 0 };

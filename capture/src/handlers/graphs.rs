@@ -66,6 +66,89 @@ pub fn end_capture(state: &mut ProcessState, cx: &CallContext, data: &DriverCall
     emit(state, cx, GraphRecord::CaptureEnd { stream, graph }, "cuStreamEndCapture");
 }
 
+/// What a cuStreamGetCaptureInfo call told the program of a capturing stream, as (stream handle, graph, node
+/// handles): none for a stream that is not capturing, or when the program asked for neither the graph nor the
+/// nodes (NCCL asks at every collective, PyTorch around its captures).
+///
+/// # Safety
+/// `data` is a cuStreamGetCaptureInfo_v2 or _v3 call (its detail says which) that has returned.
+unsafe fn capture_info_of(data: &DriverCall<'_>) -> Option<(Handle, Option<u64>, Option<Vec<u64>>)> {
+    if !data.succeeded() {
+        return None;
+    }
+    let (stream, status, graph, deps, count) = match data.detail {
+        // Safety: the _v3 block is CaptureInfoWithEdges.
+        Detail::CaptureInfo { edges: true } => unsafe { data.params::<CaptureInfoWithEdges>() }
+            .map(|p| (p.hStream, p.captureStatus_out, p.graph_out, p.dependencies_out, p.numDependencies_out))?,
+        // Safety: the _v2 block is CaptureInfo.
+        Detail::CaptureInfo { edges: false } => unsafe { data.params::<CaptureInfo>() }
+            .map(|p| (p.hStream, p.captureStatus_out, p.graph_out, p.dependencies_out, p.numDependencies_out))?,
+        _ => return None,
+    };
+    // Safety (all three): out-pointers the driver wrote through, as the call succeeded; null-checked.
+    if unsafe { status.as_ref() } != Some(&CAPTURE_STATUS_ACTIVE) {
+        return None;
+    }
+    let graph = unsafe { graph.as_ref() }.map(|g| *g as u64).filter(|&g| g != 0);
+    let deps = match unsafe { (deps.as_ref(), count.as_ref()) } {
+        // Safety: the driver's array of `count` nodes, valid until the program's next call on the stream.
+        (Some(&list), Some(&count)) if count <= MAX_LIST && (count == 0 || !list.is_null()) => {
+            Some(unsafe { handles(list, count) })
+        }
+        _ => None,
+    };
+    (graph.is_some() || deps.is_some()).then_some((stream, graph, deps))
+}
+
+/// Whether a call is worth its stack walk and the state's lock: a capture-information call only when it has
+/// something to record (asked on every NCCL collective, mostly of streams that are not capturing).
+pub fn records_anything(data: &DriverCall<'_>) -> bool {
+    match data.detail {
+        // Safety: the detail comes from the call table, which gives it to cuStreamGetCaptureInfo_v2/_v3 only.
+        Detail::CaptureInfo { .. } => unsafe { capture_info_of(data) }.is_some(),
+        _ => true,
+    }
+}
+
+/// cuStreamGetCaptureInfo_v2 and _v3 of a capturing stream: the graph being captured (nodes added to it by hand
+/// join the capture) and the handles of the nodes the stream's next work depends on, which name captured nodes.
+pub fn capture_info(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: the table gives this handler the cuStreamGetCaptureInfo forms, at exit.
+    let Some((stream, graph, deps)) = (unsafe { capture_info_of(data) }) else { return };
+    let stream = state.stream(cx, stream);
+    // Captured nodes named now are the graph's: a parameter change of one names its graph.
+    if let (Some(graph), Some(deps)) = (graph, &deps) {
+        for &node in deps {
+            state.graph_of_node.insert(node, graph);
+        }
+    }
+    let record = GraphRecord::CaptureInfo { stream, graph, deps: deps.map(Vec::into_boxed_slice) };
+    emit(state, cx, record, "cuStreamGetCaptureInfo");
+}
+
+/// cuStreamUpdateCaptureDependencies, both forms: the stream's next captured work depends on the nodes named,
+/// instead of (CU_STREAM_SET_CAPTURE_DEPENDENCIES) or as well as what it depended on.
+pub fn update_capture_dependencies(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    let update = match data.detail {
+        // Safety: the _v2 block is UpdateCaptureDependenciesWithEdges.
+        Detail::CaptureUpdate { edges: true } => unsafe { data.params::<UpdateCaptureDependenciesWithEdges>() }
+            .map(|p| (p.hStream, p.dependencies, p.numDependencies, p.flags)),
+        // Safety: the first form's block is UpdateCaptureDependencies.
+        Detail::CaptureUpdate { edges: false } => unsafe { data.params::<UpdateCaptureDependencies>() }
+            .map(|p| (p.hStream, p.dependencies, p.numDependencies, p.flags)),
+        _ => None,
+    };
+    let Some((stream, list, count, flags)) = update else { return };
+    if count > MAX_LIST || (list.is_null() && count > 0) {
+        return;
+    }
+    // Safety: the program's array of `count` nodes (the call succeeded with it).
+    let deps = unsafe { handles(list, count) }.into_boxed_slice();
+    let stream = state.stream(cx, stream);
+    let record = GraphRecord::CaptureDependencies { stream, deps, set: flags == SET_CAPTURE_DEPENDENCIES };
+    emit(state, cx, record, "cuStreamUpdateCaptureDependencies");
+}
+
 pub fn create(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
     // Safety: cuGraphCreate's block starts with the new graph's out-pointer: GraphOut.
     let Some(p) = (unsafe { data.params::<GraphOut>() }) else { return };
@@ -362,4 +445,96 @@ unsafe fn set_body(set: *const MemsetNodeParams) -> NodeBody {
     let Some(s) = (unsafe { set.as_ref() }) else { return NodeBody::Plain(NodeKind::Memset) };
     let row = (s.width as u64).saturating_mul(u64::from(s.elementSize));
     NodeBody::Set { to: (s.dst, pitched_extent(s.pitch, row, s.height, 1, 0)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calls::Handler;
+    use crate::live_capture_tests::{capture_on, trace_lines_of, with_state};
+    use crate::origin::thread_id;
+
+    /// Calls `handler` at the exit of a call that succeeded with `block`, on the legacy stream of context 7.
+    fn returned(handler: Handler, detail: Detail, block: *const c_void) {
+        let result = 0i32;
+        with_state(|state, call| {
+            // Safety: `block` is the layout `detail` names, alive for the call; `result` lives past it.
+            let data = unsafe { DriverCall::new(detail, block, true, &result) };
+            if records_anything(&data) {
+                handler(state, &CallContext::new(call, 7, None, false), &data);
+            }
+        });
+    }
+
+    #[test]
+    fn capture_dependency_calls_record_what_the_driver_said_and_the_program_set() {
+        capture_on();
+        let nodes = [0x161usize as Handle, 0x162usize as Handle];
+        let (mut status, mut graph, mut list, mut count) =
+            (CAPTURE_STATUS_ACTIVE, 0x100usize as Handle, nodes.as_ptr(), 2);
+        let mut info = CaptureInfoWithEdges {
+            hStream: std::ptr::null_mut(),
+            captureStatus_out: &mut status,
+            id_out: std::ptr::null_mut(),
+            graph_out: &mut graph,
+            dependencies_out: &mut list,
+            edgeData_out: std::ptr::null_mut(),
+            numDependencies_out: &mut count,
+        };
+        let v3 = Detail::CaptureInfo { edges: true };
+        returned(capture_info, v3, &info as *const _ as *const c_void);
+        // Asked for the graph only; then for neither (a status query: nothing to record).
+        info.dependencies_out = std::ptr::null_mut();
+        returned(capture_info, v3, &info as *const _ as *const c_void);
+        info.graph_out = std::ptr::null_mut();
+        returned(capture_info, v3, &info as *const _ as *const c_void);
+        // A stream that is not capturing: nothing either.
+        let mut idle = 0u32;
+        let (mut graph, mut list) = (0x100usize as Handle, nodes.as_ptr());
+        let v2 = CaptureInfo {
+            hStream: std::ptr::null_mut(),
+            captureStatus_out: &mut idle,
+            id_out: std::ptr::null_mut(),
+            graph_out: &mut graph,
+            dependencies_out: &mut list,
+            numDependencies_out: &mut count,
+        };
+        returned(capture_info, Detail::CaptureInfo { edges: false }, &v2 as *const _ as *const c_void);
+        let set = UpdateCaptureDependenciesWithEdges {
+            hStream: std::ptr::null_mut(),
+            dependencies: nodes[1..].as_ptr(),
+            dependencyData: std::ptr::null(),
+            numDependencies: 1,
+            flags: SET_CAPTURE_DEPENDENCIES,
+        };
+        returned(update_capture_dependencies, Detail::CaptureUpdate { edges: true }, &set as *const _ as *const c_void);
+        let add = UpdateCaptureDependencies {
+            hStream: std::ptr::null_mut(),
+            dependencies: nodes.as_ptr(),
+            numDependencies: 2,
+            flags: 0,
+        };
+        returned(
+            update_capture_dependencies,
+            Detail::CaptureUpdate { edges: false },
+            &add as *const _ as *const c_void,
+        );
+
+        let lines: Vec<String> = trace_lines_of(&[thread_id()])
+            .into_iter()
+            .filter(|v| v["type"].as_str().is_some_and(|t| t.starts_with("capture_")))
+            .map(|v| format!("{} stream {} graph {} deps {}", v["type"], v["stream"], v["graph"], v["deps"]))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                r#""capture_info" stream 7 graph 256 deps [353,354]"#,
+                r#""capture_info" stream 7 graph 256 deps null"#,
+                r#""capture_deps_set" stream 7 graph null deps [354]"#,
+                r#""capture_deps_add" stream 7 graph null deps [353,354]"#,
+            ]
+        );
+        // The nodes named are the graph's: a parameter change of one is recorded with its graph.
+        with_state(|state, _| assert_eq!(state.graph_of_node.get(&0x161), Some(&0x100)));
+    }
 }
