@@ -681,6 +681,23 @@ fn push_graphs(batch: &mut Batch) {
             exact: None,
         },
     );
+    // The program asks for the graph being captured and the node the kernel became (0x81), adds a set node after
+    // it by hand, and makes the next captured kernel depend on the set node only.
+    graph(batch, GraphRecord::CaptureInfo { stream: SIDE, graph: Some(0x8000), deps: Some(Box::new([0x81])) });
+    node(batch, 0x8000, 0x82, &[0x81], NodeBody::Set { to: (0x600, 8) });
+    graph(batch, GraphRecord::CaptureDependencies { stream: SIDE, deps: Box::new([0x82]), set: true });
+    batch.push(
+        CALL,
+        Record::Kernel {
+            stream: SIDE,
+            function: 0,
+            first_pointer: 0,
+            pointer_count: 0,
+            api: "cuLaunchKernel",
+            exact: None,
+        },
+    );
+    graph(batch, GraphRecord::CaptureDependencies { stream: SIDE, deps: Box::new([0x81]), set: false });
     graph(batch, GraphRecord::CaptureEnd { stream: SIDE, graph: Some(0x8000) });
     graph(batch, GraphRecord::Instantiate { graph: 0x8000, exec: 0x9000 });
     graph(batch, GraphRecord::Launch { exec: 0x9000, stream: TOP });
@@ -723,8 +740,11 @@ fn check_graphs(launches: &[&Operation], side: StreamId, top: StreamId) {
     assert_eq!(explicit.nodes[2].depends_on, [0], "the added edge");
     assert_eq!(explicit.nodes[4].depends_on, [3]);
     let captured = graph_of(launches[1], top);
-    assert_eq!(captured.nodes.len(), 1);
+    let kinds: Vec<NodeKind> = captured.nodes.iter().map(|n| n.kind).collect();
+    assert_eq!(kinds, [NodeKind::Kernel, NodeKind::Memset, NodeKind::Kernel], "the hand-added node in its capture");
     assert_eq!((captured.nodes[0].kind, captured.nodes[0].name.as_str()), (NodeKind::Kernel, NAME));
+    assert_eq!(captured.nodes[1].depends_on, [0], "after the node the driver named");
+    assert_eq!(captured.nodes[2].depends_on, [1], "after the set node only: the stream order replaced");
 }
 
 /// The write of three 32-byte runs 64 bytes apart from `first` (`extent` bytes in all), as the reader makes it.
