@@ -1,4 +1,5 @@
-//! Stream capture and the graph API as records: which stream starts or stops capturing, every node
+//! Stream capture and the graph API as records: which stream starts or stops capturing, what the program asks
+//! of a capture (its graph, the nodes its stream depends on) and sets there, every node
 //! added with its dependencies and what it touches (kernel nodes scanned like launches), edges added and
 //! removed, parameter changes of graphs and executable graphs, instantiation, update and destruction. Launches
 //! are recorded with the other launches. Every call here is recorded when it returns (calls.rs): the handles

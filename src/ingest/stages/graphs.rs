@@ -1,6 +1,8 @@
 //! CUDA graphs from the calls that build them (DESIGN.md, CUDA graphs). Work issued to a capturing stream does not
 //! run: it becomes a node of the graph being captured, after the stream's earlier nodes and whatever the stream
-//! waited on inside the capture; a stream that waits on an event recorded inside a capture joins it. Graphs built
+//! waited on inside the capture, or the nodes the program set it to depend on (`cudaStreamUpdateCaptureDependencies`,
+//! naming captured nodes by the handles `cudaStreamGetCaptureInfo` gave, or nodes it added to the capture's graph by
+//! hand); a stream that waits on an event recorded inside a capture joins it. Graphs built
 //! node by node keep the dependencies their calls named. Instantiation fixes a graph as it is then, child graphs
 //! flattened in and nodes sorted so that each depends only on earlier ones; exec updates and parameter changes
 //! make a new version. A launch becomes one `GraphLaunch` carrying its executable graph, shared by every launch
