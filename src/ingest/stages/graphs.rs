@@ -2,11 +2,11 @@
 //! run: it becomes a node of the graph being captured, after the stream's earlier nodes and whatever the stream
 //! waited on inside the capture, or the nodes the program set it to depend on (`cudaStreamUpdateCaptureDependencies`,
 //! naming captured nodes by the handles `cudaStreamGetCaptureInfo` gave, or nodes it added to the capture's graph by
-//! hand); a stream that waits on an event recorded inside a capture joins it. Graphs built
-//! node by node keep the dependencies their calls named. Instantiation fixes a graph as it is then, child graphs
-//! flattened in and nodes sorted so that each depends only on earlier ones; exec updates and parameter changes
-//! make a new version. A launch becomes one `GraphLaunch` carrying its executable graph, shared by every launch
-//! of it, so that the engine remembers what it learned about the graph by the version's key.
+//! hand); a stream that waits on an event recorded inside a capture joins it. Graphs built node by node keep the
+//! dependencies their calls named. Instantiation fixes a graph as it is then, child graphs flattened in and nodes
+//! sorted so that each depends only on earlier ones; exec updates and parameter changes make a new version. A
+//! launch becomes one `GraphLaunch` carrying its executable graph, shared by every launch of it, so that the engine
+//! remembers what it learned about the graph by the version's key.
 //!
 //! The one stage of ingest that decides ordering: the dependencies among a graph's nodes, taken from the order
 //! of a capture and from the calls that built the graph, are what the engine orders the nodes by (its launch
