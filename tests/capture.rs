@@ -785,6 +785,14 @@ fn cuda_graph_samples_match_their_ground_truth() {
     assert_eq!(json["races"][0]["fix"]["kind"], "graph_dependency");
     assert_eq!(json["races"][0]["fix"]["explicit"], true);
     expect_races(&format!("{DIR}/graph_explicit_edge.json"), &[]);
+    // Nodes added by hand to a capture's graph, and the capture's dependencies set or added to by hand.
+    let json = expect_races(
+        &format!("{DIR}/capture_update_deps.json"),
+        &[("read-after-write", "write_kernel", "read_kernel")],
+    );
+    assert_eq!(json["races"][0]["count"], 3, "one finding for the three replays");
+    expect_races(&format!("{DIR}/capture_update_deps-after.json"), &[]);
+    expect_races(&format!("{DIR}/capture_update_deps-add.json"), &[]);
     // An exec update points the node at the buffer another stream reads.
     let json = expect_races(
         &format!("{DIR}/graph_update_buffer.json"),
