@@ -7,8 +7,9 @@ the thread's own frames (capture/python/python_frames.h) or through CPython's AP
 
 The observer is started with Python functions in place of the capture library's entry points, so every record
 it makes is printed; CPU tensors stand in for CUDA ones. The program runs ops from nn.Module code, plain
-functions, a generator, a callback that C code calls (sorted's key), a thread, and a method a class body
-defines: the frames a walk passes on its way to the user's.
+functions, a generator, a callback that C code calls (sorted's key), a thread, a method a class body defines
+(the frames a walk passes on its way to the user's), and a saved-tensor hook whose clones are ops of their own
+inside the ops that save tensors; each record is printed with its extents' shapes (without their addresses).
 """
 import ctypes
 import importlib.util
@@ -50,6 +51,9 @@ observe.argtypes = (ctypes.c_void_p,) * 5 + (ctypes.c_int, ctypes.c_char_p, ctyp
 pointers = [ctypes.cast(f, ctypes.c_void_p).value for f in (begin_fn, begin_fn, record_fn, record_fn)]
 if observe(*pointers, None, 1, error, len(error)) != 0:
     sys.exit(error.value.decode())
+if hasattr(observer, "streamtrace_torch_observe_thread"):  # the callback is each thread's own: as the bootstrap does
+    bootstrap._observe_new_threads(observer)
+bootstrap._observe_python_inside_ops(torch, bootstrap._NativeRegions(observer))  # as the bootstrap does
 way = getattr(observer, "streamtrace_torch_python_frames", lambda: 0)()
 print("lines read %s" % ("from the frames (layout of CPython %x)" % way if way else "through the API"))
 
@@ -92,10 +96,13 @@ Body.doubled(x)
 worker = threading.Thread(target=step, args=(model, x), name="worker")
 worker.start()
 worker.join()
+with torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t):  # ops run inside an op
+    step(model, x)
 for _ in range(2):  # the second time from the caches
     torch.add(x, 1)
     (x * 2).relu_()
 
-for name, text in records:  # the addresses differ between runs; the ops and their lines must not
+for name, text in records:  # the addresses differ between runs; the ops, their lines and extents' shapes must not
     fields = json.loads(text)
-    print(name, fields.get("type"), fields.get("name"), fields.get("src"))
+    shapes = {key: [extent[1:] for extent in fields[key]] for key in ("reads", "writes") if key in fields}
+    print(name, fields.get("type"), fields.get("name"), fields.get("src"), json.dumps(shapes, sort_keys=True))
