@@ -30,12 +30,11 @@ fn main() -> anyhow::Result<()> {
         let round = records.clone();
         let start = Instant::now();
         let cpu_start = thread_cpu_seconds();
-        let mut round = round.into_iter().peekable();
-        while let Some(record) = round.next() {
-            if let (true, Some(next)) = (prefetch, round.peek()) {
-                engine.prefetch(next);
+        for (i, record) in round.iter().enumerate() {
+            if prefetch {
+                engine.prefetch(|k| round.get(i + k));
             }
-            engine.apply(&record)?;
+            engine.apply(record)?;
         }
         seconds.push(start.elapsed().as_secs_f64());
         cpu_seconds.push(thread_cpu_seconds() - cpu_start);

@@ -181,10 +181,8 @@ fn run(
         let mut twin_from = 0;
         for (i, record) in batch.iter().enumerate() {
             let Ok(record) = record else { continue };
-            // The shadow lookups of the next operation start now, overlapping this one's (engine.rs).
-            if let Some(Ok(next)) = batch.get(i + 1) {
-                engine.prefetch(next);
-            }
+            // The memory the next operations touch starts loading now, overlapping this one's misses (engine.rs).
+            engine.prefetch(|k| batch.get(i + k).and_then(|r| r.as_ref().ok()));
             if !order_decided && !matches!(record, TraceRecord::Job(_) | TraceRecord::HostSyncRecorded) {
                 order_decided = true;
                 if engine.host_order() == HostOrder::PerThread && engine.host_sync_recorded() {

@@ -125,10 +125,8 @@ impl TwinEngine {
         let records = batch.get(from..).unwrap_or_default();
         for (i, record) in records.iter().enumerate() {
             let Ok(record) = record else { continue };
-            // As on the analysis's thread (engine.rs): the next operation's shadow lookups start now.
-            if let Some(Ok(next)) = records.get(i + 1) {
-                self.engine.prefetch(next);
-            }
+            // As on the analysis's thread (engine.rs): the next operations' memory starts loading now.
+            self.engine.prefetch(|k| records.get(i + k).and_then(|r| r.as_ref().ok()));
             self.engine.apply(record)?;
             if let TraceRecord::RangeEnd { .. } = record {
                 self.ranges.push(self.engine.finish_range());

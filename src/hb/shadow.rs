@@ -74,7 +74,7 @@ struct Segment {
 }
 
 /// A hint to load the cache line of `address`; a no-op where the target has no such instruction.
-fn prefetch_address(address: *const u8) {
+pub(super) fn prefetch_address(address: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // Safety: a prefetch is only a hint: it never faults (whatever the address) and does not change memory.
     unsafe {
@@ -134,9 +134,16 @@ impl ShadowMemory {
         self.views.for_each_site(each);
     }
 
-    /// Loads the segment starting at `start`, if any, into the cache: an access there comes soon.
+    /// Loads the segment starting at `start`, if any, into the cache: an access there comes soon. Reads the
+    /// radix table's entry for it, which [`ShadowMemory::prefetch_index`] loaded a step before.
     pub fn prefetch(&self, start: u64) {
         self.segments.prefetch(start);
+    }
+
+    /// Loads what finds the segment at `start` (its radix table entry) into the cache, reading nothing that may
+    /// miss: the first step of a prefetch, an operation before [`ShadowMemory::prefetch`].
+    pub fn prefetch_index(&self, start: u64) {
+        self.segments.prefetch_index(start);
     }
 
     /// Checks an access by the operation stamped `current`, whose stream's clock is `clock`, against what the

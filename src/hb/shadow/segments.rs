@@ -119,6 +119,12 @@ impl SegmentMap {
         Some(segment)
     }
 
+    /// Asks the processor to load the radix table's entry for the segment at `start` (a step before
+    /// [`SegmentMap::prefetch`], which reads it).
+    pub(super) fn prefetch_index(&self, start: u64) {
+        self.radix.prefetch(granule(start));
+    }
+
     /// Asks the processor to load the bucket of the segment at `start` without waiting for it: every line of
     /// the bucket with its inline segments (a segment is wider than a line). Nothing of the bucket is read here,
     /// or the prefetch would wait for it.
