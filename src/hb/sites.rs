@@ -20,8 +20,15 @@ use crate::model::{NativeSite, SourceLocation, StreamId, ThreadId};
 /// Live sites below which the table is never collected: below it, collecting costs more than it saves.
 const COLLECTION_FLOOR: usize = 1 << 16;
 
+/// Places in the table of recently interned sites ([`SiteTable::recent`]): a program's hot launch sites.
+const RECENT_SITES: usize = 256;
+
 /// The sites the engine refers to. Grows with the sites held at once, not with the trace's length.
 pub struct SiteTable {
+    /// Direct-mapped by [`quick_key`]: the key and the id of a site interned lately. Every operation interns
+    /// its site; through this, the site of a hot launch site is found with one compare of its parts, without
+    /// hashing its strings or probing the map (a hit is still compared field by field: the key only places).
+    recent: Box<[(u64, SiteId)]>,
     /// By id; `None`: dropped, its id free.
     sites: Vec<Option<LiveSite>>,
     free: Vec<SiteId>,
@@ -48,6 +55,29 @@ impl Default for SiteTable {
     fn default() -> SiteTable {
         SiteTable::with_floor(COLLECTION_FLOOR)
     }
+}
+
+/// A key no site has (a site's key has its class's bits set).
+const NO_KEY: u64 = 0;
+
+/// Where a site without a native call site or graph goes among the recent ones: a mix of its parts' fixed-size
+/// fields and the ends of its strings, cheap next to hashing the strings whole. Never [`NO_KEY`].
+fn quick_key(parts: &SiteParts) -> u64 {
+    let ends = |text: &str| {
+        let bytes = text.as_bytes();
+        let word = |part: &[u8]| part.iter().fold(0u64, |word, &byte| word << 8 | u64::from(byte));
+        let head = word(&bytes[..bytes.len().min(8)]);
+        let tail = word(&bytes[bytes.len().saturating_sub(8)..]);
+        (head, tail, bytes.len() as u64)
+    };
+    let (head, tail, len) = ends(parts.name);
+    let mut hasher = FxHasher::default();
+    (parts.class, head, tail, len, parts.stream, parts.thread).hash(&mut hasher);
+    if let Some(source) = parts.source {
+        (ends(&source.file), source.line, source.function.as_deref().map(str::len)).hash(&mut hasher);
+    }
+    parts.region.map(|region| ends(region)).hash(&mut hasher);
+    hasher.finish() | 1
 }
 
 /// The ids a collection found still referred to.
@@ -83,6 +113,7 @@ impl SiteTable {
     /// A table first collected once it holds `floor` live sites (tests collect at every chance with 1).
     pub fn with_floor(floor: usize) -> SiteTable {
         SiteTable {
+            recent: vec![(NO_KEY, SiteId(0)); RECENT_SITES].into_boxed_slice(),
             sites: Vec::new(),
             free: Vec::new(),
             by_hash: FxHashMap::default(),
@@ -97,6 +128,37 @@ impl SiteTable {
 
     /// The id of the site described by `parts`, creating it on first sight. Allocates only then.
     pub fn intern(&mut self, parts: SiteParts) -> SiteId {
+        // Sites with a native call site or a graph are found through the map alone: the native site's id
+        // takes a lookup of its own, and graph nodes are interned once per graph.
+        let quick = (parts.native.is_none() && parts.graph.is_none()).then(|| quick_key(&parts));
+        if let Some(key) = quick {
+            let (cached, id) = self.recent[key as usize % RECENT_SITES];
+            if cached == key && self.holds(id, &parts, None) {
+                return id;
+            }
+        }
+        let id = self.intern_by_hash(parts);
+        if let Some(key) = quick {
+            self.recent[key as usize % RECENT_SITES] = (key, id);
+        }
+        id
+    }
+
+    /// Whether `id` is live and is the site described by `parts` and the native id `native`.
+    fn holds(&self, id: SiteId, parts: &SiteParts, native: Option<NativeId>) -> bool {
+        let Some(Some(LiveSite { site, .. })) = self.sites.get(id.index()) else { return false };
+        site.class == parts.class
+            && site.name == parts.name
+            && site.stream == parts.stream
+            && site.thread == parts.thread
+            && site.source.as_ref() == parts.source
+            && site.native == native
+            && site.region.as_ref() == parts.region
+            && site.graph.as_ref() == parts.graph
+    }
+
+    /// [`SiteTable::intern`] through the map of every live site by the hash of all its parts.
+    fn intern_by_hash(&mut self, parts: SiteParts) -> SiteId {
         let native = parts.native.map(|site| self.native(site));
         let mut hasher = FxHasher::default();
         parts.class.hash(&mut hasher);
@@ -108,18 +170,8 @@ impl SiteTable {
         parts.region.hash(&mut hasher);
         parts.graph.hash(&mut hasher);
         let hash = hasher.finish();
-        let candidates = self.by_hash.entry(hash).or_default();
-        for &id in candidates.iter() {
-            let Some(LiveSite { site, .. }) = &self.sites[id.index()] else { continue };
-            if site.class == parts.class
-                && site.name == parts.name
-                && site.stream == parts.stream
-                && site.thread == parts.thread
-                && site.source.as_ref() == parts.source
-                && site.native == native
-                && site.region.as_ref() == parts.region
-                && site.graph.as_ref() == parts.graph
-            {
+        if let Some(candidates) = self.by_hash.get(&hash) {
+            if let Some(&id) = candidates.iter().find(|&&id| self.holds(id, &parts, native)) {
                 return id;
             }
         }
@@ -144,7 +196,7 @@ impl SiteTable {
                 SiteId(self.sites.len() as u32 - 1)
             }
         };
-        candidates.push(id);
+        self.by_hash.entry(hash).or_default().push(id);
         self.interned += 1;
         self.live += 1;
         id
@@ -238,5 +290,67 @@ impl SiteTable {
         let (order, renumber) = self.first_seen_order();
         let sites = order.into_iter().filter_map(|index| self.sites[index].take().map(|l| l.site)).collect();
         (sites, self.natives, renumber)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts<'a>(name: &'a str, stream: u32, source: Option<&'a SourceLocation>) -> SiteParts<'a> {
+        SiteParts {
+            class: OpClass::Kernel,
+            name,
+            stream: Some(StreamId(stream)),
+            thread: ThreadId(0),
+            source,
+            native: None,
+            region: None,
+            graph: None,
+        }
+    }
+
+    /// Names that share their first and last eight bytes and their length have one quick key: the recent
+    /// sites must still tell them apart, and a site must keep its id however its place was taken meanwhile.
+    #[test]
+    fn recent_sites_tell_apart_sites_that_share_a_key() {
+        let names = ["kernel_0A_end_001", "kernel_0B_end_001", "kernel_0C_end_001", "memset"];
+        let sources = [SourceLocation::parse("train.py:10"), SourceLocation::parse("train.py:11")];
+        assert_eq!(quick_key(&parts(names[0], 1, None)), quick_key(&parts(names[1], 1, None)));
+        let mut table = SiteTable::default();
+        let mut first: Vec<((usize, u32, usize), SiteId)> = Vec::new();
+        let mut x: u64 = 3;
+        for _ in 0..2_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let (n, stream, s) = ((x >> 40) as usize % names.len(), (x >> 50) as u32 % 3, (x >> 55) as usize % 3);
+            let id = table.intern(parts(names[n], stream, sources.get(s)));
+            match first.iter().find(|(key, _)| *key == (n, stream, s)) {
+                Some(&(_, known)) => assert_eq!(id, known, "{} on stream {stream}, source {s}", names[n]),
+                None => {
+                    assert!(first.iter().all(|&(_, other)| other != id), "a new site has an id of its own");
+                    first.push(((n, stream, s), id));
+                }
+            }
+            let site = table.get(id);
+            assert_eq!(
+                (site.name.as_str(), site.stream, site.source.as_ref()),
+                (names[n], Some(StreamId(stream)), sources.get(s))
+            );
+        }
+        assert_eq!(table.live(), first.len());
+    }
+
+    #[test]
+    fn a_recent_sites_id_handed_to_another_site_is_not_taken_for_it() {
+        let mut table = SiteTable::with_floor(1);
+        let old = table.intern(parts("copy_kernel", 1, None));
+        table.sweep(table.start_marking());
+        assert_eq!(table.live(), 0);
+        let other = table.intern(parts("other_kernel", 2, None));
+        assert_eq!(other, old, "the dropped id is handed out again");
+        let again = table.intern(parts("copy_kernel", 1, None));
+        assert_ne!(again, other);
+        assert_eq!(table.get(again).name, "copy_kernel");
+        assert_eq!(table.get(other).name, "other_kernel");
     }
 }
