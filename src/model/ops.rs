@@ -245,8 +245,9 @@ pub enum OpKind {
     },
     /// A call that builds graphs (stream capture, the explicit graph API): what it means is worked out by the
     /// reader, which turns launches into `GraphLaunch`; it is no operation that runs.
+    /// Boxed: rare, and larger than any other kind, which every operation would otherwise be sized for.
     #[serde(skip)]
-    GraphCall(GraphCall),
+    GraphCall(Box<GraphCall>),
     /// The host thread itself reads or writes memory the GPU also touches (pinned host memory): a framework op
     /// on a CPU tensor, `.numpy()`, `.item()`. `lane` is the thread's host-access lane (a stream of kind
     /// `HostThread`), which holds its place among the streams' accesses.
@@ -398,6 +399,14 @@ mod tests {
         assert_eq!(normalize_region("aten::mul, seq = 12, op_id = 7"), "aten::mul");
         assert_eq!(normalize_region("forward, layer 3"), "forward, layer 3");
         assert_eq!(normalize_region("plain"), "plain");
+    }
+
+    /// Every operation is moved from the reader into its batch and sized for its largest kind: a rare kind
+    /// grown big (a graph call's node, 152 bytes unboxed) would make every kernel's move that much longer.
+    #[test]
+    fn operations_stay_small() {
+        assert!(std::mem::size_of::<OpKind>() <= 80, "{}", std::mem::size_of::<OpKind>());
+        assert!(std::mem::size_of::<Operation>() <= 272, "{}", std::mem::size_of::<Operation>());
     }
 
     #[test]

@@ -356,14 +356,13 @@ impl JsonTraceParser {
                 let name = raw.name.as_deref().map_or_else(|| "graph".into(), str::to_string);
                 OpKind::GraphLaunch { stream, graph: self.stages.inline_graph(name, nodes) }
             }
-            RecordKind::CaptureBegin => OpKind::GraphCall(GraphCall::CaptureBegin {
-                stream: self.stream(process, raw.stream)?,
-                into: raw.graph,
-            }),
-            RecordKind::CaptureEnd => {
-                OpKind::GraphCall(GraphCall::CaptureEnd { stream: self.stream(process, raw.stream)?, graph: raw.graph })
+            RecordKind::CaptureBegin => {
+                graph_call(GraphCall::CaptureBegin { stream: self.stream(process, raw.stream)?, into: raw.graph })
             }
-            RecordKind::CaptureInfo => OpKind::GraphCall(GraphCall::CaptureInfo {
+            RecordKind::CaptureEnd => {
+                graph_call(GraphCall::CaptureEnd { stream: self.stream(process, raw.stream)?, graph: raw.graph })
+            }
+            RecordKind::CaptureInfo => graph_call(GraphCall::CaptureInfo {
                 stream: self.stream(process, raw.stream)?,
                 graph: raw.graph,
                 deps: raw.deps.clone(),
@@ -371,20 +370,16 @@ impl JsonTraceParser {
             RecordKind::CaptureDepsSet | RecordKind::CaptureDepsAdd => {
                 let stream = self.stream(process, raw.stream)?;
                 let deps = raw.deps.clone().ok_or_else(|| Problem::malformed(format!("{kind} without `deps`")))?;
-                OpKind::GraphCall(if kind == RecordKind::CaptureDepsSet {
+                graph_call(if kind == RecordKind::CaptureDepsSet {
                     GraphCall::SetCaptureDependencies { stream, deps }
                 } else {
                     GraphCall::AddCaptureDependencies { stream, deps }
                 })
             }
-            RecordKind::GraphCreate => OpKind::GraphCall(GraphCall::Create { graph: handle(raw.graph, Field::Graph)? }),
-            RecordKind::GraphDestroy => {
-                OpKind::GraphCall(GraphCall::Destroy { graph: handle(raw.graph, Field::Graph)? })
-            }
-            RecordKind::GraphExecDestroy => {
-                OpKind::GraphCall(GraphCall::ExecDestroy { exec: handle(raw.exec, Field::Exec)? })
-            }
-            RecordKind::GraphNode => OpKind::GraphCall(GraphCall::AddNode {
+            RecordKind::GraphCreate => graph_call(GraphCall::Create { graph: handle(raw.graph, Field::Graph)? }),
+            RecordKind::GraphDestroy => graph_call(GraphCall::Destroy { graph: handle(raw.graph, Field::Graph)? }),
+            RecordKind::GraphExecDestroy => graph_call(GraphCall::ExecDestroy { exec: handle(raw.exec, Field::Exec)? }),
+            RecordKind::GraphNode => graph_call(GraphCall::AddNode {
                 graph: handle(raw.graph, Field::Graph)?,
                 node: handle(raw.node, Field::Node)?,
                 deps: raw.deps.clone().unwrap_or_default(),
@@ -396,7 +391,7 @@ impl JsonTraceParser {
                     (None, Some(exec)) => NodeOwner::Exec(exec),
                     _ => return Err(Problem::malformed("a graph_node_update names exactly one of `graph` or `exec`")),
                 };
-                OpKind::GraphCall(GraphCall::UpdateNode {
+                graph_call(GraphCall::UpdateNode {
                     owner,
                     node: handle(raw.node, Field::Node)?,
                     params: self.node_params(process, raw)?,
@@ -405,29 +400,29 @@ impl JsonTraceParser {
             RecordKind::GraphDepAdd | RecordKind::GraphDepRemove => {
                 let (graph, node) = (handle(raw.graph, Field::Graph)?, handle(raw.node, Field::Node)?);
                 let deps = raw.deps.clone().ok_or_else(|| Problem::malformed(format!("{kind} without `deps`")))?;
-                OpKind::GraphCall(if kind == RecordKind::GraphDepAdd {
+                graph_call(if kind == RecordKind::GraphDepAdd {
                     GraphCall::AddDependencies { graph, node, deps }
                 } else {
                     GraphCall::RemoveDependencies { graph, node, deps }
                 })
             }
-            RecordKind::GraphNodeDestroy => OpKind::GraphCall(GraphCall::DestroyNode {
+            RecordKind::GraphNodeDestroy => graph_call(GraphCall::DestroyNode {
                 graph: handle(raw.graph, Field::Graph)?,
                 node: handle(raw.node, Field::Node)?,
             }),
-            RecordKind::GraphClone => OpKind::GraphCall(GraphCall::Clone {
+            RecordKind::GraphClone => graph_call(GraphCall::Clone {
                 graph: handle(raw.graph, Field::Graph)?,
                 original: handle(raw.original, Field::Original)?,
             }),
-            RecordKind::GraphInstantiate => OpKind::GraphCall(GraphCall::Instantiate {
+            RecordKind::GraphInstantiate => graph_call(GraphCall::Instantiate {
                 graph: handle(raw.graph, Field::Graph)?,
                 exec: handle(raw.exec, Field::Exec)?,
             }),
-            RecordKind::GraphExecUpdate => OpKind::GraphCall(GraphCall::ExecUpdate {
+            RecordKind::GraphExecUpdate => graph_call(GraphCall::ExecUpdate {
                 exec: handle(raw.exec, Field::Exec)?,
                 graph: handle(raw.graph, Field::Graph)?,
             }),
-            RecordKind::GraphLaunch => OpKind::GraphCall(GraphCall::Launch {
+            RecordKind::GraphLaunch => graph_call(GraphCall::Launch {
                 exec: handle(raw.exec, Field::Exec)?,
                 stream: self.stream(process, raw.stream)?,
             }),
@@ -560,6 +555,12 @@ impl JsonTraceParser {
             ))
         })
     }
+}
+
+/// A graph API call as the operation that carries it (boxed: rare, and the largest of the operations' kinds,
+/// which every operation handed over would otherwise be sized for).
+fn graph_call(call: GraphCall) -> OpKind {
+    OpKind::GraphCall(Box::new(call))
 }
 
 /// A copy's or set's memory kind as the trace named it, or `default` when it did not.
