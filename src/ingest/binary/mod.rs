@@ -17,6 +17,7 @@ mod strings;
 
 use std::io::Read;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use streamtrace_format::binary::read::{DecodeError, FrameInput, FrameOutcome, FrameReader};
 use streamtrace_format::binary::{Tag, MAX_STRINGS, MAX_STRING_TABLE_BYTES};
@@ -184,7 +185,7 @@ impl Reading {
             return Err(IngestError::new(&self.parser.path, Some(format!("byte {at}")), message));
         }
         // Not UTF-8: the records that name it are malformed (a tolerant reading skips only those).
-        self.strings.push(std::str::from_utf8(body).ok().map(str::to_string));
+        self.strings.push(std::str::from_utf8(body).ok().map(Arc::from));
         Ok(())
     }
 }
@@ -195,4 +196,50 @@ fn malformed(kind: RecordKind, at: u64, e: DecodeError) -> Problem {
     // The byte within the file: past the frame's head.
     let byte = at + 8 + e.at as u64;
     Problem::malformed(format!("a {kind} record: {field}{} (byte {byte})", e.message))
+}
+
+#[cfg(test)]
+mod tests {
+    use streamtrace_format::binary::transcode::json_to_binary;
+    use streamtrace_format::binary::write::BinaryWriter;
+
+    use super::*;
+    use crate::model::{OpKind, TraceRecord};
+
+    /// The records of the binary form of the JSON lines `lines`.
+    fn read_binary(lines: &[&str]) -> Vec<TraceRecord> {
+        let (mut writer, mut bytes) = (BinaryWriter::new(), streamtrace_format::binary::preamble().to_vec());
+        for line in lines {
+            json_to_binary(&mut writer, &mut bytes, line.as_bytes());
+        }
+        let reader = BinaryTraceReader::from_reader("t.stbin".into(), std::io::Cursor::new(bytes)).expect("started");
+        reader.collect::<Result<_, _>>().expect("a trace")
+    }
+
+    #[test]
+    fn a_name_declared_once_is_one_shared_copy_and_a_region_loses_its_counters() {
+        let records = read_binary(&[
+            r#"{"type":"streamtrace","version":1}"#,
+            r#"{"type":"stream","id":1}"#,
+            r#"{"type":"kernel","stream":1,"name":"gemm","api":"cuLaunchKernel","region":"fwd"}"#,
+            r#"{"type":"kernel","stream":1,"name":"gemm","api":"cuLaunchKernel","region":"aten::mm, seq = 3"}"#,
+            r#"{"type":"kernel","stream":1,"name":"gemm","api":"cuLaunchKernel","region":"aten::mm, seq = 4"}"#,
+        ]);
+        let ops: Vec<_> =
+            records.iter().filter_map(|r| if let TraceRecord::Op(op) = r { Some(op) } else { None }).collect();
+        let names: Vec<_> = ops
+            .iter()
+            .map(|op| match &op.kind {
+                OpKind::Kernel { name, .. } => name.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(&*names[0], "gemm");
+        assert!(names.iter().all(|name| Arc::ptr_eq(name, &names[0])), "one copy of the name");
+        let apis: Vec<_> = ops.iter().map(|op| op.api.clone().expect("an api")).collect();
+        assert!(Arc::ptr_eq(&apis[0], &apis[2]) && &*apis[0] == "cuLaunchKernel");
+        let regions: Vec<_> = ops.iter().map(|op| op.region.clone().expect("a region")).collect();
+        assert_eq!(regions.iter().map(|r| &**r).collect::<Vec<_>>(), ["fwd", "aten::mm", "aten::mm"]);
+        assert!(Arc::ptr_eq(&regions[1], &regions[2]), "the regions without their counters, one copy");
+    }
 }

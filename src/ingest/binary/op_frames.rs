@@ -9,7 +9,7 @@ use streamtrace_format::{Field, RecordKind};
 
 use super::strings::{text, wrong, Strings};
 use crate::ingest::json::accesses::AccessItems;
-use crate::ingest::json::op_fields::{OpFields, PointerItems};
+use crate::ingest::json::op_fields::{OpFields, PointerItems, Text};
 use crate::ingest::json::raw::{Address, RawRange};
 
 /// Decodes a record frame's body of `kind`, one of `OpFields::KINDS`, into `op` (empty: `OpFields::default()`,
@@ -61,12 +61,13 @@ pub(super) fn decode_op<'a>(
             | Field::FromMemory
             | Field::ToMemory
             | Field::Comment => {
-                let text = Some(text(strings, values.text(field)?, field)?);
+                let shared = text(strings, values.text(field)?, field)?;
+                let text = Some(&**shared);
                 match field {
-                    Field::Api => common.api = text,
-                    Field::Region => common.region = text,
+                    Field::Api => common.api = Some(Text::Shared(shared)),
+                    Field::Region => common.region = Some(Text::Shared(shared)),
                     Field::Src => common.src = text,
-                    Field::Name => op.name = text,
+                    Field::Name => op.name = Some(Text::Shared(shared)),
                     Field::Coverage => op.coverage = text,
                     Field::Unseen => op.unseen = text,
                     Field::Copy => op.copy = text,
@@ -95,6 +96,7 @@ mod tests {
 
     use super::super::raw::{decode_record, SpareLists};
     use super::*;
+    use crate::ingest::json::op_fields::CommonFields;
     use crate::ingest::json::raw::RawRecord;
 
     /// What a decoding gave, lists read out, to compare.
@@ -116,9 +118,12 @@ mod tests {
             PointerItems::Frame(items) => items.iter().map(|(a, f)| (a, f.as_str().to_string())).collect(),
         };
         let ranges = (op.from.map(|r| (r.0 .0, r.1 .0)), op.to.map(|r| (r.0 .0, r.1 .0)));
-        let texts = (op.name, op.coverage, op.unseen, op.copy, op.from_memory, op.to_memory);
+        let name = op.name.map(Text::as_str);
+        let texts = (name, op.coverage, op.unseen, op.copy, op.from_memory, op.to_memory);
+        let common = (op.common.api.map(Text::as_str), op.common.region.map(Text::as_str));
+        let common = (common, CommonFields { api: None, region: None, ..op.common });
         let numbers = (op.stream, op.event, op.device, op.context, op.bytes, op.sync);
-        format!("{:?} {numbers:?} {texts:?} {ranges:?} {reads:?} {writes:?} {pointers:?}", op.common)
+        format!("{:?} {numbers:?} {texts:?} {ranges:?} {reads:?} {writes:?} {pointers:?}", common)
     }
 
     /// Every field of every kind's layout given (strings among the first declared), the frame decoded both ways:
@@ -153,7 +158,7 @@ mod tests {
             let body = loop {
                 match frames.next_frame() {
                     FrameOutcome::Frame { head, .. } if head.tag == Tag::String => {
-                        strings.push(Some(String::from_utf8(frames.body().to_vec()).expect("text")))
+                        strings.push(Some(std::str::from_utf8(frames.body()).expect("text").into()))
                     }
                     FrameOutcome::Frame { .. } => break frames.body().to_vec(),
                     other => panic!("{other:?}"),

@@ -45,7 +45,7 @@ pub(super) fn decode_record<'s>(
         let (field, value) = item?;
         raw.present = raw.present.with(field);
         let wrong = |what: &str| wrong(field, what.to_string());
-        let text = |index: u32| text(strings, index, field).map(Cow::Borrowed);
+        let text = |index: u32| text(strings, index, field).map(|text| Cow::Borrowed(&**text));
         let narrow = |v: u64| u32::try_from(v).map_err(|_| wrong(&format!("{v} is past 2^32")));
         match (field, value) {
             (Field::Version, Value::Unsigned(v)) => raw.version = Some(narrow(v)?),
@@ -180,7 +180,7 @@ mod tests {
         let (mut records, mut strings) = (Vec::new(), Strings::new());
         while let FrameOutcome::Frame { head, .. } = frames.next_frame() {
             match head.tag {
-                Tag::String => strings.push(Some(String::from_utf8(frames.body().to_vec()).expect("text"))),
+                Tag::String => strings.push(Some(std::str::from_utf8(frames.body()).expect("text").into())),
                 Tag::Record(kind) => records.push((kind, frames.body().to_vec())),
                 other => panic!("a {other:?} frame"),
             }

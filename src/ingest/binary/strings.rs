@@ -2,18 +2,20 @@
 //! the records that name it.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use streamtrace_format::binary::read::DecodeError;
 use streamtrace_format::Field;
 
-/// The strings declared so far; None for one that was not UTF-8 (a record naming it is malformed).
-pub(super) type Strings = Vec<Option<String>>;
+/// The strings declared so far, each shared by the names taken from it; None for one that was not UTF-8 (a
+/// record naming it is malformed).
+pub(super) type Strings = Vec<Option<Arc<str>>>;
 
 /// The text string `index` names, as the value of `field`; an error naming the field when it was never
 /// declared or is not UTF-8.
-pub(super) fn text(strings: &Strings, index: u32, field: Field) -> Result<&str, DecodeError> {
+pub(super) fn text(strings: &Strings, index: u32, field: Field) -> Result<&Arc<str>, DecodeError> {
     match strings.get(index as usize) {
-        Some(Some(text)) => Ok(text.as_str()),
+        Some(Some(text)) => Ok(text),
         Some(None) => Err(wrong(field, format!("string {index} is not UTF-8"))),
         None => Err(wrong(field, format!("string {index} was never declared"))),
     }

@@ -3,11 +3,31 @@
 //! by the binary reader straight from a frame's bytes, without the raw record of every field. The rules of what
 //! they mean (records.rs) take them alike, so both encodings read these records by one implementation.
 
+use std::sync::Arc;
+
 use streamtrace_format::binary::read::PointerList;
 use streamtrace_format::RecordKind;
 
 use super::accesses::AccessItems;
 use super::raw::{RawPointer, RawRange, RawRecord};
+
+/// A name field as the record carried it: text borrowed from the record, or a string a binary trace declared
+/// once, which its reader keeps shared: taking it is then a reference count, not a lookup in the table of names
+/// (hashing and comparing its bytes for every record that names it).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(in crate::ingest) enum Text<'a> {
+    Borrowed(&'a str),
+    Shared(&'a Arc<str>),
+}
+
+impl<'a> Text<'a> {
+    pub fn as_str(self) -> &'a str {
+        match self {
+            Text::Borrowed(text) => text,
+            Text::Shared(text) => text,
+        }
+    }
+}
 
 /// The fields every operation record may carry that say who issued it, when, and from where (the format's
 /// common fields but `comment`, which means nothing).
@@ -20,8 +40,8 @@ pub(in crate::ingest) struct CommonFields<'a> {
     pub gpu_start: Option<u64>,
     pub gpu_end: Option<u64>,
     pub corr: Option<u64>,
-    pub api: Option<&'a str>,
-    pub region: Option<&'a str>,
+    pub api: Option<Text<'a>>,
+    pub region: Option<Text<'a>>,
     pub src: Option<&'a str>,
     pub site: Option<u64>,
 }
@@ -36,8 +56,8 @@ impl<'a> CommonFields<'a> {
             gpu_start: raw.gpu_start,
             gpu_end: raw.gpu_end,
             corr: raw.corr,
-            api: raw.api.as_deref(),
-            region: raw.region.as_deref(),
+            api: raw.api.as_deref().map(Text::Borrowed),
+            region: raw.region.as_deref().map(Text::Borrowed),
             src: raw.src.as_deref(),
             site: raw.site,
         }
@@ -66,7 +86,7 @@ pub(in crate::ingest) struct OpFields<'a> {
     pub event: Option<u64>,
     pub device: Option<u64>,
     pub context: Option<u64>,
-    pub name: Option<&'a str>,
+    pub name: Option<Text<'a>>,
     pub reads: AccessItems<'a>,
     pub writes: AccessItems<'a>,
     pub pointers: PointerItems<'a>,
@@ -104,7 +124,7 @@ impl<'a> OpFields<'a> {
             event: raw.event,
             device: raw.device,
             context: raw.context,
-            name: raw.name.as_deref(),
+            name: raw.name.as_deref().map(Text::Borrowed),
             reads: AccessItems::Decoded(raw.reads()),
             writes: AccessItems::Decoded(raw.writes()),
             pointers: PointerItems::Decoded(raw.pointers.as_deref().unwrap_or(&[])),

@@ -16,7 +16,7 @@ use streamtrace_format::{Field, Producer, RecordKind, FORMAT_VERSION};
 
 use super::accesses::read_write_accesses;
 use super::native::NativeSites;
-use super::op_fields::{CommonFields, OpFields};
+use super::op_fields::{CommonFields, OpFields, Text};
 use super::problem::{Problem, ProblemKind};
 use super::raw::{without_unknown_fields, RawRecord};
 use crate::ingest::background::{Batch, SpareVecs};
@@ -349,6 +349,23 @@ impl JsonTraceParser {
         }
     }
 
+    /// [`JsonTraceParser::intern`] for a name field: a string the trace declared once is already shared.
+    pub fn intern_text(&mut self, text: Text) -> Arc<str> {
+        match text {
+            Text::Shared(shared) => shared.clone(),
+            Text::Borrowed(text) => self.intern(text),
+        }
+    }
+
+    /// A region's name without its per-call counters, shared.
+    fn region(&mut self, text: Text) -> Arc<str> {
+        let name = normalize_region(text.as_str());
+        match text {
+            Text::Shared(shared) if name.len() == shared.len() => shared.clone(),
+            _ => self.intern(name),
+        }
+    }
+
     /// A source line, shared with the records that gave the same text.
     pub fn source(&mut self, text: &str) -> SourceLocation {
         match self.sources.get(text) {
@@ -522,8 +539,8 @@ impl JsonTraceParser {
             gpu_end_ns: common.gpu_end,
             correlation_id: common.corr,
             host_end_ns: common.time_end,
-            api: common.api.map(|a| self.intern(a)),
-            region: common.region.map(|r| self.intern(normalize_region(r))),
+            api: common.api.map(|a| self.intern_text(a)),
+            region: common.region.map(|r| self.region(r)),
             source: common.src.map(|text| self.source(text)),
             native,
             origin: line,

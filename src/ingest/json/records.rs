@@ -218,7 +218,7 @@ impl JsonTraceParser {
                 let stream = self.stream(process, fields.stream)?;
                 let mut accesses = self.spare.accesses(fields.reads.len() + fields.writes.len());
                 read_write_items(fields.reads, fields.writes, &mut accesses)?;
-                let name = self.intern(fields.name.ok_or_else(|| Problem::malformed("kernel without `name`"))?);
+                let name = self.intern_text(fields.name.ok_or_else(|| Problem::malformed("kernel without `name`"))?);
                 let pointers = match fields.pointers {
                     PointerItems::Decoded(items) => {
                         let mut pointers = self.spare.pointers(items.len());

@@ -494,3 +494,22 @@ fn ops_nested_three_deep_give_each_kernel_its_innermost_op() {
         );
     }
 }
+
+#[test]
+fn a_name_is_shared_by_the_operations_that_give_it_and_a_region_loses_its_counters() {
+    let text = format!(
+        "{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{}{}",
+        "{\"type\":\"kernel\",\"stream\":1,\"name\":\"gemm\",\"region\":\"aten::mm, seq = 3\"}\n",
+        "{\"type\":\"kernel\",\"stream\":1,\"name\":\"gemm\",\"region\":\"aten::mm, seq = 4\"}\n"
+    );
+    let records = read_all(&text).unwrap();
+    let ops = ops(&records);
+    let name = |op: &Operation| match &op.kind {
+        OpKind::Kernel { name, .. } => name.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(std::sync::Arc::ptr_eq(&name(ops[0]), &name(ops[1])), "one copy of the name");
+    let regions: Vec<_> = ops.iter().map(|op| op.region.clone().expect("a region")).collect();
+    assert_eq!(&*regions[0], "aten::mm");
+    assert!(std::sync::Arc::ptr_eq(&regions[0], &regions[1]));
+}
