@@ -37,6 +37,13 @@ use std::path::{Path, PathBuf};
 /// (sharing is for memory only: an operation holds its own copy of what it names).
 const SHARED_TEXTS: usize = 1 << 16;
 
+/// A record's `pid` and `thread` as it gave them, and the process and thread they stand for.
+#[derive(Copy, Clone)]
+struct Caller {
+    named: (Option<u64>, Option<u64>),
+    ids: (ProcessId, ThreadId),
+}
+
 /// What a stream id stands for in a JSON trace: a declared stream, or a host thread's host-access lane (one
 /// numbering for both).
 #[derive(Copy, Clone, PartialEq, Eq, Hash)]
@@ -86,6 +93,9 @@ pub(in crate::ingest) struct JsonTraceParser {
     pub last_host_func: Option<(ProcessId, u64)>,
     /// Kernels' access and pointer lists from batches the analysis gave back, filled again here.
     pub spare: SpareVecs,
+    /// The last record's `pid` and `thread` and what they were resolved to: consecutive records are mostly one
+    /// thread's, which then costs no lookup (ids are never given up, so the pair stays right).
+    last_caller: Option<Caller>,
 }
 
 impl JsonTraceParser {
@@ -113,6 +123,7 @@ impl JsonTraceParser {
             host_funcs: HashMap::default(),
             last_host_func: None,
             spare: SpareVecs::default(),
+            last_caller: None,
         }
     }
 
@@ -325,6 +336,19 @@ impl JsonTraceParser {
         self.processes.get_or_add(pid.unwrap_or(0)).0
     }
 
+    /// The process and thread a record's `pid` and `thread` name; a thread seen first is declared into `out`.
+    fn caller(&mut self, pid: Option<u64>, tid: Option<u64>, out: &mut Batch) -> (ProcessId, ThreadId) {
+        match self.last_caller {
+            Some(last) if last.named == (pid, tid) => last.ids,
+            _ => {
+                let process = self.process(pid);
+                let ids = (process, self.thread(process, tid, out));
+                self.last_caller = Some(Caller { named: (pid, tid), ids });
+                ids
+            }
+        }
+    }
+
     fn thread(&mut self, process: ProcessId, tid: Option<u64>, out: &mut Batch) -> ThreadId {
         let tid = tid.unwrap_or(1);
         let (id, fresh) = self.threads.get_or_add((process, tid));
@@ -460,8 +484,7 @@ impl JsonTraceParser {
             }
             _ => {}
         }
-        let process = self.process(raw.pid);
-        let thread = self.thread(process, raw.thread, out);
+        let (process, thread) = self.caller(raw.pid, raw.thread, out);
         let op = match kind {
             RecordKind::Thread => {
                 // Threads appear on first use; a thread record only names one.
@@ -502,8 +525,7 @@ impl JsonTraceParser {
 
     /// A record of one of [`OpFields::KINDS`]: the operation it describes, issued.
     fn common_op(&mut self, line: u64, kind: RecordKind, fields: &OpFields, out: &mut Batch) -> Result<(), Problem> {
-        let process = self.process(fields.common.pid);
-        let thread = self.thread(process, fields.common.thread, out);
+        let (process, thread) = self.caller(fields.common.pid, fields.common.thread, out);
         let op = self.common_operation(kind, process, fields)?;
         self.issue(line, (process, thread), &fields.common, None, op, out)
     }

@@ -496,6 +496,30 @@ fn ops_nested_three_deep_give_each_kernel_its_innermost_op() {
 }
 
 #[test]
+fn interleaved_threads_each_get_one_id_and_one_declaration() {
+    let kernel = |pid: u64, tid: u64| {
+        format!("{{\"type\":\"kernel\",\"pid\":{pid},\"thread\":{tid},\"stream\":1,\"name\":\"k\"}}\n")
+    };
+    // Each process's stream 1 (process 1's declared by its thread 5, which then comes first in it).
+    let mut text = format!("{HEADER}{{\"type\":\"stream\",\"id\":1,\"thread\":5}}\n");
+    text += "{\"type\":\"stream\",\"id\":1,\"pid\":1,\"thread\":5}\n";
+    for (pid, tid) in [(0, 5), (0, 5), (0, 6), (0, 5), (1, 5), (0, 6)] {
+        text += &kernel(pid, tid);
+    }
+    let records = read_all(&text).unwrap();
+    let declared: Vec<_> = records
+        .iter()
+        .filter_map(|r| match r {
+            TraceRecord::Thread(info) => Some((info.process.0, info.tid, info.id.0)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(declared, [(0, 5, 0), (1, 5, 1), (0, 6, 2)], "each thread declared once, at its first record");
+    let callers: Vec<_> = ops(&records).iter().map(|op| (op.process.0, op.thread.0)).collect();
+    assert_eq!(callers, [(0, 0), (0, 0), (0, 2), (0, 0), (1, 1), (0, 2)]);
+}
+
+#[test]
 fn a_name_is_shared_by_the_operations_that_give_it_and_a_region_loses_its_counters() {
     let text = format!(
         "{HEADER}{{\"type\":\"stream\",\"id\":1}}\n{}{}",
