@@ -47,8 +47,7 @@ impl BatchSender {
     pub fn send_keeping(&self, batch: &mut Batch, spare: &mut SpareVecs) -> bool {
         let empty = match self.given_back.try_recv() {
             Ok(mut spent) => {
-                spare.keep_from(&mut spent);
-                spent.clear();
+                spare.empty(&mut spent);
                 spent
             }
             Err(_) => Vec::with_capacity(BATCH),
@@ -93,23 +92,25 @@ impl SpareVecs {
         list
     }
 
-    /// Takes the lists of `batch`'s kernels, emptied (the records themselves are dropped with the batch).
-    fn keep_from(&mut self, batch: &mut Batch) {
-        for record in batch.iter_mut() {
-            let Ok(TraceRecord::Op(Operation { kind: OpKind::Kernel { accesses, pointers, .. }, .. })) = record else {
-                continue;
-            };
-            if accesses.capacity() > 0 && self.accesses.len() < SPARE_KEPT {
-                let mut list = std::mem::take(accesses);
-                list.clear();
-                self.accesses.push(list);
+    /// Empties `batch`, keeping its kernels' lists, emptied: in one pass, each record dropped once its lists
+    /// are taken (the batch comes back from the other thread's cache; a second pass read it all again).
+    fn empty(&mut self, batch: &mut Batch) {
+        // `retain_mut` that keeps nothing: each record dropped where it lies (a drain would move each out first).
+        batch.retain_mut(|record| {
+            if let Ok(TraceRecord::Op(Operation { kind: OpKind::Kernel { accesses, pointers, .. }, .. })) = record {
+                if accesses.capacity() > 0 && self.accesses.len() < SPARE_KEPT {
+                    let mut list = std::mem::take(accesses);
+                    list.clear();
+                    self.accesses.push(list);
+                }
+                if pointers.capacity() > 0 && self.pointers.len() < SPARE_KEPT {
+                    let mut list = std::mem::take(pointers);
+                    list.clear();
+                    self.pointers.push(list);
+                }
             }
-            if pointers.capacity() > 0 && self.pointers.len() < SPARE_KEPT {
-                let mut list = std::mem::take(pointers);
-                list.clear();
-                self.pointers.push(list);
-            }
-        }
+            false
+        });
     }
 }
 
