@@ -1,5 +1,6 @@
-// Does asking a lazily loaded kernel's parameter layout (what the capture does on a kernel's first launch) load it, moving the
-// launch's cost, or add to it? On the GPU machine: nvcc -arch=sm_90 -o /tmp/lazy benches/lazy_layout_probe.cu -lcuda && /tmp/lazy
+// Does asking a lazily loaded kernel's parameter layout (what the capture does on a kernel's first launch) load
+// it, moving the launch's cost, or add to it? On the GPU machine:
+//   nvcc -arch=sm_90 -o /tmp/lazy benches/lazy_layout_probe.cu -lcuda && /tmp/lazy
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <chrono>
