@@ -71,6 +71,23 @@ pub enum HostSyncEvent {
 const HOST_SYNC_EVENTS: usize = 6;
 static HOST_SYNC: [AtomicU64; HOST_SYNC_EVENTS] = [const { AtomicU64::new(0) }; HOST_SYNC_EVENTS];
 
+/// Calls that did bookkeeping, by interposed function, with the split kept: which of the program's calls the
+/// fast paths miss.
+static HOST_SYNC_CALLS: std::sync::Mutex<Vec<(&'static str, u64)>> = std::sync::Mutex::new(Vec::new());
+
+/// An interposed call of `api` that does bookkeeping (a [`HostSyncEvent::Call`]), counted with the split kept.
+pub fn host_sync_call(api: &'static str) {
+    if !detail() {
+        return;
+    }
+    HOST_SYNC[HostSyncEvent::Call as usize].fetch_add(1, Ordering::Relaxed);
+    let mut calls = HOST_SYNC_CALLS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    match calls.iter_mut().find(|(name, _)| *name == api) {
+        Some((_, count)) => *count += 1,
+        None => calls.push((api, 1)),
+    }
+}
+
 /// Counts one `event` of the interposers with the split kept.
 pub fn host_sync_event(event: HostSyncEvent) {
     if detail() {
@@ -198,6 +215,12 @@ pub fn detail_lines(name_of: impl Fn(u32) -> String) -> Option<String> {
         host_sync(HostSyncEvent::Read),
         host_sync(HostSyncEvent::Snapshot),
     );
+    let mut calls = HOST_SYNC_CALLS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    calls.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    if !calls.is_empty() {
+        let by_api: Vec<String> = calls.iter().map(|(api, count)| format!("{api} {count}")).collect();
+        text += &format!("streamtrace:   calls with bookkeeping by function: {}\n", by_api.join(", "));
+    }
     Some(text)
 }
 

@@ -69,6 +69,11 @@ impl MarkSet {
         true
     }
 
+    /// Whether both hold the same marks, in whatever order they were added.
+    pub fn same_marks(&self, other: &MarkSet) -> bool {
+        self.len == other.len && self.as_slice().iter().all(|mark| other.as_slice().contains(mark))
+    }
+
     /// Adds `mark`, forgetting the oldest mark when full; true when one was forgotten.
     pub fn add_forgetting(&mut self, mark: u64) -> bool {
         if self.add(mark) {
@@ -240,6 +245,11 @@ impl ThreadKnowledge {
         if let Some(free) = self.write_held.iter_mut().find(|held| **held == 0) {
             *free = rwlock;
         }
+    }
+
+    /// Whether this thread holds any rwlock for writing.
+    pub fn holds_any_for_writing(&self) -> bool {
+        self.write_held.iter().any(|&held| held != 0)
     }
 
     /// Whether this thread held `rwlock` for writing (forgotten now: it is being unlocked).

@@ -69,7 +69,15 @@ pub fn is_programs(return_address: usize) -> bool {
 /// Whether the call that returns to `return_address` was decided already not to be the program's: a table
 /// lookup, nothing more (for the interposers' fast paths, which must not place an address).
 pub fn known_not_programs(return_address: usize) -> bool {
-    return_address != 0 && decided(slot_of(return_address), return_address) == Some(false)
+    decided_already(return_address) == Some(false)
+}
+
+/// What the table decided already of the call that returns to `return_address`, without placing it.
+pub fn decided_already(return_address: usize) -> Option<bool> {
+    if return_address == 0 {
+        return Some(true);
+    }
+    decided(slot_of(return_address), return_address)
 }
 
 fn slot_of(return_address: usize) -> &'static AtomicUsize {

@@ -85,14 +85,14 @@ pub fn interposing() -> bool {
     false
 }
 
-/// Runs an interposer's bookkeeping, once per call (a call made meanwhile by the bookkeeping itself, or by a
-/// signal handler, passes through), with errno kept and panics caught.
-fn bookkeeping(work: impl FnOnce()) {
+/// Runs an interposer's bookkeeping for a call of `api`, once per call (a call made meanwhile by the bookkeeping
+/// itself, or by a signal handler, passes through), with errno kept and panics caught.
+fn bookkeeping(api: &'static str, work: impl FnOnce()) {
     if OFF.load(Ordering::Relaxed) || switched_off() {
         return;
     }
     let Ok(false) = BUSY.try_with(|busy| busy.replace(true)) else { return };
-    crate::cost::host_sync_event(HostSyncEvent::Call);
+    crate::cost::host_sync_call(api);
     // Safety: the calling thread's errno, read and written back.
     let errno = unsafe { *libc::__errno_location() };
     let outcome = crate::cost::host_sync_bookkeeping(|| std::panic::catch_unwind(AssertUnwindSafe(work)));
@@ -110,7 +110,7 @@ fn release(object: usize, how: Release, api: &'static str, caller: usize) {
         crate::cost::host_sync_event(HostSyncEvent::Unchanged);
         return;
     }
-    bookkeeping(|| {
+    bookkeeping(api, || {
         if THREAD.with(|k| k.borrow().knows_something()) && caller::is_programs(caller) {
             release_into(object, how, api);
         }
@@ -159,8 +159,16 @@ fn release_into(object: usize, how: Release, api: &'static str) {
     if THREAD.with(|k| k.borrow().stored_already(object, objects::version_of(object))) {
         return;
     }
-    objects::put(object, &known, how);
-    THREAD.with(|k| k.borrow_mut().note_stored(object, objects::version_of(object)));
+    let version = objects::put(object, &known, how);
+    THREAD.with(|k| {
+        let mut k = k.borrow_mut();
+        k.note_stored(object, version);
+        // A stored object holds what this thread knows, nothing more: its next acquire by this thread brings
+        // nothing (a join may hold other threads' marks too).
+        if how == Release::Store {
+            k.note_seen(object, version);
+        }
+    });
 }
 
 /// What this thread releases now: when it learned something of its own since its last snapshot, a new one,
@@ -191,7 +199,7 @@ fn acquire(object: usize, api: &'static str, caller: usize) {
         crate::cost::host_sync_event(HostSyncEvent::Unchanged);
         return;
     }
-    bookkeeping(|| {
+    bookkeeping(api, || {
         if ANY_MARK.load(Ordering::Relaxed) && caller::is_programs(caller) {
             acquire_marks(&object_marks(object), api);
         }
@@ -237,7 +245,7 @@ fn acquire_marks(marks: &MarkSet, api: &'static str) {
 /// function's place in its stream (DESIGN.md, host functions; the analysis holds that place in the function's
 /// object), so that what it hands on (a thread it starts, a mutex it unlocks) carries it.
 pub fn host_function_started(id: u64) {
-    bookkeeping(|| {
+    bookkeeping("host function", || {
         let object = streamtrace_format::host_func_object(id);
         // Written at once, and not a mark of the thread's knowledge: places of different streams do not hold
         // each other as a thread's later marks hold its earlier ones. What it teaches the thread is its own news,
@@ -263,9 +271,15 @@ fn write_pending() -> bool {
     .is_some()
 }
 
-/// `object` was destroyed or made anew: whatever it held is gone.
-fn forget(object: usize, caller: usize) {
-    bookkeeping(|| {
+/// `object` was destroyed or made anew (`api`): whatever it held is gone. Before any mark was released no
+/// object holds one, and objects of callers known not to be the program's are never released into: both pass
+/// on at once (the CUDA stack makes and destroys its own locks inside its calls).
+fn forget(object: usize, api: &'static str, caller: usize) {
+    if !ANY_MARK.load(Ordering::Relaxed) || caller::known_not_programs(caller) {
+        crate::cost::host_sync_event(HostSyncEvent::Unchanged);
+        return;
+    }
+    bookkeeping(api, || {
         if ANY_MARK.load(Ordering::Relaxed) && caller::is_programs(caller) {
             objects::forget(object);
         }
@@ -294,6 +308,26 @@ fn with_state<T>(write: impl FnOnce(&mut ProcessState, Call) -> T) -> Option<T> 
 fn after_fork_in_child() {
     ANY_MARK.store(false, Ordering::Relaxed);
     let _ = THREAD.try_with(|k| k.try_borrow_mut().map(|mut k| k.forget_all()));
+}
+
+/// Whether this thread holds an rwlock for writing (one the program locked so, not yet unlocked); read as
+/// [`release_changes_nothing`] reads, and true when it cannot be read (the bookkeeping then decides).
+fn holds_any_for_writing() -> bool {
+    THREAD.try_with(|k| k.try_borrow().map_or(true, |k| k.holds_any_for_writing())).unwrap_or(true)
+}
+
+/// Whether a call of `api` returning to `caller` is the program's, with bookkeeping on for this thread now (not
+/// inside the bookkeeping itself); decided without the bookkeeping's guards where the caller table knows it.
+fn programs_call(api: &'static str, caller: usize) -> bool {
+    if OFF.load(Ordering::Relaxed) || switched_off() || BUSY.try_with(Cell::get).unwrap_or(true) {
+        return false;
+    }
+    if let Some(programs) = caller::decided_already(caller) {
+        return programs;
+    }
+    let mut programs = false;
+    bookkeeping(api, || programs = caller::is_programs(caller));
+    programs
 }
 
 /// What this thread knows, for the interposers that keep more than a release or an acquire (threads, rwlocks);

@@ -64,17 +64,21 @@ pub fn marks_of(object: usize) -> MarkSet {
     lock(shard(object)).get(&object).copied().unwrap_or(MarkSet::EMPTY)
 }
 
-/// `marks` released into `object`.
-pub fn put(object: usize, marks: &MarkSet, how: Release) {
+/// `marks` released into `object`; returns the shard's version right after. A release that leaves the object's
+/// marks as they were changes no version: two threads that know the same and take turns with one mutex (a
+/// queue's, an allocator's) then find it unchanged at each lock and unlock, and take the fast paths.
+pub fn put(object: usize, marks: &MarkSet, how: Release) -> u64 {
     register_fork_handlers();
     crate::cost::host_sync_event(crate::cost::HostSyncEvent::Put);
     let shard = shard(object);
     let mut objects = lock(shard);
-    if objects.len() >= SHARD_OBJECTS && !objects.contains_key(&object) {
+    let cleared = objects.len() >= SHARD_OBJECTS && !objects.contains_key(&object);
+    if cleared {
         DROPPED.fetch_add(objects.len() as u64, Ordering::Relaxed);
         objects.clear();
     }
     let held = objects.entry(object).or_insert(MarkSet::EMPTY);
+    let before = *held;
     match how {
         Release::Store => *held = *marks,
         Release::Join => {
@@ -85,7 +89,10 @@ pub fn put(object: usize, marks: &MarkSet, how: Release) {
             }
         }
     }
-    shard.version.fetch_add(1, Ordering::Release);
+    if !cleared && held.same_marks(&before) {
+        return shard.version.load(Ordering::Acquire);
+    }
+    shard.version.fetch_add(1, Ordering::AcqRel) + 1
 }
 
 /// `object` is gone or made anew (destroyed, initialized, a joined thread): it holds nothing.
@@ -153,9 +160,13 @@ mod tests {
         put(object, &MarkSet::of(a2), Release::Join);
         assert_eq!(marks_of(object).as_slice(), &[a2, b1], "a2 holds a1");
         let version = version_of(object);
-        put(object, &MarkSet::of(b1), Release::Store);
+        assert_eq!(put(object, &MarkSet::of(b1), Release::Store), version_of(object));
         assert_ne!(version_of(object), version);
         assert_eq!(marks_of(object).as_slice(), &[b1]);
+        let version = version_of(object);
+        assert_eq!(put(object, &MarkSet::of(b1), Release::Store), version, "the same marks again change nothing");
+        assert_eq!(put(object, &MarkSet::of(b1), Release::Join), version);
+        assert_eq!(version_of(object), version);
         forget(object);
         assert!(marks_of(object).is_empty());
         // Safety: the box made above, no longer used.

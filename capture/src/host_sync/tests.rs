@@ -155,3 +155,36 @@ fn a_thread_started_after_its_creator_learned_something_acquires_it() {
     assert_eq!(lines[1].2, lines[2].2, "the created thread acquires its creator's snapshot");
     assert_eq!(lines[5].2, lines[6].2, "the join acquires what the thread knew at its end");
 }
+
+#[test]
+fn two_threads_that_know_the_same_take_turns_with_a_mutex_without_changing_it() {
+    capture_on();
+    let mutex = std::sync::Arc::new(PthreadMutex::new());
+    let object = &*mutex.0 as *const libc::pthread_mutex_t as usize;
+    synchronize();
+    mutex.lock_and_unlock(); // the main thread's snapshot goes into the mutex
+    let (to_worker, worker_turn) = mpsc::channel::<()>();
+    let (to_main, main_turn) = mpsc::channel::<()>();
+    const TURNS: u64 = 200;
+    let worker = {
+        let mutex = mutex.clone();
+        std::thread::spawn(move || {
+            for _ in 0..TURNS {
+                worker_turn.recv().unwrap();
+                mutex.lock_and_unlock(); // acquires the main thread's snapshot once, then knows what the mutex holds
+                to_main.send(()).unwrap();
+            }
+        })
+    };
+    let before = super::objects::version_of(object);
+    for _ in 0..TURNS {
+        to_worker.send(()).unwrap();
+        main_turn.recv().unwrap();
+        mutex.lock_and_unlock();
+    }
+    worker.join().unwrap();
+    // The shard's version counts every change of its objects; other tests' objects may share the shard, but
+    // not hundreds of times. Each unlock putting the same marks again would change it 2 x TURNS times.
+    let changes = super::objects::version_of(object) - before;
+    assert!(changes < TURNS / 4, "{changes} changes in {} unlocks", 2 * TURNS);
+}

@@ -14,7 +14,7 @@ use libc::{
 };
 
 use crate::host_sync::objects::Release;
-use crate::host_sync::{acquire, bookkeeping, forget, real, release, with_knowledge};
+use crate::host_sync::{acquire, bookkeeping, caller, forget, holds_any_for_writing, real, release, with_knowledge};
 
 /// Whether a lock call returned with the lock held (a robust mutex whose owner died is held too).
 fn locked(result: c_int) -> bool {
@@ -36,7 +36,7 @@ pub unsafe extern "C-unwind" fn mutex_init(
     caller: usize,
 ) -> c_int {
     let Some(real) = real::pthread_mutex_init() else { return libc::ENOSYS };
-    forget(mutex as usize, caller);
+    forget(mutex as usize, "pthread_mutex_init", caller);
     // Safety: the program's call, passed on as it came.
     unsafe { real(mutex, attr) }
 }
@@ -51,7 +51,7 @@ pub unsafe extern "C-unwind" fn mutex_destroy(
     caller: usize,
 ) -> c_int {
     let Some(real) = real::pthread_mutex_destroy() else { return libc::ENOSYS };
-    forget(mutex as usize, caller);
+    forget(mutex as usize, "pthread_mutex_destroy", caller);
     // Safety: as above.
     unsafe { real(mutex) }
 }
@@ -154,7 +154,7 @@ pub unsafe extern "C-unwind" fn spin_init(
     caller: usize,
 ) -> c_int {
     let Some(real) = real::pthread_spin_init() else { return libc::ENOSYS };
-    forget(lock as usize, caller);
+    forget(lock as usize, "pthread_spin_init", caller);
     // Safety: as above.
     unsafe { real(lock, shared) }
 }
@@ -169,7 +169,7 @@ pub unsafe extern "C-unwind" fn spin_destroy(
     caller: usize,
 ) -> c_int {
     let Some(real) = real::pthread_spin_destroy() else { return libc::ENOSYS };
-    forget(lock as usize, caller);
+    forget(lock as usize, "pthread_spin_destroy", caller);
     // Safety: as above.
     unsafe { real(lock) }
 }
@@ -235,8 +235,8 @@ pub unsafe extern "C-unwind" fn rwlock_init(
     caller: usize,
 ) -> c_int {
     let Some(real) = real::pthread_rwlock_init() else { return libc::ENOSYS };
-    forget(rwlock as usize, caller);
-    forget(readers_key(rwlock), caller);
+    forget(rwlock as usize, "pthread_rwlock_init", caller);
+    forget(readers_key(rwlock), "pthread_rwlock_init", caller);
     // Safety: as above.
     unsafe { real(rwlock, attr) }
 }
@@ -251,8 +251,8 @@ pub unsafe extern "C-unwind" fn rwlock_destroy(
     caller: usize,
 ) -> c_int {
     let Some(real) = real::pthread_rwlock_destroy() else { return libc::ENOSYS };
-    forget(rwlock as usize, caller);
-    forget(readers_key(rwlock), caller);
+    forget(rwlock as usize, "pthread_rwlock_destroy", caller);
+    forget(readers_key(rwlock), "pthread_rwlock_destroy", caller);
     // Safety: as above.
     unsafe { real(rwlock) }
 }
@@ -271,7 +271,11 @@ fn write_locked(rwlock: *mut pthread_rwlock_t, result: c_int, api: &'static str,
     }
     acquire(rwlock as usize, api, caller);
     acquire(readers_key(rwlock), api, caller);
-    bookkeeping(|| {
+    // The CUDA stack's own rwlocks are never released into: their holders need not be remembered.
+    if caller::known_not_programs(caller) {
+        return;
+    }
+    bookkeeping(api, || {
         with_knowledge(|k| k.hold_for_writing(rwlock as usize));
     });
 }
@@ -414,8 +418,13 @@ pub unsafe extern "C-unwind" fn rwlock_unlock(
     caller: usize,
 ) -> c_int {
     let Some(real) = real::pthread_rwlock_unlock() else { return libc::ENOSYS };
+    // Most threads hold no rwlock for writing (a read unlock, or the CUDA stack's): then no bookkeeping.
     let mut writer = false;
-    bookkeeping(|| writer = with_knowledge(|k| k.release_writing(rwlock as usize)).unwrap_or(false));
+    if holds_any_for_writing() {
+        bookkeeping("pthread_rwlock_unlock", || {
+            writer = with_knowledge(|k| k.release_writing(rwlock as usize)).unwrap_or(false);
+        });
+    }
     if writer {
         release(rwlock as usize, Release::Store, "pthread_rwlock_unlock", caller);
     } else {

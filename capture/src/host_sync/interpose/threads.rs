@@ -30,7 +30,7 @@ pub unsafe extern "C-unwind" fn create(
 ) -> c_int {
     let Some(real) = real::pthread_create() else { return libc::EAGAIN };
     let mut start: *mut ThreadStart = std::ptr::null_mut();
-    bookkeeping(|| {
+    bookkeeping("pthread_create", || {
         if caller::is_programs(caller) {
             let knows = THREAD.with(|k| k.borrow().knows_something());
             let parent = if knows { knowledge_to_release("pthread_create") } else { MarkSet::EMPTY };
@@ -64,7 +64,7 @@ unsafe extern "C-unwind" fn started(start: *mut c_void) -> *mut c_void {
 
 #[inline(never)]
 fn thread_began(parent: MarkSet) {
-    bookkeeping(|| {
+    bookkeeping("thread start", || {
         // A thread that ended before with the same pthread_t left its marks: this one has not ended yet.
         // Safety: pthread_self has no preconditions.
         objects::forget(unsafe { libc::pthread_self() } as usize);
@@ -76,7 +76,7 @@ fn thread_began(parent: MarkSet) {
 /// The thread ends (its routine returned, or it called pthread_exit): its joiner acquires what it knew.
 #[inline(never)]
 fn thread_ended(api: &'static str) {
-    bookkeeping(|| {
+    bookkeeping(api, || {
         if with_knowledge(|k| std::mem::take(&mut k.started_by_capture)) != Some(true) {
             return;
         }
@@ -95,7 +95,7 @@ fn thread_ended(api: &'static str) {
 fn joined(thread: pthread_t, result: c_int, api: &'static str, caller: usize) {
     if result == 0 {
         acquire(thread as usize, api, caller);
-        forget(thread as usize, caller);
+        forget(thread as usize, api, caller);
     }
 }
 

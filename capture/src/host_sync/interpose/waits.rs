@@ -14,7 +14,7 @@ use libc::{clockid_t, pthread_barrier_t, pthread_cond_t, pthread_mutex_t, pthrea
 
 use crate::host_sync::objects::Release;
 use crate::host_sync::real::{self, OnceInit};
-use crate::host_sync::{acquire, bookkeeping, caller, forget, release};
+use crate::host_sync::{acquire, forget, programs_call, release};
 
 /// A function missing from the C library, said as a semaphore call says its errors.
 fn missing() -> c_int {
@@ -110,8 +110,9 @@ pub unsafe extern "C-unwind" fn once(
     caller: usize,
 ) -> c_int {
     let Some(real) = real::pthread_once() else { return libc::ENOSYS };
-    let mut programs = false;
-    bookkeeping(|| programs = caller::is_programs(caller));
+    // Called inside every call of the CUDA runtime and every std::call_once: a caller the table knows is
+    // decided without the bookkeeping.
+    let programs = programs_call("pthread_once", caller);
     // The init function runs (if it does) on this thread, inside the real call: `once_init` finds it here.
     let noted = if programs { ONCE.try_with(|once| once.replace(Some((init, control as usize)))).ok() } else { None };
     let Some(previous) = noted else {
@@ -137,7 +138,7 @@ unsafe extern "C-unwind" fn once_init() {
 /// Called by the shim `sem_init` with the program's arguments.
 pub unsafe extern "C-unwind" fn sem_init(sem: *mut sem_t, shared: c_int, value: u32, _: usize, caller: usize) -> c_int {
     let Some(real) = real::sem_init() else { return missing() };
-    forget(sem as usize, caller);
+    forget(sem as usize, "sem_init", caller);
     // Safety: as above.
     unsafe { real(sem, shared, value) }
 }
@@ -146,7 +147,7 @@ pub unsafe extern "C-unwind" fn sem_init(sem: *mut sem_t, shared: c_int, value: 
 /// Called by the shim `sem_destroy` with the program's arguments.
 pub unsafe extern "C-unwind" fn sem_destroy(sem: *mut sem_t, _: usize, _: usize, _: usize, caller: usize) -> c_int {
     let Some(real) = real::sem_destroy() else { return missing() };
-    forget(sem as usize, caller);
+    forget(sem as usize, "sem_destroy", caller);
     // Safety: as above.
     unsafe { real(sem) }
 }
