@@ -96,8 +96,14 @@ impl Engine {
     /// reader wrote on the other core), and a miss that waits for another is not overlapped: so each record
     /// is loaded in steps, one step a record, each reading only what the step before loaded. Three records
     /// ahead, its accesses' list (on the heap, written by the reader); two ahead, the radix table's entry for
-    /// each access (which that list gives); one ahead, the bucket of each (which that entry gives).
+    /// each access (which that list gives); one ahead, the bucket of each (which that entry gives). Before all
+    /// that, six ahead, the record itself (a few cache lines the reader's core wrote), which the step three
+    /// ahead reads.
     pub fn prefetch<'r>(&self, ahead: impl Fn(usize) -> Option<&'r TraceRecord>) {
+        if let Some(record) = ahead(PREFETCH_AHEAD + 3) {
+            let head = record as *const TraceRecord as *const u8;
+            (0..size_of::<TraceRecord>()).step_by(64).for_each(|offset| prefetch_address(head.wrapping_add(offset)));
+        }
         if let Some(TraceRecord::Op(op)) = ahead(PREFETCH_AHEAD) {
             if let OpKind::Kernel { accesses, .. } = &op.kind {
                 let bytes = size_of_val(accesses.as_slice()).min(PREFETCH_ACCESS_BYTES);
