@@ -74,6 +74,36 @@ pub struct Names {
     tids: Vec<u64>,
     /// Counts the creation lines seen, to order the entities created at one place.
     arrivals: u64,
+    nccl_names: NcclNames,
+}
+
+/// Whether a kernel's name is NCCL's, remembered by the shared string the name came in: the reader thread keeps
+/// the reference counts of its shared names beside their bytes, so reading the bytes for every kernel costs a
+/// cache line taken from the other core (as `hb::sites` says). Direct-mapped by where the string lives; holding
+/// the string keeps that place from being another name's.
+#[derive(Default)]
+struct NcclNames {
+    places: Vec<Option<(Arc<str>, bool)>>,
+}
+
+/// Places in [`NcclNames`]: a program's distinct hot kernel names.
+const NCCL_NAME_PLACES: usize = 64;
+
+impl NcclNames {
+    fn is_nccl(&mut self, name: &Arc<str>) -> bool {
+        if self.places.is_empty() {
+            self.places.resize(NCCL_NAME_PLACES, None);
+        }
+        let place = &mut self.places[(Arc::as_ptr(name) as *const u8 as usize >> 4) % NCCL_NAME_PLACES];
+        match place {
+            Some((known, nccl)) if Arc::ptr_eq(known, name) => *nccl,
+            _ => {
+                let nccl = is_nccl_kernel(name);
+                *place = Some((name.clone(), nccl));
+                nccl
+            }
+        }
+    }
 }
 
 /// A declared stream as people know it: its handle, kind and GPU, and its name.
@@ -169,7 +199,7 @@ impl Names {
                 let Some(stream) = op.kind.stream() else { return };
                 let Some(entry) = self.streams.get_mut(stream.index()) else { return };
                 if let OpKind::Kernel { name, .. } = &op.kind {
-                    if is_nccl_kernel(name) {
+                    if self.nccl_names.is_nccl(name) {
                         entry.nccl_kernels += 1;
                     } else {
                         entry.other_kernels += 1;

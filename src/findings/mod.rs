@@ -47,7 +47,7 @@ impl NativeId {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Site {
     pub class: OpClass,
-    pub name: String,
+    pub name: Arc<str>,
     pub stream: Option<StreamId>,
     pub thread: ThreadId,
     /// The line the trace gave (a Python line, a hand-written `src`); crate::resolve finds the native call

@@ -6,6 +6,8 @@
 //! itself: the stream step (`tick`) and the device synchronization of a `cudaFree` are applied in `sync_rules`;
 //! conflicts go to `race_report`.
 
+use std::sync::Arc;
+
 use streamtrace_format::host_func_object;
 
 use super::clock::Epoch;
@@ -26,7 +28,7 @@ impl Engine {
         &mut self,
         op: &Operation,
         stream: StreamId,
-        name: &str,
+        name: &Arc<str>,
         accesses: &[Access],
         pointers: &[PointerArg],
     ) {
@@ -94,7 +96,14 @@ impl Engine {
     /// the host thread's clock: its lane (enqueued like a stream, so it runs after everything the host had
     /// observed complete) takes a step, the accesses are checked like a stream's, and the host thread then knows
     /// its own accesses, so that the work it issues afterwards is ordered after them.
-    pub(super) fn host_access(&mut self, op: &Operation, host: usize, lane: StreamId, name: &str, accesses: &[Access]) {
+    pub(super) fn host_access(
+        &mut self,
+        op: &Operation,
+        host: usize,
+        lane: StreamId,
+        name: &Arc<str>,
+        accesses: &[Access],
+    ) {
         let site = self.site(OpClass::HostAccess, name, Some(lane), op);
         let epoch = self.tick(lane, site, op, !accesses.is_empty());
         for access in effective_accesses(accesses) {
@@ -109,7 +118,7 @@ impl Engine {
     /// clock of the thread that enqueued it, which learns nothing from it. An access the capture learned from a
     /// fault inside it follows it in the trace and takes a step right after it, before anything else on the
     /// stream: part of the function's place.
-    pub(super) fn host_func(&mut self, op: &Operation, stream: StreamId, name: &str, accesses: &[Access]) {
+    pub(super) fn host_func(&mut self, op: &Operation, stream: StreamId, name: &Arc<str>, accesses: &[Access]) {
         let class = match op.kind {
             OpKind::HostFuncAccess { .. } => OpClass::HostFuncAccess,
             _ => OpClass::HostFunc,

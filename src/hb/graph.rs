@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::clock::Epoch;
 use super::racing_accesses::can_race;
 use super::shadow::Effect;
-use super::sites::{SiteId, SiteParts};
+use super::sites::{SiteId, SiteName, SiteParts};
 use super::state::{action_of, Engine, EngineError, GraphMemo};
 use crate::findings::{AccessExtent, Fix, GraphSite, OpClass, OpOccurrence, RaceFinding, RaceKind, Unordered};
 use crate::model::{Access, AccessMode, GraphBuild, GraphExec, GraphNode, NodeKind, Operation, StreamId};
@@ -31,7 +31,7 @@ impl Engine {
                 self.stream_wait(op, stream, event)?;
             }
         }
-        let launch_site = self.site(OpClass::GraphLaunch, &graph.name, Some(stream), op);
+        let launch_site = self.site(OpClass::GraphLaunch, graph.name.as_str(), Some(stream), op);
         let epoch = self.tick(stream, launch_site, op, graph.has_addresses());
         let memo_key = (graph.key, launch_site);
         let generation = self.processes.get(op.process.index()).map_or(0, |p| p.allocations.generation());
@@ -193,7 +193,7 @@ impl Engine {
         let made_at = node.made_at.as_ref();
         self.sites.intern(SiteParts {
             class: OpClass::GraphNode,
-            name: &node.name,
+            name: SiteName::Text(&node.name),
             stream: Some(stream),
             thread: op.thread,
             source: made_at.and_then(|m| m.source.as_ref()),

@@ -20,15 +20,18 @@ use crate::model::{NativeSite, SourceLocation, StreamId, ThreadId};
 /// Live sites below which the table is never collected: below it, collecting costs more than it saves.
 const COLLECTION_FLOOR: usize = 1 << 16;
 
-/// Places in the table of recently interned sites ([`SiteTable::recent`]): a program's hot launch sites.
-const RECENT_SITES: usize = 256;
+/// Sets of two places in the table of recently interned sites ([`SiteTable::recent`]): a program's hot launch
+/// sites, on every stream they run on.
+const RECENT_SETS: usize = 256;
 
 /// The sites the engine refers to. Grows with the sites held at once, not with the trace's length.
 pub struct SiteTable {
-    /// Direct-mapped by [`quick_key`]: the key and the id of a site interned lately. Every operation interns
-    /// its site; through this, the site of a hot launch site is found with one compare of its parts, without
-    /// hashing its strings or probing the map (a hit is still compared field by field: the key only places).
-    recent: Box<[(u64, SiteId)]>,
+    /// Two-way sets by [`quick_key`]: the key and the id of sites interned lately, the latest first. Every
+    /// operation interns its site; through this, the site of a hot launch site is found with one compare of its
+    /// parts, without hashing its strings or probing the map (a hit is still compared field by field: the key
+    /// only places). Two ways, because the sites of a program's few hot kernels on its streams are about a
+    /// hundred: one way in 256 loses a third of them to a neighbour.
+    recent: Box<[[(u64, SiteId); 2]]>,
     /// By id; `None`: dropped, its id free.
     sites: Vec<Option<LiveSite>>,
     free: Vec<SiteId>,
@@ -61,8 +64,11 @@ impl Default for SiteTable {
 const NO_KEY: u64 = 0;
 
 /// Where a site without a native call site or graph goes among the recent ones: a mix of its parts' fixed-size
-/// fields and the ends of its strings, cheap next to hashing the strings whole. Never [`NO_KEY`].
+/// fields and where its shared strings live. Never [`NO_KEY`]. The strings' bytes are not read: the reader
+/// thread keeps the reference counts of its shared names beside their bytes, so reading them costs the engine a
+/// cache line taken from the other core on every operation (a fixed name's ends are read: nobody writes there).
 fn quick_key(parts: &SiteParts) -> u64 {
+    let place = |text: &str| (text.as_ptr() as usize, text.len());
     let ends = |text: &str| {
         let bytes = text.as_bytes();
         let word = |part: &[u8]| part.iter().fold(0u64, |word, &byte| word << 8 | u64::from(byte));
@@ -70,14 +76,42 @@ fn quick_key(parts: &SiteParts) -> u64 {
         let tail = word(&bytes[bytes.len().saturating_sub(8)..]);
         (head, tail, bytes.len() as u64)
     };
-    let (head, tail, len) = ends(parts.name);
     let mut hasher = FxHasher::default();
-    (parts.class, head, tail, len, parts.stream, parts.thread).hash(&mut hasher);
-    if let Some(source) = parts.source {
-        (ends(&source.file), source.line, source.function.as_deref().map(str::len)).hash(&mut hasher);
+    match parts.name {
+        SiteName::Shared(name) => place(name).hash(&mut hasher),
+        SiteName::Text(name) => ends(name).hash(&mut hasher),
     }
-    parts.region.map(|region| ends(region)).hash(&mut hasher);
+    (parts.class, parts.stream, parts.thread).hash(&mut hasher);
+    if let Some(source) = parts.source {
+        (place(&source.file), source.line, source.function.as_deref().map(place)).hash(&mut hasher);
+    }
+    parts.region.map(|region| place(region)).hash(&mut hasher);
     hasher.finish() | 1
+}
+
+/// Whether two shared strings hold the same text, telling it first by where they live (std's Arc equality does
+/// not for `str`): the same string is not read.
+fn same_text(a: &Arc<str>, b: &Arc<str>) -> bool {
+    Arc::ptr_eq(a, b) || a == b
+}
+
+fn same_optional_text(a: Option<&Arc<str>>, b: Option<&Arc<str>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => same_text(a, b),
+        (a, b) => a.is_none() && b.is_none(),
+    }
+}
+
+/// [`SourceLocation`]'s equality through [`same_text`].
+fn same_source(a: Option<&SourceLocation>, b: Option<&SourceLocation>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            a.line == b.line
+                && same_text(&a.file, &b.file)
+                && same_optional_text(a.function.as_ref(), b.function.as_ref())
+        }
+        (a, b) => a.is_none() && b.is_none(),
+    }
 }
 
 /// The ids a collection found still referred to.
@@ -97,10 +131,41 @@ impl SiteMarks {
     }
 }
 
+/// A site's name as the operation gives it.
+#[derive(Clone, Copy)]
+pub enum SiteName<'a> {
+    /// Shared with the record (a kernel's name, a label): the site holds the same string, so that the next
+    /// operation's name is found equal by where it lives, without reading it ([`quick_key`]).
+    Shared(&'a Arc<str>),
+    /// Any other text (an API's fixed name, a graph node's).
+    Text(&'a str),
+}
+
+impl SiteName<'_> {
+    fn text(&self) -> &str {
+        match self {
+            SiteName::Shared(name) => name,
+            SiteName::Text(name) => name,
+        }
+    }
+}
+
+impl<'a> From<&'a Arc<str>> for SiteName<'a> {
+    fn from(name: &'a Arc<str>) -> SiteName<'a> {
+        SiteName::Shared(name)
+    }
+}
+
+impl<'a> From<&'a str> for SiteName<'a> {
+    fn from(name: &'a str) -> SiteName<'a> {
+        SiteName::Text(name)
+    }
+}
+
 /// What a site is, as the engine knows it when an operation arrives.
 pub struct SiteParts<'a> {
     pub class: OpClass,
-    pub name: &'a str,
+    pub name: SiteName<'a>,
     pub stream: Option<StreamId>,
     pub thread: ThreadId,
     pub source: Option<&'a SourceLocation>,
@@ -113,7 +178,7 @@ impl SiteTable {
     /// A table first collected once it holds `floor` live sites (tests collect at every chance with 1).
     pub fn with_floor(floor: usize) -> SiteTable {
         SiteTable {
-            recent: vec![(NO_KEY, SiteId(0)); RECENT_SITES].into_boxed_slice(),
+            recent: vec![[(NO_KEY, SiteId(0)); 2]; RECENT_SETS].into_boxed_slice(),
             sites: Vec::new(),
             free: Vec::new(),
             by_hash: FxHashMap::default(),
@@ -131,15 +196,24 @@ impl SiteTable {
         // Sites with a native call site or a graph are found through the map alone: the native site's id
         // takes a lookup of its own, and graph nodes are interned once per graph.
         let quick = (parts.native.is_none() && parts.graph.is_none()).then(|| quick_key(&parts));
+        // The key's low bit is always set: its high bits choose the set.
+        let set = |key: u64| (key >> 32) as usize % RECENT_SETS;
         if let Some(key) = quick {
-            let (cached, id) = self.recent[key as usize % RECENT_SITES];
-            if cached == key && self.holds(id, &parts, None) {
-                return id;
+            let ways = self.recent[set(key)];
+            for (way, (cached, id)) in ways.into_iter().enumerate() {
+                if cached == key && self.holds(id, &parts, None) {
+                    if way == 1 {
+                        self.recent[set(key)].swap(0, 1);
+                    }
+                    return id;
+                }
             }
         }
         let id = self.intern_by_hash(parts);
         if let Some(key) = quick {
-            self.recent[key as usize % RECENT_SITES] = (key, id);
+            let ways = &mut self.recent[set(key)];
+            ways[1] = ways[0];
+            ways[0] = (key, id);
         }
         id
     }
@@ -147,13 +221,17 @@ impl SiteTable {
     /// Whether `id` is live and is the site described by `parts` and the native id `native`.
     fn holds(&self, id: SiteId, parts: &SiteParts, native: Option<NativeId>) -> bool {
         let Some(Some(LiveSite { site, .. })) = self.sites.get(id.index()) else { return false };
+        let same_name = || match parts.name {
+            SiteName::Shared(name) => same_text(&site.name, name),
+            SiteName::Text(name) => *site.name == *name,
+        };
         site.class == parts.class
-            && site.name == parts.name
             && site.stream == parts.stream
             && site.thread == parts.thread
-            && site.source.as_ref() == parts.source
             && site.native == native
-            && site.region.as_ref() == parts.region
+            && same_name()
+            && same_source(site.source.as_ref(), parts.source)
+            && same_optional_text(site.region.as_ref(), parts.region)
             && site.graph.as_ref() == parts.graph
     }
 
@@ -162,7 +240,7 @@ impl SiteTable {
         let native = parts.native.map(|site| self.native(site));
         let mut hasher = FxHasher::default();
         parts.class.hash(&mut hasher);
-        parts.name.hash(&mut hasher);
+        parts.name.text().hash(&mut hasher);
         parts.stream.hash(&mut hasher);
         parts.thread.hash(&mut hasher);
         parts.source.hash(&mut hasher);
@@ -177,7 +255,10 @@ impl SiteTable {
         }
         let site = Site {
             class: parts.class,
-            name: parts.name.to_string(),
+            name: match parts.name {
+                SiteName::Shared(name) => name.clone(),
+                SiteName::Text(name) => name.into(),
+            },
             stream: parts.stream,
             thread: parts.thread,
             source: parts.source.cloned(),
@@ -297,10 +378,10 @@ impl SiteTable {
 mod tests {
     use super::*;
 
-    fn parts<'a>(name: &'a str, stream: u32, source: Option<&'a SourceLocation>) -> SiteParts<'a> {
+    fn parts<'a>(name: impl Into<SiteName<'a>>, stream: u32, source: Option<&'a SourceLocation>) -> SiteParts<'a> {
         SiteParts {
             class: OpClass::Kernel,
-            name,
+            name: name.into(),
             stream: Some(StreamId(stream)),
             thread: ThreadId(0),
             source,
@@ -333,7 +414,7 @@ mod tests {
             }
             let site = table.get(id);
             assert_eq!(
-                (site.name.as_str(), site.stream, site.source.as_ref()),
+                (&*site.name, site.stream, site.source.as_ref()),
                 (names[n], Some(StreamId(stream)), sources.get(s))
             );
         }
@@ -350,7 +431,7 @@ mod tests {
         assert_eq!(other, old, "the dropped id is handed out again");
         let again = table.intern(parts("copy_kernel", 1, None));
         assert_ne!(again, other);
-        assert_eq!(table.get(again).name, "copy_kernel");
-        assert_eq!(table.get(other).name, "other_kernel");
+        assert_eq!(&*table.get(again).name, "copy_kernel");
+        assert_eq!(&*table.get(other).name, "other_kernel");
     }
 }

@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::allocations::AllocationTable;
 use super::clock::{Slot, VectorClock, VersionedClock};
 use super::shadow::{Conflict, Effect, ShadowMemory};
-use super::sites::{SiteId, SiteParts, SiteTable};
+use super::sites::{SiteId, SiteName, SiteParts, SiteTable};
 use super::slot_values::SlotValues;
 use crate::findings::{AccessAction, EdgeKind, FindingCollector, OpClass, RaceKey};
 use crate::model::{
@@ -392,10 +392,16 @@ impl Engine {
     }
 
     /// The interned site of `op`, named `name` in the class `class`.
-    pub(super) fn site(&mut self, class: OpClass, name: &str, stream: Option<StreamId>, op: &Operation) -> SiteId {
+    pub(super) fn site<'a>(
+        &mut self,
+        class: OpClass,
+        name: impl Into<SiteName<'a>>,
+        stream: Option<StreamId>,
+        op: &Operation,
+    ) -> SiteId {
         self.sites.intern(SiteParts {
             class,
-            name,
+            name: name.into(),
             stream,
             thread: op.thread,
             source: op.source.as_ref(),

@@ -406,7 +406,7 @@ fn page_data<'a>(analysis: &'a Analysis, timeline: &'a Timeline) -> PageData<'a>
 /// Two sites' names for a title: each one's framework op's short name, else its kernel's, told apart when two
 /// different kernels share a short name.
 fn short_op_labels(sites: [&crate::findings::Site; 2]) -> [String; 2] {
-    let kernels = distinct_short_names(&[sites[0].name.as_str(), sites[1].name.as_str()], 60);
+    let kernels = distinct_short_names(&[&*sites[0].name, &*sites[1].name], 60);
     let label = |k: usize| match &sites[k].region {
         Some(region) => crate::names::short::short_op_name(region).to_string(),
         None => kernels[k].clone(),

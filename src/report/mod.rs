@@ -243,7 +243,7 @@ pub fn describe_site(look: Lookup, id: SiteId) -> String {
         OpClass::Kernel | OpClass::GraphNode | OpClass::GraphLaunch => {
             format!("{} `{}`", site.class.as_str(), kernel_name(&site.name))
         }
-        _ => site.name.clone(),
+        _ => site.name.to_string(),
     };
     match look.stream_of(id) {
         Some(stream) if stream.kind == StreamKind::HostThread => text.push_str(" on the host"),

@@ -87,7 +87,7 @@ fn who(look: Lookup, id: SiteId) -> String {
         OpClass::Kernel | OpClass::GraphNode | OpClass::GraphLaunch => {
             format!("{} {}", site.class.as_str(), short_name(&site.name))
         }
-        _ => site.name.clone(),
+        _ => site.name.to_string(),
     };
     match &site.region {
         Some(_) if site.class != OpClass::HostAccess => format!("{} ({own})", short_label(site)),
@@ -285,7 +285,7 @@ fn write_wait_before_record(out: &mut String, look: Lookup, wait: &UnrecordedWai
 impl UnrecordedWait {
     /// The wait's call as the report names it.
     fn wait_name(&self, look: Lookup) -> String {
-        look.site(self.wait.site).name.clone()
+        look.site(self.wait.site).name.to_string()
     }
 }
 
