@@ -434,4 +434,28 @@ mod tests {
         assert_eq!(&*table.get(again).name, "copy_kernel");
         assert_eq!(&*table.get(other).name, "other_kernel");
     }
+
+    /// A shared name is found by where it lives first: another copy of the same text, or the same text given as
+    /// plain text, must still be the same site, and a different text in a place once used must not be.
+    #[test]
+    fn shared_names_are_one_site_however_they_come() {
+        let mut table = SiteTable::default();
+        let first: Arc<str> = Arc::from("gemm");
+        let copy: Arc<str> = Arc::from("gemm");
+        let id = table.intern(parts(&first, 1, None));
+        assert_eq!(table.intern(parts(&first, 1, None)), id);
+        assert_eq!(table.intern(parts(&copy, 1, None)), id, "another copy of the text");
+        assert_eq!(table.intern(parts("gemm", 1, None)), id, "the text as plain text");
+        assert_ne!(table.intern(parts(&first, 2, None)), id, "another stream");
+        let source = SourceLocation::parse("train.py:10");
+        let moved = SourceLocation::parse("train.py:10");
+        let with_line = table.intern(parts(&first, 1, Some(&source)));
+        assert_ne!(with_line, id);
+        assert_eq!(table.intern(parts(&copy, 1, Some(&moved))), with_line, "the same line, parsed again");
+        drop(copy);
+        let other: Arc<str> = Arc::from("axpy");
+        let other_id = table.intern(parts(&other, 1, None));
+        assert_ne!(other_id, id);
+        assert_eq!(&*table.get(other_id).name, "axpy");
+    }
 }
