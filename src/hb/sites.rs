@@ -22,15 +22,15 @@ const COLLECTION_FLOOR: usize = 1 << 16;
 
 /// Sets of two places in the table of recently interned sites ([`SiteTable::recent`]): a program's hot launch
 /// sites, on every stream they run on.
-const RECENT_SETS: usize = 256;
+const RECENT_SETS: usize = 1024;
 
 /// The sites the engine refers to. Grows with the sites held at once, not with the trace's length.
 pub struct SiteTable {
     /// Two-way sets by [`quick_key`]: the key and the id of sites interned lately, the latest first. Every
     /// operation interns its site; through this, the site of a hot launch site is found with one compare of its
     /// parts, without hashing its strings or probing the map (a hit is still compared field by field: the key
-    /// only places). Two ways, because the sites of a program's few hot kernels on its streams are about a
-    /// hundred: one way in 256 loses a third of them to a neighbour.
+    /// only places). Two ways in 1,024 sets, because the sites of a program's hot kernels, copies, sets and
+    /// waits on its streams are a few hundred: one way in 256 places lost about a third of them to neighbours.
     recent: Box<[[(u64, SiteId); 2]]>,
     /// By id; `None`: dropped, its id free.
     sites: Vec<Option<LiveSite>>,
