@@ -50,7 +50,7 @@ type Race = (RaceKind, String, String);
 /// What a scenario's analysis found, to compare two host orders: every race with its count (those ordered only
 /// by timing apart), and the waits before their event's record.
 fn verdicts(analysis: &Analysis) -> (Vec<(Race, u64)>, Vec<Race>, usize) {
-    let name = |op: &streamtrace::findings::OpOccurrence| analysis.findings.site(op.site).name.clone();
+    let name = |op: &streamtrace::findings::OpOccurrence| analysis.findings.site(op.site).name.to_string();
     let race = |r: &RaceFinding| (r.kind, name(&r.earlier), name(&r.later));
     let races = |list: &[RaceFinding]| list.iter().map(|r| (race(r), r.count)).collect();
     let timing_only = analysis.findings.timing_only_races.iter().map(race).collect();
@@ -954,7 +954,7 @@ mod host_order {
         assert!(
             found
                 .iter()
-                .all(|r| found.site(&r.later).name == "too_early" || found.site(&r.earlier).name == "too_early"),
+                .all(|r| &*found.site(&r.later).name == "too_early" || &*found.site(&r.earlier).name == "too_early"),
             "{found:#?}"
         );
         // Without the early write: the hand-over orders the later write after the collective, in the global

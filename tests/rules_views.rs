@@ -43,7 +43,7 @@ fn interleaved_updates_then_an_unordered_whole_read_race() {
     let body = op(1, "even", EVEN, EVEN) + &op(2, "odd", ODD, ODD) + &op(3, "sum", WHOLE, "");
     let found = races(&body);
     assert_eq!(found.len(), 2, "{found:#?}");
-    assert!(found.iter().all(|r| r.kind == RaceKind::ReadAfterWrite && found.site(&r.later).name == "sum"));
+    assert!(found.iter().all(|r| r.kind == RaceKind::ReadAfterWrite && &*found.site(&r.later).name == "sum"));
     assert_eq!(found[0].earlier_view.as_deref(), Some("[32] strides (2) of 4-byte elements"));
     assert_eq!(found[0].later_view, None);
 }
@@ -52,7 +52,7 @@ fn interleaved_updates_then_an_unordered_whole_read_race() {
 fn a_shifted_view_races() {
     let found = races(&(op(1, "even", "", EVEN) + &op(2, "shifted", "", SHIFTED)));
     assert_eq!(found.len(), 1, "{found:#?}");
-    assert_eq!((found[0].kind, found.site(&found[0].earlier).name.as_str()), (RaceKind::WriteAfterWrite, "even"));
+    assert_eq!((found[0].kind, &*found.site(&found[0].earlier).name), (RaceKind::WriteAfterWrite, "even"));
     assert_eq!(found[0].later_view.as_deref(), Some("[31] strides (2) of 4-byte elements"));
 }
 

@@ -63,8 +63,5 @@ impl Found {
 pub fn assert_one_race(found: &Found, kind: RaceKind, earlier: &str, later: &str) {
     assert_eq!(found.len(), 1, "expected one race, found {found:#?}");
     assert_eq!(found[0].kind, kind);
-    assert_eq!(
-        (found.site(&found[0].earlier).name.as_str(), found.site(&found[0].later).name.as_str()),
-        (earlier, later)
-    );
+    assert_eq!((&*found.site(&found[0].earlier).name, &*found.site(&found[0].later).name), (earlier, later));
 }
