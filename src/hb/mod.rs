@@ -1,6 +1,7 @@
 //! Happens-before, as a star: at the bottom the engine's state (`state`) over its parts (vector clocks `clock`
 //! over `slot_values`,
 //! shadow memory `shadow`, the sites it names `sites`, the allocations it attributes ranges to `allocations`,
+//! the ordered sets of addresses both of those search (`sorted_keys`),
 //! the overlap of strided views `view_overlap`); in the middle the rule files, each importing the state and
 //! never a sibling: every synchronization (`sync_rules`), the order among host threads (`host_order`), memory
 //! operations and the access check (`access`, with the accesses of one operation that can race in
@@ -23,6 +24,7 @@ pub mod shadow;
 mod site_collection;
 pub mod sites;
 mod slot_values;
+mod sorted_keys;
 mod state;
 mod sync_rules;
 mod unordered_pairs;

@@ -5,7 +5,6 @@
 //! address space, found through a radix table on the address (`segments.rs`). The check itself is FastTrack's: the last write is
 //! one epoch (O(1) to compare), and reads stay one epoch until two unordered reads coexist.
 
-mod granules;
 mod radix;
 mod segments;
 mod views;

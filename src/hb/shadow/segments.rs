@@ -3,14 +3,14 @@
 //! block-granular program has one to three segments a block). A radix table on the granule number finds the
 //! bucket ([`super::radix`]), so the exact-start lookup of nearly every access is a load from a cached leaf and
 //! one from the bucket, and a split or a merge moves a few entries inside it. The ordered set of granules that
-//! hold a bucket ([`super::granules`]) answers what the buckets cannot alone: the last segment before an
+//! hold a bucket ([`crate::hb::sorted_keys`]) answers what the buckets cannot alone: the last segment before an
 //! address whose granule holds none, and the walk over a long range.
 
 use smallvec::SmallVec;
 
-use super::granules::Granules;
 use super::radix::{RadixTable, EMPTY};
 use super::{prefetch_address, Segment};
+use crate::hb::sorted_keys::SortedKeys;
 
 const GRANULE_BITS: u32 = 16;
 /// Bytes of address space a bucket covers.
@@ -34,7 +34,7 @@ pub(super) struct SegmentMap {
     buckets: Vec<Bucket>,
     free_buckets: Vec<u32>,
     /// The granules that hold a bucket.
-    granules: Granules,
+    granules: SortedKeys,
     len: usize,
 }
 

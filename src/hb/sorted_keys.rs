@@ -1,6 +1,7 @@
-//! The shadow's ordered set of granules that hold segments: what the radix table cannot say alone (the last
-//! granule with a segment before an address, the granules with segments inside a long range). It changes only
-//! when a granule's bucket fills or empties, not at every split.
+//! An ordered set of addresses or address granules, for what a hash map cannot say: the greatest key below a
+//! point, the keys inside a range. The shadow keeps the granules that hold segments in one (what its radix
+//! table cannot say alone: the last granule with a segment before an address, the granules inside a long
+//! range); the allocation table the starts of its blocks (the block an address falls in).
 //!
 //! A two-level sorted array rather than `BTreeSet`: the keys live in chunks of at most [`CHUNK_MAX`] sorted
 //! keys, and a flat array holds each chunk's first key. The flat array (a few kB for 100,000 keys) stays in
@@ -13,14 +14,14 @@ const CHUNK_MAX: usize = 128;
 const CHUNK_MERGE: usize = CHUNK_MAX / 4;
 
 #[derive(Default, Debug)]
-pub(super) struct Granules {
+pub(super) struct SortedKeys {
     /// Non-empty, sorted, each at most `CHUNK_MAX` long; every key of a chunk is below every key of the next.
     chunks: Vec<Vec<u64>>,
     /// `firsts[i] == chunks[i][0]`.
     firsts: Vec<u64>,
 }
 
-impl Granules {
+impl SortedKeys {
     /// The chunk that holds `key` if any chunk does: the last one whose first key is at or below it (the
     /// first chunk for a key below all of them).
     fn chunk_for(&self, key: u64) -> usize {
@@ -113,7 +114,7 @@ mod tests {
     /// Every operation checked against the standard library's ordered set, through splits and merges.
     #[test]
     fn agrees_with_an_ordered_set() {
-        let mut keys = Granules::default();
+        let mut keys = SortedKeys::default();
         let mut model = BTreeSet::new();
         // A deterministic walk over a small address space: inserts outnumber removals first, then the reverse,
         // so chunks split and later thin out and merge.
@@ -145,7 +146,7 @@ mod tests {
 
     #[test]
     fn empty_and_edges() {
-        let mut keys = Granules::default();
+        let mut keys = SortedKeys::default();
         assert_eq!(keys.last_before(10), None);
         keys.remove(3);
         keys.insert(8);
