@@ -275,6 +275,35 @@ pub struct StreamWaitEvent {
     pub Flags: u32,
 }
 
+/// cuStreamWriteValue32/64 and cuStreamWaitValue32/64, and their `_v2` forms: the value's width differs, not
+/// where the stream and the address lie.
+#[repr(C)]
+pub struct StreamValueOp {
+    pub stream: Handle,
+    pub addr: u64,
+}
+
+#[repr(C)]
+pub struct StreamBatchMemOp {
+    pub stream: Handle,
+    pub count: u32,
+    pub paramArray: *const BatchMemOpParams,
+}
+
+/// One CUstreamBatchMemOpParams (a 48-byte union): a wait's and a write's address follows the operation.
+#[repr(C)]
+pub struct BatchMemOpParams {
+    pub operation: u32,
+    pub address: u64,
+    pub rest: [u64; 4],
+}
+
+/// CUstreamBatchMemOpType's waits and writes.
+pub const MEM_OP_WAIT_VALUE_32: u32 = 1;
+pub const MEM_OP_WRITE_VALUE_32: u32 = 2;
+pub const MEM_OP_WAIT_VALUE_64: u32 = 4;
+pub const MEM_OP_WRITE_VALUE_64: u32 = 5;
+
 #[repr(C)]
 pub struct OneHandle {
     pub handle: Handle,

@@ -543,7 +543,7 @@ mod tests {
         assert!(!kept_outside(&Record::Graph { graph: launch, api: "cuGraphLaunch" }));
         assert!(kept_outside(&Record::Graph { graph: GraphRecord::Create { graph: 1 }, api: "cuGraphCreate" }));
         assert!(kept_outside(&Record::Event { handle: 1 }));
-        assert!(!kept_outside(&Record::Wait { stream: 1, event: 2 }));
+        assert!(!kept_outside(&Record::Wait { stream: 1, event: 2, api: "cuStreamWaitEvent" }));
         assert!(!kept_outside(&Record::OpBegin));
     }
 }

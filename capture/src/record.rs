@@ -108,6 +108,7 @@ pub enum Record {
     Wait {
         stream: u64,
         event: u64,
+        api: &'static str,
     },
     Sync {
         target: SyncTarget,
@@ -505,9 +506,9 @@ impl Entry {
                 line.number(Field::Event, *event).number(Field::Stream, *stream);
                 common(line, call, Some(api));
             }
-            Record::Wait { stream, event } => {
+            Record::Wait { stream, event, api } => {
                 line.number(Field::Stream, *stream).number(Field::Event, *event);
-                common(line, call, Some("cuStreamWaitEvent"));
+                common(line, call, Some(api));
             }
             Record::Sync { target, api } | Record::Query { target, api, .. } => {
                 match target {
@@ -733,7 +734,7 @@ mod tests {
             Record::Module { path, bias: 0x5000, start: 0x5000, size: 0x2000, build_id: Some("ab12".into()) },
         );
         batch.push(call(), Record::Callsite { id: 1, frames: Arc::from(&[0x5123u64, 0x5456][..]) });
-        batch.push(Call { site: 1, ..call() }, Record::Wait { stream: 5, event: 9 });
+        batch.push(Call { site: 1, ..call() }, Record::Wait { stream: 5, event: 9, api: "cuStreamWaitEvent" });
         batch.push(Call { site: 1, ..call() }, Record::Event { handle: 9 });
         let text = json_lines(&batch);
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("json")).collect();

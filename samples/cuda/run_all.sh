@@ -39,6 +39,7 @@ for src in "${sources[@]}"; do
       echo "$label: DIFFERS plain (exit $plain_status) and captured (exit $captured_status)"
     fi
     grep GROUND_TRUTH "$out/$label.out" || { echo "$label: no ground truth line"; tail -20 "$out/$label.log"; }
-    cp "$build/trace-$label"/trace.*.json "$out/$label.json"
+    # One trace per sample; a sample that failed to build or run leaves none, and the others still run.
+    cp "$build/trace-$label"/trace.*.json "$out/$label.json" 2>/dev/null || echo "$label: no single trace"
   done
 done
