@@ -196,7 +196,7 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
         },
     );
     batch.push(CALL, Record::EventRecord { event: EVENT, stream: SIDE, api: "cuEventRecord" });
-    batch.push(CALL, Record::Wait { stream: TOP, event: EVENT });
+    batch.push(CALL, Record::Wait { stream: TOP, event: EVENT, api: "cuStreamWaitEvent" });
     batch.push(CALL, Record::Sync { target: SyncTarget::Stream(SIDE), api: "cuStreamSynchronize" });
     batch.push(CALL, Record::Sync { target: SyncTarget::Event(EVENT), api: "cuEventSynchronize" });
     batch.push(CALL, Record::Sync { target: SyncTarget::Context(3), api: "cuCtxSynchronize" });

@@ -20,7 +20,10 @@ fn main() {
                 call(i),
                 Record::EventRecord { event: 0x5555_0000_1000 + i % 4, stream: 0x5555_0000_2000, api: "cuEventRecord" },
             );
-            batch.push(call(i), Record::Wait { event: 0x5555_0000_1000 + i % 4, stream: 0x5555_0000_3000 });
+            batch.push(
+                call(i),
+                Record::Wait { event: 0x5555_0000_1000 + i % 4, stream: 0x5555_0000_3000, api: "cuStreamWaitEvent" },
+            );
         }
         let first_pointer = batch.pointers.len() as u32;
         batch.pointers.push(PointerArg { address: 0x7f00_1234_0000 + (i % 4) * 0x4000, writes: true });
