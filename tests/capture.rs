@@ -267,6 +267,67 @@ fn cuda_clean_samples_have_no_finding() {
     }
 }
 
+/// Native samples recorded on 2026-12-03 (samples/capture/README.md): libraries' kernels (cuRAND, CUB, Thrust),
+/// the per-thread default stream, the legacy barrier reached from another thread, priority streams, polling,
+/// stream memory operations, symbol copies, mapped memory, host functions and graphs. Each verdict and its racing
+/// operations, as each program's ground truth says.
+#[test]
+fn native_samples_of_libraries_threads_and_stream_operations_match_their_ground_truth() {
+    const RAW: (&str, &str, &str) = ("read-after-write", "write_kernel", "read_kernel");
+    let samples: &[(&str, &[(&str, &str, &str)])] = &[
+        ("curand_stream_consumer", &[]),
+        ("curand_stream_consumer-no-wait", &[("read-after-write", "void gen_sequenced_Philox", "read_kernel")]),
+        ("d2h_pageable_async_relaunch", &[]),
+        ("d2h_pageable_async_relaunch-default-kind", &[]),
+        (
+            "d2h_pageable_async_relaunch-pinned",
+            &[
+                ("read-after-write", "memcpy DtoH", "host read"),
+                ("write-after-read", "memcpy DtoH", "write_kernel"),
+                ("write-after-write", "write_kernel", "write_kernel"),
+            ],
+        ),
+        ("device_sync_other_thread", &[]),
+        ("device_sync_other_thread-own-stream-sync", &[RAW]),
+        ("double_buffer_events", &[]),
+        ("double_buffer_events-no-war-wait", &[("write-after-read", "read_kernel", "write_kernel")]),
+        ("graph_host_node", &[]),
+        ("graph_pinned_host_read", &[]),
+        ("graph_pinned_host_read-memcpy-node", &[]),
+        ("legacy_barrier_other_thread", &[]),
+        ("legacy_barrier_other_thread-nonblocking", &[RAW]),
+        ("mapped_zero_copy", &[]),
+        ("mapped_zero_copy-registered", &[]),
+        ("mapped_zero_copy-no-sync", &[("read-after-write", "write_kernel", "host read")]),
+        ("mapped_zero_copy-registered-no-sync", &[("read-after-write", "write_kernel", "host read")]),
+        ("pdl_same_stream", &[]),
+        ("poll_query_then_launch", &[]),
+        ("poll_query_then_launch-event-query", &[]),
+        ("poll_query_then_launch-no-poll", &[RAW]),
+        ("priority_stream_legacy", &[]),
+        ("priority_stream_legacy-nonblocking", &[RAW]),
+        ("ptds_legacy_barrier", &[]),
+        ("ptds_legacy_barrier-nonblocking", &[RAW]),
+        ("ptds_thread_handover", &[]),
+        ("ptds_thread_handover-stream-sync", &[]),
+        ("ptds_thread_handover-mutex-only", &[("write-after-write", "write_kernel", "write_kernel")]),
+        ("stream_callback_write", &[]),
+        ("stream_callback_write-other-stream", &[("write-after-read", "read_kernel", "host write in host function")]),
+        ("stream_mem_ops", &[]),
+        ("stream_mem_ops-no-wait", &[RAW]),
+        ("symbol_copies", &[]),
+        ("symbol_copies-no-wait", &[("read-after-write", "memcpy HtoD", "memcpy DtoH")]),
+        ("thrust_cub_shared_input", &[]),
+        (
+            "thrust_cub_shared_input-no-wait",
+            &[("read-after-write", "write_kernel", "void cub::"), ("read-after-write", "write_kernel", "void cub::")],
+        ),
+    ];
+    for (sample, expected) in samples {
+        expect_races(&format!("samples/capture/cuda/{sample}.json"), expected);
+    }
+}
+
 #[test]
 fn const_pointer_parameters_are_reads() {
     // read_kernel(float const*, float*, int): its input is read, so two readers of one buffer do not race.
