@@ -269,12 +269,15 @@ fn cuda_clean_samples_have_no_finding() {
 
 /// Native samples recorded on 2026-12-03 (samples/capture/README.md): libraries' kernels (cuRAND, CUB, Thrust),
 /// the per-thread default stream, the legacy barrier reached from another thread, priority streams, polling,
-/// stream memory operations, symbol copies, mapped memory, host functions and graphs. Each verdict and its racing
-/// operations, as each program's ground truth says.
+/// stream memory operations, symbol copies, mapped memory, host functions and graphs (a launch guards the pinned
+/// memory its nodes touch; a host node's run is a host function on the launch's stream). Each verdict and its
+/// racing operations, as each program's ground truth says.
 #[test]
 fn native_samples_of_libraries_threads_and_stream_operations_match_their_ground_truth() {
     const RAW: (&str, &str, &str) = ("read-after-write", "write_kernel", "read_kernel");
-    let samples: &[(&str, &[(&str, &str, &str)])] = &[
+    /// (kind, earlier name prefix, later name prefix), as `expect_races` takes them.
+    type Race = (&'static str, &'static str, &'static str);
+    let samples: &[(&str, &[Race])] = &[
         ("curand_stream_consumer", &[]),
         ("curand_stream_consumer-no-wait", &[("read-after-write", "void gen_sequenced_Philox", "read_kernel")]),
         ("d2h_pageable_async_relaunch", &[]),
@@ -292,8 +295,12 @@ fn native_samples_of_libraries_threads_and_stream_operations_match_their_ground_
         ("double_buffer_events", &[]),
         ("double_buffer_events-no-war-wait", &[("write-after-read", "read_kernel", "write_kernel")]),
         ("graph_host_node", &[]),
+        ("graph_host_node_streams", &[]),
+        ("graph_host_node_streams-no-wait", &[("write-after-read", "read_kernel", "host write in host function")]),
         ("graph_pinned_host_read", &[]),
         ("graph_pinned_host_read-memcpy-node", &[]),
+        ("graph_pinned_host_read-no-sync", &[("read-after-write", "write_kernel", "host read")]),
+        ("graph_pinned_host_read-memcpy-node-no-sync", &[("read-after-write", "memcpy", "host read")]),
         ("legacy_barrier_other_thread", &[]),
         ("legacy_barrier_other_thread-nonblocking", &[RAW]),
         ("mapped_zero_copy", &[]),

@@ -194,6 +194,7 @@ calls! {
     CU_GRAPH_EXEC_UPDATE = 561, "cuGraphExecUpdate", ExitOk, Legacy, graphs::exec_update, Recorded, None;
     CU_GRAPH_EXEC_MEMCPY_NODE_SET_PARAMS = 562, "cuGraphExecMemcpyNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Recorded, Node(NodeWord::Memcpy);
     CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS = 563, "cuGraphExecMemsetNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Recorded, Node(NodeWord::Memset);
+    CU_GRAPH_EXEC_HOST_NODE_SET_PARAMS = 564, "cuGraphExecHostNodeSetParams", ExitOk, Legacy, host_funcs::exec_node_set, Recorded, None;
     CU_GRAPH_INSTANTIATE_V2 = 578, "cuGraphInstantiate_v2", ExitOk, Legacy, graphs::instantiate, Recorded, None;
     CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS = 586, "cuGraphExecChildGraphNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Recorded, Node(NodeWord::Child);
     CU_EVENT_RECORD_WITH_FLAGS = 587, "cuEventRecordWithFlags", Entry, Legacy, sync::event_record, Noted, None;

@@ -390,6 +390,13 @@ pub struct LaunchHostFunc {
     pub userData: *mut c_void,
 }
 
+/// CUDA_HOST_NODE_PARAMS: a host node's function and data.
+#[repr(C)]
+pub struct HostNodeParams {
+    pub fn_: Option<unsafe extern "C" fn(*mut c_void)>,
+    pub userData: *mut c_void,
+}
+
 /// cuStreamAddCallback's block.
 #[repr(C)]
 pub struct StreamAddCallback {

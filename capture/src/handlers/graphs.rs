@@ -14,6 +14,7 @@ use crate::call_kinds::{Detail, NodeWord};
 use crate::driver_call::{CallContext, DriverCall};
 use crate::graph_params::*;
 use crate::graph_record::{GraphRecord, NodeBody, NodeOwner};
+use crate::host_watch::{self, graph_host_nodes};
 use crate::params::{Handle, Memcpy3D, OneHandle};
 use crate::pitched::{pitched_extent, PitchedCopyShape};
 use crate::process_state::ProcessState;
@@ -248,6 +249,10 @@ pub fn instantiate(state: &mut ProcessState, cx: &CallContext, data: &DriverCall
     // Safety: the call succeeded, so the driver wrote the executable graph; null-checked.
     let Some(exec) = (unsafe { p.phGraphExec.as_ref() }).map(|e| *e as u64) else { return };
     emit(state, cx, GraphRecord::Instantiate { graph: p.hGraph as u64, exec }, "cuGraphInstantiate");
+    if host_watch::wrap_host_funcs() {
+        // Safety: the exit of a successful instantiation of this graph into this executable graph.
+        unsafe { graph_host_nodes::instantiated(p.hGraph, exec as Handle) };
+    }
 }
 
 pub fn exec_update(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
@@ -255,6 +260,8 @@ pub fn exec_update(state: &mut ProcessState, cx: &CallContext, data: &DriverCall
     let Some(p) = (unsafe { data.params::<ExecUpdate>() }) else { return };
     let record = GraphRecord::ExecUpdate { exec: p.hGraphExec as u64, graph: p.hGraph as u64 };
     emit(state, cx, record, "cuGraphExecUpdate");
+    // The update gave its host nodes the program's parameters again.
+    graph_host_nodes::forget(p.hGraphExec as u64);
 }
 
 pub fn destroy(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
@@ -269,6 +276,7 @@ pub fn exec_destroy(state: &mut ProcessState, cx: &CallContext, data: &DriverCal
     // Safety: cuGraphExecDestroy's block is its executable graph's handle.
     let Some(p) = (unsafe { data.params::<OneHandle>() }) else { return };
     emit(state, cx, GraphRecord::ExecDestroy { exec: p.handle as u64 }, "cuGraphExecDestroy");
+    graph_host_nodes::forget(p.handle as u64);
 }
 
 fn add_node_record(

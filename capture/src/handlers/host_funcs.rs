@@ -3,8 +3,9 @@
 //! fault inside it is known as its access (host_watch/host_funcs.rs).
 
 use crate::driver_call::{CallContext, DriverCall};
-use crate::host_watch::{self, host_funcs};
-use crate::params::{LaunchHostFunc, StreamAddCallback};
+use crate::graph_params::ExecNodeSet;
+use crate::host_watch::{self, graph_host_nodes, host_funcs};
+use crate::params::{HostNodeParams, LaunchHostFunc, StreamAddCallback};
 use crate::process_state::ProcessState;
 use crate::record::Record;
 
@@ -28,4 +29,15 @@ pub fn stream_callback(state: &mut ProcessState, cx: &CallContext, data: &Driver
     // Safety: the call's own block, at its entry.
     let (id, name) = unsafe { host_funcs::add_callback(block, host_watch::wrap_host_funcs(), cx.per_thread) };
     state.emit(cx.call, Record::HostFunc { stream, id, name, api: "cuStreamAddCallback" });
+}
+
+/// cuGraphExecHostNodeSetParams, after it succeeded: a wrapped node takes the program's new function and data
+/// into its box and the trampoline again (host_watch/graph_host_nodes.rs).
+pub fn exec_node_set(_state: &mut ProcessState, _cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: its block is (hGraphExec, hNode, nodeParams).
+    let Some(p) = (unsafe { data.params::<ExecNodeSet<*const HostNodeParams>>() }) else { return };
+    // Safety: the program's parameters, null-checked, read during the call's exit callback.
+    let Some(params) = (unsafe { p.params.as_ref() }) else { return };
+    // Safety: the exit of the program's successful call with these arguments.
+    unsafe { graph_host_nodes::exec_node_set(p.hGraphExec, p.hNode, params.fn_, params.userData) };
 }

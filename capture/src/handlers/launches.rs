@@ -1,6 +1,7 @@
 //! Kernel launches (every form) and graph launches: each one step of its stream.
 
 use crate::driver_call::{CallContext, DriverCall};
+use crate::host_watch::graph_host_nodes;
 use crate::params::*;
 use crate::process_state::ProcessState;
 use crate::record::{GraphRecord, Record};
@@ -44,6 +45,11 @@ pub fn graph_launch(state: &mut ProcessState, cx: &CallContext, data: &DriverCal
     // Safety: cuGraphLaunch's block is GraphLaunch.
     let Some(p) = (unsafe { data.params::<GraphLaunch>() }) else { return };
     let stream = state.stream(cx, p.hStream);
+    // Its wrapped host nodes' runs, each a host function on the launch's stream just before the launch: they
+    // run after the stream's earlier work, and the launch's event nodes and later work come after them.
+    for (id, name) in graph_host_nodes::launched(p.hGraph as u64, p.hStream, cx.per_thread) {
+        state.emit(cx.call, Record::HostFunc { stream, id, name, api: "cuGraphLaunch" });
+    }
     state.emit(
         cx.call,
         Record::Graph { graph: GraphRecord::Launch { exec: p.hGraph as u64, stream }, api: "cuGraphLaunch" },

@@ -281,7 +281,7 @@ mod tests {
     }
 
     #[test]
-    fn a_copied_stack_stops_at_the_first_page_not_mapped() {
+    fn a_copied_stack_stops_at_the_first_page_it_cannot_read() {
         // Safety: two fresh pages; the second is unmapped to make a hole.
         let base = unsafe {
             libc::mmap(
@@ -295,16 +295,17 @@ mod tests {
         };
         assert_ne!(base, libc::MAP_FAILED);
         let base = base as u64;
-        // Safety: the test's own pages.
+        // Safety: the test's own pages. The hole is made inaccessible rather than unmapped: an unmapped hole
+        // could be mapped again by another test's thread before the copy.
         unsafe {
             *((base + 8) as *mut u64) = 0x5eed;
-            libc::munmap((base + PAGE as u64) as *mut c_void, PAGE);
+            libc::mprotect((base + PAGE as u64) as *mut c_void, PAGE, libc::PROT_NONE);
         }
         let mut out = Box::new([0u8; STACK_BYTES]);
         let copied = copy_stack(base + 8, &mut out);
         assert_eq!(copied, PAGE - 8, "up to the hole");
         assert_eq!(u64::from_ne_bytes(out[..8].try_into().unwrap()), 0x5eed);
-        // Safety: the test's own page.
-        unsafe { libc::munmap(base as *mut c_void, PAGE) };
+        // Safety: the test's own pages.
+        unsafe { libc::munmap(base as *mut c_void, 2 * PAGE) };
     }
 }

@@ -30,6 +30,11 @@ pub fn running() -> u64 {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// A fresh host-function id.
+pub(super) fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
 /// What a trampoline tells before the program's function runs (host_sync's `host_function_started`, set at
 /// setup: host_sync writes through the state, which sits above this file).
 static ON_START: std::sync::OnceLock<fn(u64)> = std::sync::OnceLock::new();
@@ -85,7 +90,7 @@ pub fn unfinished() -> HashSet<u64> {
     unfinished_set().clone().unwrap_or_default()
 }
 
-fn host_func_wrapped(id: u64) {
+pub(super) fn host_func_wrapped(id: u64) {
     unfinished_set().get_or_insert_with(HashSet::default).insert(id);
     ANY_WRAPPED.store(true, Ordering::Release);
 }
@@ -97,7 +102,7 @@ fn host_func_finished(id: u64) {
     }
 }
 
-type HostFn = unsafe extern "C" fn(*mut c_void);
+pub(super) type HostFn = unsafe extern "C" fn(*mut c_void);
 type StreamCallback = unsafe extern "C" fn(Handle, i32, *mut c_void);
 
 /// What a trampoline runs: the program's function and data, and the host function's id.
@@ -115,13 +120,22 @@ struct Wrapped<F> {
 unsafe extern "C" fn run_host_func(boxed: *mut c_void) {
     // Safety: the box `wrap_launch` leaked for this launch, taken back once.
     let wrapped = unsafe { Box::from_raw(boxed as *mut Wrapped<HostFn>) };
-    let outer = RUNNING.with(|running| running.replace(wrapped.id));
-    TRAMPOLINE_RAN.store(true, Ordering::Relaxed);
-    started(wrapped.id);
     // Safety: the program's function with the program's data, as it enqueued them.
-    unsafe { (wrapped.function)(wrapped.user_data) };
+    run_as(wrapped.id, || unsafe { (wrapped.function)(wrapped.user_data) });
+}
+
+/// Runs a trampoline's program function as the host function `id`: known as it while it runs (its faults are
+/// its accesses), told started and finished. Id 0 (a run no record announced) runs it unmarked.
+pub(super) fn run_as(id: u64, run: impl FnOnce()) {
+    if id == 0 {
+        return run();
+    }
+    let outer = RUNNING.with(|running| running.replace(id));
+    TRAMPOLINE_RAN.store(true, Ordering::Relaxed);
+    started(id);
+    run();
     RUNNING.with(|running| running.set(outer));
-    host_func_finished(wrapped.id);
+    host_func_finished(id);
 }
 
 /// Runs a wrapped `cuStreamAddCallback` callback.
@@ -131,17 +145,12 @@ unsafe extern "C" fn run_host_func(boxed: *mut c_void) {
 unsafe extern "C" fn run_stream_callback(stream: Handle, status: i32, boxed: *mut c_void) {
     // Safety: the box `wrap_callback` leaked for this call, taken back once.
     let wrapped = unsafe { Box::from_raw(boxed as *mut Wrapped<StreamCallback>) };
-    let outer = RUNNING.with(|running| running.replace(wrapped.id));
-    TRAMPOLINE_RAN.store(true, Ordering::Relaxed);
-    started(wrapped.id);
     // Safety: the program's callback with the driver's arguments and the program's data.
-    unsafe { (wrapped.function)(stream, status, wrapped.user_data) };
-    RUNNING.with(|running| running.set(outer));
-    host_func_finished(wrapped.id);
+    run_as(wrapped.id, || unsafe { (wrapped.function)(stream, status, wrapped.user_data) });
 }
 
 /// A host function's name: its symbol, demangled, from the loader; else its address.
-fn name_of(function: usize) -> Arc<str> {
+pub(super) fn name_of(function: usize) -> Arc<str> {
     // Safety: a zeroed Dl_info is a valid out-parameter.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // Safety: asks the loader about an address; writes `info`.
@@ -157,7 +166,7 @@ fn name_of(function: usize) -> Arc<str> {
 /// Whether `stream` is capturing into a graph: a host function launched there becomes a node that runs at
 /// every launch of the graph, and a trampoline's box is good for one run only, so it is not wrapped. Unknown
 /// counts as capturing.
-fn capturing(stream: Handle, per_thread: bool) -> bool {
+pub(super) fn capturing(stream: Handle, per_thread: bool) -> bool {
     // The per-thread default stream's handle, for a `_ptsz` call's null stream.
     const PER_THREAD: usize = 2;
     let handle = if stream.is_null() && per_thread { PER_THREAD as Handle } else { stream };
@@ -176,7 +185,7 @@ fn capturing(stream: Handle, per_thread: bool) -> bool {
 /// # Safety
 /// `block` is the parameter block of the cuLaunchHostFunc call being traced, at its entry.
 pub unsafe fn launch(block: *mut LaunchHostFunc, wrap: bool, per_thread: bool) -> (u64, Arc<str>) {
-    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let id = next_id();
     // Safety: the caller's block, writable during the entry callback.
     let Some(block) = (unsafe { block.as_mut() }) else { return (id, Arc::from("host function")) };
     let Some(function) = block.fn_ else { return (id, Arc::from("host function")) };
@@ -200,7 +209,7 @@ fn wrap_function(block: &mut LaunchHostFunc, function: HostFn, id: u64) {
 /// # Safety
 /// `block` is the parameter block of the cuStreamAddCallback call being traced, at its entry.
 pub unsafe fn add_callback(block: *mut StreamAddCallback, wrap: bool, per_thread: bool) -> (u64, Arc<str>) {
-    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let id = next_id();
     // Safety: the caller's block, writable during the entry callback.
     let Some(block) = (unsafe { block.as_mut() }) else { return (id, Arc::from("stream callback")) };
     let Some(function) = block.callback else { return (id, Arc::from("stream callback")) };
@@ -222,7 +231,7 @@ mod tests {
 
     /// What `launch` does once it knows the stream is not capturing (there is no driver here to ask).
     unsafe fn wrapped_here(block: &mut LaunchHostFunc) -> (u64, Arc<str>) {
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let id = next_id();
         let function = block.fn_.expect("a function");
         wrap_function(block, function, id);
         (id, name_of(function as usize))

@@ -18,7 +18,10 @@ use std::sync::Mutex;
 use rustc_hash::FxHashMap as HashMap;
 use streamtrace_format::{AllocKind, FreeKind, MemoryKind};
 
+use super::graph_touches::{GraphTouches, Touch};
 use super::{counters, guards};
+use crate::args::PointerArg;
+use crate::graph_record::{GraphRecord, NodeBody};
 use crate::record::{Batch, Record, SyncTarget};
 
 thread_local! {
@@ -98,6 +101,8 @@ struct Watch {
     by_start: BTreeMap<u64, u64>,
     /// Whether registered memory may be guarded (the kernel keeps a pinned page's identity on a write fault).
     registered_ok: bool,
+    /// What graphs touch of the blocks, for their launches; work captured into them runs only then.
+    graphs: GraphTouches,
 }
 
 static WATCH: Mutex<Option<Watch>> = Mutex::new(None);
@@ -130,6 +135,42 @@ impl Watch {
         let block = *self.blocks.get(id)?;
         let inside = address.checked_add(bytes).is_some_and(|end| end <= block.end) && address >= block.start;
         (inside && (!block.registered || self.registered_ok)).then_some(block)
+    }
+
+    /// The blocks a kernel's pointer words reach, each with the strictest protection its pointers ask for.
+    fn kernel_touches(&self, pointers: &[PointerArg]) -> Vec<Touch> {
+        let mut touched: Vec<Touch> = Vec::new();
+        for pointer in pointers {
+            let Some(block) = self.block_of(pointer.address, 1) else { continue };
+            let prot = if pointer.writes { libc::PROT_NONE } else { libc::PROT_READ };
+            match touched.iter_mut().find(|t| t.address == block.start) {
+                Some(touch) => touch.prot = touch.prot.min(prot),
+                None => touched.push(Touch { address: block.start, bytes: block.end - block.start, prot }),
+            }
+        }
+        touched
+    }
+
+    /// What a copy reaches of the blocks: its source is read, its destination written.
+    fn copy_touches(&self, from: Option<(u64, u64)>, to: Option<(u64, u64)>) -> Vec<Touch> {
+        let side = |range: Option<(u64, u64)>, prot| {
+            let (address, bytes) = range?;
+            self.block_of(address, bytes).map(|_| Touch { address, bytes, prot })
+        };
+        side(from, libc::PROT_READ).into_iter().chain(side(to, libc::PROT_NONE)).collect()
+    }
+
+    /// Work on `stream` touches `touches`: guarded when the call returns, or, on a capturing stream, kept for the
+    /// captured graph's launches.
+    fn issue(&mut self, stream: u64, touches: Vec<Touch>, planned: &mut Vec<Plan>) {
+        match self.graphs.capture_of(stream) {
+            Some(origin) => touches.into_iter().for_each(|touch| self.graphs.captured(origin, touch)),
+            None => {
+                for touch in touches {
+                    self.plan(stream, touch.address, touch.address.saturating_add(touch.bytes), touch.prot, planned);
+                }
+            }
+        }
     }
 
     fn plan(&mut self, stream: u64, start: u64, end: u64, prot: i32, planned: &mut Vec<Plan>) {
@@ -221,6 +262,12 @@ fn watched(memory: MemoryKind) -> bool {
     matches!(memory, MemoryKind::Pinned | MemoryKind::Managed)
 }
 
+/// A kernel record's pointer words in the batch.
+fn pointer_words(batch: &Batch, first: u32, count: u32) -> &[PointerArg] {
+    let first = first as usize;
+    batch.pointers.get(first..first.saturating_add(count as usize)).unwrap_or(&[])
+}
+
 /// Reads the records a call has just made (`batch.entries[first..]`): pinned blocks coming and going, work that
 /// touches them, events recorded and what the host learned complete. Guards are planned for the call's exit;
 /// lifts happen now (a free must lift before the driver frees).
@@ -236,6 +283,8 @@ pub fn recorded(batch: &Batch, first: usize) {
         Record::Free { kind: FreeKind::Synchronous, .. } => blocks,
         Record::Memcpy { synchronous: false, memory: (from, to), .. } => watched(*from) || watched(*to),
         Record::Kernel { .. } | Record::EventRecord { .. } | Record::Sync { .. } => blocks,
+        // Graph nodes and launches, and the waits that join streams into a capture.
+        Record::Graph { .. } | Record::Wait { .. } => blocks,
         Record::Query { ready, .. } => *ready && blocks,
         _ => false,
     };
@@ -264,33 +313,46 @@ pub fn recorded(batch: &Batch, first: usize) {
                     }
                 }
                 Record::Memcpy { stream, src, dst, bytes, synchronous: false, memory: (from, to), .. } => {
-                    if watched(*from) && watch.block_of(*src, *bytes).is_some() {
-                        watch.plan(*stream, *src, src.saturating_add(*bytes), libc::PROT_READ, &mut planned);
-                    }
-                    if watched(*to) && watch.block_of(*dst, *bytes).is_some() {
-                        watch.plan(*stream, *dst, dst.saturating_add(*bytes), libc::PROT_NONE, &mut planned);
-                    }
+                    let from = watched(*from).then_some((*src, *bytes));
+                    let to = watched(*to).then_some((*dst, *bytes));
+                    let touches = watch.copy_touches(from, to);
+                    watch.issue(*stream, touches, &mut planned);
                 }
                 Record::Kernel { stream, first_pointer, pointer_count, .. } => {
-                    let first = *first_pointer as usize;
-                    let pointers = batch.pointers.get(first..first + *pointer_count as usize).unwrap_or(&[]);
-                    let mut touched: Vec<(Block, i32)> = Vec::new();
-                    for pointer in pointers {
-                        let Some(block) = watch.block_of(pointer.address, 1) else { continue };
-                        let prot = if pointer.writes { libc::PROT_NONE } else { libc::PROT_READ };
-                        match touched.iter_mut().find(|(b, _)| b.start == block.start) {
-                            Some((_, p)) => *p = (*p).min(prot),
-                            None => touched.push((block, prot)),
-                        }
-                    }
-                    for (block, prot) in touched {
-                        watch.plan(*stream, block.start, block.end, prot, &mut planned);
-                    }
+                    let touches = watch.kernel_touches(pointer_words(batch, *first_pointer, *pointer_count));
+                    watch.issue(*stream, touches, &mut planned);
+                }
+                Record::Graph { graph: GraphRecord::Launch { exec, stream }, .. } => {
+                    // A launch's touches are checked against the blocks again: one may have been freed since.
+                    let touches: Vec<Touch> = (watch.graphs.launched(*exec).iter())
+                        .filter(|t| watch.block_of(t.address, t.bytes).is_some())
+                        .copied()
+                        .collect();
+                    watch.issue(*stream, touches, &mut planned);
+                }
+                Record::Graph { graph, .. } => {
+                    let node = match graph {
+                        GraphRecord::Node { body, .. } | GraphRecord::NodeUpdate { body, .. } => match body {
+                            NodeBody::Kernel { first_pointer, pointer_count, .. } => {
+                                watch.kernel_touches(pointer_words(batch, *first_pointer, *pointer_count))
+                            }
+                            NodeBody::Copy { from, to } => watch.copy_touches(*from, *to),
+                            _ => Vec::new(),
+                        },
+                        _ => Vec::new(),
+                    };
+                    watch.graphs.apply(graph, node);
                 }
                 Record::EventRecord { event, stream, .. } => {
-                    let upto = watch.issued.get(stream).copied().unwrap_or(0);
-                    watch.events.insert(*event, (*stream, upto));
+                    // Recorded inside a capture, the event is a node of the graph: the event itself is not
+                    // recorded now, and a synchronization with it learns nothing of the stream.
+                    if watch.graphs.capture_of(*stream).is_none() {
+                        let upto = watch.issued.get(stream).copied().unwrap_or(0);
+                        watch.events.insert(*event, (*stream, upto));
+                    }
+                    watch.graphs.event_recorded(*event, *stream);
                 }
+                Record::Wait { stream, event, .. } => watch.graphs.waited(*stream, *event),
                 // A synchronization is recorded as it starts: the work it waits for is complete only when it
                 // returns, and a guard lifted at its start would miss what another thread (a host function on a
                 // driver thread) touches meanwhile. Lifted at the call's exit; a query, recorded at exit, now.
@@ -461,5 +523,64 @@ mod tests {
         batch.push(call(), Record::Free { id: 1, kind: FreeKind::Synchronous, stream: None, api: "cuMemFree" });
         recorded(&batch, first);
         assert!(with_watch(|w| w.blocks.is_empty() && w.guarded.is_empty()), "cuMemFree forgets the managed block");
+    }
+
+    fn graph(record: GraphRecord) -> Record {
+        Record::Graph { graph: record, api: "cuGraph" }
+    }
+
+    #[test]
+    fn a_graph_launch_guards_what_its_nodes_touch_and_captured_work_waits_for_the_launch() {
+        let _turn = fresh_watch();
+        let mut batch = Batch::default();
+        let base = pinned(&mut batch);
+        recorded(&batch, 0);
+        // A kernel captured on stream 7 writes the block: nothing runs yet, so nothing is guarded.
+        let first = batch.entries.len();
+        batch.pointers.push(PointerArg { address: base, writes: true });
+        batch.push(call(), graph(GraphRecord::CaptureBegin { stream: 7, into: None }));
+        let launch = Record::Kernel {
+            stream: 7,
+            function: 0,
+            first_pointer: 0,
+            pointer_count: 1,
+            api: "cuLaunchKernel",
+            exact: None,
+        };
+        batch.push(call(), launch);
+        batch.push(call(), graph(GraphRecord::CaptureEnd { stream: 7, graph: Some(30) }));
+        // A graph built by hand: a copy node reads the block.
+        let from = Some((base + 4096, 4096));
+        let node = NodeBody::Copy { from, to: Some((0xd000_0000, 4096)) };
+        batch.push(call(), graph(GraphRecord::Node { graph: 31, node: 1, deps: Box::new([]), body: node }));
+        batch.push(call(), graph(GraphRecord::Instantiate { graph: 30, exec: 40 }));
+        batch.push(call(), graph(GraphRecord::Instantiate { graph: 31, exec: 41 }));
+        passing(false);
+        recorded(&batch, first);
+        passing(true);
+        assert_eq!(with_watch(|w| w.guarded.len()), 0, "captured work and graph building guard nothing");
+        let first = batch.entries.len();
+        batch.push(call(), graph(GraphRecord::Launch { exec: 41, stream: 9 }));
+        passing(false);
+        recorded(&batch, first);
+        passing(true);
+        let guarded = with_watch(|w| w.guarded.iter().map(|g| (g.start, g.end, g.prot)).collect::<Vec<_>>());
+        assert_eq!(guarded, [(base + 4096, base + 2 * 4096, libc::PROT_READ)], "the copy node's source page");
+        let first = batch.entries.len();
+        batch.push(call(), graph(GraphRecord::Launch { exec: 40, stream: 9 }));
+        passing(false);
+        recorded(&batch, first);
+        passing(true);
+        assert_eq!(
+            with_watch(|w| w.guarded.iter().map(|g| (g.start, g.end, g.prot)).collect::<Vec<_>>()),
+            [(base, base + 3 * 4096, libc::PROT_NONE)],
+            "the captured kernel's whole block, merged with the copy's page"
+        );
+        let first = batch.entries.len();
+        batch.push(call(), Record::Sync { target: SyncTarget::Stream(9), api: "cuStreamSynchronize" });
+        recorded(&batch, first);
+        assert_eq!(with_watch(|w| w.guarded.len()), 0, "the launch stream's synchronization lifts both");
+        // Safety: lifted: the pages are the program's again.
+        unsafe { *(base as *mut u8) = 4 };
     }
 }

@@ -20,6 +20,8 @@ pub mod counters;
 mod driver_code;
 mod fault_records;
 pub mod faults;
+pub mod graph_host_nodes;
+mod graph_touches;
 pub mod guards;
 pub mod hold;
 pub mod host_funcs;
