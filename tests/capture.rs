@@ -80,6 +80,33 @@ fn cuda_samples_captures_give_their_programs_verdicts() {
     }
 }
 
+/// simpleCudaGraphs' host node (`cudaGraphAddHostNode`, and the one its stream capture makes of
+/// `cudaLaunchHostFunc`) runs through the capture's trampoline: each launch of its executable graph announces the
+/// node's run as a host function on the launch's stream, named, just before its `graph_launch` record.
+#[test]
+fn graph_host_nodes_run_as_host_functions_announced_by_their_launches() {
+    let dir = scratch_dir("graph_host_nodes");
+    let json = dir.join("simpleCudaGraphs.json");
+    let status = binary()
+        .args(["convert", "samples/capture/cuda-samples/simpleCudaGraphs.stbin"])
+        .arg(&json)
+        .status()
+        .expect("convert runs");
+    assert!(status.success());
+    let text = std::fs::read_to_string(&json).expect("converted trace");
+    let lines: Vec<&str> = text.lines().collect();
+    let announced: Vec<usize> = (lines.iter().enumerate())
+        .filter(|(_, l)| l.contains(r#""type":"host_func""#) && l.contains(r#""api":"cuGraphLaunch""#))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(announced.len() >= 3, "one run a launch: {announced:?}");
+    for i in announced {
+        assert!(lines[i].contains("myHostNodeCallback"), "named from the symbol table: {}", lines[i]);
+        let next = lines[i + 1..].iter().find(|l| !l.contains(r#""type":"host_func""#)).expect("a record after it");
+        assert!(next.contains(r#""type":"graph_launch""#), "the launch follows its host nodes' runs: {next}");
+    }
+}
+
 #[test]
 fn cuda_race_samples_are_found_with_their_range_and_streams() {
     let json = expect_races(
@@ -296,7 +323,7 @@ fn native_samples_of_libraries_threads_and_stream_operations_match_their_ground_
         ("double_buffer_events-no-war-wait", &[("write-after-read", "read_kernel", "write_kernel")]),
         ("graph_host_node", &[]),
         ("graph_host_node_streams", &[]),
-        ("graph_host_node_streams-no-wait", &[("write-after-read", "read_kernel", "host write in host function")]),
+        ("graph_host_node_streams-no-wait", &[("write-after-read", "read_kernel", "host write in refill_on_host")]),
         ("graph_pinned_host_read", &[]),
         ("graph_pinned_host_read-memcpy-node", &[]),
         ("graph_pinned_host_read-no-sync", &[("read-after-write", "write_kernel", "host read")]),

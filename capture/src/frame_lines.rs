@@ -17,7 +17,7 @@ use crate::record::Record;
 use crate::sites::CallSites;
 
 /// The largest module file read at exit.
-const MAX_MODULE_BYTES: u64 = 128 << 20;
+pub const MAX_MODULE_BYTES: u64 = 128 << 20;
 
 /// The `frame_line` records of every declared call site's frames, handed to `emit` module by module.
 pub fn frame_lines(sites: &CallSites, mut emit: impl FnMut(Record)) {

@@ -11,6 +11,13 @@
 #   NVCC=...            nvcc to use (default the PyPI nvcc under /opt/nvcc)
 #   NVTX_INCLUDE=...    a folder holding nvtx3/ (cudaGraphsPerfScaling includes nvtx3/nvToolsExt.h)
 #   LIBS_INCLUDE=, LIBS_DIR=  cusparse.h and libcusparse.so.12 (conjugateGradientCudaGraphs)
+#   CUDA_SAMPLES_TREE=...  a folder holding the snapshot's Common/ and Samples/ instead of the git clone
+#   CUDA_LIB_DIR=...    where the CUDA runtime's libraries are (default the nvcc wheel's lib/)
+#   JOBS=2              builds at a time
+# On the GPU machine (16 cores, the toolkit in /usr/local/cuda), from a tree carried in .gpu/:
+#   CUDA_SAMPLES_TREE=.gpu/cuda-samples-src NVCC=/usr/local/cuda/bin/nvcc CUDA_LIB_DIR=/usr/local/cuda/lib64 \
+#   NVTX_INCLUDE=/usr/local/cuda/include LIBS_INCLUDE=/usr/local/cuda/include LIBS_DIR=/usr/local/cuda/lib64 \
+#   JOBS=16 samples/cuda-samples/build.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -23,6 +30,16 @@ NVTX_INCLUDE=${NVTX_INCLUDE:-$torch_cu/include}
 LIBS_INCLUDE=${LIBS_INCLUDE:-$torch_cu/include}
 LIBS_DIR=${LIBS_DIR:-$torch_cu/lib}
 gpu_dir=${GPU_DIR:-$repo/.gpu}
+cuda_lib_dir=${CUDA_LIB_DIR:-$cu/lib}
+tree=${CUDA_SAMPLES_TREE:+$(cd "$CUDA_SAMPLES_TREE" && pwd)}
+# One folder of the snapshot into the build's sources: from the tree when one is given, else from the clone.
+extract() {
+  if [ -n "$tree" ]; then
+    mkdir -p "$src/$(dirname "$1")" && cp -r "$tree/$1" "$src/$1"
+  else
+    git --git-dir="$git_dir" archive HEAD "$1" 2>/dev/null | tar -x -C "$src"
+  fi
+}
 src=$(mktemp -d)
 trap 'rm -rf "$src"' EXIT
 # Staged apart and packed: only the tarball goes into .gpu (what the lead carries has a size limit).
@@ -76,7 +93,7 @@ conjugateGradientCudaGraphs conjugateGradientCudaGraphs
 RUNS
 
 # git archive names an unrelated missing blob of the snapshot on stderr; what each sample needs is checked below.
-git --git-dir="$git_dir" archive HEAD Common 2>/dev/null | tar -x -C "$src"
+extract Common
 # The PyPI CUDA wheels lack cuda_profiler_api.h (asyncAPI includes it): the two declarations it holds, as the
 # toolkit's header has them; the functions are in the CUDA runtime.
 mkdir -p "$src/shim"
@@ -88,18 +105,18 @@ extern __host__ cudaError_t CUDARTAPI cudaProfilerStart(void);
 extern __host__ cudaError_t CUDARTAPI cudaProfilerStop(void);
 }
 H
-commit=$(git --git-dir="$git_dir" rev-parse HEAD)
+commit=$(git --git-dir="$git_dir" rev-parse HEAD 2>/dev/null || cat "$tree/COMMIT" 2>/dev/null || echo unknown)
 echo "cuda-samples $commit" > "$out/BUILD_INFO"
 "$NVCC" --version | tail -1 >> "$out/BUILD_INFO"
 for entry in "${samples[@]}"; do
   IFS='|' read -r name folder files extra <<< "$entry"
-  git --git-dir="$git_dir" archive HEAD "Samples/$folder" 2>/dev/null | tar -x -C "$src"
+  extract "Samples/$folder"
   ( cd "$src/Samples/$folder"
-    cmd="$NVCC -g -lineinfo -O2 -arch=sm_90 -std=c++17 -rdc=true --extended-lambda -I$src/Common -I$src/shim -L$cu/lib -o $out/bin/$name $files -lpthread $extra"
+    cmd="$NVCC -g -lineinfo -O2 -arch=sm_90 -std=c++17 -rdc=true --extended-lambda -I$src/Common -I$src/shim -L$cuda_lib_dir -o $out/bin/$name $files -lpthread $extra"
     echo "$name: $cmd" | sed "s|$NVCC|nvcc|; s|$out|OUT|g; s|$src|SRC|g" >> "$out/BUILD_INFO"
     $cmd ) &
-  # Two at a time: the development machine has two cores, shared with other builders.
-  [ "$(jobs -rp | wc -l)" -lt 2 ] || wait -n
+  # Two at a time by default: the development machine has two cores, shared with other builders.
+  [ "$(jobs -rp | wc -l)" -lt "${JOBS:-2}" ] || wait -n
 done
 wait
 echo "built: $(ls "$out/bin" | wc -l) of ${#samples[@]}"

@@ -14,7 +14,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::params::{Handle, LaunchHostFunc, StreamAddCallback};
 
@@ -149,18 +149,60 @@ unsafe extern "C" fn run_stream_callback(stream: Handle, status: i32, boxed: *mu
     run_as(wrapped.id, || unsafe { (wrapped.function)(stream, status, wrapped.user_data) });
 }
 
-/// A host function's name: its symbol, demangled, from the loader; else its address.
+/// Names already found, by function address: a program enqueues the same few functions again and again.
+static NAMES: Mutex<Option<HashMap<usize, Arc<str>>>> = Mutex::new(None);
+
+/// A host function's name: its symbol, demangled, from the loader's dynamic symbols, else from its module's
+/// symbol table (a `static` callback, the usual kind, is only there; the module is read once per function, at
+/// most `MAX_MODULE_BYTES` of it); else its address.
 pub(super) fn name_of(function: usize) -> Arc<str> {
+    let mut names = NAMES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let names = names.get_or_insert_with(HashMap::default);
+    if let Some(name) = names.get(&function) {
+        return name.clone();
+    }
+    let name = dynamic_symbol(function)
+        .or_else(|| symbol_table_name(function))
+        .unwrap_or_else(|| Arc::from(format!("host function at {function:#x}").as_str()));
+    names.insert(function, name.clone());
+    name
+}
+
+fn dynamic_symbol(function: usize) -> Option<Arc<str>> {
     // Safety: a zeroed Dl_info is a valid out-parameter.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // Safety: asks the loader about an address; writes `info`.
     let found = unsafe { libc::dladdr(function as *const c_void, &mut info) } != 0;
-    if found && !info.dli_sname.is_null() {
-        // Safety: the loader's NUL-terminated symbol name.
-        let mangled = unsafe { std::ffi::CStr::from_ptr(info.dli_sname) }.to_string_lossy();
-        return Arc::from(crate::functions::demangle(&mangled).as_str());
+    // The loader names the nearest exported symbol below the address: only the function's own is its name.
+    if !found || info.dli_sname.is_null() || info.dli_saddr as usize != function {
+        return None;
     }
-    Arc::from(format!("host function at {function:#x}").as_str())
+    // Safety: the loader's NUL-terminated symbol name.
+    let mangled = unsafe { std::ffi::CStr::from_ptr(info.dli_sname) }.to_string_lossy();
+    Some(Arc::from(crate::functions::demangle(&mangled).as_str()))
+}
+
+/// A `cuStreamAddCallback` function's name. `cudaStreamAddCallback` hands the driver a function of the runtime's
+/// own (a static of the statically linked runtime, named after its build, or one inside libcudart.so), which
+/// runs the program's callback: its name would say nothing to the program's author.
+fn callback_name(name: Arc<str>) -> Arc<str> {
+    if name.starts_with("libcudart_static_") || name.starts_with("host function at") {
+        Arc::from("stream callback")
+    } else {
+        name
+    }
+}
+
+fn symbol_table_name(function: usize) -> Option<Arc<str>> {
+    let module = crate::unwind::module_at(function as u64)?;
+    let path = std::path::Path::new(&*module.path);
+    if std::fs::metadata(path).ok()?.len() > crate::frame_lines::MAX_MODULE_BYTES {
+        return None;
+    }
+    let binary = streamtrace_symbols::Binary::open(path, module.build_id.as_deref()).ok()?;
+    // `symbolize` takes a return address: one past the function's first byte is inside it.
+    let file_address = (function as u64).wrapping_sub(module.bias).wrapping_add(1);
+    binary.symbolize(file_address).pop()?.function
 }
 
 /// Whether `stream` is capturing into a graph: a host function launched there becomes a node that runs at
@@ -213,7 +255,7 @@ pub unsafe fn add_callback(block: *mut StreamAddCallback, wrap: bool, per_thread
     // Safety: the caller's block, writable during the entry callback.
     let Some(block) = (unsafe { block.as_mut() }) else { return (id, Arc::from("stream callback")) };
     let Some(function) = block.callback else { return (id, Arc::from("stream callback")) };
-    let name = name_of(function as usize);
+    let name = callback_name(name_of(function as usize));
     if wrap && !capturing(block.hStream, per_thread) {
         let boxed = Box::new(Wrapped::<StreamCallback> { function, user_data: block.userData, id });
         block.userData = Box::into_raw(boxed).cast();
@@ -247,8 +289,8 @@ mod tests {
             LaunchHostFunc { hStream: std::ptr::null_mut(), fn_: Some(program_function), userData: 7 as *mut c_void };
         // Safety: a block of the right shape.
         let (id, name) = unsafe { wrapped_here(&mut block) };
-        // The test binary exports no symbols: the loader knows the function only by its address.
-        assert!(name.contains("program_function") || name.starts_with("host function at 0x"), "{name}");
+        // The test binary exports no symbols: the name comes from its symbol table.
+        assert!(name.contains("program_function"), "{name}");
         assert_ne!(block.userData as u64, 7, "the data is the trampoline's box now");
         // The driver's part: run what the block holds.
         // Safety: the trampoline with its own box, once.
@@ -256,6 +298,17 @@ mod tests {
         assert_eq!(SEEN.load(Ordering::SeqCst), 7 + 100 * id);
         assert_eq!(running(), 0, "not after it returned");
         assert!(trampolines_run());
+    }
+
+    #[test]
+    fn a_stream_callback_through_the_runtime_is_named_as_one() {
+        let runtime = Arc::from("libcudart_static_955d0e854921d49ef397edbaffbaf12e1afbf272");
+        assert_eq!(&*callback_name(runtime), "stream callback");
+        assert_eq!(&*callback_name(Arc::from("host function at 0x7f00")), "stream callback");
+        assert_eq!(
+            &*callback_name(Arc::from("on_done(CUstream_st*, cudaError_enum, void*)")),
+            "on_done(CUstream_st*, cudaError_enum, void*)"
+        );
     }
 
     #[test]

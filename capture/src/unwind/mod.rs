@@ -23,6 +23,11 @@ mod stack;
 use gimli::UnwindContext;
 
 pub use modules::ModuleInfo;
+
+/// The loaded module that maps code address `address` (path, load bias, build id), asked of the loader.
+pub fn module_at(address: u64) -> Option<ModuleInfo> {
+    modules::look_up(address, &mut UnwindContext::new()).map(|found| found.module)
+}
 use paths::{NodeId, Paths};
 use recent::Recent;
 use rules::Rule;
