@@ -15,7 +15,7 @@ use crate::driver_call::{CallContext, DriverCall};
 use crate::graph_params::*;
 use crate::graph_record::{GraphRecord, NodeBody, NodeOwner};
 use crate::host_watch::{self, graph_host_nodes};
-use crate::params::{Handle, Memcpy3D, OneHandle};
+use crate::params::{Handle, HostNodeParams, Memcpy3D, OneHandle};
 use crate::pitched::{pitched_extent, PitchedCopyShape};
 use crate::process_state::ProcessState;
 use crate::record::{Call, Record};
@@ -231,6 +231,17 @@ pub fn set_exec_node(state: &mut ProcessState, cx: &CallContext, data: &DriverCa
     let body = unsafe { word_body(state, cx.call, node_word(data), p.params) };
     let record = GraphRecord::NodeUpdate { owner: NodeOwner::Exec(p.hGraphExec as u64), node: p.hNode as u64, body };
     emit(state, cx, record, "cuGraphExec*NodeSetParams");
+    if node_word(data) == NodeWord::Generic {
+        // Safety: a generic setter's word is the program's CUgraphNodeParams, null-checked.
+        if let Some(params) = unsafe { (p.params as *const NodeParams).as_ref() } {
+            if params.node_type == NODE_HOST {
+                // Safety: a host node's union starts as CUDA_HOST_NODE_PARAMS (v2 adds a word after them).
+                let host = unsafe { &*(params.params.as_ptr() as *const HostNodeParams) };
+                // Safety: the exit of the program's successful call with these arguments.
+                unsafe { graph_host_nodes::exec_node_set(p.hGraphExec, p.hNode, host.fn_, host.userData) };
+            }
+        }
+    }
 }
 
 pub fn destroy_node(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
