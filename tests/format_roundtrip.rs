@@ -398,7 +398,7 @@ fn host_watch_records_read_back_as_what_was_recorded() {
         device: None,
     };
     batch.push(CALL, side);
-    batch.push(CALL, Record::HostFunc { stream: SIDE, id: 9, name: Arc::from(NAME), api: "cuLaunchHostFunc" });
+    batch.push(CALL, Record::HostFunc { stream: SIDE, id: 9, name: Arc::from(NAME), node: 0, api: "cuLaunchHostFunc" });
     // A fault inside the host function, recorded on the driver's thread, right after the function's record.
     let driver = Call { tid: 77, ..CALL };
     let in_function = Record::HostAccess {
@@ -435,11 +435,12 @@ fn host_watch_records_read_back_as_what_was_recorded() {
     assert_eq!((streams[1].kind, streams[1].handle), (StreamKind::HostThread, CALL.tid));
     let (side, lane) = (streams[0].id, streams[1].id);
     let expected = [
-        OpKind::HostFunc { stream: side, name: Arc::from(NAME), accesses: vec![], id: Some(9) },
+        OpKind::HostFunc { stream: side, name: Arc::from(NAME), accesses: vec![], id: Some(9), graph_node: None },
         OpKind::HostFuncAccess {
             stream: side,
             name: Arc::from(format!("host write in {NAME}").as_str()),
             accesses: vec![Access::plain(range(0x6000_0000_0040, 1), AccessMode::Write)],
+            graph_node: None,
         },
         OpKind::HostAccess {
             lane,
@@ -708,7 +709,7 @@ fn push_graphs(batch: &mut Batch) {
 fn check_graphs(launches: &[&Operation], side: StreamId, top: StreamId) {
     let graph_of = |op: &Operation, stream: StreamId| -> GraphExec {
         match &op.kind {
-            OpKind::GraphLaunch { stream: s, graph } if *s == stream => GraphExec::clone(graph),
+            OpKind::GraphLaunch { stream: s, graph, .. } if *s == stream => GraphExec::clone(graph),
             other => panic!("expected a graph launch on {stream:?}, got {other:?}"),
         }
     };

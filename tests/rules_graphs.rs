@@ -387,3 +387,36 @@ fn capture_dependencies_the_capture_did_not_reach_are_refused_in_hand_written_tr
     let error = scenario::try_analyze("bad.json", PRELUDE, &body, HostOrder::Global).expect_err("an unknown node");
     assert!(error.to_string().contains("not in its graph"), "{error}");
 }
+
+/// Rule 13 inside rule 9: a graph with host node 1 (its function refills X on the host) and a kernel node 2 that
+/// reads X, depending on `deps`; launched on stream 1 after `before`, its host node's run announced by a
+/// `host_func` naming the node, with the store the capture saw inside it.
+fn host_node_graph(deps: &str, before: &str) -> String {
+    format!(
+        "{{\"type\":\"graph_create\",\"graph\":10}}\n\
+         {{\"type\":\"graph_node\",\"graph\":10,\"node\":1,\"node_kind\":\"host\",\"src\":\"g.cu:30\"}}\n\
+         {{\"type\":\"graph_node\",\"graph\":10,\"node\":2,\"name\":\"use\",\"reads\":[$X],\"deps\":{deps},\"src\":\"g.cu:31\"}}\n\
+         {{\"type\":\"graph_instantiate\",\"graph\":10,\"exec\":200}}\n\
+         {before}\
+         {{\"type\":\"host_func\",\"stream\":1,\"id\":5,\"name\":\"refill\",\"node\":1,\"src\":\"app.cu:99\"}}\n\
+         {{\"type\":\"host_access\",\"thread\":77,\"name\":\"host write\",\"writes\":[[\"0x1000\",1]],\"host_func\":5}}\n"
+    ) + &launch(1)
+}
+
+#[test]
+fn a_graph_host_node_s_run_races_with_the_nodes_no_edge_orders_it_with() {
+    assert!(races(&host_node_graph("[1]", "")).is_empty(), "the edge orders the refill before the read");
+    let found = races(&host_node_graph("[]", ""));
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "refill", "use");
+    assert_eq!(found[0].earlier.seq, found[0].later.seq, "both in one launch");
+}
+
+#[test]
+fn a_graph_host_node_s_run_is_its_launch_s_place_in_the_stream() {
+    // Stream 2 reads X; the launch on stream 1 waits for that read, or not.
+    let read_on_2 = read(2, "reader", "$X");
+    let ordered = format!("{read_on_2}{}{}", rec(1, 2), wait(1, 1));
+    assert!(races(&host_node_graph("[1]", &ordered)).is_empty());
+    let found = races(&host_node_graph("[1]", &read_on_2));
+    assert_one_race(&found, RaceKind::WriteAfterRead, "reader", "refill");
+}

@@ -208,11 +208,13 @@ pub enum Record {
         host_func: u64,
     },
     /// A host function enqueued on `stream` (`cuLaunchHostFunc`, `cuStreamAddCallback`; DESIGN.md, host functions),
-    /// named by `id` for the accesses it makes; `name` is its symbol.
+    /// named by `id` for the accesses it makes; `name` is its symbol. `node`: the graph node (handle) whose run in
+    /// the `graph_launch` that follows this is (0: none).
     HostFunc {
         stream: u64,
         id: u64,
         name: Arc<str>,
+        node: u64,
         api: &'static str,
     },
     /// At exit: what the host watch did and saw (host_watch/).
@@ -588,8 +590,11 @@ impl Entry {
                 }
                 common(line, call, None);
             }
-            Record::HostFunc { stream, id, name, api } => {
+            Record::HostFunc { stream, id, name, node, api } => {
                 line.number(Field::Stream, *stream).number(Field::Id, *id).string(Field::Name, name);
+                if *node != 0 {
+                    line.number(Field::Node, *node);
+                }
                 common(line, call, Some(api));
             }
             Record::HostWatch { guard, managed, windows, faults, dropped, ignored } => {
@@ -759,7 +764,7 @@ mod tests {
         batch.push(Call { site: 2, ..call() }, access);
         batch.push(
             call(),
-            Record::HostFunc { stream: 5, id: 4, name: Arc::from("consume(void*)"), api: "cuLaunchHostFunc" },
+            Record::HostFunc { stream: 5, id: 4, name: Arc::from("consume(void*)"), node: 0, api: "cuLaunchHostFunc" },
         );
         let watch = Record::HostWatch {
             guard: WatchState::On,

@@ -477,7 +477,7 @@ impl RecordKind {
             RecordKind::CallBegin => &[F::Name],
             RecordKind::CallEnd => &[],
             RecordKind::HostAccess => &[F::Name, F::Reads, F::Writes, F::HostFunc, F::Fault],
-            RecordKind::HostFunc => &[F::Stream, F::Id, F::Name, F::Reads, F::Writes],
+            RecordKind::HostFunc => &[F::Stream, F::Id, F::Name, F::Reads, F::Writes, F::Node],
             RecordKind::HostWatch => &[F::Guard, F::Managed, F::Windows, F::Faults, F::Dropped, F::Ignored],
             RecordKind::Creation => &[F::Stream, F::Event, F::Label],
             RecordKind::Module => &[F::Path, F::Base, F::Addr, F::Size, F::BuildId],

@@ -272,7 +272,7 @@ impl Engine {
                 self.copy_or_set_waited(op, host, *stream, site, None, *dst);
             }
             OpKind::HostAccess { lane, name, accesses } => self.host_access(op, host, *lane, name, accesses),
-            OpKind::HostFunc { stream, name, accesses, .. } | OpKind::HostFuncAccess { stream, name, accesses } => {
+            OpKind::HostFunc { stream, name, accesses, .. } | OpKind::HostFuncAccess { stream, name, accesses, .. } => {
                 self.host_func(op, *stream, name, accesses)
             }
             OpKind::EventRecord { event, stream } => self.event_record(*event, *stream, origin)?,
@@ -298,7 +298,7 @@ impl Engine {
                 self.host_waited(host, host_wait(&op.kind), None, op.process, op.seq);
                 self.free(op, host, *alloc, *free_kind, *stream)?;
             }
-            OpKind::GraphLaunch { stream, graph } => self.graph_launch(op, *stream, graph)?,
+            OpKind::GraphLaunch { stream, graph, host_runs } => self.graph_launch(op, *stream, graph, host_runs)?,
             OpKind::HostRelease { object } => self.host_release(op, *object),
             OpKind::HostAcquire { object } => self.host_acquire(op, *object),
             // The reader turns graph calls into launches; none reaches here.

@@ -8,12 +8,12 @@
 use std::sync::Arc;
 
 use super::clock::Epoch;
-use super::racing_accesses::can_race;
+use super::racing_accesses::{can_race, effective_accesses};
 use super::shadow::Effect;
 use super::sites::{SiteId, SiteName, SiteParts};
 use super::state::{action_of, Engine, EngineError, GraphMemo};
-use crate::findings::{AccessExtent, Fix, GraphSite, OpClass, OpOccurrence, RaceFinding, RaceKind, Unordered};
-use crate::model::{Access, AccessMode, GraphBuild, GraphExec, GraphNode, NodeKind, Operation, StreamId};
+use crate::findings::{AccessExtent, Fix, GraphSite, OpClass, OpOccurrence, RaceFinding, RaceKey, RaceKind, Unordered};
+use crate::model::{Access, AccessMode, GraphBuild, GraphExec, GraphNode, HostNodeRun, NodeKind, Operation, StreamId};
 
 impl Engine {
     /// rule 9: the whole graph is one step of its stream, after the stream's earlier work and before its later
@@ -23,6 +23,7 @@ impl Engine {
         op: &Operation,
         stream: StreamId,
         graph: &Arc<GraphExec>,
+        host_runs: &[HostNodeRun],
     ) -> Result<(), EngineError> {
         // An event wait node orders the nodes after it behind the event's record; taken for the whole launch,
         // which can only hide a race between the graph's earlier nodes and the recording stream.
@@ -56,6 +57,9 @@ impl Engine {
         for (access, site) in &memo.footprint {
             self.access(op, epoch, *site, access, Effect::Access);
         }
+        if !host_runs.is_empty() {
+            self.host_node_runs(op, stream, graph, epoch, &memo, launch_site, host_runs);
+        }
         self.graph_memos.insert(memo_key, memo);
         // An event record node snapshots the stream as of this launch: ordering a waiter after every node, which
         // can only hide a race with nodes that do not precede the record.
@@ -77,48 +81,69 @@ impl Engine {
             launched_native: op.native.as_ref().map(|native| self.sites.native(native)),
         });
         let node_sites: Vec<SiteId> = graph.nodes.iter().map(|node| self.node_site(op, stream, node, &place)).collect();
-        let nodes = &graph.nodes;
-        // Every node's accesses, pointer arguments matched to the blocks live now, swept in address order so
-        // that only overlapping pairs are compared (a decode graph has thousands of nodes); whether a
-        // dependency path orders a pair is asked of the graph once the candidates are known.
+        // Every node's accesses, pointer arguments matched to the blocks live now.
         let accesses = self.node_accesses(op, graph);
-        let mut by_start: Vec<(usize, usize)> =
-            accesses.iter().enumerate().flat_map(|(n, list)| (0..list.len()).map(move |a| (n, a))).collect();
-        by_start.sort_by_key(|&(n, a)| (accesses[n][a].range.start, n, a));
-        let mut pairs = Vec::new();
-        let mut candidates = Vec::new();
-        let mut paths = DependencyPaths::new(nodes.len());
-        // Reads and writes still open, apart: a read is compared with writes only, so that a thousand nodes
-        // reading one buffer are not a million comparisons.
-        let mut open_reads: Vec<(usize, usize)> = Vec::new();
-        let mut open_writes: Vec<(usize, usize)> = Vec::new();
-        for &(n, a) in &by_start {
-            let this = &accesses[n][a];
-            let still_open = |&(m, b): &(usize, usize)| accesses[m][b].range.end() > this.range.start;
-            open_reads.retain(still_open);
-            open_writes.retain(still_open);
-            let compared: [&[(usize, usize)]; 2] = match this.mode {
-                AccessMode::Read => [&open_writes, &[]],
-                AccessMode::Write => [&open_reads, &open_writes],
-            };
-            for &(m, b) in compared.into_iter().flatten() {
-                if m == n {
-                    continue;
+        let pairs = unordered_node_pairs(&graph.nodes, &accesses, |_| true);
+        let races = self.node_races(op, graph, epoch, &accesses, &node_sites, pairs);
+        let generation = self.processes.get(op.process.index()).map_or(0, |p| p.allocations.generation());
+        GraphMemo { footprint: footprint(&accesses, &node_sites), place, node_sites, races, resolved_in: generation }
+    }
+
+    /// Host functions inside graphs: what a graph's host nodes touched in this launch (the capture saw it as faults,
+    /// so it differs from launch to launch) is the launch's too, at its place in its stream, and races with the
+    /// graph's other nodes that no dependency path orders with the host node. A run whose node the trace does not
+    /// name (a captured host node) is the launch's alone.
+    #[allow(clippy::too_many_arguments)]
+    fn host_node_runs(
+        &mut self,
+        op: &Operation,
+        stream: StreamId,
+        graph: &GraphExec,
+        epoch: Epoch,
+        memo: &GraphMemo,
+        launch_site: SiteId,
+        runs: &[HostNodeRun],
+    ) {
+        let mut node_sites = memo.node_sites.clone();
+        for run in runs {
+            let site = match run.node {
+                Some(node) => {
+                    // Named by its function, which the graph's node record does not say.
+                    let named = GraphNode { name: run.name.to_string(), ..graph.nodes[node].clone() };
+                    node_sites[node] = self.node_site(op, stream, &named, &memo.place);
+                    node_sites[node]
                 }
-                let ((i, x), (j, y)) = if m < n { ((m, b), (n, a)) } else { ((n, a), (m, b)) };
-                candidates.push((i, x, j, y));
-            }
-            match this.mode {
-                AccessMode::Read => open_reads.push((n, a)),
-                AccessMode::Write => open_writes.push((n, a)),
-            }
-            if candidates.len() >= CANDIDATES_AT_ONCE {
-                paths.keep_unordered(nodes, &mut candidates, &mut pairs);
+                None => launch_site,
+            };
+            for access in effective_accesses(&run.accesses) {
+                self.access(op, epoch, site, access, Effect::Access);
             }
         }
-        paths.keep_unordered(nodes, &mut candidates, &mut pairs);
-        pairs.sort_unstable();
-        pairs.dedup();
+        let ran: Vec<usize> = runs.iter().filter(|r| !r.accesses.is_empty()).filter_map(|r| r.node).collect();
+        if ran.is_empty() {
+            return;
+        }
+        let mut accesses = self.node_accesses(op, graph);
+        for run in runs {
+            if let Some(node) = run.node {
+                accesses[node].extend(run.accesses.iter().cloned());
+            }
+        }
+        let pairs = unordered_node_pairs(&graph.nodes, &accesses, |node| ran.contains(&node));
+        self.node_races(op, graph, epoch, &accesses, &node_sites, pairs);
+    }
+
+    /// Files the races of `pairs` (from [`unordered_node_pairs`]) between the nodes of one launch; their keys.
+    fn node_races(
+        &mut self,
+        op: &Operation,
+        graph: &GraphExec,
+        epoch: Epoch,
+        accesses: &[Vec<Access>],
+        node_sites: &[SiteId],
+        pairs: Vec<(usize, usize, usize, usize)>,
+    ) -> Vec<RaceKey> {
+        let nodes = &graph.nodes;
         let mut races = Vec::new();
         for (i, x, j, y) in pairs {
             let (a, b) = (&accesses[i][x], &accesses[j][y]);
@@ -167,8 +192,7 @@ impl Engine {
                 extent,
             });
         }
-        let generation = self.processes.get(op.process.index()).map_or(0, |p| p.allocations.generation());
-        GraphMemo { footprint: footprint(&accesses, &node_sites), node_sites, races, resolved_in: generation }
+        races
     }
 
     /// Every node's accesses, pointer arguments matched to the blocks live now.
@@ -217,6 +241,59 @@ impl Engine {
         }
         Fix::GraphDependency { graph: graph.name.clone(), explicit: graph.build == GraphBuild::Explicit }
     }
+}
+
+/// The pairs of accesses of two nodes of a graph that overlap, one of them a write, and that no dependency path
+/// orders: (node, its access, node, its access), the lower node first. Only pairs with a node `wanted` says yes to
+/// are looked at. The accesses are swept in address order so that only overlapping pairs are compared (a decode
+/// graph has thousands of nodes); whether a dependency path orders a pair is asked of the graph once the
+/// candidates are known.
+fn unordered_node_pairs(
+    nodes: &[GraphNode],
+    accesses: &[Vec<Access>],
+    wanted: impl Fn(usize) -> bool,
+) -> Vec<(usize, usize, usize, usize)> {
+    let mut by_start: Vec<(usize, usize)> =
+        accesses.iter().enumerate().flat_map(|(n, list)| (0..list.len()).map(move |a| (n, a))).collect();
+    by_start.sort_by_key(|&(n, a)| (accesses[n][a].range.start, n, a));
+    let mut pairs = Vec::new();
+    let mut candidates = Vec::new();
+    let mut paths = DependencyPaths::new(nodes.len());
+    // Reads and writes still open, apart: a read is compared with writes only, so that a thousand nodes
+    // reading one buffer are not a million comparisons.
+    let mut open_reads: Vec<(usize, usize)> = Vec::new();
+    let mut open_writes: Vec<(usize, usize)> = Vec::new();
+    for &(n, a) in &by_start {
+        let this = &accesses[n][a];
+        let still_open = |&(m, b): &(usize, usize)| accesses[m][b].range.end() > this.range.start;
+        open_reads.retain(still_open);
+        open_writes.retain(still_open);
+        let compared: [&[(usize, usize)]; 2] = match this.mode {
+            AccessMode::Read => [&open_writes, &[]],
+            AccessMode::Write => [&open_reads, &open_writes],
+        };
+        for &(m, b) in compared.into_iter().flatten() {
+            if m == n {
+                continue;
+            }
+            if !wanted(m) && !wanted(n) {
+                continue;
+            }
+            let ((i, x), (j, y)) = if m < n { ((m, b), (n, a)) } else { ((n, a), (m, b)) };
+            candidates.push((i, x, j, y));
+        }
+        match this.mode {
+            AccessMode::Read => open_reads.push((n, a)),
+            AccessMode::Write => open_writes.push((n, a)),
+        }
+        if candidates.len() >= CANDIDATES_AT_ONCE {
+            paths.keep_unordered(nodes, &mut candidates, &mut pairs);
+        }
+    }
+    paths.keep_unordered(nodes, &mut candidates, &mut pairs);
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs
 }
 
 /// Candidate pairs resolved at a time: bounds what the sweep holds for a graph whose accesses all overlap.

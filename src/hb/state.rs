@@ -18,7 +18,7 @@ use super::clock::{Slot, VectorClock, VersionedClock};
 use super::shadow::{Conflict, Effect, ShadowMemory};
 use super::sites::{SiteId, SiteName, SiteParts, SiteTable};
 use super::slot_values::SlotValues;
-use crate::findings::{AccessAction, EdgeKind, FindingCollector, OpClass, RaceKey};
+use crate::findings::{AccessAction, EdgeKind, FindingCollector, GraphSite, OpClass, RaceKey};
 use crate::model::{
     Access, AccessMode, ContextId, Coverage, DeviceId, EventInfo, ExactCoverage, Operation, ProcessId, StreamId,
     StreamInfo, StridedView,
@@ -288,6 +288,8 @@ pub(super) enum Scope {
 
 /// What the engine keeps about one executable graph launched from one site (`graph`).
 pub(super) struct GraphMemo {
+    /// The graph and where it was launched from, which its nodes' sites name.
+    pub(super) place: Arc<GraphSite>,
     pub(super) node_sites: Vec<SiteId>,
     pub(super) races: Vec<RaceKey>,
     /// What one launch touches, as one operation: every node's accesses (pointer arguments resolved), less

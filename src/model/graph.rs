@@ -96,6 +96,17 @@ impl GraphNode {
     }
 }
 
+/// A graph host node's run in one launch (DESIGN.md, host functions): the loads and stores the capture saw it make,
+/// with the node's index in the launched graph when the trace names the node (a captured host node's handle is
+/// not in the trace: its run is then the launch's alone).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HostNodeRun {
+    pub node: Option<usize>,
+    /// The host function's name.
+    pub name: Arc<str>,
+    pub accesses: Vec<Access>,
+}
+
 /// How a graph came to be.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -21,7 +21,7 @@ pub use entities::{
 };
 pub use exact::refine_with_extents;
 pub use graph::{
-    GraphBuild, GraphCall, GraphExec, GraphNode, NodeKind, NodeOrigin, NodeOwner, NodeParams, SharedGraph,
+    GraphBuild, GraphCall, GraphExec, GraphNode, HostNodeRun, NodeKind, NodeOrigin, NodeOwner, NodeParams, SharedGraph,
 };
 pub use ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
 pub use ops::normalize_region;

@@ -7,7 +7,7 @@ pub use streamtrace_format::{Coverage, Unseen};
 
 use super::access::{Access, PointerArg};
 use super::entities::{AllocKind, FreeKind};
-use super::graph::{GraphCall, SharedGraph};
+use super::graph::{GraphCall, HostNodeRun, SharedGraph};
 use super::ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
 use super::range::AccessRange;
 use super::source::{NativeSite, SourceLocation};
@@ -242,6 +242,8 @@ pub enum OpKind {
     GraphLaunch {
         stream: StreamId,
         graph: SharedGraph,
+        /// What its host nodes touched in this launch (empty but for a capture that saw their faults).
+        host_runs: Box<[HostNodeRun]>,
     },
     /// A call that builds graphs (stream capture, the explicit graph API): what it means is worked out by the
     /// reader, which turns launches into `GraphLaunch`; it is no operation that runs.
@@ -274,6 +276,9 @@ pub enum OpKind {
         accesses: Vec<Access>,
         /// The trace's id for it, which the thread that runs it acquires as `host_func_object(id)`.
         id: Option<u64>,
+        /// A graph host node's run in the graph launch that follows on `stream`: the node's handle. Its
+        /// accesses go with that launch (the graphs stage moves them there), at the node's place in the graph.
+        graph_node: Option<u64>,
     },
     /// More of what the host function just before it on `stream` touched, learned from a fault inside it
     /// (`host_access` with `host_func`): part of that function's place in the stream. Enqueued by nobody: the
@@ -282,6 +287,8 @@ pub enum OpKind {
         stream: StreamId,
         name: Arc<str>,
         accesses: Vec<Access>,
+        /// As its host function's.
+        graph_node: Option<u64>,
     },
 }
 

@@ -17,7 +17,7 @@ pub fn launch(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>)
     let stream = state.stream(cx, handle);
     // Safety: the call's own block, at its entry.
     let (id, name) = unsafe { host_funcs::launch(block, host_watch::wrap_host_funcs(), cx.per_thread) };
-    state.emit(cx.call, Record::HostFunc { stream, id, name, api: "cuLaunchHostFunc" });
+    state.emit(cx.call, Record::HostFunc { stream, id, name, node: 0, api: "cuLaunchHostFunc" });
 }
 
 pub fn stream_callback(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
@@ -28,7 +28,7 @@ pub fn stream_callback(state: &mut ProcessState, cx: &CallContext, data: &Driver
     let stream = state.stream(cx, handle);
     // Safety: the call's own block, at its entry.
     let (id, name) = unsafe { host_funcs::add_callback(block, host_watch::wrap_host_funcs(), cx.per_thread) };
-    state.emit(cx.call, Record::HostFunc { stream, id, name, api: "cuStreamAddCallback" });
+    state.emit(cx.call, Record::HostFunc { stream, id, name, node: 0, api: "cuStreamAddCallback" });
 }
 
 /// cuGraphExecHostNodeSetParams, after it succeeded: a wrapped node takes the program's new function and data

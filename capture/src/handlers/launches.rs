@@ -47,8 +47,8 @@ pub fn graph_launch(state: &mut ProcessState, cx: &CallContext, data: &DriverCal
     let stream = state.stream(cx, p.hStream);
     // Its wrapped host nodes' runs, each a host function on the launch's stream just before the launch: they
     // run after the stream's earlier work, and the launch's event nodes and later work come after them.
-    for (id, name) in graph_host_nodes::launched(p.hGraph as u64, p.hStream, cx.per_thread) {
-        state.emit(cx.call, Record::HostFunc { stream, id, name, api: "cuGraphLaunch" });
+    for (id, name, node) in graph_host_nodes::launched(p.hGraph as u64, p.hStream, cx.per_thread) {
+        state.emit(cx.call, Record::HostFunc { stream, id, name, node, api: "cuGraphLaunch" });
     }
     state.emit(
         cx.call,

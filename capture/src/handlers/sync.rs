@@ -27,8 +27,8 @@ pub fn wait_event(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<
 
 /// A stream memory operation's write of a flag word (`cuStreamWriteValue32`, NCCL's and cuBLASLt's cross-stream
 /// signal) orders like an event record: the flag's address stands for the event, and a later write replaces what
-/// a wait on it takes (rule 3). A waiter that waits for a value an earlier write gave is over-ordered: a missed
-/// race, never a false one.
+/// a wait on it takes (DESIGN.md, events). A waiter that waits for a value an earlier write gave is over-ordered:
+/// a missed race, never a false one.
 pub fn value_write(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
     // Safety: every cuStreamWriteValue form's block starts with its stream and address (StreamValueOp).
     let Some(p) = (unsafe { data.params::<StreamValueOp>() }) else { return };

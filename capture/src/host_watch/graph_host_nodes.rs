@@ -1,4 +1,4 @@
-//! Host nodes of executable graphs (DESIGN.md rule 13): while host functions are wrapped (host_funcs.rs), each
+//! Host nodes of executable graphs (DESIGN.md, host functions): while host functions are wrapped (host_funcs.rs), each
 //! host node of a graph being instantiated gets, in the executable graph only, the capture's trampoline and a
 //! box of its own holding the program's function and data (cuGraphExecHostNodeSetParams; the graph keeps the
 //! program's). A launch gives every wrapped node of its executable graph a fresh host-function id, announced by
@@ -153,9 +153,9 @@ pub fn forget(exec: u64) {
     }
 }
 
-/// A launch of `exec` on `stream` (at the call's entry): the id and name of each wrapped host node's run in it.
-/// None when the stream is capturing (the nodes run at the enclosing graph's launches, unannounced).
-pub fn launched(exec: u64, stream: Handle, per_thread: bool) -> Vec<(u64, Arc<str>)> {
+/// A launch of `exec` on `stream` (at the call's entry): the id, name and node handle of each wrapped host node's
+/// run in it. None when the stream is capturing (the nodes run at the enclosing graph's launches, unannounced).
+pub fn launched(exec: u64, stream: Handle, per_thread: bool) -> Vec<(u64, Arc<str>, u64)> {
     if !ANY.load(Ordering::Acquire) {
         return Vec::new();
     }
@@ -168,11 +168,11 @@ pub fn launched(exec: u64, stream: Handle, per_thread: bool) -> Vec<(u64, Arc<st
     }
     nodes
         .into_iter()
-        .map(|(_, boxed)| {
+        .map(|(node, boxed)| {
             let id = host_funcs::next_id();
             host_funcs::host_func_wrapped(id);
             lock(&boxed.runs).push_back(id);
-            (id, lock(&boxed.name).clone())
+            (id, lock(&boxed.name).clone(), node)
         })
         .collect()
 }

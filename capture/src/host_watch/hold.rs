@@ -196,7 +196,7 @@ mod tests {
     fn late_records_find_their_host_function_or_their_time() {
         let mut first = Batch::default();
         first.entries.push(entry(10, Record::Event { handle: 1 }));
-        let func = Record::HostFunc { stream: 5, id: 42, name: "f".into(), api: "cuLaunchHostFunc" };
+        let func = Record::HostFunc { stream: 5, id: 42, name: "f".into(), node: 0, api: "cuLaunchHostFunc" };
         first.entries.push(entry(20, func));
         first.entries.push(entry(30, Record::Event { handle: 2 }));
         let mut second = Batch::default();

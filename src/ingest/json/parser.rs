@@ -37,6 +37,15 @@ use std::path::{Path, PathBuf};
 /// (sharing is for memory only: an operation holds its own copy of what it names).
 const SHARED_TEXTS: usize = 1 << 16;
 
+/// A `host_func` record's stream and name, and its graph node when it is a graph host node's run: what the
+/// `host_access` records of its function take.
+#[derive(Clone)]
+pub(super) struct DeclaredHostFunc {
+    pub stream: StreamId,
+    pub name: Arc<str>,
+    pub graph_node: Option<u64>,
+}
+
 /// A record's `pid` and `thread` as it gave them, and the process and thread they stand for.
 #[derive(Copy, Clone)]
 struct Caller {
@@ -87,8 +96,8 @@ pub(in crate::ingest) struct JsonTraceParser {
     pub stages: Stages,
     /// Modules and call sites declared so far.
     native: NativeSites,
-    /// Each host function's stream and name, by (process, id).
-    pub host_funcs: HashMap<(ProcessId, u64), (StreamId, Arc<str>)>,
+    /// Each host function's stream and name (and graph node), by (process, id).
+    pub(super) host_funcs: HashMap<(ProcessId, u64), DeclaredHostFunc>,
     /// The host function the last operation was (or whose access it was): only its accesses may come next.
     pub last_host_func: Option<(ProcessId, u64)>,
     /// Kernels' access and pointer lists from batches the analysis gave back, filled again here.

@@ -9,7 +9,7 @@ use streamtrace_format::{AccessFlag, Field, RecordKind};
 
 use super::accesses::{range, read_write_accesses, read_write_items};
 use super::op_fields::{OpFields, PointerItems};
-use super::parser::{AllocHandle, JsonTraceParser, StreamHandle};
+use super::parser::{AllocHandle, DeclaredHostFunc, JsonTraceParser, StreamHandle};
 use super::problem::Problem;
 use super::raw::{RawPointer, RawRecord};
 use crate::ingest::background::Batch;
@@ -119,9 +119,10 @@ impl JsonTraceParser {
         read_write_accesses(raw.reads(), raw.writes(), &mut accesses)?;
         let name = self.intern(raw.name.as_deref().unwrap_or("host function"));
         if let Some(id) = raw.id {
-            self.host_funcs.insert((process, id), (stream, name.clone()));
+            let declared = DeclaredHostFunc { stream, name: name.clone(), graph_node: raw.node };
+            self.host_funcs.insert((process, id), declared);
         }
-        Ok(OpKind::HostFunc { stream, name, accesses, id: raw.id })
+        Ok(OpKind::HostFunc { stream, name, accesses, id: raw.id, graph_node: raw.node })
     }
 
     /// What the capture's host watch said at exit, as import counters.
@@ -164,7 +165,9 @@ impl JsonTraceParser {
         }
         let name = raw.name.as_deref().unwrap_or("host access");
         if let Some(id) = raw.host_func {
-            let Some((stream, function)) = self.host_funcs.get(&(process, id)).cloned() else {
+            let Some(DeclaredHostFunc { stream, name: function, graph_node }) =
+                self.host_funcs.get(&(process, id)).cloned()
+            else {
                 return Err(Problem::inconsistent(format!(
                     "host_access names host function {id}, which no host_func record declared"
                 )));
@@ -176,7 +179,7 @@ impl JsonTraceParser {
             }
             // Named with its function: the fix waits before that function is enqueued.
             let name = self.intern(&format!("{name} in {function}"));
-            return Ok(OpKind::HostFuncAccess { stream, name, accesses });
+            return Ok(OpKind::HostFuncAccess { stream, name, accesses, graph_node });
         }
         let name = self.intern(name);
         let lane = match self.streams.get_or_add(StreamHandle::HostLane(thread)) {
@@ -354,7 +357,7 @@ impl JsonTraceParser {
                     nodes.push(GraphNode::with_accesses(name, accesses, node.deps.clone()));
                 }
                 let name = raw.name.as_deref().map_or_else(|| "graph".into(), str::to_string);
-                OpKind::GraphLaunch { stream, graph: self.stages.inline_graph(name, nodes) }
+                OpKind::GraphLaunch { stream, graph: self.stages.inline_graph(name, nodes), host_runs: Box::new([]) }
             }
             RecordKind::CaptureBegin => {
                 graph_call(GraphCall::CaptureBegin { stream: self.stream(process, raw.stream)?, into: raw.graph })

@@ -27,8 +27,8 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::model::{
     Access, AccessMode, AccessRange, AllocId, AllocKind, EventId, FreeKind, GraphBuild, GraphCall, GraphExec,
-    GraphNode, NodeKind, NodeOrigin, NodeOwner, NodeParams, OpKind, Operation, PointerArg, ProcessId, SharedGraph,
-    SourceLocation, StreamId,
+    GraphNode, HostNodeRun, NodeKind, NodeOrigin, NodeOwner, NodeParams, OpKind, Operation, PointerArg, ProcessId,
+    SharedGraph, SourceLocation, StreamId,
 };
 
 /// Levels of child graphs a graph may hold. CUDA programs nest a few; the bound makes a trace nesting thousands
@@ -162,6 +162,14 @@ struct Instance {
 /// runs.
 type CapturedNode = (NodeKind, Vec<Access>, Vec<PointerArg>, String, Option<Arc<Draft>>);
 
+/// A graph host node's run announced before its launch: the node's handle, its function's name, and what the
+/// run touched so far.
+struct AnnouncedRun {
+    node: u64,
+    name: Arc<str>,
+    accesses: Vec<Access>,
+}
+
 /// What the trace's graph calls have built so far.
 #[derive(Default)]
 pub struct GraphAssembler {
@@ -182,6 +190,9 @@ pub struct GraphAssembler {
     /// Blocks a capture allocated (`cudaMallocAsync` on a capturing stream): what a free node of theirs frees.
     /// A block leaves when a free outside any capture frees it.
     captured_blocks: HashMap<AllocId, AccessRange>,
+    /// Graph host nodes' runs announced on a stream for the launch that follows there (`host_func` records
+    /// with `node`).
+    host_runs: HashMap<(ProcessId, StreamId), Vec<AnnouncedRun>>,
     /// Captures that ended without a graph (failed or invalidated).
     pub failed_captures: u64,
     /// Operations that became graph nodes instead of running.
@@ -201,16 +212,25 @@ impl GraphAssembler {
         graph
     }
 
-    /// Whether `op` needs the assembler: a graph call, or anything while a capture is open.
+    /// Whether `op` needs the assembler: a graph call, a graph host node's run, or anything while a capture is
+    /// open.
     pub fn wants(&self, op: &Operation) -> bool {
-        matches!(op.kind, OpKind::GraphCall(_)) || !self.capturing.is_empty()
+        matches!(
+            op.kind,
+            OpKind::GraphCall(_)
+                | OpKind::HostFunc { graph_node: Some(_), .. }
+                | OpKind::HostFuncAccess { graph_node: Some(_), .. }
+        ) || !self.capturing.is_empty()
     }
 
     /// Takes one operation in issue order: the operation to hand on (a launch made whole), or none when it
     /// built a graph instead of running.
-    pub fn take(&mut self, op: Operation) -> Result<Option<Operation>, GraphProblem> {
+    pub fn take(&mut self, mut op: Operation) -> Result<Option<Operation>, GraphProblem> {
         if let OpKind::GraphCall(call) = &op.kind {
             return self.call(&op, call);
+        }
+        if let Some(keep) = self.host_node_run(&mut op) {
+            return Ok(keep.then_some(op));
         }
         let Some(stream) = op.kind.stream() else { return Ok(Some(op)) };
         let Some(&capture) = self.capturing.get(&stream) else {
@@ -235,6 +255,30 @@ impl GraphAssembler {
             return Ok(Some(op));
         };
         self.captured(capture, stream, op)
+    }
+
+    /// A graph host node's run, announced before its launch, and what it touched: the accesses go with the
+    /// launch that follows on its stream, at the node's place in the graph (host functions inside graphs); the announcing
+    /// `host_func` stays a step of its stream. Whether to hand the operation on; None for any other operation
+    /// (and for a run on a capturing stream, whose node runs at the launches of the graph being captured).
+    fn host_node_run(&mut self, op: &mut Operation) -> Option<bool> {
+        let key = (op.process, op.kind.stream()?);
+        if self.capturing.contains_key(&key.1) {
+            return None;
+        }
+        match &mut op.kind {
+            OpKind::HostFunc { name, accesses, graph_node: Some(node), .. } => {
+                let run = AnnouncedRun { node: *node, name: name.clone(), accesses: std::mem::take(accesses) };
+                self.host_runs.entry(key).or_default().push(run);
+                Some(true)
+            }
+            OpKind::HostFuncAccess { accesses, graph_node: Some(_), .. } => {
+                let run = self.host_runs.get_mut(&key).and_then(|runs| runs.last_mut())?;
+                run.accesses.append(accesses);
+                Some(false)
+            }
+            _ => None,
+        }
     }
 
     fn join(&mut self, capture: u32, stream: StreamId, frontier: &[usize]) {
@@ -511,8 +555,18 @@ impl GraphAssembler {
                 self.execs.remove(&(process, *exec));
             }
             GraphCall::Launch { exec, stream } => {
-                let graph = self.instance_mut(process, *exec)?.graph.clone();
-                let launch = Operation { kind: OpKind::GraphLaunch { stream: *stream, graph }, ..op.clone() };
+                let runs = self.host_runs.remove(&(process, *stream)).unwrap_or_default();
+                let instance = self.instance_mut(process, *exec)?;
+                let graph = instance.graph.clone();
+                let host_runs = (runs.into_iter())
+                    .map(|run| {
+                        let index = instance.by_handle.get(&run.node).copied();
+                        let node = index.filter(|&i| graph.nodes.get(i).is_some_and(|n| n.kind == NodeKind::Host));
+                        HostNodeRun { node, name: run.name, accesses: run.accesses }
+                    })
+                    .collect();
+                let kind = OpKind::GraphLaunch { stream: *stream, graph, host_runs };
+                let launch = Operation { kind, ..op.clone() };
                 // A graph launched into a capture is a child node of the captured graph.
                 return match self.capturing.get(stream) {
                     Some(&capture) => self.captured(capture, *stream, launch),
