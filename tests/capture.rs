@@ -102,6 +102,7 @@ fn graph_host_nodes_run_as_host_functions_announced_by_their_launches() {
     assert!(announced.len() >= 3, "one run a launch: {announced:?}");
     for i in announced {
         assert!(lines[i].contains("myHostNodeCallback"), "named from the symbol table: {}", lines[i]);
+        assert!(lines[i].contains(r#""node":"#), "the run names its node: {}", lines[i]);
         let next = lines[i + 1..].iter().find(|l| !l.contains(r#""type":"host_func""#)).expect("a record after it");
         assert!(next.contains(r#""type":"graph_launch""#), "the launch follows its host nodes' runs: {next}");
     }
@@ -322,8 +323,9 @@ fn native_samples_of_libraries_threads_and_stream_operations_match_their_ground_
         ("double_buffer_events", &[]),
         ("double_buffer_events-no-war-wait", &[("write-after-read", "read_kernel", "write_kernel")]),
         ("graph_host_node", &[]),
+        ("graph_host_node-no-edge", &[("read-after-write", "fill_on_host", "read_kernel")]),
         ("graph_host_node_streams", &[]),
-        ("graph_host_node_streams-no-wait", &[("write-after-read", "read_kernel", "host write in refill_on_host")]),
+        ("graph_host_node_streams-no-wait", &[("write-after-read", "read_kernel", "refill_on_host")]),
         ("graph_pinned_host_read", &[]),
         ("graph_pinned_host_read-memcpy-node", &[]),
         ("graph_pinned_host_read-no-sync", &[("read-after-write", "write_kernel", "host read")]),
@@ -346,7 +348,7 @@ fn native_samples_of_libraries_threads_and_stream_operations_match_their_ground_
         ("ptds_thread_handover-stream-sync", &[]),
         ("ptds_thread_handover-mutex-only", &[("write-after-write", "write_kernel", "write_kernel")]),
         ("stream_callback_write", &[]),
-        ("stream_callback_write-other-stream", &[("write-after-read", "read_kernel", "host write in host function")]),
+        ("stream_callback_write-other-stream", &[("write-after-read", "read_kernel", "host write in stream callback")]),
         ("stream_mem_ops", &[]),
         ("stream_mem_ops-no-wait", &[RAW]),
         ("symbol_copies", &[]),
