@@ -477,9 +477,7 @@ mod tests {
         recorded(&batch, 0);
         let first = batch.entries.len();
         batch.push(call(), copy_to(base, 7));
-        passing(false);
-        recorded(&batch, first);
-        passing(true);
+        driver_call(&batch, first);
         // The synchronization is recorded at its entry, and waits.
         let first = batch.entries.len();
         batch.push(call(), Record::Sync { target: SyncTarget::Context(0), api: "cuCtxSynchronize" });
@@ -504,18 +502,8 @@ mod tests {
         recorded(&batch, 0);
         let first = batch.entries.len();
         batch.pointers.push(PointerArg { address: base + 8, writes: true });
-        let launch = Record::Kernel {
-            stream: 7,
-            function: 0,
-            first_pointer: 0,
-            pointer_count: 1,
-            api: "cuLaunchKernel",
-            exact: None,
-        };
-        batch.push(call(), launch);
-        passing(false);
-        recorded(&batch, first);
-        passing(true);
+        batch.push(call(), kernel_on(7));
+        driver_call(&batch, first);
         assert_eq!(guards::claim(base + 4096), guards::Claim::Lifted { start: base, end: base + 3 * 4096 });
         // Safety: the claim lifted the guard: the pages are the program's again.
         unsafe { *(base as *mut u8) = 3 };
@@ -529,6 +517,18 @@ mod tests {
         Record::Graph { graph: record, api: "cuGraph" }
     }
 
+    /// A launch on `stream` whose one pointer word is the batch's first.
+    fn kernel_on(stream: u64) -> Record {
+        Record::Kernel { stream, function: 0, first_pointer: 0, pointer_count: 1, api: "cuLaunchKernel", exact: None }
+    }
+
+    /// A driver call that made `batch.entries[first..]`: entered, its records read, returned.
+    fn driver_call(batch: &Batch, first: usize) {
+        passing(false);
+        recorded(batch, first);
+        passing(true);
+    }
+
     #[test]
     fn a_graph_launch_guards_what_its_nodes_touch_and_captured_work_waits_for_the_launch() {
         let _turn = fresh_watch();
@@ -539,15 +539,7 @@ mod tests {
         let first = batch.entries.len();
         batch.pointers.push(PointerArg { address: base, writes: true });
         batch.push(call(), graph(GraphRecord::CaptureBegin { stream: 7, into: None }));
-        let launch = Record::Kernel {
-            stream: 7,
-            function: 0,
-            first_pointer: 0,
-            pointer_count: 1,
-            api: "cuLaunchKernel",
-            exact: None,
-        };
-        batch.push(call(), launch);
+        batch.push(call(), kernel_on(7));
         batch.push(call(), graph(GraphRecord::CaptureEnd { stream: 7, graph: Some(30) }));
         // A graph built by hand: a copy node reads the block.
         let from = Some((base + 4096, 4096));
@@ -555,22 +547,16 @@ mod tests {
         batch.push(call(), graph(GraphRecord::Node { graph: 31, node: 1, deps: Box::new([]), body: node }));
         batch.push(call(), graph(GraphRecord::Instantiate { graph: 30, exec: 40 }));
         batch.push(call(), graph(GraphRecord::Instantiate { graph: 31, exec: 41 }));
-        passing(false);
-        recorded(&batch, first);
-        passing(true);
+        driver_call(&batch, first);
         assert_eq!(with_watch(|w| w.guarded.len()), 0, "captured work and graph building guard nothing");
         let first = batch.entries.len();
         batch.push(call(), graph(GraphRecord::Launch { exec: 41, stream: 9 }));
-        passing(false);
-        recorded(&batch, first);
-        passing(true);
+        driver_call(&batch, first);
         let guarded = with_watch(|w| w.guarded.iter().map(|g| (g.start, g.end, g.prot)).collect::<Vec<_>>());
         assert_eq!(guarded, [(base + 4096, base + 2 * 4096, libc::PROT_READ)], "the copy node's source page");
         let first = batch.entries.len();
         batch.push(call(), graph(GraphRecord::Launch { exec: 40, stream: 9 }));
-        passing(false);
-        recorded(&batch, first);
-        passing(true);
+        driver_call(&batch, first);
         assert_eq!(
             with_watch(|w| w.guarded.iter().map(|g| (g.start, g.end, g.prot)).collect::<Vec<_>>()),
             [(base, base + 3 * 4096, libc::PROT_NONE)],
