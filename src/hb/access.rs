@@ -232,7 +232,7 @@ impl Engine {
     /// The race check: one access of `op`, at `epoch`, against the shadow of its process.
     pub(super) fn access(&mut self, op: &Operation, epoch: Epoch, site: SiteId, access: &Access, effect: Effect) {
         self.stats.accesses += 1;
-        let stamp = Stamp { epoch, seq: op.seq, origin: op.origin, site, mode: access.mode, effect };
+        let stamp = Stamp::new(epoch, op.seq, op.origin, site, access.mode, effect);
         let process = op.process;
         let Engine { processes, streams, conflicts, .. } = self;
         conflicts.clear();

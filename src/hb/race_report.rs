@@ -10,8 +10,18 @@ use crate::model::ProcessId;
 impl Engine {
     /// Turns the conflicts in `self.conflicts` into race findings.
     pub(super) fn report(&mut self, process: ProcessId, later: &Later, known: Known) {
-        let Engine { conflicts, sites, collector, processes, streams, host_clocks, stats, whole_block_sites, .. } =
-            self;
+        let Engine {
+            conflicts,
+            sites,
+            collector,
+            processes,
+            streams,
+            host_clocks,
+            stats,
+            whole_block_sites,
+            slot_streams,
+            ..
+        } = self;
         let known_clock = match known {
             Known::Stream(s) => &streams[s.index()].clock.clock,
             Known::Host(h) => &host_clocks[h].clock,
@@ -19,7 +29,7 @@ impl Engine {
         let allocations = &processes[process.index()].allocations;
         for conflict in conflicts.iter() {
             let earlier = conflict.earlier;
-            let earlier_action = action_of(earlier.effect, earlier.mode);
+            let earlier_action = action_of(earlier.effect(), earlier.mode());
             let kind = match (earlier_action, later.action) {
                 (AccessAction::Free, _) | (_, AccessAction::Free) => RaceKind::UseAfterFree,
                 (AccessAction::Read, _) => RaceKind::WriteAfterRead,
@@ -34,13 +44,13 @@ impl Engine {
                     Party { stream, region: site.region.as_deref(), action }
                 };
                 let fix = Fix::for_race(&party(earlier.site, earlier_action), &party(later.site, later.action))
-                    .unwrap_or(Fix::SyncBeforeRelease { stream: earlier.epoch.stream });
+                    .unwrap_or(Fix::SyncBeforeRelease { stream: slot_streams[earlier.slot.index()] });
                 let earlier_occurrence = OpOccurrence {
                     site: earlier.site,
                     action: earlier_action,
                     seq: earlier.seq,
                     origin: earlier.origin,
-                    stream_position: Some(earlier.epoch.tick),
+                    stream_position: Some(earlier.tick()),
                     node: None,
                 };
                 let later_occurrence = OpOccurrence {
@@ -55,10 +65,7 @@ impl Engine {
                     kind,
                     range: conflict.range,
                     allocation: allocations.describe(conflict.range, Some(earlier.seq), |native| sites.native(native)),
-                    why: Unordered::CrossStream {
-                        known: known_clock.get(earlier.epoch.slot),
-                        position: earlier.epoch.tick,
-                    },
+                    why: Unordered::CrossStream { known: known_clock.get(earlier.slot), position: earlier.tick() },
                     fix,
                     count: 1,
                     earlier: earlier_occurrence,

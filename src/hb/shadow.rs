@@ -7,14 +7,18 @@
 
 mod radix;
 mod segments;
+mod stamp;
 mod views;
 
 use std::sync::Arc;
 
-use super::clock::{Epoch, VectorClock};
+use smallvec::{smallvec, SmallVec};
+
+use super::clock::VectorClock;
 use super::sites::SiteId;
-use crate::model::{AccessMode, AccessRange, StridedView};
+use crate::model::{AccessRange, StridedView};
 use segments::SegmentMap;
+pub use stamp::Stamp;
 
 /// What an access did besides reading or writing bytes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -27,25 +31,6 @@ pub enum Effect {
     Alloc,
 }
 
-/// One access as the shadow remembers it.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Stamp {
-    pub epoch: Epoch,
-    /// The operation's position in host issue order.
-    pub seq: u64,
-    /// Where the operation is in the input, for messages.
-    pub origin: u64,
-    pub site: SiteId,
-    pub mode: AccessMode,
-    pub effect: Effect,
-}
-
-impl Stamp {
-    fn is_write(&self) -> bool {
-        self.mode == AccessMode::Write
-    }
-}
-
 /// An earlier access that the current one is not ordered with, and the bytes they share (for a strided view:
 /// the part of its extent where the shared bytes lie).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,13 +41,31 @@ pub struct Conflict {
     pub earlier_view: Option<Arc<StridedView>>,
 }
 
+/// Reads not ordered with each other, on the heap: one pointer in the segment, so that [`Reads`] is no wider
+/// than a stamp.
+type SharedReads = Box<SmallVec<[Stamp; 3]>>;
+
+/// The reads of a segment since its last write. Two variants, so that the stamp's never-0 word is tag enough.
 #[derive(Clone, Debug, PartialEq)]
 enum Reads {
-    None,
     /// FastTrack's epoch mode: every read so far is ordered before this one.
     One(Stamp),
-    /// Read-shared mode: reads that are not ordered with each other.
-    Many(Vec<Stamp>),
+    /// Read-shared mode: reads that are not ordered with each other; none at all ([`NO_READS`]) before the
+    /// first read.
+    Many(Option<SharedReads>),
+}
+
+/// No read since the last write.
+const NO_READS: Reads = Reads::Many(None);
+
+impl Reads {
+    fn stamps(&self) -> &[Stamp] {
+        match self {
+            Reads::One(read) => std::slice::from_ref(read),
+            Reads::Many(None) => &[],
+            Reads::Many(Some(reads)) => reads,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -95,11 +98,11 @@ pub struct ShadowMemory {
 
 /// Whether `earlier` and the access stamped `current` are unordered in a way that matters.
 fn conflicts(earlier: &Stamp, current: &Stamp, clock: &VectorClock) -> bool {
-    if clock.covers(earlier.epoch) {
+    if earlier.covered_by(clock) {
         return false;
     }
     // The allocator orders a new block after the free of the old one, whatever the streams.
-    !(current.effect == Effect::Alloc && earlier.effect == Effect::Free)
+    !(current.effect() == Effect::Alloc && earlier.effect() == Effect::Free)
 }
 
 fn push_conflict(out: &mut Vec<Conflict>, earlier: Stamp, start: u64, end: u64) {
@@ -124,11 +127,7 @@ impl ShadowMemory {
             if let Some(write) = &segment.write {
                 each(write.site);
             }
-            match &segment.reads {
-                Reads::None => {}
-                Reads::One(read) => each(read.site),
-                Reads::Many(reads) => reads.iter().for_each(|read| each(read.site)),
-            }
+            segment.reads.stamps().iter().for_each(|read| each(read.site));
         }
         self.views.for_each_site(each);
     }
@@ -185,7 +184,7 @@ impl ShadowMemory {
                 }
             }
             if !kept_first {
-                self.segments.insert(start, Segment { end, write: Some(current), reads: Reads::None });
+                self.segments.insert(start, Segment { end, write: Some(current), reads: NO_READS });
             }
             return;
         }
@@ -279,13 +278,8 @@ impl ShadowMemory {
         self.segments.starts_in(range.start, range.end(), &mut self.keys);
         for &key in &self.keys {
             let Some(seg) = self.segments.remove(key) else { continue };
-            let stamps = seg.write.iter().chain(match &seg.reads {
-                Reads::None => [].iter(),
-                Reads::One(r) => std::slice::from_ref(r).iter(),
-                Reads::Many(v) => v.iter(),
-            });
-            for stamp in stamps {
-                if !clock.covers(stamp.epoch) {
+            for stamp in seg.write.iter().chain(seg.reads.stamps()) {
+                if !stamp.covered_by(clock) {
                     push_conflict(out, *stamp, key, seg.end);
                 }
             }
@@ -328,37 +322,27 @@ impl ShadowMemory {
             }
         }
         if current.is_write() {
-            match &seg.reads {
-                Reads::None => {}
-                Reads::One(read) => {
-                    if conflicts(read, &current, clock) {
-                        push_conflict(out, *read, start, end);
-                    }
-                }
-                Reads::Many(reads) => {
-                    for read in reads {
-                        if conflicts(read, &current, clock) {
-                            push_conflict(out, *read, start, end);
-                        }
-                    }
+            for read in seg.reads.stamps() {
+                if conflicts(read, &current, clock) {
+                    push_conflict(out, *read, start, end);
                 }
             }
             seg.write = Some(current);
-            seg.reads = Reads::None;
+            seg.reads = NO_READS;
             return;
         }
-        seg.reads = match std::mem::replace(&mut seg.reads, Reads::None) {
-            Reads::None => Reads::One(current),
-            Reads::One(read) if clock.covers(read.epoch) => Reads::One(current),
-            Reads::One(read) => Reads::Many(vec![read, current]),
-            Reads::Many(mut reads) => {
+        seg.reads = match std::mem::replace(&mut seg.reads, NO_READS) {
+            Reads::Many(None) => Reads::One(current),
+            Reads::One(read) if read.covered_by(clock) => Reads::One(current),
+            Reads::One(read) => Reads::Many(Some(Box::new(smallvec![read, current]))),
+            Reads::Many(Some(mut reads)) => {
                 // Reads ordered before this one are subsumed by it for every later write check.
-                reads.retain(|r| !clock.covers(r.epoch));
+                reads.retain(|r| !r.covered_by(clock));
                 if reads.is_empty() {
                     Reads::One(current)
                 } else {
                     reads.push(current);
-                    Reads::Many(reads)
+                    Reads::Many(Some(reads))
                 }
             }
         };
@@ -368,12 +352,16 @@ impl ShadowMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hb::clock::Slot;
-    use crate::model::StreamId;
+    use crate::hb::clock::{Epoch, Slot};
+    use crate::model::{AccessMode, StreamId};
 
     fn stamp(stream: u32, tick: u64, mode: AccessMode) -> Stamp {
+        stamp_with(stream, tick, mode, Effect::Access)
+    }
+
+    fn stamp_with(stream: u32, tick: u64, mode: AccessMode, effect: Effect) -> Stamp {
         let epoch = Epoch { stream: StreamId(stream), slot: Slot(stream), tick };
-        Stamp { epoch, seq: tick, origin: tick, site: SiteId(stream), mode, effect: Effect::Access }
+        Stamp::new(epoch, tick, tick, SiteId(stream), mode, effect)
     }
 
     fn clock_of(stream: u32, tick: u64) -> VectorClock {
@@ -394,7 +382,7 @@ mod tests {
         shadow.access(r(50, 100), stamp(1, 1, AccessMode::Write), &clock_of(1, 1), &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].range, r(50, 50));
-        assert_eq!(out[0].earlier.epoch.stream, StreamId(0));
+        assert_eq!(out[0].earlier.slot, Slot(0));
     }
 
     #[test]
@@ -408,8 +396,8 @@ mod tests {
         assert!(out.is_empty());
         // A write on stream 2, unordered with both, conflicts with the write everywhere and the read in the middle.
         shadow.access(r(0, 100), stamp(2, 1, AccessMode::Write), &clock_of(2, 1), &mut out);
-        let write_bytes: u64 = out.iter().filter(|c| c.earlier.mode == AccessMode::Write).map(|c| c.range.len).sum();
-        let read: Vec<_> = out.iter().filter(|c| c.earlier.mode == AccessMode::Read).collect();
+        let write_bytes: u64 = out.iter().filter(|c| c.earlier.mode() == AccessMode::Write).map(|c| c.range.len).sum();
+        let read: Vec<_> = out.iter().filter(|c| c.earlier.mode() == AccessMode::Read).collect();
         assert_eq!(write_bytes, 100);
         assert_eq!(read.len(), 1);
         assert_eq!(read[0].range, r(40, 20));
@@ -427,7 +415,7 @@ mod tests {
         knows_first_read_only.set(Slot(0), 1);
         shadow.access(r(0, 8), stamp(2, 1, AccessMode::Write), &knows_first_read_only, &mut out);
         assert_eq!(out.len(), 1);
-        assert_eq!(out[0].earlier.epoch.stream, StreamId(1));
+        assert_eq!(out[0].earlier.slot, Slot(1));
     }
 
     #[test]
@@ -444,11 +432,9 @@ mod tests {
     fn alloc_is_ordered_after_free_by_the_allocator() {
         let mut shadow = ShadowMemory::default();
         let mut out = Vec::new();
-        let mut free = stamp(0, 1, AccessMode::Write);
-        free.effect = Effect::Free;
+        let free = stamp_with(0, 1, AccessMode::Write, Effect::Free);
         shadow.access(r(0, 8), free, &clock_of(0, 1), &mut out);
-        let mut alloc = stamp(1, 1, AccessMode::Write);
-        alloc.effect = Effect::Alloc;
+        let alloc = stamp_with(1, 1, AccessMode::Write, Effect::Alloc);
         shadow.access(r(0, 8), alloc, &clock_of(1, 1), &mut out);
         assert!(out.is_empty());
     }

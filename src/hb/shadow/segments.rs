@@ -194,11 +194,11 @@ impl SegmentMap {
 mod tests {
     use std::collections::BTreeMap;
 
-    use super::super::Reads;
+    use super::super::NO_READS;
     use super::*;
 
     fn seg(end: u64) -> Segment {
-        Segment { end, write: None, reads: Reads::None }
+        Segment { end, write: None, reads: NO_READS }
     }
 
     /// Every operation checked against the standard library's ordered map, with starts that crowd some granules,

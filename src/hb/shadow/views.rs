@@ -120,7 +120,7 @@ impl ViewAccesses {
             // The same bytes again: a write replaces whatever was there; a read replaces the reads ordered
             // before it (FastTrack), since every later write that races with them races with it.
             let same_bytes = entry.start == start && entry.view.same_bytes(view);
-            if same_bytes && (current.is_write() || (!entry.stamp.is_write() && clock.covers(entry.stamp.epoch))) {
+            if same_bytes && (current.is_write() || (!entry.stamp.is_write() && entry.stamp.covered_by(clock))) {
                 doomed.push(*key);
             }
         }
@@ -143,7 +143,7 @@ impl ViewAccesses {
         let mut assumed = 0;
         for (key, entry) in meeting(&self.entries, self.longest, lo, hi) {
             let mut budget = Budget::new(OVERLAP_STEP_CAP);
-            if !clock.covers(entry.stamp.epoch)
+            if !entry.stamp.covered_by(clock)
                 && pattern_meets_range(entry.placed(), lo as i128, hi as i128, &mut budget)
             {
                 push_view_conflict(out, entry, lo, hi);
@@ -213,11 +213,7 @@ impl ShadowMemory {
         let mine = placed(start, view);
         let mut assumed = 0;
         for (seg_start, seg) in self.segments.meeting(start, end) {
-            let reads: &[Stamp] = match (&seg.reads, current.is_write()) {
-                (_, false) | (super::Reads::None, _) => &[],
-                (super::Reads::One(read), true) => std::slice::from_ref(read),
-                (super::Reads::Many(reads), true) => reads,
-            };
+            let reads: &[Stamp] = if current.is_write() { seg.reads.stamps() } else { &[] };
             for earlier in seg.write.iter().chain(reads) {
                 if !conflicts(earlier, &current, clock) {
                     continue;
@@ -259,14 +255,8 @@ mod tests {
     use crate::model::{AccessMode, ElementDim, StreamId, ViewBytes};
 
     fn stamp(stream: u32, tick: u64, mode: AccessMode) -> Stamp {
-        Stamp {
-            epoch: Epoch { stream: StreamId(stream), slot: Slot(stream), tick },
-            seq: tick,
-            origin: tick,
-            site: SiteId(stream),
-            mode,
-            effect: Effect::Access,
-        }
+        let epoch = Epoch { stream: StreamId(stream), slot: Slot(stream), tick };
+        Stamp::new(epoch, tick, tick, SiteId(stream), mode, Effect::Access)
     }
 
     fn clock_of(stream: u32, tick: u64) -> VectorClock {
@@ -302,7 +292,7 @@ mod tests {
         shadow.access_view(0x1004, &floats(512, 2), stamp(1, 1, AccessMode::Write), &after_init(1), &mut out);
         assert!(out.is_empty(), "{out:?}");
         shadow.access(AccessRange::new(0x1000, 4096).unwrap(), stamp(2, 1, AccessMode::Read), &after_init(2), &mut out);
-        let mut streams: Vec<_> = out.iter().map(|c| c.earlier.epoch.stream.0).collect();
+        let mut streams: Vec<_> = out.iter().map(|c| c.earlier.slot.0).collect();
         streams.sort();
         assert_eq!(streams, vec![0, 1]);
         assert!(out.iter().all(|c| c.earlier_view.is_some()));
@@ -315,7 +305,7 @@ mod tests {
         shadow.access_view(0x1000, &floats(512, 2), stamp(0, 1, AccessMode::Write), &clock_of(0, 1), &mut out);
         shadow.access_view(0x1008, &floats(511, 2), stamp(1, 1, AccessMode::Write), &clock_of(1, 1), &mut out);
         assert_eq!(out.len(), 1);
-        assert_eq!(out[0].earlier.epoch.stream, StreamId(0));
+        assert_eq!(out[0].earlier.slot, Slot(0));
         out.clear();
         // A plain write between two odd elements meets no even one; one that covers an even element does.
         shadow.access(AccessRange::new(0x1004, 4).unwrap(), stamp(2, 1, AccessMode::Write), &clock_of(2, 1), &mut out);
