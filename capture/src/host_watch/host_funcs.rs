@@ -149,23 +149,22 @@ unsafe extern "C" fn run_stream_callback(stream: Handle, status: i32, boxed: *mu
     run_as(wrapped.id, || unsafe { (wrapped.function)(stream, status, wrapped.user_data) });
 }
 
-/// Names already found, by function address: a program enqueues the same few functions again and again.
-static NAMES: Mutex<Option<HashMap<usize, Arc<str>>>> = Mutex::new(None);
+/// Symbols already looked up, by function address (None: none found): a program enqueues the same few
+/// functions again and again.
+static SYMBOLS: Mutex<Option<HashMap<usize, Option<Arc<str>>>>> = Mutex::new(None);
 
-/// A host function's name: its symbol, demangled, from the loader's dynamic symbols, else from its module's
-/// symbol table (a `static` callback, the usual kind, is only there; the module is read once per function, at
-/// most `MAX_MODULE_BYTES` of it); else its address.
+/// A host function's name: its symbol, else its address.
 pub(super) fn name_of(function: usize) -> Arc<str> {
-    let mut names = NAMES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let names = names.get_or_insert_with(HashMap::default);
-    if let Some(name) = names.get(&function) {
-        return name.clone();
-    }
-    let name = dynamic_symbol(function)
-        .or_else(|| symbol_table_name(function))
-        .unwrap_or_else(|| Arc::from(format!("host function at {function:#x}").as_str()));
-    names.insert(function, name.clone());
-    name
+    symbol_of(function).unwrap_or_else(|| Arc::from(format!("host function at {function:#x}").as_str()))
+}
+
+/// A function's symbol, demangled: from the loader's dynamic symbols, else from its module's symbol table (a
+/// `static` callback, the usual kind, is only there; the module is read once per function, at most
+/// `MAX_MODULE_BYTES` of it).
+fn symbol_of(function: usize) -> Option<Arc<str>> {
+    let mut symbols = SYMBOLS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let symbols = symbols.get_or_insert_with(HashMap::default);
+    symbols.entry(function).or_insert_with(|| dynamic_symbol(function).or_else(|| symbol_table_name(function))).clone()
 }
 
 fn dynamic_symbol(function: usize) -> Option<Arc<str>> {
@@ -182,14 +181,14 @@ fn dynamic_symbol(function: usize) -> Option<Arc<str>> {
     Some(Arc::from(crate::functions::demangle(&mangled).as_str()))
 }
 
-/// A `cuStreamAddCallback` function's name. `cudaStreamAddCallback` hands the driver a function of the runtime's
-/// own (a static of the statically linked runtime, named after its build, or one inside libcudart.so), which
-/// runs the program's callback: its name would say nothing to the program's author.
-fn callback_name(name: Arc<str>) -> Arc<str> {
-    if name.starts_with("libcudart_static_") || name.starts_with("host function at") {
-        Arc::from("stream callback")
-    } else {
-        name
+/// A `cuStreamAddCallback` function's name, from its symbol. `cudaStreamAddCallback` hands the driver a function
+/// of the runtime's own (a static of the statically linked runtime, named after its build, or one inside
+/// libcudart.so, whose symbol table is stripped), which runs the program's callback: its name would say nothing
+/// to the program's author.
+fn callback_name(symbol: Option<Arc<str>>) -> Arc<str> {
+    match symbol {
+        Some(name) if !name.starts_with("libcudart_static_") => name,
+        _ => Arc::from("stream callback"),
     }
 }
 
@@ -255,7 +254,7 @@ pub unsafe fn add_callback(block: *mut StreamAddCallback, wrap: bool, per_thread
     // Safety: the caller's block, writable during the entry callback.
     let Some(block) = (unsafe { block.as_mut() }) else { return (id, Arc::from("stream callback")) };
     let Some(function) = block.callback else { return (id, Arc::from("stream callback")) };
-    let name = callback_name(name_of(function as usize));
+    let name = callback_name(symbol_of(function as usize));
     if wrap && !capturing(block.hStream, per_thread) {
         let boxed = Box::new(Wrapped::<StreamCallback> { function, user_data: block.userData, id });
         block.userData = Box::into_raw(boxed).cast();
@@ -303,10 +302,10 @@ mod tests {
     #[test]
     fn a_stream_callback_through_the_runtime_is_named_as_one() {
         let runtime = Arc::from("libcudart_static_955d0e854921d49ef397edbaffbaf12e1afbf272");
-        assert_eq!(&*callback_name(runtime), "stream callback");
-        assert_eq!(&*callback_name(Arc::from("host function at 0x7f00")), "stream callback");
+        assert_eq!(&*callback_name(Some(runtime)), "stream callback");
+        assert_eq!(&*callback_name(None), "stream callback", "no symbol: libcudart.so's stripped thunk");
         assert_eq!(
-            &*callback_name(Arc::from("on_done(CUstream_st*, cudaError_enum, void*)")),
+            &*callback_name(Some(Arc::from("on_done(CUstream_st*, cudaError_enum, void*)"))),
             "on_done(CUstream_st*, cudaError_enum, void*)"
         );
     }

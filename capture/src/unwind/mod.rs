@@ -23,15 +23,15 @@ mod stack;
 use gimli::UnwindContext;
 
 pub use modules::ModuleInfo;
+use paths::{NodeId, Paths};
+use recent::Recent;
+use rules::Rule;
+pub use stack::{StackWords, Start};
 
 /// The loaded module that maps code address `address` (path, load bias, build id), asked of the loader.
 pub fn module_at(address: u64) -> Option<ModuleInfo> {
     modules::look_up(address, &mut UnwindContext::new()).map(|found| found.module)
 }
-use paths::{NodeId, Paths};
-use recent::Recent;
-use rules::Rule;
-pub use stack::{StackWords, Start};
 
 /// Frames kept per call site: enough to pass the CUDA runtime linked into the program (`cudart_static`) and
 /// the kernel's launch stub, and reach the caller's caller.

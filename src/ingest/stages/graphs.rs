@@ -258,8 +258,8 @@ impl GraphAssembler {
     }
 
     /// A graph host node's run, announced before its launch, and what it touched: the accesses go with the
-    /// launch that follows on its stream, at the node's place in the graph (host functions inside graphs); the announcing
-    /// `host_func` stays a step of its stream. Whether to hand the operation on; None for any other operation
+    /// launch that follows on its stream, at the node's place in the graph (host functions inside graphs); the
+    /// announcing `host_func` stays a step of its stream. Whether to hand the operation on; None for any other operation
     /// (and for a run on a capturing stream, whose node runs at the launches of the graph being captured).
     fn host_node_run(&mut self, op: &mut Operation) -> Option<bool> {
         let key = (op.process, op.kind.stream()?);
