@@ -99,8 +99,11 @@ pub unsafe extern "C" fn on_driver_call(
     // CUPTI calls at entry and at exit; each call is recorded at one of them. The other returns here, before
     // the clock, the thread id or the lock.
     let at_exit = data.callbackSite == CUpti_ApiCallbackSite::CUPTI_API_EXIT;
-    // The host watch follows every call in and out (the driver's own accesses, guards armed at exit).
-    crate::host_watch::passing(at_exit);
+    // The host watch follows every call in and out (the driver's own accesses, guards armed at exit). Outside
+    // `recording::record`'s own catch, so caught here: nothing may unwind into the driver and the program.
+    if std::panic::catch_unwind(|| crate::host_watch::passing(at_exit)).is_err() {
+        return;
+    }
     if at_exit != spec.at_exit() {
         return;
     }

@@ -189,22 +189,28 @@ fn pushed(domain: usize, capture: bool) -> i32 {
     if capture {
         ranges::nvtx_range_began();
     }
-    PUSHED.with(|stack| {
-        let Ok(mut stack) = stack.try_borrow_mut() else { return -1 };
-        let level = stack.iter().filter(|(d, _)| *d == domain).count() as i32;
-        stack.push((domain, capture));
-        level
-    })
+    // `try_with`: ranges pushed while the thread exits (a static destructor's) find the stack gone.
+    PUSHED
+        .try_with(|stack| {
+            let Ok(mut stack) = stack.try_borrow_mut() else { return -1 };
+            let level = stack.iter().filter(|(d, _)| *d == domain).count() as i32;
+            stack.push((domain, capture));
+            level
+        })
+        .unwrap_or(-1)
 }
 
 /// The innermost range of `domain` on this thread ends; its level, or -1 when none was open.
 fn popped(domain: usize) -> i32 {
-    let ended = PUSHED.with(|stack| {
-        let Ok(mut stack) = stack.try_borrow_mut() else { return None };
-        let at = stack.iter().rposition(|(d, _)| *d == domain)?;
-        let (_, capture) = stack.remove(at);
-        Some((stack.iter().filter(|(d, _)| *d == domain).count() as i32, capture))
-    });
+    let ended = PUSHED
+        .try_with(|stack| {
+            let Ok(mut stack) = stack.try_borrow_mut() else { return None };
+            let at = stack.iter().rposition(|(d, _)| *d == domain)?;
+            let (_, capture) = stack.remove(at);
+            Some((stack.iter().filter(|(d, _)| *d == domain).count() as i32, capture))
+        })
+        .ok()
+        .flatten();
     match ended {
         Some((level, capture)) => {
             if capture {

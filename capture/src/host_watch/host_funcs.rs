@@ -133,7 +133,9 @@ pub(super) fn run_as(id: u64, run: impl FnOnce()) {
     let outer = RUNNING.with(|running| running.replace(id));
     TRAMPOLINE_RAN.store(true, Ordering::Relaxed);
     started(id);
+    super::inflight::host_function_starts(id);
     run();
+    super::inflight::host_function_returned(id);
     RUNNING.with(|running| running.set(outer));
     host_func_finished(id);
 }

@@ -49,11 +49,13 @@ pub fn passing(at_exit: bool) {
         now
     });
     if at_exit && depth == 0 {
-        let plans = PLANNED.with(|planned| std::mem::take(&mut *planned.borrow_mut()));
+        // `try_with`: a thread's driver calls go on while it exits (a library's static destructor freeing its
+        // memory during `exit`), after these lists are gone; then nothing was planned or learned into them.
+        let plans = PLANNED.try_with(|planned| std::mem::take(&mut *planned.borrow_mut())).unwrap_or_default();
         if !plans.is_empty() {
             with_watch(|watch| plans.into_iter().for_each(|plan| watch.arm(plan)));
         }
-        let learned = LEARNING.with(|learning| std::mem::take(&mut *learning.borrow_mut()));
+        let learned = LEARNING.try_with(|learning| std::mem::take(&mut *learning.borrow_mut())).unwrap_or_default();
         if !learned.is_empty() {
             with_watch(|watch| watch.learned(&learned));
         }
@@ -268,6 +270,50 @@ fn pointer_words(batch: &Batch, first: u32, count: u32) -> &[PointerArg] {
     batch.pointers.get(first..first.saturating_add(count as usize)).unwrap_or(&[])
 }
 
+/// Blocks guarded at most for one host function's run (each costs two `mprotect` calls a run).
+const MAX_HOST_FUNCTION_BLOCKS: usize = 1024;
+
+/// The guard waits of host function `id`'s run, kept apart from every stream's (handles are addresses far
+/// below).
+fn host_function_window(id: u64) -> u64 {
+    u64::MAX - id
+}
+
+/// A wrapped host function starts on the calling (driver's) thread: every block the capture may guard is under
+/// guard until it returns, so that its own loads and stores fault and become its accesses (DESIGN.md, host
+/// functions). Blocks are otherwise guarded only while GPU work touches them: a host function that fills a
+/// buffer no work touches yet would go unseen. Other threads' accesses in the window fault too, and are
+/// theirs, as in any window.
+pub fn host_function_starts(id: u64) {
+    if !HAS_BLOCKS.load(Ordering::Relaxed) {
+        return;
+    }
+    with_watch(|watch| {
+        let window = host_function_window(id);
+        let mut blocks: Vec<Block> =
+            watch.blocks.values().filter(|b| !b.registered || watch.registered_ok).copied().collect();
+        blocks.sort_unstable_by_key(|b| b.start);
+        let mut planned = Vec::new();
+        for block in blocks.into_iter().take(MAX_HOST_FUNCTION_BLOCKS) {
+            watch.plan(window, block.start, block.end, libc::PROT_NONE, &mut planned);
+        }
+        planned.into_iter().for_each(|plan| watch.arm(plan));
+    });
+}
+
+/// The host function `id` returned: its window's guards are lifted where no GPU work waits on them.
+pub fn host_function_returned(id: u64) {
+    if !HAS_BLOCKS.load(Ordering::Relaxed) {
+        return;
+    }
+    with_watch(|watch| {
+        let window = host_function_window(id);
+        if watch.issued.remove(&window).is_some() {
+            watch.completed(|stream, _| stream == window);
+        }
+    });
+}
+
 /// Reads the records a call has just made (`batch.entries[first..]`): pinned blocks coming and going, work that
 /// touches them, events recorded and what the host learned complete. Guards are planned for the call's exit;
 /// lifts happen now (a free must lift before the driver frees).
@@ -358,9 +404,10 @@ pub fn recorded(batch: &Batch, first: usize) {
                 // driver thread) touches meanwhile. Lifted at the call's exit; a query, recorded at exit, now.
                 Record::Sync { target, .. } | Record::Query { target, ready: true, .. } => {
                     let covered = watch.covered_by(target);
-                    if in_driver_call() {
-                        LEARNING.with(|learning| learning.borrow_mut().extend(covered));
-                    } else {
+                    // A thread that is exiting has no list to keep it in until the call returns: learned now.
+                    let kept = in_driver_call()
+                        && LEARNING.try_with(|learning| learning.borrow_mut().extend(covered.iter().copied())).is_ok();
+                    if !kept {
                         watch.learned(&covered);
                     }
                 }
@@ -369,7 +416,8 @@ pub fn recorded(batch: &Batch, first: usize) {
         }
     });
     if !planned.is_empty() {
-        PLANNED.with(|p| p.borrow_mut().extend(planned));
+        // A thread that is exiting arms no guard: what it would catch comes after the program's last word.
+        let _ = PLANNED.try_with(|p| p.borrow_mut().extend(planned));
     }
 }
 
@@ -381,6 +429,34 @@ mod tests {
 
     /// The watch is one per process: tests that reset it take turns.
     static WATCH_TESTS: Mutex<()> = Mutex::new(());
+
+    /// A library's static destructor that frees its memory during `exit` makes driver calls after the thread's
+    /// thread-locals are gone (cuFFT's plans do): the callbacks pass them without a panic, which would abort
+    /// the program.
+    #[test]
+    fn a_driver_call_made_while_its_thread_exits_passes_without_its_thread_locals() {
+        struct CallAtExit;
+        impl Drop for CallAtExit {
+            fn drop(&mut self) {
+                passing(false);
+                passing(true);
+            }
+        }
+        thread_local! {
+            static AT_EXIT: RefCell<Option<CallAtExit>> = const { RefCell::new(None) };
+        }
+        let exited = std::thread::spawn(|| {
+            // Registered before this file's lists, so destroyed after them (in reverse order).
+            AT_EXIT.with(|slot| *slot.borrow_mut() = Some(CallAtExit));
+            passing(false);
+            PLANNED.with(|planned| planned.borrow_mut().push(Plan { start: 0, end: 0, prot: 0, stream: 0, seq: 0 }));
+            LEARNING.with(|learning| learning.borrow_mut().clear());
+            PLANNED.with(|planned| planned.borrow_mut().clear());
+            passing(true);
+        })
+        .join();
+        assert!(exited.is_ok(), "the thread exits");
+    }
 
     /// This test's turn with an empty watch, held until the guard drops.
     fn fresh_watch() -> std::sync::MutexGuard<'static, ()> {
@@ -463,6 +539,33 @@ mod tests {
         assert_eq!(with_watch(|w| w.guarded.len()), 1, "a query that found the event not ready lifts nothing");
         let first = batch.entries.len();
         batch.push(call(), Record::Sync { target: SyncTarget::Event(3), api: "cuEventSynchronize" });
+        recorded(&batch, first);
+        assert_eq!(with_watch(|w| w.guarded.len()), 0);
+        // Safety: lifted: the page is the program's again.
+        unsafe { *(base as *mut u8) = 1 };
+    }
+
+    #[test]
+    fn a_host_function_runs_with_every_block_guarded_and_work_keeps_its_own_guards() {
+        let _turn = fresh_watch();
+        let mut batch = Batch::default();
+        let base = pinned(&mut batch);
+        recorded(&batch, 0);
+        assert_eq!(guards::claim(base), guards::Claim::NotOurs, "no work touches the block");
+        host_function_starts(41);
+        let guarded = with_watch(|w| w.guarded.iter().map(|g| (g.start, g.end, g.prot)).collect::<Vec<_>>());
+        assert_eq!(guarded, vec![(base, base + 3 * 4096, libc::PROT_NONE)], "guarded while the function runs");
+        host_function_returned(41);
+        assert_eq!(with_watch(|w| w.guarded.len()), 0, "lifted when it returns");
+        // Work in flight keeps its guard past a host function's run.
+        let first = batch.entries.len();
+        batch.push(call(), copy_to(base, 7));
+        driver_call(&batch, first);
+        host_function_starts(42);
+        host_function_returned(42);
+        assert_eq!(with_watch(|w| w.guarded.len()), 1, "the copy's guard stays");
+        let first = batch.entries.len();
+        batch.push(call(), Record::Sync { target: SyncTarget::Stream(7), api: "cuStreamSynchronize" });
         recorded(&batch, first);
         assert_eq!(with_watch(|w| w.guarded.len()), 0);
         // Safety: lifted: the page is the program's again.

@@ -215,7 +215,9 @@ fn launch_begins(api: &Sanitizer, data: &LaunchData) {
     // Safety: the launch the callback reports, and the device address of its table (or none: the patches
     // then record nothing).
     unsafe { (api.set_launch_callback_data)(data.hLaunch, data.function, data.hStream, user_data) };
-    LAUNCH.with(|launch| *launch.borrow_mut() = Some(in_flight));
+    // A launch made while the thread exits finds the slot gone: its table is left to the kernel (never freed
+    // under it), and the launch returns as one the callback did not trace, keeping its arguments.
+    let _ = LAUNCH.try_with(|launch| *launch.borrow_mut() = Some(in_flight));
 }
 
 /// A kernel node of a graph launch: graph launches keep tier T1 (docs/capture.md), and a patched kernel must
@@ -231,7 +233,7 @@ fn graph_node_launches(api: &Sanitizer, data: &GraphNodeLaunchData) {
 /// A launch call returns: wait for the kernel, read its table, and write the launch held since its entry with
 /// what it touched. A launch with no launch callback (captured into a graph, or failed) keeps its arguments.
 fn launch_returns(api: &Sanitizer, succeeded: bool) {
-    let in_flight = LAUNCH.with(|launch| launch.borrow_mut().take());
+    let in_flight = LAUNCH.try_with(|launch| launch.borrow_mut().take()).ok().flatten();
     let seen = match in_flight {
         Some(InFlight::Traced { table, stream, function }) => {
             let readback = read_back(api, &table, stream);
