@@ -517,6 +517,37 @@ fn rule7_blocking_streams_are_not_ordered_with_each_other_without_legacy_work() 
     assert!(races(&(write(4, "a", "$X") + &kernel(0, "barrier", "", "") + &read(5, "b", "$X"))).is_empty());
 }
 
+#[test]
+fn rule7_synchronizing_the_legacy_default_stream_waits_for_blocking_streams() {
+    // Nothing ran on the legacy default stream itself: its synchronization still waits for the blocking
+    // stream's work, as an operation issued on it would.
+    assert!(races(&(write(4, "blocking", "$X") + &sync("stream", 0) + &write(1, "nb", "$X"))).is_empty());
+    let query = "{\"type\":\"query\",\"stream\":0,\"ready\":true}\n";
+    assert!(races(&(write(5, "blocking", "$X") + query + &read(2, "nb", "$X"))).is_empty());
+    // The per-thread default stream is a blocking one.
+    assert!(races(&(write(6, "per_thread", "$X") + &sync("stream", 0) + &read(2, "nb", "$X"))).is_empty());
+    // Work the legacy default stream already joined before the blocking stream's write: still covered.
+    let joined_then_more = write(4, "early", "$Y") + &kernel(0, "barrier", "", "") + &write(4, "blocking", "$X");
+    assert!(races(&(joined_then_more + &sync("stream", 0) + &read(2, "nb", "$X") + &read(2, "nb", "$Y"))).is_empty());
+}
+
+#[test]
+fn rule7_synchronizing_the_legacy_default_stream_does_not_wait_for_non_blocking_streams() {
+    assert_one_race(
+        &races(&(write(1, "nb", "$X") + &sync("stream", 0) + &write(2, "other", "$X"))),
+        RaceKind::WriteAfterWrite,
+        "nb",
+        "other",
+    );
+    // Nor does synchronizing a blocking stream wait for another blocking stream.
+    assert_one_race(
+        &races(&(write(4, "blocking", "$X") + &sync("stream", 5) + &write(1, "nb", "$X"))),
+        RaceKind::WriteAfterWrite,
+        "blocking",
+        "nb",
+    );
+}
+
 // rule 8: stream-ordered allocation.
 const ASYNC_BLOCK: &str =
     "{\"type\":\"alloc\",\"id\":7,\"addr\":\"0x4000\",\"size\":512,\"alloc_kind\":\"stream_ordered\",\"stream\":1}\n";

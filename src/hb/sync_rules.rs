@@ -166,6 +166,21 @@ impl Engine {
 
     /// The host thread observes everything issued on `stream` so far, at the operation `at_seq`.
     pub(super) fn host_joins_stream(&mut self, host: usize, stream: StreamId, at_seq: u64) {
+        self.host_joins_stream_alone(host, stream, at_seq);
+        // DESIGN.md, the legacy default stream: its synchronization waits for what an operation issued on it now
+        // would, so also the blocking streams' work since its last barrier (it holds the rest already).
+        let state = &self.streams[stream.index()];
+        if state.info.kind == StreamKind::LegacyDefault {
+            let pending = std::mem::take(&mut self.contexts[state.info.context.index()].barrier_pending);
+            for &blocking in &pending {
+                self.host_joins_stream_alone(host, blocking, at_seq);
+            }
+            let ctx = self.streams[stream.index()].info.context.index();
+            self.contexts[ctx].barrier_pending = pending;
+        }
+    }
+
+    fn host_joins_stream_alone(&mut self, host: usize, stream: StreamId, at_seq: u64) {
         let state = &self.streams[stream.index()];
         self.host_clocks[host].join(state.current_clock());
         self.collector.edge(EdgeKind::HostSync, stream, None);
