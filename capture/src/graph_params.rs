@@ -18,6 +18,9 @@ pub struct BeginCapture {
 pub struct BeginCaptureToGraph {
     pub hStream: Handle,
     pub hGraph: Handle,
+    pub dependencies: *const Handle,
+    pub dependencyData: *const c_void,
+    pub numDependencies: usize,
 }
 
 /// cuStreamEndCapture: (hStream, phGraph).

@@ -51,6 +51,13 @@ pub fn begin_capture_to_graph(state: &mut ProcessState, cx: &CallContext, data: 
     state.capturing_into.insert(stream, p.hGraph as u64);
     let record = GraphRecord::CaptureBegin { stream, into: Some(p.hGraph as u64) };
     emit(state, cx, record, "cuStreamBeginCaptureToGraph");
+    // The nodes of the graph the captured work starts after, as cuStreamUpdateCaptureDependencies sets them.
+    // Safety: the call's own array of `numDependencies` nodes (`handles` checks null and the count).
+    let deps = unsafe { handles(p.dependencies, p.numDependencies) };
+    if !deps.is_empty() {
+        let record = GraphRecord::CaptureDependencies { stream, deps: deps.into(), set: true };
+        emit(state, cx, record, "cuStreamBeginCaptureToGraph");
+    }
 }
 
 /// Recorded whether or not it succeeded: the capture is over either way.
@@ -487,9 +494,18 @@ mod tests {
     }
 
     #[test]
-    fn capture_dependency_calls_record_what_the_driver_said_and_the_program_set() {
+    fn capture_dependency_calls_record_what_the_driver_said_and_the_program_set_and_began_with() {
         capture_on();
         let nodes = [0x161usize as Handle, 0x162usize as Handle];
+        // A capture into a graph the program has, after one of its nodes.
+        let begin = BeginCaptureToGraph {
+            hStream: std::ptr::null_mut(),
+            hGraph: 0x100usize as Handle,
+            dependencies: nodes.as_ptr(),
+            dependencyData: std::ptr::null(),
+            numDependencies: 1,
+        };
+        returned(begin_capture_to_graph, Detail::None, &begin as *const _ as *const c_void);
         let (mut status, mut graph, mut list, mut count) =
             (CAPTURE_STATUS_ACTIVE, 0x100usize as Handle, nodes.as_ptr(), 2);
         let mut info = CaptureInfoWithEdges {
@@ -548,6 +564,8 @@ mod tests {
         assert_eq!(
             lines,
             [
+                r#""capture_begin" stream 7 graph 256 deps null"#,
+                r#""capture_deps_set" stream 7 graph null deps [353]"#,
                 r#""capture_info" stream 7 graph 256 deps [353,354]"#,
                 r#""capture_info" stream 7 graph 256 deps null"#,
                 r#""capture_deps_set" stream 7 graph null deps [354]"#,
