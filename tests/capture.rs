@@ -42,6 +42,16 @@ fn expect_races(trace: &str, expected: &[(&str, &str, &str)]) -> Value {
     json
 }
 
+/// (kind, earlier name prefix, later name prefix), as `expect_races` takes them.
+type Race = (&'static str, &'static str, &'static str);
+
+/// Each native sample's committed capture (samples/capture/cuda/NAME.json) gives exactly its races.
+fn expect_samples(samples: &[(&str, &[Race])]) {
+    for (sample, expected) in samples {
+        expect_races(&format!("samples/capture/cuda/{sample}.json"), expected);
+    }
+}
+
 /// Binary traces (trace.PID.stbin, the capture's default encoding) written by the capture on the GPU machine
 /// (benches/gpu_binary_trace.sh, 2026-12-01): each program's verdict, as its JSON captures give it.
 #[test]
@@ -302,9 +312,7 @@ fn cuda_clean_samples_have_no_finding() {
 /// racing operations, as each program's ground truth says.
 #[test]
 fn native_samples_of_libraries_threads_and_stream_operations_match_their_ground_truth() {
-    const RAW: (&str, &str, &str) = ("read-after-write", "write_kernel", "read_kernel");
-    /// (kind, earlier name prefix, later name prefix), as `expect_races` takes them.
-    type Race = (&'static str, &'static str, &'static str);
+    const RAW: Race = ("read-after-write", "write_kernel", "read_kernel");
     let samples: &[(&str, &[Race])] = &[
         ("curand_stream_consumer", &[]),
         ("curand_stream_consumer-no-wait", &[("read-after-write", "void gen_sequenced_Philox", "read_kernel")]),
@@ -359,9 +367,83 @@ fn native_samples_of_libraries_threads_and_stream_operations_match_their_ground_
             &[("read-after-write", "write_kernel", "void cub::"), ("read-after-write", "write_kernel", "void cub::")],
         ),
     ];
-    for (sample, expected) in samples {
-        expect_races(&format!("samples/capture/cuda/{sample}.json"), expected);
+    expect_samples(samples);
+}
+
+/// Native samples of the patterns real projects use, captured on the H200 (2026-12-03): cooperative launches, 3D
+/// and UVA copies, a cuBLAS handle moved between streams, cuFFT plans (whose work area a plan shares between its
+/// streams; the capture used to abort the program at exit when cuFFT freed its memory there), a queue of device
+/// buffers between threads, events synchronized by a worker, futures, child and conditional graph nodes, a host
+/// function filling pinned memory (found even when it runs before any GPU work touches the buffer), the legacy
+/// default stream's synchronization (DESIGN.md, legacy default stream: it waits for blocking streams' work),
+/// prefetched managed memory, a memory pool reused across streams, OpenMP threads and a ring of streams.
+#[test]
+fn native_samples_of_real_project_patterns_match_their_ground_truth() {
+    const RAW: Race = ("read-after-write", "write_kernel", "read_kernel");
+    const WAW: Race = ("write-after-write", "write_kernel", "write_kernel");
+    const GEMM: &str = "sm80_xmma_gemm";
+    let samples: &[(&str, &[Race])] = &[
+        ("cooperative_launch", &[]),
+        ("cooperative_launch-launch-ex", &[]),
+        ("cooperative_launch-no-wait", &[("read-after-write", "smooth", "read_kernel")]),
+        ("copy3d_default_kind", &[]),
+        ("copy3d_default_kind-3d-no-wait", &[("read-after-write", "write_kernel", "memcpy DtoD")]),
+        ("copy3d_default_kind-default-kind", &[]),
+        ("copy3d_default_kind-default-kind-no-wait", &[("read-after-write", "write_kernel", "memcpy Default")]),
+        ("cublas_handle_switch-same-out", &[("write-after-write", GEMM, GEMM)]),
+        ("cublas_handle_switch-chain", &[("write-after-write", GEMM, GEMM)]),
+        ("cublas_handle_switch-chain-event", &[]),
+        ("cufft_plan_two_streams", &[("write-after-write", "void regular_fft", "void regular_fft")]),
+        ("cufft_plan_two_streams-event", &[]),
+        ("cufft_plan_two_streams-two-plans", &[]),
+        ("device_buffer_queue", &[]),
+        ("device_buffer_queue-no-ready-wait", &[RAW]),
+        ("device_buffer_queue-no-free-wait", &[("write-after-read", "read_kernel", "write_kernel")]),
+        ("event_sync_worker", &[]),
+        ("event_sync_worker-early-event", &[WAW]),
+        ("future_handover-cv", &[]),
+        ("future_handover-no-sync", &[WAW]),
+        ("graph_child_conditional", &[]),
+        ("graph_child_conditional-child-no-edge", &[RAW]),
+        ("graph_child_conditional-cond", &[]),
+        ("graph_child_conditional-cond-no-edge", &[RAW]),
+        ("host_func_fill_then_read", &[]),
+        ("host_func_fill_then_read-no-wait", &[("read-after-write", "host write in fill_on_host", "read_kernel")]),
+        ("host_func_fill_then_read-copy-no-wait", &[("read-after-write", "host write in fill_on_host", "memcpy HtoD")]),
+        ("host_func_fill_then_read-late-no-wait", &[("read-after-write", "host write in fill_on_host", "read_kernel")]),
+        ("legacy_sync_nonblocking", &[]),
+        ("legacy_sync_nonblocking-nb-sync", &[WAW]),
+        ("legacy_sync_nonblocking-legacy-sync-nb-work", &[WAW]),
+        ("legacy_sync_nonblocking-legacy-sync-blocking-work", &[]),
+        ("legacy_sync_nonblocking-legacy-query-blocking-work", &[]),
+        ("managed_prefetch", &[]),
+        ("managed_prefetch-no-sync", &[("read-after-write", "write_kernel", "host read")]),
+        ("managed_prefetch-prefetch-other-stream", &[]),
+        ("mempool_cross_stream_reuse", &[]),
+        ("mempool_cross_stream_reuse-event", &[]),
+        ("mempool_cross_stream_reuse-no-internal-deps", &[]),
+        ("mempool_cross_stream_reuse-bounded-pool", &[]),
+        ("mempool_cross_stream_reuse-use-before-alloc", &[("write-after-write", "cudaMallocAsync", "write_kernel")]),
+        ("omp_halo_streams-event", &[]),
+        ("stream_ring_fan", &[]),
+        ("stream_ring_fan-broken-link", &[WAW]),
+        ("stream_ring_fan-fan-in-missing", &[("write-after-read", "read_kernel", "write_kernel")]),
+    ];
+    expect_samples(samples);
+    // What the capture cannot see yet (docs/capture.md, "Not recorded yet"), said as such rather than hidden.
+    // A futex-based hand-over (std::future's, libgomp's barrier) records no host synchronization: the pairs it
+    // orders are reported as ordered only by timing (exit status 3), never as races.
+    for timing_only in ["future_handover", "omp_halo_streams"] {
+        let (code, json) = analyze(&format!("samples/capture/cuda/{timing_only}.json"));
+        assert!(races(&json).is_empty(), "{timing_only}");
+        assert!(json["timing_only_races"].as_array().is_some_and(|t| !t.is_empty()), "{timing_only}");
+        assert_eq!(code, 3, "{timing_only}");
     }
+    // Tier T1 takes a cuBLAS call's struct pointers for writes: two gemms that only read B race on it. The
+    // dependencies of cudaStreamBeginCaptureToGraph are not recorded: the captured read races with the node the
+    // program put before it. Both are clean under `--exact` or once recorded.
+    expect_races("samples/capture/cuda/cublas_handle_switch.json", &[("write-after-write", GEMM, GEMM)]);
+    expect_races("samples/capture/cuda/graph_child_conditional-capture-to-graph.json", &[RAW]);
 }
 
 #[test]
