@@ -10,7 +10,7 @@ use cudarc::cupti::result as cupti;
 use cudarc::cupti::sys::{CUpti_ApiCallbackSite, CUpti_CallbackData, CUpti_CallbackDomain, CUpti_SubscriberHandle};
 use streamtrace_format::launch;
 
-use crate::calls::{spec_of, CALLS};
+use crate::calls::{self, spec_of, CALLS};
 use crate::control::{ENABLED, NOOP};
 use crate::driver_call::ContextKey;
 use crate::driver_call::DriverCall;
@@ -103,6 +103,11 @@ pub unsafe extern "C" fn on_driver_call(
     // `recording::record`'s own catch, so caught here: nothing may unwind into the driver and the program.
     if std::panic::catch_unwind(|| crate::host_watch::passing(at_exit)).is_err() {
         return;
+    }
+    if at_exit && !spec.at_exit() && matches!(cbid, calls::CU_GRAPH_LAUNCH | calls::CU_GRAPH_LAUNCH_PTSZ) {
+        // Safety: CUPTI's result of the call, valid at exit; null-checked.
+        let succeeded = unsafe { (data.functionReturnValue as *const i32).as_ref() }.is_none_or(|&r| r == 0);
+        let _ = std::panic::catch_unwind(|| crate::host_watch::graph_host_nodes::launch_returned(succeeded));
     }
     if at_exit != spec.at_exit() {
         return;

@@ -4,13 +4,15 @@
 //! program's). A launch gives every wrapped node of its executable graph a fresh host-function id, announced by
 //! a `host_func` record on the launch's stream just before the launch, and queues it in the node's box; the
 //! trampoline takes the oldest, since launches of one executable graph run in launch order. A fault inside that
-//! run is then that host function's access, as for `cuLaunchHostFunc`.
+//! run is then that host function's access, as for `cuLaunchHostFunc`. A launch that fails takes its runs back
+//! at its exit (`launch_returned`).
 //!
 //! Left unwrapped: host nodes inside child graphs (the executable-graph setter cannot name them) and every node
 //! of an executable graph after cuGraphExecUpdate (the update puts the program's parameters back). A box lives
 //! as long as the process: a destroyed executable graph may still be running. Touches the driver's graph
 //! objects through the calls named above, and this file's table.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,6 +39,10 @@ type ExecNodes = Vec<(u64, &'static WrappedNode)>;
 static EXECS: Mutex<Option<HashMap<u64, ExecNodes>>> = Mutex::new(None);
 /// Whether any node was ever wrapped (until then a launch asks nothing).
 static ANY: AtomicBool = AtomicBool::new(false);
+thread_local! {
+    /// The runs the calling thread's last graph launch queued, (box, id): taken back if the launch fails.
+    static LAST_LAUNCH: RefCell<Vec<(&'static WrappedNode, u64)>> = const { RefCell::new(Vec::new()) };
+}
 /// More nodes than this in one graph are not looked at (a malformed count must not make the library allocate
 /// without bound).
 const MAX_NODES: usize = 1 << 20;
@@ -166,15 +172,39 @@ pub fn launched(exec: u64, stream: Handle, per_thread: bool) -> Vec<(u64, Arc<st
     if host_funcs::capturing(stream, per_thread) {
         return Vec::new();
     }
-    nodes
-        .into_iter()
-        .map(|(node, boxed)| {
+    let runs: Vec<(u64, Arc<str>, u64)> = nodes
+        .iter()
+        .map(|&(node, boxed)| {
             let id = host_funcs::next_id();
             host_funcs::host_func_wrapped(id);
             lock(&boxed.runs).push_back(id);
             (id, lock(&boxed.name).clone(), node)
         })
-        .collect()
+        .collect();
+    // `try_with`: a launch made while the thread exits cannot be taken back.
+    let _ = LAST_LAUNCH.try_with(|last| {
+        let mut last = last.borrow_mut();
+        last.clear();
+        last.extend(nodes.iter().zip(&runs).map(|(&(_, boxed), &(id, _, _))| (boxed, id)));
+    });
+    runs
+}
+
+/// A graph launch returns on the calling thread (at the call's exit). When it failed, the runs it queued never
+/// come: they leave their nodes' queues, where the next launch's runs would otherwise take their ids, and are
+/// counted done. Either way the launch is forgotten, so that a later launch's exit never takes back its runs.
+pub fn launch_returned(succeeded: bool) {
+    if !ANY.load(Ordering::Acquire) {
+        return;
+    }
+    let queued = LAST_LAUNCH.try_with(|last| std::mem::take(&mut *last.borrow_mut())).unwrap_or_default();
+    if succeeded {
+        return;
+    }
+    for (boxed, id) in queued {
+        lock(&boxed.runs).retain(|&queued| queued != id);
+        host_funcs::host_func_finished(id);
+    }
 }
 
 #[cfg(test)]
@@ -211,5 +241,31 @@ mod tests {
         assert_eq!(host_funcs::running(), 0);
         forget(0xe0);
         assert!(lock(&EXECS).as_ref().is_some_and(|execs| !execs.contains_key(&0xe0)));
+    }
+
+    #[test]
+    fn a_failed_launch_takes_back_the_runs_it_queued_and_a_later_launch_never_takes_back_earlier_ones() {
+        let boxed: &'static WrappedNode = Box::leak(Box::new(WrappedNode {
+            target: Mutex::new((program_node as HostFn, 6)),
+            name: Mutex::new(Arc::from("program_node")),
+            runs: Mutex::new(VecDeque::new()),
+        }));
+        ANY.store(true, Ordering::Release);
+        // An earlier launch's run waits to be run; the failed launch queued the next one (as `launched` does).
+        let (earlier, failed) = (host_funcs::next_id(), host_funcs::next_id());
+        for id in [earlier, failed] {
+            host_funcs::host_func_wrapped(id);
+            lock(&boxed.runs).push_back(id);
+        }
+        LAST_LAUNCH.with(|last| *last.borrow_mut() = vec![(boxed, failed)]);
+        launch_returned(false);
+        assert_eq!(lock(&boxed.runs).iter().copied().collect::<Vec<_>>(), [earlier], "the failed launch's run left");
+        assert!(!host_funcs::unfinished().contains(&failed), "and is not waited for");
+        assert!(host_funcs::unfinished().contains(&earlier));
+        // The earlier launch succeeded; a later launch whose exit comes without its entry takes nothing back.
+        LAST_LAUNCH.with(|last| *last.borrow_mut() = vec![(boxed, earlier)]);
+        launch_returned(true);
+        launch_returned(false);
+        assert_eq!(lock(&boxed.runs).iter().copied().collect::<Vec<_>>(), [earlier]);
     }
 }

@@ -95,8 +95,9 @@ pub(super) fn host_func_wrapped(id: u64) {
     ANY_WRAPPED.store(true, Ordering::Release);
 }
 
-/// Called by the trampoline on the driver's thread once the program's function returned.
-fn host_func_finished(id: u64) {
+/// Called by the trampoline on the driver's thread once the program's function returned, and for a run that
+/// never comes (its graph launch failed).
+pub(super) fn host_func_finished(id: u64) {
     if let Some(set) = unfinished_set().as_mut() {
         set.remove(&id);
     }
