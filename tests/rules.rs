@@ -527,7 +527,7 @@ fn rule7_synchronizing_the_legacy_default_stream_waits_for_blocking_streams() {
     // The per-thread default stream is a blocking one.
     assert!(races(&(write(6, "per_thread", "$X") + &sync("stream", 0) + &read(2, "nb", "$X"))).is_empty());
     // Work the legacy default stream already joined before the blocking stream's write: still covered.
-    let joined_then_more = write(4, "early", "$Y") + &kernel(0, "barrier", "", "") + &write(4, "blocking", "$X");
+    let joined_then_more = write(5, "early", "$Y") + &kernel(0, "barrier", "", "") + &write(4, "blocking", "$X");
     assert!(races(&(joined_then_more + &sync("stream", 0) + &read(2, "nb", "$X") + &read(2, "nb", "$Y"))).is_empty());
 }
 

@@ -111,8 +111,9 @@ impl Engine {
         for (_, snapshot) in &creations {
             self.host_clocks[host].join(snapshot);
         }
+        // Every awake stream is joined here: the legacy default stream's own barrier would add nothing.
         for &stream in &awake {
-            self.host_joins_stream(host, stream, at_seq);
+            self.host_joins_stream_alone(host, stream, at_seq);
         }
         let state = self.scope_mut(scope);
         (state.awake, state.creations) = (awake, creations);

@@ -172,15 +172,18 @@ impl Engine {
         let state = &self.streams[stream.index()];
         if state.info.kind == StreamKind::LegacyDefault {
             let pending = std::mem::take(&mut self.contexts[state.info.context.index()].barrier_pending);
+            // A stream that never ran anything has no work to wait for.
             for &blocking in &pending {
-                self.host_joins_stream_alone(host, blocking, at_seq);
+                if self.streams[blocking.index()].awake {
+                    self.host_joins_stream_alone(host, blocking, at_seq);
+                }
             }
             let ctx = self.streams[stream.index()].info.context.index();
             self.contexts[ctx].barrier_pending = pending;
         }
     }
 
-    fn host_joins_stream_alone(&mut self, host: usize, stream: StreamId, at_seq: u64) {
+    pub(super) fn host_joins_stream_alone(&mut self, host: usize, stream: StreamId, at_seq: u64) {
         let state = &self.streams[stream.index()];
         self.host_clocks[host].join(state.current_clock());
         self.collector.edge(EdgeKind::HostSync, stream, None);

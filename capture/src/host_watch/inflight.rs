@@ -270,48 +270,48 @@ fn pointer_words(batch: &Batch, first: u32, count: u32) -> &[PointerArg] {
     batch.pointers.get(first..first.saturating_add(count as usize)).unwrap_or(&[])
 }
 
-/// Blocks guarded at most for one host function's run (each costs two `mprotect` calls a run).
-const MAX_HOST_FUNCTION_BLOCKS: usize = 1024;
+/// Blocks guarded at most for one host function's run (each costs two `mprotect` calls a run): a quarter of the
+/// guard table, so that work issued meanwhile still finds slots.
+const MAX_HOST_FUNCTION_BLOCKS: usize = 64;
 
 /// The guard waits of host function `id`'s run, kept apart from every stream's (handles are addresses far
-/// below).
+/// below; the window is never in `issued`, so no synchronization covers it).
 fn host_function_window(id: u64) -> u64 {
     u64::MAX - id
 }
 
-/// A wrapped host function starts on the calling (driver's) thread: every block the capture may guard is under
-/// guard until it returns, so that its own loads and stores fault and become its accesses (DESIGN.md, host
-/// functions). Blocks are otherwise guarded only while GPU work touches them: a host function that fills a
-/// buffer no work touches yet would go unseen. Other threads' accesses in the window fault too, and are
-/// theirs, as in any window.
+/// A wrapped host function starts on the calling (driver's) thread: every block the capture may guard and that
+/// no guard covers now is under guard until it returns, so that its own loads and stores fault and become its
+/// accesses (DESIGN.md, host functions). Blocks are otherwise guarded only while GPU work touches them: a host
+/// function that fills a buffer no work touches yet would go unseen. A block GPU work guards already keeps its
+/// guard as the work set it (merged, the window would widen it and make it stricter past the run). Other
+/// threads' accesses in the window fault too, and are theirs, as in any window.
 pub fn host_function_starts(id: u64) {
     if !HAS_BLOCKS.load(Ordering::Relaxed) {
         return;
     }
     with_watch(|watch| {
         let window = host_function_window(id);
+        let live =
+            |b: &Block| watch.guarded.iter().any(|g| g.start < b.end && b.start < g.end && !guards::lifted(g.slot));
         let mut blocks: Vec<Block> =
-            watch.blocks.values().filter(|b| !b.registered || watch.registered_ok).copied().collect();
+            (watch.blocks.values()).filter(|b| (!b.registered || watch.registered_ok) && !live(b)).copied().collect();
         blocks.sort_unstable_by_key(|b| b.start);
-        let mut planned = Vec::new();
-        for block in blocks.into_iter().take(MAX_HOST_FUNCTION_BLOCKS) {
-            watch.plan(window, block.start, block.end, libc::PROT_NONE, &mut planned);
-        }
-        planned.into_iter().for_each(|plan| watch.arm(plan));
+        let plans: Vec<Plan> = (blocks.into_iter().take(MAX_HOST_FUNCTION_BLOCKS))
+            .filter_map(|b| whole_pages(b.start, b.end))
+            .map(|(start, end)| Plan { start, end, prot: libc::PROT_NONE, stream: window, seq: 1 })
+            .collect();
+        plans.into_iter().for_each(|plan| watch.arm(plan));
     });
 }
 
-/// The host function `id` returned: its window's guards are lifted where no GPU work waits on them.
+/// The host function `id` returned: its window's guards are lifted.
 pub fn host_function_returned(id: u64) {
     if !HAS_BLOCKS.load(Ordering::Relaxed) {
         return;
     }
-    with_watch(|watch| {
-        let window = host_function_window(id);
-        if watch.issued.remove(&window).is_some() {
-            watch.completed(|stream, _| stream == window);
-        }
-    });
+    let window = host_function_window(id);
+    with_watch(|watch| watch.completed(|stream, _| stream == window));
 }
 
 /// Reads the records a call has just made (`batch.entries[first..]`): pinned blocks coming and going, work that
@@ -561,7 +561,12 @@ mod tests {
         let first = batch.entries.len();
         batch.push(call(), copy_to(base, 7));
         driver_call(&batch, first);
+        let before =
+            with_watch(|w| w.guarded.iter().map(|g| (g.start, g.end, g.prot, g.waits.clone())).collect::<Vec<_>>());
         host_function_starts(42);
+        let during =
+            with_watch(|w| w.guarded.iter().map(|g| (g.start, g.end, g.prot, g.waits.clone())).collect::<Vec<_>>());
+        assert_eq!(during, before, "a block work guards keeps its guard as the work set it");
         host_function_returned(42);
         assert_eq!(with_watch(|w| w.guarded.len()), 1, "the copy's guard stays");
         let first = batch.entries.len();
