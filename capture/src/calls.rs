@@ -283,6 +283,11 @@ static INDEX: [u16; ID_LIMIT] = {
 
 /// The recorded call with this id.
 #[inline]
+/// Whether the call `id` launches an executable graph (its exit takes back what a failed launch queued).
+pub fn is_graph_launch(id: u32) -> bool {
+    matches!(id, CU_GRAPH_LAUNCH | CU_GRAPH_LAUNCH_PTSZ)
+}
+
 pub fn spec_of(id: u32) -> Option<&'static CallSpec> {
     match INDEX.get(id as usize) {
         Some(&i) if i > 0 => Some(&CALLS[i as usize - 1]),

@@ -104,10 +104,9 @@ pub unsafe extern "C" fn on_driver_call(
     if std::panic::catch_unwind(|| crate::host_watch::passing(at_exit)).is_err() {
         return;
     }
-    if at_exit && !spec.at_exit() && matches!(cbid, calls::CU_GRAPH_LAUNCH | calls::CU_GRAPH_LAUNCH_PTSZ) {
-        // Safety: CUPTI's result of the call, valid at exit; null-checked.
-        let succeeded = unsafe { (data.functionReturnValue as *const i32).as_ref() }.is_none_or(|&r| r == 0);
-        let _ = std::panic::catch_unwind(|| crate::host_watch::graph_host_nodes::launch_returned(succeeded));
+    if at_exit && calls::is_graph_launch(cbid) {
+        // Safety: CUPTI's result of the call, valid at exit.
+        unsafe { crate::host_watch::graph_host_nodes::launch_exited(data.functionReturnValue as *const i32) };
     }
     if at_exit != spec.at_exit() {
         return;

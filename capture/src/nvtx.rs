@@ -186,18 +186,20 @@ fn is_capture(message: Option<String>, domain: usize) -> bool {
 
 /// A range pushed on this thread; its level in its domain.
 fn pushed(domain: usize, capture: bool) -> i32 {
-    if capture {
-        ranges::nvtx_range_began();
-    }
     // `try_with`: ranges pushed while the thread exits (a static destructor's) find the stack gone.
-    PUSHED
+    let level = PUSHED
         .try_with(|stack| {
             let Ok(mut stack) = stack.try_borrow_mut() else { return -1 };
             let level = stack.iter().filter(|(d, _)| *d == domain).count() as i32;
             stack.push((domain, capture));
             level
         })
-        .unwrap_or(-1)
+        .unwrap_or(-1);
+    // Counted only once kept: a range whose pop cannot find it would hold the capture range open.
+    if capture && level >= 0 {
+        ranges::nvtx_range_began();
+    }
+    level
 }
 
 /// The innermost range of `domain` on this thread ends; its level, or -1 when none was open.

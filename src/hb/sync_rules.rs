@@ -169,20 +169,21 @@ impl Engine {
         self.host_joins_stream_alone(host, stream, at_seq);
         // DESIGN.md, the legacy default stream: its synchronization waits for what an operation issued on it now
         // would, so also the blocking streams' work since its last barrier (it holds the rest already).
-        let state = &self.streams[stream.index()];
-        if state.info.kind == StreamKind::LegacyDefault {
-            let pending = std::mem::take(&mut self.contexts[state.info.context.index()].barrier_pending);
+        let info = &self.streams[stream.index()].info;
+        if info.kind == StreamKind::LegacyDefault {
+            let ctx = info.context.index();
+            let pending = std::mem::take(&mut self.contexts[ctx].barrier_pending);
             // A stream that never ran anything has no work to wait for.
             for &blocking in &pending {
                 if self.streams[blocking.index()].awake {
                     self.host_joins_stream_alone(host, blocking, at_seq);
                 }
             }
-            let ctx = self.streams[stream.index()].info.context.index();
             self.contexts[ctx].barrier_pending = pending;
         }
     }
 
+    /// The host thread observes `stream`'s own work alone (a scope synchronization joins every awake stream so).
     pub(super) fn host_joins_stream_alone(&mut self, host: usize, stream: StreamId, at_seq: u64) {
         let state = &self.streams[stream.index()];
         self.host_clocks[host].join(state.current_clock());

@@ -172,22 +172,31 @@ pub fn launched(exec: u64, stream: Handle, per_thread: bool) -> Vec<(u64, Arc<st
     if host_funcs::capturing(stream, per_thread) {
         return Vec::new();
     }
-    let runs: Vec<(u64, Arc<str>, u64)> = nodes
-        .iter()
-        .map(|&(node, boxed)| {
+    let mut queued = Vec::with_capacity(nodes.len());
+    let runs = nodes
+        .into_iter()
+        .map(|(node, boxed)| {
             let id = host_funcs::next_id();
             host_funcs::host_func_wrapped(id);
             lock(&boxed.runs).push_back(id);
+            queued.push((boxed, id));
             (id, lock(&boxed.name).clone(), node)
         })
         .collect();
     // `try_with`: a launch made while the thread exits cannot be taken back.
-    let _ = LAST_LAUNCH.try_with(|last| {
-        let mut last = last.borrow_mut();
-        last.clear();
-        last.extend(nodes.iter().zip(&runs).map(|(&(_, boxed), &(id, _, _))| (boxed, id)));
-    });
+    let _ = LAST_LAUNCH.try_with(|last| *last.borrow_mut() = queued);
     runs
+}
+
+/// A graph launch's exit callback, in either backend: [`launch_returned`] with the call's result.
+///
+/// # Safety
+/// `result` is null or the call's `CUresult`, valid at its exit.
+pub unsafe fn launch_exited(result: *const i32) {
+    // Safety: as the caller promises; null-checked.
+    let succeeded = unsafe { result.as_ref() }.is_none_or(|&r| r == 0);
+    // The driver's callback: nothing may unwind into it.
+    let _ = std::panic::catch_unwind(|| launch_returned(succeeded));
 }
 
 /// A graph launch returns on the calling thread (at the call's exit). When it failed, the runs it queued never

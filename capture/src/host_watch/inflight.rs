@@ -283,19 +283,21 @@ fn host_function_window(id: u64) -> u64 {
 /// A wrapped host function starts on the calling (driver's) thread: every block the capture may guard and that
 /// no guard covers now is under guard until it returns, so that its own loads and stores fault and become its
 /// accesses (DESIGN.md, host functions). Blocks are otherwise guarded only while GPU work touches them: a host
-/// function that fills a buffer no work touches yet would go unseen. A block GPU work guards already keeps its
-/// guard as the work set it (merged, the window would widen it and make it stricter past the run). Other
-/// threads' accesses in the window fault too, and are theirs, as in any window.
+/// function that fills a buffer no work touches yet would go unseen. A block GPU work guards (or guarded, in a
+/// window already lifted by a fault) keeps its guard as the work set it: merged, the window would widen it,
+/// make it stricter and arm it again past the run. Other threads' accesses in the window fault too, and are
+/// theirs, as in any window.
 pub fn host_function_starts(id: u64) {
     if !HAS_BLOCKS.load(Ordering::Relaxed) {
         return;
     }
     with_watch(|watch| {
         let window = host_function_window(id);
-        let live =
-            |b: &Block| watch.guarded.iter().any(|g| g.start < b.end && b.start < g.end && !guards::lifted(g.slot));
-        let mut blocks: Vec<Block> =
-            (watch.blocks.values()).filter(|b| (!b.registered || watch.registered_ok) && !live(b)).copied().collect();
+        let under_work = |b: &Block| watch.guarded.iter().any(|g| g.start < b.end && b.start < g.end);
+        let mut blocks: Vec<Block> = (watch.blocks.values())
+            .filter(|b| (!b.registered || watch.registered_ok) && !under_work(b))
+            .copied()
+            .collect();
         blocks.sort_unstable_by_key(|b| b.start);
         let plans: Vec<Plan> = (blocks.into_iter().take(MAX_HOST_FUNCTION_BLOCKS))
             .filter_map(|b| whole_pages(b.start, b.end))

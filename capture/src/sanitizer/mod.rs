@@ -125,6 +125,10 @@ fn driver_call(api: &Sanitizer, cbid: u32, data: &CallbackData) {
     let at_exit = data.callbackSite == API_EXIT;
     // The host watch follows every call in and out (the driver's own accesses, guards armed at exit).
     crate::host_watch::passing(at_exit);
+    if at_exit && calls::is_graph_launch(cbid) {
+        // Safety: the Sanitizer API's result of the call, valid at exit.
+        unsafe { crate::host_watch::graph_host_nodes::launch_exited(data.functionReturnValue as *const i32) };
+    }
     let Some(_inside) = ReentryGuard::enter() else { return };
     // Safety: the Sanitizer API's parameter block and result of the call `cbid`, valid until the callback
     // returns.
