@@ -90,11 +90,16 @@ impl TimestampTwin {
         Ok(())
     }
 
-    /// Waits for the twin to apply every batch handed over; its findings, or the error that stopped it.
-    pub fn finish(self) -> Result<TwinFindings, EngineError> {
+    /// Waits for the twin to apply every batch handed over, giving each back to `recycle`; its findings, or the
+    /// error that stopped it.
+    pub fn finish(self, recycle: &mut dyn FnMut(Batch)) -> Result<TwinFindings, EngineError> {
         match self {
             TimestampTwin::Inline(twin) => Ok(twin.finish()),
-            TimestampTwin::OwnThread(mut threaded) => threaded.join(),
+            TimestampTwin::OwnThread(mut threaded) => {
+                let found = threaded.join();
+                threaded.done.try_iter().for_each(recycle);
+                found
+            }
         }
     }
 }
@@ -164,14 +169,16 @@ mod tests {
         let mut source = crate::ingest::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join(trace)).expect("trace opens");
         let (mut threaded, mut inline) = (TimestampTwin::start(), TimestampTwin::inline());
         assert!(matches!(threaded, TimestampTwin::OwnThread(_)));
-        let mut batches = 0;
+        let (mut batches, mut given_back) = (0, 0);
         while let Some(batch) = source.next_batch() {
             batches += 1;
             inline.hand_over(batch.iter().map(copy).collect(), 0, &mut drop).expect("applies inline");
-            threaded.hand_over(batch, 0, &mut drop).expect("applies on its thread");
+            threaded.hand_over(batch, 0, &mut |_| given_back += 1).expect("applies on its thread");
         }
         assert!(batches > 0);
-        (threaded.finish().expect("threaded twin finishes"), inline.finish().expect("inline twin finishes"))
+        let threaded = threaded.finish(&mut |_| given_back += 1).expect("threaded twin finishes");
+        assert_eq!(given_back, batches, "every batch handed over comes back");
+        (threaded, inline.finish(&mut drop).expect("inline twin finishes"))
     }
 
     fn copy(record: &Result<TraceRecord, IngestError>) -> Result<TraceRecord, IngestError> {
@@ -221,7 +228,7 @@ mod tests {
         let handed = twin.hand_over(batch, 0, &mut drop);
         let error = match handed {
             Err(error) => error,
-            Ok(()) => twin.finish().err().expect("the twin stops at the unknown thread"),
+            Ok(()) => twin.finish(&mut drop).err().expect("the twin stops at the unknown thread"),
         };
         assert!(error.message.contains("thread 0 unknown"), "{}", error.message);
     }

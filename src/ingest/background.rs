@@ -4,13 +4,15 @@
 //! The hand-over allocates nothing once it runs: the analysis gives each batch back when it has read it
 //! ([`RecordSource::recycle`]), and the worker empties it and fills it again. So the records are dropped on the
 //! thread that made them (their accesses, names, sources: no frees across threads, none of that work on the
-//! analysis thread), and the batches' memory stays warm instead of being freed and faulted in again.
+//! analysis thread), and the batches' memory stays warm instead of being freed and faulted in again. What the
+//! analysis only takes note of (`RecordObserver`) is taken there too, as each batch comes back: once the trace
+//! is read, the worker waits for the last batches to come back before it ends.
 
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 
 use super::counters::ImportCounters;
-use super::record_source::{IngestError, RecordSource, BATCH};
+use super::record_source::{IngestError, RecordObserver, RecordSource, BATCH};
 use crate::model::{Access, OpKind, Operation, PointerArg, TraceRecord};
 
 /// Records as the worker hands them over; an error ends the stream.
@@ -25,36 +27,60 @@ const QUEUED_BATCHES: usize = 4;
 /// microseconds of analysis.
 const ROOM_POLL: std::time::Duration = std::time::Duration::from_micros(50);
 
+/// What the analysis sends the worker: a batch it has read, or who takes note of the batches from now on.
+pub enum GivenBack {
+    Batch(Batch),
+    Observer(Box<dyn RecordObserver>),
+}
+
 /// The worker's end of the hand-over: full batches go to the analysis, which gives each back once read.
 pub struct BatchSender {
     full: SyncSender<Batch>,
-    given_back: Receiver<Batch>,
+    given_back: Receiver<GivenBack>,
+    observer: Option<Box<dyn RecordObserver>>,
 }
 
 impl BatchSender {
     /// A sender and the two ends the analysis holds: the full batches, and where it gives them back.
-    pub(super) fn new() -> (BatchSender, Receiver<Batch>, Sender<Batch>) {
+    pub(super) fn new() -> (BatchSender, Receiver<Batch>, Sender<GivenBack>) {
         let (full, batches) = sync_channel(QUEUED_BATCHES);
         let (give_back, given_back) = channel();
-        (BatchSender { full, given_back }, batches, give_back)
+        (BatchSender { full, given_back, observer: None }, batches, give_back)
+    }
+
+    /// A batch given back, observed (the observer installed on the way), or None while none has come back.
+    fn try_given_back(&mut self) -> Option<Batch> {
+        loop {
+            match self.given_back.try_recv().ok()? {
+                GivenBack::Observer(observer) => self.observer = Some(observer),
+                GivenBack::Batch(batch) => return Some(self.observed(batch)),
+            }
+        }
+    }
+
+    fn observed(&mut self, batch: Batch) -> Batch {
+        if let Some(observer) = self.observer.as_mut() {
+            observer.observe(&batch);
+        }
+        batch
     }
 
     /// Hands `batch` over and leaves an empty one in its place: one the analysis gave back, emptied here, or a
     /// new one while none has come back (at most the queue's length and the two being filled and read exist).
     /// False when the analysis stopped reading.
-    pub fn send(&self, batch: &mut Batch) -> bool {
+    pub fn send(&mut self, batch: &mut Batch) -> bool {
         self.send_keeping(batch, &mut SpareVecs::default())
     }
 
     /// [`BatchSender::send`], keeping the kernels' access and pointer lists of a batch given back in `spare`
     /// for the records read next.
-    pub fn send_keeping(&self, batch: &mut Batch, spare: &mut SpareVecs) -> bool {
-        let empty = match self.given_back.try_recv() {
-            Ok(mut spent) => {
+    pub fn send_keeping(&mut self, batch: &mut Batch, spare: &mut SpareVecs) -> bool {
+        let empty = match self.try_given_back() {
+            Some(mut spent) => {
                 spare.empty(&mut spent);
                 spent
             }
-            Err(_) => Vec::with_capacity(BATCH),
+            None => Vec::with_capacity(BATCH),
         };
         let mut full = std::mem::replace(batch, empty);
         // A reader ahead of the analysis waits for room by polling, not blocked in the channel: a blocked sender
@@ -73,10 +99,26 @@ impl BatchSender {
         }
     }
 
-    /// Hands over the last batch.
+    /// Hands over the last batch, then takes the batches still out back as they come, observing them, until the
+    /// analysis is done with the trace (it drops its end).
     pub fn send_last(self, batch: Batch) {
+        let BatchSender { full, given_back, mut observer } = self;
         // A closed receiver means the consumer stopped early (an error downstream): nothing left to do.
-        let _ = self.full.send(batch);
+        if full.send(batch).is_err() {
+            return;
+        }
+        // The end of the trace, for the analysis.
+        drop(full);
+        while let Ok(returned) = given_back.recv() {
+            match returned {
+                GivenBack::Observer(new) => observer = Some(new),
+                GivenBack::Batch(batch) => {
+                    if let Some(observer) = observer.as_mut() {
+                        observer.observe(&batch);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -136,7 +178,7 @@ pub struct BackgroundReader {
     format: &'static str,
     batches: Receiver<Batch>,
     /// Where read batches go back to the worker; they are dropped here once it has stopped.
-    give_back: Sender<Batch>,
+    give_back: Sender<GivenBack>,
     current: std::vec::IntoIter<Result<TraceRecord, IngestError>>,
     worker: Option<JoinHandle<ImportCounters>>,
     failed: bool,
@@ -202,7 +244,16 @@ impl RecordSource for BackgroundReader {
 
     fn recycle(&mut self, batch: Batch) {
         // Once the worker has stopped, the batch comes back here and is dropped with the channel.
-        let _ = self.give_back.send(batch);
+        let _ = self.give_back.send(GivenBack::Batch(batch));
+    }
+
+    fn observe_given_back(&mut self, observer: Box<dyn RecordObserver>) -> Result<(), Box<dyn RecordObserver>> {
+        match self.give_back.send(GivenBack::Observer(observer)) {
+            Ok(()) => Ok(()),
+            // The worker stopped early (at an error): the caller observes.
+            Err(std::sync::mpsc::SendError(GivenBack::Observer(observer))) => Err(observer),
+            Err(_) => unreachable!("the observer is what was sent"),
+        }
     }
 
     fn finish(mut self: Box<Self>) -> ImportCounters {
@@ -228,9 +279,48 @@ mod tests {
         })))
     }
 
+    /// Takes note of the operations' `seq`s.
+    struct SeenSeqs(std::sync::Arc<std::sync::Mutex<Vec<u64>>>);
+
+    impl RecordObserver for SeenSeqs {
+        fn observe(&mut self, batch: &[Result<TraceRecord, IngestError>]) {
+            let mut seen = self.0.lock().expect("not poisoned");
+            seen.extend(batch.iter().flatten().filter_map(|r| {
+                if let TraceRecord::Op(op) = r {
+                    Some(op.seq)
+                } else {
+                    None
+                }
+            }));
+        }
+    }
+
+    /// Every batch given back is observed once, in order, the last ones too (after the worker read its last
+    /// record): by the time the reader is finished, the observer has seen the whole trace.
+    #[test]
+    fn an_observer_sees_every_batch_given_back_in_order() {
+        let op = |seq| Ok(TraceRecord::Op(Operation { seq, ..Operation::plain(OpKind::HostRelease { object: 1 }) }));
+        let mut reader = BackgroundReader::spawn("test-ingest", "test", move |mut tx| {
+            for seq in 0..40 {
+                let mut batch = vec![op(2 * seq), op(2 * seq + 1)];
+                assert!(tx.send(&mut batch));
+            }
+            tx.send_last(vec![op(80)]);
+            ImportCounters::default()
+        })
+        .expect("a reader");
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        assert!(reader.observe_given_back(Box::new(SeenSeqs(seen.clone()))).is_ok());
+        while let Some(batch) = reader.next_batch() {
+            reader.recycle(batch);
+        }
+        Box::new(reader).finish();
+        assert_eq!(*seen.lock().expect("not poisoned"), (0..=80).collect::<Vec<u64>>());
+    }
+
     #[test]
     fn a_batch_given_back_is_filled_again_and_its_kernels_lists_reused() {
-        let (sender, batches, give_back) = BatchSender::new();
+        let (mut sender, batches, give_back) = BatchSender::new();
         let mut spare = SpareVecs::default();
         let range = AccessRange::new(0x1000, 64).expect("a range");
         let mut batch = vec![kernel(vec![Access::plain(range, AccessMode::Write)])];
@@ -243,7 +333,7 @@ mod tests {
         assert!(batch.is_empty());
         let read = batches.recv().expect("the batch sent");
         let read_at = read.as_ptr();
-        give_back.send(read).expect("the sender holds the other end");
+        give_back.send(GivenBack::Batch(read)).expect("the sender holds the other end");
         batch.push(kernel(Vec::new()));
         assert!(sender.send_keeping(&mut batch, &mut spare));
         assert_eq!(batch.as_ptr(), read_at, "the batch given back, to fill again");

@@ -56,6 +56,20 @@ pub trait RecordSource: Iterator<Item = Result<TraceRecord, IngestError>> {
     fn recycle(&mut self, batch: Vec<Result<TraceRecord, IngestError>>) {
         drop(batch);
     }
+    /// Has `observer` take note of every batch given back from now on ([`RecordSource::recycle`]), in order, on
+    /// the reader's thread, before its records are dropped; by [`RecordSource::finish`] it has seen them all.
+    /// A source that cannot gives the observer back: the caller then observes the records itself.
+    fn observe_given_back(&mut self, observer: Box<dyn RecordObserver>) -> Result<(), Box<dyn RecordObserver>> {
+        Err(observer)
+    }
+}
+
+/// What a caller learns from records that does not decide the analysis (the names of streams and events): taken
+/// note of where the records are dropped ([`RecordSource::observe_given_back`]), so that the thread that analyzes
+/// them reads each record once.
+pub trait RecordObserver: Send {
+    /// Takes note of a batch of records, the batches in the order they were read.
+    fn observe(&mut self, batch: &[Result<TraceRecord, IngestError>]);
 }
 
 /// Records a reader hands over at a time (see `background::QUEUED_BATCHES` for why this few).

@@ -410,25 +410,66 @@ impl WrappedLines<'_> {
     }
 }
 
+/// Findings rendered in one piece: few enough that two pieces in flight stay small (about a kilobyte each), many
+/// enough that starting a thread for one is nothing beside rendering it.
+const FINDINGS_PER_PIECE: usize = 512;
+
+/// Renders `items` in order, a piece of [`FINDINGS_PER_PIECE`] at a time, each wrapped and written as it is done.
+/// With many findings two pieces are rendered at once, on two threads (the reader's core is idle by now: a
+/// report of 54,000 races took a fifth of the whole analysis on one); the output is the same either way.
+fn write_in_order<T: Sync>(
+    items: &[T],
+    out: &mut dyn io::Write,
+    files: &mut [SourceText; 2],
+    render: impl Fn(&mut String, &T, &mut SourceText) + Sync,
+) -> io::Result<()> {
+    let render_piece = |piece: &[T], files: &mut SourceText| {
+        let mut text = String::new();
+        piece.iter().for_each(|item| render(&mut text, item, files));
+        wrap(&text, WIDTH)
+    };
+    let two_threads =
+        items.len() > FINDINGS_PER_PIECE && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    if !two_threads {
+        return items
+            .chunks(FINDINGS_PER_PIECE)
+            .try_for_each(|piece| out.write_all(render_piece(piece, &mut files[0]).as_bytes()));
+    }
+    let [first_files, second_files] = files;
+    for pair in items.chunks(2 * FINDINGS_PER_PIECE) {
+        let (first, second) = pair.split_at(pair.len().min(FINDINGS_PER_PIECE));
+        let (first_text, second_text) = std::thread::scope(|scope| {
+            let other = scope.spawn(|| render_piece(second, second_files));
+            let first_text = render_piece(first, first_files);
+            (first_text, other.join())
+        });
+        out.write_all(first_text.as_bytes())?;
+        match second_text {
+            Ok(text) => out.write_all(text.as_bytes())?,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+    Ok(())
+}
+
 impl TextReport {
     fn render(&self, analysis: &Analysis, wrapped: &mut WrappedLines) -> io::Result<()> {
         let (findings, look) = (&analysis.findings, analysis.lookup());
-        let mut files = SourceText::default();
+        // One cache of source files per thread that renders.
+        let mut files = [SourceText::default(), SourceText::default()];
         if !analysis.stats.has_addresses {
             write_without_addresses(&mut wrapped.text, analysis);
         }
-        for race in &findings.races {
-            write_race(&mut wrapped.text, look, race, false, &mut files);
-            wrapped.flush_lines()?;
-        }
-        for race in &findings.timing_only_races {
-            write_race(&mut wrapped.text, look, race, true, &mut files);
-            wrapped.flush_lines()?;
-        }
-        for wait in &findings.unrecorded_waits {
-            write_wait_before_record(&mut wrapped.text, look, wait, &mut files);
-            wrapped.flush_lines()?;
-        }
+        wrapped.flush_lines()?;
+        write_in_order(&findings.races, wrapped.out, &mut files, |out, race, files| {
+            write_race(out, look, race, false, files)
+        })?;
+        write_in_order(&findings.timing_only_races, wrapped.out, &mut files, |out, race, files| {
+            write_race(out, look, race, true, files)
+        })?;
+        write_in_order(&findings.unrecorded_waits, wrapped.out, &mut files, |out, wait, files| {
+            write_wait_before_record(out, look, wait, files)
+        })?;
         self.render_notes(analysis, &mut wrapped.text).map_err(io::Error::other)
     }
 
@@ -726,7 +767,21 @@ fn write_exact_kernels(out: &mut String, exact: &crate::hb::ExactKernels) -> std
 
 #[cfg(test)]
 mod tests {
-    use super::{wrap, WrappedLines, WIDTH};
+    use super::{wrap, write_in_order, SourceText, WrappedLines, FINDINGS_PER_PIECE, WIDTH};
+
+    /// Pieces rendered on two threads come out in the findings' order, as one thread renders them.
+    #[test]
+    fn findings_rendered_on_two_threads_are_written_in_order() {
+        let items: Vec<usize> = (0..5 * FINDINGS_PER_PIECE + 17).collect();
+        let render = |out: &mut String, item: &usize, _: &mut SourceText| {
+            out.push_str(&format!("finding {item}: {}\n", "word ".repeat(item % 40)));
+        };
+        let mut out = Vec::new();
+        write_in_order(&items, &mut out, &mut Default::default(), render).expect("a vector takes every write");
+        let mut whole = String::new();
+        items.iter().for_each(|item| render(&mut whole, item, &mut SourceText::default()));
+        assert_eq!(String::from_utf8(out).expect("text"), wrap(&whole, WIDTH));
+    }
 
     #[test]
     fn lines_wrapped_as_they_come_are_the_whole_text_wrapped() {

@@ -54,7 +54,7 @@ impl BinaryTraceReader {
 fn read<I: FrameInput>(
     mut reading: Reading,
     frames: Result<FrameReader<I>, String>,
-    tx: BatchSender,
+    mut tx: BatchSender,
 ) -> crate::ingest::counters::ImportCounters {
     let mut batch = Vec::with_capacity(BATCH);
     match frames {

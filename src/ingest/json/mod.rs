@@ -56,7 +56,7 @@ impl JsonTraceReader {
     }
 
     fn spawn<R: BufRead + Send + 'static>(path: PathBuf, reader: R) -> Result<BackgroundReader, IngestError> {
-        BackgroundReader::spawn("json-ingest", "streamtrace JSON", move |tx| {
+        BackgroundReader::spawn("json-ingest", "streamtrace JSON", move |mut tx| {
             let mut parser = JsonTraceParser::new(path);
             let mut batch = Vec::with_capacity(BATCH);
             let mut lines = LineRecords::new(reader);
