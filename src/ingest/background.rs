@@ -182,6 +182,8 @@ pub struct BackgroundReader {
     current: std::vec::IntoIter<Result<TraceRecord, IngestError>>,
     worker: Option<JoinHandle<ImportCounters>>,
     failed: bool,
+    /// Whether the worker takes an observer ([`BackgroundReader::observing_given_back`]).
+    takes_observers: bool,
 }
 
 impl BackgroundReader {
@@ -205,7 +207,18 @@ impl BackgroundReader {
             current: Vec::new().into_iter(),
             worker: Some(worker),
             failed: false,
+            takes_observers: false,
         })
+    }
+}
+
+impl BackgroundReader {
+    /// Lets the worker take an observer ([`RecordSource::observe_given_back`]): for a reader that keeps ahead of
+    /// the analysis (the binary one), so that the work moves to the core with time to spare. A reader that is the
+    /// slower of the two (JSON, whose parse is most of a run; nsys) leaves it where it is.
+    pub fn observing_given_back(mut self) -> BackgroundReader {
+        self.takes_observers = true;
+        self
     }
 }
 
@@ -248,6 +261,9 @@ impl RecordSource for BackgroundReader {
     }
 
     fn observe_given_back(&mut self, observer: Box<dyn RecordObserver>) -> Result<(), Box<dyn RecordObserver>> {
+        if !self.takes_observers {
+            return Err(observer);
+        }
         match self.give_back.send(GivenBack::Observer(observer)) {
             Ok(()) => Ok(()),
             // The worker stopped early (at an error): the caller observes.
@@ -308,7 +324,8 @@ mod tests {
             tx.send_last(vec![op(80)]);
             ImportCounters::default()
         })
-        .expect("a reader");
+        .expect("a reader")
+        .observing_given_back();
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         assert!(reader.observe_given_back(Box::new(SeenSeqs(seen.clone()))).is_ok());
         while let Some(batch) = reader.next_batch() {

@@ -43,10 +43,12 @@ impl BinaryTraceReader {
     /// Starts reading a binary trace from `input` (a pipe, a socket, a file), from its first byte; `name` is how
     /// errors name it.
     pub fn from_reader(name: PathBuf, input: impl Read + Send + 'static) -> Result<BackgroundReader, IngestError> {
-        BackgroundReader::spawn("binary-ingest", FORMAT_NAME, move |tx| {
+        // It keeps ahead of the analysis: what the analysis only takes note of is taken on its thread.
+        let reader = BackgroundReader::spawn("binary-ingest", FORMAT_NAME, move |tx| {
             let frames = FrameReader::new(input);
             read(Reading::new(name), frames, tx)
-        })
+        })?;
+        Ok(reader.observing_given_back())
     }
 }
 
