@@ -37,7 +37,29 @@ pub enum GivenBack {
 pub struct BatchSender {
     full: SyncSender<Batch>,
     given_back: Receiver<GivenBack>,
-    observer: Option<Box<dyn RecordObserver>>,
+    observing: Observing,
+}
+
+/// Who takes note of the batches given back, once the analysis has said.
+#[derive(Default)]
+struct Observing(Option<Box<dyn RecordObserver>>);
+
+impl Observing {
+    /// Takes what came back: an observer is kept (for the batches after it), a batch observed and returned.
+    fn take(&mut self, returned: GivenBack) -> Option<Batch> {
+        match returned {
+            GivenBack::Observer(observer) => {
+                self.0 = Some(observer);
+                None
+            }
+            GivenBack::Batch(batch) => {
+                if let Some(observer) = self.0.as_mut() {
+                    observer.observe(&batch);
+                }
+                Some(batch)
+            }
+        }
+    }
 }
 
 impl BatchSender {
@@ -45,24 +67,18 @@ impl BatchSender {
     pub(super) fn new() -> (BatchSender, Receiver<Batch>, Sender<GivenBack>) {
         let (full, batches) = sync_channel(QUEUED_BATCHES);
         let (give_back, given_back) = channel();
-        (BatchSender { full, given_back, observer: None }, batches, give_back)
+        (BatchSender { full, given_back, observing: Observing::default() }, batches, give_back)
     }
 
-    /// A batch given back, observed (the observer installed on the way), or None while none has come back.
+    /// A batch given back, observed (an observer sent before it installed on the way), or None while none has
+    /// come back.
     fn try_given_back(&mut self) -> Option<Batch> {
         loop {
-            match self.given_back.try_recv().ok()? {
-                GivenBack::Observer(observer) => self.observer = Some(observer),
-                GivenBack::Batch(batch) => return Some(self.observed(batch)),
+            let returned = self.given_back.try_recv().ok()?;
+            if let Some(batch) = self.observing.take(returned) {
+                return Some(batch);
             }
         }
-    }
-
-    fn observed(&mut self, batch: Batch) -> Batch {
-        if let Some(observer) = self.observer.as_mut() {
-            observer.observe(&batch);
-        }
-        batch
     }
 
     /// Hands `batch` over and leaves an empty one in its place: one the analysis gave back, emptied here, or a
@@ -102,7 +118,7 @@ impl BatchSender {
     /// Hands over the last batch, then takes the batches still out back as they come, observing them, until the
     /// analysis is done with the trace (it drops its end).
     pub fn send_last(self, batch: Batch) {
-        let BatchSender { full, given_back, mut observer } = self;
+        let BatchSender { full, given_back, mut observing } = self;
         // A closed receiver means the consumer stopped early (an error downstream): nothing left to do.
         if full.send(batch).is_err() {
             return;
@@ -110,14 +126,7 @@ impl BatchSender {
         // The end of the trace, for the analysis.
         drop(full);
         while let Ok(returned) = given_back.recv() {
-            match returned {
-                GivenBack::Observer(new) => observer = Some(new),
-                GivenBack::Batch(batch) => {
-                    if let Some(observer) = observer.as_mut() {
-                        observer.observe(&batch);
-                    }
-                }
-            }
+            drop(observing.take(returned));
         }
     }
 }
@@ -210,9 +219,7 @@ impl BackgroundReader {
             takes_observers: false,
         })
     }
-}
 
-impl BackgroundReader {
     /// Lets the worker take an observer ([`RecordSource::observe_given_back`]): for a reader that keeps ahead of
     /// the analysis (the binary one), so that the work moves to the core with time to spare. A reader that is the
     /// slower of the two (JSON, whose parse is most of a run; nsys) leaves it where it is.
