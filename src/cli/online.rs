@@ -181,6 +181,36 @@ mod tests {
         }
     }
 
+    /// A trace streamed in the binary encoding (as the capture library writes it by default), in pieces, gives
+    /// the report of its JSON file: the names of its streams, which the binary reader's thread takes note of,
+    /// included.
+    #[test]
+    fn a_streamed_binary_trace_gives_the_report_of_its_json_file() {
+        use streamtrace_format::binary::{preamble, transcode::json_to_binary, write::BinaryWriter};
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/capture/torch-t2/train_loop.json");
+        let (mut writer, mut bytes) = (BinaryWriter::new(), preamble().to_vec());
+        for line in std::fs::read_to_string(&file).unwrap().lines() {
+            json_to_binary(&mut writer, &mut bytes, line.as_bytes());
+        }
+        let online = OnlineAnalysis::start(EngineOptions::default()).unwrap();
+        let mut stream = UnixStream::connect(online.socket()).unwrap();
+        bytes.chunks(4096).for_each(|piece| stream.write_all(piece).unwrap());
+        drop(stream);
+        let streamed = online.finish();
+        let analyzed = job::analyze_job(
+            std::slice::from_ref(&file),
+            EngineOptions::default(),
+            &crate::symbols::BinarySearch::default(),
+            false,
+        );
+        assert_eq!(streamed.len(), 1);
+        let streamed = streamed[0].outcome.as_ref().unwrap();
+        assert_eq!(streamed.format, crate::ingest::binary::FORMAT_NAME);
+        let names = |analysis: &crate::analysis::Analysis| format!("{:?}", analysis.tables.names);
+        assert!(names(streamed).contains("train_loop.py"), "streams named by their Python lines");
+        assert_eq!(names(streamed), names(analyzed[0].outcome.as_ref().unwrap()));
+    }
+
     #[test]
     fn a_reported_loss_is_counted_as_data_loss() {
         let online = OnlineAnalysis::start(EngineOptions::default()).unwrap();
