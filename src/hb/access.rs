@@ -176,7 +176,7 @@ impl Engine {
         stream: Option<StreamId>,
     ) -> Result<(), EngineError> {
         let process = op.process;
-        let Some(range) = self.process_mut(process).allocations.get(alloc).map(|a| a.range) else {
+        let Some(range) = self.process_mut(process).allocations.range_of(alloc) else {
             return Err(EngineError { origin: op.origin, message: format!("free of unknown allocation {}", alloc.0) });
         };
         match (kind, stream) {
