@@ -238,7 +238,8 @@ pub struct RaceFinding {
     pub later: OpOccurrence,
     /// The bytes both touched, at the first occurrence.
     pub range: AccessRange,
-    pub allocation: Option<AllocationRef>,
+    /// Boxed: a finding is kept for the whole run, and this would be a third of its bytes.
+    pub allocation: Option<Box<AllocationRef>>,
     pub why: Unordered,
     /// What orders `earlier` before `later`.
     pub fix: Fix,

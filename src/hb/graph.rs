@@ -170,8 +170,9 @@ impl Engine {
             let later = occurrence(j, b.mode);
             let fix = self.node_fix(graph, &nodes[i], &nodes[j]);
             let sites = &mut self.sites;
-            let allocation =
-                self.processes[op.process.index()].allocations.describe(range, None, |native| sites.native(native));
+            let allocation = (self.processes[op.process.index()].allocations)
+                .describe(range, None, |native| sites.native(native))
+                .map(Box::new);
             // A node whose pointer arguments stood for their whole blocks (tier T1), as a launch's do.
             let extent = if nodes[i].pointers.is_empty() && nodes[j].pointers.is_empty() {
                 AccessExtent::Known

@@ -64,7 +64,9 @@ impl Engine {
                 RaceFinding {
                     kind,
                     range: conflict.range,
-                    allocation: allocations.describe(conflict.range, Some(earlier.seq), |native| sites.native(native)),
+                    allocation: allocations
+                        .describe(conflict.range, Some(earlier.seq), |native| sites.native(native))
+                        .map(Box::new),
                     why: Unordered::CrossStream { known: known_clock.get(earlier.slot), position: earlier.tick() },
                     fix,
                     count: 1,
