@@ -28,7 +28,7 @@ const QUEUED_BATCHES: usize = 4;
 const ROOM_POLL: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// What the analysis sends the worker: a batch it has read, or who takes note of the batches from now on.
-pub enum GivenBack {
+pub(super) enum GivenBack {
     Batch(Batch),
     Observer(Box<dyn RecordObserver>),
 }

@@ -410,13 +410,13 @@ impl WrappedLines<'_> {
     }
 }
 
-/// Findings rendered in one piece: few enough that two pieces in flight stay small (about a kilobyte each), many
-/// enough that starting a thread for one is nothing beside rendering it.
+/// Findings rendered in one piece: few enough that two pieces in flight stay small (about a kilobyte a finding,
+/// half a megabyte a piece), many enough that starting a thread for one is nothing beside rendering it.
 const FINDINGS_PER_PIECE: usize = 512;
 
 /// Renders `items` in order, a piece of [`FINDINGS_PER_PIECE`] at a time, each wrapped and written as it is done.
 /// With many findings two pieces are rendered at once, on two threads (the reader's core is idle by now: a
-/// report of 54,000 races took a fifth of the whole analysis on one); the output is the same either way.
+/// report of 54,000 races took 0.2 s of a 2.8 s analysis on one); the output is the same either way.
 fn write_in_order<T: Sync>(
     items: &[T],
     out: &mut dyn io::Write,
