@@ -90,6 +90,55 @@ fn cuda_samples_captures_give_their_programs_verdicts() {
     }
 }
 
+/// The second wave of cuda-samples captures (2026-12-04, EXPECTED.md's second part): programs on the driver API
+/// alone (modules loaded from a fatbin, PTX JIT, NVRTC, virtual memory mapping), host threads (OpenMP, a context
+/// migrated between threads), processes sharing memory and events through IPC, dynamic parallelism, graph memory
+/// nodes, managed memory, and cuBLAS, cuBLAS-XT and cuFFT with their own streams. All are correct programs: clean.
+#[test]
+fn second_wave_of_cuda_samples_captures_is_clean() {
+    let dir = "samples/capture/cuda-samples";
+    for clean in [
+        "cudaOpenMP",
+        "vectorAddDrv",
+        "simpleDrvRuntime",
+        "vectorAddMMAP",
+        "vectorAdd_nvrtc",
+        "systemWideAtomics",
+        "threadMigration",
+        "ptxjit",
+        "cdpSimpleQuicksort",
+        "graphMemoryFootprint",
+        "batchCUBLAS",
+        "simpleCUFFT",
+        "conjugateGradientMultiBlockCG",
+        "simpleCUBLASXT",
+        "MonteCarloMultiGPU",
+        "UnifiedMemoryPerf",
+        "simpleIPC.parent",
+        "simpleIPC.child",
+        "streamOrderedAllocationIPC.parent",
+        "streamOrderedAllocationIPC.child",
+        "memMapIPCDrv.child",
+    ] {
+        expect_races(&format!("{dir}/{clean}.stbin"), &[]);
+    }
+}
+
+/// cuBLAS-XT pipelines its tiles over two streams that each wait for the other's last record, and simpleIPC's
+/// process waits for the buffer's previous user before it records the same event itself: in the first turn
+/// there is no record yet, so the wait is a no-op CUDA gives on purpose. Those waits are info (DESIGN rule 4, a
+/// pipeline's first turn), not findings: the runs exit 0 (`expect_races`) and list them apart.
+#[test]
+fn a_pipelines_first_waits_in_cublasxt_and_simple_ipc_are_info() {
+    for (trace, waits) in [("simpleCUBLASXT.stbin", 6), ("simpleIPC.child.stbin", 1)]
+        .map(|(t, w)| (format!("samples/capture/cuda-samples/{t}"), w))
+    {
+        let json = expect_races(&trace, &[]);
+        let listed = json["waits_before_a_pipelines_first_record"].as_array().map_or(0, Vec::len);
+        assert_eq!(listed, waits, "{trace}");
+    }
+}
+
 /// simpleCudaGraphs' host node (`cudaGraphAddHostNode`, and the one its stream capture makes of
 /// `cudaLaunchHostFunc`) runs through the capture's trampoline: each launch of its executable graph announces the
 /// node's run as a host function on the launch's stream, named, just before its `graph_launch` record.

@@ -148,6 +148,46 @@ fn rule4_wait_before_any_record_orders_nothing_and_is_reported() {
     assert_eq!(found.0.findings.unrecorded_waits[0].event, 1);
 }
 
+/// A ping-pong pipeline as cuBLAS-XT runs its tiles (captured from NVIDIA's simpleCUBLASXT): each stream waits
+/// for the other's last record before it touches the shared buffer, then records its own event. In the first
+/// turn neither event has a record yet, so both first waits order nothing, and need not: there is no earlier
+/// turn to wait for. They are set aside as info, and every later turn is ordered.
+#[test]
+fn rule4_a_pipelines_first_wait_before_any_record_is_info_not_a_finding() {
+    let turn = |stream: u32, waits_on: u32, records: u32, name: &str| {
+        wait(stream, waits_on) + &write(stream, name, "$X") + &rec(records, stream)
+    };
+    let body = (0..3).map(|_| turn(1, 2, 1, "tile_a") + &turn(2, 1, 2, "tile_b")).collect::<String>();
+    let analysis = run(&body);
+    assert!(analysis.findings.races.is_empty(), "{:?}", analysis.findings.races);
+    assert!(analysis.findings.unrecorded_waits.is_empty(), "{:?}", analysis.findings.unrecorded_waits);
+    let first_turn = &analysis.findings.waits_before_a_pipelines_first_record;
+    assert_eq!(first_turn.len(), 1, "stream 1's first wait, on event 2: {first_turn:?}");
+    assert_eq!(first_turn[0].event, 2);
+}
+
+/// The same early wait, once, is an ordering mistake whether or not a race follows from it: reported.
+#[test]
+fn rule4_an_early_wait_never_followed_by_a_wait_after_a_record_stays_a_finding() {
+    let body = wait(2, 1) + &write(1, "produce", "$X") + &rec(1, 1) + &write(2, "elsewhere", "$Y");
+    let analysis = run(&body);
+    assert!(analysis.findings.races.is_empty());
+    assert_eq!(analysis.findings.unrecorded_waits.len(), 1);
+    assert!(analysis.findings.waits_before_a_pipelines_first_record.is_empty());
+}
+
+/// A loop that waits too early in every turn (each turn ends in a device synchronization): from the second turn
+/// on the wait joins the turn before, so the first wait is taken for a pipeline's first turn; what the early
+/// waits fail to order is still a race.
+#[test]
+fn rule4_a_loop_that_waits_too_early_still_races_though_its_first_wait_is_info() {
+    let turn = wait(2, 1) + &write(1, "produce", "$X") + &rec(1, 1) + &read(2, "consume", "$X") + &sync("device", 0);
+    let found = races(&turn.repeat(3));
+    assert_one_race(&found, RaceKind::ReadAfterWrite, "produce", "consume");
+    assert!(found.0.findings.unrecorded_waits.is_empty());
+    assert_eq!(found.0.findings.waits_before_a_pipelines_first_record.len(), 1);
+}
+
 #[test]
 fn rule4_wait_after_record_is_not_reported_as_unrecorded() {
     let body = write(1, "produce", "$X") + &rec(1, 1) + &wait(2, 1) + &read(2, "consume", "$X");

@@ -18,6 +18,7 @@ pub struct FindingCollector {
     race_index: FxHashMap<RaceKey, usize>,
     waits: WaitTally,
     never_recorded_waits: Vec<UnrecordedWait>,
+    pipeline_first_waits: Vec<UnrecordedWait>,
     unknown_record_waits: WaitTally,
     pair_groups: Vec<UnorderedPairGroup>,
     pair_index: FxHashMap<(u32, u32), usize>,
@@ -50,14 +51,22 @@ impl FindingCollector {
         self.waits.count(site, describe);
     }
 
-    /// Sets aside, as info, the folded waits whose event `never_recorded` says no record ever named: the others
-    /// waited before a record that came later, which is an ordering mistake.
-    pub fn set_aside_never_recorded_waits(&mut self, never_recorded: impl Fn(EventId) -> bool) {
-        let (aside, kept): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.waits.waits).into_iter().partition(|w| w.event_id.is_some_and(&never_recorded));
-        self.waits.waits = kept;
+    /// Sets aside, as info, the folded waits whose event `never_recorded` says no record ever named, and those
+    /// whose event `waited_after_record` says the program waited on again once recorded (a pipeline's first
+    /// turn): the others waited before a record that came later, which is an ordering mistake.
+    pub fn set_aside_harmless_waits(
+        &mut self,
+        never_recorded: impl Fn(EventId) -> bool,
+        waited_after_record: impl Fn(EventId) -> bool,
+    ) {
+        for wait in std::mem::take(&mut self.waits.waits) {
+            match wait.event_id {
+                Some(event) if never_recorded(event) => self.never_recorded_waits.push(wait),
+                Some(event) if waited_after_record(event) => self.pipeline_first_waits.push(wait),
+                _ => self.waits.waits.push(wait),
+            }
+        }
         self.waits.index.clear();
-        self.never_recorded_waits = aside;
     }
 
     /// Counts a wait whose event record the trace does not hold.
@@ -105,7 +114,9 @@ impl FindingCollector {
             each(race.earlier.site);
             each(race.later.site);
         }
-        let waits = self.waits.waits.iter().chain(&self.never_recorded_waits).chain(&self.unknown_record_waits.waits);
+        let waits = (self.waits.waits.iter().chain(&self.never_recorded_waits))
+            .chain(&self.pipeline_first_waits)
+            .chain(&self.unknown_record_waits.waits);
         waits.for_each(|wait| each(wait.wait.site));
         for group in &self.pair_groups {
             each(group.earlier);
@@ -120,8 +131,10 @@ impl FindingCollector {
             race.earlier.site = new(race.earlier.site);
             race.later.site = new(race.later.site);
         }
-        let waits = self.waits.waits.iter_mut().chain(&mut self.never_recorded_waits);
-        waits.chain(&mut self.unknown_record_waits.waits).for_each(|wait| wait.wait.site = new(wait.wait.site));
+        let waits = (self.waits.waits.iter_mut().chain(&mut self.never_recorded_waits))
+            .chain(&mut self.pipeline_first_waits)
+            .chain(&mut self.unknown_record_waits.waits);
+        waits.for_each(|wait| wait.wait.site = new(wait.wait.site));
         for group in &mut self.pair_groups {
             group.earlier = new(group.earlier);
             group.later = new(group.later);
@@ -151,6 +164,7 @@ impl FindingCollector {
             timing_only_races: Vec::new(),
             unrecorded_waits: self.waits.waits,
             waits_on_never_recorded_events: self.never_recorded_waits,
+            waits_before_a_pipelines_first_record: self.pipeline_first_waits,
             waits_with_unknown_record: self.unknown_record_waits.waits,
             unordered_pairs,
             stream_pairs,

@@ -27,6 +27,7 @@ impl Findings {
         self.timing_only_races.extend(later.timing_only_races);
         self.unrecorded_waits.extend(later.unrecorded_waits);
         self.waits_on_never_recorded_events.extend(later.waits_on_never_recorded_events);
+        self.waits_before_a_pipelines_first_record.extend(later.waits_before_a_pipelines_first_record);
         self.waits_with_unknown_record.extend(later.waits_with_unknown_record);
         self.unordered_pairs.extend(later.unordered_pairs);
         // Stream pairs in both lists are one pair. Where a list left pairs out, a pair left out of both may

@@ -356,6 +356,11 @@ pub struct Findings {
     /// them on purpose (NCCL waits on its strong streams' serial events, which it records only while a graph
     /// is being captured). Info, not findings: an ordering they fail to give shows up as a race.
     pub waits_on_never_recorded_events: Vec<UnrecordedWait>,
+    /// Waits before the first record of an event the program waits on again once it is recorded: a pipeline's
+    /// first turn, each stage waiting for the record of the stage before and the first having none (cuBLAS-XT's
+    /// tiles, a loop handing buffers over between processes). CUDA makes them no-ops; info, not findings: an
+    /// ordering they fail to give shows up as a race.
+    pub waits_before_a_pipelines_first_record: Vec<UnrecordedWait>,
     /// Waits whose event record is not in the trace (an nsys export without CUDA_EVENT rows): unknown, not wrong.
     pub waits_with_unknown_record: Vec<UnrecordedWait>,
     pub unordered_pairs: Vec<UnorderedPairGroup>,

@@ -128,9 +128,7 @@ impl Engine {
         self.fold_unordered_pairs();
         // A wait before any record is a finding when the event was recorded later (the order is
         // wrong); a wait on an event that nothing ever recorded is a library's deliberate no-op (NCCL's).
-        let events = &self.events;
-        self.collector
-            .set_aside_never_recorded_waits(|event| events.get(event.index()).is_some_and(|e| e.recorded_on.is_none()));
+        self.set_aside_harmless_waits();
         self.count_idle_edges();
         self.stats.streams = self.streams.len();
         self.stats.events = self.events.len();
@@ -201,7 +199,13 @@ impl Engine {
         if info.id.index() != self.events.len() {
             return Err(EngineError { origin: 0, message: format!("event ids out of order at {:?}", info.id) });
         }
-        self.events.push(EventState { info, snapshot: None, recorded_on: None, recorded_after: None });
+        self.events.push(EventState {
+            info,
+            snapshot: None,
+            recorded_on: None,
+            recorded_after: None,
+            waited_after_record: false,
+        });
         Ok(())
     }
 

@@ -36,9 +36,7 @@ impl Engine {
     pub fn finish_range(&mut self) -> Findings {
         self.fold_unordered_pairs();
         self.restart_unordered_pairs();
-        let events = &self.events;
-        self.collector
-            .set_aside_never_recorded_waits(|event| events.get(event.index()).is_some_and(|e| e.recorded_on.is_none()));
+        self.set_aside_harmless_waits();
         let (sites, natives, renumber) = self.sites.tables();
         let streams = &self.streams;
         let mut collector = std::mem::take(&mut self.collector);

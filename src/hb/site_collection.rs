@@ -62,8 +62,12 @@ mod tests {
             let (earlier, later) = (occurrence(&race.earlier), occurrence(&race.later));
             out += &format!("race {:?} {earlier} / {later} {:?} x{}\n", race.kind, race.range, race.count);
         }
-        let waits =
-            [&findings.unrecorded_waits, &findings.waits_on_never_recorded_events, &findings.waits_with_unknown_record];
+        let waits = [
+            &findings.unrecorded_waits,
+            &findings.waits_on_never_recorded_events,
+            &findings.waits_with_unknown_record,
+            &findings.waits_before_a_pipelines_first_record,
+        ];
         for (kind, waits) in waits.into_iter().enumerate() {
             for wait in waits {
                 out += &format!("wait {kind} {} {} x{}\n", occurrence(&wait.wait), wait.event, wait.count);

@@ -221,6 +221,9 @@ pub(super) struct EventState {
     pub(super) recorded_on: Option<StreamId>,
     /// The last memory-touching operation of the recording stream when it was recorded.
     pub(super) recorded_after: Option<u64>,
+    /// Whether a stream waited on it after a record: then a wait before its first record was a pipeline's
+    /// first turn (`FindingCollector::set_aside_harmless_waits`).
+    pub(super) waited_after_record: bool,
 }
 
 pub(super) struct ThreadState {

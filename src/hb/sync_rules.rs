@@ -218,6 +218,7 @@ impl Engine {
     /// wait is reported.
     pub(super) fn stream_wait(&mut self, op: &Operation, stream: StreamId, event: EventId) -> Result<(), EngineError> {
         let ev = index_mut(&mut self.events, event.index(), "event", op.origin)?;
+        ev.waited_after_record |= ev.recorded_on.is_some();
         match (&ev.snapshot, ev.recorded_on) {
             (Some(snapshot), Some(from)) => {
                 self.streams[stream.index()].join(snapshot, &self.counted_from);
@@ -238,6 +239,21 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// Sets aside, as info, the waits before a record that order nothing because nothing needed ordering yet: on
+    /// an event that no record ever named (a library's deliberate no-op: NCCL's), and before the first record of
+    /// an event the program waits on again once recorded: a pipeline's first turn, where each stage waits for
+    /// the record of the stage before and the first has none (cuBLAS-XT's tiles, an IPC hand-over loop). A wait
+    /// whose event is recorded only after it, and never waited on after a record, stays a finding: the order is
+    /// wrong. Either way, an ordering the wait fails to give shows up as a race.
+    pub(super) fn set_aside_harmless_waits(&mut self) {
+        let events = &self.events;
+        let event = |id: EventId| events.get(id.index());
+        self.collector.set_aside_harmless_waits(
+            |id| event(id).is_some_and(|e| e.recorded_on.is_none()),
+            |id| event(id).is_some_and(|e| e.waited_after_record),
+        );
     }
 
     /// A wait whose event record the trace does not hold orders nothing; the report says so.

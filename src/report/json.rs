@@ -45,6 +45,8 @@ struct WireReport<'a> {
     unrecorded_waits: Vec<wire::Wait<'a>>,
     /// Info: waits on events no record ever named (a library's deliberate no-ops).
     waits_on_never_recorded_events: Vec<wire::Wait<'a>>,
+    /// Info: waits before the first record of an event waited on again once recorded (a pipeline's first turn).
+    waits_before_a_pipelines_first_record: Vec<wire::Wait<'a>>,
     waits_with_unknown_record: Vec<wire::Wait<'a>>,
     unordered_pairs: Vec<wire::PairGroup<'a>>,
     stream_pairs: Vec<wire::StreamPair<'a>>,
@@ -105,6 +107,11 @@ impl Report for JsonReport {
             waits_on_never_recorded_events: wire::waits(
                 look,
                 &findings.waits_on_never_recorded_events,
+                Naming::AsRecorded,
+            ),
+            waits_before_a_pipelines_first_record: wire::waits(
+                look,
+                &findings.waits_before_a_pipelines_first_record,
                 Naming::AsRecorded,
             ),
             waits_with_unknown_record: wire::waits(look, &findings.waits_with_unknown_record, Naming::Resolved),

@@ -484,6 +484,14 @@ impl TextReport {
                 if total == 1 { "" } else { "s" }
             );
         }
+        if !findings.waits_before_a_pipelines_first_record.is_empty() {
+            let total: u64 = findings.waits_before_a_pipelines_first_record.iter().map(|w| w.count).sum();
+            let _ = writeln!(
+                out,
+                "Note: {total} stream wait{} came before the first record of an event that the program waits on again once recorded: the first turn of a pipeline, whose first stage has no stage before it to wait for. CUDA makes them no-ops, so they are not findings (listed in --format json).",
+                if total == 1 { "" } else { "s" }
+            );
+        }
         if !findings.waits_with_unknown_record.is_empty() {
             let total: u64 = findings.waits_with_unknown_record.iter().map(|w| w.count).sum();
             let streams: std::collections::BTreeSet<_> =
