@@ -167,6 +167,23 @@ fn graph_host_nodes_run_as_host_functions_announced_by_their_launches() {
     }
 }
 
+/// samples/cuda/ipc_imported_race.cu: the child maps its parent's block through CUDA IPC and two of its streams
+/// touch it unordered. The capture files the mapping as a block of the child (labelled as imported), so the
+/// kernels' pointer arguments fall in it at tier T1; without that they fell in no block and nothing was found.
+#[test]
+fn a_block_imported_through_cuda_ipc_is_a_block_of_the_importing_process() {
+    let json = expect_races(
+        "samples/capture/cuda/ipc_imported_race.child.json",
+        &[("read-after-write", "write_kernel", "read_kernel")],
+    );
+    let allocation = &json["races"][0]["allocation"];
+    assert_eq!(allocation["label"], "imported from another process", "{allocation}");
+    assert_eq!(json["races"][0]["range"]["len"], 4 << 20, "the whole mapped block");
+    for clean in ["ipc_imported_race.parent", "ipc_imported_race-event.child", "ipc_imported_race-event.parent"] {
+        expect_races(&format!("samples/capture/cuda/{clean}.json"), &[]);
+    }
+}
+
 #[test]
 fn cuda_race_samples_are_found_with_their_range_and_streams() {
     let json = expect_races(

@@ -219,6 +219,8 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
                 bytes: u64::from(u32::MAX),
                 kind: *kind,
                 stream: *stream,
+                // The first as a block imported from another process, which carries a name.
+                label: (id == 0).then_some("imported from another process"),
                 api: "cuMemAlloc",
             },
         );
@@ -354,7 +356,7 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
             range: range(start, u64::from(u32::MAX)),
             alloc_kind: *alloc_kind,
             stream: *stream,
-            label: None,
+            label: (id == 0).then(|| "imported from another process".into()),
         });
     }
     for (id, (_, stream, free_kind)) in model_allocs.iter().enumerate() {

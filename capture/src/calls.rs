@@ -110,6 +110,8 @@ calls! {
     CU_MEMCPY_PEER_ASYNC = 319, "cuMemcpyPeerAsync", Entry, Legacy, copies::peer_copy_async, Skipped, None;
     CU_MEMCPY_3D_PEER = 320, "cuMemcpy3DPeer", Entry, Legacy, copies::copy_3d_peer, Skipped, None;
     CU_MEMCPY_3D_PEER_ASYNC = 321, "cuMemcpy3DPeerAsync", Entry, Legacy, copies::copy_3d_peer_async, Skipped, None;
+    CU_IPC_OPEN_MEM_HANDLE = 329, "cuIpcOpenMemHandle", ExitOk, Legacy, memory::ipc_open, Recorded, None;
+    CU_IPC_CLOSE_MEM_HANDLE = 330, "cuIpcCloseMemHandle", Entry, Legacy, memory::ipc_close, Recorded, None;
     CU_STREAM_ADD_CALLBACK = 346, "cuStreamAddCallback", Entry, Legacy, host_funcs::stream_callback, Skipped, None;
     CU_STREAM_CREATE_WITH_PRIORITY = 367, "cuStreamCreateWithPriority", ExitOk, Legacy, sync::stream_create, Recorded, WithPriority;
     CU_MEM_ALLOC_MANAGED = 371, "cuMemAllocManaged", ExitOk, Legacy, memory::alloc, Recorded, Alloc(AllocKind::Managed);
@@ -195,6 +197,7 @@ calls! {
     CU_GRAPH_EXEC_MEMCPY_NODE_SET_PARAMS = 562, "cuGraphExecMemcpyNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Recorded, Node(NodeWord::Memcpy);
     CU_GRAPH_EXEC_MEMSET_NODE_SET_PARAMS = 563, "cuGraphExecMemsetNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Recorded, Node(NodeWord::Memset);
     CU_GRAPH_EXEC_HOST_NODE_SET_PARAMS = 564, "cuGraphExecHostNodeSetParams", ExitOk, Legacy, host_funcs::exec_node_set, Recorded, None;
+    CU_IPC_OPEN_MEM_HANDLE_V2 = 567, "cuIpcOpenMemHandle_v2", ExitOk, Legacy, memory::ipc_open, Recorded, None;
     CU_GRAPH_INSTANTIATE_V2 = 578, "cuGraphInstantiate_v2", ExitOk, Legacy, graphs::instantiate, Recorded, None;
     CU_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS = 586, "cuGraphExecChildGraphNodeSetParams", ExitOk, Legacy, graphs::set_exec_node, Recorded, Node(NodeWord::Child);
     CU_EVENT_RECORD_WITH_FLAGS = 587, "cuEventRecordWithFlags", Entry, Legacy, sync::event_record, Noted, None;
@@ -211,6 +214,7 @@ calls! {
     CU_MEM_FREE_ASYNC_PTSZ = 601, "cuMemFreeAsync_ptsz", Entry, PerThread, memory::free_async, Recorded, None;
     CU_MEM_ALLOC_FROM_POOL_ASYNC = 611, "cuMemAllocFromPoolAsync", ExitOk, Legacy, memory::alloc_from_pool_async, Recorded, None;
     CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ = 612, "cuMemAllocFromPoolAsync_ptsz", ExitOk, PerThread, memory::alloc_from_pool_async, Recorded, None;
+    CU_MEM_POOL_IMPORT_POINTER = 616, "cuMemPoolImportPointer", ExitOk, Legacy, memory::pool_import, Recorded, None;
     CU_GRAPH_ADD_EXT_SEMAS_SIGNAL_NODE = 618, "cuGraphAddExternalSemaphoresSignalNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::Other);
     CU_GRAPH_ADD_EXT_SEMAS_WAIT_NODE = 621, "cuGraphAddExternalSemaphoresWaitNode", ExitOk, Legacy, graphs::add_node, Recorded, Node(NodeWord::Other);
     CU_STREAM_GET_CAPTURE_INFO_V2 = 629, "cuStreamGetCaptureInfo_v2", ExitOk, Legacy, graphs::capture_info, Recorded, CaptureInfo { edges: false };

@@ -356,6 +356,13 @@ pub struct MemFreeAsync {
     pub hStream: Handle,
 }
 
+/// cuIpcOpenMemHandle (both versions) and cuMemPoolImportPointer start with the out-parameter of the mapped
+/// address; what follows (the handle by value, the pool and export data) is not read.
+#[repr(C)]
+pub struct ImportedPointer {
+    pub pdptr: *mut CUdeviceptr,
+}
+
 #[repr(C)]
 pub struct MemMap {
     pub ptr: CUdeviceptr,

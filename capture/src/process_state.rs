@@ -358,6 +358,21 @@ impl ProcessState {
         stream: Option<u64>,
         api: &'static str,
     ) {
+        self.allocated_named(call, address, bytes, kind, stream, None, api);
+    }
+
+    /// [`ProcessState::allocated`] with the name findings give the block (`label` in the trace).
+    #[allow(clippy::too_many_arguments)]
+    pub fn allocated_named(
+        &mut self,
+        call: Call,
+        address: u64,
+        bytes: u64,
+        kind: AllocKind,
+        stream: Option<u64>,
+        label: Option<&'static str>,
+        api: &'static str,
+    ) {
         let id = self.next_alloc;
         self.next_alloc += 1;
         // A block at an address still marked live was freed by a path the capture does not see: retire it first.
@@ -366,7 +381,7 @@ impl ProcessState {
                 if old_kind == AllocKind::VirtualMap { FreeKind::VirtualUnmap } else { FreeKind::Synchronous };
             self.emit(call, Record::Free { id: old, kind: free_kind, stream: None, api: "implicit" });
         }
-        self.emit(call, Record::Alloc { id, address, bytes, kind, stream, api });
+        self.emit(call, Record::Alloc { id, address, bytes, kind, stream, label, api });
     }
 
     pub fn freed(&mut self, call: Call, address: u64, kind: FreeKind, stream: Option<u64>, api: &'static str) {

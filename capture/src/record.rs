@@ -125,6 +125,8 @@ pub enum Record {
         bytes: u64,
         kind: AllocKind,
         stream: Option<u64>,
+        /// How findings name the block where its kind does not say enough (memory another process exported).
+        label: Option<&'static str>,
         api: &'static str,
     },
     Free {
@@ -523,13 +525,16 @@ impl Entry {
                 }
                 common(line, call, Some(api));
             }
-            Record::Alloc { id, address, bytes, kind, stream, api } => {
+            Record::Alloc { id, address, bytes, kind, stream, label, api } => {
                 line.number(Field::Id, *id)
                     .address(Field::Addr, *address)
                     .number(Field::Size, *bytes)
                     .name(Field::AllocKind, kind.as_str());
                 if let Some(s) = stream {
                     line.number(Field::Stream, *s);
+                }
+                if let Some(label) = label {
+                    line.string(Field::Label, label);
                 }
                 common(line, call, Some(api));
             }
@@ -658,6 +663,33 @@ mod tests {
         assert!(!bytes.is_empty());
         // In graph_node's layout, not embedded as a JSON frame (which a field outside the layout would need).
         assert!(!bytes.windows(8).any(|w| w == b"\"bodies\""), "no JSON frame");
+    }
+
+    /// A block mapped from another process (cuIpcOpenMemHandle) carries the name findings give it, in both
+    /// encodings; a block of the process's own carries none.
+    #[test]
+    fn an_imported_block_is_labelled_and_an_own_block_is_not() {
+        let mut batch = Batch::default();
+        let alloc = |id, label| Record::Alloc {
+            id,
+            address: 0x7000_0000 * id,
+            bytes: 4096,
+            kind: AllocKind::Device,
+            stream: None,
+            label,
+            api: "cuIpcOpenMemHandle",
+        };
+        batch.push(call(), alloc(1, Some("imported from another process")));
+        batch.push(call(), alloc(2, None));
+        let text = json_lines(&batch);
+        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("JSON")).collect();
+        assert_eq!(lines[0]["label"], "imported from another process");
+        assert!(lines[1].get("label").is_none(), "{}", lines[1]);
+        let mut binary = TraceWriter::new(streamtrace_format::TraceEncoding::Binary);
+        batch.write_records(&mut Vec::new(), &mut binary, &mut String::new());
+        let bytes = binary.bytes();
+        assert!(bytes.windows(29).any(|w| w == b"imported from another process"), "the label's string");
+        assert!(!bytes.windows(8).any(|w| w == b"\"label\""), "in the alloc layout, not a JSON frame");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Allocations and frees: device (plain, pitched, stream-ordered, from a pool), managed, pinned and registered
 //! host memory, and virtual memory mappings.
 
+use cudarc::driver::sys as cu;
 use streamtrace_format::{AllocKind, FreeKind};
 
 use crate::call_kinds::Detail;
@@ -88,6 +89,41 @@ pub fn unmap(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) 
     // Safety: cuMemUnmap's block is (ptr, size): MemMap.
     let Some(p) = (unsafe { data.params::<MemMap>() }) else { return };
     state.unmapped(cx.call, p.ptr, p.size as u64);
+}
+
+/// cuIpcOpenMemHandle and cuMemPoolImportPointer: another process's block mapped into this one. Filed as a block
+/// of this process, so that its kernels' pointer arguments fall in it (tier T1) as they do in a block of its own;
+/// the call says the address alone, so the size is the driver's range of the mapping.
+pub fn ipc_open(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    imported(state, cx, data, "cuIpcOpenMemHandle");
+}
+
+pub fn pool_import(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    imported(state, cx, data, "cuMemPoolImportPointer");
+}
+
+/// How findings name a block another process exported.
+const IMPORTED: &str = "imported from another process";
+
+fn imported(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>, api: &'static str) {
+    // Safety: both calls' blocks start with the address's out-parameter: ImportedPointer.
+    let Some(p) = (unsafe { data.params::<ImportedPointer>() }) else { return };
+    // Safety: the call succeeded, so the driver wrote the address through `pdptr`.
+    let Some(address) = (unsafe { written(p.pdptr) }) else { return };
+    let (mut base, mut bytes) = (0, 0);
+    // Safety: asks the driver for the mapping that holds a device address it just returned, into two locals; the
+    // capture's re-entry guard keeps this call unrecorded.
+    let known = unsafe { cu::cuMemGetAddressRange_v2(&mut base, &mut bytes, address) } == cu::CUresult::CUDA_SUCCESS;
+    if known && bytes > 0 {
+        state.allocated_named(cx.call, base, bytes as u64, AllocKind::Device, None, Some(IMPORTED), api);
+    }
+}
+
+/// cuIpcCloseMemHandle: the mapping ends on the host, with no synchronization of the device (as an unmap).
+pub fn ipc_close(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
+    // Safety: cuIpcCloseMemHandle's block is MemFree (the mapped address).
+    let Some(p) = (unsafe { data.params::<MemFree>() }) else { return };
+    state.freed(cx.call, p.dptr, FreeKind::VirtualUnmap, None, "cuIpcCloseMemHandle");
 }
 
 pub fn free(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {

@@ -497,6 +497,7 @@ mod tests {
             bytes: 3 * 4096,
             kind: AllocKind::Host,
             stream: None,
+            label: None,
             api: "cuMemHostAlloc",
         };
         batch.push(call(), alloc);
