@@ -1,13 +1,16 @@
 //! fork() in a captured program: the state lock is held across the fork, so that the child does not inherit
-//! it locked by a thread that does not exist there, and the child notes its own process id, so that its first
-//! recorded call starts its own trace file (state.rs), and that it is a forked child, which may end in _exit
-//! (its synchronizations write what is pending, callback.rs), and forgets the guard faults its parent's threads
-//! had queued (the parent records them). Touches the state lock, the process id and the fault queue only.
+//! it locked by a thread that does not exist there; meanwhile the forking thread's own pthread calls (those of
+//! fork handlers run after this one) pass the host-synchronization bookkeeping by, which may need that lock.
+//! The child notes its own process id, so that its first recorded call starts its own trace file (state.rs),
+//! and that it is a forked child, which may end in _exit (its synchronizations write what is pending,
+//! callback.rs), and forgets the guard faults its parent's threads had queued (the parent records them).
+//! Touches the state lock, the process id, the fault queue and the forking thread's bookkeeping switch only.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::MutexGuard;
 
+use crate::host_sync;
 use crate::origin;
 use crate::process_state::ProcessState;
 use crate::state::STATE;
@@ -25,6 +28,7 @@ pub fn register_handlers() {
 
 extern "C" fn before_fork() {
     let _ = std::panic::catch_unwind(|| {
+        host_sync::pass_calls_on(true);
         let guard = STATE.lock().ok();
         FORK_GUARD.with(|slot| *slot.borrow_mut() = guard);
     });
@@ -32,7 +36,10 @@ extern "C" fn before_fork() {
 
 /// In the parent: release the lock taken before the fork.
 extern "C" fn after_fork_in_parent() {
-    let _ = std::panic::catch_unwind(|| FORK_GUARD.with(|slot| slot.borrow_mut().take()));
+    let _ = std::panic::catch_unwind(|| {
+        FORK_GUARD.with(|slot| slot.borrow_mut().take());
+        host_sync::pass_calls_on(false);
+    });
 }
 
 /// Whether this process was forked from a captured one (and so may end in _exit, as multiprocessing workers do).

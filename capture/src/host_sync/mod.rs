@@ -85,6 +85,13 @@ pub fn interposing() -> bool {
     false
 }
 
+/// Whether the calling thread's interposed calls pass straight on, without bookkeeping: on while it forks
+/// (fork.rs holds the capture's state lock from its fork handler to the end of fork(), and the fork handlers of
+/// other libraries that run after it lock and unlock mutexes of their own: OpenBLAS joins its threads).
+pub fn pass_calls_on(on: bool) {
+    let _ = BUSY.try_with(|busy| busy.set(on));
+}
+
 /// Runs an interposer's bookkeeping for a call of `api`, once per call (a call made meanwhile by the bookkeeping
 /// itself, or by a signal handler, passes through), with errno kept and panics caught.
 fn bookkeeping(api: &'static str, work: impl FnOnce()) {

@@ -3,11 +3,12 @@
 //! the releasing threads knew. A mutex's unlock replaces them (`Store`), a semaphore's post or a read lock's
 //! unlock adds to them (`Join`). 256 shards by address, each a futex mutex (Rust's own, never a pthread one)
 //! around a map, with a version that changes with every change, so that a thread re-locking a mutex nobody
-//! else released does not take the shard's lock. Held across fork (the child starts empty). Touches only its
-//! own statics (and counts what it does for the cost split, cost.rs).
+//! else released does not take the shard's lock. Never held across fork: other libraries' fork handlers lock
+//! their mutexes after ours ran (OpenBLAS joins its threads), and those calls come here; the child starts on a
+//! new, empty table instead, leaving the one it inherited (perhaps locked by a thread it does not have) as it
+//! is. Touches only its own statics (and counts what it does for the cost split, cost.rs).
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, Once, PoisonError};
 
 use rustc_hash::{FxBuildHasher, FxHashMap};
@@ -36,9 +37,28 @@ struct Shard {
     objects: Mutex<Objects>,
 }
 
-static TABLE: [Shard; SHARDS] =
-    [const { Shard { version: AtomicU64::new(0), objects: Mutex::new(FxHashMap::with_hasher(FxBuildHasher)) } };
-        SHARDS];
+struct Table {
+    shards: [Shard; SHARDS],
+}
+
+impl Table {
+    const fn new() -> Table {
+        Table {
+            shards: [const {
+                Shard { version: AtomicU64::new(0), objects: Mutex::new(FxHashMap::with_hasher(FxBuildHasher)) }
+            }; SHARDS],
+        }
+    }
+}
+
+/// The process's first table; a forked child moves to a new one (`after_fork_in_child`).
+static FIRST_TABLE: Table = Table::new();
+static TABLE: AtomicPtr<Table> = AtomicPtr::new(&FIRST_TABLE as *const Table as *mut Table);
+
+fn table() -> &'static Table {
+    // Safety: TABLE points at FIRST_TABLE or at a table leaked for good, never freed.
+    unsafe { &*TABLE.load(Ordering::Acquire) }
+}
 
 /// Marks forgotten because a shard was full or an object had too many releasers (a `Join` past
 /// `MarkSet::CAPACITY` threads forgets its oldest).
@@ -46,7 +66,7 @@ pub static DROPPED: AtomicU64 = AtomicU64::new(0);
 
 fn shard(object: usize) -> &'static Shard {
     // Sync objects are 4- or 8-byte aligned, often in arrays of structs: mix the address.
-    &TABLE[(object.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) % SHARDS]
+    &table().shards[(object.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) % SHARDS]
 }
 
 fn lock(shard: &'static Shard) -> MutexGuard<'static, Objects> {
@@ -103,44 +123,26 @@ pub fn forget(object: usize) {
     }
 }
 
-thread_local! {
-    /// The shards' locks, held by the forking thread across fork().
-    static FORK_GUARDS: RefCell<Vec<MutexGuard<'static, Objects>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Registers the fork handlers, once, before the first object is put: no thread of the child may find a
-/// shard locked by a thread the child does not have.
+/// Registers the fork handler, once, before the first object is put.
 fn register_fork_handlers() {
     static REGISTERED: Once = Once::new();
-    // Safety: registers plain extern "C" functions that take and release the shards' locks around fork().
+    // Safety: registers a plain extern "C" function for the child of a fork.
     REGISTERED.call_once(|| unsafe {
-        libc::pthread_atfork(Some(before_fork), Some(after_fork_in_parent), Some(after_fork_in_child));
+        libc::pthread_atfork(None, None, Some(after_fork_in_child));
     });
 }
 
-extern "C" fn before_fork() {
-    let _ = std::panic::catch_unwind(|| {
-        let guards: Vec<_> = TABLE.iter().map(lock).collect();
-        FORK_GUARDS.with(|slot| *slot.borrow_mut() = guards);
-    });
-}
-
-extern "C" fn after_fork_in_parent() {
-    let _ = std::panic::catch_unwind(|| FORK_GUARDS.with(|slot| slot.borrow_mut().clear()));
-}
-
-/// In the child: its trace starts empty, and so do the objects.
+/// In the child: its trace starts empty, and so do the objects, on a new table (the inherited shards may be
+/// locked by threads that are not in the child, or be halfway through a change). Its versions go on from the
+/// old ones', so that no remembered version matches by chance.
 extern "C" fn after_fork_in_child() {
     let _ = std::panic::catch_unwind(|| {
-        FORK_GUARDS.with(|slot| {
-            for guard in slot.borrow_mut().iter_mut() {
-                guard.clear();
-            }
-            slot.borrow_mut().clear();
-        });
-        for shard in &TABLE {
-            shard.version.fetch_add(1, Ordering::Release);
+        let inherited = table();
+        let fresh = Box::new(Table::new());
+        for (new, old) in fresh.shards.iter().zip(&inherited.shards) {
+            new.version.store(old.version.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         }
+        TABLE.store(Box::leak(fresh), Ordering::Release);
         super::after_fork_in_child();
     });
 }
