@@ -11,7 +11,10 @@
 #   GPU_DIR=...         where the binaries and the tarball go (default .gpu of this checkout)
 #   NVCC=...            nvcc to use (default the PyPI nvcc under /opt/nvcc: python3 -m venv /opt/nvcc &&
 #                       /opt/nvcc/bin/pip install nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-nvrtc
-#                       nvidia-cublas nvidia-cufft nvidia-curand nvidia-cuda-cccl)
+#                       nvidia-cublas nvidia-cufft nvidia-curand nvidia-cuda-cccl; the third wave also needs
+#                       nvidia-cusolver nvidia-cusparse nvidia-npp nvidia-nvjpeg nvidia-nvjitlink of CUDA 13.0, given
+#                       as LIBS_INCLUDE/LIBS_DIR; pin nvidia-nvvm==13.0.* and nvidia-cuda-crt==13.0.*: a newer nvvm
+#                       writes PTX 9.5, which ptxas 13.0 refuses)
 #   NVTX_INCLUDE=...    a folder holding nvtx3/ (cudaGraphsPerfScaling includes nvtx3/nvToolsExt.h)
 #   LIBS_INCLUDE=, LIBS_DIR=  cusparse.h and libcusparse.so.12 (conjugateGradientCudaGraphs)
 #   CUDA_SAMPLES_TREE=...  a folder holding the snapshot's Common/ and Samples/ instead of the git clone
@@ -91,6 +94,29 @@ samples=(
   # cuRAND's host generator (the CPU reference in MonteCarlo_gold.cpp).
   "MonteCarloMultiGPU|5_Domain_Specific/MonteCarloMultiGPU|MonteCarlo_gold.cpp MonteCarlo_kernel.cu multithreading.cpp MonteCarloMultiGPU.cpp|-l:libcurand.so.10"
   "UnifiedMemoryPerf|6_Performance/UnifiedMemoryPerf|helperFunctions.cpp matrixMultiplyPerf.cu commonKernels.cu|"
+  # Third wave: CUDA libraries with their streams (cuSOLVER, cuSPARSE, cuRAND, cuBLAS, nvJPEG, NPP, nvJitLink,
+  # Thrust), compressible VMM memory, dynamic parallelism. cuSOLVER needs cuBLAS, cuSPARSE and nvJitLink beside it
+  # at link time (its DT_NEEDED): all in LIBS_DIR on the GPU machine.
+  "simpleAttributes|0_Introduction/simpleAttributes|simpleAttributes.cu|"
+  "radixSortThrust|2_Concepts_and_Techniques/radixSortThrust|radixSortThrust.cu|"
+  "conjugateGradientUM|4_CUDA_Libraries/conjugateGradientUM|main.cpp|-I$LIBS_INCLUDE -l:libcublas.so.13 -L$LIBS_DIR -l:libcusparse.so.12"
+  "conjugateGradientPrecond|4_CUDA_Libraries/conjugateGradientPrecond|main.cpp|-I$LIBS_INCLUDE -l:libcublas.so.13 -L$LIBS_DIR -l:libcusparse.so.12"
+  "cuSolverDn_LinearSolver|4_CUDA_Libraries/cuSolverDn_LinearSolver|cuSolverDn_LinearSolver.cpp mmio.c mmio_wrapper.cpp|-I$LIBS_INCLUDE -L$LIBS_DIR -l:libcusolver.so.12 -l:libcublas.so.13 -l:libcusparse.so.12"
+  "cuSolverSp_LinearSolver|4_CUDA_Libraries/cuSolverSp_LinearSolver|cuSolverSp_LinearSolver.cpp mmio.c mmio_wrapper.cpp|-I$LIBS_INCLUDE -L$LIBS_DIR -l:libcusolver.so.12 -l:libcusparse.so.12"
+  "MC_EstimatePiInlineP|2_Concepts_and_Techniques/MC_EstimatePiInlineP|src/main.cpp src/piestimator.cu src/test.cpp|-Iinc"
+  "MC_SingleAsianOptionP|2_Concepts_and_Techniques/MC_SingleAsianOptionP|src/main.cpp src/pricingengine.cu src/test.cpp|-Iinc"
+  "MersenneTwisterGP11213|4_CUDA_Libraries/MersenneTwisterGP11213|MersenneTwister.cpp|-l:libcurand.so.10"
+  "simpleCUBLAS|4_CUDA_Libraries/simpleCUBLAS|simpleCUBLAS.cpp|-l:libcublas.so.13"
+  "cudaCompressibleMemory|3_CUDA_Features/cudaCompressibleMemory|saxpy.cu compMalloc.cpp|-lcuda"
+  "reduction|2_Concepts_and_Techniques/reduction|reduction.cpp reduction_kernel.cu|"
+  "threadFenceReduction|2_Concepts_and_Techniques/threadFenceReduction|threadFenceReduction.cu|"
+  "lineOfSight|4_CUDA_Libraries/lineOfSight|lineOfSight.cu|"
+  "cdpAdvancedQuicksort|3_CUDA_Features/cdpAdvancedQuicksort|cdpAdvancedQuicksort.cu cdpBitonicSort.cu|-lcudadevrt"
+  "jitLto|4_CUDA_Libraries/jitLto|jitLto.cpp|-I$LIBS_INCLUDE -l:libnvrtc.so.13 -L$LIBS_DIR -l:libnvJitLink.so.13 -lcuda"
+  "binomialOptions|5_Domain_Specific/binomialOptions|binomialOptions.cpp binomialOptions_gold.cpp binomialOptions_kernel.cu|"
+  "segmentationTreeThrust|2_Concepts_and_Techniques/segmentationTreeThrust|segmentationTree.cu|"
+  "nvJPEG|4_CUDA_Libraries/nvJPEG|nvJPEG.cpp|-I$LIBS_INCLUDE -L$LIBS_DIR -l:libnvjpeg.so.13"
+  "watershedSegmentationNPP|4_CUDA_Libraries/watershedSegmentationNPP|watershedSegmentationNPP.cpp|-I$LIBS_INCLUDE -L$LIBS_DIR -l:libnppisu.so.13 -l:libnppif.so.13 -l:libnppc.so.13"
 )
 # What samples read at run time, into bin/ (see above): folder under Samples/ | source there | how (an nvcc output
 # option, or copy) | file name the program looks for. vectorAddDrv, simpleDrvRuntime and vectorAddMMAP all load
@@ -102,6 +128,16 @@ companions=(
   "2_Concepts_and_Techniques/threadMigration|threadMigration_kernel.cu|-fatbin|threadMigration_kernel64.fatbin"
   "3_CUDA_Features/memMapIPCDrv|memMapIpc_kernel.cu|-ptx|memMapIpc_kernel64.ptx"
   "3_CUDA_Features/ptxjit|ptxjit_kernel.cu|-ptx|ptxjit_kernel64.ptx"
+  # Third wave: the samples' own data (a folder copied whole; folders under ../ are the snapshot's Common/).
+  "4_CUDA_Libraries/cuSolverDn_LinearSolver|gr_900_900_crg.mtx|copy|gr_900_900_crg.mtx"
+  "4_CUDA_Libraries/cuSolverSp_LinearSolver|lap2D_5pt_n100.mtx|copy|lap2D_5pt_n100.mtx"
+  "2_Concepts_and_Techniques/segmentationTreeThrust|data/test.ppm|copy|test.ppm"
+  "2_Concepts_and_Techniques/segmentationTreeThrust|data/ref_00.ppm|copy|ref_00.ppm"
+  "2_Concepts_and_Techniques/segmentationTreeThrust|data/ref_09.ppm|copy|ref_09.ppm"
+  "4_CUDA_Libraries/nvJPEG|images|copy|images"
+  "../Common/data|teapot_512x512_8u_Gray.raw|copy|teapot_512x512_8u_Gray.raw"
+  "../Common/data|CT_skull_512x512_8u_Gray.raw|copy|CT_skull_512x512_8u_Gray.raw"
+  "../Common/data|Rocks_512x512_8u_Gray.raw|copy|Rocks_512x512_8u_Gray.raw"
 )
 
 # --tree DIR: the snapshot's folders that CUDA_SAMPLES_TREE mode needs, written into DIR (to carry to the GPU machine).
@@ -115,6 +151,11 @@ if [ "${1:-}" = --tree ]; then
   mkdir -p "$dest"
   git --git-dir="$git_dir" archive HEAD "${folders[@]}" 2>/dev/null \
     | tar -x -C "$dest" --exclude=doc --exclude=.vscode --exclude=Common/data --exclude=Common/lib
+  # Common/data is left out but for the files a companion names (watershedSegmentationNPP's images).
+  for entry in "${companions[@]}"; do
+    IFS='|' read -r folder file how target <<< "$entry"
+    case "$folder" in ../Common/data) git --git-dir="$git_dir" archive HEAD "Common/data/$file" | tar -x -C "$dest" ;; esac
+  done
   git --git-dir="$git_dir" rev-parse HEAD > "$dest/COMMIT"
   echo "$dest: ${#folders[@]} folders, $(du -sh "$dest" | cut -f1)"
   exit 0
@@ -126,8 +167,9 @@ trap 'rm -rf "$src"' EXIT
 out=$src/pack/cuda-samples
 mkdir -p "$out/bin" "$gpu_dir"
 
-# What the GPU script runs: "label binary args..." (a label per variant; none reads an input file, only the kernels
-# packed beside the binaries; the second wave runs with default arguments, whose sizes keep each run short).
+# What the GPU script runs: "label binary args..." (a label per variant; the first two waves read no input file, only
+# the kernels packed beside the binaries; the second wave runs with default arguments, whose sizes keep each run
+# short; the third wave's data files lie beside the binaries too, nvJPEG's images in data/images/).
 cat > "$out/runs.txt" <<'RUNS'
 asyncAPI asyncAPI
 simpleStreams simpleStreams
@@ -169,6 +211,28 @@ conjugateGradientMultiBlockCG conjugateGradientMultiBlockCG
 simpleCUBLASXT simpleCUBLASXT
 MonteCarloMultiGPU MonteCarloMultiGPU
 UnifiedMemoryPerf UnifiedMemoryPerf
+simpleAttributes simpleAttributes
+radixSortThrust radixSortThrust -iterations=20
+conjugateGradientUM conjugateGradientUM
+conjugateGradientPrecond conjugateGradientPrecond
+cuSolverDn_LinearSolver cuSolverDn_LinearSolver
+cuSolverDn_LinearSolver-qr cuSolverDn_LinearSolver -R=qr
+cuSolverSp_LinearSolver cuSolverSp_LinearSolver
+MC_EstimatePiInlineP MC_EstimatePiInlineP
+MC_SingleAsianOptionP MC_SingleAsianOptionP
+MersenneTwisterGP11213 MersenneTwisterGP11213
+simpleCUBLAS simpleCUBLAS
+cudaCompressibleMemory cudaCompressibleMemory
+reduction reduction
+threadFenceReduction threadFenceReduction
+lineOfSight lineOfSight
+cdpAdvancedQuicksort cdpAdvancedQuicksort
+jitLto jitLto
+binomialOptions binomialOptions
+segmentationTreeThrust segmentationTreeThrust
+nvJPEG nvJPEG -i data/images/
+nvJPEG-pipelined nvJPEG -i data/images/ -pipelined
+watershedSegmentationNPP watershedSegmentationNPP
 RUNS
 
 # One folder of the snapshot into the build's sources, once: from the tree when one is given, else from the clone.
@@ -182,6 +246,7 @@ extract() {
 }
 # git archive names an unrelated missing blob of the snapshot on stderr; what each sample needs is checked below.
 extract Common
+mkdir -p "$src/Samples"
 # The PyPI CUDA wheels lack cuda_profiler_api.h (asyncAPI includes it): the two declarations it holds, as the
 # toolkit's header has them; the functions are in the CUDA runtime.
 mkdir -p "$src/shim"
@@ -217,7 +282,7 @@ for entry in "${companions[@]}"; do
   extract "Samples/$folder"
   ( cd "$src/Samples/$folder"
     if [ "$how" = copy ]; then
-      cmd="cp $file $out/bin/$target"
+      cmd="cp -r $file $out/bin/$target"
     else
       cmd="$NVCC -lineinfo -arch=sm_90 -std=c++17 -I$src/Common $how -o $out/bin/$target $file"
     fi
