@@ -9,7 +9,8 @@ The observer is started with Python functions in place of the capture library's 
 it makes is printed; CPU tensors stand in for CUDA ones. The program runs ops from nn.Module code, plain
 functions, a generator, a callback that C code calls (sorted's key), a thread, a method a class body defines
 (the frames a walk passes on its way to the user's), and a saved-tensor hook whose clones are ops of their own
-inside the ops that save tensors; each record is printed with its extents' shapes (without their addresses).
+inside the ops that save tensors, and ops that change only a tensor's metadata (no extents); each record is
+printed with its extents' shapes (without their addresses).
 """
 import ctypes
 import importlib.util
@@ -101,6 +102,12 @@ with torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t):
 for _ in range(2):  # the second time from the caches
     torch.add(x, 1)
     (x * 2).relu_()
+# Ops that change a tensor's metadata and no byte (torch.distributed.checkpoint's stager sets a tensor's storage):
+# their op_ends read and write nothing.
+staged = torch.empty(0)
+staged.set_(x.untyped_storage(), 0, (3, 4))
+staged.transpose_(0, 1)
+staged.resize_(2, 2)
 
 for name, text in records:  # the addresses differ between runs; the ops, their lines and extents' shapes must not
     fields = json.loads(text)

@@ -175,19 +175,20 @@ def _extent(tensor):
 _host_memory_pinned = None
 
 
-def _is_pinned(tensor):
-    """Whether a CPU tensor with elements lies in pinned memory: by the blocks the capture saw pinned (one lookup),
-    else by asking CUDA (tensor.is_pinned(), a dispatcher op and several driver calls)."""
+def _is_pinned(memory):
+    """Whether a CPU tensor or storage with bytes lies in pinned memory: by the blocks the capture saw pinned (one
+    lookup), else by asking CUDA (is_pinned(), a dispatcher op and several driver calls)."""
     if _host_memory_pinned is not None:
-        known = _host_memory_pinned(tensor.data_ptr())
+        known = _host_memory_pinned(memory.data_ptr())
         if known >= 0:
             return known == 1
-    return tensor.is_pinned()
+    return memory.is_pinned()
 
 
 def _record_host_reads(torch, emit, lines):
-    """`.numpy()` and `.tolist()` hand a pinned CPU tensor's bytes to the host without a dispatcher op: each is
-    recorded as a host read (rule 12), with the caller's line."""
+    """`.numpy()` and `.tolist()` hand a pinned CPU tensor's bytes to the host without a dispatcher op, and
+    `torch.save` (torch.distributed.checkpoint too) reads each CPU storage it writes in C++: each is recorded as
+    a host read (rule 12), with the caller's line."""
     Tensor = torch.Tensor
 
     def reading(name, method):
@@ -211,6 +212,27 @@ def _record_host_reads(torch, emit, lines):
         if method is not None:
             setattr(Tensor, name, reading(name, method))
 
+    Storage = getattr(torch, "UntypedStorage", None)
+    Writer = getattr(torch._C, "PyTorchFileWriter", None)
+    write_record = getattr(Writer, "write_record", None)
+    if Storage is None or write_record is None:
+        return
+
+    def saving(self, name, data, size, *args, **kwargs):
+        result = write_record(self, name, data, size, *args, **kwargs)  # the bytes are read by now
+        try:
+            if isinstance(data, Storage) and data.device.type == "cpu" and size > 0 and _is_pinned(data):
+                emit('{"type":"host_access","name":"torch.save","reads":[[%d,%d]],"writes":[],"src":%s}' % (
+                    data.data_ptr(), size, lines.at()))
+        except Exception:
+            pass  # recording must never change what the call does
+        return result
+
+    try:
+        Writer.write_record = saving
+    except (AttributeError, TypeError):
+        pass  # a writer class that cannot be changed: saves stay unrecorded
+
 
 def _record_creation_lines(torch, emit, lines):
     """Names streams and events by the Python line that created them, for reports: a `creation` record with the
@@ -220,11 +242,11 @@ def _record_creation_lines(torch, emit, lines):
     import linecache
 
     def creation(kind, handle, src):
-        text = ""
-        if src != "null":
-            place = json.loads(src)
-            path, _, number = place.rpartition(":")
-            text = linecache.getline(path, int(number)).strip() if number.isdigit() else ""
+        if src == "null":
+            return  # made where no line of the program is on the stack (FSDP's events on autograd's thread)
+        place = json.loads(src)
+        path, _, number = place.rpartition(":")
+        text = linecache.getline(path, int(number)).strip() if number.isdigit() else ""
         emit('{"type":"creation","%s":%d,"src":%s,"label":%s}' % (kind, handle, src, json.dumps(text[:200])))
 
     Stream, Event = torch.cuda.Stream, torch.cuda.Event
@@ -352,6 +374,14 @@ def _say_observer_costs(observer):
 # The c10d ops that only read the tensors of their first argument.
 _C10D_READERS = ("c10d::send", "c10d::barrier", "c10d::monitored_barrier_")
 
+# In-place ops that change what a tensor is (its storage, sizes, strides, flags) and no byte of memory, though
+# their schemas mark `self` written: they read and write nothing (torch_observer.cpp's is_metadata_only).
+_METADATA_ONLY_OPS = frozenset((
+    "aten::set_", "aten::resize_", "aten::resize_as_", "aten::_resize_output_", "aten::as_strided_",
+    "aten::transpose_", "aten::t_", "aten::squeeze_", "aten::unsqueeze_", "aten::swapdims_", "aten::swapaxes_",
+    "aten::detach_", "aten::requires_grad_", "aten::rename_", "aten::set_data", "aten::record_stream",
+    "aten::sparse_resize_", "aten::resize_as_sparse_", "aten::_coalesced_"))
+
 
 def _start_dispatch_mode(torch, begin, emit, end, lines):
     """Records ops with a Python TorchDispatchMode entered on this thread and every thread started later.
@@ -373,7 +403,7 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
             # c10d's collectives and point-to-point ops write the tensors of their first argument whatever
             # their schemas mark (as torch_observer.cpp says); send and the barriers only read theirs.
             c10d_writer = schema.name.startswith("c10d::") and schema.name not in _C10D_READERS
-            info = tuple(
+            info = () if schema.name in _METADATA_ONLY_OPS else tuple(
                 (index, argument.name,
                  (argument.alias_info is not None and argument.alias_info.is_write) or (c10d_writer and index == 0))
                 for index, argument in enumerate(schema.arguments)
@@ -420,7 +450,8 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
         (no new bytes), and whether it is a view that writes no argument either (it touches no byte at all)."""
         alias = aliasing.get(func)
         if alias is None:
-            returns_alias = any(result.alias_info is not None for result in func._schema.returns)
+            metadata_only = func._schema.name in _METADATA_ONLY_OPS
+            returns_alias = metadata_only or any(result.alias_info is not None for result in func._schema.returns)
             writes = any(written for _, _, written in arguments_of(func))
             alias = aliasing[func] = (returns_alias, returns_alias and not writes)
         return alias

@@ -55,6 +55,7 @@
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 // The rest of the CPython functions used to find the calling Python line (python_frames.h declares those its walk
@@ -374,7 +375,23 @@ struct OpFacts {
   std::vector<bool> written;     // per schema argument: does the op write it (Tensor(a!))
   int group_argument = -1;       // a c10d op's ProcessGroup argument, or -1
   bool torch_own = false;        // an op of PyTorch's own (aten, prims, c10d...): its native frames are PyTorch's
+  bool metadata_only = false;    // it changes a tensor's metadata (shape, storage), no byte: reads and writes none
 };
+
+// In-place ops whose schemas mark `self` written (Tensor(a!)) but that change only what the tensor is (its
+// storage, sizes, strides, flags), not a byte of memory: `y.set_(storage)` by torch.distributed.checkpoint's
+// stager, `resize_`, `transpose_`. Counted as writes, they raced with the copies into the same bytes. Their
+// CUDA work, where they make any (a resize that grows copies the old bytes), is recorded as its own copies.
+// Kept in step with METADATA_ONLY_OPS in sitecustomize.py.
+bool is_metadata_only(const std::string& schema_name) {
+  static const std::unordered_set<std::string> kOps = {
+      "aten::set_",          "aten::resize_",        "aten::resize_as_",      "aten::_resize_output_",
+      "aten::as_strided_",   "aten::transpose_",     "aten::t_",              "aten::squeeze_",
+      "aten::unsqueeze_",    "aten::swapdims_",      "aten::swapaxes_",       "aten::detach_",
+      "aten::requires_grad_", "aten::rename_",       "aten::set_data",        "aten::record_stream",
+      "aten::sparse_resize_", "aten::resize_as_sparse_", "aten::_coalesced_"};
+  return kOps.count(schema_name) > 0;
+}
 
 // The namespaces of PyTorch's own ops. The native call site of their kernels lies in libtorch, which names
 // nothing the user wrote; an op of another namespace (a C++ extension's) keeps its native frames when it has no
@@ -459,6 +476,7 @@ const OpFacts* facts_of(ThreadState& thread, const at::RecordFunction& fn) {
     facts.written[0] = true;
   }
   facts.torch_own = is_torch_own(facts.schema_name);
+  facts.metadata_only = is_metadata_only(facts.schema_name);
   if (facts.schema_name.rfind("c10d::", 0) == 0) {
     const auto& arguments = schema->arguments();
     for (size_t index = 0; index < arguments.size(); ++index) {
@@ -652,6 +670,9 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     auto note_storage = [&](const at::Tensor& tensor) { op.storages.push_back(storage_of(tensor)); };
     for (size_t index = 0; index < inputs.size(); ++index) {
       for_each_tensor(inputs[index], note_storage);
+      if (facts->metadata_only) {
+        continue;
+      }
       if (index < facts->written.size() && facts->written[index]) {
         op.written.push_back(inputs[index]);
       } else {
@@ -734,8 +755,10 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
         append_extent({writes, host_writes}, tensor);
       }
     };
-    for (const c10::IValue& output : fn.outputs()) {
-      for_each_tensor(output, take_output);
+    if (!op.facts->metadata_only) {
+      for (const c10::IValue& output : fn.outputs()) {
+        for_each_tensor(output, take_output);
+      }
     }
     writes += ']';
     host_writes += ']';

@@ -90,16 +90,22 @@ pub extern "C" fn InitializeInjection() -> i32 {
 
 /// Whether host memory at `address` is pinned, by the blocks the capture saw allocated and registered: 1 pinned,
 /// 0 not, -1 when the capture cannot say (not recording). The PyTorch observer asks it of every CPU tensor an op
-/// takes, instead of the driver (`isPinnedPtr` makes several driver calls each time).
+/// takes, instead of the driver (`isPinnedPtr` makes several driver calls each time). A process that recorded
+/// nothing yet pinned nothing the capture saw: it is answered without starting its trace (a forked DataLoader
+/// worker asks for every CPU tensor it batches, and would leave a trace of nothing, cut short by its `_exit`).
 #[no_mangle]
 pub extern "C" fn streamtrace_host_memory_pinned(address: u64) -> i32 {
     if !ENABLED.load(Ordering::Relaxed) {
         return -1;
     }
     let outcome = std::panic::catch_unwind(|| {
-        let Ok(mut slot) = STATE.lock() else { return -1 };
-        let Some(state) = state_for_this_process(&mut slot) else { return -1 };
-        i32::from(state.recorded_memory_at(address) == Some(streamtrace_format::MemoryKind::Pinned))
+        let Ok(slot) = STATE.lock() else { return -1 };
+        match slot.as_ref() {
+            Some(state) if state.pid == origin::current_pid() => {
+                i32::from(state.recorded_memory_at(address) == Some(streamtrace_format::MemoryKind::Pinned))
+            }
+            _ => 0,
+        }
     });
     outcome.unwrap_or(-1)
 }

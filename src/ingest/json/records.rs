@@ -104,7 +104,9 @@ impl JsonTraceParser {
             (None, Some(_)) => Entity::Event(self.event(process, raw.event)?),
             _ => return Err(Problem::malformed("a creation record names exactly one of `stream` and `event`")),
         };
-        let Some(text) = raw.src.as_deref() else { return Err(Problem::malformed("a creation record without `src`")) };
+        // Written by earlier captures for an object made where no line of the program was on the stack: it
+        // names nothing.
+        let Some(text) = raw.src.as_deref() else { return Ok(()) };
         let source = self.source(text);
         let text = raw.label.as_deref().map(|label| self.intern(label));
         out.push(Ok(TraceRecord::Created(Creation { entity, source, text })));
