@@ -9,9 +9,10 @@ The observer is started with Python functions in place of the capture library's 
 it makes is printed; CPU tensors stand in for CUDA ones. The program runs ops from nn.Module code, plain
 functions, a generator, a callback that C code calls (sorted's key), a thread, a method a class body defines
 (the frames a walk passes on its way to the user's), and a saved-tensor hook whose clones are ops of their own
-inside the ops that save tensors, and ops that change only a tensor's metadata (no extents); each record is
-printed with its extents' shapes (without their addresses).
+inside the ops that save tensors, a pool thread that runs only library code (its ops take the innermost library
+line), and ops that change only a tensor's metadata (no extents); each record is printed with its extents' shapes (without their addresses).
 """
+import concurrent.futures
 import ctypes
 import importlib.util
 import json
@@ -102,6 +103,10 @@ with torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t):
 for _ in range(2):  # the second time from the caches
     torch.add(x, 1)
     (x * 2).relu_()
+# A thread that runs library code only (torch.distributed.checkpoint's stager runs so): its ops take the innermost
+# library line, here concurrent.futures' call of the function.
+with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pool") as pool:
+    pool.submit(torch.add, x, 1).result()
 # Ops that change a tensor's metadata and no byte (torch.distributed.checkpoint's stager sets a tensor's storage):
 # their op_ends read and write nothing.
 staged = torch.empty(0)

@@ -130,8 +130,10 @@ class _SourceLines:
             listener(path)
 
     def at(self, depth=2):
-        """The line of the caller `depth` frames up or further out, as a JSON string, or null."""
+        """The line of the caller `depth` frames up or further out, as a JSON string; on a stack without a user
+        frame (a thread a library started), its innermost frame of a real file; else null."""
         frame = sys._getframe(depth)
+        innermost = None
         while frame is not None:
             filename = frame.f_code.co_filename
             user = self.user_files.get(filename)
@@ -141,8 +143,12 @@ class _SourceLines:
                 self.quoted_files[filename] = json.dumps(filename)[1:-1]
             if user:
                 return '"%s:%d"' % (self.quoted_files[filename], frame.f_lineno)
+            if innermost is None and not filename.startswith("<"):
+                innermost = frame
             frame = frame.f_back
-        return "null"
+        if innermost is None:
+            return "null"
+        return '"%s:%d"' % (self.quoted_files[innermost.f_code.co_filename], innermost.f_lineno)
 
 
 def _extent(tensor):

@@ -239,40 +239,57 @@ const CodeFacts& facts_of(struct _object* code) {
   return code_facts.emplace(code, std::move(facts)).first->second;
 }
 
-// The innermost user frame of the calling thread's Python stack as a JSON string ("file:line"), or null. Needs
-// the GIL.
+// Whether a frame of a file may name an op's line when no user frame is on the stack: a real file (a thread that
+// torch.distributed.checkpoint or a DataLoader started runs only library code, and its innermost library line
+// says more than none).
+bool names_a_place(const CodeFacts& facts) {
+  return !facts.file.empty() && facts.file[0] != '<';
+}
+
+// `"file:line"` of `frame`, whose code object is `code` (kept alive by facts_of).
+void append_frame_line(std::string& out, struct _frame* frame, struct _object* code, const CodeFacts& facts) {
+  out += '"';
+  out += facts.file;
+  out += ':';
+  append_number(out, static_cast<uint64_t>(line_of(frame, code)));
+  out += '"';
+}
+
+// The innermost user frame of the calling thread's Python stack as a JSON string ("file:line"); without one, its
+// innermost frame of a real file; else null. Needs the GIL.
 void append_python_line(std::string& out) {
   struct _frame* frame = PyEval_GetFrame();
   if (frame) {
     Py_IncRef(reinterpret_cast<struct _object*>(frame));
   }
+  std::string innermost;  // the fallback's text
   while (frame) {
     struct _object* code = PyFrame_GetCode(frame);
     const CodeFacts& facts = facts_of(code);
     Py_DecRef(code);  // still alive: facts_of keeps every code object it has seen
     if (facts.user) {
-      out += '"';
-      out += facts.file;
-      out += ':';
-      append_number(out, static_cast<uint64_t>(line_of(frame, code)));
-      out += '"';
+      append_frame_line(out, frame, code, facts);
       Py_DecRef(reinterpret_cast<struct _object*>(frame));
       return;
+    }
+    if (innermost.empty() && names_a_place(facts)) {
+      append_frame_line(innermost, frame, code, facts);
     }
     struct _frame* back = PyFrame_GetBack(frame);
     Py_DecRef(reinterpret_cast<struct _object*>(frame));
     frame = back;
   }
-  out += "null";
+  out += innermost.empty() ? "null" : innermost;
 }
 
 // One thread's copies of what it learned of its frames (python_frames.h: read without the GIL, so nothing shared
-// that another thread may change is touched): whether a code object is the user's, and the line text of a user
-// frame's instruction. Filled under the GIL at the first sight of each; emptied when the library files change.
+// that another thread may change is touched): whether a code object is the user's, and the line text of a
+// frame's instruction that named a line (a user frame's, or the innermost one's on a stack without any). Filled
+// under the GIL at the first sight of each; emptied when the library files change.
 struct ThreadLines {
   uint64_t generation = 0;
   std::unordered_map<const void*, bool> user_code;
-  std::unordered_map<InstructionKey, std::string, InstructionHash> texts;  // "\"file:line\""
+  std::unordered_map<InstructionKey, std::string, InstructionHash> texts;  // "\"file:line\"", or "null"
 };
 
 // The calling Python line from the thread's own frames (python_frames.h), into `out`; with `gil` (held) what the
@@ -291,7 +308,32 @@ bool append_walked_line(const void* thread_state, bool gil, std::string& out) {
   }
   const std::string* text = nullptr;
   bool missed = false;
+  InstructionKey innermost{nullptr, 0};  // the stack's innermost frame: the line when no frame is the user's
+  // The text of `key`'s line, learned under the GIL at its first sight; null on a miss without the GIL.
+  auto line_text = [&](const InstructionKey& key) -> const std::string* {
+    auto found = lines->texts.find(key);
+    if (found == lines->texts.end()) {
+      if (!gil) {
+        missed = true;
+        return nullptr;
+      }
+      const CodeFacts& facts = facts_of(key.code);
+      std::string quoted = "null";
+      if (names_a_place(facts)) {
+        quoted = "\"";
+        quoted += facts.file;
+        quoted += ':';
+        append_number(quoted, static_cast<uint64_t>(code_line(key.code, key.offset)));
+        quoted += '"';
+      }
+      found = lines->texts.emplace(key, std::move(quoted)).first;
+    }
+    return &found->second;
+  };
   auto visit = [&](const void* code, int lasti) {
+    if (innermost.code == nullptr) {
+      innermost = {static_cast<struct _object*>(const_cast<void*>(code)), lasti};
+    }
     auto known = lines->user_code.find(code);
     bool user;
     if (known != lines->user_code.end()) {
@@ -306,25 +348,17 @@ bool append_walked_line(const void* thread_state, bool gil, std::string& out) {
     if (!user) {
       return false;
     }
-    InstructionKey key{static_cast<struct _object*>(const_cast<void*>(code)), lasti};
-    auto found = lines->texts.find(key);
-    if (found == lines->texts.end()) {
-      if (!gil) {
-        missed = true;
-        return true;
-      }
-      std::string quoted = "\"";
-      quoted += facts_of(key.code).file;
-      quoted += ':';
-      append_number(quoted, static_cast<uint64_t>(code_line(key.code, lasti)));
-      quoted += '"';
-      found = lines->texts.emplace(key, std::move(quoted)).first;
-    }
-    text = &found->second;
+    text = line_text({static_cast<struct _object*>(const_cast<void*>(code)), lasti});
     return true;
   };
   if (!streamtrace_python::walk_frames(*frame_layout, code_type, thread_state, visit) || missed) {
     return false;
+  }
+  if (text == nullptr && innermost.code != nullptr) {
+    text = line_text(innermost);
+    if (missed) {
+      return false;
+    }
   }
   out += text != nullptr ? text->c_str() : "null";
   return true;
