@@ -1,7 +1,7 @@
 //! The framework entry points (lib.rs) with the capture on: an op's `op_begin` is written before the first
 //! record made inside it, and an op that recorded nothing leaves nothing in the trace (framework.rs).
 
-use crate::live_capture_tests::{capture_on, trace_lines_of};
+use crate::live_capture_tests::{alone, capture_on, trace_lines_of};
 use crate::origin::thread_id;
 use crate::{
     streamtrace_framework_op_begin_unsited, streamtrace_framework_op_close, streamtrace_framework_op_end,
@@ -91,4 +91,18 @@ fn an_op_that_records_nothing_leaves_nothing_and_one_that_does_begins_before_its
             pair("op_end", ""),
         ]
     );
+}
+
+#[test]
+fn a_process_that_recorded_nothing_is_told_nothing_is_pinned_without_a_trace_of_its_own() {
+    // A process of its own, whose capture state no other test made. A forked DataLoader worker asks for every
+    // CPU tensor it batches; answering used to start the worker's trace, which its `_exit` left cut short.
+    if !alone(
+        "framework_entry_tests::a_process_that_recorded_nothing_is_told_nothing_is_pinned_without_a_trace_of_its_own",
+    ) {
+        return;
+    }
+    capture_on();
+    assert_eq!(crate::streamtrace_host_memory_pinned(0x7f00_0000_1000), 0);
+    assert!(crate::state::STATE.lock().expect("the state").is_none(), "no trace started");
 }

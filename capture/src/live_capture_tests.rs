@@ -40,3 +40,36 @@ pub fn with_state(work: impl FnOnce(&mut ProcessState, Call)) {
     let call = Call { tid: crate::origin::thread_id(), time_ns: crate::origin::now_ns(), correlation: 0, site: 0 };
     work(state, call);
 }
+
+/// Set in a process that [`alone`] starts: the test it names runs its case there.
+const ALONE: &str = "STREAMTRACE_TEST_ALONE";
+
+/// For a test that needs a process of its own (the capture's state untouched by the other tests, fork handlers
+/// registered in a known order): true in that process, where the caller runs its case and returns; elsewhere
+/// runs the test `name` (its full path) there and panics unless it passed within a minute.
+pub fn alone(name: &str) -> bool {
+    if std::env::var(ALONE).is_ok_and(|running| running == name) {
+        return true;
+    }
+    let mut case = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["--exact", name, "--test-threads=1"])
+        .env(ALONE, name)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("started");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = case.try_wait().expect("waited") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = case.kill();
+            panic!("{name} hung in a process of its own");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut case.stdout.take().expect("piped"), &mut out).expect("read");
+    assert!(status.success() && out.contains("1 passed"), "{name}: {status}: {out}");
+    false
+}

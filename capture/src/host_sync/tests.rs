@@ -6,7 +6,7 @@
 use std::ffi::c_void;
 use std::sync::mpsc;
 
-use crate::live_capture_tests::{capture_on, trace_lines_of};
+use crate::live_capture_tests::{alone, capture_on, trace_lines_of};
 use crate::origin::thread_id;
 use crate::record::{Record, SyncTarget};
 
@@ -189,9 +189,6 @@ fn two_threads_that_know_the_same_take_turns_with_a_mutex_without_changing_it() 
     assert!(changes < TURNS / 4, "{changes} changes in {} unlocks", 2 * TURNS);
 }
 
-/// Set in the process that `a_fork_handler_run_after_the_librarys_may_lock_a_mutex` starts: it runs the case.
-const FORK_CASE: &str = "STREAMTRACE_TEST_FORK_HANDLER_CASE";
-
 /// The mutex the case's fork handler locks, as OpenBLAS's handler locks its own to join its threads.
 fn fork_handler_mutex() -> &'static PthreadMutex {
     static MUTEX: std::sync::OnceLock<PthreadMutex> = std::sync::OnceLock::new();
@@ -204,50 +201,29 @@ extern "C" fn fork_handler_locking_a_mutex() {
 
 #[test]
 fn a_fork_handler_run_after_the_librarys_may_lock_a_mutex() {
-    if std::env::var_os(FORK_CASE).is_some() {
-        // Registered before the library's handlers (they are registered at subscription and at the first
-        // release), so run after them: fork() runs the prepare handlers last registered first.
-        // Safety: registers a plain extern "C" function.
-        unsafe { libc::pthread_atfork(Some(fork_handler_locking_a_mutex), None, None) };
-        crate::fork::register_handlers();
-        capture_on();
-        synchronize(); // this thread knows something...
-        let released = PthreadMutex::new(); // kept: the handler's mutex is another object
-        released.lock_and_unlock(); // ...and releases it: the table of objects is in use
-        fork_handler_mutex();
-        // Safety: a fork whose child only exits.
-        let child = unsafe { libc::fork() };
-        if child == 0 {
-            // Safety: ends the child without running the test harness's exit.
-            unsafe { libc::_exit(0) };
-        }
-        let mut status = 0;
-        // Safety: waits for the child just forked.
-        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
-        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status}");
-        fork_handler_mutex().lock_and_unlock(); // the parent goes on locking
+    // A process of its own, so that the case's handler is registered before the library's.
+    if !alone("host_sync::tests::a_fork_handler_run_after_the_librarys_may_lock_a_mutex") {
         return;
     }
-    // A process of its own, so that the case's handler is registered before the library's.
-    let name = "host_sync::tests::a_fork_handler_run_after_the_librarys_may_lock_a_mutex";
-    let mut case = std::process::Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["--exact", name, "--test-threads=1"])
-        .env(FORK_CASE, "1")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("started");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = case.try_wait().expect("waited") {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = case.kill();
-            panic!("the forking process hung in fork()");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    let mut out = String::new();
-    std::io::Read::read_to_string(&mut case.stdout.take().expect("piped"), &mut out).expect("read");
-    assert!(status.success() && out.contains("1 passed"), "{status}: {out}");
+    // Registered before the library's handlers (they are registered at subscription and at the first release),
+    // so run after them: fork() runs the prepare handlers last registered first.
+    // Safety: registers a plain extern "C" function.
+    unsafe { libc::pthread_atfork(Some(fork_handler_locking_a_mutex), None, None) };
+    crate::fork::register_handlers();
+    capture_on();
+    synchronize(); // this thread knows something...
+    let released = PthreadMutex::new(); // kept: the handler's mutex is another object
+    released.lock_and_unlock(); // ...and releases it: the table of objects is in use
+    fork_handler_mutex();
+    // Safety: a fork whose child only exits.
+    let child = unsafe { libc::fork() };
+    if child == 0 {
+        // Safety: ends the child without running the test harness's exit.
+        unsafe { libc::_exit(0) };
+    }
+    let mut status = 0;
+    // Safety: waits for the child just forked.
+    assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status}");
+    fork_handler_mutex().lock_and_unlock(); // the parent goes on locking
 }
