@@ -10,7 +10,8 @@ it makes is printed; CPU tensors stand in for CUDA ones. The program runs ops fr
 functions, a generator, a callback that C code calls (sorted's key), a thread, a method a class body defines
 (the frames a walk passes on its way to the user's), and a saved-tensor hook whose clones are ops of their own
 inside the ops that save tensors, a pool thread that runs only library code (its ops take the innermost library
-line), and ops that change only a tensor's metadata (no extents); each record is printed with its extents' shapes (without their addresses).
+line), and ops that change only a tensor's metadata (no extents, but a growing resize in deterministic mode
+writes); each record is printed with its extents' shapes (without their addresses).
 """
 import concurrent.futures
 import ctypes
@@ -105,14 +106,22 @@ for _ in range(2):  # the second time from the caches
     (x * 2).relu_()
 # A thread that runs library code only (torch.distributed.checkpoint's stager runs so): its ops take the innermost
 # library line, here concurrent.futures' call of the function.
+# So do ops of generated code (no file) that such a thread runs.
+generated_code = {"torch": torch}
+exec(compile("def add_one(x):\n    return torch.add(x, 1)\n", "<generated>", "exec"), generated_code)
 with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pool") as pool:
     pool.submit(torch.add, x, 1).result()
+    pool.submit(generated_code["add_one"], x).result()
 # Ops that change a tensor's metadata and no byte (torch.distributed.checkpoint's stager sets a tensor's storage):
 # their op_ends read and write nothing.
 staged = torch.empty(0)
 staged.set_(x.untyped_storage(), 0, (3, 4))
 staged.transpose_(0, 1)
 staged.resize_(2, 2)
+# ...but a resize that grows fills the bytes it adds in deterministic mode: then it writes them.
+torch.use_deterministic_algorithms(True)
+staged.resize_(5, 5)
+torch.use_deterministic_algorithms(False)
 
 for name, text in records:  # the addresses differ between runs; the ops, their lines and extents' shapes must not
     fields = json.loads(text)

@@ -138,12 +138,12 @@ class _SourceLines:
             filename = frame.f_code.co_filename
             user = self.user_files.get(filename)
             if user is None:
-                user = not filename.startswith(self.library_dirs) and not filename.startswith("<")
+                user = bool(filename) and not filename.startswith(self.library_dirs) and not filename.startswith("<")
                 self.user_files[filename] = user
                 self.quoted_files[filename] = json.dumps(filename)[1:-1]
             if user:
                 return '"%s:%d"' % (self.quoted_files[filename], frame.f_lineno)
-            if innermost is None and not filename.startswith("<"):
+            if innermost is None and filename and not filename.startswith("<"):
                 innermost = frame
             frame = frame.f_back
         if innermost is None:
@@ -227,9 +227,15 @@ def _record_host_reads(torch, emit, lines):
     def saving(self, name, data, size, *args, **kwargs):
         result = write_record(self, name, data, size, *args, **kwargs)  # the bytes are read by now
         try:
-            if isinstance(data, Storage) and data.device.type == "cpu" and size > 0 and _is_pinned(data):
+            address = None
+            if isinstance(data, Storage):
+                if data.device.type == "cpu" and _is_pinned(data):
+                    address = data.data_ptr()
+            elif isinstance(data, int) and _host_memory_pinned is not None and _host_memory_pinned(data) == 1:
+                address = data  # older torch.save, and torch.package, pass the storage's address
+            if address is not None and size > 0:
                 emit('{"type":"host_access","name":"torch.save","reads":[[%d,%d]],"writes":[],"src":%s}' % (
-                    data.data_ptr(), size, lines.at()))
+                    address, size, lines.at()))
         except Exception:
             pass  # recording must never change what the call does
         return result
@@ -383,10 +389,23 @@ _C10D_READERS = ("c10d::send", "c10d::barrier", "c10d::monitored_barrier_")
 # In-place ops that change what a tensor is (its storage, sizes, strides, flags) and no byte of memory, though
 # their schemas mark `self` written: they read and write nothing (torch_observer.cpp's is_metadata_only).
 _METADATA_ONLY_OPS = frozenset((
-    "aten::set_", "aten::resize_", "aten::resize_as_", "aten::_resize_output_", "aten::as_strided_",
-    "aten::transpose_", "aten::t_", "aten::squeeze_", "aten::unsqueeze_", "aten::swapdims_", "aten::swapaxes_",
-    "aten::detach_", "aten::requires_grad_", "aten::rename_", "aten::set_data", "aten::record_stream",
-    "aten::sparse_resize_", "aten::resize_as_sparse_", "aten::_coalesced_"))
+    "aten::set_", "aten::as_strided_", "aten::transpose_", "aten::t_", "aten::squeeze_", "aten::unsqueeze_",
+    "aten::swapdims_", "aten::swapaxes_", "aten::detach_", "aten::requires_grad_", "aten::rename_",
+    "aten::set_data", "aten::record_stream", "aten::sparse_resize_", "aten::sparse_resize_and_clear_",
+    "aten::resize_as_sparse_", "aten::_coalesced_"))
+
+# Resizes touch no byte either, unless deterministic mode fills what they add (torch_observer.cpp's is_resize).
+_RESIZE_OPS = frozenset(("aten::resize_", "aten::resize_as_", "aten::_resize_output_"))
+
+
+def _touches_no_byte(torch, name):
+    """Whether the op named `name` reads and writes no byte now (deterministic mode can be switched any time)."""
+    if name in _METADATA_ONLY_OPS:
+        return True
+    if name not in _RESIZE_OPS:
+        return False
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    return not (deterministic and getattr(torch.utils.deterministic, "fill_uninitialized_memory", True))
 
 
 def _start_dispatch_mode(torch, begin, emit, end, lines):
@@ -409,7 +428,7 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
             # c10d's collectives and point-to-point ops write the tensors of their first argument whatever
             # their schemas mark (as torch_observer.cpp says); send and the barriers only read theirs.
             c10d_writer = schema.name.startswith("c10d::") and schema.name not in _C10D_READERS
-            info = () if schema.name in _METADATA_ONLY_OPS else tuple(
+            info = tuple(
                 (index, argument.name,
                  (argument.alias_info is not None and argument.alias_info.is_write) or (c10d_writer and index == 0))
                 for index, argument in enumerate(schema.arguments)
@@ -456,8 +475,7 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
         (no new bytes), and whether it is a view that writes no argument either (it touches no byte at all)."""
         alias = aliasing.get(func)
         if alias is None:
-            metadata_only = func._schema.name in _METADATA_ONLY_OPS
-            returns_alias = metadata_only or any(result.alias_info is not None for result in func._schema.returns)
+            returns_alias = any(result.alias_info is not None for result in func._schema.returns)
             writes = any(written for _, _, written in arguments_of(func))
             alias = aliasing[func] = (returns_alias, returns_alias and not writes)
         return alias
@@ -554,7 +572,8 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
                 # Extents are taken once the op has run: an op that resizes its output moves it.
                 reads, writes, host_reads, host_writes = [], [], [], []
                 count = len(args)
-                for index, name, written in arguments_of(func):
+                no_byte = _touches_no_byte(torch, func._schema.name)
+                for index, name, written in () if no_byte else arguments_of(func):
                     value = args[index] if index < count else kwargs.get(name) if kwargs else None
                     if value is not None:
                         if written:
@@ -562,7 +581,8 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
                         else:
                             add_extents(value, reads, host_reads)
                 returns_alias, view = outputs_alias(func)
-                if not returns_alias:  # a view touches no byte; an in-place op's are counted
+                view = view or no_byte
+                if not (returns_alias or no_byte):  # a view touches no byte; an in-place op's are counted
                     add_extents(out, writes, host_writes)
                 src = lines.at()
                 if blocks:

@@ -224,7 +224,7 @@ const CodeFacts& facts_of(struct _object* code) {
   CodeFacts facts{false, ""};
   if (struct _object* name = PyObject_GetAttrString(code, "co_filename")) {
     if (const char* text = PyUnicode_AsUTF8(name)) {
-      facts.user = text[0] != '<';
+      facts.user = text[0] != '<' && text[0] != '\0';
       for (const auto& prefix : python_files().library_prefixes) {
         if (std::strncmp(text, prefix.data(), prefix.size()) == 0) {
           facts.user = false;
@@ -284,12 +284,13 @@ void append_python_line(std::string& out) {
 
 // One thread's copies of what it learned of its frames (python_frames.h: read without the GIL, so nothing shared
 // that another thread may change is touched): whether a code object is the user's, and the line text of a
-// frame's instruction that named a line (a user frame's, or the innermost one's on a stack without any). Filled
+// frame's instruction that named a line (a user frame's, or on a stack without any the innermost real file's). Filled
 // under the GIL at the first sight of each; emptied when the library files change.
 struct ThreadLines {
   uint64_t generation = 0;
   std::unordered_map<const void*, bool> user_code;
   std::unordered_map<InstructionKey, std::string, InstructionHash> texts;  // "\"file:line\"", or "null"
+  std::vector<InstructionKey> others;  // reused by each walk: the frames it passed that are not the user's
 };
 
 // The calling Python line from the thread's own frames (python_frames.h), into `out`; with `gil` (held) what the
@@ -308,7 +309,10 @@ bool append_walked_line(const void* thread_state, bool gil, std::string& out) {
   }
   const std::string* text = nullptr;
   bool missed = false;
-  InstructionKey innermost{nullptr, 0};  // the stack's innermost frame: the line when no frame is the user's
+  // The stack's frames that are not the user's, innermost first: the first of a real file names the line when no
+  // frame is the user's (as append_python_line chooses).
+  std::vector<InstructionKey>& others = lines->others;
+  others.clear();
   // The text of `key`'s line, learned under the GIL at its first sight; null on a miss without the GIL.
   auto line_text = [&](const InstructionKey& key) -> const std::string* {
     auto found = lines->texts.find(key);
@@ -331,9 +335,6 @@ bool append_walked_line(const void* thread_state, bool gil, std::string& out) {
     return &found->second;
   };
   auto visit = [&](const void* code, int lasti) {
-    if (innermost.code == nullptr) {
-      innermost = {static_cast<struct _object*>(const_cast<void*>(code)), lasti};
-    }
     auto known = lines->user_code.find(code);
     bool user;
     if (known != lines->user_code.end()) {
@@ -345,19 +346,24 @@ bool append_walked_line(const void* thread_state, bool gil, std::string& out) {
       missed = true;
       return true;
     }
+    InstructionKey key{static_cast<struct _object*>(const_cast<void*>(code)), lasti};
     if (!user) {
+      others.push_back(key);
       return false;
     }
-    text = line_text({static_cast<struct _object*>(const_cast<void*>(code)), lasti});
+    text = line_text(key);
     return true;
   };
   if (!streamtrace_python::walk_frames(*frame_layout, code_type, thread_state, visit) || missed) {
     return false;
   }
-  if (text == nullptr && innermost.code != nullptr) {
-    text = line_text(innermost);
+  for (size_t index = 0; text == nullptr && index < others.size(); ++index) {
+    const std::string* other = line_text(others[index]);
     if (missed) {
       return false;
+    }
+    if (*other != "null") {
+      text = other;
     }
   }
   out += text != nullptr ? text->c_str() : "null";
@@ -410,21 +416,37 @@ struct OpFacts {
   int group_argument = -1;       // a c10d op's ProcessGroup argument, or -1
   bool torch_own = false;        // an op of PyTorch's own (aten, prims, c10d...): its native frames are PyTorch's
   bool metadata_only = false;    // it changes a tensor's metadata (shape, storage), no byte: reads and writes none
+  bool resize = false;           // a resize: no byte either, unless deterministic mode fills what it grows
 };
 
 // In-place ops whose schemas mark `self` written (Tensor(a!)) but that change only what the tensor is (its
 // storage, sizes, strides, flags), not a byte of memory: `y.set_(storage)` by torch.distributed.checkpoint's
-// stager, `resize_`, `transpose_`. Counted as writes, they raced with the copies into the same bytes. Their
-// CUDA work, where they make any (a resize that grows copies the old bytes), is recorded as its own copies.
-// Kept in step with METADATA_ONLY_OPS in sitecustomize.py.
+// stager, `transpose_`. Counted as writes, they raced with the copies into the same bytes. Their CUDA work,
+// where they make any, is recorded as its own copies. Kept in step with _METADATA_ONLY_OPS in sitecustomize.py.
 bool is_metadata_only(const std::string& schema_name) {
   static const std::unordered_set<std::string> kOps = {
-      "aten::set_",          "aten::resize_",        "aten::resize_as_",      "aten::_resize_output_",
-      "aten::as_strided_",   "aten::transpose_",     "aten::t_",              "aten::squeeze_",
-      "aten::unsqueeze_",    "aten::swapdims_",      "aten::swapaxes_",       "aten::detach_",
-      "aten::requires_grad_", "aten::rename_",       "aten::set_data",        "aten::record_stream",
-      "aten::sparse_resize_", "aten::resize_as_sparse_", "aten::_coalesced_"};
+      "aten::set_",          "aten::as_strided_",   "aten::transpose_",       "aten::t_",
+      "aten::squeeze_",      "aten::unsqueeze_",    "aten::swapdims_",        "aten::swapaxes_",
+      "aten::detach_",       "aten::requires_grad_", "aten::rename_",         "aten::set_data",
+      "aten::record_stream", "aten::sparse_resize_", "aten::sparse_resize_and_clear_",
+      "aten::resize_as_sparse_", "aten::_coalesced_"};
   return kOps.count(schema_name) > 0;
+}
+
+// Resizes change no byte (a CUDA one that grows copies the old bytes with a copy of its own), except that with
+// torch.use_deterministic_algorithms and its fill_uninitialized_memory they fill the bytes they add, by kernels
+// inside the op that take its extents. Kept in step with _RESIZE_OPS in sitecustomize.py.
+bool is_resize(const std::string& schema_name) {
+  return schema_name == "aten::resize_" || schema_name == "aten::resize_as_" || schema_name == "aten::_resize_output_";
+}
+
+// Whether an op of `facts` touches no byte now (deterministic mode can be switched at run time).
+bool touches_no_byte(const OpFacts& facts) {
+  if (facts.metadata_only) {
+    return true;
+  }
+  const at::Context& context = at::globalContext();
+  return facts.resize && !(context.deterministicAlgorithms() && context.deterministicFillUninitializedMemory());
 }
 
 // The namespaces of PyTorch's own ops. The native call site of their kernels lies in libtorch, which names
@@ -453,6 +475,7 @@ struct ThreadOp {
   std::string host_reads;               // the same, of CPU tensors in pinned memory
   std::vector<c10::IValue> written;     // the written arguments
   std::vector<const void*> storages;    // the storages of its tensor arguments: an output in one is a view
+  bool no_byte = false;                 // it touches no byte (touches_no_byte at its start): no extents
 };
 
 // Everything this file keeps per thread.
@@ -511,6 +534,7 @@ const OpFacts* facts_of(ThreadState& thread, const at::RecordFunction& fn) {
   }
   facts.torch_own = is_torch_own(facts.schema_name);
   facts.metadata_only = is_metadata_only(facts.schema_name);
+  facts.resize = is_resize(facts.schema_name);
   if (facts.schema_name.rfind("c10d::", 0) == 0) {
     const auto& arguments = schema->arguments();
     for (size_t index = 0; index < arguments.size(); ++index) {
@@ -696,6 +720,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     op.nested = 0;
     op.python_regions = 0;
     op.facts = facts;
+    op.no_byte = touches_no_byte(*facts);
     op.reads.assign("[");
     op.host_reads.assign("[");
     op.written.clear();
@@ -704,7 +729,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     auto note_storage = [&](const at::Tensor& tensor) { op.storages.push_back(storage_of(tensor)); };
     for (size_t index = 0; index < inputs.size(); ++index) {
       for_each_tensor(inputs[index], note_storage);
-      if (facts->metadata_only) {
+      if (op.no_byte) {
         continue;
       }
       if (index < facts->written.size() && facts->written[index]) {
@@ -789,7 +814,7 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
         append_extent({writes, host_writes}, tensor);
       }
     };
-    if (!op.facts->metadata_only) {
+    if (!op.no_byte) {
       for (const c10::IValue& output : fn.outputs()) {
         for_each_tensor(output, take_output);
       }

@@ -6,7 +6,7 @@
 //! callback.rs), and forgets the guard faults its parent's threads had queued (the parent records them).
 //! Touches the state lock, the process id, the fault queue and the forking thread's bookkeeping switch only.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::MutexGuard;
 
@@ -18,6 +18,8 @@ use crate::state::STATE;
 thread_local! {
     /// The state lock, held by the forking thread across fork().
     static FORK_GUARD: RefCell<Option<MutexGuard<'static, Option<ProcessState>>>> = const { RefCell::new(None) };
+    /// Whether the forking thread's calls passed the bookkeeping by before it forked (a fork from inside it).
+    static PASSED_BEFORE: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Registers the handlers with pthread_atfork (at start-up, once capture is subscribed).
@@ -28,7 +30,7 @@ pub fn register_handlers() {
 
 extern "C" fn before_fork() {
     let _ = std::panic::catch_unwind(|| {
-        host_sync::pass_calls_on(true);
+        PASSED_BEFORE.with(|before| before.set(host_sync::pass_calls_on(true)));
         let guard = STATE.lock().ok();
         FORK_GUARD.with(|slot| *slot.borrow_mut() = guard);
     });
@@ -38,7 +40,7 @@ extern "C" fn before_fork() {
 extern "C" fn after_fork_in_parent() {
     let _ = std::panic::catch_unwind(|| {
         FORK_GUARD.with(|slot| slot.borrow_mut().take());
-        host_sync::pass_calls_on(false);
+        host_sync::pass_calls_on(PASSED_BEFORE.with(Cell::get));
     });
 }
 

@@ -10,12 +10,13 @@
 //! Each return address is decided once and kept in a small table. A new one is placed among the executable
 //! mappings of /proc/self/maps (read again when it falls outside all of them: a library loaded since), never
 //! through the loader, whose lock a thread loading a library may hold while it waits for a lock of the
-//! program. Touches /proc/self and its own statics.
+//! program. Touches /proc/self and its own statics; a forked child starts on new mappings (`start_anew`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use super::cudart_static::CudartStatic;
+use super::renewed::RenewedInChild;
 
 /// Decided return addresses: `address << 1 | programs`, 0 for an empty slot. A C++ program inlines its lock
 /// calls everywhere (PyTorch has thousands of call sites of `pthread_mutex_lock`), so the table is large enough
@@ -111,10 +112,27 @@ struct Known {
     cudart: Option<CudartStatic>,
 }
 
-static KNOWN: Mutex<Known> = Mutex::new(Known { mappings: Vec::new(), cudart: None });
+impl Known {
+    const EMPTY: Known = Known { mappings: Vec::new(), cudart: None };
+}
+
+/// Renewed in a forked child: a thread the child does not have may have held it, reading /proc/self/maps.
+static KNOWN: RenewedInChild<Mutex<Known>> = RenewedInChild::new(Mutex::new(Known::EMPTY));
+
+/// In the child of a fork: the mappings are read again (the decided addresses stay: the child has the same code).
+pub fn start_anew() {
+    KNOWN.renew(Mutex::new(Known::EMPTY));
+}
+
+/// Runs `work` while this thread holds the table of mappings (a test's stand-in for a thread reading them).
+#[cfg(test)]
+pub fn while_mappings_held(work: impl FnOnce()) {
+    let _held = KNOWN.get().lock().unwrap_or_else(PoisonError::into_inner);
+    work();
+}
 
 fn decide(address: usize) -> bool {
-    let mut known = KNOWN.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut known = KNOWN.get().lock().unwrap_or_else(PoisonError::into_inner);
     let mut owner = owner_of(&known.mappings, address);
     if owner.is_none() {
         known.mappings = executable_mappings();

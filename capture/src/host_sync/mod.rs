@@ -30,6 +30,7 @@ mod cudart_static;
 mod interpose;
 mod objects;
 mod real;
+mod renewed;
 #[cfg(all(test, target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
 mod tests;
 
@@ -85,11 +86,12 @@ pub fn interposing() -> bool {
     false
 }
 
-/// Whether the calling thread's interposed calls pass straight on, without bookkeeping: on while it forks
-/// (fork.rs holds the capture's state lock from its fork handler to the end of fork(), and the fork handlers of
-/// other libraries that run after it lock and unlock mutexes of their own: OpenBLAS joins its threads).
-pub fn pass_calls_on(on: bool) {
-    let _ = BUSY.try_with(|busy| busy.set(on));
+/// Sets whether the calling thread's interposed calls pass straight on, without bookkeeping, and returns what
+/// it was: on while it forks (fork.rs holds the capture's state lock from its fork handler to the end of
+/// fork(), and the fork handlers of other libraries that run after it lock and unlock mutexes of their own:
+/// OpenBLAS joins its threads).
+pub fn pass_calls_on(on: bool) -> bool {
+    BUSY.try_with(|busy| busy.replace(on)).unwrap_or(true)
 }
 
 /// Runs an interposer's bookkeeping for a call of `api`, once per call (a call made meanwhile by the bookkeeping
@@ -311,10 +313,26 @@ fn with_state<T>(write: impl FnOnce(&mut ProcessState, Call) -> T) -> Option<T> 
     Some(write(state, call))
 }
 
-/// In the child of a fork (objects.rs's handler): its trace starts empty.
-fn after_fork_in_child() {
-    ANY_MARK.store(false, Ordering::Relaxed);
-    let _ = THREAD.try_with(|k| k.try_borrow_mut().map(|mut k| k.forget_all()));
+/// Registered when the library is loaded, so that in a forked child it runs before every other child handler
+/// (they run in the order they were registered), whose pthread calls may come here.
+#[used]
+#[link_section = ".init_array"]
+static AT_LOAD: extern "C" fn() = register_fork_handler;
+
+extern "C" fn register_fork_handler() {
+    // Safety: registers a plain extern "C" function for the child of a fork.
+    unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+}
+
+/// In the child of a fork: its trace starts empty, and the tables a thread the child does not have may have
+/// held locked start anew.
+extern "C" fn after_fork_in_child() {
+    let _ = std::panic::catch_unwind(|| {
+        objects::start_anew();
+        caller::start_anew();
+        ANY_MARK.store(false, Ordering::Relaxed);
+        let _ = THREAD.try_with(|k| k.try_borrow_mut().map(|mut k| k.forget_all()));
+    });
 }
 
 /// Whether this thread holds an rwlock for writing (one the program locked so, not yet unlocked); read as

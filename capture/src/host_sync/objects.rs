@@ -5,14 +5,15 @@
 //! around a map, with a version that changes with every change, so that a thread re-locking a mutex nobody
 //! else released does not take the shard's lock. Never held across fork: other libraries' fork handlers lock
 //! their mutexes after ours ran (OpenBLAS joins its threads), and those calls come here; the child starts on a
-//! new, empty table instead, leaving the one it inherited (perhaps locked by a thread it does not have) as it
-//! is. Touches only its own statics (and counts what it does for the cost split, cost.rs).
+//! new, empty table instead (`start_anew`), leaving the one it inherited (perhaps locked by a thread it does not
+//! have) as it is. Touches only its own statics (and counts what it does for the cost split, cost.rs).
 
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, Once, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
+use super::renewed::RenewedInChild;
 use crate::thread_knowledge::MarkSet;
 
 /// How a release changes what an object holds.
@@ -51,13 +52,11 @@ impl Table {
     }
 }
 
-/// The process's first table; a forked child moves to a new one (`after_fork_in_child`).
-static FIRST_TABLE: Table = Table::new();
-static TABLE: AtomicPtr<Table> = AtomicPtr::new(&FIRST_TABLE as *const Table as *mut Table);
+/// A forked child moves to a new table (`start_anew`).
+static TABLE: RenewedInChild<Table> = RenewedInChild::new(Table::new());
 
 fn table() -> &'static Table {
-    // Safety: TABLE points at FIRST_TABLE or at a table leaked for good, never freed.
-    unsafe { &*TABLE.load(Ordering::Acquire) }
+    TABLE.get()
 }
 
 /// Marks forgotten because a shard was full or an object had too many releasers (a `Join` past
@@ -88,7 +87,6 @@ pub fn marks_of(object: usize) -> MarkSet {
 /// marks as they were changes no version: two threads that know the same and take turns with one mutex (a
 /// queue's, an allocator's) then find it unchanged at each lock and unlock, and take the fast paths.
 pub fn put(object: usize, marks: &MarkSet, how: Release) -> u64 {
-    register_fork_handlers();
     crate::cost::host_sync_event(crate::cost::HostSyncEvent::Put);
     let shard = shard(object);
     let mut objects = lock(shard);
@@ -123,28 +121,16 @@ pub fn forget(object: usize) {
     }
 }
 
-/// Registers the fork handler, once, before the first object is put.
-fn register_fork_handlers() {
-    static REGISTERED: Once = Once::new();
-    // Safety: registers a plain extern "C" function for the child of a fork.
-    REGISTERED.call_once(|| unsafe {
-        libc::pthread_atfork(None, None, Some(after_fork_in_child));
-    });
-}
-
-/// In the child: its trace starts empty, and so do the objects, on a new table (the inherited shards may be
-/// locked by threads that are not in the child, or be halfway through a change). Its versions go on from the
-/// old ones', so that no remembered version matches by chance.
-extern "C" fn after_fork_in_child() {
-    let _ = std::panic::catch_unwind(|| {
-        let inherited = table();
-        let fresh = Box::new(Table::new());
-        for (new, old) in fresh.shards.iter().zip(&inherited.shards) {
-            new.version.store(old.version.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        }
-        TABLE.store(Box::leak(fresh), Ordering::Release);
-        super::after_fork_in_child();
-    });
+/// In the child of a fork: the objects start empty, on a new table (the inherited shards may be locked by
+/// threads that are not in the child, or be halfway through a change). Its versions go on from the old ones',
+/// so that no remembered version matches by chance.
+pub fn start_anew() {
+    let inherited = table();
+    let fresh = Table::new();
+    for (new, old) in fresh.shards.iter().zip(&inherited.shards) {
+        new.version.store(old.version.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+    TABLE.renew(fresh);
 }
 
 #[cfg(test)]

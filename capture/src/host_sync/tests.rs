@@ -205,11 +205,11 @@ fn a_fork_handler_run_after_the_librarys_may_lock_a_mutex() {
     if !alone("host_sync::tests::a_fork_handler_run_after_the_librarys_may_lock_a_mutex") {
         return;
     }
-    // Registered before the library's handlers (they are registered at subscription and at the first release),
-    // so run after them: fork() runs the prepare handlers last registered first.
+    // Registered before any handler the library registers later (the one that held the table of objects
+    // across fork was registered at the first release), so run after them: fork() runs the prepare handlers
+    // last registered first. (fork.rs's handler, registered at subscription, would have the calls pass.)
     // Safety: registers a plain extern "C" function.
     unsafe { libc::pthread_atfork(Some(fork_handler_locking_a_mutex), None, None) };
-    crate::fork::register_handlers();
     capture_on();
     synchronize(); // this thread knows something...
     let released = PthreadMutex::new(); // kept: the handler's mutex is another object
@@ -226,4 +226,46 @@ fn a_fork_handler_run_after_the_librarys_may_lock_a_mutex() {
     assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status}");
     fork_handler_mutex().lock_and_unlock(); // the parent goes on locking
+}
+
+#[test]
+fn a_child_forked_while_another_thread_reads_the_mappings_decides_callers_all_the_same() {
+    if !alone("host_sync::tests::a_child_forked_while_another_thread_reads_the_mappings_decides_callers_all_the_same") {
+        return;
+    }
+    // Another thread holds the table of mappings (as while it reads /proc/self/maps) when this one forks.
+    let (held, hold) = mpsc::channel::<()>();
+    let (release, released) = mpsc::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        super::caller::while_mappings_held(|| {
+            held.send(()).unwrap();
+            released.recv().unwrap();
+        })
+    });
+    hold.recv().unwrap();
+    // Safety: a fork whose child decides one caller, then exits.
+    let child = unsafe { libc::fork() };
+    if child == 0 {
+        let code = i32::from(!super::caller::is_programs(fork_handler_locking_a_mutex as *const () as usize));
+        // Safety: ends the child without running the test harness's exit.
+        unsafe { libc::_exit(code) };
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut status = 0;
+    // Safety: polls the child just forked, and kills it if it hangs.
+    let waited = loop {
+        let waited = unsafe { libc::waitpid(child, &mut status, libc::WNOHANG) };
+        if waited != 0 || std::time::Instant::now() > deadline {
+            break waited;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    if waited == 0 {
+        // Safety: the child is ours.
+        unsafe { libc::kill(child, libc::SIGKILL) };
+    }
+    release.send(()).unwrap();
+    holder.join().unwrap();
+    assert_eq!(waited, child, "the child hung deciding a caller");
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status}");
 }
