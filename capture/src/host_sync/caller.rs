@@ -121,17 +121,19 @@ static KNOWN: RenewedInChild<Mutex<Known>> = RenewedInChild::new(Mutex::new(Know
 
 /// In the child of a fork: the mappings are read again (the decided addresses stay: the child has the same code).
 pub fn start_anew() {
-    KNOWN.renew(Mutex::new(Known::EMPTY));
+    KNOWN.renew(|_| {});
 }
 
 /// Runs `work` while this thread holds the table of mappings (a test's stand-in for a thread reading them).
 #[cfg(test)]
 pub fn while_mappings_held(work: impl FnOnce()) {
+    KNOWN.keep_spare(|| Mutex::new(Known::EMPTY));
     let _held = KNOWN.get().lock().unwrap_or_else(PoisonError::into_inner);
     work();
 }
 
 fn decide(address: usize) -> bool {
+    KNOWN.keep_spare(|| Mutex::new(Known::EMPTY));
     let mut known = KNOWN.get().lock().unwrap_or_else(PoisonError::into_inner);
     let mut owner = owner_of(&known.mappings, address);
     if owner.is_none() {

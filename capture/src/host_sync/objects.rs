@@ -69,6 +69,7 @@ fn shard(object: usize) -> &'static Shard {
 }
 
 fn lock(shard: &'static Shard) -> MutexGuard<'static, Objects> {
+    TABLE.keep_spare(Table::new);
     shard.objects.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -126,11 +127,11 @@ pub fn forget(object: usize) {
 /// so that no remembered version matches by chance.
 pub fn start_anew() {
     let inherited = table();
-    let fresh = Table::new();
-    for (new, old) in fresh.shards.iter().zip(&inherited.shards) {
-        new.version.store(old.version.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-    }
-    TABLE.renew(fresh);
+    TABLE.renew(|fresh| {
+        for (new, old) in fresh.shards.iter().zip(&inherited.shards) {
+            new.version.store(old.version.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        }
+    });
 }
 
 #[cfg(test)]
