@@ -404,8 +404,12 @@ def _touches_no_byte(torch, name):
         return True
     if name not in _RESIZE_OPS:
         return False
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    return not (deterministic and getattr(torch.utils.deterministic, "fill_uninitialized_memory", True))
+    try:
+        deterministic = torch.are_deterministic_algorithms_enabled()
+        fills = getattr(getattr(torch.utils, "deterministic", None), "fill_uninitialized_memory", True)
+    except Exception:  # a torch without these: take the resize as a write, as before
+        return False
+    return not (deterministic and fills)
 
 
 def _start_dispatch_mode(torch, begin, emit, end, lines):

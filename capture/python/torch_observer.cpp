@@ -440,13 +440,24 @@ bool is_resize(const std::string& schema_name) {
   return schema_name == "aten::resize_" || schema_name == "aten::resize_as_" || schema_name == "aten::_resize_output_";
 }
 
+// Whether deterministic mode fills the memory ops leave uninitialized (its own switch since torch 2.1; before it
+// deterministic mode always filled).
+template <typename Context>
+auto fills_uninitialized(const Context& context, int) -> decltype(context.deterministicFillUninitializedMemory()) {
+  return context.deterministicFillUninitializedMemory();
+}
+template <typename Context>
+bool fills_uninitialized(const Context&, long) {
+  return true;
+}
+
 // Whether an op of `facts` touches no byte now (deterministic mode can be switched at run time).
 bool touches_no_byte(const OpFacts& facts) {
   if (facts.metadata_only) {
     return true;
   }
   const at::Context& context = at::globalContext();
-  return facts.resize && !(context.deterministicAlgorithms() && context.deterministicFillUninitializedMemory());
+  return facts.resize && !(context.deterministicAlgorithms() && fills_uninitialized(context, 0));
 }
 
 // The namespaces of PyTorch's own ops. The native call site of their kernels lies in libtorch, which names
