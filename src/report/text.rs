@@ -410,6 +410,18 @@ impl WrappedLines<'_> {
     }
 }
 
+/// A note on waits set aside as info (`what` they are), when there are any: how many, and that they are no
+/// findings.
+fn note_harmless_waits(out: &mut String, waits: &[UnrecordedWait], what: &str) {
+    if waits.is_empty() {
+        return;
+    }
+    let total: u64 = waits.iter().map(|w| w.count).sum();
+    let plural = if total == 1 { "" } else { "s" };
+    let _ =
+        writeln!(out, "Note: {total} stream wait{plural} {what}, so they are not findings (listed in --format json).");
+}
+
 /// Findings rendered in one piece: few enough that two pieces in flight stay small (about a kilobyte a finding,
 /// half a megabyte a piece), many enough that starting a thread for one is nothing beside rendering it.
 const FINDINGS_PER_PIECE: usize = 512;
@@ -476,22 +488,16 @@ impl TextReport {
     /// What follows the findings: notes, warnings and the summary.
     fn render_notes(&self, analysis: &Analysis, out: &mut String) -> std::fmt::Result {
         let (findings, look) = (&analysis.findings, analysis.lookup());
-        if !findings.waits_on_never_recorded_events.is_empty() {
-            let total: u64 = findings.waits_on_never_recorded_events.iter().map(|w| w.count).sum();
-            let _ = writeln!(
-                out,
-                "Note: {total} stream wait{} on events that nothing records: CUDA makes them no-ops and NCCL makes them on purpose, so they are not findings (listed in --format json).",
-                if total == 1 { "" } else { "s" }
-            );
-        }
-        if !findings.waits_before_a_pipelines_first_record.is_empty() {
-            let total: u64 = findings.waits_before_a_pipelines_first_record.iter().map(|w| w.count).sum();
-            let _ = writeln!(
-                out,
-                "Note: {total} stream wait{} came before the first record of an event that the program waits on again once recorded: the first turn of a pipeline, whose first stage has no stage before it to wait for. CUDA makes them no-ops, so they are not findings (listed in --format json).",
-                if total == 1 { "" } else { "s" }
-            );
-        }
+        note_harmless_waits(
+            out,
+            &findings.waits_on_never_recorded_events,
+            "on events that nothing records: CUDA makes them no-ops and NCCL makes them on purpose",
+        );
+        note_harmless_waits(
+            out,
+            &findings.waits_before_a_pipelines_first_record,
+            "came before the first record of an event that the program waits on again once recorded: the first turn of a pipeline, whose first stage has no stage before it to wait for. CUDA makes them no-ops",
+        );
         if !findings.waits_with_unknown_record.is_empty() {
             let total: u64 = findings.waits_with_unknown_record.iter().map(|w| w.count).sum();
             let streams: std::collections::BTreeSet<_> =
