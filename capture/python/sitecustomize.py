@@ -197,6 +197,9 @@ def _record_host_reads(torch, emit, lines):
     a host read (rule 12), with the caller's line."""
     Tensor = torch.Tensor
 
+    def host_read(name, extent, src):
+        emit('{"type":"host_access","name":"%s","reads":[%s],"writes":[],"src":%s}' % (name, extent, src))
+
     def reading(name, method):
         def read(self, *args, **kwargs):
             result = method(self, *args, **kwargs)  # recorded once it succeeded
@@ -204,8 +207,7 @@ def _record_host_reads(torch, emit, lines):
                 if self.device.type == "cpu" and self.numel() > 0 and _is_pinned(self):
                     extent = _extent(self)
                     if extent:
-                        emit('{"type":"host_access","name":"%s","reads":[%s],"writes":[],"src":%s}' % (
-                            name, extent, lines.at()))
+                        host_read(name, extent, lines.at())
             except Exception:
                 pass  # recording must never change what the call does
             return result
@@ -234,8 +236,7 @@ def _record_host_reads(torch, emit, lines):
             elif isinstance(data, int) and _host_memory_pinned is not None and _host_memory_pinned(data) == 1:
                 address = data  # older torch.save, and torch.package, pass the storage's address
             if address is not None and size > 0:
-                emit('{"type":"host_access","name":"torch.save","reads":[[%d,%d]],"writes":[],"src":%s}' % (
-                    address, size, lines.at()))
+                host_read("torch.save", "[%d,%d]" % (address, size), lines.at())
         except Exception:
             pass  # recording must never change what the call does
         return result
