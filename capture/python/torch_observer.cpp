@@ -246,12 +246,12 @@ bool names_a_place(const CodeFacts& facts) {
   return !facts.file.empty() && facts.file[0] != '<';
 }
 
-// `"file:line"` of `frame`, whose code object is `code` (kept alive by facts_of).
-void append_frame_line(std::string& out, struct _frame* frame, struct _object* code, const CodeFacts& facts) {
+// `"file:line"` of a line of the file `facts` describes.
+void append_place(std::string& out, const CodeFacts& facts, int line) {
   out += '"';
   out += facts.file;
   out += ':';
-  append_number(out, static_cast<uint64_t>(line_of(frame, code)));
+  append_number(out, static_cast<uint64_t>(line));
   out += '"';
 }
 
@@ -268,12 +268,12 @@ void append_python_line(std::string& out) {
     const CodeFacts& facts = facts_of(code);
     Py_DecRef(code);  // still alive: facts_of keeps every code object it has seen
     if (facts.user) {
-      append_frame_line(out, frame, code, facts);
+      append_place(out, facts, line_of(frame, code));
       Py_DecRef(reinterpret_cast<struct _object*>(frame));
       return;
     }
     if (innermost.empty() && names_a_place(facts)) {
-      append_frame_line(innermost, frame, code, facts);
+      append_place(innermost, facts, line_of(frame, code));
     }
     struct _frame* back = PyFrame_GetBack(frame);
     Py_DecRef(reinterpret_cast<struct _object*>(frame));
@@ -284,8 +284,8 @@ void append_python_line(std::string& out) {
 
 // One thread's copies of what it learned of its frames (python_frames.h: read without the GIL, so nothing shared
 // that another thread may change is touched): whether a code object is the user's, and the line text of a
-// frame's instruction that named a line (a user frame's, or on a stack without any the innermost real file's). Filled
-// under the GIL at the first sight of each; emptied when the library files change.
+// frame's instruction that named a line (a user frame's, or on a stack without any the innermost real file's).
+// Filled under the GIL at the first sight of each; emptied when the library files change.
 struct ThreadLines {
   uint64_t generation = 0;
   std::unordered_map<const void*, bool> user_code;
@@ -322,13 +322,11 @@ bool append_walked_line(const void* thread_state, bool gil, std::string& out) {
         return nullptr;
       }
       const CodeFacts& facts = facts_of(key.code);
-      std::string quoted = "null";
+      std::string quoted;
       if (names_a_place(facts)) {
-        quoted = "\"";
-        quoted += facts.file;
-        quoted += ':';
-        append_number(quoted, static_cast<uint64_t>(code_line(key.code, key.offset)));
-        quoted += '"';
+        append_place(quoted, facts, code_line(key.code, key.offset));
+      } else {
+        quoted = "null";
       }
       found = lines->texts.emplace(key, std::move(quoted)).first;
     }
