@@ -245,6 +245,16 @@ fn hostile_lengths_are_refused_with_the_byte_and_the_field() {
     std::fs::write(&bad, with_after_header(&std::fs::read(&written).unwrap(), &undeclared)).unwrap();
     let out = binary().arg("analyze").arg(&bad).output().unwrap();
     assert!(stderr(&out).contains("string 4000000 was never declared"), "{}", stderr(&out));
+    // A line frame naming no text's line: record numbers counted on from it would overflow.
+    for line in [0, u64::MAX, (1 << 63) + 1] {
+        let mut frames = Vec::new();
+        frame(&mut frames, Tag::Line, &line.to_le_bytes());
+        let bad = dir.join("line.stbin");
+        std::fs::write(&bad, with_after_header(&std::fs::read(&capture).unwrap(), &frames)).unwrap();
+        let out = binary().arg("analyze").arg(&bad).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{line}");
+        assert!(stderr(&out).contains(&format!("a line frame naming line {line}, outside 1..=")), "{}", stderr(&out));
+    }
     let mut newer = std::fs::read(&written).unwrap();
     newer[8] = 2;
     let bad = dir.join("newer.stbin");

@@ -1,7 +1,9 @@
 //! A deterministic mutation test of the readers (issue 16, "Must hold"): the samples, changed a few thousand
 //! ways (bytes flipped, text cut, lines duplicated, dropped and swapped, numbers made extreme, the header made a
-//! recording's), go through reading and analysis in this process; so do the nsys samples, changed by SQL (tables
-//! dropped, NULLs, extreme and swapped values) and by flipped bytes. No input may panic (on any thread), and every
+//! recording's), go through reading and analysis in this process; so do their binary encodings and those of
+//! real captures, changed frame by frame (lengths and tags made wrong, frames dropped, repeated and swapped,
+//! values made extreme, the string table reset), and the nsys samples, changed by SQL (tables dropped, NULLs,
+//! extreme and swapped values) and by flipped bytes. No input may panic (on any thread), and every
 //! error must name its file. The inputs are the same on every run (a fixed seed); docs/fuzzing.md gives the
 //! figures.
 
@@ -13,13 +15,19 @@ use std::sync::Once;
 use rusqlite::Connection;
 use streamtrace::analysis::analyze_source;
 use streamtrace::hb::EngineOptions;
+use streamtrace::ingest::binary::BinaryTraceReader;
+use streamtrace::ingest::convert::convert;
 use streamtrace::ingest::{self, json::JsonTraceReader, RecordSource};
 use streamtrace::synth::Rng;
+use streamtrace_format::binary::{FRAME_HEAD_BYTES, MAX_FRAME_BYTES, PREAMBLE_BYTES};
+use streamtrace_format::TraceEncoding;
 
 use crate::util::{repo, scratch_dir};
 
 /// Mutated JSON traces run per sample.
 const JSON_MUTATIONS_PER_SAMPLE: usize = 300;
+/// Mutated binary traces run per JSON sample converted (and per real capture taken, a fifth of that).
+const BINARY_MUTATIONS_PER_SAMPLE: usize = 100;
 /// Hostile shapes generated (each run as made and mutated once).
 const HOSTILE_SHAPES: usize = 200;
 /// Byte-flipped copies run per nsys export.
@@ -194,6 +202,169 @@ fn mutated_json_traces_never_panic_and_every_error_names_the_file() {
     }
     assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a reader thread panicked (see above)");
     eprintln!("JSON mutation test: {runs} inputs, {refused} refused with an error naming the file, 0 panics");
+    assert!(refused > runs / 4 && refused < runs, "the mutations should be neither all refused nor all taken");
+}
+
+/// The frames of a binary trace after its preamble, as byte ranges (head and body), to mutate frame by frame.
+/// A cut-off last frame is left out.
+fn frames(trace: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let mut found = Vec::new();
+    let mut at = PREAMBLE_BYTES;
+    while at + FRAME_HEAD_BYTES <= trace.len() {
+        let len = u32::from_le_bytes(trace[at + 4..at + 8].try_into().expect("four bytes")) as usize;
+        let end = at + FRAME_HEAD_BYTES + len;
+        if end > trace.len() {
+            break;
+        }
+        found.push(at..end);
+        at = end;
+    }
+    found
+}
+
+/// Tags worth giving a frame: each framing tag, record tags near the kinds the samples hold, none known.
+const FRAME_TAGS: [u16; 12] = [0, 1, 2, 3, 4, 5, 16, 17, 20, 24, 61, 0xffff];
+
+/// One mutation of the binary trace `trace`, frame-aware: what a cut recording, a writer's bug or a hostile file
+/// would hold.
+fn mutate_binary(trace: &[u8], rng: &mut Rng) -> Vec<u8> {
+    let frames = frames(trace);
+    let mut out = trace.to_vec();
+    if frames.is_empty() {
+        out.truncate(rng.index(out.len()));
+        return out;
+    }
+    let frame = frames[rng.index(frames.len())].clone();
+    let word = |out: &mut Vec<u8>, at: usize, bytes: &[u8]| {
+        let end = (at + bytes.len()).min(out.len());
+        out[at..end].copy_from_slice(&bytes[..end - at]);
+    };
+    match rng.index(10) {
+        0 => {
+            for _ in 0..1 + rng.index(4) {
+                let at = rng.index(out.len());
+                out[at] = rng.next_u64() as u8;
+            }
+        }
+        1 => out.truncate(rng.index(out.len())),
+        2 => {
+            // A frame's length made wrong: zero, one short or long, past the file, past the bound.
+            let len = (frame.len() - FRAME_HEAD_BYTES) as u32;
+            let wrong = [0, len.wrapping_sub(1), len + 1, u32::MAX, MAX_FRAME_BYTES, MAX_FRAME_BYTES + 1];
+            word(&mut out, frame.start + 4, &wrong[rng.index(wrong.len())].to_le_bytes());
+        }
+        3 => {
+            // A frame given another tag: a record read by another kind's layout, a string frame's text read as a
+            // record, an unknown frame; or the two reserved bytes set.
+            if rng.index(4) == 0 {
+                word(&mut out, frame.start + 2, &[1 + rng.index(255) as u8, 0]);
+            } else {
+                word(&mut out, frame.start, &FRAME_TAGS[rng.index(FRAME_TAGS.len())].to_le_bytes());
+            }
+        }
+        4 | 5 => {
+            // Whole frames: dropped (a string a later record names, a thread a later op runs on), repeated (a
+            // stream declared twice) or swapped.
+            let other = frames[rng.index(frames.len())].clone();
+            let mut pieces: Vec<&[u8]> = frames.iter().map(|f| &trace[f.clone()]).collect();
+            let (a, b) = (rng.index(pieces.len()), rng.index(pieces.len()));
+            match rng.index(3) {
+                0 => pieces.insert(a, &trace[other]),
+                1 => {
+                    pieces.remove(a);
+                }
+                _ => pieces.swap(a, b),
+            }
+            out = trace[..PREAMBLE_BYTES].to_vec();
+            out.extend(pieces.concat());
+        }
+        6 => {
+            // A value in a frame's body made extreme: a presence mask with every bit, a count, an address, a size.
+            let body = frame.start + FRAME_HEAD_BYTES..frame.end;
+            if !body.is_empty() {
+                let at = body.start + rng.index(body.len());
+                let extreme: [&[u8]; 5] =
+                    [&[0xff; 8], &[0xff; 4], &[0; 8], &(u64::MAX / 2 + 1).to_le_bytes(), &1u64.to_le_bytes()];
+                let value = extreme[rng.index(extreme.len())];
+                let end = (at + value.len()).min(body.end);
+                out[at..end].copy_from_slice(&value[..end - at]);
+            }
+        }
+        7 => {
+            // The string table reset where a later record still names its strings.
+            let reset = [2u8, 0, 0, 0, 0, 0, 0, 0];
+            out.splice(frame.start..frame.start, reset);
+        }
+        8 => {
+            // A line frame with an extreme place, or a frame cut on its boundary.
+            if rng.index(2) == 0 {
+                let mut line = vec![4u8, 0, 0, 0, 8, 0, 0, 0];
+                line.extend([u64::MAX, 0, 1 << 63][rng.index(3)].to_le_bytes());
+                out.splice(frame.start..frame.start, line);
+            } else {
+                out.truncate(frame.start);
+            }
+        }
+        _ => {
+            // The preamble changed: another version, the reserved word set, the magic broken.
+            let at = rng.index(PREAMBLE_BYTES);
+            out[at] = out[at].wrapping_add(1 + rng.index(255) as u8);
+        }
+    }
+    out
+}
+
+/// The binary encoding of a JSON trace, or None when the trace cannot be converted (a hostile sample).
+fn to_binary(path: &Path, text: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    convert(path, text, TraceEncoding::Binary, &mut out).ok()?;
+    Some(out)
+}
+
+/// The samples, the hostile cases and a deterministic fifth of the real captures, each converted to binary (and
+/// the samples once more with a recording's header, read tolerantly), changed frame by frame: no input may panic,
+/// every error must name the file. The capture library writes this encoding by default, so a trace cut off
+/// or damaged in it must be told as clearly as one in JSON.
+#[test]
+fn mutated_binary_traces_never_panic_and_every_error_names_the_file() {
+    count_panics();
+    let mut rng = Rng(23);
+    let mut inputs: Vec<(PathBuf, usize)> = samples(&repo().join("samples/json"), "json")
+        .into_iter()
+        .chain(samples(&repo().join("tests/hostile"), "json"))
+        .map(|p| (p, BINARY_MUTATIONS_PER_SAMPLE))
+        .collect();
+    let mut captures = Vec::new();
+    for dir in ["samples/capture", "samples/capture/torch-t2", "samples/capture/cuda-samples"] {
+        captures.extend(samples(&repo().join(dir), "json"));
+    }
+    captures.retain(|p| std::fs::metadata(p).is_ok_and(|m| m.len() < 150_000));
+    inputs.extend(captures.into_iter().step_by(5).map(|p| (p, BINARY_MUTATIONS_PER_SAMPLE / 5)));
+    let (mut runs, mut refused, mut converted) = (0, 0, 0);
+    for (sample, mutations) in &inputs {
+        let text = std::fs::read(sample).expect("sample");
+        let recording = {
+            let header = b"{\"type\":\"streamtrace\",\"version\":1,\"producer\":\"capture\"}\n";
+            let rest = text.split_inclusive(|&b| b == b'\n').skip(1).flatten().copied();
+            header.iter().copied().chain(rest).collect::<Vec<u8>>()
+        };
+        let bases: Vec<Vec<u8>> = [&text, &recording].into_iter().filter_map(|t| to_binary(sample, t)).collect();
+        converted += bases.len();
+        for (b, base) in bases.iter().enumerate() {
+            let file = sample.file_stem().and_then(|n| n.to_str()).unwrap_or("sample");
+            for i in 0..mutations * scale() / bases.len() {
+                let name = format!("mutant-{i}-{b}-{file}.stbin");
+                let mutant = mutate_binary(base, &mut rng);
+                let source = BinaryTraceReader::from_reader(PathBuf::from(&name), Cursor::new(mutant))
+                    .map(|r| Box::new(r) as Box<dyn RecordSource>);
+                refused += usize::from(run(&name, source));
+                runs += 1;
+            }
+        }
+    }
+    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a reader thread panicked (see above)");
+    eprintln!("binary mutation test: {converted} traces, {runs} inputs, {refused} refused naming the file, 0 panics");
+    assert!(converted > inputs.len(), "most samples convert, and their recordings too");
     assert!(refused > runs / 4 && refused < runs, "the mutations should be neither all refused nor all taken");
 }
 

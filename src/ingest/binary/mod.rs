@@ -33,6 +33,9 @@ use op_frames::decode_op;
 use raw::{decode_record, SpareLists};
 use strings::Strings;
 
+/// The largest line a line frame may name: records numbered on from it never overflow.
+const MAX_LINE: u64 = 1 << 63;
+
 /// Reads a binary trace on a background thread.
 pub struct BinaryTraceReader;
 
@@ -128,13 +131,21 @@ impl Reading {
                 self.strings.clear();
                 self.string_bytes = 0;
             }
-            Tag::Line => match <[u8; 8]>::try_from(body) {
-                Ok(bytes) => self.next_record = u64::from_le_bytes(bytes),
-                Err(_) => {
-                    let message = format!("a line frame of {} bytes (8 expected)", body.len());
-                    return Err(IngestError::new(&self.parser.path, Some(format!("byte {at}")), message));
-                }
-            },
+            Tag::Line => {
+                let line = <[u8; 8]>::try_from(body).map(u64::from_le_bytes);
+                self.next_record = match line {
+                    // Lines count from 1, and records count on from the line: one past 2^63 is no text's line.
+                    Ok(line @ 1..=MAX_LINE) => line,
+                    Ok(line) => {
+                        let message = format!("a line frame naming line {line}, outside 1..={MAX_LINE}");
+                        return Err(IngestError::new(&self.parser.path, Some(format!("byte {at}")), message));
+                    }
+                    Err(_) => {
+                        let message = format!("a line frame of {} bytes (8 expected)", body.len());
+                        return Err(IngestError::new(&self.parser.path, Some(format!("byte {at}")), message));
+                    }
+                };
+            }
             Tag::Json => {
                 let record = self.place(at);
                 let decoded = RawRecord::decode(body);
