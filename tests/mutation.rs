@@ -1,11 +1,11 @@
 //! A deterministic mutation test of the readers (issue 16, "Must hold"): the samples, changed a few thousand
 //! ways (bytes flipped, text cut, lines duplicated, dropped and swapped, numbers made extreme, the header made a
-//! recording's), go through reading and analysis in this process; so do their binary encodings and those of
-//! real captures, changed frame by frame (lengths and tags made wrong, frames dropped, repeated and swapped,
-//! values made extreme, the string table reset), and the nsys samples, changed by SQL (tables dropped, NULLs,
-//! extreme and swapped values) and by flipped bytes. No input may panic (on any thread), and every
-//! error must name its file. The inputs are the same on every run (a fixed seed); docs/fuzzing.md gives the
-//! figures.
+//! recording's), go through reading and analysis (and some through `convert`) in this process; so do their
+//! binary encodings and those of real captures (each converted back to JSON too), changed frame by frame
+//! (lengths and tags made wrong, frames dropped, repeated and swapped, values made extreme, the string table
+//! reset), and the nsys samples, changed by SQL (tables dropped, NULLs, extreme and swapped values) and by
+//! flipped bytes. No input may panic (on any thread), and every error must name its file. The inputs are the
+//! same on every run (a fixed seed); docs/fuzzing.md gives the figures.
 
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
@@ -194,6 +194,9 @@ fn mutated_json_traces_never_panic_and_every_error_names_the_file() {
         for i in 0..JSON_MUTATIONS_PER_SAMPLE * scale() {
             let name = format!("mutant-{i}-{}", sample.file_name().and_then(|n| n.to_str()).unwrap_or("sample"));
             let mutant = mutate(&text, &mut rng);
+            if i % 4 == 0 {
+                converts_or_names_the_file(&name, &mutant, TraceEncoding::Binary);
+            }
             let source = JsonTraceReader::from_reader(PathBuf::from(&name), Cursor::new(mutant))
                 .map(|r| Box::new(r) as Box<dyn RecordSource>);
             refused += usize::from(run(&name, source));
@@ -314,6 +317,16 @@ fn mutate_binary(trace: &[u8], rng: &mut Rng) -> Vec<u8> {
     out
 }
 
+/// `streamtrace convert` of `input` to `to`, its output dropped: an error must name `name`, nothing may panic.
+fn converts_or_names_the_file(name: &str, input: &[u8], to: TraceEncoding) {
+    let outcome = std::panic::catch_unwind(|| convert(Path::new(name), input, to, &mut std::io::sink()));
+    match outcome {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => assert!(error.to_string().contains(name), "an error that does not name {name}: {error}"),
+        Err(_) => panic!("{name}: converting it panicked"),
+    }
+}
+
 /// The binary encoding of a JSON trace, or None when the trace cannot be converted (a hostile sample).
 fn to_binary(path: &Path, text: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::new();
@@ -355,6 +368,7 @@ fn mutated_binary_traces_never_panic_and_every_error_names_the_file() {
             for i in 0..mutations * scale() / bases.len() {
                 let name = format!("mutant-{i}-{b}-{file}.stbin");
                 let mutant = mutate_binary(base, &mut rng);
+                converts_or_names_the_file(&name, &mutant, TraceEncoding::Json);
                 let source = BinaryTraceReader::from_reader(PathBuf::from(&name), Cursor::new(mutant))
                     .map(|r| Box::new(r) as Box<dyn RecordSource>);
                 refused += usize::from(run(&name, source));

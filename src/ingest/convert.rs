@@ -103,6 +103,11 @@ fn json_to_binary_trace(
     Ok(converted)
 }
 
+/// The most blank lines a line frame makes a conversion to JSON write: a record's text is at most 64 MiB, so
+/// one record spreads over at most this many lines, and a frame that asks for more (16 bytes asking for
+/// terabytes of output) is refused. Blank lines between records beyond that are not kept through a round trip.
+const MAX_LINE_GAP: u64 = 64 << 20;
+
 /// A record's text without the line end after it (a JSON frame holds the object alone).
 fn trim_line_end(text: &[u8]) -> &[u8] {
     let end = text.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(0, |at| at + 1);
@@ -140,10 +145,23 @@ fn binary_to_json_trace(
                 let next = <[u8; 8]>::try_from(body)
                     .map(u64::from_le_bytes)
                     .map_err(|_| error(at, "a line frame of another length than 8".into()))?;
-                while line < next {
-                    text.push('\n');
-                    line += 1;
+                let gap = next.saturating_sub(line);
+                if gap > MAX_LINE_GAP {
+                    let message = format!(
+                        "a line frame naming line {next}, {gap} lines past the last record: more than the \
+                         {MAX_LINE_GAP} blank lines a conversion writes"
+                    );
+                    return Err(error(at, message));
                 }
+                // Blank lines keep the records' places; written as they come, not held.
+                for _ in 0..gap {
+                    text.push('\n');
+                    if text.len() > 1 << 20 {
+                        out.write_all(text.as_bytes()).map_err(write_error)?;
+                        text.clear();
+                    }
+                }
+                line += gap;
             }
             Tag::Json => {
                 let object = String::from_utf8_lossy(body);
