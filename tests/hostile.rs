@@ -87,6 +87,43 @@ fn fields_of_another_record_kind_are_refused_with_file_and_line() {
     }
 }
 
+/// A `frame_line` depth is an index the analyzer keeps an entry for, per return address: one of 2.5 billion (a
+/// damaged recording, found by a mutation run) made `analyze` of a 4 kB trace grow to 24 GB before the kernel
+/// killed it.
+#[test]
+fn a_frame_line_deeper_than_any_inlining_chain_is_refused_not_allocated_for() {
+    let dir = scratch_dir("hostile/frame_line_depth");
+    let sample = std::fs::read_to_string(repo().join("samples/capture/cuda/threads_fill_no_sync.json")).unwrap();
+    let deepest = streamtrace_format::MAX_FRAME_LINE_DEPTH;
+    let mut changed = 0;
+    let mut text = String::new();
+    for line in sample.lines() {
+        if line.contains("\"type\":\"frame_line\"") && line.contains("\"depth\":0") {
+            changed += 1;
+            let depth = if changed == 1 { 4_000_000_000 } else { deepest };
+            text.push_str(&line.replace("\"depth\":0", &format!("\"depth\":{depth}")));
+        } else {
+            text.push_str(line);
+        }
+        text.push('\n');
+    }
+    assert!(changed >= 2, "the sample has frame_line records of depth 0");
+    let recording = dir.join("recording.json");
+    std::fs::write(&recording, &text).unwrap();
+    // A recording skips the record and counts it; the one at the deepest depth allowed is taken.
+    let out = binary().args(["analyze", "--format", "json"]).arg(&recording).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "its race is still found: {}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(counter(&report, "json.skipped_malformed"), 1, "{}", stderr(&out));
+    // A trace written by hand is refused at that line.
+    let written = dir.join("written.json");
+    let header = text.lines().next().unwrap();
+    std::fs::write(&written, text.replacen(header, r#"{"type":"streamtrace","version":1}"#, 1)).unwrap();
+    let out = binary().arg("analyze").arg(&written).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("frame_line `depth` 4000000000, past 255"), "{}", stderr(&out));
+}
+
 #[test]
 fn dev_zero_is_a_line_too_long_not_an_allocation_abort() {
     let out = streamtrace(&["analyze", "/dev/zero"]);

@@ -11,6 +11,7 @@
 
 use std::path::Path;
 
+use streamtrace_format::MAX_FRAME_LINE_DEPTH;
 use streamtrace_symbols::Binary;
 
 use crate::record::Record;
@@ -32,7 +33,8 @@ pub fn frame_lines(sites: &CallSites, mut emit: impl FnMut(Record)) {
         let Ok(binary) = Binary::open(path, module.build_id.as_deref()) else { continue };
         for address in addresses {
             let file_address = address.wrapping_sub(module.bias);
-            for (depth, entry) in binary.symbolize(file_address).into_iter().enumerate() {
+            let inlined = binary.symbolize(file_address).into_iter().take(MAX_FRAME_LINE_DEPTH as usize + 1);
+            for (depth, entry) in inlined.enumerate() {
                 if entry.function.is_none() && entry.file.is_none() {
                     continue;
                 }

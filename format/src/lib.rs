@@ -34,6 +34,11 @@ pub use vocabulary::{
 /// The version of the format this crate describes; the header carries it.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// The deepest `frame_line` a trace may hold (`depth`, 0 the innermost function of a return address): the capture
+/// writes no deeper one, and a reader refuses it, since the analyzer keeps one entry per depth of an address
+/// (a depth of 2^40 in a damaged trace would ask for terabytes). Inlining chains are a few functions deep.
+pub const MAX_FRAME_LINE_DEPTH: u32 = 255;
+
 /// The `host_acquire` object of host function `id` (its `host_func` record's id): the thread that runs the
 /// function acquires it when the function starts, and the analysis holds there the function's place in its
 /// stream, so that what the thread hands on (a thread it starts, a mutex it unlocks) is ordered after that place.

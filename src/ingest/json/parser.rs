@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Deserialize;
-use streamtrace_format::{Field, Producer, RecordKind, FORMAT_VERSION};
+use streamtrace_format::{Field, Producer, RecordKind, FORMAT_VERSION, MAX_FRAME_LINE_DEPTH};
 
 use super::accesses::read_write_accesses;
 use super::native::NativeSites;
@@ -418,11 +418,15 @@ impl JsonTraceParser {
     fn source_line(&mut self, raw: &RawRecord) -> Result<RecordedLine, Problem> {
         let module = raw.path.as_deref().ok_or_else(|| Problem::malformed("frame_line without `path`"))?;
         let address = raw.addr.ok_or_else(|| Problem::malformed("frame_line without `addr`"))?.0;
+        let depth = raw.depth.unwrap_or(0);
+        if depth > MAX_FRAME_LINE_DEPTH {
+            return Err(Problem::malformed(format!("frame_line `depth` {depth}, past {MAX_FRAME_LINE_DEPTH}")));
+        }
         let location = raw.src.as_deref().map(|src| self.source(src));
         Ok(RecordedLine {
             module: self.intern(module),
             address,
-            depth: raw.depth.unwrap_or(0),
+            depth,
             function: raw.name.as_deref().map(|name| self.intern(name)),
             file: location.as_ref().map(|l| l.file.clone()),
             line: location.and_then(|l| l.line),
