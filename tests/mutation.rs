@@ -73,6 +73,26 @@ fn run(name: &str, source: Result<Box<dyn RecordSource>, ingest::IngestError>) -
     }
 }
 
+/// Reads and analyzes one mutant in `encoding` (see [`run`]): whether it was refused.
+fn run_mutant(name: &str, mutant: Vec<u8>, encoding: TraceEncoding) -> bool {
+    let (path, input) = (PathBuf::from(name), Cursor::new(mutant));
+    let source = match encoding {
+        TraceEncoding::Json => JsonTraceReader::from_reader(path, input).map(|r| Box::new(r) as Box<dyn RecordSource>),
+        TraceEncoding::Binary => {
+            BinaryTraceReader::from_reader(path, input).map(|r| Box::new(r) as Box<dyn RecordSource>)
+        }
+    };
+    run(name, source)
+}
+
+/// The end of a mutation test: no thread panicked, and of the `runs` inputs more than `least` were refused, not
+/// all (mutations that are all refused, or all taken, test little).
+fn no_panic_and_some_refused(what: &str, runs: usize, refused: usize, least: usize) {
+    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a reader thread panicked (see above)");
+    eprintln!("{what}: {runs} inputs, {refused} refused with an error naming the file, 0 panics");
+    assert!(refused > least && refused < runs, "the mutations should be neither all refused nor all taken");
+}
+
 const TOKENS: [&[u8]; 14] = [
     b"{",
     b"}",
@@ -90,17 +110,20 @@ const TOKENS: [&[u8]; 14] = [
     b"1e999",
 ];
 
+/// One to four bytes of `out` overwritten, at random places.
+fn overwrite_bytes(out: &mut [u8], rng: &mut Rng) {
+    for _ in 0..1 + rng.index(4) {
+        let at = rng.index(out.len());
+        out[at] = rng.next_u64() as u8;
+    }
+}
+
 /// One mutation of `text`.
 fn mutate(text: &[u8], rng: &mut Rng) -> Vec<u8> {
     let mut out = text.to_vec();
     let lines: Vec<&[u8]> = text.split_inclusive(|&b| b == b'\n').collect();
     match rng.index(10) {
-        0 => {
-            for _ in 0..1 + rng.index(4) {
-                let at = rng.index(out.len());
-                out[at] = rng.next_u64() as u8;
-            }
-        }
+        0 => overwrite_bytes(&mut out, rng),
         1 => out.truncate(rng.index(out.len())),
         2 => {
             let at = rng.index(out.len());
@@ -197,15 +220,11 @@ fn mutated_json_traces_never_panic_and_every_error_names_the_file() {
             if i % 4 == 0 {
                 converts_or_names_the_file(&name, &mutant, TraceEncoding::Binary);
             }
-            let source = JsonTraceReader::from_reader(PathBuf::from(&name), Cursor::new(mutant))
-                .map(|r| Box::new(r) as Box<dyn RecordSource>);
-            refused += usize::from(run(&name, source));
+            refused += usize::from(run_mutant(&name, mutant, TraceEncoding::Json));
             runs += 1;
         }
     }
-    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a reader thread panicked (see above)");
-    eprintln!("JSON mutation test: {runs} inputs, {refused} refused with an error naming the file, 0 panics");
-    assert!(refused > runs / 4 && refused < runs, "the mutations should be neither all refused nor all taken");
+    no_panic_and_some_refused("JSON mutation test", runs, refused, runs / 4);
 }
 
 /// The frames of a binary trace after its preamble, as byte ranges (head and body), to mutate frame by frame.
@@ -243,12 +262,7 @@ fn mutate_binary(trace: &[u8], rng: &mut Rng) -> Vec<u8> {
         out[at..end].copy_from_slice(&bytes[..end - at]);
     };
     match rng.index(10) {
-        0 => {
-            for _ in 0..1 + rng.index(4) {
-                let at = rng.index(out.len());
-                out[at] = rng.next_u64() as u8;
-            }
-        }
+        0 => overwrite_bytes(&mut out, rng),
         1 => out.truncate(rng.index(out.len())),
         2 => {
             // A frame's length made wrong: zero, one short or long, past the file, past the bound.
@@ -369,17 +383,13 @@ fn mutated_binary_traces_never_panic_and_every_error_names_the_file() {
                 let name = format!("mutant-{i}-{b}-{file}.stbin");
                 let mutant = mutate_binary(base, &mut rng);
                 converts_or_names_the_file(&name, &mutant, TraceEncoding::Json);
-                let source = BinaryTraceReader::from_reader(PathBuf::from(&name), Cursor::new(mutant))
-                    .map(|r| Box::new(r) as Box<dyn RecordSource>);
-                refused += usize::from(run(&name, source));
+                refused += usize::from(run_mutant(&name, mutant, TraceEncoding::Binary));
                 runs += 1;
             }
         }
     }
-    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a reader thread panicked (see above)");
-    eprintln!("binary mutation test: {converted} traces, {runs} inputs, {refused} refused naming the file, 0 panics");
-    assert!(converted > inputs.len(), "most samples convert, and their recordings too");
-    assert!(refused > runs / 4 && refused < runs, "the mutations should be neither all refused nor all taken");
+    assert!(converted > inputs.len(), "most samples convert, and their recordings too: {converted} traces");
+    no_panic_and_some_refused("binary mutation test", runs, refused, runs / 4);
 }
 
 /// Hostile shapes (issue 27), made small enough for this test's budget: child graphs nested up to past the depth
@@ -471,15 +481,11 @@ fn hostile_shapes_and_their_mutants_never_panic_and_every_error_names_the_file()
         let shape = hostile_shape(&mut rng).into_bytes();
         for (kind, input) in [("shape", shape.clone()), ("mutant", mutate(&shape, &mut rng))] {
             let name = format!("hostile-{kind}-{i}.json");
-            let source = JsonTraceReader::from_reader(PathBuf::from(&name), Cursor::new(input))
-                .map(|r| Box::new(r) as Box<dyn RecordSource>);
-            refused += usize::from(run(&name, source));
+            refused += usize::from(run_mutant(&name, input, TraceEncoding::Json));
             runs += 1;
         }
     }
-    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a reader thread panicked (see above)");
-    eprintln!("hostile shapes: {runs} inputs, {refused} refused with an error naming the file, 0 panics");
-    assert!(refused > runs / 8 && refused < runs, "the shapes should be neither all refused nor all taken");
+    no_panic_and_some_refused("hostile shapes", runs, refused, runs / 8);
 }
 
 /// SQL that breaks an export the way real exports break: a table or a name missing, NULLs, values out of range,
