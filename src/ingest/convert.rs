@@ -12,7 +12,7 @@ use std::path::Path;
 use streamtrace_format::binary::read::{FrameOutcome, FrameReader};
 use streamtrace_format::binary::transcode::{binary_to_json, json_to_binary};
 use streamtrace_format::binary::write::BinaryWriter;
-use streamtrace_format::binary::Tag;
+use streamtrace_format::binary::{Tag, MAX_LINE};
 use streamtrace_format::TraceEncoding;
 
 use super::json::lines::LineRecords;
@@ -145,6 +145,9 @@ fn binary_to_json_trace(
                 let next = <[u8; 8]>::try_from(body)
                     .map(u64::from_le_bytes)
                     .map_err(|_| error(at, "a line frame of another length than 8".into()))?;
+                if !(1..=MAX_LINE).contains(&next) {
+                    return Err(error(at, format!("a line frame naming line {next}, outside 1..={MAX_LINE}")));
+                }
                 let gap = next.saturating_sub(line);
                 if gap > MAX_LINE_GAP {
                     let message = format!(

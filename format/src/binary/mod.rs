@@ -37,6 +37,8 @@ pub const MAX_FRAME_BYTES: u32 = 64 << 20;
 pub const MAX_STRINGS: u32 = 1 << 20;
 /// The most bytes the strings declared since the last reset may hold, on the reader's side.
 pub const MAX_STRING_TABLE_BYTES: usize = 1 << 30;
+/// The largest line a line frame may name (lines count from 1): the records numbered on from it never overflow.
+pub const MAX_LINE: u64 = 1 << 63;
 /// The preamble of a binary trace file.
 pub fn preamble() -> [u8; PREAMBLE_BYTES] {
     let mut bytes = [0u8; PREAMBLE_BYTES];

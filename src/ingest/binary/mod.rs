@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use streamtrace_format::binary::read::{DecodeError, FrameInput, FrameOutcome, FrameReader};
-use streamtrace_format::binary::{Tag, MAX_STRINGS, MAX_STRING_TABLE_BYTES};
+use streamtrace_format::binary::{Tag, MAX_LINE, MAX_STRINGS, MAX_STRING_TABLE_BYTES};
 use streamtrace_format::RecordKind;
 
 use super::background::{BackgroundReader, Batch, BatchSender};
@@ -32,9 +32,6 @@ use super::record_source::{IngestError, BATCH};
 use op_frames::decode_op;
 use raw::{decode_record, SpareLists};
 use strings::Strings;
-
-/// The largest line a line frame may name: records numbered on from it never overflow.
-const MAX_LINE: u64 = 1 << 63;
 
 /// Reads a binary trace on a background thread.
 pub struct BinaryTraceReader;
@@ -134,7 +131,6 @@ impl Reading {
             Tag::Line => {
                 let line = <[u8; 8]>::try_from(body).map(u64::from_le_bytes);
                 self.next_record = match line {
-                    // Lines count from 1, and records count on from the line: one past 2^63 is no text's line.
                     Ok(line @ 1..=MAX_LINE) => line,
                     Ok(line) => {
                         let message = format!("a line frame naming line {line}, outside 1..={MAX_LINE}");
