@@ -9,10 +9,10 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 
-use streamtrace_format::binary::read::{FrameOutcome, FrameReader};
+use streamtrace_format::binary::read::{line_frame, FrameOutcome, FrameReader};
 use streamtrace_format::binary::transcode::{binary_to_json, json_to_binary};
 use streamtrace_format::binary::write::BinaryWriter;
-use streamtrace_format::binary::{Tag, MAX_LINE};
+use streamtrace_format::binary::Tag;
 use streamtrace_format::TraceEncoding;
 
 use super::json::lines::LineRecords;
@@ -108,6 +108,15 @@ fn json_to_binary_trace(
 /// terabytes of output) is refused. Blank lines between records beyond that are not kept through a round trip.
 const MAX_LINE_GAP: u64 = 64 << 20;
 
+/// Writes `text` out and empties it once it holds more than a megabyte: a conversion holds no more than that.
+fn write_when_full(text: &mut String, out: &mut dyn Write) -> std::io::Result<()> {
+    if text.len() > 1 << 20 {
+        out.write_all(text.as_bytes())?;
+        text.clear();
+    }
+    Ok(())
+}
+
 /// A record's text without the line end after it (a JSON frame holds the object alone).
 fn trim_line_end(text: &[u8]) -> &[u8] {
     let end = text.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(0, |at| at + 1);
@@ -142,12 +151,7 @@ fn binary_to_json_trace(
             Tag::String => strings.push(std::str::from_utf8(body).ok().map(str::to_string)),
             Tag::StringsReset => strings.clear(),
             Tag::Line => {
-                let next = <[u8; 8]>::try_from(body)
-                    .map(u64::from_le_bytes)
-                    .map_err(|_| error(at, "a line frame of another length than 8".into()))?;
-                if !(1..=MAX_LINE).contains(&next) {
-                    return Err(error(at, format!("a line frame naming line {next}, outside 1..={MAX_LINE}")));
-                }
+                let next = line_frame(body).map_err(|message| error(at, message))?;
                 let gap = next.saturating_sub(line);
                 if gap > MAX_LINE_GAP {
                     let message = format!(
@@ -159,10 +163,7 @@ fn binary_to_json_trace(
                 // Blank lines keep the records' places; written as they come, not held.
                 for _ in 0..gap {
                     text.push('\n');
-                    if text.len() > 1 << 20 {
-                        out.write_all(text.as_bytes()).map_err(write_error)?;
-                        text.clear();
-                    }
+                    write_when_full(&mut text, out).map_err(write_error)?;
                 }
                 line += gap;
             }
@@ -187,10 +188,7 @@ fn binary_to_json_trace(
                 converted.records += 1;
             }
         }
-        if text.len() > 1 << 20 {
-            out.write_all(text.as_bytes()).map_err(write_error)?;
-            text.clear();
-        }
+        write_when_full(&mut text, out).map_err(write_error)?;
     }
     out.write_all(text.as_bytes()).map_err(write_error)?;
     Ok(converted)

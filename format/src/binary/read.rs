@@ -6,7 +6,7 @@
 use std::fmt;
 use std::io::Read;
 
-use super::{layout, value_type, Tag, ValueType, FRAME_HEAD_BYTES, MAGIC, MAX_FRAME_BYTES, PREAMBLE_BYTES};
+use super::{layout, value_type, Tag, ValueType, FRAME_HEAD_BYTES, MAGIC, MAX_FRAME_BYTES, MAX_LINE, PREAMBLE_BYTES};
 use crate::vocabulary::{access_range, AccessFlag, Field, RecordKind};
 
 /// What is wrong with a frame: where (bytes from the start of its body), which field when one was being read,
@@ -40,6 +40,15 @@ pub fn check_preamble(bytes: &[u8]) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The line a line frame's body names, or why it names none: 8 bytes, a line in 1..=[`MAX_LINE`].
+pub fn line_frame(body: &[u8]) -> Result<u64, String> {
+    match <[u8; 8]>::try_from(body).map(u64::from_le_bytes) {
+        Ok(line @ 1..=MAX_LINE) => Ok(line),
+        Ok(line) => Err(format!("a line frame naming line {line}, outside 1..={MAX_LINE}")),
+        Err(_) => Err(format!("a line frame of {} bytes (8 expected)", body.len())),
+    }
 }
 
 /// Whether `head` (a file's first bytes) starts as a binary trace does.

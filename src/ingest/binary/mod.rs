@@ -19,8 +19,8 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use streamtrace_format::binary::read::{DecodeError, FrameInput, FrameOutcome, FrameReader};
-use streamtrace_format::binary::{Tag, MAX_LINE, MAX_STRINGS, MAX_STRING_TABLE_BYTES};
+use streamtrace_format::binary::read::{line_frame, DecodeError, FrameInput, FrameOutcome, FrameReader};
+use streamtrace_format::binary::{Tag, MAX_STRINGS, MAX_STRING_TABLE_BYTES};
 use streamtrace_format::RecordKind;
 
 use super::background::{BackgroundReader, Batch, BatchSender};
@@ -129,18 +129,8 @@ impl Reading {
                 self.string_bytes = 0;
             }
             Tag::Line => {
-                let line = <[u8; 8]>::try_from(body).map(u64::from_le_bytes);
-                self.next_record = match line {
-                    Ok(line @ 1..=MAX_LINE) => line,
-                    Ok(line) => {
-                        let message = format!("a line frame naming line {line}, outside 1..={MAX_LINE}");
-                        return Err(IngestError::new(&self.parser.path, Some(format!("byte {at}")), message));
-                    }
-                    Err(_) => {
-                        let message = format!("a line frame of {} bytes (8 expected)", body.len());
-                        return Err(IngestError::new(&self.parser.path, Some(format!("byte {at}")), message));
-                    }
-                };
+                self.next_record = line_frame(body)
+                    .map_err(|message| IngestError::new(&self.parser.path, Some(format!("byte {at}")), message))?;
             }
             Tag::Json => {
                 let record = self.place(at);
