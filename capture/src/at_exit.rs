@@ -8,9 +8,9 @@ use std::sync::atomic::Ordering;
 use crate::activity;
 use crate::control::GPU_TIMES;
 use crate::cost::capture_stats;
-use crate::origin::{current_pid, now_ns, thread_id};
+use crate::origin::{now_ns, thread_id};
 use crate::record::Call;
-use crate::state::{drain_into, STATE};
+use crate::state::{drain_into, started_here, STATE};
 
 /// Writes out everything recorded, at exit.
 pub extern "C" fn flush_at_exit() {
@@ -26,8 +26,8 @@ pub extern "C" fn flush_at_exit() {
         let writer = {
             // Even after a panic caught in a callback (a poisoned lock): what was recorded is written.
             let mut slot = STATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            match slot.as_mut() {
-                Some(state) if state.pid == current_pid() => {
+            match started_here(&mut slot) {
+                Some(state) => {
                     if std::env::var_os("STREAMTRACE_WALK_STATS").is_some() {
                         let s = state.walk_stats();
                         eprintln!(
@@ -48,7 +48,7 @@ pub extern "C" fn flush_at_exit() {
                     state.emit(call, capture_stats());
                     state.writer.handle()
                 }
-                _ => return,
+                None => return,
             }
         };
         drain_into(&writer);

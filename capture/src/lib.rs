@@ -63,7 +63,7 @@ use control::{say_once, ENABLED};
 use origin::{now_ns, thread_id};
 use process_state::ProcessState;
 use record::Call;
-use state::{state_for_this_process, STATE};
+use state::{started_here, state_for_this_process, STATE};
 
 /// Whether the program's work is being recorded on the calling thread now: 1 inside a capture range (or when
 /// the whole run is recorded), 0 outside ranges. The PyTorch observer asks before it reads an op's tensors, whose
@@ -99,12 +99,10 @@ pub extern "C" fn streamtrace_host_memory_pinned(address: u64) -> i32 {
         return -1;
     }
     let outcome = std::panic::catch_unwind(|| {
-        let Ok(slot) = STATE.lock() else { return -1 };
-        match slot.as_ref() {
-            Some(state) if state.pid == origin::current_pid() => {
-                i32::from(state.recorded_memory_at(address) == Some(streamtrace_format::MemoryKind::Pinned))
-            }
-            _ => 0,
+        let Ok(mut slot) = STATE.lock() else { return -1 };
+        match started_here(&mut slot) {
+            Some(state) => i32::from(state.recorded_memory_at(address) == Some(streamtrace_format::MemoryKind::Pinned)),
+            None => 0,
         }
     });
     outcome.unwrap_or(-1)

@@ -17,6 +17,12 @@ use crate::writer::{self, Writer};
 /// The state of the current process; replaced after a fork.
 pub static STATE: Mutex<Option<ProcessState>> = Mutex::new(None);
 
+/// This process's state, if its trace has started (the slot may hold the parent's state in a forked child, or
+/// nothing before the first recorded call); never starts one.
+pub fn started_here(slot: &mut Option<ProcessState>) -> Option<&mut ProcessState> {
+    slot.as_mut().filter(|state| state.pid == current_pid())
+}
+
 /// Starts a writer for this process if none runs for it (first call, or the first after a fork).
 pub fn state_for_this_process(slot: &mut Option<ProcessState>) -> Option<&mut ProcessState> {
     let pid = current_pid();
@@ -61,8 +67,8 @@ pub fn drain_into(writer: &Writer) -> bool {
 fn take_pending_for(writer: &Writer) -> Option<Batch> {
     // A panic caught in a callback poisons the lock: what was recorded before it is still written.
     let mut slot = STATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    match slot.as_mut() {
-        Some(state) if state.pid == current_pid() && state.writer.path == writer.path => {
+    match started_here(&mut slot) {
+        Some(state) if state.writer.path == writer.path => {
             // The faults queued since become records first (host_watch/).
             crate::host_watch::collect(state);
             Some(state.take_pending())
@@ -74,7 +80,7 @@ fn take_pending_for(writer: &Writer) -> Option<Batch> {
 /// Gives a written, emptied batch back to this process's state, to collect the next records in.
 fn keep_spare(batch: Batch) {
     let mut slot = STATE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(state) = slot.as_mut().filter(|state| state.pid == current_pid()) {
+    if let Some(state) = started_here(&mut slot) {
         state.spare = Some(batch);
     }
 }

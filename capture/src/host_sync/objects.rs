@@ -55,17 +55,13 @@ impl Table {
 /// A forked child moves to a new table (`start_anew`).
 static TABLE: RenewedInChild<Table> = RenewedInChild::new(Table::new());
 
-fn table() -> &'static Table {
-    TABLE.get()
-}
-
 /// Marks forgotten because a shard was full or an object had too many releasers (a `Join` past
 /// `MarkSet::CAPACITY` threads forgets its oldest).
 pub static DROPPED: AtomicU64 = AtomicU64::new(0);
 
 fn shard(object: usize) -> &'static Shard {
     // Sync objects are 4- or 8-byte aligned, often in arrays of structs: mix the address.
-    &table().shards[(object.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) % SHARDS]
+    &TABLE.get().shards[(object.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) % SHARDS]
 }
 
 fn lock(shard: &'static Shard) -> MutexGuard<'static, Objects> {
@@ -126,7 +122,7 @@ pub fn forget(object: usize) {
 /// threads that are not in the child, or be halfway through a change). Its versions go on from the old ones',
 /// so that no remembered version matches by chance.
 pub fn start_anew() {
-    let inherited = table();
+    let inherited = TABLE.get();
     TABLE.renew(|fresh| {
         for (new, old) in fresh.shards.iter().zip(&inherited.shards) {
             new.version.store(old.version.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
