@@ -6,11 +6,12 @@ found-inf flag as tensors, and `update` adjusts the scale on device; all on the 
 Ground truth: clean.
 """
 import torch
-import torch.nn as nn
+
+from lib_support import mlp
 
 torch.manual_seed(0)
-fused_model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 16)).cuda()
-foreach_model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 16)).cuda()
+fused_model = mlp(64, 128, 16)
+foreach_model = mlp(64, 128, 16)
 opt_fused = torch.optim.AdamW(fused_model.parameters(), lr=1e-3, fused=True)
 opt_foreach = torch.optim.AdamW(foreach_model.parameters(), lr=1e-3, foreach=True)
 scaler = torch.amp.GradScaler("cuda")

@@ -11,24 +11,23 @@ import warnings
 
 import torch
 import torch.distributed.checkpoint as dcp
-import torch.nn as nn
+
+from lib_support import mlp, train_steps
 
 warnings.filterwarnings("ignore")
 torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 16)).cuda()
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+model = mlp(64, 128, 16)
 root = tempfile.mkdtemp()
-pending = None
-for step in range(3):
-    x = torch.randn(32, 64, device="cuda")
-    loss = model(x).pow(2).mean()
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
-    if pending is not None:
-        pending.result()  # one checkpoint in flight at a time
-    pending = dcp.async_save({"model": model.state_dict()}, checkpoint_id=os.path.join(root, f"step{step}"))
-pending.result()
-torch.cuda.synchronize()
+pending = []
+
+
+def save(step):
+    if pending:
+        pending.pop().result()  # one checkpoint in flight at a time
+    pending.append(dcp.async_save({"model": model.state_dict()}, checkpoint_id=os.path.join(root, f"step{step}")))
+
+
+loss = train_steps(model, torch.optim.AdamW(model.parameters(), lr=1e-3), after_step=save)
+pending.pop().result()
 print(f"loss {loss.item():.4f} saved {sorted(os.listdir(root))}")
 print("GROUND_TRUTH clean: async_save stages with blocking copies in the calling thread before it returns")

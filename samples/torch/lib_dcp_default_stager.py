@@ -18,12 +18,13 @@ import warnings
 
 import torch
 import torch.distributed.checkpoint as dcp
-import torch.nn as nn
 from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
+
+from lib_support import mlp
 
 warnings.filterwarnings("ignore")
 torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 16)).cuda()
+model = mlp(64, 128, 16)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 root = tempfile.mkdtemp()
 response = None

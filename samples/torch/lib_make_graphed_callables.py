@@ -5,10 +5,11 @@ the graphs' static input, replays forward and backward on the default stream, an
 Ground truth: clean.
 """
 import torch
-import torch.nn as nn
+
+from lib_support import mlp
 
 torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 16)).cuda()
+model = mlp(64, 128, 16)
 opt = torch.optim.SGD(model.parameters(), lr=1e-2)
 sample = torch.randn(32, 64, device="cuda")
 graphed = torch.cuda.make_graphed_callables(model, (sample,))

@@ -11,27 +11,28 @@ import io
 import sys
 
 import torch
-import torch.nn as nn
+
+from lib_support import mlp, train_steps
 
 sync = "no-sync" not in sys.argv[1:]
 torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 16)).cuda()
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+model = mlp(64, 128, 16)
 snapshot = {k: torch.empty(v.shape, dtype=v.dtype, pin_memory=True) for k, v in model.state_dict().items()}
-for step in range(3):
-    x = torch.randn(32, 64, device="cuda")
-    loss = model(x).pow(2).mean()
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
+checkpoint = io.BytesIO()
+
+
+def save(step):
     for k, v in model.state_dict().items():
         snapshot[k].copy_(v, non_blocking=True)
     if sync:
         torch.cuda.current_stream().synchronize()  # the copies must land before the host reads the buffers
-    buf = io.BytesIO()
-    torch.save(snapshot, buf)
-torch.cuda.synchronize()
-print(f"loss {loss.item():.4f} checkpoint {len(buf.getvalue())} bytes")
+    checkpoint.seek(0)
+    checkpoint.truncate()
+    torch.save(snapshot, checkpoint)
+
+
+loss = train_steps(model, torch.optim.AdamW(model.parameters(), lr=1e-3), after_step=save)
+print(f"loss {loss.item():.4f} checkpoint {len(checkpoint.getvalue())} bytes")
 if sync:
     print("GROUND_TRUTH clean: the stream is synchronized before torch.save reads the pinned snapshot")
 else:

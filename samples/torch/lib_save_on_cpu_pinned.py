@@ -8,8 +8,10 @@ Ground truth: clean.
 import torch
 import torch.nn as nn
 
+from lib_support import mlp
+
 torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.Linear(512, 512), nn.GELU(), nn.Linear(512, 8)).cuda()
+model = mlp(256, 512, 512, 8, activation=nn.GELU)
 opt = torch.optim.SGD(model.parameters(), lr=1e-2)
 for step in range(3):
     x = torch.randn(64, 256, device="cuda")

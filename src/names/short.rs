@@ -54,13 +54,15 @@ pub fn short_name(name: &str) -> Cow<'_, str> {
 
 /// A framework op's short name: `aten::sum` -> `sum`, `sum.dim_IntList` -> `sum`, `fill_.Scalar` -> `fill_`.
 /// Only an op's `name.overload` loses its part after the dot (a lower-case identifier, one dot); other names
-/// (`Stream.wait_event`, `torch.cuda.synchronize`, `triton scale_kernel`) stay whole.
+/// (`Stream.wait_event`, `torch.cuda.synchronize`, `torch.save`, `triton scale_kernel`) stay whole: a Python
+/// function the capture names by its module (`torch.save`'s host reads) is no op with an overload.
 pub fn short_op_name(name: &str) -> &str {
     let name = name.rsplit_once("::").map_or(name, |(_, bare)| bare);
     let identifier = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     match name.split_once('.') {
         Some((op, overload))
             if identifier(op)
+                && op != "torch"
                 && identifier(overload)
                 && op.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') =>
         {
@@ -253,6 +255,7 @@ mod tests {
         assert_eq!(short_op_name("aten::mul.Tensor"), "mul");
         assert_eq!(short_op_name("Stream.wait_event"), "Stream.wait_event");
         assert_eq!(short_op_name("torch.cuda.synchronize"), "torch.cuda.synchronize");
+        assert_eq!(short_op_name("torch.save"), "torch.save", "a module's function, not an op's overload");
         assert_eq!(short_op_name("triton scale_kernel"), "triton scale_kernel");
     }
 }
