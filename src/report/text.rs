@@ -295,15 +295,16 @@ pub fn wrap(text: &str, width: usize) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 16);
     for line in text.lines() {
         let indent = line.len() - line.trim_start().len();
-        let hanging = " ".repeat((indent + 4).min(width / 2));
+        let hanging = (indent + 4).min(width / 2);
         let mut rest = line;
         let mut first = true;
         loop {
-            let room = if first { width } else { width - hanging.len() };
+            let room = if first { width } else { width - hanging };
             if !first {
-                out.push_str(&hanging);
+                out.extend(std::iter::repeat(' ').take(hanging));
             }
-            if rest.chars().count() <= room {
+            // Most lines fit, and a text of no more bytes than columns has no more characters: not counted.
+            if rest.len() <= room || rest.chars().count() <= room {
                 out.push_str(rest);
                 out.push('\n');
                 break;

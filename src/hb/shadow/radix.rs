@@ -31,7 +31,7 @@ struct Leaf {
 pub(super) struct RadixTable {
     /// `(window + 1, leaf)` of a window that maps to this place (`window % RECENT_LEN`), 0 where none: the map's
     /// answers for recent windows. Updated on a lookup that went to the map, on a new leaf and on a freed one.
-    recent: Box<[Cell<(u64, u32)>]>,
+    recent: Box<[Cell<(u64, u32)>; RECENT_LEN]>,
     /// Leaf index by window, a granule's upper bits (`granule >> LEAF_BITS`).
     leaf_of: FxHashMap<u64, u32>,
     leaves: Vec<Leaf>,
@@ -42,7 +42,7 @@ pub(super) struct RadixTable {
 impl Default for RadixTable {
     fn default() -> Self {
         RadixTable {
-            recent: (0..RECENT_LEN).map(|_| Cell::new((0, 0))).collect(),
+            recent: Box::new([const { Cell::new((0, 0)) }; RECENT_LEN]),
             leaf_of: FxHashMap::default(),
             leaves: Vec::new(),
             free_leaves: Vec::new(),
@@ -51,25 +51,49 @@ impl Default for RadixTable {
 }
 
 impl RadixTable {
-    /// The value at `granule`, or [`EMPTY`].
-    #[inline]
+    /// The value at `granule`, or [`EMPTY`]. A window among the recent ones is answered here, any other by a
+    /// call this one ends with: the map's probe needs registers that every lookup would otherwise save and
+    /// restore, half the instructions of one that hits (the engine makes several a record).
+    #[inline(never)]
     pub(super) fn get(&self, granule: u64) -> u32 {
-        match self.leaf(granule >> LEAF_BITS) {
-            Some(leaf) => self.leaves[leaf as usize].entries[(granule & LEAF_MASK) as usize],
+        match self.recent_leaf(granule >> LEAF_BITS) {
+            Some(leaf) => self.entry(leaf, granule),
+            None => self.get_through_map(granule),
+        }
+    }
+
+    /// [`RadixTable::get`] of a granule whose window is not among the recent ones.
+    #[cold]
+    #[inline(never)]
+    fn get_through_map(&self, granule: u64) -> u32 {
+        match self.leaf_from_map(granule >> LEAF_BITS) {
+            Some(leaf) => self.entry(leaf, granule),
             None => EMPTY,
         }
     }
 
+    /// The entry of `granule` in its window's leaf, `leaf`.
+    #[inline(always)]
+    fn entry(&self, leaf: u32, granule: u64) -> u32 {
+        self.leaves[leaf as usize].entries[(granule & LEAF_MASK) as usize]
+    }
+
+    /// The leaf of `window` when the window is among the recent ones: one compare, no hashing.
+    #[inline(always)]
+    fn recent_leaf(&self, window: u64) -> Option<u32> {
+        let (tag, leaf) = self.recent[window as usize % RECENT_LEN].get();
+        (tag == window + 1).then_some(leaf)
+    }
+
     /// The leaf of `window`, through the recent windows first.
-    #[inline]
     fn leaf(&self, window: u64) -> Option<u32> {
-        let recent = &self.recent[window as usize % RECENT_LEN];
-        let (tag, leaf) = recent.get();
-        if tag == window + 1 {
-            return Some(leaf);
-        }
+        self.recent_leaf(window).or_else(|| self.leaf_from_map(window))
+    }
+
+    /// The leaf of `window` from the map, which the recent windows then hold.
+    fn leaf_from_map(&self, window: u64) -> Option<u32> {
         let leaf = *self.leaf_of.get(&window)?;
-        recent.set((window + 1, leaf));
+        self.recent[window as usize % RECENT_LEN].set((window + 1, leaf));
         Some(leaf)
     }
 
@@ -79,11 +103,7 @@ impl RadixTable {
     /// operation ahead keeps that miss off the lookup.
     #[inline]
     pub(super) fn prefetch(&self, granule: u64) {
-        let window = granule >> LEAF_BITS;
-        let (tag, leaf) = self.recent[window as usize % RECENT_LEN].get();
-        if tag != window + 1 {
-            return;
-        }
+        let Some(leaf) = self.recent_leaf(granule >> LEAF_BITS) else { return };
         if let Some(leaf) = self.leaves.get(leaf as usize) {
             super::prefetch_address(&leaf.entries[(granule & LEAF_MASK) as usize] as *const u32 as *const u8);
         }
