@@ -13,7 +13,7 @@
 use rustc_hash::FxHashMap;
 
 use super::host_order::host_role;
-use super::shadow::prefetch_address;
+use super::shadow::prefetch_bytes;
 use super::sites::{SiteId, SiteTable};
 use super::state::{ContextState, Engine, EngineError, EngineOptions, EngineStats, EventState, HbEdge, StreamState};
 use super::state::{ThreadOrder, ThreadState};
@@ -101,14 +101,12 @@ impl Engine {
     /// ahead reads.
     pub fn prefetch<'r>(&self, ahead: impl Fn(usize) -> Option<&'r TraceRecord>) {
         if let Some(record) = ahead(PREFETCH_AHEAD + 3) {
-            let head = record as *const TraceRecord as *const u8;
-            (0..size_of::<TraceRecord>()).step_by(64).for_each(|offset| prefetch_address(head.wrapping_add(offset)));
+            prefetch_bytes(record as *const TraceRecord as *const u8, size_of::<TraceRecord>());
         }
         if let Some(TraceRecord::Op(op)) = ahead(PREFETCH_AHEAD) {
             if let OpKind::Kernel { accesses, .. } = &op.kind {
                 let bytes = size_of_val(accesses.as_slice()).min(PREFETCH_ACCESS_BYTES);
-                let head = accesses.as_ptr() as *const u8;
-                (0..bytes).step_by(64).for_each(|offset| prefetch_address(head.wrapping_add(offset)));
+                prefetch_bytes(accesses.as_ptr() as *const u8, bytes);
             }
         }
         if let Some(TraceRecord::Op(op)) = ahead(2) {

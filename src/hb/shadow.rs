@@ -86,6 +86,30 @@ pub(super) fn prefetch_address(address: *const u8) {
     let _ = address;
 }
 
+/// [`prefetch_address`] for every cache line that holds a byte of the `bytes` bytes at `head`. A plain loop over
+/// the lines: the engine asks for a few lines on every record, and `step_by` ranges cost it more instructions
+/// than the prefetches themselves.
+pub(super) fn prefetch_bytes(head: *const u8, bytes: usize) {
+    let Some((first, last)) = line_span(head as usize, bytes) else { return };
+    let mut line = first;
+    loop {
+        prefetch_address(head.wrapping_add(line.wrapping_sub(head as usize)));
+        if line >= last {
+            break;
+        }
+        line += CACHE_LINE;
+    }
+}
+
+/// The addresses of the first and the last cache line that hold a byte of `[address, address + bytes)`.
+fn line_span(address: usize, bytes: usize) -> Option<(usize, usize)> {
+    let end = address.checked_add(bytes.checked_sub(1)?)?;
+    Some((address & !(CACHE_LINE - 1), end & !(CACHE_LINE - 1)))
+}
+
+/// The processor's cache line, in bytes.
+const CACHE_LINE: usize = 64;
+
 /// The shadow state of one address space.
 #[derive(Default)]
 pub struct ShadowMemory {
@@ -372,6 +396,16 @@ mod tests {
 
     fn r(start: u64, len: u64) -> AccessRange {
         AccessRange::new(start, len).unwrap()
+    }
+
+    #[test]
+    fn a_prefetch_covers_every_line_its_bytes_touch() {
+        assert_eq!(line_span(128, 64), Some((128, 128)), "one aligned line");
+        assert_eq!(line_span(160, 64), Some((128, 192)), "a line's worth across two lines");
+        assert_eq!(line_span(130, 184), Some((128, 256)), "184 bytes from an unaligned address: three lines");
+        assert_eq!(line_span(191, 1), Some((128, 128)));
+        assert_eq!(line_span(64, 0), None, "nothing to load");
+        assert_eq!(line_span(usize::MAX, 2), None, "past the address space: no line");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use smallvec::SmallVec;
 
 use super::radix::{RadixTable, EMPTY};
-use super::{prefetch_address, Segment};
+use super::{prefetch_bytes, Segment};
 use crate::hb::sorted_keys::SortedKeys;
 
 const GRANULE_BITS: u32 = 16;
@@ -133,10 +133,7 @@ impl SegmentMap {
         if index == EMPTY {
             return;
         }
-        let head = &self.buckets[index as usize] as *const Bucket as *const u8;
-        for offset in (0..size_of::<Bucket>()).step_by(64).chain([size_of::<Bucket>() - 1]) {
-            prefetch_address(head.wrapping_add(offset));
-        }
+        prefetch_bytes(&self.buckets[index as usize] as *const Bucket as *const u8, size_of::<Bucket>());
     }
 
     /// Appends the starts of the segments that begin inside `[start, end)` to `out`, in order.
