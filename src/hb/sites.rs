@@ -91,10 +91,12 @@ fn quick_key(parts: &SiteParts) -> u64 {
 
 /// Whether two shared strings hold the same text, telling it first by where they live (std's Arc equality does
 /// not for `str`): the same string is not read.
+#[inline(always)]
 fn same_text(a: &Arc<str>, b: &Arc<str>) -> bool {
     Arc::ptr_eq(a, b) || a == b
 }
 
+#[inline(always)]
 fn same_optional_text(a: Option<&Arc<str>>, b: Option<&Arc<str>>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => same_text(a, b),
@@ -103,6 +105,7 @@ fn same_optional_text(a: Option<&Arc<str>>, b: Option<&Arc<str>>) -> bool {
 }
 
 /// [`SourceLocation`]'s equality through [`same_text`].
+#[inline(always)]
 fn same_source(a: Option<&SourceLocation>, b: Option<&SourceLocation>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => {
@@ -218,10 +221,13 @@ impl SiteTable {
         id
     }
 
-    /// Whether `id` is live and is the site described by `parts` and the native id `native`.
+    /// Whether `id` is live and is the site described by `parts` and the native id `native`. Inline, with the
+    /// comparisons it makes: every operation's site is checked here, and out of line their calls were a third of
+    /// its instructions (the engine's thread 3% fewer inline, by callgrind).
+    #[inline(always)]
     fn holds(&self, id: SiteId, parts: &SiteParts, native: Option<NativeId>) -> bool {
         let Some(Some(LiveSite { site, .. })) = self.sites.get(id.index()) else { return false };
-        let same_name = || match parts.name {
+        let same_name = match parts.name {
             SiteName::Shared(name) => same_text(&site.name, name),
             SiteName::Text(name) => *site.name == *name,
         };
@@ -229,7 +235,7 @@ impl SiteTable {
             && site.stream == parts.stream
             && site.thread == parts.thread
             && site.native == native
-            && same_name()
+            && same_name
             && same_source(site.source.as_ref(), parts.source)
             && same_optional_text(site.region.as_ref(), parts.region)
             && site.graph.as_ref() == parts.graph
