@@ -66,8 +66,7 @@ impl VectorClock {
 
     /// Advances the own component of `stream`, whose slot is `slot`, and returns the new epoch.
     pub fn tick(&mut self, stream: StreamId, slot: Slot) -> Epoch {
-        let tick = self.get(slot) + 1;
-        self.set(slot, tick);
+        let tick = self.ticks.add(slot.index(), 1);
         Epoch { stream, slot, tick }
     }
 

@@ -179,13 +179,15 @@ impl ShadowMemory {
         }
         let (start, end) = (range.start, range.end());
         // Fast path: the range is exactly one existing segment (the common case for block-granular accesses).
-        if let Some(seg) = self.segments.get_mut(start) {
-            if seg.end == end {
+        let first_end = match self.segments.get_mut(start) {
+            Some(seg) if seg.end == end => {
                 Self::check_and_record(seg, start, current, clock, out);
                 return;
             }
-        }
-        if !self.walk_contiguous(start, end) {
+            Some(seg) => Some(seg.end),
+            None => None,
+        };
+        if !self.walk_contiguous(start, first_end, end) {
             self.split_at(start);
             self.split_at(end);
             self.keys.clear();
@@ -240,9 +242,12 @@ impl ShadowMemory {
     /// When segments start at `start` and follow each other without a gap up to `end`, collects their starts
     /// into `keys` through the hash map alone (splitting the last one at `end` if it runs past), and returns
     /// true. The common case for blocks split by partial copies; the ordered set is needed only otherwise.
-    fn walk_contiguous(&mut self, start: u64, end: u64) -> bool {
+    /// `first_end`: where the segment at `start` ends, which the caller has looked up (`None`: none starts there).
+    fn walk_contiguous(&mut self, start: u64, first_end: Option<u64>, end: u64) -> bool {
         self.keys.clear();
-        let mut cursor = start;
+        let Some(first_end) = first_end else { return false };
+        self.keys.push(start);
+        let mut cursor = first_end;
         while cursor < end {
             match self.segments.get(cursor) {
                 Some(seg) => {
@@ -355,9 +360,20 @@ impl ShadowMemory {
             seg.reads = NO_READS;
             return;
         }
+        // The common read, ordered after the segment's one read or the first since a write, replaces it in place.
+        match &mut seg.reads {
+            Reads::One(read) if read.covered_by(clock) => {
+                *read = current;
+                return;
+            }
+            Reads::Many(None) => {
+                seg.reads = Reads::One(current);
+                return;
+            }
+            _ => {}
+        }
         seg.reads = match std::mem::replace(&mut seg.reads, NO_READS) {
             Reads::Many(None) => Reads::One(current),
-            Reads::One(read) if read.covered_by(clock) => Reads::One(current),
             Reads::One(read) => Reads::Many(Some(Box::new(smallvec![read, current]))),
             Reads::Many(Some(mut reads)) => {
                 // Reads ordered before this one are subsumed by it for every later write check.
