@@ -360,17 +360,12 @@ impl ShadowMemory {
             seg.reads = NO_READS;
             return;
         }
-        // The common read, ordered after the segment's one read or the first since a write, replaces it in place.
-        match &mut seg.reads {
-            Reads::One(read) if read.covered_by(clock) => {
+        // The common read, ordered after the segment's one read, replaces it in place.
+        if let Reads::One(read) = &mut seg.reads {
+            if read.covered_by(clock) {
                 *read = current;
                 return;
             }
-            Reads::Many(None) => {
-                seg.reads = Reads::One(current);
-                return;
-            }
-            _ => {}
         }
         seg.reads = match std::mem::replace(&mut seg.reads, NO_READS) {
             Reads::Many(None) => Reads::One(current),
