@@ -3,11 +3,15 @@
 # interleaved rounds of benches/torch_train_loop.py at STEPS steps (default 3000: 300 spread between rounds by more
 # than the capture adds), binary traces, the loop's own wall time: plain; plain under `python -S` (no site, so
 # the capture's bootstrap cannot load: the baseline of the T1 runs); captured by the carried build; the same with
-# --no-host-sync; tier T1 only (`python -S` under capture: no observer), with and without the interposers; the
+# --no-host-sync; tier T1 only (`python -S` under capture: no observer), with and without the interposers, and
+# without them with CUPTI's callbacks taken but nothing recorded (STREAMTRACE_CALLBACK_NOOP); --no-call-sites; the
 # build in OLD (a directory holding an older libstreamtrace_capture.so), when given; and `nsys profile -t cuda`
 # when nsys is on the PATH. Medians and their ratio to plain's, then one capture with the cost split
 # (STREAMTRACE_COST_DETAIL=1: observer parts, driver calls, the interposers' bookkeeping by function).
-# PARTS=0 leaves out the plainS/nohs/t1 runs (the build against OLD and nsys only). Lines in $OUT/loop_parts.txt.
+# PARTS=0 leaves out the plainS/nohs/t1 runs (the build against OLD and nsys only). PIN, when set, prefixes every
+# timed run (PIN="taskset -c 0-7": the same cores each time). Each run gives the loop's wall time and its steady
+# pace (the median window of the loop, benches/torch_train_loop.py), which one slow second does not move. Lines in
+# $OUT/loop_parts.txt.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -21,9 +25,12 @@ mkdir -p "$OUT"
 out=$OUT/loop_parts.txt
 rounds=$out.rounds
 : > "$rounds"
-loop() { # LABEL COMMAND...: one run of the loop, its line labelled
+pin=(${PIN:-})
+loop() { # LABEL COMMAND...: one run of the loop, its wall line labelled LABEL and its steady line LABEL/steady
   local label=$1; shift
-  timeout 240 "$@" 2>/dev/null | grep "train loop" | sed "s/^/round $round $label /" | tee -a "$rounds"
+  timeout 240 "${pin[@]}" "$@" 2>/dev/null |
+    awk -v r="$round" -v l="$label" '/^train loop/ { print "round", r, l, $0 } /^train steady/ { print "round", r, l "/steady", $0 }' |
+    tee -a "$rounds"
 }
 {
   # The observer is compiled once, before anything is timed.
@@ -39,10 +46,12 @@ loop() { # LABEL COMMAND...: one run of the loop, its line labelled
       loop nohs "$st" capture --no-analyze --no-host-sync -o /tmp/parts-nohs -- python3 benches/torch_train_loop.py
       loop t1 "$st" capture --no-analyze -o /tmp/parts-t1 -- "${no_site[@]}"
       loop t1nohs "$st" capture --no-analyze --no-host-sync -o /tmp/parts-t1n -- "${no_site[@]}"
+      loop t1noop env STREAMTRACE_CALLBACK_NOOP=1 "$st" capture --no-analyze --no-host-sync -o /tmp/parts-t1o -- "${no_site[@]}"
+      loop nocs "$st" capture --no-analyze --no-call-sites -o /tmp/parts-nocs -- python3 benches/torch_train_loop.py
     fi
     command -v nsys > /dev/null && loop nsys nsys profile -t cuda -o /tmp/parts-nsys-$round -f true python3 benches/torch_train_loop.py
   done
-  echo "medians (seconds for the loop; ratio to plain's; the rounds):"
+  echo "medians (seconds for the loop, and its steady pace: LABEL/steady; ratio to plain's; the rounds):"
   awk '$1 == "round" { t[$3] = t[$3] " " $(NF-1) }
     END {
       for (k in t) {
@@ -50,7 +59,7 @@ loop() { # LABEL COMMAND...: one run of the loop, its line labelled
         for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { x = v[j]; v[j] = v[j - 1]; v[j - 1] = x }
         m[k] = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
       }
-      for (k in m) printf "  %-8s %.3f  %.2fx  (%s)\n", k, m[k], m[k] / m["plain"], substr(t[k], 2)
+      for (k in m) printf "  %-15s %.3f  %.2fx  (%s)\n", k, m[k], m[k] / m[k ~ /steady/ ? "plain/steady" : "plain"], substr(t[k], 2)
     }' "$rounds" | sort
   echo "cost split of one capture of the loop:"
   STREAMTRACE_COST_DETAIL=1 timeout 240 "$st" capture --no-analyze -o /tmp/parts-detail -- python3 benches/torch_train_loop.py 2>&1 |
