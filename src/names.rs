@@ -23,8 +23,8 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use crate::model::{
-    is_nccl_kernel, Creation, Entity, EventId, GroupStream, NativeSite, OpKind, SourceLocation, StreamId, StreamKind,
-    ThreadId, TraceRecord,
+    is_nccl_kernel, Creation, Entity, EventId, GroupStream, NativeSite, OpKind, Operation, SourceLocation, StreamId,
+    StreamKind, ThreadId, TraceRecord,
 };
 use crate::symbols::Symbolizer;
 use short::short_place;
@@ -90,19 +90,24 @@ struct NcclNames {
 const NCCL_NAME_PLACES: usize = 64;
 
 impl NcclNames {
+    // Inlined: a name seen before, nearly every kernel's, is one comparison; the rest out of line.
+    #[inline(always)]
     fn is_nccl(&mut self, name: &Arc<str>) -> bool {
+        let index = (Arc::as_ptr(name) as *const u8 as usize >> 4) % NCCL_NAME_PLACES;
+        match self.places.get(index) {
+            Some(Some((known, nccl))) if Arc::ptr_eq(known, name) => *nccl,
+            _ => self.learn(index, name),
+        }
+    }
+
+    /// Whether `name`, not at its `index` yet, is NCCL's; it takes that place.
+    fn learn(&mut self, index: usize, name: &Arc<str>) -> bool {
         if self.places.is_empty() {
             self.places.resize(NCCL_NAME_PLACES, None);
         }
-        let place = &mut self.places[(Arc::as_ptr(name) as *const u8 as usize >> 4) % NCCL_NAME_PLACES];
-        match place {
-            Some((known, nccl)) if Arc::ptr_eq(known, name) => *nccl,
-            _ => {
-                let nccl = is_nccl_kernel(name);
-                *place = Some((name.clone(), nccl));
-                nccl
-            }
-        }
+        let nccl = is_nccl_kernel(name);
+        self.places[index] = Some((name.clone(), nccl));
+        nccl
     }
 }
 
@@ -157,7 +162,37 @@ fn facts(table: &mut Vec<Facts>, index: usize) -> &mut Facts {
 
 impl Names {
     /// Takes note of one record (before or after the engine consumes it).
+    // Inlined into the loops over batches: an operation, nearly every record, is taken note of without a call
+    // into the match of every other kind.
+    #[inline(always)]
     pub fn observe(&mut self, record: &TraceRecord) {
+        match record {
+            TraceRecord::Op(op) => self.observe_op(op),
+            other => self.observe_other(other),
+        }
+    }
+
+    /// [`Names::observe`] of an operation: what ran on its stream, and its first source line.
+    #[inline(always)]
+    fn observe_op(&mut self, op: &Operation) {
+        let Some(stream) = op.kind.stream() else { return };
+        let Some(entry) = self.streams.get_mut(stream.index()) else { return };
+        if let OpKind::Kernel { name, .. } = &op.kind {
+            if self.nccl_names.is_nccl(name) {
+                entry.nccl_kernels += 1;
+            } else {
+                entry.other_kernels += 1;
+            }
+        }
+        // Assigned only when there is a line: most operations name none, and writing None over None dropped the
+        // old value first.
+        if let (None, Some(source)) = (&entry.first_use, &op.source) {
+            entry.first_use = Some(source.clone());
+        }
+    }
+
+    /// [`Names::observe`] of a record that is not an operation.
+    fn observe_other(&mut self, record: &TraceRecord) {
         match record {
             TraceRecord::Thread(info) => {
                 if self.tids.len() <= info.id.index() {
@@ -195,20 +230,7 @@ impl Names {
                     entry.framework = Some((source.clone(), text.clone(), self.arrivals));
                 }
             }
-            TraceRecord::Op(op) => {
-                let Some(stream) = op.kind.stream() else { return };
-                let Some(entry) = self.streams.get_mut(stream.index()) else { return };
-                if let OpKind::Kernel { name, .. } = &op.kind {
-                    if self.nccl_names.is_nccl(name) {
-                        entry.nccl_kernels += 1;
-                    } else {
-                        entry.other_kernels += 1;
-                    }
-                }
-                if entry.first_use.is_none() {
-                    entry.first_use = op.source.clone();
-                }
-            }
+            TraceRecord::Op(op) => self.observe_op(op),
             TraceRecord::GroupStream(GroupStream { stream, group }) => {
                 let groups = &mut facts(&mut self.streams, stream.index()).process_groups;
                 let seen = groups.len() as u64;

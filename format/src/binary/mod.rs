@@ -325,6 +325,7 @@ static LAYOUTS: Layouts = {
 };
 
 /// The fields of `kind`'s layout, in the order their values follow the presence mask.
+#[inline]
 pub fn layout(kind: RecordKind) -> &'static [Field] {
     &LAYOUTS.fields[kind as usize][..LAYOUTS.len[kind as usize] as usize]
 }

@@ -1,8 +1,9 @@
 //! A record frame of the operation kinds a trace holds the most of (`OpFields::KINDS`: kernels, copies, sets,
-//! event records and waits, synchronizations) decoded straight into those fields, for the record reader's
-//! rules: no raw record of every field is filled and emptied again, lists stay in the frame's bytes until the
-//! rules take their items, strings are borrowed from the table. What a frame may hold and how a value is wrong
-//! is the same as for the raw record (raw.rs): the same reading of fields, the same string lookup.
+//! event records and waits, synchronizations, queries, allocations and frees) decoded straight into those
+//! fields, for the record reader's rules: no raw record of every field is filled and emptied again, lists stay
+//! in the frame's bytes until the rules take their items, strings are borrowed from the table. What a frame may
+//! hold and how a value is wrong is the same as for the raw record (raw.rs): the same reading of fields, the
+//! same string lookup.
 
 use streamtrace_format::binary::read::{fields, DecodeError};
 use streamtrace_format::{Field, RecordKind};
@@ -39,6 +40,10 @@ pub(super) fn decode_op<'a>(
             Field::Context => op.context = Some(values.unsigned(field)?),
             Field::Bytes => op.bytes = Some(values.unsigned(field)?),
             Field::Sync => op.sync = Some(values.boolean(field)?),
+            Field::Ready => op.ready = Some(values.boolean(field)?),
+            Field::Id => op.id = Some(values.unsigned(field)?),
+            Field::Addr => op.addr = Some(values.unsigned(field)?),
+            Field::Size => op.size = Some(values.unsigned(field)?),
             Field::From | Field::To => {
                 let (address, size) = values.range(field)?;
                 let range = Some(RawRange(Address(address), Address(size)));
@@ -60,6 +65,9 @@ pub(super) fn decode_op<'a>(
             | Field::Copy
             | Field::FromMemory
             | Field::ToMemory
+            | Field::AllocKind
+            | Field::FreeKind
+            | Field::Label
             | Field::Comment => {
                 let shared = text(strings, values.text(field)?, field)?;
                 let text = Some(&**shared);
@@ -73,6 +81,9 @@ pub(super) fn decode_op<'a>(
                     Field::Copy => op.copy = text,
                     Field::FromMemory => op.from_memory = text,
                     Field::ToMemory => op.to_memory = text,
+                    Field::AllocKind => op.alloc_kind = text,
+                    Field::FreeKind => op.free_kind = text,
+                    Field::Label => op.label = text,
                     // Means nothing, but must name a string as any text does.
                     _ => {}
                 }
@@ -123,7 +134,8 @@ mod tests {
         let common = (op.common.api.map(Text::as_str), op.common.region.map(Text::as_str));
         let common = (common, CommonFields { api: None, region: None, ..op.common });
         let numbers = (op.stream, op.event, op.device, op.context, op.bytes, op.sync);
-        format!("{:?} {numbers:?} {texts:?} {ranges:?} {reads:?} {writes:?} {pointers:?}", common)
+        let memory = (op.ready, op.id, op.addr, op.size, op.alloc_kind, op.free_kind, op.label);
+        format!("{:?} {numbers:?} {texts:?} {ranges:?} {reads:?} {writes:?} {pointers:?} {memory:?}", common)
     }
 
     /// Every field of every kind's layout given (strings among the first declared), the frame decoded both ways:

@@ -13,11 +13,20 @@ pub(super) type Strings = Vec<Option<Arc<str>>>;
 
 /// The text string `index` names, as the value of `field`; an error naming the field when it was never
 /// declared or is not UTF-8.
+#[inline]
 pub(super) fn text(strings: &Strings, index: u32, field: Field) -> Result<&Arc<str>, DecodeError> {
     match strings.get(index as usize) {
         Some(Some(text)) => Ok(text),
-        Some(None) => Err(wrong(field, format!("string {index} is not UTF-8"))),
-        None => Err(wrong(field, format!("string {index} was never declared"))),
+        _ => Err(not_text(strings, index, field)),
+    }
+}
+
+/// Why string `index` is not text: [`text`]'s error, out of its way.
+#[cold]
+fn not_text(strings: &Strings, index: u32, field: Field) -> DecodeError {
+    match strings.get(index as usize) {
+        Some(_) => wrong(field, format!("string {index} is not UTF-8")),
+        None => wrong(field, format!("string {index} was never declared")),
     }
 }
 

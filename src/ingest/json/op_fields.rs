@@ -1,7 +1,8 @@
 //! The fields of the operation records a trace holds the most of (kernels, copies, sets, event records and
-//! waits, synchronizations), typed: filled from a record serde or the scanner decoded ([`OpFields::of`]), or
-//! by the binary reader straight from a frame's bytes, without the raw record of every field. The rules of what
-//! they mean (records.rs) take them alike, so both encodings read these records by one implementation.
+//! waits, synchronizations, queries, allocations and frees), typed: filled from a record serde or the scanner
+//! decoded ([`OpFields::of`]), or by the binary reader straight from a frame's bytes, without the raw record of
+//! every field. The rules of what they mean (records.rs) take them alike, so both encodings read these records
+//! by one implementation.
 
 use std::sync::Arc;
 
@@ -99,17 +100,27 @@ pub(in crate::ingest) struct OpFields<'a> {
     pub to_memory: Option<&'a str>,
     pub bytes: Option<u64>,
     pub sync: Option<bool>,
+    pub ready: Option<bool>,
+    pub id: Option<u64>,
+    pub addr: Option<u64>,
+    pub size: Option<u64>,
+    pub alloc_kind: Option<&'a str>,
+    pub free_kind: Option<&'a str>,
+    pub label: Option<&'a str>,
 }
 
 impl<'a> OpFields<'a> {
     /// The kinds whose records these fields hold.
-    pub const KINDS: [RecordKind; 6] = [
+    pub const KINDS: [RecordKind; 9] = [
         RecordKind::Kernel,
         RecordKind::Memcpy,
         RecordKind::Memset,
         RecordKind::Record,
         RecordKind::Wait,
         RecordKind::Sync,
+        RecordKind::Query,
+        RecordKind::Alloc,
+        RecordKind::Free,
     ];
 
     /// Whether records of `kind` are read through these fields.
@@ -137,6 +148,13 @@ impl<'a> OpFields<'a> {
             to_memory: raw.to_memory.as_deref(),
             bytes: raw.bytes,
             sync: raw.sync,
+            ready: raw.ready,
+            id: raw.id,
+            addr: raw.addr.map(|addr| addr.0),
+            size: raw.size.map(|size| size.0),
+            alloc_kind: raw.alloc_kind.as_deref(),
+            free_kind: raw.free_kind.as_deref(),
+            label: raw.label.as_deref(),
         }
     }
 }
@@ -183,6 +201,13 @@ mod tests {
                 | F::ToMemory
                 | F::Bytes
                 | F::Sync
+                | F::Ready
+                | F::Id
+                | F::Addr
+                | F::Size
+                | F::AllocKind
+                | F::FreeKind
+                | F::Label
         )
     }
 

@@ -245,6 +245,8 @@ impl JsonTraceParser {
     /// Takes one record of one of [`OpFields::KINDS`] at `line`, after the header, as a binary frame gave it:
     /// what [`JsonTraceParser::accept_raw`] does with such a record, without the raw record. (Such a frame
     /// carries no field of another kind: its layout holds only the kind's own.)
+    // Always inlined into the binary reader's loop, its one caller.
+    #[inline(always)]
     pub fn accept_op(
         &mut self,
         line: u64,
@@ -346,16 +348,21 @@ impl JsonTraceParser {
     }
 
     /// The process and thread a record's `pid` and `thread` name; a thread seen first is declared into `out`.
+    // Always inlined: the same caller as the last record's is a comparison (plain `inline` was not taken).
+    #[inline(always)]
     fn caller(&mut self, pid: Option<u64>, tid: Option<u64>, out: &mut Batch) -> (ProcessId, ThreadId) {
         match self.last_caller {
             Some(last) if last.named == (pid, tid) => last.ids,
-            _ => {
-                let process = self.process(pid);
-                let ids = (process, self.thread(process, tid, out));
-                self.last_caller = Some(Caller { named: (pid, tid), ids });
-                ids
-            }
+            _ => self.new_caller(pid, tid, out),
         }
+    }
+
+    /// [`JsonTraceParser::caller`] of a record whose `pid` and `thread` are not the last record's.
+    fn new_caller(&mut self, pid: Option<u64>, tid: Option<u64>, out: &mut Batch) -> (ProcessId, ThreadId) {
+        let process = self.process(pid);
+        let ids = (process, self.thread(process, tid, out));
+        self.last_caller = Some(Caller { named: (pid, tid), ids });
+        ids
     }
 
     fn thread(&mut self, process: ProcessId, tid: Option<u64>, out: &mut Batch) -> ThreadId {
@@ -383,6 +390,7 @@ impl JsonTraceParser {
     }
 
     /// [`JsonTraceParser::intern`] for a name field: a string the trace declared once is already shared.
+    #[inline]
     pub fn intern_text(&mut self, text: Text) -> Arc<str> {
         match text {
             Text::Shared(shared) => shared.clone(),
@@ -545,6 +553,7 @@ impl JsonTraceParser {
 
     /// An operation of `caller` (its process and thread), made of a record at `line` with `common` fields, in
     /// issue order into the stages; `host_func` is the record's `id` (a host function's).
+    #[inline(always)]
     fn issue(
         &mut self,
         line: u64,
@@ -565,47 +574,69 @@ impl JsonTraceParser {
             }
         }
         let native = self.native_site(line, process, common.site)?;
-        let op = Operation {
-            seq: self.seq,
-            process,
-            thread,
-            host_time_ns: common.time,
-            gpu_start_ns: common.gpu_start,
-            gpu_end_ns: common.gpu_end,
-            correlation_id: common.corr,
-            host_end_ns: common.time_end,
-            api: common.api.map(|a| self.intern_text(a)),
-            region: common.region.map(|r| self.region(r)),
-            source: common.src.map(|text| self.source(text)),
-            native,
-            origin: line,
-            kind: op,
-        };
+        let (api, region) = (common.api.map(|a| self.intern_text(a)), common.region.map(|r| self.region(r)));
+        let source = common.src.map(|text| self.source(text));
+        let seq = self.seq;
         self.seq += 1;
+        // Made where it goes (below, see `Stages::passes_straight`): written out there, not captured by a
+        // closure, whose captures were copied once more.
+        macro_rules! operation {
+            ($kind:expr) => {
+                Operation {
+                    seq,
+                    process,
+                    thread,
+                    host_time_ns: common.time,
+                    gpu_start_ns: common.gpu_start,
+                    gpu_end_ns: common.gpu_end,
+                    correlation_id: common.corr,
+                    host_end_ns: common.time_end,
+                    api,
+                    region,
+                    source,
+                    native,
+                    origin: line,
+                    kind: $kind,
+                }
+            };
+        }
         let naming_only = matches!(
-            op.kind,
+            op,
             OpKind::Alloc { alloc_kind: crate::model::AllocKind::PoolBlock, .. }
                 | OpKind::Free { free_kind: crate::model::FreeKind::PoolBlock, .. }
         );
-        if naming_only || matches!(op.kind, OpKind::HostRelease { .. }) {
+        if naming_only || matches!(op, OpKind::HostRelease { .. }) {
             // A caching-allocator block only names memory; it orders nothing, so it need not wait for its op. A
             // host release must not wait for its thread's op either: another thread may acquire it before the
             // op ends. It then releases what the thread knew before the op (the calls the op holds come later),
             // less than it knew, never more.
-            self.stages.op_outside_frames(op);
+            self.stages.op_outside_frames(operation!(op));
         } else {
-            if matches!(op.kind, OpKind::Kernel { .. }) && self.stages.inside_op(thread) {
+            if matches!(op, OpKind::Kernel { .. }) && self.stages.inside_op(thread) {
                 self.counters.bump(Counter::JsonKernelsInFrameworkOps, 1);
             }
-            self.stages.op_passing(thread, op, out);
+            if self.stages.passes_straight(thread, &op) {
+                out.push(Ok(TraceRecord::Op(operation!(op))));
+            } else {
+                self.stages.op(thread, operation!(op));
+            }
         }
         Ok(())
     }
 
     /// The call site a record's `site` names. One that no `callsite` record declared ends a strict reading; a
     /// recording keeps the record without it, counted.
+    // Inlined for the records without a site (most): the lookup stays out of line.
+    #[inline(always)]
     fn native_site(&mut self, line: u64, process: ProcessId, site: Option<u64>) -> Result<Option<NativeSite>, Problem> {
-        let Some(id) = site else { return Ok(None) };
+        match site {
+            None => Ok(None),
+            Some(id) => self.declared_site(line, process, id),
+        }
+    }
+
+    /// [`JsonTraceParser::native_site`] of a record that names site `id`.
+    fn declared_site(&mut self, line: u64, process: ProcessId, id: u64) -> Result<Option<NativeSite>, Problem> {
         match self.native.site(process, id) {
             Ok(site) => Ok(Some(site)),
             Err(problem) if self.strict => Err(problem),

@@ -2,13 +2,11 @@
 //! enumerated values parsed through the format's vocabulary, and its references to streams, events and
 //! allocations resolved to dense ids.
 
-use std::borrow::Cow;
-
 use streamtrace_format as format;
 use streamtrace_format::{AccessFlag, Field, RecordKind};
 
 use super::accesses::{range, read_write_accesses, read_write_items};
-use super::op_fields::{OpFields, PointerItems};
+use super::op_fields::{OpFields, PointerItems, Text};
 use super::parser::{AllocHandle, DeclaredHostFunc, JsonTraceParser, StreamHandle};
 use super::problem::Problem;
 use super::raw::{RawPointer, RawRecord};
@@ -211,7 +209,7 @@ impl JsonTraceParser {
     }
 
     /// The operation a record of one of [`OpFields::KINDS`] describes: a launch, a copy, a set, an event record
-    /// or wait, a synchronization.
+    /// or wait, a synchronization, a query, an allocation or a free.
     pub(super) fn common_operation(
         &mut self,
         kind: RecordKind,
@@ -315,12 +313,27 @@ impl JsonTraceParser {
                     ))
                 }
             }),
+            RecordKind::Query => {
+                let target = match (fields.stream, fields.event) {
+                    (Some(_), None) => QueryTarget::Stream(self.stream(process, fields.stream)?),
+                    (None, Some(_)) => QueryTarget::Event(self.event(process, fields.event)?),
+                    _ => return Err(Problem::malformed("a query record names exactly one of `stream` or `event`")),
+                };
+                OpKind::Query {
+                    target,
+                    ready: fields.ready.ok_or_else(|| {
+                        Problem::malformed("query without `ready` (true when it returned cudaSuccess)")
+                    })?,
+                }
+            }
+            RecordKind::Alloc => self.alloc(process, fields)?,
+            RecordKind::Free => self.free(process, fields)?,
             other => return Err(Problem::malformed(format!("{other} is not an operation record"))),
         })
     }
 
-    /// The operation an operation record describes (a launch, copy, set, event call, synchronization,
-    /// allocation or graph launch).
+    /// The operation an operation record not of [`OpFields::KINDS`] describes (a graph launch or call, a host
+    /// release or acquire).
     pub(super) fn operation(
         &mut self,
         kind: RecordKind,
@@ -328,21 +341,6 @@ impl JsonTraceParser {
         raw: &RawRecord,
     ) -> Result<OpKind, Problem> {
         Ok(match kind {
-            RecordKind::Query => {
-                let target = match (raw.stream, raw.event) {
-                    (Some(_), None) => QueryTarget::Stream(self.stream(process, raw.stream)?),
-                    (None, Some(_)) => QueryTarget::Event(self.event(process, raw.event)?),
-                    _ => return Err(Problem::malformed("a query record names exactly one of `stream` or `event`")),
-                };
-                OpKind::Query {
-                    target,
-                    ready: raw.ready.ok_or_else(|| {
-                        Problem::malformed("query without `ready` (true when it returned cudaSuccess)")
-                    })?,
-                }
-            }
-            RecordKind::Alloc => self.alloc(process, raw)?,
-            RecordKind::Free => self.free(process, raw)?,
             RecordKind::Graph => {
                 let stream = self.stream(process, raw.stream)?;
                 let raw_nodes = raw.nodes.as_deref().ok_or_else(|| Problem::malformed("graph without `nodes`"))?;
@@ -479,12 +477,12 @@ impl JsonTraceParser {
         Ok(NodeParams { kind, name, accesses, pointers, child, bodies })
     }
 
-    fn alloc(&mut self, process: ProcessId, raw: &RawRecord) -> Result<OpKind, Problem> {
-        let handle = raw.id.ok_or_else(|| Problem::malformed("alloc record without `id`"))?;
-        let start = raw.addr.ok_or_else(|| Problem::malformed("alloc without `addr`"))?.0;
-        let size = raw.size.ok_or_else(|| Problem::malformed("alloc without `size`"))?.0;
+    fn alloc(&mut self, process: ProcessId, fields: &OpFields) -> Result<OpKind, Problem> {
+        let handle = fields.id.ok_or_else(|| Problem::malformed("alloc record without `id`"))?;
+        let start = fields.addr.ok_or_else(|| Problem::malformed("alloc without `addr`"))?;
+        let size = fields.size.ok_or_else(|| Problem::malformed("alloc without `size`"))?;
         let range = AccessRange::new(start, size).map_err(|e| Problem::malformed(e.to_string()))?;
-        let alloc_kind = match raw.alloc_kind.as_deref() {
+        let alloc_kind = match fields.alloc_kind {
             None => format::AllocKind::default(),
             Some(text) => format::AllocKind::parse(text).map_err(|e| Problem::malformed(e.to_string()))?,
         };
@@ -497,9 +495,9 @@ impl JsonTraceParser {
             format::AllocKind::PoolBlock => AllocKind::PoolBlock,
         };
         let stream = match alloc_kind {
-            AllocKind::StreamOrdered => Some(self.stream(process, raw.stream)?),
+            AllocKind::StreamOrdered => Some(self.stream(process, fields.stream)?),
             // The stream a block was handed out on only describes it: one not yet seen is left out.
-            AllocKind::PoolBlock => raw.stream.and_then(|s| self.streams.get(&StreamHandle::Declared(process, s))),
+            AllocKind::PoolBlock => fields.stream.and_then(|s| self.streams.get(&StreamHandle::Declared(process, s))),
             _ => None,
         };
         let key = match alloc_kind {
@@ -512,13 +510,13 @@ impl JsonTraceParser {
             )));
         }
         let alloc = self.allocs.add(key);
-        let label = raw.label.as_ref().or(raw.name.as_ref()).map(Cow::to_string);
+        let label = fields.label.or(fields.name.map(Text::as_str)).map(str::to_string);
         Ok(OpKind::Alloc { alloc, handle, range, alloc_kind, stream, label })
     }
 
-    fn free(&mut self, process: ProcessId, raw: &RawRecord) -> Result<OpKind, Problem> {
-        let handle = raw.id.ok_or_else(|| Problem::malformed("free record without `id`"))?;
-        let free_kind = match raw.free_kind.as_deref() {
+    fn free(&mut self, process: ProcessId, fields: &OpFields) -> Result<OpKind, Problem> {
+        let handle = fields.id.ok_or_else(|| Problem::malformed("free record without `id`"))?;
+        let free_kind = match fields.free_kind {
             None => format::FreeKind::default(),
             Some(text) => format::FreeKind::parse(text).map_err(|e| Problem::malformed(e.to_string()))?,
         };
@@ -531,7 +529,7 @@ impl JsonTraceParser {
         };
         // The stream first: a record that cannot be taken leaves the block live.
         let stream = match free_kind {
-            FreeKind::StreamOrdered => Some(self.stream(process, raw.stream)?),
+            FreeKind::StreamOrdered => Some(self.stream(process, fields.stream)?),
             _ => None,
         };
         let key = match free_kind {

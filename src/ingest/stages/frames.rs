@@ -104,13 +104,17 @@ impl OpenFrames {
     }
 
     /// Whether any frame is open on the thread (an operation issued there is held or named by it).
+    // The map's emptiness first: most traces open no frame, and then no thread's is looked up.
+    #[inline]
     pub fn open_on(&self, thread: ThreadId) -> bool {
-        self.by_thread.get(&thread).is_some_and(|frames| !frames.is_empty())
+        !self.by_thread.is_empty() && self.by_thread.get(&thread).is_some_and(|frames| !frames.is_empty())
     }
 
     /// Whether an op is open on the thread (its kernels will take the op's extents).
+    #[inline]
     pub fn inside_op(&self, thread: ThreadId) -> bool {
-        self.by_thread.get(&thread).is_some_and(|frames| frames.iter().any(|f| f.kind == FrameKind::Op))
+        !self.by_thread.is_empty()
+            && self.by_thread.get(&thread).is_some_and(|frames| frames.iter().any(|f| f.kind == FrameKind::Op))
     }
 
     /// Hands an operation on: named by the open calls inside the innermost open op of its thread (the

@@ -212,11 +212,12 @@ impl GraphAssembler {
         graph
     }
 
-    /// Whether `op` needs the assembler: a graph call, a graph host node's run, or anything while a capture is
-    /// open.
-    pub fn wants(&self, op: &Operation) -> bool {
+    /// Whether an operation of `kind` needs the assembler: a graph call, a graph host node's run, or anything
+    /// while a capture is open.
+    #[inline]
+    pub fn wants(&self, kind: &OpKind) -> bool {
         matches!(
-            op.kind,
+            kind,
             OpKind::GraphCall(_)
                 | OpKind::HostFunc { graph_node: Some(_), .. }
                 | OpKind::HostFuncAccess { graph_node: Some(_), .. }
