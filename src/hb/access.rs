@@ -229,7 +229,10 @@ impl Engine {
         self.access(op, epoch, site, &Access::plain(range, AccessMode::Write), effect);
     }
 
-    /// The race check: one access of `op`, at `epoch`, against the shadow of its process.
+    /// The race check: one access of `op`, at `epoch`, against the shadow of its process. Inline in its callers'
+    /// loops over a launch's accesses: the call's register saves and stamp copy were 1.9% of the engine thread's
+    /// instructions (callgrind, 1 M synthetic operations).
+    #[inline(always)]
     pub(super) fn access(&mut self, op: &Operation, epoch: Epoch, site: SiteId, access: &Access, effect: Effect) {
         self.stats.accesses += 1;
         let stamp = Stamp::new(epoch, op.seq, op.origin, site, access.mode, effect);
