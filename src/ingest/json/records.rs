@@ -9,13 +9,13 @@ use super::accesses::{range, read_write_accesses, read_write_items};
 use super::op_fields::{OpFields, PointerItems, Text};
 use super::parser::{AllocHandle, DeclaredHostFunc, JsonTraceParser, StreamHandle};
 use super::problem::Problem;
-use super::raw::{RawPointer, RawRecord};
+use super::raw::{Address, RawPointer, RawRange, RawRecord};
 use crate::ingest::background::Batch;
 use crate::ingest::Counter;
 use crate::model::{
-    AccessMode, AccessRange, AllocKind, CopyKind, Coverage, Creation, Entity, EventId, EventInfo, ExactCoverage,
-    FreeKind, GraphCall, GraphNode, HostSync, MemoryKind, NativeSite, NodeKind, NodeOwner, NodeParams, OpKind,
-    PointerArg, ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId, TraceRecord, Unseen,
+    AccessMode, AllocKind, CopyKind, Coverage, Creation, Entity, EventId, EventInfo, ExactCoverage, FreeKind,
+    GraphCall, GraphNode, HostSync, MemoryKind, NativeSite, NodeKind, NodeOwner, NodeParams, OpKind, PointerArg,
+    ProcessId, QueryTarget, StreamId, StreamInfo, StreamKind, ThreadId, TraceRecord, Unseen,
 };
 
 impl JsonTraceParser {
@@ -481,7 +481,7 @@ impl JsonTraceParser {
         let handle = fields.id.ok_or_else(|| Problem::malformed("alloc record without `id`"))?;
         let start = fields.addr.ok_or_else(|| Problem::malformed("alloc without `addr`"))?;
         let size = fields.size.ok_or_else(|| Problem::malformed("alloc without `size`"))?;
-        let range = AccessRange::new(start, size).map_err(|e| Problem::malformed(e.to_string()))?;
+        let range = range(RawRange(Address(start), Address(size)))?;
         let alloc_kind = match fields.alloc_kind {
             None => format::AllocKind::default(),
             Some(text) => format::AllocKind::parse(text).map_err(|e| Problem::malformed(e.to_string()))?,
