@@ -1,8 +1,18 @@
 # Sourced by the benches/gpu_*.sh scripts on the GPU machine: unpacks the streamtrace binary and the capture
 # library carried in .gpu/ (built on the development machine) into .gpu/bin, and puts nvcc on the PATH.
 # Once per carried build: the scripts source this from each other.
-if [ ! .gpu/bin/streamtrace -nt .gpu/streamtrace.gz ] || [ ! .gpu/bin/libstreamtrace_capture.so -nt .gpu/libstreamtrace_capture.so ]; then
-  mkdir -p .gpu/bin && gunzip -c .gpu/streamtrace.gz > .gpu/bin/streamtrace && chmod +x .gpu/bin/streamtrace
+# The binary comes as streamtrace.xz (8 MB smaller than gzip's, room in the carry for more) or streamtrace.gz;
+# xz is unpacked by Python's lzma (the machine may lack the xz tool).
+packed=.gpu/streamtrace.xz
+[ -e $packed ] || packed=.gpu/streamtrace.gz
+if [ ! .gpu/bin/streamtrace -nt $packed ] || [ ! .gpu/bin/libstreamtrace_capture.so -nt .gpu/libstreamtrace_capture.so ]; then
+  mkdir -p .gpu/bin
+  case $packed in
+    *.xz) python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+      $packed .gpu/bin/streamtrace ;;
+    *) gunzip -c $packed > .gpu/bin/streamtrace ;;
+  esac
+  chmod +x .gpu/bin/streamtrace
   cp .gpu/libstreamtrace_capture.so .gpu/bin/
 fi
 export PATH=/usr/local/cuda/bin:$PATH

@@ -21,8 +21,9 @@ use super::renewed::RenewedInChild;
 /// Decided return addresses: `address << 1 | programs`, 0 for an empty slot. A C++ program inlines its lock
 /// calls everywhere (PyTorch has thousands of call sites of `pthread_mutex_lock`), so the table is large enough
 /// that they rarely push each other out.
-const SLOTS: usize = 8192;
-static DECIDED: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
+pub(super) const SLOTS: usize = 8192;
+/// Read by the shims' fast path too (interpose/mod.rs), which finds the slot as [`slot_of`] does.
+pub(super) static DECIDED: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
 
 /// Libraries whose own locks are not the program's synchronization (by file name prefix).
 const NOT_THE_PROGRAMS: &[&str] = &[
@@ -51,6 +52,12 @@ const NOT_THE_PROGRAMS: &[&str] = &[
     "libjemalloc",
     "libtcmalloc",
 ];
+
+/// Decides `return_address` as [`is_programs`] would have (a test's stand-in for a library's call site).
+#[cfg(test)]
+pub fn decide_as(return_address: usize, programs: bool) {
+    slot_of(return_address).store(return_address << 1 | usize::from(programs), Ordering::Relaxed);
+}
 
 /// Whether the call that returns to `return_address` is the program's own.
 pub fn is_programs(return_address: usize) -> bool {
@@ -81,9 +88,14 @@ pub fn decided_already(return_address: usize) -> Option<bool> {
     decided(slot_of(return_address), return_address)
 }
 
+/// The slot of a return address: the shims' fast path computes it alike, in assembly (interpose/mod.rs).
 fn slot_of(return_address: usize) -> &'static AtomicUsize {
-    &DECIDED[(return_address ^ return_address >> 10) % SLOTS]
+    &DECIDED[(return_address ^ return_address >> SLOT_MIX_SHIFT) % SLOTS]
 }
+
+/// How far the return address is shifted to be mixed into its slot's index.
+pub(super) const SLOT_MIX_SHIFT: u32 = 10;
+const _: () = assert!(SLOTS.is_power_of_two(), "the fast path masks the index");
 
 /// What `slot` says of `return_address`, if it holds it.
 fn decided(slot: &AtomicUsize, return_address: usize) -> Option<bool> {

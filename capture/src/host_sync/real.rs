@@ -6,7 +6,7 @@
 //! dlsym and dlvsym only.
 
 use std::ffi::{c_int, c_void, CStr};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use libc::{
     clockid_t, pthread_attr_t, pthread_barrier_t, pthread_cond_t, pthread_mutex_t, pthread_mutexattr_t, pthread_once_t,
@@ -33,18 +33,25 @@ const COND_VERSION: Option<&CStr> = if cfg!(target_arch = "x86_64") { Some(c"GLI
 
 macro_rules! real_functions {
     ($($name:ident $([$version:expr])?: fn($($arg:ty),*) -> $ret:ty;)*) => {
+        /// Where each real function is, 0 until its first call resolves it: the shims' fast path
+        /// (interpose/mod.rs) jumps there straight once it is known.
+        #[allow(non_upper_case_globals)]
+        pub mod address {
+            use std::sync::atomic::AtomicUsize;
+            $(pub static $name: AtomicUsize = AtomicUsize::new(0);)*
+        }
+
         $(
             /// The real function, or None where nothing after this library defines it.
             pub fn $name() -> Option<unsafe extern "C-unwind" fn($($arg),*) -> $ret> {
-                static ADDRESS: AtomicUsize = AtomicUsize::new(0);
-                let mut address = ADDRESS.load(Ordering::Relaxed);
+                let mut address = address::$name.load(Ordering::Relaxed);
                 if address == 0 {
                     let name = CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes());
                     #[allow(unused_mut, unused_assignments)]
                     let mut version: Option<&CStr> = None;
                     $(version = $version;)?
                     address = name.map_or(0, |name| resolve(name, version));
-                    ADDRESS.store(address, Ordering::Relaxed);
+                    address::$name.store(address, Ordering::Relaxed);
                 }
                 // Safety: the address dlsym gave for this symbol, the C library's function of this type.
                 (address != 0).then(|| unsafe {

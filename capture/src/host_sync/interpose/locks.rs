@@ -65,6 +65,8 @@ pub unsafe extern "C-unwind" fn mutex_lock(
     _: usize,
     caller: usize,
 ) -> c_int {
+    #[cfg(all(test, target_arch = "x86_64"))]
+    super::tests::BODY_CALLS.with(|calls| calls.set(calls.get() + 1));
     let Some(real) = real::pthread_mutex_lock() else { return libc::ENOSYS };
     // Safety: as above.
     let result = unsafe { real(mutex) };
