@@ -210,20 +210,37 @@ fn acquire(object: usize, api: &'static str, caller: usize) {
     }
     bookkeeping(api, || {
         if ANY_MARK.load(Ordering::Relaxed) && caller::is_programs(caller) {
-            acquire_marks(&object_marks(object), api);
+            if let Some((marks, version)) = object_marks(object) {
+                acquire_marks(&marks, api);
+                note_release_changing_nothing(object, &marks, version);
+            }
         }
     });
 }
 
-/// The marks `object` holds, or none when this thread read them at this version already.
-fn object_marks(object: usize) -> MarkSet {
+/// The marks `object` holds and the version they were read at, or None when this thread read them at this
+/// version already.
+fn object_marks(object: usize) -> Option<(MarkSet, u64)> {
     let version = objects::version_of(object);
     if THREAD.with(|k| k.borrow().saw(object, version)) {
-        return MarkSet::EMPTY;
+        return None;
     }
     let marks = objects::marks_of(object);
     THREAD.with(|k| k.borrow_mut().note_seen(object, version));
-    marks
+    Some((marks, version))
+}
+
+/// After this thread acquired `marks` from `object` (read at `version`): when it now knows just those, a release
+/// into the object would leave it as it is, and is noted as made. The usual hand-over: a thread locks a mutex
+/// another one released news into and unlocks it, which without this would take the object's shard lock to
+/// store what is there (half of a PyTorch loop's puts: the autograd thread locking the queues the main thread
+/// unlocked).
+fn note_release_changing_nothing(object: usize, marks: &MarkSet, version: u64) {
+    let _ = with_knowledge(|k| {
+        if !marks.is_empty() && k.known.same_marks(marks) {
+            k.note_stored(object, version);
+        }
+    });
 }
 
 /// Acquires each of `marks` this thread does not know yet.

@@ -69,6 +69,12 @@ fn lock(shard: &'static Shard) -> MutexGuard<'static, Objects> {
     shard.objects.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Puts made by this thread (the tests' count of the shard locks a release took).
+    pub static PUTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// The version of `object`'s shard: what it holds may have changed only if this has.
 pub fn version_of(object: usize) -> u64 {
     shard(object).version.load(Ordering::Acquire)
@@ -85,6 +91,8 @@ pub fn marks_of(object: usize) -> MarkSet {
 /// queue's, an allocator's) then find it unchanged at each lock and unlock, and take the fast paths.
 pub fn put(object: usize, marks: &MarkSet, how: Release) -> u64 {
     crate::cost::host_sync_event(crate::cost::HostSyncEvent::Put);
+    #[cfg(test)]
+    PUTS.with(|puts| puts.set(puts.get() + 1));
     let shard = shard(object);
     let mut objects = lock(shard);
     let cleared = objects.len() >= SHARD_OBJECTS && !objects.contains_key(&object);

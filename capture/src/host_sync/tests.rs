@@ -189,6 +189,36 @@ fn two_threads_that_know_the_same_take_turns_with_a_mutex_without_changing_it() 
     assert!(changes < TURNS / 4, "{changes} changes in {} unlocks", 2 * TURNS);
 }
 
+#[test]
+fn a_thread_that_unlocks_what_it_just_acquired_and_knows_nothing_more_puts_nothing() {
+    capture_on();
+    let main = thread_id();
+    let mutex = std::sync::Arc::new(PthreadMutex::new());
+    let other = std::sync::Arc::new(PthreadMutex::new());
+    synchronize();
+    mutex.lock_and_unlock(); // the main thread's snapshot goes into the mutex
+    let puts = || super::objects::PUTS.with(std::cell::Cell::get);
+    let worker = std::thread::spawn(move || {
+        let me = thread_id();
+        let before = puts();
+        mutex.lock_and_unlock(); // acquires the snapshot; storing it back would change nothing
+        let into_the_same = puts() - before;
+        other.lock_and_unlock(); // the snapshot is news to this one: stored
+        let into_another = puts() - before - into_the_same;
+        launch(); // the acquire is written all the same
+        (me, into_the_same, into_another)
+    });
+    let (worker_id, into_the_same, into_another) = worker.join().unwrap();
+    assert_eq!((into_the_same, into_another), (0, 1));
+    let lines = lines_of(&[main, worker_id]);
+    let kinds: Vec<(&str, u64)> = lines.iter().map(|(k, t, _)| (k.as_str(), *t)).collect();
+    assert_eq!(
+        kinds,
+        [("sync", main), ("host_release", main), ("host_acquire", worker_id), ("record", worker_id)],
+        "{lines:?}"
+    );
+}
+
 /// The mutex the case's fork handler locks, as OpenBLAS's handler locks its own to join its threads.
 fn fork_handler_mutex() -> &'static PthreadMutex {
     static MUTEX: std::sync::OnceLock<PthreadMutex> = std::sync::OnceLock::new();
