@@ -16,74 +16,70 @@ mod locks;
 mod threads;
 mod waits;
 
-/// Exports `$name`, which jumps to `$body` with the return address as the fifth argument (every interposed
+/// Exports each `$name`, which jumps to `$body` with the return address as the fifth argument (every interposed
 /// function takes at most four).
+///
+/// Under `passing the CUDA stack on:`, for functions whose bodies do nothing but call the real function when the
+/// caller was decided already not to be the program's (caller.rs): the CUDA driver, CUPTI and NVIDIA's libraries
+/// lock their own bookkeeping several times in every call of theirs, millions of times in a training job, and
+/// the body's frame, the real function's lookup and the caller check cost more than the lock itself. On x86_64
+/// such a shim looks the return address up in the caller table itself (the slot as `caller::slot_of` finds it)
+/// and, when it is decided not the program's and the real function is known, jumps straight there: the real
+/// function returns to the caller. Everything else goes to the body.
 macro_rules! shims {
+    (passing the CUDA stack on: $($name:ident => $body:path;)*) => {
+        $(shims!(@one passing_on, $name, $body);)*
+    };
     ($($name:ident => $body:path;)*) => {
-        $(
-            #[unsafe(naked)]
-            #[no_mangle]
-            #[doc = concat!("`", stringify!($name), "`, in front of the C library's (", stringify!($body), ").")]
-            pub extern "C" fn $name() {
-                #[cfg(target_arch = "x86_64")]
-                core::arch::naked_asm!("mov r8, [rsp]", "jmp {body}", body = sym $body);
-                #[cfg(target_arch = "aarch64")]
-                core::arch::naked_asm!("mov x4, x30", "b {body}", body = sym $body);
-            }
-        )*
+        $(shims!(@one to_the_body, $name, $body);)*
+    };
+    (@one $how:ident, $name:ident, $body:path) => {
+        #[unsafe(naked)]
+        #[no_mangle]
+        #[doc = concat!("`", stringify!($name), "`, in front of the C library's (", stringify!($body), ").")]
+        pub extern "C" fn $name() {
+            #[cfg(target_arch = "x86_64")]
+            shims!(@x86_64 $how, $name, $body);
+            #[cfg(target_arch = "aarch64")]
+            core::arch::naked_asm!("mov x4, x30", "b {body}", body = sym $body);
+        }
+    };
+    (@x86_64 to_the_body, $name:ident, $body:path) => {
+        core::arch::naked_asm!("mov r8, [rsp]", "jmp {body}", body = sym $body)
+    };
+    (@x86_64 passing_on, $name:ident, $body:path) => {
+        core::arch::naked_asm!(
+            "mov r8, [rsp]",
+            "test r8, r8",
+            "jz 2f",
+            // The slot: (address ^ address >> SHIFT) % SLOTS.
+            "mov rax, r8",
+            "shr rax, {shift}",
+            "xor rax, r8",
+            "and eax, {mask}",
+            "lea r9, [rip + {decided}]",
+            "mov rax, [r9 + rax * 8]",
+            // Decided not the program's: the slot holds address << 1 with the low bit clear.
+            "lea r9, [r8 + r8]",
+            "cmp rax, r9",
+            "jne 2f",
+            "mov rax, [rip + {real}]",
+            "test rax, rax",
+            "jz 2f",
+            "jmp rax",
+            "2:",
+            "jmp {body}",
+            shift = const super::caller::SLOT_MIX_SHIFT,
+            mask = const super::caller::SLOTS - 1,
+            decided = sym super::caller::DECIDED,
+            real = sym super::real::address::$name,
+            body = sym $body,
+        )
     };
 }
 
-/// As [`shims`], for functions whose bodies do nothing but call the real function when the caller was decided
-/// already not to be the program's (caller.rs): the CUDA driver, CUPTI and NVIDIA's libraries lock their own
-/// bookkeeping several times in every call of theirs, millions of times in a training job, and the body's
-/// frame, the real function's lookup and the caller check cost more than the lock itself. On x86_64 the shim
-/// looks the return address up in the caller table itself (the slot as `caller::slot_of` finds it) and, when
-/// it is decided not the program's and the real function is known, jumps straight there: the real function
-/// returns to the caller. Everything else goes to the body as [`shims`] sends it.
-macro_rules! shims_passing_the_cuda_stack_on {
-    ($($name:ident => $body:path;)*) => {
-        $(
-            #[unsafe(naked)]
-            #[no_mangle]
-            #[doc = concat!("`", stringify!($name), "`, in front of the C library's (", stringify!($body), ").")]
-            pub extern "C" fn $name() {
-                #[cfg(target_arch = "x86_64")]
-                core::arch::naked_asm!(
-                    "mov r8, [rsp]",
-                    "test r8, r8",
-                    "jz 2f",
-                    // The slot: (address ^ address >> SHIFT) % SLOTS.
-                    "mov rax, r8",
-                    "shr rax, {shift}",
-                    "xor rax, r8",
-                    "and eax, {mask}",
-                    "lea r9, [rip + {decided}]",
-                    "mov rax, [r9 + rax * 8]",
-                    // Decided not the program's: the slot holds address << 1 with the low bit clear.
-                    "lea r9, [r8 + r8]",
-                    "cmp rax, r9",
-                    "jne 2f",
-                    "mov rax, [rip + {real}]",
-                    "test rax, rax",
-                    "jz 2f",
-                    "jmp rax",
-                    "2:",
-                    "jmp {body}",
-                    shift = const super::caller::SLOT_MIX_SHIFT,
-                    mask = const super::caller::SLOTS - 1,
-                    decided = sym super::caller::DECIDED,
-                    real = sym super::real::address::$name,
-                    body = sym $body,
-                );
-                #[cfg(target_arch = "aarch64")]
-                core::arch::naked_asm!("mov x4, x30", "b {body}", body = sym $body);
-            }
-        )*
-    };
-}
-
-shims_passing_the_cuda_stack_on! {
+shims! {
+    passing the CUDA stack on:
     pthread_mutex_init => locks::mutex_init;
     pthread_mutex_destroy => locks::mutex_destroy;
     pthread_mutex_lock => locks::mutex_lock;
