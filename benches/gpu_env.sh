@@ -16,6 +16,14 @@ if [ ! .gpu/bin/streamtrace -nt $packed ] || [ ! .gpu/bin/libstreamtrace_capture
   cp .gpu/libstreamtrace_capture.so .gpu/bin/
 fi
 export PATH=/usr/local/cuda/bin:$PATH
+
+# Sets `no_site` to benches/torch_train_loop.py run under `python -S`: no site, so the capture's sitecustomize is
+# never imported and capture stays at tier T1; torch is found by its path (gpu_loop_parts.sh, gpu_perf_profile.sh).
+set_loop_without_site() {
+  local site_packages
+  site_packages=$(python3 -c 'import site; print(site.getsitepackages()[0])')
+  no_site=(python3 -S -c "import sys; sys.path.append('$site_packages'); sys.argv = ['benches/torch_train_loop.py']; exec(compile(open('benches/torch_train_loop.py').read(), 'benches/torch_train_loop.py', 'exec'))")
+}
 # The scripts collect their traces as trace.*.json: they record JSON unless a script asks for binary
 # (gpu_binary_trace.sh does). `streamtrace capture --trace-format` and the capture library read this variable.
 export STREAMTRACE_TRACE_FORMAT=${STREAMTRACE_TRACE_FORMAT:-json}

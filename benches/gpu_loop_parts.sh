@@ -18,9 +18,7 @@ cd "$repo"
 source benches/gpu_env.sh
 export STREAMTRACE_TRACE_FORMAT=binary STEPS=${STEPS:-3000}
 st=$repo/.gpu/bin/streamtrace
-site_packages=$(python3 -c 'import site; print(site.getsitepackages()[0])')
-# The loop without site: torch found by its path, the capture's sitecustomize never imported.
-no_site=(python3 -S -c "import sys; sys.path.append('$site_packages'); sys.argv = ['benches/torch_train_loop.py']; exec(compile(open('benches/torch_train_loop.py').read(), 'benches/torch_train_loop.py', 'exec'))")
+set_loop_without_site
 mkdir -p "$OUT"
 out=$OUT/loop_parts.txt
 rounds=$out.rounds

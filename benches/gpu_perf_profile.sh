@@ -22,8 +22,7 @@ mkdir -p "$OUT/perf" /tmp/perfpack-here
 python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "${PERF_PACK:-.gpu/perfpack.tar.xz}" /tmp/perfpack-here
 perf=(env LD_LIBRARY_PATH=/tmp/perfpack-here/perfpack/lib /tmp/perfpack-here/perfpack/perf)
 st=$repo/.gpu/bin/streamtrace
-site_packages=$(python3 -c 'import site; print(site.getsitepackages()[0])')
-no_site=(python3 -S -c "import sys; sys.path.append('$site_packages'); sys.argv = ['benches/torch_train_loop.py']; exec(compile(open('benches/torch_train_loop.py').read(), 'benches/torch_train_loop.py', 'exec'))")
+set_loop_without_site
 pin=(${PIN:-taskset -c 0-7})
 echo "perf_event_paranoid: $(cat /proc/sys/kernel/perf_event_paranoid)"
 "${perf[@]}" --version

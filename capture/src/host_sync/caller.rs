@@ -56,7 +56,7 @@ const NOT_THE_PROGRAMS: &[&str] = &[
 /// Decides `return_address` as [`is_programs`] would have (a test's stand-in for a library's call site).
 #[cfg(test)]
 pub fn decide_as(return_address: usize, programs: bool) {
-    slot_of(return_address).store(return_address << 1 | usize::from(programs), Ordering::Relaxed);
+    slot_of(return_address).store(decision(return_address, programs), Ordering::Relaxed);
 }
 
 /// Whether the call that returns to `return_address` is the program's own.
@@ -70,7 +70,7 @@ pub fn is_programs(return_address: usize) -> bool {
     }
     crate::cost::host_sync_event(crate::cost::HostSyncEvent::CallerPlaced);
     let programs = decide(return_address);
-    slot.store(return_address << 1 | usize::from(programs), Ordering::Relaxed);
+    slot.store(decision(return_address, programs), Ordering::Relaxed);
     programs
 }
 
@@ -96,6 +96,11 @@ fn slot_of(return_address: usize) -> &'static AtomicUsize {
 /// How far the return address is shifted to be mixed into its slot's index.
 pub(super) const SLOT_MIX_SHIFT: u32 = 10;
 const _: () = assert!(SLOTS.is_power_of_two(), "the fast path masks the index");
+
+/// What a slot holds for `return_address` decided (the shims' fast path compares with `address << 1` alike).
+fn decision(return_address: usize, programs: bool) -> usize {
+    return_address << 1 | usize::from(programs)
+}
 
 /// What `slot` says of `return_address`, if it holds it.
 fn decided(slot: &AtomicUsize, return_address: usize) -> Option<bool> {
