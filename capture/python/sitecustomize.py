@@ -26,6 +26,8 @@ import sys
 import threading
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+# Lines whose creation label is kept read (generated code may create streams and events at new lines forever).
+_LABELS_KEPT = 4096
 
 
 def _chain_sitecustomize():
@@ -254,13 +256,23 @@ def _record_creation_lines(torch, emit, lines):
     record). Streams wrapped by `current_stream()` or `ExternalStream` are not created by their line."""
     import linecache
 
+    # The label of each line, read once: a loop's `wait_stream` makes a fresh event at the same line every step.
+    labels = {}
+
+    def label_of(src):
+        label = labels.get(src)
+        if label is None:
+            path, _, number = json.loads(src).rpartition(":")
+            text = linecache.getline(path, int(number)).strip() if number.isdigit() else ""
+            label = json.dumps(text[:200])
+            if len(labels) < _LABELS_KEPT:
+                labels[src] = label
+        return label
+
     def creation(kind, handle, src):
         if src == "null":
             return  # made where no line of the program is on the stack (FSDP's events on autograd's thread)
-        place = json.loads(src)
-        path, _, number = place.rpartition(":")
-        text = linecache.getline(path, int(number)).strip() if number.isdigit() else ""
-        emit('{"type":"creation","%s":%d,"src":%s,"label":%s}' % (kind, handle, src, json.dumps(text[:200])))
+        emit('{"type":"creation","%s":%d,"src":%s,"label":%s}' % (kind, handle, src, label_of(src)))
 
     Stream, Event = torch.cuda.Stream, torch.cuda.Event
     stream_new, event_new, event_record = Stream.__new__, Event.__new__, Event.record
