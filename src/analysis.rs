@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use crate::findings::Findings;
+use crate::hb::site_hints::SiteHinter;
 use crate::hb::{Engine, EngineOptions, EngineStats, HostOrder};
 use crate::ingest::{self, ImportCounters, IngestError, RecordObserver, RecordSource};
 use crate::model::{JobPlace, TraceRecord};
@@ -178,6 +179,9 @@ fn run(
         Ok(()) => None,
         Err(_) => Some(Names::default()),
     };
+    // The sites of kernels, copies and sets are numbered there too, where the reader keeps ahead (the engine then
+    // finds each by its number: hb/site_hints.rs); a source that cannot leaves them to the engine.
+    let _ = source.prepare_before_hand_over(Box::new(SiteHinter::default()));
     let mut recorded_lines = RecordedLines::default();
     let mut job = None;
     // The capture range open now, and the findings of those that ended.

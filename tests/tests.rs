@@ -22,4 +22,5 @@ mod reports;
 mod rules;
 mod rules_graphs;
 mod rules_views;
+mod site_hints;
 mod stats;

@@ -28,11 +28,10 @@ impl Engine {
         &mut self,
         op: &Operation,
         stream: StreamId,
-        name: &Arc<str>,
         accesses: &[Access],
         pointers: &[PointerArg],
     ) {
-        let site = self.site(OpClass::Kernel, name, Some(stream), op);
+        let site = self.hot_site(op);
         let epoch = self.tick(stream, site, op, !accesses.is_empty() || !pointers.is_empty());
         // Pointer arguments (tier T1) become block accesses in a scratch list; exact accesses are used as they
         // are, without a copy per launch.

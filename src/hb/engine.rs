@@ -18,7 +18,7 @@ use super::sites::{SiteId, SiteTable};
 use super::state::{ContextState, Engine, EngineError, EngineOptions, EngineStats, EventState, HbEdge, StreamState};
 use super::state::{ThreadOrder, ThreadState};
 use super::sync_rules::{host_wait, HostWait};
-use crate::findings::{FindingCollector, Findings, OpClass};
+use crate::findings::{FindingCollector, Findings};
 use crate::model::{
     Access, AccessRange, Allocation, EventInfo, OpKind, Operation, StreamId, StreamInfo, StreamKind, ThreadId,
     ThreadInfo, TraceRecord,
@@ -263,14 +263,14 @@ impl Engine {
                 if let Some(exact) = exact {
                     self.stats.exact_kernels.count(*exact, name);
                 }
-                self.kernel_launch(op, *stream, name, accesses, pointers);
+                self.kernel_launch(op, *stream, accesses, pointers);
             }
-            OpKind::Memcpy { stream, copy, src, dst, .. } => {
-                let site = self.site(OpClass::Memcpy, copy.op_name(), Some(*stream), op);
+            OpKind::Memcpy { stream, src, dst, .. } => {
+                let site = self.hot_site(op);
                 self.copy_or_set_waited(op, host, *stream, site, *src, *dst);
             }
             OpKind::Memset { stream, dst, .. } => {
-                let site = self.site(OpClass::Memset, "memset", Some(*stream), op);
+                let site = self.hot_site(op);
                 self.copy_or_set_waited(op, host, *stream, site, None, *dst);
             }
             OpKind::HostAccess { lane, name, accesses } => self.host_access(op, host, *lane, name, accesses),

@@ -7,8 +7,8 @@
 //! operations and the access check (`access`, with the accesses of one operation that can race in
 //! `racing_accesses`), conflicts made findings (`race_report`), CUDA graphs (`graph`), tier T0's unordered pairs
 //! (`unordered_pairs`), the books that let declared streams that ran nothing cost nothing (`idle_streams`), and
-//! the dropping of sites nothing refers to (`site_collection`); on top the dispatch (`engine`). Nothing here
-//! formats output.
+//! the dropping of sites nothing refers to (`site_collection`); on top the dispatch (`engine`). Beside them, the
+//! sites the reader's thread numbers ahead of the engine (`site_hints`). Nothing here formats output.
 
 mod access;
 mod allocations;
@@ -22,6 +22,7 @@ mod racing_accesses;
 mod ranges;
 pub mod shadow;
 mod site_collection;
+pub mod site_hints;
 pub mod sites;
 mod slot_values;
 mod sorted_keys;

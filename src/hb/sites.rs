@@ -13,9 +13,10 @@ use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHasher};
 
+use super::site_hints::HintedSites;
 pub use crate::findings::SiteId;
 use crate::findings::{GraphSite, NativeId, OpClass, Site};
-use crate::model::{NativeSite, SourceLocation, StreamId, ThreadId};
+use crate::model::{NativeSite, SiteHint, SourceLocation, StreamId, ThreadId};
 
 /// Live sites below which the table is never collected: below it, collecting costs more than it saves.
 const COLLECTION_FLOOR: usize = 1 << 16;
@@ -44,6 +45,8 @@ pub struct SiteTable {
     /// Live sites at which the engine collects next.
     collect_at: usize,
     floor: usize,
+    /// The site each hint the reader gave found (site_hints.rs).
+    hinted: HintedSites,
 }
 
 /// A site held, with what dropping and renumbering need.
@@ -145,7 +148,7 @@ pub enum SiteName<'a> {
 }
 
 impl SiteName<'_> {
-    fn text(&self) -> &str {
+    pub(super) fn text(&self) -> &str {
         match self {
             SiteName::Shared(name) => name,
             SiteName::Text(name) => name,
@@ -191,7 +194,27 @@ impl SiteTable {
             live: 0,
             collect_at: floor.max(1),
             floor: floor.max(1),
+            hinted: HintedSites::default(),
         }
+    }
+
+    /// [`SiteTable::intern`] for an operation whose reader gave its site `hint` (site_hints.rs): the site the hint
+    /// found before, by one load; else the site interned, learned for the hint.
+    #[inline]
+    pub fn intern_hinted(&mut self, hint: SiteHint, parts: SiteParts) -> SiteId {
+        if hint == SiteHint::NONE {
+            return self.intern(parts);
+        }
+        if let Some(id) = self.hinted.get(hint) {
+            debug_assert!(
+                self.holds(id, &parts, parts.native.and_then(|site| self.native_ids.get(site).copied())),
+                "a hint finds the site of its parts"
+            );
+            return id;
+        }
+        let id = self.intern(parts);
+        self.hinted.learn(hint, id);
+        id
     }
 
     /// The id of the site described by `parts`, creating it on first sight. Allocates only then.
@@ -331,6 +354,8 @@ impl SiteTable {
 
     /// Drops every live site that is not marked; the next collection comes at twice what is left.
     pub fn sweep(&mut self, marks: SiteMarks) {
+        // Dropped ids are given to other sites: a hint must not find them.
+        self.hinted.forget();
         for (index, marked) in marks.marked.into_iter().enumerate() {
             if marked {
                 continue;

@@ -16,6 +16,7 @@ use serde::Serialize;
 use super::allocations::AllocationTable;
 use super::clock::{Slot, VectorClock, VersionedClock};
 use super::shadow::{Conflict, Effect, ShadowMemory};
+use super::site_hints::hot_site_of;
 use super::sites::{SiteId, SiteName, SiteParts, SiteTable};
 use super::slot_values::SlotValues;
 use crate::findings::{AccessAction, EdgeKind, FindingCollector, GraphSite, OpClass, RaceKey};
@@ -394,6 +395,27 @@ impl Engine {
             Some(_) => Ok(()),
             None => Err(EngineError { origin, message: format!("stream {} unknown", stream.0) }),
         }
+    }
+
+    /// The site of `op`, a kernel launch, a copy or a set ([`hot_site_of`]), found through the hint its reader
+    /// gave where there is one.
+    pub(super) fn hot_site(&mut self, op: &Operation) -> SiteId {
+        let Some((class, name, stream)) = hot_site_of(op) else {
+            unreachable!("asked only for a kernel launch, a copy or a set")
+        };
+        self.sites.intern_hinted(
+            op.site_hint,
+            SiteParts {
+                class,
+                name,
+                stream: Some(stream),
+                thread: op.thread,
+                source: op.source.as_ref(),
+                native: op.native.as_ref(),
+                region: op.region.as_ref(),
+                graph: None,
+            },
+        )
     }
 
     /// The interned site of `op`, named `name` in the class `class`.

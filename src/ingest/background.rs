@@ -6,13 +6,14 @@
 //! thread that made them (their accesses, names, sources: no frees across threads, none of that work on the
 //! analysis thread), and the batches' memory stays warm instead of being freed and faulted in again. What the
 //! analysis only takes note of (`RecordObserver`) is taken there too, as each batch comes back: once the trace
-//! is read, the worker waits for the last batches to come back before it ends.
+//! is read, the worker waits for the last batches to come back before it ends. What the analysis hands to the
+//! reader's thread to do before a batch goes out (`RecordPreparer`) is done there, just before it is sent.
 
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 
 use super::counters::ImportCounters;
-use super::record_source::{IngestError, RecordObserver, RecordSource, BATCH};
+use super::record_source::{IngestError, RecordObserver, RecordPreparer, RecordSource, BATCH};
 use crate::model::{Access, OpKind, Operation, PointerArg, TraceRecord};
 
 /// Records as the worker hands them over; an error ends the stream.
@@ -27,10 +28,12 @@ const QUEUED_BATCHES: usize = 4;
 /// microseconds of analysis.
 const ROOM_POLL: std::time::Duration = std::time::Duration::from_micros(50);
 
-/// What the analysis sends the worker: a batch it has read, or who takes note of the batches from now on.
+/// What the analysis sends the worker: a batch it has read, who takes note of the batches from now on, or who
+/// goes over them before they are sent.
 pub(super) enum GivenBack {
     Batch(Batch),
     Observer(Box<dyn RecordObserver>),
+    Preparer(Box<dyn RecordPreparer>),
 }
 
 /// The worker's end of the hand-over: full batches go to the analysis, which gives each back once read.
@@ -40,24 +43,39 @@ pub struct BatchSender {
     observing: Observing,
 }
 
-/// Who takes note of the batches given back, once the analysis has said.
+/// Who takes note of the batches given back, and who goes over those sent, once the analysis has said.
 #[derive(Default)]
-struct Observing(Option<Box<dyn RecordObserver>>);
+struct Observing {
+    observer: Option<Box<dyn RecordObserver>>,
+    preparer: Option<Box<dyn RecordPreparer>>,
+}
 
 impl Observing {
-    /// Takes what came back: an observer is kept (for the batches after it), a batch observed and returned.
+    /// Takes what came back: an observer or a preparer is kept (for the batches after it), a batch observed and
+    /// returned.
     fn take(&mut self, returned: GivenBack) -> Option<Batch> {
         match returned {
             GivenBack::Observer(observer) => {
-                self.0 = Some(observer);
+                self.observer = Some(observer);
+                None
+            }
+            GivenBack::Preparer(preparer) => {
+                self.preparer = Some(preparer);
                 None
             }
             GivenBack::Batch(batch) => {
-                if let Some(observer) = self.0.as_mut() {
+                if let Some(observer) = self.observer.as_mut() {
                     observer.observe(&batch);
                 }
                 Some(batch)
             }
+        }
+    }
+
+    /// A batch about to be sent, prepared.
+    fn prepare(&mut self, batch: &mut Batch) {
+        if let Some(preparer) = self.preparer.as_mut() {
+            preparer.prepare(batch);
         }
     }
 }
@@ -99,6 +117,7 @@ impl BatchSender {
             None => Vec::with_capacity(BATCH),
         };
         let mut full = std::mem::replace(batch, empty);
+        self.observing.prepare(&mut full);
         // A reader ahead of the analysis waits for room by polling, not blocked in the channel: a blocked sender
         // makes each of the analysis' receives a wake-up system call on the analysis' thread (3-5% of it on a
         // binary trace, where the reader is the faster one). Its own core is idle meanwhile; the queue holds
@@ -117,7 +136,12 @@ impl BatchSender {
 
     /// Hands over the last batch, then takes the batches still out back as they come, observing them, until the
     /// analysis is done with the trace (it drops its end).
-    pub fn send_last(self, batch: Batch) {
+    pub fn send_last(mut self, mut batch: Batch) {
+        // A preparer sent lately is still in the channel: taken here, so that no batch after it goes unprepared.
+        while let Ok(returned) = self.given_back.try_recv() {
+            drop(self.observing.take(returned));
+        }
+        self.observing.prepare(&mut batch);
         let BatchSender { full, given_back, mut observing } = self;
         // A closed receiver means the consumer stopped early (an error downstream): nothing left to do.
         if full.send(batch).is_err() {
@@ -276,6 +300,19 @@ impl RecordSource for BackgroundReader {
             // The worker stopped early (at an error): the caller observes.
             Err(std::sync::mpsc::SendError(GivenBack::Observer(observer))) => Err(observer),
             Err(_) => unreachable!("the observer is what was sent"),
+        }
+    }
+
+    fn prepare_before_hand_over(&mut self, preparer: Box<dyn RecordPreparer>) -> Result<(), Box<dyn RecordPreparer>> {
+        // Only where the reader keeps ahead of the analysis (as for observers): elsewhere the reader's thread is
+        // the slower one, and the work is better left where it was.
+        if !self.takes_observers {
+            return Err(preparer);
+        }
+        match self.give_back.send(GivenBack::Preparer(preparer)) {
+            Ok(()) => Ok(()),
+            Err(std::sync::mpsc::SendError(GivenBack::Preparer(preparer))) => Err(preparer),
+            Err(_) => unreachable!("the preparer is what was sent"),
         }
     }
 

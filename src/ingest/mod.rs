@@ -31,4 +31,4 @@ mod stages;
 pub use background::BackgroundReader;
 pub use counters::{Counter, CounterRow, ImportCounter, ImportCounters, Severity};
 pub use open::{open, STDIN};
-pub use record_source::{AccessTier, IngestError, RecordObserver, RecordSource};
+pub use record_source::{AccessTier, IngestError, RecordObserver, RecordPreparer, RecordSource};

@@ -62,6 +62,12 @@ pub trait RecordSource: Iterator<Item = Result<TraceRecord, IngestError>> {
     fn observe_given_back(&mut self, observer: Box<dyn RecordObserver>) -> Result<(), Box<dyn RecordObserver>> {
         Err(observer)
     }
+    /// Has `preparer` go over every batch before it is handed over, from some batch on (those already read
+    /// are handed over as they are), on the reader's thread: for work the analysis would otherwise do, where
+    /// the reader keeps ahead of it. A source that cannot gives the preparer back.
+    fn prepare_before_hand_over(&mut self, preparer: Box<dyn RecordPreparer>) -> Result<(), Box<dyn RecordPreparer>> {
+        Err(preparer)
+    }
 }
 
 /// What a caller learns from records that does not decide the analysis (the names of streams and events): taken
@@ -70,6 +76,13 @@ pub trait RecordSource: Iterator<Item = Result<TraceRecord, IngestError>> {
 pub trait RecordObserver: Send {
     /// Takes note of a batch of records, the batches in the order they were read.
     fn observe(&mut self, batch: &[Result<TraceRecord, IngestError>]);
+}
+
+/// Work on the records that the analysis hands to the reader's thread ([`RecordSource::prepare_before_hand_over`]):
+/// it may fill in what the records leave for the analysis to work out, never change what they say.
+pub trait RecordPreparer: Send {
+    /// Goes over a batch of records, the batches in the order they were read.
+    fn prepare(&mut self, batch: &mut [Result<TraceRecord, IngestError>]);
 }
 
 /// Records a reader hands over at a time (see `background::QUEUED_BATCHES` for why this few).

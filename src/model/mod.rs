@@ -26,7 +26,8 @@ pub use graph::{
 pub use ids::{AllocId, ContextId, DeviceId, EventId, ProcessId, StreamId, ThreadId};
 pub use ops::normalize_region;
 pub use ops::{
-    is_nccl_kernel, CopyKind, Coverage, ExactCoverage, HostSync, MemoryKind, OpKind, Operation, QueryTarget, Unseen,
+    is_nccl_kernel, CopyKind, Coverage, ExactCoverage, HostSync, MemoryKind, OpKind, Operation, QueryTarget, SiteHint,
+    Unseen,
 };
 pub use range::{AccessRange, RangeError};
 pub use record::TraceRecord;

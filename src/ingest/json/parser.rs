@@ -27,7 +27,7 @@ use crate::ingest::stages::ids::DenseIds;
 use crate::ingest::stages::Stages;
 use crate::model::{
     normalize_region, AllocId, ContextId, DeviceId, EventId, JobPlace, NativeSite, OpKind, Operation, ProcessId,
-    RecordedLine, SourceLocation, StreamId, ThreadId, ThreadInfo, TraceRecord,
+    RecordedLine, SiteHint, SourceLocation, StreamId, ThreadId, ThreadInfo, TraceRecord,
 };
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -597,6 +597,7 @@ impl JsonTraceParser {
                     native,
                     origin: line,
                     kind: $kind,
+                    site_hint: SiteHint::NONE,
                 }
             };
         }

@@ -21,8 +21,8 @@ use crate::ingest::stages::ids::DenseIds;
 use crate::ingest::stages::Stages;
 use crate::model::{
     AccessRange, AllocId, AllocKind, AnnotatedRange, ContextId, CopyKind, DeviceId, EventId, EventInfo, FreeKind,
-    HostSync, MemoryKind, OpKind, Operation, ProcessId, StreamId, StreamInfo, StreamKind, ThreadId, ThreadInfo,
-    TraceRecord,
+    HostSync, MemoryKind, OpKind, Operation, ProcessId, SiteHint, StreamId, StreamInfo, StreamKind, ThreadId,
+    ThreadInfo, TraceRecord,
 };
 
 /// What a thread id stands for in an export: a thread by its globalTid, or the one unknown thread of a process
@@ -531,6 +531,7 @@ impl Mapper {
             native: None,
             origin: call.correlation as u64,
             kind,
+            site_hint: SiteHint::NONE,
         };
         self.seq += 1;
         self.stages.op(call.thread, op);
