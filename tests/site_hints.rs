@@ -54,9 +54,10 @@ fn kernels_at_lines_of_their_own(path: &Path, kernels: u32) {
             line(format!(r#"{{"type": "wait", "stream": {stream}, "event": {other}}}"#));
         }
         let name = ["gemm", "softmax", "add"][(i % 3) as usize];
+        let writes = r#"[["0x7f0001000000", 4096]]"#;
+        let src = i + 10;
         line(format!(
-            r#"{{"type": "kernel", "stream": {stream}, "name": "{name}", "writes": [["0x7f0001000000", 4096]], "src": "gen.py:{}"}}"#,
-            i + 10
+            r#"{{"type": "kernel", "stream": {stream}, "name": "{name}", "writes": {writes}, "src": "gen.py:{src}"}}"#
         ));
         if i % 5 == 0 {
             line(format!(
@@ -83,7 +84,12 @@ fn hinted_records_find_what_unhinted_ones_find() {
         // Hints of one round, and of rounds of three numbers, which start over all the time.
         for limit in [streamtrace::hb::site_hints::HINTED_SITES, 3] {
             let hinted = records(trace, Some(&mut SiteHinter::with_limit(limit)));
-            let hot = |r: &TraceRecord| matches!(r, TraceRecord::Op(op) if matches!(op.kind, OpKind::Kernel { .. } | OpKind::Memcpy { .. } | OpKind::Memset { .. }));
+            let hot = |r: &TraceRecord| {
+                let hot_kind = |kind: &OpKind| {
+                    matches!(kind, OpKind::Kernel { .. } | OpKind::Memcpy { .. } | OpKind::Memset { .. })
+                };
+                matches!(r, TraceRecord::Op(op) if hot_kind(&op.kind))
+            };
             assert!(
                 hinted
                     .iter()

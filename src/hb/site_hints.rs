@@ -2,8 +2,8 @@
 //! for the operations of a hot loop (kernel launches, copies, sets: most of a trace) finding one is a hash of its
 //! parts and a compare of each, a twentieth of the engine's instructions. Where the reader keeps ahead of the
 //! engine (a binary trace), its thread has time to spare: there a [`SiteHinter`] numbers the distinct parts it
-//! sees ([`SiteHint`]), and the engine keeps which site each number found ([`HintedSites`]), so that the next
-//! operation with that number takes the site by one load.
+//! sees ([`SiteHint`]), and the engine's site table keeps which site each number found (`HintedSites`, in
+//! sites.rs), so that the next operation with that number takes the site by one load.
 //!
 //! Both ends work from [`hot_site_of`], the one statement of which parts make such an operation's site. The
 //! hinter tells parts apart by where their strings live (as the site table's recent sites do) and holds a
@@ -16,15 +16,13 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::sites::{SiteId, SiteName};
+use super::sites::SiteName;
 use crate::findings::OpClass;
 use crate::ingest::{IngestError, RecordPreparer};
 use crate::model::{NativeSite, OpKind, Operation, SiteHint, StreamId, ThreadId, TraceRecord};
 
 /// Numbers a hinter gives before it starts over: a program's hot sites are some hundreds.
 pub const HINTED_SITES: u32 = 1 << 16;
-/// A hint is its round in the top bits and its number (from 1) in the rest.
-const NUMBER_BITS: u32 = 24;
 
 /// The parts of a kernel launch's, a copy's or a set's site, from the operation alone: its class, name and
 /// stream (its thread, source line, native call site and region are the operation's own fields). None for every
@@ -84,7 +82,7 @@ impl Default for SiteHinter {
 impl SiteHinter {
     /// A hinter that starts over past `limit` numbers (tests start over sooner).
     pub fn with_limit(limit: u32) -> SiteHinter {
-        SiteHinter { numbers: FxHashMap::default(), round: 0, limit: limit.clamp(1, (1 << NUMBER_BITS) - 1) }
+        SiteHinter { numbers: FxHashMap::default(), round: 0, limit: limit.clamp(1, SiteHint::MAX_NUMBER) }
     }
 
     /// The hint of `op`'s site, or none for an operation whose site is not a hot one.
@@ -125,7 +123,7 @@ impl SiteHinter {
     }
 
     fn hint_of(&self, number: u32) -> SiteHint {
-        SiteHint((self.round % (1 << (32 - NUMBER_BITS))) << NUMBER_BITS | number)
+        SiteHint::new(self.round, number)
     }
 }
 
@@ -139,46 +137,10 @@ impl RecordPreparer for SiteHinter {
     }
 }
 
-/// The engine's side: the site each hint of the hinter's current round found.
-#[derive(Default)]
-pub struct HintedSites {
-    sites: Vec<Option<SiteId>>,
-    round: u32,
-}
-
-impl HintedSites {
-    /// The site `hint` found before, if it is of the current round and nothing was forgotten since.
-    #[inline]
-    pub fn get(&self, hint: SiteHint) -> Option<SiteId> {
-        if hint.0 >> NUMBER_BITS != self.round {
-            return None;
-        }
-        *self.sites.get((hint.0 & ((1 << NUMBER_BITS) - 1)) as usize)?
-    }
-
-    /// `hint` found `site`. A hint of a new round forgets the round before (its numbers are given anew).
-    pub fn learn(&mut self, hint: SiteHint, site: SiteId) {
-        let round = hint.0 >> NUMBER_BITS;
-        if round != self.round {
-            self.forget();
-            self.round = round;
-        }
-        let number = (hint.0 & ((1 << NUMBER_BITS) - 1)) as usize;
-        if number >= self.sites.len() {
-            self.sites.resize(number + 1, None);
-        }
-        self.sites[number] = Some(site);
-    }
-
-    /// Forgets every site learned (a collection dropped sites, whose ids may be given to others).
-    pub fn forget(&mut self) {
-        self.sites.iter_mut().for_each(|site| *site = None);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hb::sites::{HintedSites, SiteId};
     use crate::model::{CopyKind, MemoryKind, SourceLocation};
 
     fn kernel(name: &Arc<str>, stream: u32, line: u32, file: &Arc<str>) -> Operation {

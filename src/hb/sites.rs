@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHasher};
 
-use super::site_hints::HintedSites;
 pub use crate::findings::SiteId;
 use crate::findings::{GraphSite, NativeId, OpClass, Site};
 use crate::model::{NativeSite, SiteHint, SourceLocation, StreamId, ThreadId};
@@ -134,6 +133,42 @@ impl SiteMarks {
 
     pub fn is_marked(&self, id: SiteId) -> bool {
         self.marked.get(id.index()).copied().unwrap_or(false)
+    }
+}
+
+/// The site each hint of the reader's current round found (site_hints.rs numbers them).
+#[derive(Default)]
+pub struct HintedSites {
+    sites: Vec<Option<SiteId>>,
+    round: u32,
+}
+
+impl HintedSites {
+    /// The site `hint` found before, if it is of the current round and nothing was forgotten since.
+    #[inline]
+    pub fn get(&self, hint: SiteHint) -> Option<SiteId> {
+        if hint.round() != self.round {
+            return None;
+        }
+        *self.sites.get(hint.number() as usize)?
+    }
+
+    /// `hint` found `site`. A hint of a new round forgets the round before (its numbers are given anew).
+    pub fn learn(&mut self, hint: SiteHint, site: SiteId) {
+        if hint.round() != self.round {
+            self.forget();
+            self.round = hint.round();
+        }
+        let number = hint.number() as usize;
+        if number >= self.sites.len() {
+            self.sites.resize(number + 1, None);
+        }
+        self.sites[number] = Some(site);
+    }
+
+    /// Forgets every site learned (a collection dropped sites, whose ids may be given to others).
+    pub fn forget(&mut self) {
+        self.sites.iter_mut().for_each(|site| *site = None);
     }
 }
 

@@ -215,8 +215,8 @@ pub struct BackgroundReader {
     current: std::vec::IntoIter<Result<TraceRecord, IngestError>>,
     worker: Option<JoinHandle<ImportCounters>>,
     failed: bool,
-    /// Whether the worker takes an observer ([`BackgroundReader::observing_given_back`]).
-    takes_observers: bool,
+    /// Whether the worker takes an observer and a preparer ([`BackgroundReader::observing_given_back`]).
+    takes_work: bool,
 }
 
 impl BackgroundReader {
@@ -240,16 +240,34 @@ impl BackgroundReader {
             current: Vec::new().into_iter(),
             worker: Some(worker),
             failed: false,
-            takes_observers: false,
+            takes_work: false,
         })
     }
 
-    /// Lets the worker take an observer ([`RecordSource::observe_given_back`]): for a reader that keeps ahead of
-    /// the analysis (the binary one), so that the work moves to the core with time to spare. A reader that is the
-    /// slower of the two (JSON, whose parse is most of a run; nsys) leaves it where it is.
+    /// Lets the worker take an observer and a preparer ([`RecordSource::observe_given_back`],
+    /// [`RecordSource::prepare_before_hand_over`]): for a reader that keeps ahead of the analysis (the binary
+    /// one), so that the work moves to the core with time to spare. A reader that is the slower of the two (JSON,
+    /// whose parse is most of a run; nsys) leaves it where it is.
     pub fn observing_given_back(mut self) -> BackgroundReader {
-        self.takes_observers = true;
+        self.takes_work = true;
         self
+    }
+
+    /// Sends the worker `work` (`given` wraps it), where it takes any; else, or when the worker has stopped (at
+    /// an error), gives it back (`back` unwraps it) for the caller to do.
+    fn hand_to_worker<T>(
+        &mut self,
+        work: T,
+        given: fn(T) -> GivenBack,
+        back: fn(GivenBack) -> Option<T>,
+    ) -> Result<(), T> {
+        if !self.takes_work {
+            return Err(work);
+        }
+        self.give_back.send(given(work)).map_err(|std::sync::mpsc::SendError(sent)| match back(sent) {
+            Some(work) => work,
+            None => unreachable!("what comes back is what was sent"),
+        })
     }
 }
 
@@ -292,28 +310,17 @@ impl RecordSource for BackgroundReader {
     }
 
     fn observe_given_back(&mut self, observer: Box<dyn RecordObserver>) -> Result<(), Box<dyn RecordObserver>> {
-        if !self.takes_observers {
-            return Err(observer);
-        }
-        match self.give_back.send(GivenBack::Observer(observer)) {
-            Ok(()) => Ok(()),
-            // The worker stopped early (at an error): the caller observes.
-            Err(std::sync::mpsc::SendError(GivenBack::Observer(observer))) => Err(observer),
-            Err(_) => unreachable!("the observer is what was sent"),
-        }
+        self.hand_to_worker(observer, GivenBack::Observer, |sent| match sent {
+            GivenBack::Observer(observer) => Some(observer),
+            _ => None,
+        })
     }
 
     fn prepare_before_hand_over(&mut self, preparer: Box<dyn RecordPreparer>) -> Result<(), Box<dyn RecordPreparer>> {
-        // Only where the reader keeps ahead of the analysis (as for observers): elsewhere the reader's thread is
-        // the slower one, and the work is better left where it was.
-        if !self.takes_observers {
-            return Err(preparer);
-        }
-        match self.give_back.send(GivenBack::Preparer(preparer)) {
-            Ok(()) => Ok(()),
-            Err(std::sync::mpsc::SendError(GivenBack::Preparer(preparer))) => Err(preparer),
-            Err(_) => unreachable!("the preparer is what was sent"),
-        }
+        self.hand_to_worker(preparer, GivenBack::Preparer, |sent| match sent {
+            GivenBack::Preparer(preparer) => Some(preparer),
+            _ => None,
+        })
     }
 
     fn finish(mut self: Box<Self>) -> ImportCounters {

@@ -385,6 +385,26 @@ pub struct SiteHint(pub u32);
 
 impl SiteHint {
     pub const NONE: SiteHint = SiteHint(0);
+    /// Bits of the number; the round the numbering is in takes the bits above.
+    const NUMBER_BITS: u32 = 24;
+    /// The largest number a hint holds.
+    pub const MAX_NUMBER: u32 = (1 << SiteHint::NUMBER_BITS) - 1;
+
+    /// The hint numbered `number` (1 to [`SiteHint::MAX_NUMBER`]) in round `round` (kept modulo 256: a reader
+    /// hands over every round, in order).
+    pub fn new(round: u32, number: u32) -> SiteHint {
+        SiteHint(
+            (round % (1 << (32 - SiteHint::NUMBER_BITS))) << SiteHint::NUMBER_BITS | (number & SiteHint::MAX_NUMBER),
+        )
+    }
+
+    pub fn round(self) -> u32 {
+        self.0 >> SiteHint::NUMBER_BITS
+    }
+
+    pub fn number(self) -> u32 {
+        self.0 & SiteHint::MAX_NUMBER
+    }
 }
 
 #[cfg(test)]
