@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use super::clock::Epoch;
+use super::node_pairs::{unordered_node_pairs, NodePair, PairsOf};
 use super::racing_accesses::{can_race, effective_accesses};
 use super::shadow::Effect;
 use super::sites::{SiteId, SiteName, SiteParts};
@@ -83,7 +84,7 @@ impl Engine {
         let node_sites: Vec<SiteId> = graph.nodes.iter().map(|node| self.node_site(op, stream, node, &place)).collect();
         // Every node's accesses, pointer arguments matched to the blocks live now.
         let accesses = self.node_accesses(op, graph);
-        let pairs = unordered_node_pairs(&graph.nodes, &accesses, |_| true);
+        let pairs = unordered_node_pairs(&graph.nodes, &accesses, PairsOf::AllNodes);
         let races = self.node_races(op, graph, epoch, &accesses, &node_sites, pairs);
         let generation = self.processes.get(op.process.index()).map_or(0, |p| p.allocations.generation());
         GraphMemo { footprint: footprint(&accesses, &node_sites), place, node_sites, races, resolved_in: generation }
@@ -129,7 +130,7 @@ impl Engine {
                 accesses[node].extend(run.accesses.iter().cloned());
             }
         }
-        let pairs = unordered_node_pairs(&graph.nodes, &accesses, |node| ran.contains(&node));
+        let pairs = unordered_node_pairs(&graph.nodes, &accesses, PairsOf::AnyOf(&ran));
         self.node_races(op, graph, epoch, &accesses, &node_sites, pairs);
     }
 
@@ -141,7 +142,7 @@ impl Engine {
         epoch: Epoch,
         accesses: &[Vec<Access>],
         node_sites: &[SiteId],
-        pairs: Vec<(usize, usize, usize, usize)>,
+        pairs: Vec<NodePair>,
     ) -> Vec<RaceKey> {
         let nodes = &graph.nodes;
         let mut races = Vec::new();
@@ -244,116 +245,6 @@ impl Engine {
     }
 }
 
-/// The pairs of accesses of two nodes of a graph that overlap, one of them a write, and that no dependency path
-/// orders: (node, its access, node, its access), the lower node first. Only pairs with a node `wanted` says yes to
-/// are looked at. The accesses are swept in address order so that only overlapping pairs are compared (a decode
-/// graph has thousands of nodes); whether a dependency path orders a pair is asked of the graph once the
-/// candidates are known.
-fn unordered_node_pairs(
-    nodes: &[GraphNode],
-    accesses: &[Vec<Access>],
-    wanted: impl Fn(usize) -> bool,
-) -> Vec<(usize, usize, usize, usize)> {
-    let mut by_start: Vec<(usize, usize)> =
-        accesses.iter().enumerate().flat_map(|(n, list)| (0..list.len()).map(move |a| (n, a))).collect();
-    by_start.sort_by_key(|&(n, a)| (accesses[n][a].range.start, n, a));
-    let mut pairs = Vec::new();
-    let mut candidates = Vec::new();
-    let mut paths = DependencyPaths::new(nodes.len());
-    // Reads and writes still open, apart: a read is compared with writes only, so that a thousand nodes
-    // reading one buffer are not a million comparisons.
-    let mut open_reads: Vec<(usize, usize)> = Vec::new();
-    let mut open_writes: Vec<(usize, usize)> = Vec::new();
-    for &(n, a) in &by_start {
-        let this = &accesses[n][a];
-        let still_open = |&(m, b): &(usize, usize)| accesses[m][b].range.end() > this.range.start;
-        open_reads.retain(still_open);
-        open_writes.retain(still_open);
-        let compared: [&[(usize, usize)]; 2] = match this.mode {
-            AccessMode::Read => [&open_writes, &[]],
-            AccessMode::Write => [&open_reads, &open_writes],
-        };
-        for &(m, b) in compared.into_iter().flatten() {
-            if m == n {
-                continue;
-            }
-            if !wanted(m) && !wanted(n) {
-                continue;
-            }
-            let ((i, x), (j, y)) = if m < n { ((m, b), (n, a)) } else { ((n, a), (m, b)) };
-            candidates.push((i, x, j, y));
-        }
-        match this.mode {
-            AccessMode::Read => open_reads.push((n, a)),
-            AccessMode::Write => open_writes.push((n, a)),
-        }
-        if candidates.len() >= CANDIDATES_AT_ONCE {
-            paths.keep_unordered(nodes, &mut candidates, &mut pairs);
-        }
-    }
-    paths.keep_unordered(nodes, &mut candidates, &mut pairs);
-    pairs.sort_unstable();
-    pairs.dedup();
-    pairs
-}
-
-/// Candidate pairs resolved at a time: bounds what the sweep holds for a graph whose accesses all overlap.
-const CANDIDATES_AT_ONCE: usize = 1 << 20;
-
-/// Whether a dependency path orders two nodes of a graph, found by walking back from the later node along its
-/// dependencies (which point only to earlier nodes), never below the earliest node asked about: memory linear
-/// in the nodes, where a table of every node's ancestors would be quadratic (a chain of 128k nodes: 2 GB).
-struct DependencyPaths {
-    /// The walk that last reached each node.
-    reached_in: Vec<u32>,
-    walk: u32,
-    stack: Vec<usize>,
-}
-
-impl DependencyPaths {
-    fn new(nodes: usize) -> DependencyPaths {
-        DependencyPaths { reached_in: vec![0; nodes], walk: 0, stack: Vec::new() }
-    }
-
-    /// Moves the candidates `(i, x, j, y)` (node `i` before node `j`) that no path from `i` to `j` orders into
-    /// `unordered`; one walk per later node.
-    fn keep_unordered(
-        &mut self,
-        nodes: &[GraphNode],
-        candidates: &mut Vec<(usize, usize, usize, usize)>,
-        unordered: &mut Vec<(usize, usize, usize, usize)>,
-    ) {
-        candidates.sort_unstable_by_key(|&(i, x, j, y)| (j, i, x, y));
-        for group in candidates.chunk_by(|a, b| a.2 == b.2) {
-            let (j, lowest) = (group[0].2, group[0].0);
-            self.walk_back(nodes, j, lowest);
-            let walk = self.walk;
-            unordered.extend(group.iter().filter(|&&(i, ..)| self.reached_in[i] != walk));
-        }
-        candidates.clear();
-    }
-
-    /// Marks every node from `lowest` up that `from` depends on, directly or not.
-    fn walk_back(&mut self, nodes: &[GraphNode], from: usize, lowest: usize) {
-        if self.walk == u32::MAX {
-            self.reached_in.fill(0);
-            self.walk = 0;
-        }
-        self.walk += 1;
-        let walk = self.walk;
-        self.stack.clear();
-        self.stack.push(from);
-        while let Some(node) = self.stack.pop() {
-            for &dep in &nodes[node].depends_on {
-                if dep < node && dep >= lowest && self.reached_in[dep] != walk {
-                    self.reached_in[dep] = walk;
-                    self.stack.push(dep);
-                }
-            }
-        }
-    }
-}
-
 /// A launch's accesses as one operation's (memory operations, DESIGN.md): a read inside a range some node of the launch writes adds
 /// nothing against other streams, since the write conflicts with everything the read would.
 fn footprint(accesses: &[Vec<Access>], sites: &[SiteId]) -> Vec<(Access, SiteId)> {
@@ -361,54 +252,4 @@ fn footprint(accesses: &[Vec<Access>], sites: &[SiteId]) -> Vec<(Access, SiteId)
     let site_of = accesses.iter().zip(sites).flat_map(|(list, &site)| std::iter::repeat(site).take(list.len()));
     let keep: Vec<bool> = can_race(&all).collect();
     all.into_iter().zip(site_of).zip(keep).filter_map(|(entry, keep)| keep.then_some(entry)).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::synth::Rng;
-
-    /// Every node's ancestors, the quadratic way: what the walks must agree with.
-    fn ancestors(nodes: &[GraphNode]) -> Vec<Vec<bool>> {
-        let mut table = vec![vec![false; nodes.len()]; nodes.len()];
-        for (i, node) in nodes.iter().enumerate() {
-            for &dep in node.depends_on.iter().filter(|&&d| d < i) {
-                let theirs = table[dep].clone();
-                for (mine, theirs) in table[i].iter_mut().zip(theirs) {
-                    *mine |= theirs;
-                }
-                table[i][dep] = true;
-            }
-        }
-        table
-    }
-
-    #[test]
-    fn walks_back_agree_with_the_table_of_ancestors() {
-        let mut rng = Rng(27);
-        for _ in 0..50 {
-            let count = 2 + rng.index(40);
-            let nodes: Vec<GraphNode> = (0..count)
-                .map(|i| {
-                    let deps = (0..rng.index(4)).map(|_| rng.index(i.max(1))).filter(|&d| d < i).collect();
-                    GraphNode::with_accesses(format!("n{i}"), Vec::new(), deps)
-                })
-                .collect();
-            let table = ancestors(&nodes);
-            let mut candidates: Vec<(usize, usize, usize, usize)> =
-                (0..count).flat_map(|j| (0..j).map(move |i| (i, 0, j, 0))).collect();
-            // Resolved in two halves, as a long sweep does.
-            let later = candidates.split_off(candidates.len() / 2);
-            let (mut paths, mut unordered) = (DependencyPaths::new(count), Vec::new());
-            paths.keep_unordered(&nodes, &mut candidates, &mut unordered);
-            paths.keep_unordered(&nodes, &mut later.clone(), &mut unordered);
-            unordered.sort_unstable();
-            let mut expected: Vec<_> = (0..count)
-                .flat_map(|j| (0..j).map(move |i| (i, 0, j, 0)))
-                .filter(|&(i, _, j, _)| !table[j][i])
-                .collect();
-            expected.sort_unstable();
-            assert_eq!(unordered, expected);
-        }
-    }
 }

@@ -17,6 +17,7 @@ mod engine;
 mod graph;
 mod host_order;
 mod idle_streams;
+mod node_pairs;
 mod race_report;
 mod racing_accesses;
 mod ranges;
