@@ -4,7 +4,7 @@
 # time and peak RSS, so that the spread shows (a run past LIMIT seconds, default 120, is stopped and said so).
 # Figures go to docs/performance.md by hand.
 #
-#   benches/growth.sh [streams|active|ranges|nodes|nesting|lines|all]        BIN names the binary (default target/release/streamtrace)
+#   benches/growth.sh [streams|active|ranges|nodes|inplace|nesting|lines|all]        BIN names the binary (default target/release/streamtrace)
 #
 #   streams: 100 active streams among 100, 1,000, 8,000 and 100,000 declared ones (200,000 operations), and the
 #            same with the later half of the declared streams created by four threads while work runs.
@@ -12,6 +12,8 @@
 #            then the same with every kernel also reading one shared block.
 #   ranges:  one kernel with 50,000, 100,000, 200,000 and 400,000 ranges.
 #   nodes:   one graph of 32k, 64k, 128k and 256k chained nodes (issue 27: once quadratic, 256k aborted).
+#   inplace: one graph of 4k, 16k and 64k chained nodes all updating one buffer, and stream captures of 2k, 8k and
+#            32k fork-join steps of two streams (once quadratic in the overlapping node pairs: 16k nodes 27.6 s).
 #   nesting: child graphs nested 64, 128 and 256 levels deep (one child per level; the bound is 256), and 12, 14,
 #            16 and 18 deep with two per level (2^depth leaves; once exponential in time).
 #   lines:   250k, 500k, 1M and 2M kernels each at a source line of its own (once 0.3-0.45 KB an operation).
@@ -68,6 +70,16 @@ if [ "$what" = nodes ] || [ "$what" = all ]; then
   for nodes in 32768 65536 131072 262144; do
     python3 benches/growth_traces.py nodes "$dir/nodes_$nodes.json" "$nodes"
     time_case "one graph, $nodes chained nodes" "$dir/nodes_$nodes.json"
+  done
+fi
+if [ "$what" = inplace ] || [ "$what" = all ]; then
+  for nodes in 4096 16384 65536; do
+    python3 benches/growth_traces.py inplace "$dir/inplace_$nodes.json" "$nodes"
+    time_case "one graph, $nodes chained in-place updates of one buffer" "$dir/inplace_$nodes.json"
+  done
+  for steps in 2000 8000 32000; do
+    python3 benches/growth_traces.py forkjoin "$dir/forkjoin_$steps.json" "$steps"
+    time_case "a captured graph of $steps fork-join steps" "$dir/forkjoin_$steps.json"
   done
 fi
 if [ "$what" = nesting ] || [ "$what" = all ]; then

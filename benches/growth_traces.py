@@ -18,6 +18,12 @@
   growth_traces.py nodes OUT NODES
       One graph of NODES nodes, each after the one before it, each writing a range of its own, then a kernel on
       another stream that writes the first node's range (one race).
+  growth_traces.py inplace OUT NODES
+      One graph of NODES chained nodes that each read and write one buffer (a captured loop of in-place
+      updates), then a kernel on another stream that writes it (one race; no two nodes race).
+  growth_traces.py forkjoin OUT STEPS
+      A stream capture of STEPS steps of two streams joined by events both ways, every kernel reading one buffer
+      that the main stream's kernels update, replayed 5 times, then a kernel on a third stream that writes it.
   growth_traces.py nesting OUT DEPTH FAN
       Child graphs nested DEPTH levels deep, FAN child nodes per level (each after the one before it), the top
       one instantiated and launched: FAN**DEPTH leaves (which touch no memory).
@@ -118,6 +124,37 @@ def nodes_trace(out, nodes):
     out.write('{"type":"kernel","stream":2,"name":"late","writes":[[4096,64]]}\n')
 
 
+def inplace_trace(out, nodes):
+    """A graph of `nodes` chained nodes that each read and write one buffer (a captured loop of in-place
+    updates), then a kernel of another stream writing it: every pair of nodes overlaps, none races."""
+    out.write('{"type":"streamtrace","version":1,"comment":"growth: a chain of in-place updates"}\n')
+    out.write('{"type":"stream","id":1,"stream_kind":"non_blocking"}\n')
+    out.write('{"type":"stream","id":2,"stream_kind":"non_blocking"}\n')
+    body = ",".join('{"reads":[[4096,64]],"writes":[[4096,64]]' + (f',"deps":[{i - 1}]}}' if i else '}')
+                    for i in range(nodes))
+    out.write(f'{{"type":"graph","stream":1,"name":"chain","nodes":[{body}]}}\n')
+    out.write('{"type":"kernel","stream":2,"name":"late","writes":[[4096,64]]}\n')
+
+
+def forkjoin_trace(out, steps):
+    """A stream capture of `steps` steps of two streams joined by events both ways, every kernel reading one
+    buffer that the main stream's kernels update, replayed 5 times, then a kernel of a third stream writing it."""
+    out.write('{"type":"streamtrace","version":1,"comment":"growth: a captured fork-join"}\n')
+    for stream in (1, 2, 3):
+        out.write(f'{{"type":"stream","id":{stream},"stream_kind":"non_blocking"}}\n')
+    out.write('{"type":"event","id":1}\n{"type":"event","id":2}\n')
+    out.write('{"type":"capture_begin","stream":1}\n')
+    for _ in range(steps):
+        out.write('{"type":"kernel","stream":1,"name":"main","reads":[[4096,64]],"writes":[[4096,64]]}\n')
+        out.write('{"type":"record","event":1,"stream":1}\n{"type":"wait","stream":2,"event":1}\n')
+        out.write('{"type":"kernel","stream":2,"name":"side","reads":[[4096,64]],"writes":[[1048576,64]]}\n')
+        out.write('{"type":"record","event":2,"stream":2}\n{"type":"wait","stream":1,"event":2}\n')
+    out.write('{"type":"capture_end","stream":1,"graph":7}\n')
+    out.write('{"type":"graph_instantiate","graph":7,"exec":1}\n')
+    out.write('{"type":"graph_launch","exec":1,"stream":1}\n' * 5)
+    out.write('{"type":"kernel","stream":3,"name":"late","writes":[[4096,64]]}\n')
+
+
 def nesting_trace(out, depth, fan):
     out.write('{"type":"streamtrace","version":1,"comment":"growth: nested child graphs"}\n')
     out.write('{"type":"stream","id":1,"stream_kind":"non_blocking"}\n')
@@ -164,6 +201,10 @@ def main():
             ranges_trace(out, int(args[2]))
         elif kind == "nodes":
             nodes_trace(out, int(args[2]))
+        elif kind == "inplace":
+            inplace_trace(out, int(args[2]))
+        elif kind == "forkjoin":
+            forkjoin_trace(out, int(args[2]))
         elif kind == "nesting":
             nesting_trace(out, int(args[2]), int(args[3]))
         elif kind == "lines":
