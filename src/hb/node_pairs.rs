@@ -3,13 +3,15 @@
 //!
 //! Both ways sweep the accesses in address order, so that only overlapping accesses are ever compared. They
 //! differ in how they learn which of those are ordered:
-//! - By chains (the usual way): the nodes are cut into chains (paths along dependencies, as a stream's work is
-//!   one), and each node knows, for every chain, the last node of it that reaches the node and the first one the
-//!   node reaches. The nodes of a chain that the node is unordered with then lie between those two, so the sweep
-//!   keeps its open accesses by chain and position and visits only the unordered ones: a chain of 65,536 in-place
-//!   updates of one buffer compares nothing, where comparing every pair took minutes.
-//! - By walks (a graph of very many chains, whose tables would not fit [`MAX_CHAIN_ENTRIES`]): every overlapping
-//!   pair is a candidate, and one walk back along the dependencies from each later node settles its candidates.
+//! - By chains (the usual way): the nodes are cut into chains (sequences of nodes each reaching the next, as a
+//!   stream's work in a captured graph), and each node knows, for every chain, the last node of it that reaches
+//!   the node and the first one the node reaches. The nodes of a chain that the node is unordered with then lie
+//!   between those two, so the sweep keeps its open accesses by chain and position and visits only the
+//!   unordered ones: a chain of 65,536 in-place updates of one buffer compares nothing, where comparing every
+//!   pair took minutes.
+//! - By walks (a graph whose tables would pass [`MAX_CHAIN_ENTRIES`] or [`MAX_CHAIN_WORK`], and the pairs of a
+//!   launch's host nodes, asked at every launch): every overlapping pair with a wanted node is a candidate, and
+//!   one walk back along the dependencies from each later node settles its candidates.
 //!
 //! Node indices are a topological order: a dependency on a later node (which a graph cannot have) is ignored.
 
