@@ -168,7 +168,7 @@ impl HintedSites {
 
     /// Forgets every site learned (a collection dropped sites, whose ids may be given to others).
     pub fn forget(&mut self) {
-        self.sites.iter_mut().for_each(|site| *site = None);
+        self.sites.clear();
     }
 }
 

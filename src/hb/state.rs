@@ -403,19 +403,7 @@ impl Engine {
         let Some((class, name, stream)) = hot_site_of(op) else {
             unreachable!("asked only for a kernel launch, a copy or a set")
         };
-        self.sites.intern_hinted(
-            op.site_hint,
-            SiteParts {
-                class,
-                name,
-                stream: Some(stream),
-                thread: op.thread,
-                source: op.source.as_ref(),
-                native: op.native.as_ref(),
-                region: op.region.as_ref(),
-                graph: None,
-            },
-        )
+        self.sites.intern_hinted(op.site_hint, op_site_parts(class, name, Some(stream), op))
     }
 
     /// The interned site of `op`, named `name` in the class `class`.
@@ -426,16 +414,22 @@ impl Engine {
         stream: Option<StreamId>,
         op: &Operation,
     ) -> SiteId {
-        self.sites.intern(SiteParts {
-            class,
-            name: name.into(),
-            stream,
-            thread: op.thread,
-            source: op.source.as_ref(),
-            native: op.native.as_ref(),
-            region: op.region.as_ref(),
-            graph: None,
-        })
+        self.sites.intern(op_site_parts(class, name.into(), stream, op))
+    }
+}
+
+/// The parts of a site of `op` itself, named `name` in the class `class`: the operation's thread, source line,
+/// native call site and region.
+fn op_site_parts<'a>(class: OpClass, name: SiteName<'a>, stream: Option<StreamId>, op: &'a Operation) -> SiteParts<'a> {
+    SiteParts {
+        class,
+        name,
+        stream,
+        thread: op.thread,
+        source: op.source.as_ref(),
+        native: op.native.as_ref(),
+        region: op.region.as_ref(),
+        graph: None,
     }
 }
 

@@ -445,7 +445,7 @@ mod tests {
 
     /// Every operation is moved from the reader into its batch and sized for its largest kind: a rare kind
     /// grown big (a graph call's node, 152 bytes unboxed) would make every kernel's move that much longer. (The
-    /// site hint took 8 of these bytes, and a twelfth of the 10 M-operation benchmark's time with them.)
+    /// site hint took 8 of these bytes; it took a twelfth off the 10 M-operation benchmark's time.)
     #[test]
     fn operations_stay_small() {
         assert!(std::mem::size_of::<OpKind>() <= 80, "{}", std::mem::size_of::<OpKind>());
