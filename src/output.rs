@@ -296,11 +296,33 @@ fn finish(written: anyhow::Result<()>, tmp: &Path, real: &Path, asked: &Path) ->
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
+    /// A test's empty folder, removed with what it holds when the test ends (passed or not).
+    struct Scratch(PathBuf);
+
+    impl std::ops::Deref for Scratch {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl AsRef<Path> for Scratch {
+        fn as_ref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn scratch(name: &str) -> Scratch {
         let dir = std::env::temp_dir().join(format!("streamtrace-output-{}-{name}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).expect("scratch dir");
-        dir
+        Scratch(dir)
     }
 
     #[test]
@@ -382,5 +404,7 @@ mod tests {
             assert!(error.to_string().contains("is the input"), "{error}");
         }
         assert_eq!(fs::read_to_string(&input).expect("read"), "trace");
+        // Forgotten before its folder goes: a file of another test could be given the freed inode.
+        INPUTS.lock().expect("inputs").retain(|(_, _, path)| !path.starts_with(&*dir));
     }
 }

@@ -9,15 +9,36 @@ use crate::process_state::ProcessState;
 use crate::record::Call;
 use crate::state::{drain_into, state_for_this_process, STATE};
 
-/// Switches the capture on, once per test binary, with this process's trace in a folder of its own.
+/// What the tests' trace folders are called, before the process id.
+const FOLDER_PREFIX: &str = "st-live-capture-";
+
+/// Switches the capture on, once per test binary, with this process's trace in a folder of its own. The trace
+/// is written until the process ends, so the folder stays; the folders of test processes that have ended are
+/// removed here.
 pub fn capture_on() {
     static ON: std::sync::Once = std::sync::Once::new();
     ON.call_once(|| {
-        let dir = std::env::temp_dir().join(format!("st-live-capture-{}", std::process::id()));
+        remove_folders_of_ended_runs();
+        let dir = std::env::temp_dir().join(format!("{FOLDER_PREFIX}{}", std::process::id()));
         std::env::set_var(streamtrace_format::launch::ENV_OUTPUT, dir.join("trace.%p.json"));
         crate::origin::note_pid();
         ENABLED.store(true, std::sync::atomic::Ordering::SeqCst);
     });
+}
+
+/// Removes the trace folders of test processes that are no longer running.
+fn remove_folders_of_ended_runs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(FOLDER_PREFIX)).and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// The trace's records so far whose thread is one of `threads`, in file order (what is pending is written

@@ -200,6 +200,7 @@ mod tests {
         assert_eq!(first, dir.join("trace.42.json"));
         std::fs::write(&first, "x").unwrap();
         assert_eq!(trace_path(&template, 42), dir.join("trace.42.1.json"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

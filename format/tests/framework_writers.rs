@@ -105,7 +105,9 @@ fn a_misspelled_record_is_caught() {
         std::fs::create_dir_all(&dir).expect("temp dir");
         let path = dir.join("observer.py");
         std::fs::write(&path, "emit('{\"type\":\"op_end\",\"nmae\":\"%s\",\"free_kind\":\"pool\"}')\n").expect("write");
-        spelled_records(&path)
+        let records = spelled_records(&path);
+        let _ = std::fs::remove_dir_all(&dir);
+        records
     };
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].kind, "op_end");

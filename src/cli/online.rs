@@ -13,10 +13,12 @@ use crate::ingest::live::{open_connection, LiveConnection, LiveListener};
 use crate::ingest::Counter;
 use crate::job::{self, JobTrace};
 
-/// The listener and the thread that accepts the program's processes.
+/// The listener and the thread that accepts the program's processes. Dropped unfinished (the program could
+/// not be started), it stops taking processes, so that the listener's private folder goes with it.
 pub struct OnlineAnalysis {
     listener: Arc<LiveListener>,
-    accepting: JoinHandle<Vec<JoinHandle<Analyzed>>>,
+    /// Taken by [`OnlineAnalysis::finish`].
+    accepting: Option<JoinHandle<Vec<JoinHandle<Analyzed>>>>,
 }
 
 /// What one connection gave.
@@ -32,7 +34,7 @@ impl OnlineAnalysis {
         let accepted = Arc::clone(&listener);
         let accepting =
             std::thread::Builder::new().name("live-accept".into()).spawn(move || accept_all(&accepted, options))?;
-        Ok(OnlineAnalysis { listener, accepting })
+        Ok(OnlineAnalysis { listener, accepting: Some(accepting) })
     }
 
     /// The socket, for STREAMTRACE_STREAM.
@@ -43,9 +45,9 @@ impl OnlineAnalysis {
     /// After the program exited: takes no more processes, waits for the analyses of those that came (each
     /// ends when its process closed its end, at its exit), and returns them in rank order, each with the
     /// records its process said it lost.
-    pub fn finish(self) -> Vec<JobTrace> {
+    pub fn finish(mut self) -> Vec<JobTrace> {
         self.listener.close();
-        let analyses = self.accepting.join().unwrap_or_default();
+        let analyses = self.accepting.take().and_then(|accepting| accepting.join().ok()).unwrap_or_default();
         let mut traces: Vec<(u32, JobTrace)> = Vec::new();
         let mut losses = Vec::new();
         for analysis in analyses {
@@ -65,6 +67,17 @@ impl OnlineAnalysis {
         let mut traces: Vec<JobTrace> = traces.into_iter().map(|(_, trace)| trace).collect();
         job::in_rank_order(&mut traces);
         traces
+    }
+}
+
+impl Drop for OnlineAnalysis {
+    fn drop(&mut self) {
+        if let Some(accepting) = self.accepting.take() {
+            // Its hold on the listener ends with it; analyses it started (none, unless the program ran) are
+            // left to end with their connections.
+            self.listener.close();
+            let _ = accepting.join();
+        }
     }
 }
 
@@ -131,6 +144,15 @@ mod tests {
             }
         }
         stream.write_all(batch.as_bytes()).unwrap();
+    }
+
+    #[test]
+    fn an_analysis_dropped_unfinished_leaves_no_folder() {
+        let online = OnlineAnalysis::start(EngineOptions::default()).unwrap();
+        let folder = online.socket().parent().expect("the socket's folder").to_path_buf();
+        assert!(folder.is_dir());
+        drop(online);
+        assert!(!folder.exists(), "{} left behind", folder.display());
     }
 
     /// A trace's JSON report without the trace's name, which is the file's or the process's.

@@ -37,10 +37,32 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// What the scratch folders are called, before the process id.
+const SCRATCH_PREFIX: &str = "streamtrace-tests-";
+
 /// This process's scratch folder: every test writes under it, each at a path of its own (all tests share one
-/// process, so the path names the module, as `hostile/outputs`).
+/// process, so the path names the module, as `hostile/outputs`). A run cannot remove its own (nothing runs
+/// after its last test), so the first call removes those of earlier runs whose process is gone.
 pub fn scratch_root() -> PathBuf {
-    std::env::temp_dir().join(format!("streamtrace-tests-{}", std::process::id()))
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(remove_scratch_of_ended_runs);
+    std::env::temp_dir().join(format!("{SCRATCH_PREFIX}{}", std::process::id()))
+}
+
+/// Removes the scratch folders of test processes that are no longer running (another checkout's run, going on
+/// beside this one, keeps its folder).
+fn remove_scratch_of_ended_runs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(SCRATCH_PREFIX)).and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// Removes whatever is at `path` (a file or a folder), so that a test starts from nothing.
