@@ -4,6 +4,7 @@
 //! names memory before the segment under it does.
 
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 use super::sorted_keys::SortedKeys;
 use crate::findings::{AllocationRef, NativeId, ReusedBlock};
@@ -174,14 +175,17 @@ struct BlockTable {
 
 impl BlockTable {
     /// Adds a block, dropping the blocks it overlaps. Returns false when one of them was still live (the trace
-    /// is inconsistent), and the freed blocks it took the place of.
-    fn insert(&mut self, alloc: Block) -> (bool, Vec<Block>) {
+    /// is inconsistent), and the freed blocks it took the place of. A caching allocator hands a freed block's
+    /// address out again and again: the block it replaces at its own start is replaced in place (its start stays
+    /// in the ordered set), and the lists stay off the heap for the usual one block replaced.
+    fn insert(&mut self, alloc: Block) -> (bool, SmallVec<[Block; 1]>) {
         let range = alloc.range;
-        let overlapping: Vec<u64> = self.overlapping(range).map(|a| a.range.start).collect();
+        let overlapping: SmallVec<[u64; 2]> = self.overlapping(range).map(|a| a.range.start).collect();
         let mut clean = true;
-        let mut replaced = Vec::new();
+        let mut replaced = SmallVec::new();
         for start in overlapping {
-            if let Some(old) = self.remove_start(start) {
+            let old = if start == range.start { self.by_start.remove(&start) } else { self.remove_start(start) };
+            if let Some(old) = old {
                 if self.start_of.remove(&old.id).is_some() {
                     clean = false;
                     self.live -= 1;
