@@ -163,8 +163,13 @@ impl OpenFrames {
             frame.held.extend(inner.held);
         }
         frame.held.sort_by_key(|held| held.op.seq);
-        // What the op was, its line and its outputs may be known only now.
-        frame.facts.accesses.extend(ending.accesses);
+        // What the op was, its line and its outputs may be known only now. (An op's sets come whole with its end,
+        // as the observers write them: then the end's list is taken as it is, not copied.)
+        if frame.facts.accesses.is_empty() {
+            frame.facts.accesses = ending.accesses;
+        } else {
+            frame.facts.accesses.extend(ending.accesses);
+        }
         if ending.name.is_some() {
             frame.facts.name = ending.name;
         }
