@@ -10,7 +10,7 @@ use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
 use crate::findings::Findings;
-use crate::hb::{Engine, EngineError, EngineOptions, HostOrder};
+use crate::hb::{CheckThread, Engine, EngineError, EngineOptions, HostOrder};
 use crate::ingest::IngestError;
 use crate::model::TraceRecord;
 
@@ -123,7 +123,10 @@ impl Threaded {
 
 impl TwinEngine {
     fn new() -> TwinEngine {
-        TwinEngine { engine: Engine::new(EngineOptions { host_order: HostOrder::Global }), ranges: Vec::new() }
+        TwinEngine {
+            engine: Engine::new(EngineOptions { host_order: HostOrder::Global, check_thread: CheckThread::Off }),
+            ranges: Vec::new(),
+        }
     }
 
     fn apply(&mut self, batch: &[Result<TraceRecord, IngestError>], from: usize) -> Result<(), EngineError> {

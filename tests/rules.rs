@@ -40,8 +40,7 @@ fn run_traced(body: &str, host_order: HostOrder, host_sync: bool) -> Analysis {
     }
     // The header a capture with its interposers in place writes.
     let text = format!("{{\"type\":\"streamtrace\",\"version\":1,\"host_sync\":true}}\n{PRELUDE}{body}");
-    let reader = JsonTraceReader::from_text("scenario.json", text);
-    analyze_source("scenario.json", Box::new(reader), EngineOptions { host_order }).expect("scenario analyzes")
+    scenario::analyze_text("scenario.json", &text, host_order).expect("scenario analyzes")
 }
 
 /// A race as the rule tests compare them: its kind and its two sites' names.
@@ -973,7 +972,7 @@ mod host_order {
 
     fn sample(name: &str, host_order: HostOrder) -> Analysis {
         let path = crate::util::repo().join("samples/json").join(name);
-        analyze_path(&path, EngineOptions { host_order }).expect("sample analyzes")
+        analyze_path(&path, EngineOptions { host_order, ..Default::default() }).expect("sample analyzes")
     }
 
     #[test]

@@ -27,9 +27,11 @@ fn findings(records: &[TraceRecord]) -> String {
     [HostOrder::Global, HostOrder::PerThread]
         .into_iter()
         .map(|host_order| {
-            let found =
-                analyze_records(records.iter().cloned().map(Ok::<_, EngineError>), EngineOptions { host_order })
-                    .unwrap_or_else(|e| panic!("{e}"));
+            let found = analyze_records(
+                records.iter().cloned().map(Ok::<_, EngineError>),
+                EngineOptions { host_order, ..Default::default() },
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
             format!("{found:?}")
         })
         .collect()

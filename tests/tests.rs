@@ -8,6 +8,7 @@ mod util;
 mod binary_trace;
 mod callsites;
 mod capture;
+mod check_thread;
 mod cli;
 mod exact;
 mod format_roundtrip;

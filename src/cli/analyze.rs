@@ -14,7 +14,7 @@ use crate::symbols::BinarySearch;
 
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<u8> {
     let started = Instant::now();
-    let options = EngineOptions { host_order: args.host_order.into() };
+    let options = EngineOptions { host_order: args.host_order.into(), check_thread: args.check_thread.into() };
     let wants_timeline = args.html.is_some() || args.perfetto.is_some() || args.png.is_some();
     protect_input(&args.trace);
     if args.trace.is_dir() {

@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use streamtrace_format::TraceEncoding;
 
-use crate::hb::HostOrder;
+use crate::hb::{CheckThread, HostOrder};
 
 #[derive(Parser, Debug)]
 #[command(name = "streamtrace", version, about = "Finds cross-stream synchronization bugs in CUDA programs")]
@@ -67,6 +67,27 @@ impl From<HostOrderArg> for HostOrder {
     }
 }
 
+/// Where the shadow check runs.
+#[derive(Copy, Clone, Debug, ValueEnum)]
+pub enum CheckThreadArg {
+    /// On a thread of its own where three cores or more are free for the analysis.
+    Auto,
+    /// On a thread of its own.
+    On,
+    /// On the engine's thread.
+    Off,
+}
+
+impl From<CheckThreadArg> for CheckThread {
+    fn from(arg: CheckThreadArg) -> CheckThread {
+        match arg {
+            CheckThreadArg::Auto => CheckThread::Auto,
+            CheckThreadArg::On => CheckThread::On,
+            CheckThreadArg::Off => CheckThread::Off,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct AnalyzeArgs {
     /// The trace: a streamtrace JSON trace (docs/trace-format.md), `-` for standard input, or an nsys .sqlite
@@ -84,6 +105,10 @@ pub struct AnalyzeArgs {
     /// flags, spin loops, futexes).
     #[arg(long, value_enum, default_value_t = HostOrderArg::Auto)]
     pub host_order: HostOrderArg,
+    /// Where the shadow check (every access against the memory's history) runs. The findings are the same; on
+    /// two cores a thread of its own costs more than it gives.
+    #[arg(long, value_enum, default_value_t = CheckThreadArg::Auto)]
+    pub check_thread: CheckThreadArg,
     /// Print throughput and peak memory to standard error.
     #[arg(long)]
     pub timing: bool,

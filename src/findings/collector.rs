@@ -39,10 +39,14 @@ impl FindingCollector {
         }
     }
 
-    /// Counts one more occurrence of a race already described.
-    pub fn count_again(&mut self, key: RaceKey) {
-        if let Some(&i) = self.race_index.get(&key) {
-            self.races[i].count += 1;
+    /// Counts one more occurrence of a race already described; false when none is.
+    pub fn count_again(&mut self, key: RaceKey) -> bool {
+        match self.race_index.get(&key) {
+            Some(&i) => {
+                self.races[i].count += 1;
+                true
+            }
+            None => false,
         }
     }
 

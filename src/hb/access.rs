@@ -43,7 +43,9 @@ impl Engine {
             all.clear();
             all.extend_from_slice(accesses);
             self.resolve_pointers(op.process, pointers, &mut all);
-            if all.len() > accesses.len() {
+            if all.len() > accesses.len() && !self.whole_block_sites.contains(&site) {
+                // A finding of the checks sent before names its extent by the marks of its moment.
+                self.drain_checker();
                 self.whole_block_sites.insert(site);
             }
             Some(all)
@@ -148,6 +150,9 @@ impl Engine {
         label: Option<&str>,
     ) {
         let (range, kind) = (allocation.range, allocation.kind);
+        if let Some(checker) = self.checker.as_mut() {
+            checker.allocate(allocation.clone(), op.seq);
+        }
         self.process_mut(op.process).allocations.insert(allocation, op.seq);
         let live = self.processes[op.process.index()].allocations.live();
         self.stats.peak_live_allocations = self.stats.peak_live_allocations.max(live);
@@ -159,7 +164,10 @@ impl Engine {
                 let name = label.unwrap_or("cudaMallocAsync");
                 self.stream_ordered_block_write(op, stream, OpClass::Alloc, name, range, Effect::Alloc);
             }
-            _ => self.processes[op.process.index()].shadow.forget(range),
+            _ => match self.checker.as_mut() {
+                Some(checker) => checker.forget(op.process, range),
+                None => self.processes[op.process.index()].shadow.forget(range),
+            },
         }
     }
 
@@ -182,10 +190,16 @@ impl Engine {
             (FreeKind::PoolBlock, _) => {
                 // Given back to the framework's pool: nothing happens on the device.
                 self.processes[process.index()].allocations.free(alloc, true, op.source.as_ref());
+                if let Some(checker) = self.checker.as_mut() {
+                    checker.free(process, alloc, true, op.source.as_ref());
+                }
             }
             (FreeKind::StreamOrdered, Some(stream)) => {
                 self.stream_ordered_block_write(op, stream, OpClass::Free, "cudaFreeAsync", range, Effect::Free);
                 self.processes[process.index()].allocations.free(alloc, true, None);
+                if let Some(checker) = self.checker.as_mut() {
+                    checker.free(process, alloc, true, None);
+                }
             }
             _ => {
                 let name = match kind {
@@ -194,9 +208,6 @@ impl Engine {
                     _ => "cudaFree",
                 };
                 let site = self.site(OpClass::Free, name, None, op);
-                let Engine { processes, host_clocks, conflicts, .. } = self;
-                conflicts.clear();
-                processes[process.index()].shadow.release(range, &host_clocks[host].clock, conflicts);
                 let later = Later {
                     site,
                     seq: op.seq,
@@ -205,7 +216,18 @@ impl Engine {
                     action: AccessAction::Free,
                     view: None,
                 };
-                self.report(process, &later, Known::Host(host));
+                match self.checker.as_mut() {
+                    Some(checker) => {
+                        checker.release(process, host, &self.host_clocks[host].clock, range, &later);
+                        checker.free(process, alloc, false, None);
+                    }
+                    None => {
+                        let Engine { processes, host_clocks, conflicts, .. } = self;
+                        conflicts.clear();
+                        processes[process.index()].shadow.release(range, &host_clocks[host].clock, conflicts);
+                        self.report(process, &later, Known::Host(host));
+                    }
+                }
                 self.processes[process.index()].allocations.free(alloc, false, None);
             }
         }
@@ -236,6 +258,14 @@ impl Engine {
         self.stats.accesses += 1;
         let stamp = Stamp::new(epoch, op.seq, op.origin, site, access.mode, effect);
         let process = op.process;
+        if let Some(checker) = self.checker.as_mut() {
+            let clock = &self.streams[epoch.stream.index()].clock;
+            checker.access(process, clock, access.range, access.view.clone(), stamp);
+            if !checker.checked.is_empty() {
+                self.report_checked();
+            }
+            return;
+        }
         let Engine { processes, streams, conflicts, .. } = self;
         conflicts.clear();
         let clock = &streams[epoch.stream.index()].clock.clock;

@@ -95,16 +95,20 @@ impl VectorClock {
 /// A clock with a version that changes whenever the clock does, so that a join from it can be skipped when the
 /// receiver already joined that version. Host threads and streams are joined from on every enqueue; most of
 /// those joins would change nothing.
+/// `raised` counts the changes other than the clock's own steps (joins, and an idle stream's clock adopted), so
+/// that a replica (`checker`) is brought up to date only when one happened.
 #[derive(Clone, Debug, Default)]
 pub struct VersionedClock {
     pub clock: VectorClock,
     pub version: u64,
+    pub raised: u64,
 }
 
 impl VersionedClock {
     pub fn join(&mut self, other: &VectorClock) {
         if self.clock.join(other) {
             self.version += 1;
+            self.raised += 1;
         }
     }
 
@@ -112,7 +116,14 @@ impl VersionedClock {
     pub fn join_observed(&mut self, other: &VectorClock, raised: impl FnMut(Slot, u64, u64)) {
         if self.clock.join_observed(other, raised) {
             self.version += 1;
+            self.raised += 1;
         }
+    }
+
+    /// Takes `clock` as it is (an idle stream's creation clock, when it wakes), keeping the version.
+    pub fn adopt(&mut self, clock: VectorClock) {
+        self.clock = clock;
+        self.raised += 1;
     }
 
     pub fn tick(&mut self, stream: StreamId, slot: Slot) -> Epoch {

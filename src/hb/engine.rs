@@ -12,6 +12,7 @@
 
 use rustc_hash::FxHashMap;
 
+use super::checker::CheckerLink;
 use super::host_order::host_role;
 use super::shadow::prefetch_bytes;
 use super::sites::{SiteId, SiteTable};
@@ -47,6 +48,8 @@ impl Engine {
             pointer_scratch: Vec::new(),
             whole_block_sites: Default::default(),
             host_sync_recorded: false,
+            // Without a thread for it, the check runs here: the same findings.
+            checker: options.check_thread.wanted().then(CheckerLink::start).and_then(Result::ok),
         }
     }
 
@@ -109,6 +112,10 @@ impl Engine {
                 prefetch_bytes(accesses.as_ptr() as *const u8, bytes);
             }
         }
+        if self.checker.is_some() {
+            // The shadows are the checker's, which prefetches them itself.
+            return;
+        }
         if let Some(TraceRecord::Op(op)) = ahead(2) {
             if let Some(process) = self.processes.get(op.process.index()) {
                 each_access_start(op, |start| process.shadow.prefetch_index(start));
@@ -123,6 +130,13 @@ impl Engine {
 
     /// Ends the analysis: folds the per-stream counts into findings.
     pub fn finish(mut self) -> (Findings, EngineStats) {
+        if let Some(checker) = self.checker.as_mut() {
+            let totals = checker.finish();
+            self.report_checked();
+            self.checker = None;
+            self.stats.peak_shadow_segments = self.stats.peak_shadow_segments.max(totals.peak_shadow_segments);
+            self.stats.assumed_view_overlaps += totals.assumed_view_overlaps;
+        }
         self.fold_unordered_pairs();
         // A wait before any record is a finding when the event was recorded later (the order is
         // wrong); a wait on an event that nothing ever recorded is a library's deliberate no-op (NCCL's).
@@ -132,7 +146,8 @@ impl Engine {
         self.stats.events = self.events.len();
         self.stats.threads = self.threads.len();
         self.stats.sites = self.sites.len();
-        self.stats.assumed_view_overlaps = self.processes.iter().map(|p| p.shadow.assumed_view_overlaps()).sum();
+        self.stats.assumed_view_overlaps +=
+            self.processes.iter().map(|p| p.shadow.assumed_view_overlaps()).sum::<u64>();
         let streams = &self.streams;
         let (sites, natives, renumber) = self.sites.into_tables();
         self.collector.renumber_sites(|id| renumber[id.index()].expect("a site a finding names is kept"));
@@ -307,8 +322,13 @@ impl Engine {
             OpKind::GraphCall(_) => {}
         }
         self.after_host_call(op.thread, op.process, role);
-        let segments = self.processes.get(op.process.index()).map_or(0, |p| p.shadow.segments());
-        self.stats.peak_shadow_segments = self.stats.peak_shadow_segments.max(segments);
+        match self.checker.as_mut() {
+            Some(checker) => checker.operation_end(op.process),
+            None => {
+                let segments = self.processes.get(op.process.index()).map_or(0, |p| p.shadow.segments());
+                self.stats.peak_shadow_segments = self.stats.peak_shadow_segments.max(segments);
+            }
+        }
         Ok(())
     }
 }

@@ -26,6 +26,8 @@ impl Engine {
         graph: &Arc<GraphExec>,
         host_runs: &[HostNodeRun],
     ) -> Result<(), EngineError> {
+        // The graph's own races go to the findings here, after those of every check sent before.
+        self.drain_checker();
         // An event wait node orders the nodes after it behind the event's record; taken for the whole launch,
         // which can only hide a race between the graph's earlier nodes and the recording stream.
         for node in &graph.nodes {
@@ -43,7 +45,7 @@ impl Engine {
             Some(mut memo) => {
                 for key in &memo.races {
                     self.stats.race_occurrences += 1;
-                    self.collector.count_again(*key);
+                    let _ = self.collector.count_again(*key);
                 }
                 if memo.resolved_in != generation && graph.nodes.iter().any(|n| !n.pointers.is_empty()) {
                     let accesses = self.node_accesses(op, graph);

@@ -96,7 +96,7 @@ impl Engine {
         let state = &mut self.streams[stream.index()];
         state.awake = true;
         if let Some(creation) = state.creation.take() {
-            state.clock.clock = Arc::unwrap_or_clone(creation);
+            state.clock.adopt(Arc::unwrap_or_clone(creation));
         }
         for scope in scopes_of(&state.info) {
             self.scope_mut(scope).awake.push(stream);

@@ -2,7 +2,8 @@
 //! over `slot_values`,
 //! shadow memory `shadow`, the sites it names `sites`, the allocations it attributes ranges to `allocations`,
 //! the ordered sets of addresses both of those search (`sorted_keys`),
-//! the overlap of strided views `view_overlap`); in the middle the rule files, each importing the state and
+//! the overlap of strided views `view_overlap`, and the shadow check on a thread of its own with the replicas it
+//! checks against, `checker`); in the middle the rule files, each importing the state and
 //! never a sibling: every synchronization (`sync_rules`), the order among host threads (`host_order`), memory
 //! operations and the access check (`access`, with the accesses of one operation that can race in
 //! `racing_accesses`), conflicts made findings (`race_report`), CUDA graphs (`graph`), tier T0's unordered pairs
@@ -12,6 +13,7 @@
 
 mod access;
 mod allocations;
+mod checker;
 pub mod clock;
 mod engine;
 mod graph;
@@ -33,4 +35,6 @@ mod unordered_pairs;
 pub mod view_overlap;
 
 pub use engine::analyze_records;
-pub use state::{Engine, EngineError, EngineOptions, EngineStats, ExactKernels, HbEdge, HostOrder, UnseenKernels};
+pub use state::{
+    CheckThread, Engine, EngineError, EngineOptions, EngineStats, ExactKernels, HbEdge, HostOrder, UnseenKernels,
+};

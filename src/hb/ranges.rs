@@ -34,6 +34,7 @@ impl Engine {
     /// The findings made since the last range ended (or since the start), handed over when a range ends: the
     /// section of that range's report. The counts that sections do not share start again from zero.
     pub fn finish_range(&mut self) -> Findings {
+        self.drain_checker();
         self.fold_unordered_pairs();
         self.restart_unordered_pairs();
         self.set_aside_harmless_waits();

@@ -18,7 +18,13 @@ impl Engine {
 
     /// Drops every site no id the engine holds names.
     fn collect_sites(&mut self) {
+        // The checker's conflicts become findings first (the collector's sites are marked below), and its
+        // shadows' stamps are marked there.
+        self.drain_checker();
         let mut marks = self.sites.start_marking();
+        if let Some(checker) = self.checker.as_mut() {
+            marks = checker.mark_sites(marks);
+        }
         for stream in &self.streams {
             if let Some(site) = stream.last_site {
                 marks.mark(site);

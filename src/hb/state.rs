@@ -14,15 +14,16 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::allocations::AllocationTable;
+use super::checker::CheckerLink;
+pub(super) use super::checker::{action_of, Later};
 use super::clock::{Slot, VectorClock, VersionedClock};
-use super::shadow::{Conflict, Effect, ShadowMemory};
+use super::shadow::{Conflict, ShadowMemory};
 use super::site_hints::hot_site_of;
 use super::sites::{SiteId, SiteName, SiteParts, SiteTable};
 use super::slot_values::SlotValues;
-use crate::findings::{AccessAction, EdgeKind, FindingCollector, GraphSite, OpClass, RaceKey};
+use crate::findings::{EdgeKind, FindingCollector, GraphSite, OpClass, RaceKey};
 use crate::model::{
-    Access, AccessMode, ContextId, Coverage, DeviceId, EventInfo, ExactCoverage, Operation, ProcessId, StreamId,
-    StreamInfo, StridedView,
+    Access, ContextId, Coverage, DeviceId, EventInfo, ExactCoverage, Operation, ProcessId, StreamId, StreamInfo,
 };
 
 /// How host API calls of different threads are ordered (DESIGN.md, host threads).
@@ -41,10 +42,35 @@ pub enum HostOrder {
     PerThread,
 }
 
+/// Where the shadow check runs: on the engine's thread, or on a thread of its own (`checker`). The findings are
+/// the same.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum CheckThread {
+    /// A thread of its own where the analysis may use three cores or more (the reader's, the engine's and the
+    /// checker's): on two, the hand-over costs more than the second half of the work gives back
+    /// (docs/performance.md).
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl CheckThread {
+    /// Whether the check gets a thread of its own on this machine.
+    pub fn wanted(self) -> bool {
+        match self {
+            CheckThread::Auto => std::thread::available_parallelism().is_ok_and(|cores| cores.get() >= 3),
+            CheckThread::On => true,
+            CheckThread::Off => false,
+        }
+    }
+}
+
 /// Settings of one analysis.
 #[derive(Copy, Clone, Debug, Default)]
 pub struct EngineOptions {
     pub host_order: HostOrder,
+    pub check_thread: CheckThread,
 }
 
 /// A record the engine cannot apply: it refers to something the ingester never introduced.
@@ -336,17 +362,9 @@ pub struct Engine {
     pub(super) whole_block_sites: rustc_hash::FxHashSet<SiteId>,
     /// Whether the trace's header says it records the host synchronization between its threads.
     pub(super) host_sync_recorded: bool,
-}
-
-/// The later party of a conflict, as the access check hands it to the race report.
-pub(super) struct Later {
-    pub(super) site: SiteId,
-    pub(super) seq: u64,
-    pub(super) origin: u64,
-    pub(super) position: Option<u64>,
-    pub(super) action: AccessAction,
-    /// Its strided view (tier T2), when the access was one.
-    pub(super) view: Option<Arc<StridedView>>,
+    /// The shadow checker's thread, when the check runs there (`EngineOptions::check_thread`): then the
+    /// processes' own shadows stay empty.
+    pub(super) checker: Option<CheckerLink>,
 }
 
 /// Whose clock a conflict's later party had.
@@ -354,16 +372,6 @@ pub(super) struct Later {
 pub(super) enum Known {
     Stream(StreamId),
     Host(usize),
-}
-
-/// What an access did, as findings name it.
-pub(super) fn action_of(effect: Effect, mode: AccessMode) -> AccessAction {
-    match (effect, mode) {
-        (Effect::Free, _) => AccessAction::Free,
-        (Effect::Alloc, _) => AccessAction::Alloc,
-        (Effect::Access, AccessMode::Read) => AccessAction::Read,
-        (Effect::Access, AccessMode::Write) => AccessAction::Write,
-    }
 }
 
 impl Engine {

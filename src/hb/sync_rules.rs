@@ -144,7 +144,7 @@ impl Engine {
         let host = index_mut(&mut self.threads, creator.index(), "thread", 0)?.host_clock;
         let creation = self.creation_snapshot(host);
         // The version a join of the snapshot into an empty clock would leave.
-        let clock = VersionedClock { clock: VectorClock::new(), version: u64::from(creation.is_some()) };
+        let clock = VersionedClock { clock: VectorClock::new(), version: u64::from(creation.is_some()), raised: 0 };
         Ok((clock, creation, Some(host)))
     }
 

@@ -3,17 +3,38 @@
 
 use streamtrace::analysis::{analyze_source, Analysis, AnalysisError};
 use streamtrace::findings::{OpOccurrence, RaceFinding, RaceKind, Site};
-use streamtrace::hb::{EngineOptions, HostOrder};
+use streamtrace::hb::{CheckThread, EngineOptions, HostOrder};
 use streamtrace::ingest::json::JsonTraceReader;
 use streamtrace::report::fix::fix_text;
+use streamtrace::report::json::JsonReport;
+use streamtrace::report::Report;
 
 /// The first line of every trace.
 const HEADER: &str = "{\"type\":\"streamtrace\",\"version\":1}\n";
 
 /// Analyzes the trace `prelude` then `body` (after the header), named `file` in messages.
 pub fn try_analyze(file: &str, prelude: &str, body: &str, host_order: HostOrder) -> Result<Analysis, AnalysisError> {
-    let reader = JsonTraceReader::from_text(file, format!("{HEADER}{prelude}{body}"));
-    analyze_source(file, Box::new(reader), EngineOptions { host_order })
+    analyze_text(file, &format!("{HEADER}{prelude}{body}"), host_order)
+}
+
+/// Analyzes a whole trace's `text` with the shadow check on the engine's thread, and again on a thread of its own
+/// (hb/checker.rs), which must find the same: every rule test holds for both.
+pub fn analyze_text(file: &str, text: &str, host_order: HostOrder) -> Result<Analysis, AnalysisError> {
+    let analyze = |check_thread| {
+        let reader = JsonTraceReader::from_text(file, text.to_string());
+        analyze_source(file, Box::new(reader), EngineOptions { host_order, check_thread })
+    };
+    let here = analyze(CheckThread::Off)?;
+    let apart = analyze(CheckThread::On)?;
+    assert_eq!(json_report(&apart), json_report(&here), "{file}: the checker's thread finds otherwise");
+    Ok(here)
+}
+
+/// The JSON report of `analysis`: all it found and counted.
+pub fn json_report(analysis: &Analysis) -> String {
+    let mut out = Vec::new();
+    JsonReport.write(analysis, &mut out).expect("a report in memory");
+    String::from_utf8(out).expect("JSON is UTF-8")
 }
 
 /// [`try_analyze`] of a scenario that must analyze.
