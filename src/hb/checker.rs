@@ -193,7 +193,18 @@ impl CheckerLink {
     ) {
         self.bring_stream_clock(clock, stamp.slot);
         self.touched = true;
-        self.push(Job::Access { process, range, view, stamp });
+        let len = self.batch.len();
+        assert!(len < self.batch.capacity(), "a batch is made with room for a whole batch");
+        // SAFETY: `len` is inside the allocation (checked above), and the slot is written before the length
+        // covers it. Written in place: `Vec::push` built the job on the stack and copied it, a store-forwarding
+        // stall on every access.
+        unsafe {
+            self.batch.as_mut_ptr().add(len).write(Job::Access { process, range, view, stamp });
+            self.batch.set_len(len + 1);
+        }
+        if len + 1 >= JOBS_PER_BATCH {
+            self.send_batch();
+        }
     }
 
     /// Queues the release of a freed block's range at host clock `host`.
