@@ -154,6 +154,8 @@ pub(super) struct CheckerLink {
     sent_hosts: Vec<VectorClock>,
     /// Whether the operation being applied sent anything that changes a shadow.
     touched: bool,
+    /// Reused list of the components a clock's joins raised since its replica was last brought up to date.
+    raised: Vec<(Slot, u64)>,
     thread: Option<JoinHandle<CheckerTotals>>,
 }
 
@@ -176,6 +178,7 @@ impl CheckerLink {
             sent_streams: Vec::new(),
             sent_hosts: Vec::new(),
             touched: false,
+            raised: Vec::new(),
             thread: Some(thread),
         })
     }
@@ -220,14 +223,9 @@ impl CheckerLink {
             self.sent_hosts.resize_with(host + 1, VectorClock::new);
         }
         let sent = &mut self.sent_hosts[host];
-        let mut raised = Vec::new();
-        for (slot, tick) in clock.components() {
-            if sent.get(slot) != tick {
-                sent.set(slot, tick);
-                raised.push(Job::Raise { holder: ClockHolder::Host(host), slot, tick });
-            }
-        }
-        raised.into_iter().for_each(|job| self.push(job));
+        let mut raised = std::mem::take(&mut self.raised);
+        raised.extend(clock.components().filter(|&(slot, tick)| sent.get(slot) != tick));
+        self.send_raises(ClockHolder::Host(host), &mut raised);
         self.touched = true;
         let (site, seq, origin) = (later.site, later.seq, later.origin);
         self.push(Job::Release { process, host, range, site, seq, origin });
@@ -299,14 +297,24 @@ impl CheckerLink {
             return;
         }
         *raised_seen = clock.raised;
-        let mut raised: smallvec::SmallVec<[Job; 4]> = smallvec::SmallVec::new();
-        for (slot, tick) in clock.clock.components() {
-            if slot != own && sent.get(slot) != tick {
-                sent.set(slot, tick);
-                raised.push(Job::Raise { holder: ClockHolder::Stream(own), slot, tick });
-            }
+        let mut raised = std::mem::take(&mut self.raised);
+        raised.extend(clock.clock.components().filter(|&(slot, tick)| slot != own && sent.get(slot) != tick));
+        self.send_raises(ClockHolder::Stream(own), &mut raised);
+    }
+
+    /// Queues the components `raised` of the clock of `holder`, and notes them as the replica's.
+    #[inline(never)]
+    fn send_raises(&mut self, holder: ClockHolder, raised: &mut Vec<(Slot, u64)>) {
+        let sent = match holder {
+            ClockHolder::Stream(slot) => &mut self.sent_streams[slot.index()].1,
+            ClockHolder::Host(host) => &mut self.sent_hosts[host],
+        };
+        raised.iter().for_each(|&(slot, tick)| sent.set(slot, tick));
+        for &(slot, tick) in raised.iter() {
+            self.push(Job::Raise { holder, slot, tick });
         }
-        raised.into_iter().for_each(|job| self.push(job));
+        raised.clear();
+        self.raised = std::mem::take(raised);
     }
 
     #[inline]
