@@ -15,11 +15,12 @@ use streamtrace::findings::AccessExtent;
 use crate::util::scenario::{analyze_text, json_report};
 use crate::util::{repo, scratch_file};
 
-/// The JSON report of the trace at `path` with the check where `check_thread` says, or the error's text.
-fn report(path: &Path, host_order: HostOrder, check_thread: CheckThread) -> String {
+/// The JSON report of the trace at `path` with the check where `check_thread` says, and the findings as the
+/// engine numbered them (sites, native call sites), or the error's text.
+fn report(path: &Path, host_order: HostOrder, check_thread: CheckThread) -> (String, String) {
     match analyze_path(path, EngineOptions { host_order, check_thread }) {
-        Ok(analysis) => json_report(&analysis),
-        Err(error) => format!("error: {error}"),
+        Ok(analysis) => (json_report(&analysis), format!("{:?}", analysis.findings)),
+        Err(error) => (format!("error: {error}"), String::new()),
     }
 }
 
@@ -27,9 +28,10 @@ fn report(path: &Path, host_order: HostOrder, check_thread: CheckThread) -> Stri
 fn same_both_ways(path: &Path) -> bool {
     let mut raced = false;
     for host_order in [HostOrder::Global, HostOrder::PerThread] {
-        let here = report(path, host_order, CheckThread::Off);
-        let apart = report(path, host_order, CheckThread::On);
+        let (here, numbered_here) = report(path, host_order, CheckThread::Off);
+        let (apart, numbered_apart) = report(path, host_order, CheckThread::On);
         assert!(here == apart, "{} ({host_order:?}): the checker's thread reports otherwise", path.display());
+        assert!(numbered_here == numbered_apart, "{} ({host_order:?}): numbered otherwise", path.display());
         let races =
             serde_json::from_str::<serde_json::Value>(&here).ok().and_then(|r| r["stats"]["race_occurrences"].as_u64());
         raced |= races.is_some_and(|n| n > 0);

@@ -150,6 +150,12 @@ impl Engine {
         label: Option<&str>,
     ) {
         let (range, kind) = (allocation.range, allocation.kind);
+        // Its native call site is numbered now, in operation order, rather than when a finding first names the
+        // block: that moment comes later when the check runs on the checker's thread, and the numbers must not
+        // depend on where the check ran.
+        if let Some(native) = &allocation.native {
+            self.sites.native(native);
+        }
         if let Some(checker) = self.checker.as_mut() {
             checker.allocate(allocation.clone(), op.seq);
         }

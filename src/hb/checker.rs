@@ -1,6 +1,7 @@
 //! The shadow check on a thread of its own (issue 23 item 6, docs/engine-split.md): the engine steps clocks and
 //! applies the rules on its thread; a checker thread owns each process's shadow memory and checks every access
-//! against it, so that the two halves of the work run on two cores.
+//! against it, so that the two halves of the work run on two cores (beside the reader's: `CheckThread::Auto`
+//! asks for three).
 //!
 //! The checker keeps replicas of what a check and a conflict's description read: every stream's and host
 //! thread's clock (the engine sends the components its joins raised, in order with the jobs; a stream's own
@@ -24,7 +25,8 @@ use super::sites::{SiteId, SiteMarks};
 use crate::findings::{AccessAction, AllocationRef, NativeId};
 use crate::model::{AccessMode, AccessRange, AllocId, Allocation, NativeSite, ProcessId, SourceLocation, StridedView};
 
-/// The later party of a conflict, as the access check hands it to the race report.
+/// The later party of a conflict, as the access check hands it to the race report. Here, below the engine's
+/// state, because both checks make it: the one on the engine's thread (`access`) and the checker's.
 #[derive(Clone, Debug)]
 pub(super) struct Later {
     pub(super) site: SiteId,
