@@ -86,7 +86,10 @@ pub fn analyze_job(
     binaries: &BinarySearch,
     with_timeline: bool,
 ) -> Vec<JobTrace> {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(traces.len()).max(1);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = cores.min(traces.len()).max(1);
+    // Each analysis has its share of the cores: the shadow check's own thread only where that share is enough.
+    let options = EngineOptions { check_thread: options.check_thread.decided_for_cores(cores / workers), ..options };
     let next = AtomicUsize::new(0);
     let done = Mutex::new(Vec::with_capacity(traces.len()));
     std::thread::scope(|scope| {

@@ -58,10 +58,25 @@ pub enum CheckThread {
 impl CheckThread {
     /// Whether the check gets a thread of its own on this machine.
     pub fn wanted(self) -> bool {
+        self.wanted_with_cores(std::thread::available_parallelism().map_or(1, |cores| cores.get()))
+    }
+
+    /// Whether the check gets a thread of its own when the analysis may use `cores` cores (a job's traces
+    /// analyzed at once share the machine's).
+    pub fn wanted_with_cores(self, cores: usize) -> bool {
         match self {
-            CheckThread::Auto => std::thread::available_parallelism().is_ok_and(|cores| cores.get() >= 3),
+            CheckThread::Auto => cores >= 3,
             CheckThread::On => true,
             CheckThread::Off => false,
+        }
+    }
+
+    /// `Auto` decided for an analysis that may use `cores` cores; `On` and `Off` as they are.
+    pub fn decided_for_cores(self, cores: usize) -> CheckThread {
+        match self {
+            CheckThread::Auto if self.wanted_with_cores(cores) => CheckThread::On,
+            CheckThread::Auto => CheckThread::Off,
+            fixed => fixed,
         }
     }
 }
@@ -450,5 +465,19 @@ pub(super) fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
     } else {
         let (left, right) = v.split_at_mut(a);
         (&mut right[0], &mut left[b])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_gives_the_check_its_own_thread_from_three_cores_on() {
+        assert_eq!(CheckThread::Auto.decided_for_cores(1), CheckThread::Off);
+        assert_eq!(CheckThread::Auto.decided_for_cores(2), CheckThread::Off);
+        assert_eq!(CheckThread::Auto.decided_for_cores(3), CheckThread::On);
+        assert_eq!(CheckThread::On.decided_for_cores(1), CheckThread::On);
+        assert_eq!(CheckThread::Off.decided_for_cores(16), CheckThread::Off);
     }
 }
