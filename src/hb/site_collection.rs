@@ -1,10 +1,11 @@
 //! Dropping the sites nothing refers to any more (`sites`): every place the engine keeps a site id is marked
 //! here, once the live sites have doubled since the last time, and the table drops the rest. The marking is
-//! whole or the table would hand out an id still in use: the shadow's stamps (segments and strided views),
-//! each stream's latest site, the graph memos (their launch sites, node sites and footprints), the conflicts not
-//! yet reported, and every finding collected so far.
+//! whole or the table would hand out an id still in use: the shadow's stamps (segments and strided views, marked
+//! on the checker's thread when the check runs there), each stream's latest site, the graph memos (their launch
+//! sites, node sites and footprints), the conflicts not yet reported, and every finding collected so far.
 //!
-//! It touches only the site table; it reads what holds ids and changes none of it.
+//! It touches only the site table; it reads what holds ids and changes none of it, but for the checker's
+//! conflicts still in flight, which it has made findings first.
 
 use super::state::Engine;
 
