@@ -426,12 +426,18 @@ impl Checker {
         }
     }
 
+    #[inline]
     fn process(&mut self, process: ProcessId) -> &mut CheckedProcess {
         let i = process.index();
         if i >= self.processes.len() {
-            self.processes.resize_with(i + 1, CheckedProcess::default);
+            self.add_processes(i + 1);
         }
         &mut self.processes[i]
+    }
+
+    #[cold]
+    fn add_processes(&mut self, count: usize) {
+        self.processes.resize_with(count, CheckedProcess::default);
     }
 
     #[inline]
@@ -442,7 +448,11 @@ impl Checker {
                 if s >= self.stream_clocks.len() {
                     self.stream_clocks.resize_with(s + 1, VectorClock::new);
                 }
-                self.stream_clocks[s].set(stamp.slot, stamp.tick());
+                // The stream's own component: its step, which the accesses of one operation share.
+                let own = &mut self.stream_clocks[s];
+                if own.get(stamp.slot) != stamp.tick() {
+                    own.set(stamp.slot, stamp.tick());
+                }
                 self.process(process);
                 let Checker { processes, stream_clocks, conflicts, .. } = self;
                 conflicts.clear();
