@@ -117,7 +117,8 @@ pub(super) struct CheckedConflict {
     pub(super) later: Later,
     /// What the later party's clock knew of the earlier party's stream.
     pub(super) known: u64,
-    /// The memory, as the allocation table described it then; its native call site is interned by the engine.
+    /// The memory, as the allocation table described it then; its native call site, which the engine numbered
+    /// when the block was allocated, is looked up there.
     pub(super) allocation: Option<AllocationRef>,
     pub(super) allocation_native: Option<NativeSite>,
 }
