@@ -1,16 +1,15 @@
 //! The shadow check on a thread of its own (src/hb/checker.rs) finds what the check on the engine's thread finds:
 //! every committed sample trace (JSON, binary and nsys exports) and generated traces long enough for the site
-//! table to collect, in both host orders, compared report for report. (The rule tests run both engines through
-//! util/scenario.rs.)
+//! table to collect, in both host orders, compared report for report and finding for finding as the engine
+//! numbered them. (The rule tests run both engines through util/scenario.rs.)
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use streamtrace::analysis::analyze_path;
+use streamtrace::findings::AccessExtent;
 use streamtrace::hb::{CheckThread, EngineOptions, HostOrder};
 use streamtrace::synth::{write_trace, SynthSpec};
-
-use streamtrace::findings::AccessExtent;
 
 use crate::util::scenario::{analyze_text, json_report};
 use crate::util::{repo, scratch_file};
