@@ -441,23 +441,32 @@ impl Checker {
         self.processes.resize_with(count, CheckedProcess::default);
     }
 
+    /// The replica of `holder`'s clock, made (empty) the first time.
+    #[inline]
+    fn replica(&mut self, holder: ClockHolder) -> &mut VectorClock {
+        let (clocks, i) = match holder {
+            ClockHolder::Stream(slot) => (&mut self.stream_clocks, slot.index()),
+            ClockHolder::Host(host) => (&mut self.host_clocks, host),
+        };
+        if i >= clocks.len() {
+            clocks.resize_with(i + 1, VectorClock::new);
+        }
+        &mut clocks[i]
+    }
+
     #[inline]
     fn apply(&mut self, job: Job, reply: &mut Reply) {
         match job {
             Job::Access { process, range, view, stamp } => {
-                let s = stamp.slot.index();
-                if s >= self.stream_clocks.len() {
-                    self.stream_clocks.resize_with(s + 1, VectorClock::new);
-                }
                 // The stream's own component: its step, which the accesses of one operation share.
-                let own = &mut self.stream_clocks[s];
+                let own = self.replica(ClockHolder::Stream(stamp.slot));
                 if own.get(stamp.slot) != stamp.tick() {
                     own.set(stamp.slot, stamp.tick());
                 }
                 self.process(process);
                 let Checker { processes, stream_clocks, conflicts, .. } = self;
                 conflicts.clear();
-                let (clock, shadow) = (&stream_clocks[s], &mut processes[process.index()].shadow);
+                let (clock, shadow) = (&stream_clocks[stamp.slot.index()], &mut processes[process.index()].shadow);
                 match &view {
                     None => shadow.access(range, stamp, clock, conflicts),
                     Some(view) => shadow.access_view(range.start, view, stamp, clock, conflicts),
@@ -475,20 +484,9 @@ impl Checker {
                     self.hand_back_conflicts(process, ClockHolder::Stream(stamp.slot), later, reply);
                 }
             }
-            Job::Raise { holder, slot, tick } => {
-                let clocks = match holder {
-                    ClockHolder::Stream(slot) => (&mut self.stream_clocks, slot.index()),
-                    ClockHolder::Host(host) => (&mut self.host_clocks, host),
-                };
-                if clocks.1 >= clocks.0.len() {
-                    clocks.0.resize_with(clocks.1 + 1, VectorClock::new);
-                }
-                clocks.0[clocks.1].set(slot, tick);
-            }
+            Job::Raise { holder, slot, tick } => self.replica(holder).set(slot, tick),
             Job::Release { process, host, range, site, seq, origin } => {
-                if host >= self.host_clocks.len() {
-                    self.host_clocks.resize_with(host + 1, VectorClock::new);
-                }
+                self.replica(ClockHolder::Host(host));
                 self.process(process);
                 let Checker { processes, host_clocks, conflicts, .. } = self;
                 conflicts.clear();

@@ -58,23 +58,15 @@ pub enum CheckThread {
 impl CheckThread {
     /// Whether the check gets a thread of its own on this machine.
     pub fn wanted(self) -> bool {
-        self.wanted_with_cores(std::thread::available_parallelism().map_or(1, |cores| cores.get()))
+        let cores = std::thread::available_parallelism().map_or(1, |cores| cores.get());
+        self.decided_for_cores(cores) == CheckThread::On
     }
 
-    /// Whether the check gets a thread of its own when the analysis may use `cores` cores (a job's traces
-    /// analyzed at once share the machine's).
-    pub fn wanted_with_cores(self, cores: usize) -> bool {
-        match self {
-            CheckThread::Auto => cores >= 3,
-            CheckThread::On => true,
-            CheckThread::Off => false,
-        }
-    }
-
-    /// `Auto` decided for an analysis that may use `cores` cores; `On` and `Off` as they are.
+    /// `Auto` decided for an analysis that may use `cores` cores (a job's traces analyzed at once share the
+    /// machine's); `On` and `Off` as they are.
     pub fn decided_for_cores(self, cores: usize) -> CheckThread {
         match self {
-            CheckThread::Auto if self.wanted_with_cores(cores) => CheckThread::On,
+            CheckThread::Auto if cores >= 3 => CheckThread::On,
             CheckThread::Auto => CheckThread::Off,
             fixed => fixed,
         }
