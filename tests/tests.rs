@@ -9,6 +9,7 @@ mod binary_trace;
 mod callsites;
 mod capture;
 mod check_thread;
+mod check_thread_fuzz;
 mod cli;
 mod exact;
 mod format_roundtrip;
