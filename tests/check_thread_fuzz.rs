@@ -514,13 +514,7 @@ impl Gen {
                 self.processes[p].pinned[slot].live = None;
             }
             None => {
-                let id = self.processes[p].next_alloc;
-                self.processes[p].next_alloc += 1;
-                let body = format!(
-                    "\"id\": {id}, \"addr\": {}, \"size\": {SLOT_SIZE}, \"alloc_kind\": \"host\", {src}",
-                    hex(block.base)
-                );
-                self.emit(p, thread, "alloc", &body);
+                let id = self.alloc_whole(p, thread, block.base, "host", &src);
                 self.processes[p].pinned[slot].live = Some((id, Kind::Host));
             }
         }
@@ -535,16 +529,22 @@ impl Gen {
                 self.processes[p].managed.live = None;
             }
             None => {
-                let id = self.processes[p].next_alloc;
-                self.processes[p].next_alloc += 1;
-                let body = format!(
-                    "\"id\": {id}, \"addr\": {}, \"size\": {SLOT_SIZE}, \"alloc_kind\": \"managed\", {src}",
-                    hex(block.base)
-                );
-                self.emit(p, thread, "alloc", &body);
+                let id = self.alloc_whole(p, thread, block.base, "managed", &src);
                 self.processes[p].managed.live = Some((id, Kind::Managed));
             }
         }
+    }
+
+    /// Allocates the whole slot at `base` as `alloc_kind`, at `src`: the block's id.
+    fn alloc_whole(&mut self, p: usize, thread: u64, base: u64, alloc_kind: &str, src: &str) -> u64 {
+        let id = self.processes[p].next_alloc;
+        self.processes[p].next_alloc += 1;
+        let body = format!(
+            "\"id\": {id}, \"addr\": {}, \"size\": {SLOT_SIZE}, \"alloc_kind\": \"{alloc_kind}\", {src}",
+            hex(base)
+        );
+        self.emit(p, thread, "alloc", &body);
+        id
     }
 
     /// Hands out pool block `j` of device block `slot` (which must be live), or gives it back.
