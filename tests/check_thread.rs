@@ -6,7 +6,7 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use streamtrace::analysis::analyze_path;
+use streamtrace::analysis::{analyze_path, Analysis};
 use streamtrace::findings::AccessExtent;
 use streamtrace::hb::{CheckThread, EngineOptions, HostOrder};
 use streamtrace::synth::{write_trace, SynthSpec};
@@ -14,28 +14,80 @@ use streamtrace::synth::{write_trace, SynthSpec};
 use crate::util::scenario::{analyze_text, json_report};
 use crate::util::{repo, scratch_file};
 
-/// The JSON report of the trace at `path` with the check where `check_thread` says, and the findings as the
-/// engine numbered them (sites, native call sites), or the error's text.
-fn report(path: &Path, host_order: HostOrder, check_thread: CheckThread) -> (String, String) {
-    match analyze_path(path, EngineOptions { host_order, check_thread }) {
-        Ok(analysis) => (json_report(&analysis), format!("{:?}", analysis.findings)),
-        Err(error) => (format!("error: {error}"), String::new()),
+/// What a trace gave, analyzed with the check on either thread in both host orders.
+pub(crate) struct BothWays {
+    /// Whether the analyzer took it (in both host orders).
+    pub(crate) analyzed: bool,
+    /// Whether it raced (in either).
+    pub(crate) raced: bool,
+}
+
+/// Analyzes a trace (`analyze` runs one analysis) with the check on the engine's thread and on its own, in both
+/// host orders, and asserts the same JSON report and the same findings as the engine numbered them (sites,
+/// native call sites), or the same refusal. `name` names the trace in a failure, `context` follows it there.
+pub(crate) fn compare_both_ways<E: std::fmt::Display>(
+    name: &str,
+    context: &str,
+    analyze: impl Fn(EngineOptions) -> Result<Analysis, E>,
+) -> BothWays {
+    let report = |host_order, check_thread| match analyze(EngineOptions { host_order, check_thread }) {
+        Ok(analysis) => Ok((json_report(&analysis), format!("{:?}", analysis.findings))),
+        Err(error) => Err(format!("error: {error}")),
+    };
+    let mut outcome = BothWays { analyzed: true, raced: false };
+    for host_order in [HostOrder::Global, HostOrder::PerThread] {
+        match (report(host_order, CheckThread::Off), report(host_order, CheckThread::On)) {
+            (Ok((here, numbered_here)), Ok((apart, numbered_apart))) => {
+                assert!(
+                    here == apart,
+                    "{name} ({host_order:?}): the checker's thread reports otherwise\n{}{context}",
+                    first_difference(&here, &apart)
+                );
+                assert!(
+                    numbered_here == numbered_apart,
+                    "{name} ({host_order:?}): the checker's thread numbers the findings otherwise\n{}{context}",
+                    first_difference(&numbered_here, &numbered_apart)
+                );
+                let races = serde_json::from_str::<serde_json::Value>(&here)
+                    .ok()
+                    .and_then(|r| r["stats"]["race_occurrences"].as_u64());
+                outcome.raced |= races.is_some_and(|n| n > 0);
+            }
+            (Err(here), Err(apart)) => {
+                assert_eq!(here, apart, "{name} ({host_order:?}): refused otherwise");
+                outcome.analyzed = false;
+            }
+            (here, apart) => {
+                panic!("{name} ({host_order:?}): one check analyzed and the other did not: {here:?} / {apart:?}")
+            }
+        }
     }
+    outcome
+}
+
+/// Where `a` and `b` first differ: the line (a JSON report's) or, in one long line (the findings' `Debug`), the
+/// characters around the first byte that differs.
+fn first_difference(a: &str, b: &str) -> String {
+    let (a_lines, b_lines): (Vec<_>, Vec<_>) = (a.lines().collect(), b.lines().collect());
+    let at = a_lines.iter().zip(&b_lines).position(|(x, y)| x != y).unwrap_or(a_lines.len().min(b_lines.len()));
+    let mut out = format!("first difference at line {} ({} lines against {}):\n", at + 1, a_lines.len(), b_lines.len());
+    let (x, y) = (a_lines.get(at).copied().unwrap_or(""), b_lines.get(at).copied().unwrap_or(""));
+    let byte = x.bytes().zip(y.bytes()).position(|(c, d)| c != d).unwrap_or(x.len().min(y.len()));
+    let window = |line: &str| {
+        let from = (byte.saturating_sub(300)..=byte).find(|&i| line.is_char_boundary(i)).unwrap_or(0);
+        let to = (byte + 300..line.len()).find(|&i| line.is_char_boundary(i)).unwrap_or(line.len());
+        line.get(from..to.max(from)).unwrap_or("").to_string()
+    };
+    for line in &a_lines[at.saturating_sub(3)..at] {
+        let _ = writeln!(out, "     {line}");
+    }
+    let _ = writeln!(out, "  off> {}\n  on > {}", window(x), window(y));
+    out
 }
 
 /// Asserts that both engines report the same on `path` in both host orders; true when it had races.
 fn same_both_ways(path: &Path) -> bool {
-    let mut raced = false;
-    for host_order in [HostOrder::Global, HostOrder::PerThread] {
-        let (here, numbered_here) = report(path, host_order, CheckThread::Off);
-        let (apart, numbered_apart) = report(path, host_order, CheckThread::On);
-        assert!(here == apart, "{} ({host_order:?}): the checker's thread reports otherwise", path.display());
-        assert!(numbered_here == numbered_apart, "{} ({host_order:?}): numbered otherwise", path.display());
-        let races =
-            serde_json::from_str::<serde_json::Value>(&here).ok().and_then(|r| r["stats"]["race_occurrences"].as_u64());
-        raced |= races.is_some_and(|n| n > 0);
-    }
-    raced
+    compare_both_ways(&path.display().to_string(), "", |options| analyze_path(path, options)).raced
 }
 
 fn traces_under(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -10,16 +10,16 @@
 //!
 //! The generator is seeded (a splitmix64 written here), so a failing seed is reproduced by running it alone:
 //! `CHECK_THREAD_FUZZ_SEED=N cargo test --test tests check_thread_fuzz -- --nocapture` prints its trace (and
-//! `CHECK_THREAD_FUZZ_VERBOSE=1` each seed's race count, and why a trace was refused); `CHECK_THREAD_FUZZ_SEEDS=N`
+//! `CHECK_THREAD_FUZZ_VERBOSE=1` whether each seed's trace analyzed and raced, and why one was refused); `CHECK_THREAD_FUZZ_SEEDS=N`
 //! runs seeds 1 to N instead of the default.
 
 use std::fmt::Write;
 
 use streamtrace::analysis::analyze_source;
-use streamtrace::hb::{CheckThread, EngineOptions, HostOrder};
+use streamtrace::hb::EngineOptions;
 use streamtrace::ingest::json::JsonTraceReader;
 
-use crate::util::scenario::json_report;
+use crate::check_thread::{compare_both_ways, BothWays};
 
 /// How many seeds the test runs (from 1).
 const SEEDS: u64 = 200;
@@ -921,76 +921,19 @@ fn trace(seed: u64) -> String {
     generator.generate(seed, operations)
 }
 
-/// The JSON report and the findings as numbered, or the error.
-fn report(text: &str, host_order: HostOrder, check_thread: CheckThread) -> Result<(String, String), String> {
-    let reader = JsonTraceReader::from_text("fuzz.json", text.to_string());
-    match analyze_source("fuzz.json", Box::new(reader), EngineOptions { host_order, check_thread }) {
-        Ok(analysis) => Ok((json_report(&analysis), format!("{:?}", analysis.findings))),
-        Err(error) => Err(format!("error: {error}")),
-    }
-}
-
-/// Where `a` and `b` first differ: the line (a JSON report's) or, in one long line (the findings' `Debug`), the
-/// characters around the first byte that differs.
-fn first_difference(a: &str, b: &str) -> String {
-    let (a_lines, b_lines): (Vec<_>, Vec<_>) = (a.lines().collect(), b.lines().collect());
-    let at = a_lines.iter().zip(&b_lines).position(|(x, y)| x != y).unwrap_or(a_lines.len().min(b_lines.len()));
-    let mut out = format!("first difference at line {} ({} lines against {}):\n", at + 1, a_lines.len(), b_lines.len());
-    let (x, y) = (a_lines.get(at).copied().unwrap_or(""), b_lines.get(at).copied().unwrap_or(""));
-    let byte = x.bytes().zip(y.bytes()).position(|(c, d)| c != d).unwrap_or(x.len().min(y.len()));
-    let window = |line: &str| {
-        let from = (byte.saturating_sub(300)..=byte).find(|&i| line.is_char_boundary(i)).unwrap_or(0);
-        let to = (byte + 300..line.len()).find(|&i| line.is_char_boundary(i)).unwrap_or(line.len());
-        line.get(from..to.max(from)).unwrap_or("").to_string()
-    };
-    for line in &a_lines[at.saturating_sub(3)..at] {
-        let _ = writeln!(out, "     {line}");
-    }
-    let _ = writeln!(out, "  off> {}\n  on > {}", window(x), window(y));
-    out
-}
-
-/// What one seed gave: whether it analyzed, and whether it raced (in either host order).
-struct Outcome {
-    analyzed: bool,
-    raced: bool,
-}
-
-fn check_seed(seed: u64) -> Outcome {
+/// Seed `seed`'s trace analyzed both ways (`check_thread::compare_both_ways`, which asserts the same reports).
+fn check_seed(seed: u64) -> BothWays {
     let text = trace(seed);
-    let mut outcome = Outcome { analyzed: true, raced: false };
-    for host_order in [HostOrder::Global, HostOrder::PerThread] {
-        let off = report(&text, host_order, CheckThread::Off);
-        let on = report(&text, host_order, CheckThread::On);
-        match (&off, &on) {
-            (Ok((off_json, off_findings)), Ok((on_json, on_findings))) => {
-                assert!(
-                    off_json == on_json,
-                    "seed {seed} ({host_order:?}): the checker's thread reports otherwise\n{}\ntrace:\n{text}",
-                    first_difference(off_json, on_json)
-                );
-                assert!(
-                    off_findings == on_findings,
-                    "seed {seed} ({host_order:?}): the checker's thread numbers the findings otherwise\n{}\ntrace:\n{text}",
-                    first_difference(off_findings, on_findings)
-                );
-                let races = serde_json::from_str::<serde_json::Value>(off_json)
-                    .ok()
-                    .and_then(|r| r["stats"]["race_occurrences"].as_u64());
-                outcome.raced |= races.is_some_and(|n| n > 0);
-                if std::env::var_os("CHECK_THREAD_FUZZ_VERBOSE").is_some() {
-                    eprintln!("SEED {seed} {host_order:?} races {races:?} {}", text.lines().next().unwrap_or(""));
-                }
-            }
-            (Err(off_error), Err(on_error)) => {
-                assert_eq!(off_error, on_error, "seed {seed} ({host_order:?}): rejected otherwise");
-                outcome.analyzed = false;
-            }
-            _ => panic!("seed {seed} ({host_order:?}): one check analyzed and the other did not: {off:?} / {on:?}"),
+    let context = format!("trace:\n{text}");
+    let analyze =
+        |options| analyze_source("fuzz.json", Box::new(JsonTraceReader::from_text("fuzz.json", text.clone())), options);
+    let outcome = compare_both_ways(&format!("seed {seed}"), &context, analyze);
+    if std::env::var_os("CHECK_THREAD_FUZZ_VERBOSE").is_some() {
+        let header = text.lines().next().unwrap_or("");
+        eprintln!("SEED {seed} analyzed {} raced {} {header}", outcome.analyzed, outcome.raced);
+        if let Err(refusal) = analyze(EngineOptions::default()) {
+            eprintln!("seed {seed} refused: {refusal}");
         }
-    }
-    if !outcome.analyzed && std::env::var_os("CHECK_THREAD_FUZZ_VERBOSE").is_some() {
-        eprintln!("seed {seed} rejected: {:?}", report(&text, HostOrder::Global, CheckThread::Off).err());
     }
     outcome
 }
@@ -1007,7 +950,7 @@ fn random_traces_are_reported_the_same_with_the_check_on_its_own_thread() {
             (1..=count).collect()
         }
     };
-    let outcomes: Vec<Outcome> = seeds.iter().map(|&seed| check_seed(seed)).collect();
+    let outcomes: Vec<BothWays> = seeds.iter().map(|&seed| check_seed(seed)).collect();
     let analyzed = outcomes.iter().filter(|o| o.analyzed).count();
     let raced = outcomes.iter().filter(|o| o.raced).count();
     eprintln!("check_thread_fuzz: {} seeds, {analyzed} analyzed, {raced} with races", seeds.len());
