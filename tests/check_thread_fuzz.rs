@@ -20,40 +20,10 @@ use streamtrace::hb::EngineOptions;
 use streamtrace::ingest::json::JsonTraceReader;
 
 use crate::check_thread::{compare_both_ways, BothWays};
+use crate::util::random::{hex, Rng};
 
 /// How many seeds the test runs (from 1).
 const SEEDS: u64 = 200;
-
-/// splitmix64: small, seedable, and good enough to pick records.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5851_f42d_4c95_7f2d)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number below `n` (n > 0).
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    /// True `percent` times in a hundred.
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
 
 /// Every block's size: small, so that accesses overlap.
 const SLOT_SIZE: u64 = 0x4000;
@@ -139,11 +109,6 @@ struct Gen {
     /// Leaves out what makes the engine wait for the checker (graph launches, a site's first pointer argument in
     /// a block, the end of a capture range), so that the checker's batches fill up.
     no_drains: bool,
-}
-
-/// A JSON address.
-fn hex(address: u64) -> String {
-    format!("\"0x{address:x}\"")
 }
 
 impl Gen {

@@ -2,6 +2,7 @@
 //! the rule tests write (scenario.rs), and what to do when the machine lacks a tool a test needs (machine.rs).
 
 pub mod machine;
+pub mod random;
 pub mod scenario;
 
 use std::path::{Path, PathBuf};
