@@ -423,6 +423,24 @@ fn rule12_work_issued_after_a_host_access_is_ordered_after_it() {
     assert!(races(&(PINNED.to_string() + &host("fill_", "writes") + &upload)).is_empty());
 }
 
+#[test]
+fn rule12_synchronizing_the_device_does_not_order_another_threads_host_access() {
+    // Thread 1 fills the pinned buffer; thread 2 synchronizes the device (or its context) and uploads from it.
+    // The synchronization waits for the device's streams, not for thread 1's stores: only an edge between the
+    // threads (rule 10) orders them.
+    let upload = copy(1, "HtoD", (HOST, "pinned"), ("$X", "device"), false);
+    let body = |sync_of: &str, hand_over: &str| {
+        PINNED.to_string() + &on(1, &host("fill_", "writes")) + hand_over + &on(2, &sync(sync_of, 0)) + &on(2, &upload)
+    };
+    for sync_of in ["device", "context"] {
+        let unordered = run_traced(&body(sync_of, ""), HostOrder::PerThread, true);
+        let race = (RaceKind::ReadAfterWrite, "fill_".to_string(), "memcpy HtoD".to_string());
+        assert_eq!(verdicts(&unordered), (vec![], vec![race], 0), "{sync_of}");
+        let handed_over = body(sync_of, &(release(7, 1) + &acquire(7, 2)));
+        assert!(run_traced(&handed_over, HostOrder::PerThread, true).findings.timing_only_races.is_empty());
+    }
+}
+
 // rule 13: host functions in a stream run in stream order, on a driver thread.
 fn host_func(stream: u32, id: u32, name: &str, mode: &str, range: &str) -> String {
     format!("{{\"type\":\"host_func\",\"stream\":{stream},\"id\":{id},\"name\":\"{name}\",\"{mode}\":[{range}]}}\n")

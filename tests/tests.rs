@@ -19,6 +19,7 @@ mod layout;
 mod mutation;
 mod names;
 mod nsys;
+mod ordering_oracle;
 mod ranges;
 mod reports;
 mod rules;

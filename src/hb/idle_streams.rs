@@ -16,11 +16,14 @@ use std::sync::Arc;
 use super::clock::VectorClock;
 use super::state::{ContextState, Engine, Scope, SyncScope};
 use crate::findings::EdgeKind;
-use crate::model::{StreamId, StreamInfo};
+use crate::model::{StreamId, StreamInfo, StreamKind};
 
-/// The scopes a stream belongs to.
-fn scopes_of(info: &StreamInfo) -> [Scope; 3] {
-    [Scope::Device(info.device), Scope::Context(info.context), Scope::Process(info.process)]
+/// The scopes a stream belongs to. A host thread's lane of host accesses belongs to none: synchronizing a device
+/// waits for its streams' work, not for what another thread's loads and stores did (only host synchronization between the threads orders them).
+fn scopes_of(info: &StreamInfo) -> impl Iterator<Item = Scope> {
+    let scopes = [Scope::Device(info.device), Scope::Context(info.context), Scope::Process(info.process)];
+    let count = if info.kind == StreamKind::HostThread { 0 } else { scopes.len() };
+    scopes.into_iter().take(count)
 }
 
 impl Engine {
@@ -122,7 +125,7 @@ impl Engine {
     /// The edges from `stream` to the host that the synchronizations of its scopes made while it was idle.
     fn count_idle_edges_of(&mut self, stream: StreamId) {
         let state = &self.streams[stream.index()];
-        let syncs: u64 = scopes_of(&state.info).into_iter().map(|scope| self.syncs_of(scope)).sum();
+        let syncs: u64 = scopes_of(&state.info).map(|scope| self.syncs_of(scope)).sum();
         let edges = syncs - state.idle_edge_base;
         if edges > 0 {
             self.collector.edges(EdgeKind::HostSync, stream, None, edges);
