@@ -308,7 +308,9 @@ const _: () = assert!(!std::mem::needs_drop::<RefCell<ThreadKnowledge>>());
 
 /// The snapshots the calling thread acquired and has not written yet, taken out, for the signal handler of a
 /// guard fault (host_watch/faults.rs): the fault's `host_access` is written after them, by whichever thread
-/// takes the state lock next. None while this thread's own bookkeeping holds its knowledge (a fault inside it:
+/// takes the state lock next. The access is the thread's own news, as any record that teaches the host: its
+/// next release writes a snapshot, placed after the access (a thread that ends, or unlocks, right after reading a
+/// buffer hands that read over). None while this thread's own bookkeeping holds its knowledge (a fault inside it:
 /// the bookkeeping touches none of the program's memory, so this does not happen; the acquires then stay for
 /// the thread's next record).
 ///
@@ -318,7 +320,15 @@ const _: () = assert!(!std::mem::needs_drop::<RefCell<ThreadKnowledge>>());
 /// program's own code, outside every function of the capture, whose stores to `THREAD` are all done by then;
 /// the borrow flag covers the rest.
 pub fn take_pending_in_signal_handler() -> Option<([Pending; MarkSet::CAPACITY], usize)> {
-    THREAD.try_with(|knowledge| knowledge.try_borrow_mut().ok().map(|mut k| k.take_pending())).ok().flatten()
+    THREAD
+        .try_with(|knowledge| {
+            knowledge.try_borrow_mut().ok().map(|mut k| {
+                k.taught = true;
+                k.take_pending()
+            })
+        })
+        .ok()
+        .flatten()
 }
 
 /// Before each record the calling thread adds to the process's batch: the snapshots it acquired since its last

@@ -136,10 +136,44 @@ mod tests {
                 ("host_acquire", reader_id),
                 ("host_access", reader_id),
                 ("record", reader_id),
+                // Its read was news: its end hands it over (a_thread_whose_access_faulted_hands_it_over_...).
+                ("host_release", reader_id),
             ],
             "{lines:?}"
         );
         assert_eq!(lines[2]["object"], released[0]["object"], "the reader acquires the main thread's snapshot");
         assert_eq!(lines[3]["reads"], serde_json::json!([[format!("{buffer:#x}"), 1]]), "the read of the buffer");
+    }
+
+    #[test]
+    fn a_thread_whose_access_faulted_hands_it_over_at_its_next_unlock() {
+        capture_on();
+        signals::install().expect("the handler installs");
+        let mutex = Box::leak(Box::new(libc::PTHREAD_MUTEX_INITIALIZER)) as *mut libc::pthread_mutex_t as usize;
+        // Safety: a fresh anonymous page, the test's pinned buffer.
+        let page = unsafe {
+            libc::mmap(std::ptr::null_mut(), PAGE, guards::UNGUARDED, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+        };
+        assert_ne!(page, libc::MAP_FAILED);
+        let buffer = page as u64;
+        let slot = guards::arm(buffer, buffer + PAGE as u64, libc::PROT_NONE).expect("armed");
+        // A worker reads the buffer, then unlocks: the thread that locks next (a join, in the program this test
+        // stands for) is ordered after the read only if the unlock releases it.
+        let worker = std::thread::spawn(move || {
+            // Safety: the test's page, guarded: the read faults once and goes through.
+            let value = unsafe { std::ptr::read_volatile(buffer as *const u8) };
+            lock_and_unlock(mutex);
+            (thread_id(), value)
+        });
+        let (worker_id, value) = worker.join().unwrap();
+        assert_eq!(value, 0);
+        assert!(guards::lifted(slot), "the read faulted");
+        with_state(|state, _| take(state));
+        guards::lift(slot);
+
+        let lines = trace_lines_of(&[worker_id]);
+        let kinds: Vec<&str> =
+            lines.iter().map(|v| v["type"].as_str().unwrap_or("")).filter(|kind| *kind != "host_acquire").collect();
+        assert_eq!(kinds, ["host_access", "host_release"], "{lines:?}");
     }
 }
