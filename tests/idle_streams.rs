@@ -1,9 +1,10 @@
-//! Streams that were declared but never enqueued on (PyTorch's pools) cost nothing per operation, yet still
-//! order what they ordered before: their clock is what their creator had observed (rule 2's creation clock), and
-//! a device or context synchronization (rule 5) and the legacy default stream's barrier (rule 7) still join it,
-//! and those and a `cudaFree` (rule 6) still count their happens-before edges. Each ordering scenario has a racy
-//! twin in which the idle stream was created before its creator learned anything, so that the ordering comes
-//! only from it.
+//! Streams that were declared but never enqueued on (PyTorch's pools) cost nothing per operation, and order only
+//! what their work orders: their first operation starts from what their creator had observed (rule 2's creation
+//! clock), but a device or context synchronization (rule 5), a synchronization of the legacy default stream and its
+//! barrier (rule 7) wait for no work of a stream that ran nothing, so they teach nothing of what it was created
+//! with (only host synchronization orders one thread after another's knowledge). Once the stream runs work, they
+//! wait for it, and so for what it was created with. Those synchronizations and a `cudaFree` (rule 6) still count
+//! their happens-before edges with the idle streams.
 //! Scenarios use per-thread host order, so that threads learn only through CUDA synchronization.
 
 use streamtrace::analysis::Analysis;
@@ -39,33 +40,42 @@ fn consume(stream: u32) -> String {
     format!("{{\"type\":\"kernel\",\"stream\":{stream},\"thread\":3,\"name\":\"consume\",\"reads\":$X}}\n")
 }
 
+/// Thread 2 learns `produce`, then creates stream 9 (`kind`, on context `context`) and, when `runs_work`, writes Y
+/// on it; thread 3 then makes `sync` and reads X on `consume_on`. Whether that read raced.
+fn raced_after_idle_stream(kind: &str, context: u32, runs_work: bool, sync: &str, consume_on: u32) -> bool {
+    let idle = format!(r#"{{"type":"stream","id":9,"stream_kind":"{kind}","thread":2,"context":{context}}}"#);
+    let work = if runs_work {
+        "{\"type\":\"kernel\",\"stream\":9,\"thread\":2,\"name\":\"other\",\"writes\":[[\"0x5000\", 64]]}\n"
+    } else {
+        ""
+    };
+    let body = produce_then_thread2_learns(&idle, true) + work + sync + &consume(consume_on);
+    !run(&body).findings.races.is_empty()
+}
+
 #[test]
-fn device_sync_joins_what_an_idle_stream_was_created_with() {
-    let idle = r#"{"type":"stream","id":9,"stream_kind":"non_blocking","thread":2}"#;
+fn device_sync_waits_for_an_idle_streams_work_not_for_what_it_was_created_with() {
     let sync = "{\"type\":\"sync\",\"thread\":3,\"device\":0}\n";
-    let ordered = run(&(produce_then_thread2_learns(idle, true) + sync + &consume(2)));
-    assert!(ordered.findings.races.is_empty(), "{:#?}", ordered.findings.races);
-    let racy = run(&(produce_then_thread2_learns(idle, false) + sync + &consume(2)));
-    assert_eq!(racy.findings.races.len(), 1);
+    assert!(raced_after_idle_stream("non_blocking", 0, false, sync, 2));
+    assert!(!raced_after_idle_stream("non_blocking", 0, true, sync, 2));
 }
 
 #[test]
-fn context_sync_joins_what_an_idle_stream_was_created_with() {
-    let idle = r#"{"type":"stream","id":9,"stream_kind":"non_blocking","thread":2,"context":4}"#;
+fn context_sync_waits_for_an_idle_streams_work_not_for_what_it_was_created_with() {
     let sync = "{\"type\":\"sync\",\"thread\":3,\"context\":4}\n";
-    let ordered = run(&(produce_then_thread2_learns(idle, true) + sync + &consume(2)));
-    assert!(ordered.findings.races.is_empty(), "{:#?}", ordered.findings.races);
-    let racy = run(&(produce_then_thread2_learns(idle, false) + sync + &consume(2)));
-    assert_eq!(racy.findings.races.len(), 1);
+    assert!(raced_after_idle_stream("non_blocking", 4, false, sync, 2));
+    assert!(!raced_after_idle_stream("non_blocking", 4, true, sync, 2));
 }
 
 #[test]
-fn legacy_default_barrier_joins_an_idle_blocking_stream() {
-    let idle = r#"{"type":"stream","id":9,"stream_kind":"blocking","thread":2}"#;
-    let ordered = run(&(produce_then_thread2_learns(idle, true) + &consume(0)));
-    assert!(ordered.findings.races.is_empty(), "{:#?}", ordered.findings.races);
-    let racy = run(&(produce_then_thread2_learns(idle, false) + &consume(0)));
-    assert_eq!(racy.findings.races.len(), 1);
+fn legacy_default_stream_waits_for_an_idle_blocking_streams_work_not_for_what_it_was_created_with() {
+    // Its barrier: an operation on it.
+    assert!(raced_after_idle_stream("blocking", 0, false, "", 0));
+    assert!(!raced_after_idle_stream("blocking", 0, true, "", 0));
+    // Its synchronization waits for what that operation would.
+    let sync = "{\"type\":\"sync\",\"thread\":3,\"stream\":0}\n";
+    assert!(raced_after_idle_stream("blocking", 0, false, sync, 2));
+    assert!(!raced_after_idle_stream("blocking", 0, true, sync, 2));
 }
 
 #[test]

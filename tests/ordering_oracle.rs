@@ -59,8 +59,8 @@ impl StreamKind {
 }
 
 /// The streams, by handle (the handle is the index), with their device (each device has one context, and
-/// plain copies and sets run on device 0).
-const STREAMS: [(StreamKind, u64); 10] = [
+/// plain copies and sets run on device 0). The last [`LATE_STREAMS`] are created midway, by either thread.
+const STREAMS: [(StreamKind, u64); 12] = [
     (StreamKind::LegacyDefault, 0),
     (StreamKind::Blocking, 0),
     (StreamKind::Blocking, 0),
@@ -71,7 +71,10 @@ const STREAMS: [(StreamKind, u64); 10] = [
     (StreamKind::LegacyDefault, 1),
     (StreamKind::Blocking, 1),
     (StreamKind::NonBlocking, 1),
+    (StreamKind::Blocking, 0),
+    (StreamKind::NonBlocking, 1),
 ];
+const LATE_STREAMS: usize = 2;
 const DEVICES: u64 = 2;
 const EVENTS: u64 = 3;
 const OBJECTS: u64 = 3;
@@ -149,6 +152,8 @@ struct Model {
     nodes: Vec<Node>,
     /// The past of each stream's last operation.
     streams: [NodeSet; STREAMS.len()],
+    /// What each stream's creator knew when it created it: its work runs after that.
+    created_with: [NodeSet; STREAMS.len()],
     /// What each thread knows to be complete, and its own host accesses.
     threads: [NodeSet; THREADS.len()],
     /// The past each event's last record captured (rule 3).
@@ -169,6 +174,7 @@ impl Model {
     /// event a wait joins, rule 4).
     fn enqueue(&mut self, t: usize, s: usize, accesses: Vec<Access>, line: u64, also: Option<NodeSet>) -> usize {
         let mut past = self.streams[s].clone();
+        past.join(&self.created_with[s]);
         past.join(&self.threads[t]);
         if let Some(also) = also {
             past.join(&also);
@@ -186,6 +192,12 @@ impl Model {
         let node = self.add_node(past, accesses, line);
         self.streams[s] = self.nodes[node].past.clone();
         node
+    }
+
+    /// Thread `t` creates stream `s`: its work runs after what the thread knows (docs/trace-format.md). A
+    /// synchronization of it teaches that only through its work: a stream that ran nothing has none to wait for.
+    fn create_stream(&mut self, t: usize, s: usize) {
+        self.created_with[s] = self.threads[t].clone();
     }
 
     /// The thread waits for stream `s` (rules 5 and 7).
@@ -263,13 +275,24 @@ struct Gen {
     /// streams) on each thread's own.
     per_thread_default: bool,
     next_host_func: u64,
+    /// The streams declared so far.
+    declared: usize,
 }
 
 impl Gen {
     fn new(seed: u64) -> Gen {
         let mut rng = Rng::new(seed ^ 0x0ac1e);
         let per_thread_default = rng.chance(30);
-        Gen { rng, out: String::new(), line: 0, model: Model::default(), per_thread_default, next_host_func: 1 }
+        let declared = STREAMS.len() - LATE_STREAMS;
+        Gen {
+            rng,
+            out: String::new(),
+            line: 0,
+            model: Model::default(),
+            per_thread_default,
+            next_host_func: 1,
+            declared,
+        }
     }
 
     /// Writes one record; its line.
@@ -290,12 +313,8 @@ impl Gen {
             "{{\"type\": \"streamtrace\", \"version\": 1, \"host_sync\": true, \"comment\": \"ordering_oracle seed {seed}\"}}\n"
         ));
         self.line = 1;
-        for (handle, (kind, device)) in STREAMS.iter().enumerate() {
-            let body = format!(
-                "\"id\": {handle}, \"stream_kind\": \"{}\", \"device\": {device}, \"context\": {device}",
-                kind.name()
-            );
-            self.emit(1, "stream", &body);
+        for handle in 0..self.declared {
+            self.declare_stream(0, handle);
         }
         for event in 1..=EVENTS {
             self.emit(1, "event", &format!("\"id\": {event}"));
@@ -306,6 +325,17 @@ impl Gen {
                 format!("\"id\": {}, \"addr\": {}, \"size\": {BLOCK_SIZE}{kind}", block + 1, hex(block_base(block)));
             self.emit(1, "alloc", &body);
         }
+    }
+
+    /// Thread `t` declares stream `handle`.
+    fn declare_stream(&mut self, t: usize, handle: usize) {
+        let (kind, device) = STREAMS[handle];
+        let body = format!(
+            "\"id\": {handle}, \"stream_kind\": \"{}\", \"device\": {device}, \"context\": {device}",
+            kind.name()
+        );
+        self.emit(THREADS[t], "stream", &body);
+        self.model.create_stream(t, handle);
     }
 
     /// A part of `block`, written `write_percent` times in a hundred and read otherwise.
@@ -349,7 +379,7 @@ impl Gen {
     /// A stream thread `t` may issue to: any but the other thread's per-thread default stream.
     fn stream(&mut self, t: usize) -> usize {
         loop {
-            let s = self.rng.below(STREAMS.len() as u64) as usize;
+            let s = self.rng.below(self.declared as u64) as usize;
             if STREAMS[s].0 != StreamKind::PerThreadDefault || s == 5 + t {
                 return s;
             }
@@ -557,6 +587,11 @@ impl Gen {
         let host_heavy = self.rng.chance(40);
         for _ in 0..operations {
             let t = self.rng.below(THREADS.len() as u64) as usize;
+            if self.declared < STREAMS.len() && self.rng.chance(8) {
+                self.declare_stream(t, self.declared);
+                self.declared += 1;
+                continue;
+            }
             let step = if self.rng.chance(ordering) {
                 56 + self.rng.below(44)
             } else if host_heavy && self.rng.chance(50) {

@@ -168,14 +168,13 @@ impl Engine {
         if info.id.index() != self.streams.len() {
             return Err(EngineError { origin: 0, message: format!("stream ids out of order at {:?}", info.id) });
         }
-        let (clock, creation, host) = self.clock_of_new_stream(info.created_by)?;
+        let (clock, creation) = self.clock_of_new_stream(info.created_by)?;
         // The legacy default stream's barrier (applied at each enqueue) needs each context's legacy stream and
         // the streams that take part.
         let ctx = info.context.index();
         if ctx >= self.contexts.len() {
             self.contexts.resize_with(ctx + 1, ContextState::default);
         }
-        let takes_part = info.kind.syncs_with_legacy_default();
         match info.kind {
             StreamKind::LegacyDefault => {
                 if self.contexts[ctx].legacy.is_some() {
@@ -186,10 +185,9 @@ impl Engine {
                 }
                 self.contexts[ctx].legacy = Some(info.id);
             }
-            _ if takes_part => self.contexts[ctx].barrier_pending.push(info.id),
             _ => {}
         }
-        let idle_edge_base = self.register_idle_stream(&info, host, creation.as_ref());
+        let idle_edge_base = self.register_idle_stream(&info);
         self.streams.push(StreamState {
             info,
             clock,
@@ -197,7 +195,9 @@ impl Engine {
             awake: false,
             slot: None,
             idle_edge_base,
-            barrier_pending: takes_part,
+            // A stream that ran nothing has no work for the legacy default stream to wait for: it takes part
+            // from its first operation.
+            barrier_pending: false,
             seen_host: Vec::new(),
             seen_stream: Vec::new(),
             last_site: None,

@@ -2,13 +2,15 @@
 //! device and priority at start-up and uses a few, and long jobs create streams as they go: 100,000 declared
 //! streams with 100 in use must cost what 100 cost.
 //!
-//! Until something is enqueued on it, a stream's clock is the one it was created with: a snapshot of its
-//! creator's host clock, shared by every stream created while that host clock stood still. So a synchronization
-//! of every stream of a device, context or process (`cudaDeviceSynchronize`, `cuCtxSynchronize`, `cudaFree`)
-//! visits the streams that woke up one by one and, for the others, joins the latest creation snapshot of each
-//! host clock (host clocks only grow: the latest covers the earlier ones); the happens-before edge each idle
-//! stream would have counted at each such synchronization is counted when it wakes, or at the end, from how many
-//! happened since it was created. Which streams the legacy default stream's barrier visits is kept in
+//! Until something is enqueued on it, a stream holds the clock it was created with: a snapshot of its creator's
+//! host clock, shared by every stream created while that host clock stood still, which its first operation
+//! starts from (its work comes after what its creator knew). A stream that ran nothing has no work to wait for:
+//! a synchronization of every stream of a device, context or process (`cudaDeviceSynchronize`,
+//! `cuCtxSynchronize`, `cudaFree`) visits only the streams that woke up, and teaches nothing of what the others
+//! were created with (it would order the synchronizing thread after another thread's knowledge, which only host
+//! synchronization between them does). The happens-before edge each idle stream would have counted at each such
+//! synchronization is counted when it wakes, or at the end, from how many happened since it was created. Which
+//! streams the legacy default stream's barrier visits (those that ran work since it last did) is kept in
 //! `sync_rules`, next to the rule. The rules themselves are applied there; this file only keeps the books.
 
 use std::sync::Arc;
@@ -71,26 +73,10 @@ impl Engine {
         }
     }
 
-    /// Files a new stream, created by host clock `host` with the clock `creation`, in its scopes. Returns how
-    /// many synchronizations of them came before it (its idle edges are counted from there).
-    pub(super) fn register_idle_stream(
-        &mut self,
-        info: &StreamInfo,
-        host: Option<usize>,
-        creation: Option<&Arc<VectorClock>>,
-    ) -> u64 {
-        let mut before = 0;
-        for scope in scopes_of(info) {
-            let scope = self.scope_mut(scope);
-            before += scope.syncs;
-            if let (Some(host), Some(snapshot)) = (host, creation) {
-                match scope.creations.iter_mut().find(|(h, _)| *h == host) {
-                    Some(latest) => latest.1 = snapshot.clone(),
-                    None => scope.creations.push((host, snapshot.clone())),
-                }
-            }
-        }
-        before
+    /// Files a new stream in its scopes. Returns how many synchronizations of them came before it (its idle
+    /// edges are counted from there).
+    pub(super) fn register_idle_stream(&mut self, info: &StreamInfo) -> u64 {
+        scopes_of(info).map(|scope| self.scope_mut(scope).syncs).sum()
     }
 
     /// The stream's first enqueue: its clock becomes its own, and synchronizations visit it from now on.
@@ -110,16 +96,13 @@ impl Engine {
     pub(super) fn host_joins_scope(&mut self, host: usize, scope: Scope, at_seq: u64) {
         let state = self.scope_mut(scope);
         state.syncs += 1;
-        let (awake, creations) = (std::mem::take(&mut state.awake), std::mem::take(&mut state.creations));
-        for (_, snapshot) in &creations {
-            self.host_clocks[host].join(snapshot);
-        }
-        // Every awake stream is joined here: the legacy default stream's own barrier would add nothing.
+        let awake = std::mem::take(&mut state.awake);
+        // Every awake stream is joined here: the legacy default stream's own barrier would add nothing. A stream
+        // that ran nothing has no work to wait for.
         for &stream in &awake {
             self.host_joins_stream_alone(host, stream, at_seq);
         }
-        let state = self.scope_mut(scope);
-        (state.awake, state.creations) = (awake, creations);
+        self.scope_mut(scope).awake = awake;
     }
 
     /// The edges from `stream` to the host that the synchronizations of its scopes made while it was idle.

@@ -20,13 +20,16 @@ impl Engine {
         let Some(state) = self.processes.get(process.index()) else { return };
         let mut before = VectorClock::default();
         for &stream in &state.scope.awake {
-            before.join(self.streams[stream.index()].current_clock());
+            before.join(&self.streams[stream.index()].clock.clock);
         }
-        for (_, created_with) in &state.scope.creations {
-            before.join(created_with);
-        }
+        // And what each thread knew, its own host accesses among it.
         let shared = state.shared_host_clock;
-        for host in self.threads.iter().filter(|t| t.process == process).map(|t| t.host_clock).chain(shared) {
+        let hosts: Vec<usize> =
+            self.threads.iter().filter(|t| t.process == process).map(|t| t.host_clock).chain(shared).collect();
+        for &host in &hosts {
+            before.join(&self.host_clocks[host].clock);
+        }
+        for host in hosts {
             self.host_clocks[host].join(&before);
         }
     }

@@ -219,9 +219,6 @@ pub(super) struct StreamState {
 
 impl StreamState {
     /// What the stream has observed: while it has run nothing, the clock it was created with.
-    pub(super) fn current_clock(&self) -> &VectorClock {
-        self.creation.as_deref().unwrap_or(&self.clock.clock)
-    }
 
     /// How many memory-touching operations it has run.
     pub(super) fn position(&self) -> u64 {
@@ -309,8 +306,6 @@ pub(super) struct ProcessState {
 pub(super) struct SyncScope {
     /// Streams that have been enqueued on, in the order they woke up.
     pub(super) awake: Vec<StreamId>,
-    /// For each host clock that created streams here, the latest clock it created one with.
-    pub(super) creations: Vec<(usize, Arc<VectorClock>)>,
     /// Synchronizations of the whole scope so far.
     pub(super) syncs: u64,
 }

@@ -134,22 +134,22 @@ impl Engine {
     }
 
     /// A new stream starts from what its creator had observed: work on it runs after that. Returns its clock
-    /// (empty but for the version until it wakes), the snapshot it starts from, and the creator's host clock.
-    #[allow(clippy::type_complexity)]
+    /// (empty but for the version until it wakes) and the snapshot its first operation starts from.
     pub(super) fn clock_of_new_stream(
         &mut self,
         created_by: Option<ThreadId>,
-    ) -> Result<(VersionedClock, Option<Arc<VectorClock>>, Option<usize>), EngineError> {
-        let Some(creator) = created_by else { return Ok((VersionedClock::default(), None, None)) };
+    ) -> Result<(VersionedClock, Option<Arc<VectorClock>>), EngineError> {
+        let Some(creator) = created_by else { return Ok((VersionedClock::default(), None)) };
         let host = index_mut(&mut self.threads, creator.index(), "thread", 0)?.host_clock;
         let creation = self.creation_snapshot(host);
         // The version a join of the snapshot into an empty clock would leave.
         let clock = VersionedClock { clock: VectorClock::new(), version: u64::from(creation.is_some()), raised: 0 };
-        Ok((clock, creation, Some(host)))
+        Ok((clock, creation))
     }
 
     fn stream_joins_stream(&mut self, to: usize, from: usize) {
-        if to == from {
+        // A stream that ran nothing has no work to wait for (what it was created with orders its own work only).
+        if to == from || !self.streams[from].awake {
             return;
         }
         let (dst, src) = pair_mut(&mut self.streams, to, from);
@@ -157,7 +157,7 @@ impl Engine {
             return;
         }
         let before = dst.clock.version;
-        dst.join(src.current_clock(), &self.counted_from);
+        dst.join(&src.clock.clock, &self.counted_from);
         set_grow(&mut dst.seen_stream, from, src.clock.version);
         if dst.clock.version != before {
             self.collector.edge(EdgeKind::LegacyDefault, src.info.id, Some(dst.info.id));
@@ -173,20 +173,20 @@ impl Engine {
         if info.kind == StreamKind::LegacyDefault {
             let ctx = info.context.index();
             let pending = std::mem::take(&mut self.contexts[ctx].barrier_pending);
-            // A stream that never ran anything has no work to wait for.
             for &blocking in &pending {
-                if self.streams[blocking.index()].awake {
-                    self.host_joins_stream_alone(host, blocking, at_seq);
-                }
+                self.host_joins_stream_alone(host, blocking, at_seq);
             }
             self.contexts[ctx].barrier_pending = pending;
         }
     }
 
     /// The host thread observes `stream`'s own work alone (a scope synchronization joins every awake stream so).
+    /// A stream that ran nothing teaches nothing: what it was created with orders its own work only.
     pub(super) fn host_joins_stream_alone(&mut self, host: usize, stream: StreamId, at_seq: u64) {
         let state = &self.streams[stream.index()];
-        self.host_clocks[host].join(state.current_clock());
+        if state.awake {
+            self.host_clocks[host].join(&state.clock.clock);
+        }
         self.collector.edge(EdgeKind::HostSync, stream, None);
         if let Some(log) = self.edge_log.as_mut() {
             if state.position() > 0 {
