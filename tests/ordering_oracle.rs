@@ -7,8 +7,9 @@
 //! - every block on which the model finds a race has a finding whose two operations race there (the engine, as
 //!   FastTrack, finds at least the first race on each byte, not every pair that races).
 //!
-//! The traces hold kernels, copies and sets (async and plain, on device and pinned memory), host accesses and
-//! host functions, on the legacy default stream, blocking, non-blocking and per-thread default streams; event
+//! The traces hold kernels, copies and sets (async and plain, on device, pinned and pageable memory), host accesses and
+//! host functions, on the legacy default stream, blocking, non-blocking and per-thread default streams of two
+//! devices (two of them created midway, by either thread: their work runs after what their creator knew); event
 //! records and waits (some before any record), stream, event and device synchronization, queries that succeed
 //! and fail, and recorded host synchronization between the threads (`host_release`/`host_acquire`, the
 //! per-thread host order of rule 10). Graphs, frees and views are left to the rule tests: the model would have to
