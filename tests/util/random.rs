@@ -1,25 +1,19 @@
-//! Seeded choices for the generated traces of the fuzz tests (check_thread_fuzz.rs, ordering_oracle.rs): a
-//! failing seed is reproduced by running it alone.
+//! Seeded choices for the generated traces of the fuzz tests (check_thread_fuzz.rs, ordering_oracle.rs), on the
+//! crate's own SplitMix64 (`synth::Rng`): a failing seed is reproduced by running it alone.
 
-/// splitmix64: small, seedable, and good enough to pick records.
-pub struct Rng(u64);
+use streamtrace::synth::Rng as SplitMix;
+
+pub struct Rng(SplitMix);
 
 impl Rng {
+    /// Seeds next to each other start far apart.
     pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5851_f42d_4c95_7f2d)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        Rng(SplitMix(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5851_f42d_4c95_7f2d))
     }
 
     /// A number below `n` (n > 0).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
+        self.0.below(n)
     }
 
     /// True `percent` times in a hundred.
@@ -28,7 +22,7 @@ impl Rng {
     }
 
     pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
+        items[self.0.index(items.len())]
     }
 }
 

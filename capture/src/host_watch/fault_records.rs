@@ -74,17 +74,22 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_fault_comes_after_what_its_thread_acquired_before_it() {
+    /// The capture and the guard faults' handler on; a pthread mutex and the page of the test's pinned buffer.
+    fn capture_with_a_mutex_and_a_page() -> (usize, u64) {
         capture_on();
         signals::install().expect("the handler installs");
         let mutex = Box::leak(Box::new(libc::PTHREAD_MUTEX_INITIALIZER)) as *mut libc::pthread_mutex_t as usize;
-        // Safety: a fresh anonymous page, the test's pinned buffer.
+        // Safety: a fresh anonymous page.
         let page = unsafe {
             libc::mmap(std::ptr::null_mut(), PAGE, guards::UNGUARDED, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
         };
         assert_ne!(page, libc::MAP_FAILED);
-        let buffer = page as u64;
+        (mutex, page as u64)
+    }
+
+    #[test]
+    fn a_fault_comes_after_what_its_thread_acquired_before_it() {
+        let (mutex, buffer) = capture_with_a_mutex_and_a_page();
         let (go, wait) = mpsc::channel::<()>();
         let (read, was_read) = mpsc::channel::<u64>();
         let (record_now, may_record) = mpsc::channel::<()>();
@@ -147,15 +152,7 @@ mod tests {
 
     #[test]
     fn a_thread_whose_access_faulted_hands_it_over_at_its_next_unlock() {
-        capture_on();
-        signals::install().expect("the handler installs");
-        let mutex = Box::leak(Box::new(libc::PTHREAD_MUTEX_INITIALIZER)) as *mut libc::pthread_mutex_t as usize;
-        // Safety: a fresh anonymous page, the test's pinned buffer.
-        let page = unsafe {
-            libc::mmap(std::ptr::null_mut(), PAGE, guards::UNGUARDED, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
-        };
-        assert_ne!(page, libc::MAP_FAILED);
-        let buffer = page as u64;
+        let (mutex, buffer) = capture_with_a_mutex_and_a_page();
         let slot = guards::arm(buffer, buffer + PAGE as u64, libc::PROT_NONE).expect("armed");
         // A worker reads the buffer, then unlocks: the thread that locks next (a join, in the program this test
         // stands for) is ordered after the read only if the unlock releases it.
