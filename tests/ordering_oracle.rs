@@ -12,8 +12,9 @@
 //! devices (two of them created midway, by either thread: their work runs after what their creator knew); event
 //! records and waits (some before any record), stream, event and device synchronization, queries that succeed
 //! and fail, and recorded host synchronization between the threads (`host_release`/`host_acquire`, the
-//! per-thread host order of rule 10). Graphs, frees and views are left to the rule tests: the model would have to
-//! grow as much as the engine.
+//! per-thread host order of rule 10), and graph launches (rule 9: nodes ordered by their dependencies alone).
+//! Stream capture, the graph API, frees and views are left to the rule tests: the model would have to grow as
+//! much as the engine.
 //!
 //! `ORDERING_ORACLE_SEED=N cargo test --test tests ordering_oracle -- --nocapture` runs one seed and prints its
 //! trace; `ORDERING_ORACLE_SEEDS=N` runs seeds 1 to N.
@@ -145,6 +146,8 @@ struct Node {
     accesses: Vec<Access>,
     /// The trace lines that stand for it (a host function's accesses are records of their own).
     lines: Vec<u64>,
+    /// Its index among the nodes of a graph launch, when it is one.
+    graph_node: Option<u32>,
 }
 
 /// The rules, applied to sets of nodes.
@@ -167,13 +170,41 @@ impl Model {
     fn add_node(&mut self, mut past: NodeSet, accesses: Vec<Access>, line: u64) -> usize {
         let node = self.nodes.len();
         past.insert(node);
-        self.nodes.push(Node { past, accesses, lines: vec![line] });
+        self.nodes.push(Node { past, accesses, lines: vec![line], graph_node: None });
         node
     }
 
     /// An operation the thread `t` enqueues on stream `s` (rules 1, 2 and 7), after `also` when given (the
     /// event a wait joins, rule 4).
     fn enqueue(&mut self, t: usize, s: usize, accesses: Vec<Access>, line: u64, also: Option<NodeSet>) -> usize {
+        let past = self.issued_after(t, s, also);
+        let node = self.add_node(past, accesses, line);
+        self.streams[s] = self.nodes[node].past.clone();
+        node
+    }
+
+    /// A graph launched by thread `t` on stream `s` (rule 9): each node after what an operation issued there now
+    /// would be, and after its dependencies; the stream's later work after every node. `nodes`: each node's
+    /// accesses and the indexes of the nodes it depends on.
+    fn launch_graph(&mut self, t: usize, s: usize, nodes: Vec<(Vec<Access>, Vec<usize>)>, line: u64) {
+        let start = self.issued_after(t, s, None);
+        let mut launched: Vec<usize> = Vec::new();
+        let mut end = start.clone();
+        for (index, (accesses, deps)) in nodes.into_iter().enumerate() {
+            let mut past = start.clone();
+            for dep in deps {
+                past.join(&self.nodes[launched[dep]].past.clone());
+            }
+            let node = self.add_node(past, accesses, line);
+            self.nodes[node].graph_node = Some(index as u32);
+            end.join(&self.nodes[node].past.clone());
+            launched.push(node);
+        }
+        self.streams[s] = end;
+    }
+
+    /// What an operation thread `t` issues on stream `s` now comes after (rules 1, 2 and 7), and `also`.
+    fn issued_after(&self, t: usize, s: usize, also: Option<NodeSet>) -> NodeSet {
         let mut past = self.streams[s].clone();
         past.join(&self.created_with[s]);
         past.join(&self.threads[t]);
@@ -187,12 +218,10 @@ impl Model {
                 _ => kind.blocking() && *other_kind == StreamKind::LegacyDefault,
             };
             if barrier && *other_device == device {
-                past.join(&self.streams[other].clone());
+                past.join(&self.streams[other]);
             }
         }
-        let node = self.add_node(past, accesses, line);
-        self.streams[s] = self.nodes[node].past.clone();
-        node
+        past
     }
 
     /// Thread `t` creates stream `s`: its work runs after what the thread knows (docs/trace-format.md). A
@@ -512,6 +541,29 @@ impl Gen {
         }
     }
 
+    /// A graph of two to four nodes launched on a stream (the trace's inline `graph` record): each node touches a
+    /// device block and depends on some of the nodes before it.
+    fn graph(&mut self, t: usize) {
+        let s = self.stream(t);
+        let mut nodes = Vec::new();
+        let mut items = Vec::new();
+        for index in 0..2 + self.rng.below(3) as usize {
+            let block = self.device_block();
+            let access = self.access(block, 50);
+            let deps: Vec<usize> = (0..index).filter(|_| self.rng.chance(40)).collect();
+            let deps_text: Vec<String> = deps.iter().map(usize::to_string).collect();
+            items.push(format!(
+                "{{\"name\": \"n{index}\", {}, \"deps\": [{}]}}",
+                Gen::access_lists(&[access]),
+                deps_text.join(", ")
+            ));
+            nodes.push((vec![access], deps));
+        }
+        let body = format!("\"stream\": {s}, \"name\": \"g{}\", \"nodes\": [{}]", self.line + 1, items.join(", "));
+        let line = self.emit(THREADS[t], "graph", &body);
+        self.model.launch_graph(t, s, nodes, line);
+    }
+
     fn record(&mut self, t: usize) {
         let (s, e) = (self.stream(t), self.rng.below(EVENTS) as usize);
         let line = self.emit(THREADS[t], "record", &format!("\"event\": {}, \"stream\": {s}", e + 1));
@@ -601,7 +653,8 @@ impl Gen {
                 self.rng.below(56)
             };
             match step {
-                0..=27 => self.kernel(t),
+                0..=3 => self.graph(t),
+                4..=27 => self.kernel(t),
                 28..=35 => self.memset(t),
                 36..=42 => self.memcpy(t),
                 43..=46 => self.pageable_memcpy(t),
@@ -627,7 +680,14 @@ fn kind_of(earlier: &Access, later: &Access) -> RaceKind {
 
 /// What the model and the engine disagree on, in words; empty when they agree.
 fn disagreements(model: &Model, analysis: &Analysis) -> Vec<String> {
-    let node_of = |line: u64| model.nodes.iter().position(|node| node.lines.contains(&line));
+    // The model's nodes an occurrence may stand for: the operation at its line, or, for a graph launch, the node
+    // it names (a race between two nodes of one launch names them) or else any node of the launch.
+    let nodes_of = |line: u64, graph_node: Option<u32>| -> Vec<usize> {
+        let at_line = |node: &Node| node.lines.contains(&line);
+        (0..model.nodes.len())
+            .filter(|&n| at_line(&model.nodes[n]) && (graph_node.is_none() || model.nodes[n].graph_node == graph_node))
+            .collect()
+    };
     let races = model.races();
     let mut problems = Vec::new();
     let findings: Vec<&RaceFinding> =
@@ -636,24 +696,24 @@ fn disagreements(model: &Model, analysis: &Analysis) -> Vec<String> {
     let mut found_pairs = BTreeSet::new();
     for race in &findings {
         let (earlier, later) = (race.earlier.origin, race.later.origin);
-        let (Some(a), Some(b)) = (node_of(earlier), node_of(later)) else {
-            problems
-                .push(format!("the engine reports a race between lines {earlier} and {later}, which are no accesses"));
-            continue;
-        };
         let (start, end) = (race.range.start, race.range.start + race.range.len);
-        let matches = races.iter().any(|&(x, y, first, second)| {
-            (x, y) == (a.min(b), a.max(b))
-                && kind_of(&first, &second) == race.kind
-                && first.overlap(&second).is_some_and(|(lo, hi)| lo < end && start < hi)
-        });
-        if !matches {
+        let matching: Vec<(usize, usize)> = races
+            .iter()
+            .filter(|&&(x, y, first, second)| {
+                let (a, b) = (nodes_of(earlier, race.earlier.node), nodes_of(later, race.later.node));
+                (a.contains(&x) && b.contains(&y) || a.contains(&y) && b.contains(&x))
+                    && kind_of(&first, &second) == race.kind
+                    && first.overlap(&second).is_some_and(|(lo, hi)| lo < end && start < hi)
+            })
+            .map(|&(x, y, _, _)| (x, y))
+            .collect();
+        if matching.is_empty() {
             problems.push(format!(
                 "the engine reports a {} race between lines {earlier} and {later} on {start:#x}..{end:#x}; the model has none",
                 race.kind.as_str()
             ));
         }
-        found_pairs.insert((a.min(b), a.max(b)));
+        found_pairs.extend(matching);
     }
     // Nothing missed: each block the model finds a race on has a finding whose operations race there.
     for block in 0..BLOCKS {
