@@ -247,10 +247,9 @@ impl Model {
     /// The thread waits for every stream of `device` (`cudaDeviceSynchronize`, and `cuCtxSynchronize` of its one
     /// context).
     fn sync_device(&mut self, t: usize, device: u64) {
-        for s in 0..STREAMS.len() {
-            if STREAMS[s].1 == device {
-                let known = self.streams[s].clone();
-                self.threads[t].join(&known);
+        for (stream, (_, on)) in self.streams.iter().zip(STREAMS) {
+            if on == device {
+                self.threads[t].join(stream);
             }
         }
     }

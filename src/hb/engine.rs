@@ -175,17 +175,14 @@ impl Engine {
         if ctx >= self.contexts.len() {
             self.contexts.resize_with(ctx + 1, ContextState::default);
         }
-        match info.kind {
-            StreamKind::LegacyDefault => {
-                if self.contexts[ctx].legacy.is_some() {
-                    return Err(EngineError {
-                        origin: 0,
-                        message: format!("a second legacy default stream (handle {}) in one context", info.handle),
-                    });
-                }
-                self.contexts[ctx].legacy = Some(info.id);
+        if info.kind == StreamKind::LegacyDefault {
+            if self.contexts[ctx].legacy.is_some() {
+                return Err(EngineError {
+                    origin: 0,
+                    message: format!("a second legacy default stream (handle {}) in one context", info.handle),
+                });
             }
-            _ => {}
+            self.contexts[ctx].legacy = Some(info.id);
         }
         let idle_edge_base = self.register_idle_stream(&info);
         self.streams.push(StreamState {

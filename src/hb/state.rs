@@ -218,8 +218,6 @@ pub(super) struct StreamState {
 }
 
 impl StreamState {
-    /// What the stream has observed: while it has run nothing, the clock it was created with.
-
     /// How many memory-touching operations it has run.
     pub(super) fn position(&self) -> u64 {
         self.slot.map_or(0, |slot| self.clock.clock.get(slot))
