@@ -21,7 +21,8 @@ use crate::findings::EdgeKind;
 use crate::model::{StreamId, StreamInfo, StreamKind};
 
 /// The scopes a stream belongs to. A host thread's lane of host accesses belongs to none: synchronizing a device
-/// waits for its streams' work, not for what another thread's loads and stores did (only host synchronization between the threads orders them).
+/// waits for its streams' work, not for what another thread's loads and stores did (only host synchronization
+/// between the threads orders them).
 fn scopes_of(info: &StreamInfo) -> impl Iterator<Item = Scope> {
     let scopes = [Scope::Device(info.device), Scope::Context(info.context), Scope::Process(info.process)];
     let count = if info.kind == StreamKind::HostThread { 0 } else { scopes.len() };
