@@ -20,7 +20,7 @@ use streamtrace::hb::EngineOptions;
 use streamtrace::ingest::json::JsonTraceReader;
 
 use crate::check_thread::{compare_both_ways, BothWays};
-use crate::util::random::{hex, Rng};
+use crate::util::random::{hex, seeds_to_run, Rng};
 
 /// How many seeds the test runs (from 1).
 const SEEDS: u64 = 200;
@@ -905,16 +905,7 @@ fn check_seed(seed: u64) -> BothWays {
 
 #[test]
 fn random_traces_are_reported_the_same_with_the_check_on_its_own_thread() {
-    let seeds: Vec<u64> = match std::env::var("CHECK_THREAD_FUZZ_SEED").ok().and_then(|s| s.parse().ok()) {
-        Some(seed) => {
-            eprintln!("{}", trace(seed));
-            vec![seed]
-        }
-        None => {
-            let count = std::env::var("CHECK_THREAD_FUZZ_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(SEEDS);
-            (1..=count).collect()
-        }
-    };
+    let seeds = seeds_to_run("CHECK_THREAD_FUZZ", SEEDS, |seed| eprintln!("{}", trace(seed)));
     let outcomes: Vec<BothWays> = seeds.iter().map(|&seed| check_seed(seed)).collect();
     let analyzed = outcomes.iter().filter(|o| o.analyzed).count();
     let raced = outcomes.iter().filter(|o| o.raced).count();

@@ -26,7 +26,7 @@ use streamtrace::analysis::Analysis;
 use streamtrace::findings::{RaceFinding, RaceKind};
 use streamtrace::hb::HostOrder;
 
-use crate::util::random::{hex, Rng};
+use crate::util::random::{hex, seeds_to_run, Rng};
 use crate::util::scenario::analyze_text;
 
 const SEEDS: u64 = 2500;
@@ -40,7 +40,7 @@ enum StreamKind {
     LegacyDefault,
     Blocking,
     NonBlocking,
-    /// A per-thread default stream: the thread of `THREADS[i]` issues to the one at index `5 + i`.
+    /// A per-thread default stream: `per_thread_stream(t)` is thread `t`'s.
     PerThreadDefault,
 }
 
@@ -58,6 +58,11 @@ impl StreamKind {
     fn blocking(self) -> bool {
         matches!(self, StreamKind::Blocking | StreamKind::PerThreadDefault)
     }
+}
+
+/// Thread `t`'s per-thread default stream.
+fn per_thread_stream(t: usize) -> usize {
+    5 + t
 }
 
 /// The streams, by handle (the handle is the index), with their device (each device has one context, and
@@ -87,12 +92,34 @@ const PINNED: usize = DEVICE_BLOCKS;
 const BLOCKS: usize = DEVICE_BLOCKS + 1;
 const BLOCK_SIZE: u64 = 4096;
 
+/// The trace's name for the memory of `block`.
+fn memory_of(block: usize) -> &'static str {
+    if block == PINNED {
+        "pinned"
+    } else {
+        "device"
+    }
+}
+
 fn block_base(block: usize) -> u64 {
     if block == PINNED {
         0x6000_0000_0000
     } else {
         0x7f00_0000_0000 + block as u64 * 0x10000
     }
+}
+
+/// The streams rule 7 orders stream `s` with, on its device: every blocking stream for the legacy default
+/// stream, the legacy default stream for a blocking one, none for a non-blocking one.
+fn barrier_partners(s: usize) -> impl Iterator<Item = usize> {
+    let (kind, device) = STREAMS[s];
+    STREAMS.iter().enumerate().filter_map(move |(other, &(other_kind, other_device))| {
+        let partner = match kind {
+            StreamKind::LegacyDefault => other_kind.blocking(),
+            _ => kind.blocking() && other_kind == StreamKind::LegacyDefault,
+        };
+        (partner && other_device == device).then_some(other)
+    })
 }
 
 /// A set of nodes, by number.
@@ -105,6 +132,12 @@ impl NodeSet {
             self.0.resize(node / 64 + 1, 0);
         }
         self.0[node / 64] |= 1 << (node % 64);
+    }
+
+    fn remove(&mut self, node: usize) {
+        if let Some(word) = self.0.get_mut(node / 64) {
+            *word &= !(1 << (node % 64));
+        }
     }
 
     fn contains(&self, node: usize) -> bool {
@@ -193,11 +226,11 @@ impl Model {
         for (index, (accesses, deps)) in nodes.into_iter().enumerate() {
             let mut past = start.clone();
             for dep in deps {
-                past.join(&self.nodes[launched[dep]].past.clone());
+                past.join(&self.nodes[launched[dep]].past);
             }
             let node = self.add_node(past, accesses, line);
             self.nodes[node].graph_node = Some(index as u32);
-            end.join(&self.nodes[node].past.clone());
+            end.join(&self.nodes[node].past);
             launched.push(node);
         }
         self.streams[s] = end;
@@ -211,15 +244,8 @@ impl Model {
         if let Some(also) = also {
             past.join(&also);
         }
-        let (kind, device) = STREAMS[s];
-        for (other, (other_kind, other_device)) in STREAMS.iter().enumerate() {
-            let barrier = match kind {
-                StreamKind::LegacyDefault => other_kind.blocking(),
-                _ => kind.blocking() && *other_kind == StreamKind::LegacyDefault,
-            };
-            if barrier && *other_device == device {
-                past.join(&self.streams[other]);
-            }
+        for other in barrier_partners(s) {
+            past.join(&self.streams[other]);
         }
         past
     }
@@ -233,15 +259,19 @@ impl Model {
     /// The thread waits for stream `s` (rules 5 and 7).
     fn sync_stream(&mut self, t: usize, s: usize) {
         let mut known = self.streams[s].clone();
-        let (kind, device) = STREAMS[s];
-        if kind == StreamKind::LegacyDefault {
-            for (other, (other_kind, other_device)) in STREAMS.iter().enumerate() {
-                if other_kind.blocking() && *other_device == device {
-                    known.join(&self.streams[other]);
-                }
+        if STREAMS[s].0 == StreamKind::LegacyDefault {
+            for other in barrier_partners(s) {
+                known.join(&self.streams[other]);
             }
         }
         self.threads[t].join(&known);
+    }
+
+    /// The thread waits for event `e`'s last record, when there was one (rules 3 and 5).
+    fn sync_event(&mut self, t: usize, e: usize) {
+        if let Some(recorded) = &self.events[e] {
+            self.threads[t].join(recorded);
+        }
     }
 
     /// The thread waits for every stream of `device` (`cudaDeviceSynchronize`, and `cuCtxSynchronize` of its one
@@ -257,7 +287,7 @@ impl Model {
     /// The thread waits for what `node` waited for, not for `node` itself (a plain copy from pageable memory).
     fn learn_before(&mut self, t: usize, node: usize) {
         let mut known = self.nodes[node].past.clone();
-        known.0[node / 64] &= !(1 << (node % 64));
+        known.remove(node);
         self.threads[t].join(&known);
     }
 
@@ -382,11 +412,7 @@ impl Gen {
     /// A `reads`/`writes` body of `accesses`.
     fn access_lists(accesses: &[Access]) -> String {
         let list = |write: bool| {
-            let items: Vec<String> = accesses
-                .iter()
-                .filter(|a| a.write == write)
-                .map(|a| format!("[{}, {}]", hex(block_base(a.block) + a.start), a.end - a.start))
-                .collect();
+            let items: Vec<String> = accesses.iter().filter(|a| a.write == write).map(Gen::range).collect();
             items.join(", ")
         };
         format!("\"reads\": [{}], \"writes\": [{}]", list(false), list(true))
@@ -399,7 +425,7 @@ impl Gen {
     /// The stream a plain (not Async) copy or set of thread `t` runs on.
     fn default_stream(&self, t: usize) -> usize {
         if self.per_thread_default {
-            5 + t
+            per_thread_stream(t)
         } else {
             0
         }
@@ -409,7 +435,7 @@ impl Gen {
     fn stream(&mut self, t: usize) -> usize {
         loop {
             let s = self.rng.below(self.declared as u64) as usize;
-            if STREAMS[s].0 != StreamKind::PerThreadDefault || s == 5 + t {
+            if STREAMS[s].0 != StreamKind::PerThreadDefault || s == per_thread_stream(t) {
                 return s;
             }
         }
@@ -438,11 +464,11 @@ impl Gen {
             (self.stream(t), self.device_block())
         };
         let to = self.access(block, 100);
-        let memory = if block == PINNED { "pinned" } else { "device" };
         let body = format!(
-            "\"stream\": {s}, \"to\": {}, \"bytes\": {}, \"to_memory\": \"{memory}\", \"sync\": {plain}",
+            "\"stream\": {s}, \"to\": {}, \"bytes\": {}, \"to_memory\": \"{}\", \"sync\": {plain}",
             Gen::range(&to),
-            to.end - to.start
+            to.end - to.start,
+            memory_of(block)
         );
         let line = self.emit(THREADS[t], "memset", &body);
         let node = self.model.enqueue(t, s, vec![to], line, None);
@@ -467,13 +493,12 @@ impl Gen {
         to.end = (to.start + (from.end - from.start)).min(BLOCK_SIZE);
         let bytes = to.end - to.start;
         let from = Access { end: from.start + bytes, ..from };
-        let memory = |block| if block == PINNED { "pinned" } else { "device" };
         let body = format!(
             "\"stream\": {s}, \"copy\": \"{copy}\", \"from\": {}, \"to\": {}, \"bytes\": {bytes}, \"from_memory\": \"{}\", \"to_memory\": \"{}\", \"sync\": {plain}",
             Gen::range(&from),
             Gen::range(&to),
-            memory(from_block),
-            memory(to_block),
+            memory_of(from_block),
+            memory_of(to_block),
         );
         let line = self.emit(THREADS[t], "memcpy", &body);
         let node = self.model.enqueue(t, s, vec![from, to], line, None);
@@ -588,9 +613,7 @@ impl Gen {
             }
             2 => {
                 self.emit(thread, "sync", &format!("\"event\": {}", e + 1));
-                if let Some(recorded) = self.model.events[e].clone() {
-                    self.model.threads[t].join(&recorded);
-                }
+                self.model.sync_event(t, e);
             }
             3 => {
                 let device = self.rng.below(DEVICES);
@@ -608,8 +631,8 @@ impl Gen {
             _ => {
                 let ready = self.rng.chance(60);
                 self.emit(thread, "query", &format!("\"event\": {}, \"ready\": {ready}", e + 1));
-                if let (true, Some(recorded)) = (ready, self.model.events[e].clone()) {
-                    self.model.threads[t].join(&recorded);
+                if ready {
+                    self.model.sync_event(t, e);
                 }
             }
         }
@@ -678,7 +701,7 @@ fn kind_of(earlier: &Access, later: &Access) -> RaceKind {
 }
 
 /// What the model and the engine disagree on, in words; empty when they agree.
-fn disagreements(model: &Model, analysis: &Analysis) -> Vec<String> {
+fn disagreements(model: &Model, races: &[(usize, usize, Access, Access)], analysis: &Analysis) -> Vec<String> {
     // The model's nodes an occurrence may stand for: the operation at its line, or, for a graph launch, the node
     // it names (a race between two nodes of one launch names them) or else any node of the launch.
     let nodes_of = |line: u64, graph_node: Option<u32>| -> Vec<usize> {
@@ -687,7 +710,6 @@ fn disagreements(model: &Model, analysis: &Analysis) -> Vec<String> {
             .filter(|&n| at_line(&model.nodes[n]) && (graph_node.is_none() || model.nodes[n].graph_node == graph_node))
             .collect()
     };
-    let races = model.races();
     let mut problems = Vec::new();
     let findings: Vec<&RaceFinding> =
         analysis.findings.races.iter().chain(&analysis.findings.timing_only_races).collect();
@@ -696,10 +718,10 @@ fn disagreements(model: &Model, analysis: &Analysis) -> Vec<String> {
     for race in &findings {
         let (earlier, later) = (race.earlier.origin, race.later.origin);
         let (start, end) = (race.range.start, race.range.start + race.range.len);
+        let (a, b) = (nodes_of(earlier, race.earlier.node), nodes_of(later, race.later.node));
         let matching: Vec<(usize, usize)> = races
             .iter()
             .filter(|&&(x, y, first, second)| {
-                let (a, b) = (nodes_of(earlier, race.earlier.node), nodes_of(later, race.later.node));
                 (a.contains(&x) && b.contains(&y) || a.contains(&y) && b.contains(&x))
                     && kind_of(&first, &second) == race.kind
                     && first.overlap(&second).is_some_and(|(lo, hi)| lo < end && start < hi)
@@ -747,27 +769,19 @@ fn check_seed(seed: u64) -> bool {
         Ok(analysis) => analysis,
         Err(error) => panic!("seed {seed}: the trace was refused: {error}\n{text}"),
     };
-    let problems = disagreements(&model, &analysis);
+    let races = model.races();
+    let problems = disagreements(&model, &races, &analysis);
     assert!(
         problems.is_empty(),
         "seed {seed}: the engine and the model of the rules disagree:\n  {}\ntrace:\n{text}",
         problems.join("\n  ")
     );
-    !model.races().is_empty()
+    !races.is_empty()
 }
 
 #[test]
 fn the_engine_agrees_with_a_model_of_the_rules_on_random_traces() {
-    let seeds: Vec<u64> = match std::env::var("ORDERING_ORACLE_SEED").ok().and_then(|s| s.parse().ok()) {
-        Some(seed) => {
-            eprintln!("{}", trace(seed).0);
-            vec![seed]
-        }
-        None => {
-            let count = std::env::var("ORDERING_ORACLE_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(SEEDS);
-            (1..=count).collect()
-        }
-    };
+    let seeds = seeds_to_run("ORDERING_ORACLE", SEEDS, |seed| eprintln!("{}", trace(seed).0));
     let raced = seeds.iter().filter(|&&seed| check_seed(seed)).count();
     eprintln!("ordering_oracle: {} seeds, {raced} with races", seeds.len());
     if seeds.len() > 1 {

@@ -26,6 +26,19 @@ impl Rng {
     }
 }
 
+/// The seeds a fuzz test runs: `{PREFIX}_SEED=N` runs seed N alone (and `show` prints its trace),
+/// `{PREFIX}_SEEDS=N` runs seeds 1 to N, and `default` seeds run otherwise.
+pub fn seeds_to_run(prefix: &str, default: u64, show: impl Fn(u64)) -> Vec<u64> {
+    let number = |name: &str| std::env::var(format!("{prefix}_{name}")).ok().and_then(|s| s.parse().ok());
+    match number("SEED") {
+        Some(seed) => {
+            show(seed);
+            vec![seed]
+        }
+        None => (1..=number("SEEDS").unwrap_or(default)).collect(),
+    }
+}
+
 /// A JSON address.
 pub fn hex(address: u64) -> String {
     format!("\"0x{address:x}\"")
