@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap;
 
 use super::checker::CheckerLink;
 use super::host_order::host_role;
-use super::shadow::prefetch_bytes;
+use super::shadow::{prefetch_bytes, prefetch_value};
 use super::sites::{SiteId, SiteTable};
 use super::state::{ContextState, Engine, EngineError, EngineOptions, EngineStats, EventState, HbEdge, StreamState};
 use super::state::{ThreadOrder, ThreadState};
@@ -104,7 +104,7 @@ impl Engine {
     /// ahead reads.
     pub fn prefetch<'r>(&self, ahead: impl Fn(usize) -> Option<&'r TraceRecord>) {
         if let Some(record) = ahead(PREFETCH_AHEAD + 3) {
-            prefetch_bytes(record as *const TraceRecord as *const u8, size_of::<TraceRecord>());
+            prefetch_value(record as *const TraceRecord);
         }
         if let Some(TraceRecord::Op(op)) = ahead(PREFETCH_AHEAD) {
             if let OpKind::Kernel { accesses, .. } = &op.kind {

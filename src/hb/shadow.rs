@@ -101,6 +101,23 @@ pub(super) fn prefetch_bytes(head: *const u8, bytes: usize) {
     }
 }
 
+/// [`prefetch_bytes`] of the whole of `*value`, whose size the compiler knows: the lines are asked for without a
+/// loop (a step every `CACHE_LINE` bytes, and the last byte's line, which that misses where `value` does not
+/// start a line). The engine loads a record and a shadow bucket this way several times an operation, and the
+/// loop's compares were 2% of its thread's instructions (callgrind, 10 M synthetic operations).
+#[inline(always)]
+pub(super) fn prefetch_value<T>(value: *const T) {
+    let (head, bytes) = (value as *const u8, size_of::<T>());
+    let mut offset = 0;
+    while offset < bytes {
+        prefetch_address(head.wrapping_add(offset));
+        offset += CACHE_LINE;
+    }
+    if bytes % CACHE_LINE != 0 {
+        prefetch_address(head.wrapping_add(bytes - 1));
+    }
+}
+
 /// The addresses of the first and the last cache line that hold a byte of `[address, address + bytes)`.
 fn line_span(address: usize, bytes: usize) -> Option<(usize, usize)> {
     let end = address.checked_add(bytes.checked_sub(1)?)?;
@@ -170,7 +187,26 @@ impl ShadowMemory {
 
     /// Checks an access by the operation stamped `current`, whose stream's clock is `clock`, against what the
     /// range saw before, appends the conflicts to `out`, and records the access.
+    ///
+    /// The common case, a range that is exactly one segment with no strided access about, is answered here, inline
+    /// in the caller's loop; the call into the general case saved and restored registers for every access (2% of
+    /// the engine thread's instructions, callgrind, 10 M synthetic operations).
+    #[inline(always)]
     pub fn access(&mut self, range: AccessRange, current: Stamp, clock: &VectorClock, out: &mut Vec<Conflict>) {
+        if self.views.is_empty() && !range.is_empty() {
+            if let Some(seg) = self.segments.get_mut(range.start) {
+                if seg.end == range.end() {
+                    Self::check_and_record(seg, range.start, current, clock, out);
+                    return;
+                }
+            }
+        }
+        self.access_in_pieces(range, current, clock, out);
+    }
+
+    /// [`ShadowMemory::access`] of a range that is not one segment (or with strided accesses about).
+    #[inline(never)]
+    fn access_in_pieces(&mut self, range: AccessRange, current: Stamp, clock: &VectorClock, out: &mut Vec<Conflict>) {
         if range.is_empty() {
             return;
         }
@@ -178,7 +214,7 @@ impl ShadowMemory {
             self.views.check_range(range, &current, clock, out);
         }
         let (start, end) = (range.start, range.end());
-        // Fast path: the range is exactly one existing segment (the common case for block-granular accesses).
+        // The range may still be exactly one existing segment (when views are about).
         let first_end = match self.segments.get_mut(start) {
             Some(seg) if seg.end == end => {
                 Self::check_and_record(seg, start, current, clock, out);

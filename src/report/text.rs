@@ -298,18 +298,20 @@ pub fn wrap(text: &str, width: usize) -> String {
         let hanging = (indent + 4).min(width / 2);
         let mut rest = line;
         let mut first = true;
+        // Nearly every line is ASCII, where a column is a byte: its cuts are found without walking characters.
+        let ascii = line.is_ascii();
         loop {
             let room = if first { width } else { width - hanging };
             if !first {
-                out.extend(std::iter::repeat(' ').take(hanging));
+                (0..hanging).for_each(|_| out.push(' '));
             }
             // Most lines fit, and a text of no more bytes than columns has no more characters: not counted.
-            if rest.len() <= room || rest.chars().count() <= room {
+            if rest.len() <= room || (!ascii && rest.chars().count() <= room) {
                 out.push_str(rest);
                 out.push('\n');
                 break;
             }
-            let cut_at = rest.char_indices().nth(room).map_or(rest.len(), |(i, _)| i);
+            let cut_at = if ascii { room } else { rest.char_indices().nth(room).map_or(rest.len(), |(i, _)| i) };
             let head = &rest[..cut_at];
             let cut = match head.rfind(' ') {
                 Some(space) if !head[..space].trim().is_empty() && space > indent => space,
@@ -825,6 +827,12 @@ mod tests {
         let token = format!("  {}", "x".repeat(90));
         assert!(wrap(&token, 40).lines().all(|l| l.chars().count() <= 40), "a word longer than a line is cut");
         assert_eq!(wrap("short\n\nlines", 40), "short\n\nlines\n");
+        // Characters of two bytes: columns are characters, and a line of them is cut where an ASCII one would be.
+        let wide = format!("  Why: {}", "été ".repeat(40));
+        let wrapped_wide = wrap(&wide, 40);
+        assert!(wrapped_wide.lines().all(|l| l.chars().count() <= 40), "{wrapped_wide}");
+        assert_eq!(wrapped_wide.replace('é', "e"), wrap(&wide.replace('é', "e"), 40));
+        assert_eq!(wrap(&format!("  {}", "é".repeat(90)), 40).replace('é', "x"), wrap(&token, 40));
     }
 
     fn crate_words(text: &str) -> Vec<&str> {

@@ -9,7 +9,7 @@
 use smallvec::SmallVec;
 
 use super::radix::{RadixTable, EMPTY};
-use super::{prefetch_bytes, Segment};
+use super::{prefetch_value, Segment};
 use crate::hb::sorted_keys::SortedKeys;
 
 const GRANULE_BITS: u32 = 16;
@@ -155,7 +155,7 @@ impl SegmentMap {
         if index == EMPTY {
             return;
         }
-        prefetch_bytes(&self.buckets[index as usize] as *const LineBucket as *const u8, size_of::<Bucket>());
+        prefetch_value(&self.buckets[index as usize] as *const LineBucket);
     }
 
     /// Appends the starts of the segments that begin inside `[start, end)` to `out`, in order.
