@@ -75,6 +75,22 @@ impl RadixTable {
         self.get_past_near(granule)
     }
 
+    /// [`RadixTable::get`] for a prefetch, which then makes the granule a near one: inline whole (the engine makes
+    /// one for every access an operation ahead, and the call was 2% of its instructions), and [`EMPTY`] for a
+    /// window not among the recent ones (the map is not asked: the access looks it up itself).
+    #[inline(always)]
+    pub(super) fn get_for_prefetch(&self, granule: u64) -> u32 {
+        let near = &self.near[granule as usize % NEAR_LEN];
+        let (tag, value) = near.get();
+        if tag == granule {
+            return value;
+        }
+        let Some(leaf) = self.recent_leaf(granule >> LEAF_BITS) else { return EMPTY };
+        let value = self.entry(leaf, granule);
+        near.set((granule, value));
+        value
+    }
+
     /// [`RadixTable::get`] of a granule not among the near ones, which it then is. A window among the recent ones
     /// is answered here, any other by a call this one ends with: the map's probe needs registers that every
     /// lookup would otherwise save and restore, half the instructions of one that hits.
@@ -217,7 +233,13 @@ mod tests {
                 model.insert(granule, round);
             }
             let probe = granule ^ ((x >> 40) & 3);
-            assert_eq!(table.get(probe), model.get(&probe).copied().unwrap_or(EMPTY), "at {probe}");
+            let expected = model.get(&probe).copied().unwrap_or(EMPTY);
+            // A prefetch's lookup may not know (a window not among the recent ones), but never says otherwise.
+            let prefetched = table.get_for_prefetch(probe ^ ((x >> 50) & 64));
+            assert!(
+                prefetched == model.get(&(probe ^ ((x >> 50) & 64))).copied().unwrap_or(EMPTY) || prefetched == EMPTY
+            );
+            assert_eq!(table.get(probe), expected, "at {probe}");
         }
         for (&granule, &value) in &model {
             assert_eq!(table.get(granule), value);

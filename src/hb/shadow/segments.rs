@@ -151,7 +151,7 @@ impl SegmentMap {
     /// the bucket with its inline segments (a segment is wider than a line). Nothing of the bucket is read here,
     /// or the prefetch would wait for it.
     pub(super) fn prefetch(&self, start: u64) {
-        let index = self.radix.get(granule(start));
+        let index = self.radix.get_for_prefetch(granule(start));
         if index == EMPTY {
             return;
         }
