@@ -303,7 +303,7 @@ pub fn wrap(text: &str, width: usize) -> String {
         loop {
             let room = if first { width } else { width - hanging };
             if !first {
-                (0..hanging).for_each(|_| out.push(' '));
+                out.extend(std::iter::repeat(' ').take(hanging));
             }
             // Most lines fit, and a text of no more bytes than columns has no more characters: not counted.
             if rest.len() <= room || (!ascii && rest.chars().count() <= room) {
