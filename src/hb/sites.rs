@@ -234,20 +234,24 @@ impl SiteTable {
     }
 
     /// [`SiteTable::intern`] for an operation whose reader gave its site `hint` (site_hints.rs): the site the hint
-    /// found before, by one load; else the site interned, learned for the hint.
+    /// found before, by one load; else the site interned, learned for the hint. The parts are made only then
+    /// (`parts`): a hint that finds its site, nearly every launch, needs none of them.
     #[inline]
-    pub fn intern_hinted(&mut self, hint: SiteHint, parts: SiteParts) -> SiteId {
+    pub fn intern_hinted<'p>(&mut self, hint: SiteHint, parts: impl FnOnce() -> SiteParts<'p>) -> SiteId {
         if hint == SiteHint::NONE {
-            return self.intern(parts);
+            return self.intern(parts());
         }
         if let Some(id) = self.hinted.get(hint) {
             debug_assert!(
-                self.holds(id, &parts, parts.native.and_then(|site| self.native_ids.get(site).copied())),
+                {
+                    let parts = parts();
+                    self.holds(id, &parts, parts.native.and_then(|site| self.native_ids.get(site).copied()))
+                },
                 "a hint finds the site of its parts"
             );
             return id;
         }
-        let id = self.intern(parts);
+        let id = self.intern(parts());
         self.hinted.learn(hint, id);
         id
     }

@@ -411,7 +411,7 @@ impl Engine {
         let Some((class, name, stream)) = hot_site_of(op) else {
             unreachable!("asked only for a kernel launch, a copy or a set")
         };
-        self.sites.intern_hinted(op.site_hint, op_site_parts(class, name, Some(stream), op))
+        self.sites.intern_hinted(op.site_hint, || op_site_parts(class, name, Some(stream), op))
     }
 
     /// The interned site of `op`, named `name` in the class `class`.
