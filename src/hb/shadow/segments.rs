@@ -14,7 +14,7 @@ use crate::hb::sorted_keys::SortedKeys;
 
 const GRANULE_BITS: u32 = 16;
 /// Bytes of address space a bucket covers.
-const GRANULE: u64 = 1 << GRANULE_BITS;
+pub(super) const GRANULE: u64 = 1 << GRANULE_BITS;
 /// A range over at most this many granules is walked through the radix table, granule by granule; a longer one
 /// through the ordered set, which skips the empty ones.
 const DIRECT_WALK: u64 = 16;
