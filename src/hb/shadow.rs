@@ -588,9 +588,7 @@ mod tests {
             }
             let mut got: Vec<(usize, Stamp)> = out
                 .iter()
-                .flat_map(|c| {
-                    (c.range.start / CELL..c.range.end() / CELL).map(move |cell| (cell as usize, c.earlier))
-                })
+                .flat_map(|c| (c.range.start / CELL..c.range.end() / CELL).map(move |cell| (cell as usize, c.earlier)))
                 .collect();
             let key = |(cell, s): &(usize, Stamp)| (*cell, s.seq, s.slot.0, s.is_write());
             got.sort_by_key(key);
