@@ -8,6 +8,9 @@
 # ROUNDS=N (default 1) runs the binary trace's analysis and CSAN's replay N times, one after the other in each round,
 # and prints each round's ratio and the medians: on a shared machine one run of each moves the ratio by a third.
 # TRACE=PATH.json names the trace; one that exists (with its .stbin beside it) is used as it is.
+# BASE=BINARY adds to each round, in alternating order, the JSON trace's analysis by this build and by BASE (an
+# older build: issue 23 measures against the build it was filed on), so that one run gives each target of its
+# own: the binary trace's operations/s by process wall time, the JSON speed-up over BASE, and the ratio to CSAN.
 # Needs: a release build (cargo build --release); for the CSAN side, python3 with torch importable (the CPU import
 # suffices), or TORCH_PYTHON naming such an interpreter. Without torch the CSAN side is skipped, said so.
 set -euo pipefail
@@ -36,11 +39,33 @@ if ! "$python" -c 'import torch.cuda._sanitizer' 2>/dev/null; then
   exit 0
 fi
 rounds=${ROUNDS:-1}
-ours=() theirs=()
+base=${BASE:-}
+# Milliseconds a command takes, process start to exit (its output dropped; exit status 1 means findings).
+wall_ms() {
+  local t0 t1
+  t0=$(date +%s%N)
+  "$@" > /dev/null 2>&1 || true
+  t1=$(date +%s%N)
+  echo $(((t1 - t0) / 1000000))
+}
+ours=() theirs=() walls=() json_ours=() json_base=()
 for round in $(seq "$rounds"); do
   # The binary trace's analysis again, so that both sides of the round's ratio ran at the same time of the run.
+  t0=$(date +%s%N)
   line=$("$bin" analyze "$binary" --timing -o /dev/null 2>&1 >/dev/null | grep '^timing:' || true)
-  echo "round $round: $line"
+  walls+=($((($(date +%s%N) - t0) / 1000000)))
+  operations=$(sed -E 's/^timing: ([0-9]+) operations.*/\1/' <<< "$line")
+  echo "round $round: $line; process wall ${walls[-1]} ms, $((operations * 1000 / walls[-1])) operations/s"
+  if [ -n "$base" ]; then
+    if [ $((round % 2)) -eq 1 ]; then
+      json_ours+=("$(wall_ms "$bin" analyze "$trace" -o /dev/null)")
+      json_base+=("$(wall_ms "$base" analyze "$trace" -o /dev/null)")
+    else
+      json_base+=("$(wall_ms "$base" analyze "$trace" -o /dev/null)")
+      json_ours+=("$(wall_ms "$bin" analyze "$trace" -o /dev/null)")
+    fi
+    echo "round $round: JSON trace ${json_ours[-1]} ms, BASE ${json_base[-1]} ms"
+  fi
   csan=$("$python" benches/csan_replay.py "$trace" --limit "$csan_ops" 2>&1 | grep '^csan:')
   echo "round $round: $csan"
   ours+=("$(sed -E 's/.* = ([0-9]+) operations\/s.*/\1/' <<< "$line")")
@@ -52,4 +77,11 @@ if [ "$rounds" -gt 1 ]; then
   ratios=()
   for i in "${!ours[@]}"; do ratios+=("$((ours[i] / theirs[i]))"); done
   echo "medians of $rounds rounds: streamtrace $(median "${ours[@]}") operations/s, csan $(median "${theirs[@]}"), ratio by medians $(($(median "${ours[@]}") / $(median "${theirs[@]}")))x, median of the rounds' ratios $(median "${ratios[@]}")x"
+  wall=$(median "${walls[@]}")
+  echo "median process wall of the binary trace: $wall ms, $((operations * 1000 / wall)) operations/s"
+  if [ -n "$base" ]; then
+    mine=$(median "${json_ours[@]}") theirs_json=$(median "${json_base[@]}")
+    speedup=$((theirs_json * 100 / mine))
+    printf 'median JSON trace: %s ms, BASE %s ms: %d.%02dx\n' "$mine" "$theirs_json" $((speedup / 100)) $((speedup % 100))
+  fi
 fi
