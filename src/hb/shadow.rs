@@ -546,6 +546,7 @@ mod tests {
                 let known = if other == stream as usize { tick } else { next(tick + 1) };
                 clock.set(Slot(other as u32), known);
             }
+            let unordered = |s: &&Stamp| !s.covered_by(&clock);
             let mut expected = Vec::new();
             let mut out = Vec::new();
             match next(20) {
@@ -553,7 +554,7 @@ mod tests {
                     shadow.release(range, &clock, &mut out);
                     for (i, cell) in cells[cells_of.clone()].iter_mut().enumerate() {
                         let stamps = cell.write.iter().chain(&cell.reads);
-                        expected.extend(stamps.filter(|s| !s.covered_by(&clock)).map(|s| (cells_of.start + i, *s)));
+                        expected.extend(stamps.filter(unordered).map(|s| (cells_of.start + i, *s)));
                         *cell = Cell::default();
                     }
                 }
@@ -573,7 +574,6 @@ mod tests {
                     );
                     shadow.access(range, current, &clock, &mut out);
                     for (i, cell) in cells[cells_of.clone()].iter_mut().enumerate() {
-                        let unordered = |s: &&Stamp| !s.covered_by(&clock);
                         let at = cells_of.start + i;
                         expected.extend(cell.write.iter().filter(unordered).map(|s| (at, *s)));
                         if mode == AccessMode::Write {

@@ -67,7 +67,7 @@ impl RadixTable {
     /// of a granule looked up a moment before); any other by a call.
     #[inline(always)]
     pub(super) fn get(&self, granule: u64) -> u32 {
-        let (tag, value) = self.near[granule as usize % NEAR_LEN].get();
+        let (tag, value) = self.near_place(granule).get();
         if tag == granule {
             return value;
         }
@@ -79,7 +79,7 @@ impl RadixTable {
     /// window not among the recent ones (the map is not asked: the access looks it up itself).
     #[inline(always)]
     pub(super) fn get_for_prefetch(&self, granule: u64) -> u32 {
-        let near = &self.near[granule as usize % NEAR_LEN];
+        let near = self.near_place(granule);
         let (tag, value) = near.get();
         if tag == granule {
             return value;
@@ -99,7 +99,7 @@ impl RadixTable {
             Some(leaf) => self.entry(leaf, granule),
             None => self.get_through_map(granule),
         };
-        self.near[granule as usize % NEAR_LEN].set((granule, value));
+        self.near_place(granule).set((granule, value));
         value
     }
 
@@ -111,6 +111,12 @@ impl RadixTable {
             Some(leaf) => self.entry(leaf, granule),
             None => EMPTY,
         }
+    }
+
+    /// The place of the near array that `granule` maps to.
+    #[inline(always)]
+    fn near_place(&self, granule: u64) -> &Cell<(u64, u32)> {
+        &self.near[granule as usize % NEAR_LEN]
     }
 
     /// The entry of `granule` in its window's leaf, `leaf`.
@@ -175,12 +181,12 @@ impl RadixTable {
             leaf.used += 1;
         }
         *entry = value;
-        self.near[granule as usize % NEAR_LEN].set((granule, value));
+        self.near_place(granule).set((granule, value));
     }
 
     /// Empties the entry at `granule`; its leaf goes when it holds nothing more.
     pub(super) fn clear(&mut self, granule: u64) {
-        self.near[granule as usize % NEAR_LEN].set((granule, EMPTY));
+        self.near_place(granule).set((granule, EMPTY));
         let window = granule >> LEAF_BITS;
         let Some(index) = self.leaf(window) else { return };
         let leaf = &mut self.leaves[index as usize];
