@@ -13,7 +13,7 @@ and hooks PyTorch's RecordFunction and allocator tracker. Where it cannot be bui
 does the same work at several times the cost. Without torch, or with a torch lacking what this needs, capture
 stays at tier T1 and says so once.
 
-One file of about 750 lines on purpose: Python puts exactly one sitecustomize module in front of a program, and
+One file of about 950 lines on purpose: Python puts exactly one sitecustomize module in front of a program, and
 what it installs is one concern (tier T2 recording and the brackets around ordering calls).
 """
 import atexit
@@ -66,6 +66,9 @@ def _install(torch):
         op_end = capture.streamtrace_framework_op_end
         op_end.argtypes = (ctypes.c_char_p, ctypes.c_size_t)
         op_end.restype = ctypes.c_int
+        begin_unsited = capture.streamtrace_framework_op_begin_unsited
+        begin_unsited.argtypes = ()
+        begin_unsited.restype = ctypes.c_int
     except Exception as error:
         _say("cannot reach the capture library (%s): capture stays at tier T1" % error)
         return None
@@ -109,6 +112,9 @@ def _install(torch):
         _say("ops of Python code running inside ops (hooks, __torch_dispatch__, Python kernels) are not "
              "recorded as ops of their own (%s)" % error)
     _bracket_ordering_calls(torch, emit, lines)
+    after_import("torch._inductor.runtime.triton_heuristics",
+                 lambda heuristics: _record_inductor_launches(torch, heuristics, begin_unsited, end, lines),
+                 "torch.compile's Triton kernels keep tier T1 (each pointer argument may write its whole block)")
     _record_host_reads(torch, emit, lines)
     _record_creation_lines(torch, emit, lines)
     _say("PyTorch %s: recording op read/write sets, allocator blocks and Python lines (tier T2, %s)" % (
@@ -844,6 +850,85 @@ def _bracket_ordering_calls(torch, emit, lines):
         JITFunction.run = bracketed(kernel_name, JITFunction.run)
 
     after_import("triton", patch_triton, "Triton launches keep no Python line")
+
+
+# Arguments of a generated kernel that are no memory (sizes, strides, seeds, flags).
+_SCALARS = (int, float, bool, type(None))
+
+
+def _inductor_argument_roles(arg_names, mutated_arg_names, count):
+    """Which of a generated kernel's first `count` arguments it only reads: Inductor names the buffers a kernel
+    only loads `in_ptrN`, and the ones it stores to `out_ptrN` or `in_out_ptrN`, and lists any other buffer it
+    mutates in `mutated_arg_names` (a user's Triton kernel inside a compiled graph keeps its own names: each of
+    its buffers may write)."""
+    mutated = frozenset(mutated_arg_names or ())
+    return tuple(index < len(arg_names) and arg_names[index].startswith("in_ptr") and arg_names[index] not in mutated
+                 for index in range(count))
+
+
+def _record_inductor_launches(torch, heuristics, begin, end, lines):
+    """torch.compile's generated Triton kernels are launched by Inductor's CachingAutotuner, not by dispatcher
+    ops, so at tier T1 each of their pointer arguments would stand for a write of its whole block, and two
+    streams that only read one weight would race. Each launch is recorded as an op of its own instead: the
+    storages of the tensors it only reads (_inductor_argument_roles), the storages of the ones it writes, and the
+    user's line that ran the compiled code. Whole storages, not views: a generated kernel indexes its buffers by
+    the layouts it was compiled for."""
+    Tensor = torch.Tensor
+    autotuner = heuristics.CachingAutotuner
+    run = autotuner.run
+    in_launch = threading.local()  # a launch inside a recorded one (autotuning's benchmark runs) is its own
+
+    try:  # the generated code's own files: the line of an op or launch in them is the user's that ran them
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+        # Where Inductor's cache_dir() puts them, read without calling it: it sets the variable and makes the folder.
+        lines.add_library_dir(os.path.abspath(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir()))
+    except Exception:
+        pass  # lines point into the generated code
+
+    def roles(tuner, count):
+        cached = tuner.__dict__.get("_streamtrace_roles")
+        if cached is None or len(cached) != count:
+            meta = getattr(tuner, "inductor_meta", None) or {}
+            mutated = getattr(tuner, "mutated_arg_names", None) or meta.get("mutated_arg_names", ())
+            cached = _inductor_argument_roles(tuner.fn.arg_names, mutated, count)
+            tuner._streamtrace_roles = cached
+        return cached
+
+    def op_record(tuner, args):
+        """The launch's op_end record, or None where its arguments cannot say what it touches."""
+        reads, writes = [], []
+        for arg, read_only in zip(args, roles(tuner, len(args))):
+            if isinstance(arg, Tensor) and arg.is_cuda:
+                storage = arg.untyped_storage()
+                size = storage.nbytes()
+                if size:
+                    (reads if read_only else writes).append("[%d,%d]" % (storage.data_ptr(), size))
+            elif not isinstance(arg, _SCALARS):
+                # A tensor descriptor (TMA) or a host tensor holding one: the kernel reaches memory that no
+                # argument here names, which only its pointer arguments can stand for.
+                return None
+        return '{"type":"op_end","name":"%s","reads":[%s],"writes":[%s],"src":%s}' % (
+            tuner.fn.__name__, ",".join(reads), ",".join(writes), lines.at(3))
+
+    def recorded_run(self, *args, **kwargs):
+        record = None
+        if not getattr(in_launch, "active", False):
+            try:
+                record = op_record(self, args)
+            except Exception:
+                pass  # this launch keeps tier T1
+        if record is None:
+            return run(self, *args, **kwargs)
+        begin()
+        in_launch.active = True
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            in_launch.active = False
+            end(record)
+
+    recorded_run.__name__, recorded_run.__doc__ = run.__name__, run.__doc__
+    autotuner.run = recorded_run
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
