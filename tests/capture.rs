@@ -719,6 +719,16 @@ fn torch_samples_at_tier_t2_match_their_ground_truth() {
         ("lib_dcp_default_stager", true),
         ("lib_dataloader_pin_memory", false),
         ("lib_dataloader_pin_memory-side-stream-no-wait", true),
+        // torch.compile's default mode (Inductor's launches as ops of their own), a kernel of the program's own
+        // through ctypes, and an EMA on a side stream, eager and compiled.
+        ("compile_default_side", false),
+        ("compile_default_side-no-wait", true),
+        ("own_kernel_streams", false),
+        ("own_kernel_streams-current-stream", false),
+        ("own_kernel_streams-no-wait", true),
+        ("ema_side_stream", false),
+        ("ema_side_stream-no-wait-before-step", true),
+        ("ema_side_stream-compile", false),
     ] {
         let (_, json) = analyze(&format!("{DIR}/{sample}.json"));
         let races = json["races"].as_array().expect("races").len();
@@ -1178,6 +1188,29 @@ fn torch_graph_samples_match_their_ground_truth() {
         let text = std::fs::read_to_string(format!("{DIR}/{sample}.json")).expect("trace");
         assert!(text.contains("\"type\":\"graph_launch\""), "{sample}: Inductor replayed its graphs");
     }
+}
+
+#[test]
+fn compiled_kernels_are_ops_of_their_own_named_by_inductor_at_the_users_line() {
+    // torch.compile's generated Triton kernels are no dispatcher ops: the bootstrap records each launch as an op
+    // whose reads are the buffers Inductor names `in_ptr` (capture/python/sitecustomize.py). A race names the
+    // generated kernel and the compiled function's line, not libtorch_python's launcher.
+    const DIR: &str = "samples/capture/torch-t2";
+    let (_, json) = analyze(&format!("{DIR}/compile_default_side-no-wait.json"));
+    let earlier = &json["races"][0]["earlier"]["site"];
+    assert!(earlier["region"].as_str().is_some_and(|r| r.starts_with("triton_per_fused_")), "{earlier}");
+    let file = earlier["source"]["file"].as_str();
+    assert!(file.is_some_and(|f| f.ends_with("samples/torch/compile_default_side.py")), "{earlier}");
+    // The compiled EMA is clean (torch_samples_at_tier_t2_match_their_ground_truth) because its fused layer norm
+    // kernel is recorded reading the layer norm's weight and bias, which the side stream's EMA reads too.
+    let text = std::fs::read_to_string(format!("{DIR}/ema_side_stream-compile.json")).expect("trace");
+    let reads = text
+        .lines()
+        .filter(|line| line.contains(r#""name":"triton_per_fused_gelu_native_layer_norm_0""#))
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .map(|record| record["reads"].as_array().map_or(0, Vec::len))
+        .max();
+    assert!(reads.is_some_and(|n| n >= 3), "the layer norm kernel reads its input, weight and bias: {reads:?}");
 }
 
 /// The capture library, built beside the test binaries (a dependency of the tests, built as a cdylib too).
