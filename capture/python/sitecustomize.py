@@ -112,9 +112,10 @@ def _install(torch):
         _say("ops of Python code running inside ops (hooks, __torch_dispatch__, Python kernels) are not "
              "recorded as ops of their own (%s)" % error)
     _bracket_ordering_calls(torch, emit, lines)
-    after_import("torch._inductor.runtime.triton_heuristics",
-                 lambda heuristics: _record_inductor_launches(torch, heuristics, begin_unsited, end, lines),
-                 "torch.compile's Triton kernels keep tier T1 (each pointer argument may write its whole block)")
+    if os.environ.get("STREAMTRACE_INDUCTOR_OPS", "1") != "0":  # 0: leave them at tier T1 (to compare)
+        after_import("torch._inductor.runtime.triton_heuristics",
+                     lambda heuristics: _record_inductor_launches(torch, heuristics, begin_unsited, end, lines),
+                     "torch.compile's Triton kernels keep tier T1 (each pointer argument may write its whole block)")
     _record_host_reads(torch, emit, lines)
     _record_creation_lines(torch, emit, lines)
     _say("PyTorch %s: recording op read/write sets, allocator blocks and Python lines (tier T2, %s)" % (
