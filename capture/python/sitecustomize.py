@@ -47,7 +47,8 @@ def _say(message):
 
 
 def _say_no_blocks(reason):
-    _say("no caching-allocator block events (%s): findings name cudaMalloc segments" % reason)
+    _say("no caching-allocator block events (%s): findings name the driver's allocations (cudaMalloc segments, "
+         "stream-ordered blocks)" % reason)
 
 
 def _install(torch):
