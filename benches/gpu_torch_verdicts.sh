@@ -5,7 +5,7 @@
 # of mismatches; exits 1 when any run mismatched, printed no ground truth or timed out.
 #   TORCH="a b"      only these samples (names without .py)
 #   ALLOC_CONF=...   PYTORCH_CUDA_ALLOC_CONF for every run (expandable_segments:True, as real jobs often set)
-#   KEEP="a b"       bring the traces of these samples (all their variants) back in $OUT/verdicts.tar.gz
+#   KEEP="a b"       bring the traces of these samples (all their variants) back in $OUT/verdicts-LABEL.tar.gz
 #   LABEL=...        names this pass in the output (several passes in one call)
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,8 +39,9 @@ one() {  # SCRIPT VARIANT ("-": none)
   races=$(sed -n 's/^JOB SUMMARY: streamtrace: [0-9]* traces*: \([0-9]*\) race.*/\1/p' "$work/$name.log" | head -1)
   [ -n "$races" ] || races=$(grep -o '^SUMMARY: streamtrace: [0-9]* race' "$work/$name.log" | head -1 | grep -o '[0-9][0-9]*')
   local verdict=MISMATCH
-  # A capture range sample's truth is per range ("whole program: ..."): samples/torch/capture_range_*.py.
-  case "$truth" in race | clean) ;; *) verdict="not compared" ;; esac
+  # A capture range sample's truth is per range ("whole program: ..."): samples/torch/capture_range_*.py. No
+  # truth at all (the program failed or timed out) stays a mismatch.
+  case "$truth" in race | clean | "") ;; *) verdict="not compared" ;; esac
   if [ "$truth" = race ] && [ "${races:-0}" -gt 0 ]; then verdict=ok; fi
   if [ "$truth" = clean ] && [ -n "$races" ] && [ "$races" -eq 0 ]; then verdict=ok; fi
   echo "$label $name: truth ${truth:-none}, races ${races:-none}, exit $status: $verdict"
@@ -58,7 +59,7 @@ for name in ${KEEP:-}; do
     [ -e "$trace" ] || continue
     run=$(basename "$(dirname "$trace")")
     mkdir -p "$work/keep"
-    cp "$trace" "$work/keep/$run.${trace##*.}"
+    cp "$trace" "$work/keep/$run.$(basename "$trace")"
     cp "$work/$run.log" "$work/keep/$run.log"
   done
 done

@@ -858,11 +858,20 @@ def _bracket_ordering_calls(torch, emit, lines):
 _SCALARS = (int, float, bool, type(None))
 
 
-def _inductor_argument_roles(arg_names, mutated_arg_names, count):
-    """Which of a generated kernel's first `count` arguments it only reads: Inductor names the buffers a kernel
-    only loads `in_ptrN`, and the ones it stores to `out_ptrN` or `in_out_ptrN`, and lists any other buffer it
-    mutates in `mutated_arg_names` (a user's Triton kernel inside a compiled graph keeps its own names: each of
-    its buffers may write)."""
+# The kinds of Inductor's kernels whose code its KernelArgs wrote: a buffer such a kernel stores to is named
+# `out_ptrN` or `in_out_ptrN`, never `in_ptrN`. Templates (matmul, flex attention, whose backward adds into
+# buffers named as inputs) and foreach kernels (autotuned as templates) and a user's Triton kernels are not held
+# to it.
+_GENERATED_KINDS = frozenset(("POINTWISE", "REDUCTION", "PERSISTENT_REDUCTION", "SPLIT_SCAN"))
+
+
+def _inductor_argument_roles(kind, custom, arg_names, mutated_arg_names, count):
+    """Which of a kernel's first `count` arguments it only reads, for a kernel of Inductor's heuristic `kind`
+    (the name of its HeuristicType), `custom` when it is a user's: the buffers a generated kernel (_GENERATED_KINDS)
+    only loads are named `in_ptrN`, unless `mutated_arg_names` lists them. Any other kernel may write each of its
+    buffers."""
+    if custom or kind not in _GENERATED_KINDS:
+        return (False,) * count
     mutated = frozenset(mutated_arg_names or ())
     return tuple(index < len(arg_names) and arg_names[index].startswith("in_ptr") and arg_names[index] not in mutated
                  for index in range(count))
@@ -878,22 +887,36 @@ def _record_inductor_launches(torch, heuristics, begin, end, lines):
     Tensor = torch.Tensor
     autotuner = heuristics.CachingAutotuner
     run = autotuner.run
-    in_launch = threading.local()  # a launch inside a recorded one (autotuning's benchmark runs) is its own
+    in_launch = threading.local()  # a launch inside a recorded one is part of it
+    generated_roots = set()  # folders of generated code counted as library code
 
-    try:  # the generated code's own files: the line of an op or launch in them is the user's that ran them
+    def generated_code_is_library(root):
+        """The line of an op or launch in the generated code's files is the user's that ran them."""
+        if root and os.path.abspath(root) not in generated_roots:
+            generated_roots.add(os.path.abspath(root))
+            lines.add_library_dir(os.path.abspath(root))
+
+    try:
         from torch._inductor.runtime.cache_dir_utils import default_cache_dir
         # Where Inductor's cache_dir() puts them, read without calling it: it sets the variable and makes the folder.
-        lines.add_library_dir(os.path.abspath(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir()))
+        generated_code_is_library(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir())
     except Exception:
-        pass  # lines point into the generated code
+        pass  # each kernel's module says where (roles)
 
     def roles(tuner, count):
         cached = tuner.__dict__.get("_streamtrace_roles")
         if cached is None or len(cached) != count:
             meta = getattr(tuner, "inductor_meta", None) or {}
             mutated = getattr(tuner, "mutated_arg_names", None) or meta.get("mutated_arg_names", ())
-            cached = _inductor_argument_roles(tuner.fn.arg_names, mutated, count)
+            kind = getattr(getattr(tuner, "heuristic_type", None), "name", None)
+            custom = getattr(tuner, "custom_kernel", False)
+            cached = _inductor_argument_roles(kind, custom, tuner.fn.arg_names, mutated, count)
             tuner._streamtrace_roles = cached
+            # A module of generated code is CACHE/xy/cxy....py, named by its hash (a cache other than the one
+            # at start: a temporary cache directory); a file named otherwise is no cache's.
+            folder, name = os.path.split(getattr(tuner, "filename", None) or "")
+            if len(name) > 40 and name.endswith(".py") and os.path.basename(folder) == name[1:3]:
+                generated_code_is_library(os.path.dirname(folder))
         return cached
 
     def op_record(tuner, args):
