@@ -892,9 +892,10 @@ def _record_inductor_launches(torch, heuristics, begin, end, lines):
 
     def generated_code_is_library(root):
         """The line of an op or launch in the generated code's files is the user's that ran them."""
-        if root and os.path.abspath(root) not in generated_roots:
-            generated_roots.add(os.path.abspath(root))
-            lines.add_library_dir(os.path.abspath(root))
+        root = root and os.path.abspath(root)
+        if root and root not in generated_roots:
+            generated_roots.add(root)
+            lines.add_library_dir(root)
 
     try:
         from torch._inductor.runtime.cache_dir_utils import default_cache_dir
