@@ -9,7 +9,7 @@
 # when nsys is on the PATH. Medians and their ratio to plain's, then one capture with the cost split
 # (STREAMTRACE_COST_DETAIL=1: observer parts, driver calls, the interposers' bookkeeping by function).
 # PARTS=0 leaves out the plainS/nohs/t1 runs (the build against OLD and nsys only). COMPILE=1 runs the loop's model
-# through torch.compile, and adds a capture with Inductor's launches left at tier T1 (STREAMTRACE_INDUCTOR_OPS=0:
+# through torch.compile, and adds a capture with Inductor's launches left at tier T1 (STREAMTRACE_TRITON_OPS=0:
 # what recording each launch as an op costs). PIN, when set, prefixes every
 # timed run (PIN="taskset -c 0-7": the same cores each time). Each run gives the loop's wall time and its steady
 # pace (the median window of the loop, benches/torch_train_loop.py), which one slow second does not move. Lines in
@@ -39,7 +39,7 @@ loop() { # LABEL COMMAND...: one run of the loop, its wall line labelled LABEL a
     loop plain python3 benches/torch_train_loop.py
     loop capture "$st" capture --no-analyze -o /tmp/parts-capture -- python3 benches/torch_train_loop.py
     if [ "${COMPILE:-}" = 1 ]; then
-      loop inductorT1 env STREAMTRACE_INDUCTOR_OPS=0 "$st" capture --no-analyze -o /tmp/parts-inductor-t1 -- python3 benches/torch_train_loop.py
+      loop inductorT1 env STREAMTRACE_TRITON_OPS=0 "$st" capture --no-analyze -o /tmp/parts-inductor-t1 -- python3 benches/torch_train_loop.py
     fi
     if [ -n "${OLD:-}" ]; then
       loop old env "STREAMTRACE_CAPTURE_LIB=$OLD/libstreamtrace_capture.so" "$st" capture --no-analyze -o /tmp/parts-old -- python3 benches/torch_train_loop.py

@@ -729,6 +729,12 @@ fn torch_samples_at_tier_t2_match_their_ground_truth() {
         ("ema_side_stream", false),
         ("ema_side_stream-no-wait-before-step", true),
         ("ema_side_stream-compile", false),
+        // Hand-written Triton kernels on two streams (each launch an op, its reads and writes from PyTorch's
+        // analysis of the kernel's Triton IR).
+        ("triton_streams_halves", false),
+        ("triton_streams_halves-no-wait", true),
+        ("triton_streams_halves-overlap", true),
+        ("triton_streams_halves-autotune", false),
     ] {
         let (_, json) = analyze(&format!("{DIR}/{sample}.json"));
         let races = json["races"].as_array().expect("races").len();
@@ -968,16 +974,42 @@ fn op_threads(trace: &str) -> std::collections::BTreeSet<u64> {
 }
 
 #[test]
-fn triton_kernel_outside_any_op_keeps_tier_t1() {
-    let (_, json) = analyze("samples/capture/torch-t2/triton_kernel_race.json");
+fn hand_written_triton_kernels_are_ops_with_the_spans_they_load_and_store() {
+    // A Triton launch is no dispatcher op: the bootstrap records each as an op of its own
+    // (capture/python/streamtrace_launch_ops.py), named after the kernel, at the launch's line.
+    const DIR: &str = "samples/capture/torch-t2";
+    let (_, json) = analyze(&format!("{DIR}/triton_kernel_race.json"));
     let races = json["races"].as_array().expect("races");
     let race = races.iter().find(|r| r["earlier"]["site"]["name"] == "scale_kernel").expect("the Triton kernel races");
-    // Its pointer argument resolves to the tensor's allocator block, not the whole cudaMalloc segment.
+    assert_eq!(race["earlier"]["site"]["region"], "scale_kernel");
+    assert_eq!(race["earlier"]["site"]["source"]["line"], 25);
+    // What it writes is y's span (4 MB), which is the tensor's whole allocator block here.
     assert_eq!(race["range"]["len"], 4 << 20);
     assert_eq!(race["allocation"]["kind"], "pool_block");
-    // The launch carries the Python line through the bracket around Triton's launcher.
-    assert_eq!(race["earlier"]["site"]["region"], "triton scale_kernel");
-    assert_eq!(race["earlier"]["site"]["source"]["line"], 25);
+    // Two launches write halves of one tensor: only the one float where the halves overlap races, between the
+    // two launch lines; without the overlap the halves share no byte (torch_samples_at_tier_t2_match_their_ground_truth).
+    let (_, json) = analyze(&format!("{DIR}/triton_streams_halves-overlap.json"));
+    let race = &json["races"][0];
+    assert_eq!(race["kind"], "write-after-write", "{race}");
+    assert_eq!(race["range"]["len"], 4, "{race}");
+    let lines = [&race["earlier"]["site"]["source"]["line"], &race["later"]["site"]["source"]["line"]];
+    let mut lines: Vec<u64> = lines.iter().filter_map(|line| line.as_u64()).collect();
+    lines.sort_unstable();
+    assert_eq!(lines, [56, 58], "{race}");
+    // Each launch reads x and writes its half (the side's also loads its half, which its write covers; torch
+    // 2.11's analysis names only what is written, and counts the other tensors read).
+    let text = std::fs::read_to_string(format!("{DIR}/triton_streams_halves.json")).expect("trace");
+    let ops: Vec<Value> = text
+        .lines()
+        .filter(|line| line.contains(r#""name":"scale_kernel""#) && line.contains(r#""type":"op_end""#))
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    assert_eq!(ops.len(), 6, "three steps of two launches");
+    let reads: std::collections::BTreeSet<String> = ops.iter().map(|op| op["reads"].to_string()).collect();
+    let writes: std::collections::BTreeSet<String> = ops.iter().map(|op| op["writes"].to_string()).collect();
+    assert_eq!(reads.len(), 1, "every launch reads x alone: {reads:?}");
+    assert_eq!(writes.len(), 2, "two halves written: {writes:?}");
+    assert!(writes.iter().all(|w| w.matches('[').count() == 2), "one span each: {writes:?}");
 }
 
 #[test]

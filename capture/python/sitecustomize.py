@@ -13,8 +13,9 @@ and hooks PyTorch's RecordFunction and allocator tracker. Where it cannot be bui
 does the same work at several times the cost. Without torch, or with a torch lacking what this needs, capture
 stays at tier T1 and says so once.
 
-One file of about 950 lines on purpose: Python puts exactly one sitecustomize module in front of a program, and
-what it installs is one concern (tier T2 recording and the brackets around ordering calls).
+One file of about 900 lines on purpose: Python puts exactly one sitecustomize module in front of a program, and
+what it installs is one concern (tier T2 recording and the brackets around ordering calls). Beside it, what it
+loads: the observer's cache (streamtrace_observer_cache.py) and Triton's launches as ops (streamtrace_launch_ops.py).
 """
 import atexit
 import ctypes
@@ -57,7 +58,10 @@ def _install(torch):
     global _host_memory_pinned
     library = os.environ.get("CUDA_INJECTION64_PATH")
     try:
-        capture = ctypes.CDLL(library)
+        # PyDLL: called with the GIL held. None of these entry points waits for anything that takes the GIL (the
+        # native observer calls them under it too), and letting it go and taking it again around each record is
+        # two lock hand-overs that the host-synchronization interposers see, several for every Triton launch.
+        capture = ctypes.PyDLL(library)
         record = capture.streamtrace_framework_record
         record.argtypes = (ctypes.c_char_p, ctypes.c_size_t)
         record.restype = ctypes.c_int
@@ -112,11 +116,9 @@ def _install(torch):
     except Exception as error:  # ops run by Python code inside ops then take the enclosing op's read and write sets
         _say("ops of Python code running inside ops (hooks, __torch_dispatch__, Python kernels) are not "
              "recorded as ops of their own (%s)" % error)
-    _bracket_ordering_calls(torch, emit, lines)
-    if os.environ.get("STREAMTRACE_INDUCTOR_OPS", "1") != "0":  # 0: leave them at tier T1 (to compare)
-        after_import("torch._inductor.runtime.triton_heuristics",
-                     lambda heuristics: _record_inductor_launches(torch, heuristics, begin_unsited, end, lines),
-                     "torch.compile's Triton kernels keep tier T1 (each pointer argument may write its whole block)")
+    bracket = _bracket_ordering_calls(torch, emit, lines)
+    # STREAMTRACE_TRITON_OPS=0 leaves Triton's launches at tier T1 (to compare).
+    _record_triton_launches(torch, begin_unsited, end, lines, bracket, os.environ.get("STREAMTRACE_TRITON_OPS") != "0")
     _record_host_reads(torch, emit, lines)
     _record_creation_lines(torch, emit, lines)
     _say("PyTorch %s: recording op read/write sets, allocator blocks and Python lines (tier T2, %s)" % (
@@ -797,22 +799,25 @@ def _observe_python_inside_ops(torch, regions):
 
 
 def _bracket_ordering_calls(torch, emit, lines):
-    """Brackets the calls that order streams or the host (and Triton launches) with call_begin/call_end, so that
-    the CUDA calls inside take their Python line."""
+    """Brackets the calls that order streams or the host with call_begin/call_end, so that the CUDA calls inside
+    take their Python line. Returns bracket(name, method, args, kwargs), which runs one call so bracketed."""
     in_call = threading.local()  # set while a bracketed call runs: calls it makes are not bracketed again
 
-    def bracketed(name_of, method):
-        """method, recording a call_begin named name_of(args) with the caller's line, and a call_end."""
+    def bracket(name, method, args, kwargs):
+        if getattr(in_call, "active", False):
+            return method(*args, **kwargs)
+        emit('{"type":"call_begin","name":"%s","src":%s}' % (name, lines.at(3)))
+        in_call.active = True
+        try:
+            return method(*args, **kwargs)
+        finally:
+            in_call.active = False
+            emit('{"type":"call_end"}')
+
+    def bracketed(name, method):
+        """method, recording a call_begin named `name` with the caller's line, and a call_end."""
         def call(*args, **kwargs):
-            if getattr(in_call, "active", False):
-                return method(*args, **kwargs)
-            emit('{"type":"call_begin","name":"%s","src":%s}' % (name_of(args), lines.at()))
-            in_call.active = True
-            try:
-                return method(*args, **kwargs)
-            finally:
-                in_call.active = False
-                emit('{"type":"call_end"}')
+            return bracket(name, method, args, kwargs)
         call.__name__ = getattr(method, "__name__", "call")
         call.__doc__ = getattr(method, "__doc__", None)
         return call
@@ -834,127 +839,38 @@ def _bracket_ordering_calls(torch, emit, lines):
             method = getattr(owner, name, None)
             if method is not None:
                 try:
-                    setattr(owner, name, bracketed(lambda args, fixed=prefix + name: fixed, method))
+                    setattr(owner, name, bracketed(prefix + name, method))
                 except (AttributeError, TypeError) as error:  # a type that takes no new attributes
                     _say("%s%s keeps no Python line (%s)" % (prefix, name, error))
+    return bracket
 
-    # Hand-written Triton kernels are not dispatcher ops: their launches keep tier T1, and take the Python line
-    # of the launch through a call bracket named after the kernel.
-    def patch_triton(triton):
+
+def _record_triton_launches(torch, begin, end, lines, bracket, as_ops):
+    """Triton kernels are no dispatcher ops: each launch, torch.compile's (Inductor's CachingAutotuner) and a
+    hand-written kernel's (JITFunction.run), is recorded as an op of its own (streamtrace_launch_ops.py, beside
+    this file). Without `as_ops` they keep tier T1, and a hand-written kernel's launch is bracketed for its line."""
+    spec = importlib.util.spec_from_file_location(
+        "_streamtrace_launch_ops", os.path.join(_HERE, "streamtrace_launch_ops.py"))
+    launch_ops = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(launch_ops)
+    nesting = launch_ops.LaunchNesting()  # one for both: a launch inside a recorded one is part of it
+
+    def hand_written(triton):
         from triton.runtime.jit import JITFunction
 
         lines.add_library_dir(os.path.dirname(triton.__file__))  # the user's line, not Triton's launcher
+        if as_ops:
+            launch_ops.record_triton_launches(torch, JITFunction, begin, end, lines, nesting, bracket)
+        else:
+            launch_ops.bracket_triton_launches(JITFunction, bracket)
 
-        def kernel_name(args):
-            kernel = args[0]
-            return "triton " + (getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "kernel"))
-
-        JITFunction.run = bracketed(kernel_name, JITFunction.run)
-
-    after_import("triton", patch_triton, "Triton launches keep no Python line")
-
-
-# Arguments of a generated kernel that are no memory (sizes, strides, seeds, flags).
-_SCALARS = (int, float, bool, type(None))
-
-
-# The kinds of Inductor's kernels whose code its KernelArgs wrote: a buffer such a kernel stores to is named
-# `out_ptrN` or `in_out_ptrN`, never `in_ptrN`. Templates (matmul, flex attention, whose backward adds into
-# buffers named as inputs) and foreach kernels (autotuned as templates) and a user's Triton kernels are not held
-# to it.
-_GENERATED_KINDS = frozenset(("POINTWISE", "REDUCTION", "PERSISTENT_REDUCTION", "SPLIT_SCAN"))
-
-
-def _inductor_argument_roles(kind, custom, arg_names, mutated_arg_names, count):
-    """Which of a kernel's first `count` arguments it only reads, for a kernel of Inductor's heuristic `kind`
-    (the name of its HeuristicType), `custom` when it is a user's: the buffers a generated kernel (_GENERATED_KINDS)
-    only loads are named `in_ptrN`, unless `mutated_arg_names` lists them. Any other kernel may write each of its
-    buffers."""
-    if custom or kind not in _GENERATED_KINDS:
-        return (False,) * count
-    mutated = frozenset(mutated_arg_names or ())
-    return tuple(index < len(arg_names) and arg_names[index].startswith("in_ptr") and arg_names[index] not in mutated
-                 for index in range(count))
-
-
-def _record_inductor_launches(torch, heuristics, begin, end, lines):
-    """torch.compile's generated Triton kernels are launched by Inductor's CachingAutotuner, not by dispatcher
-    ops, so at tier T1 each of their pointer arguments would stand for a write of its whole block, and two
-    streams that only read one weight would race. Each launch is recorded as an op of its own instead: the
-    storages of the tensors it only reads (_inductor_argument_roles), the storages of the ones it writes, and the
-    user's line that ran the compiled code. Whole storages, not views: a generated kernel indexes its buffers by
-    the layouts it was compiled for."""
-    Tensor = torch.Tensor
-    autotuner = heuristics.CachingAutotuner
-    run = autotuner.run
-    in_launch = threading.local()  # a launch inside a recorded one is part of it
-    generated_roots = set()  # folders of generated code counted as library code
-
-    def generated_code_is_library(root):
-        """The line of an op or launch in the generated code's files is the user's that ran them."""
-        root = root and os.path.abspath(root)
-        if root and root not in generated_roots:
-            generated_roots.add(root)
-            lines.add_library_dir(root)
-
-    try:
-        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
-        # Where Inductor's cache_dir() puts them, read without calling it: it sets the variable and makes the folder.
-        generated_code_is_library(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir())
-    except Exception:
-        pass  # each kernel's module says where (roles)
-
-    def roles(tuner, count):
-        cached = tuner.__dict__.get("_streamtrace_roles")
-        if cached is None or len(cached) != count:
-            meta = getattr(tuner, "inductor_meta", None) or {}
-            mutated = getattr(tuner, "mutated_arg_names", None) or meta.get("mutated_arg_names", ())
-            kind = getattr(getattr(tuner, "heuristic_type", None), "name", None)
-            custom = getattr(tuner, "custom_kernel", False)
-            cached = _inductor_argument_roles(kind, custom, tuner.fn.arg_names, mutated, count)
-            tuner._streamtrace_roles = cached
-            # A module of generated code is CACHE/xy/cxy....py, named by its hash (a cache other than the one
-            # at start: a temporary cache directory); a file named otherwise is no cache's.
-            folder, name = os.path.split(getattr(tuner, "filename", None) or "")
-            if len(name) > 40 and name.endswith(".py") and os.path.basename(folder) == name[1:3]:
-                generated_code_is_library(os.path.dirname(folder))
-        return cached
-
-    def op_record(tuner, args):
-        """The launch's op_end record, or None where its arguments cannot say what it touches."""
-        reads, writes = [], []
-        for arg, read_only in zip(args, roles(tuner, len(args))):
-            if isinstance(arg, Tensor) and arg.is_cuda:
-                storage = arg.untyped_storage()
-                size = storage.nbytes()
-                if size:
-                    (reads if read_only else writes).append("[%d,%d]" % (storage.data_ptr(), size))
-            elif not isinstance(arg, _SCALARS):
-                # A tensor descriptor (TMA) or a host tensor holding one: the kernel reaches memory that no
-                # argument here names, which only its pointer arguments can stand for.
-                return None
-        return '{"type":"op_end","name":"%s","reads":[%s],"writes":[%s],"src":%s}' % (
-            tuner.fn.__name__, ",".join(reads), ",".join(writes), lines.at(3))
-
-    def recorded_run(self, *args, **kwargs):
-        record = None
-        if not getattr(in_launch, "active", False):
-            try:
-                record = op_record(self, args)
-            except Exception:
-                pass  # this launch keeps tier T1
-        if record is None:
-            return run(self, *args, **kwargs)
-        begin()
-        in_launch.active = True
-        try:
-            return run(self, *args, **kwargs)
-        finally:
-            in_launch.active = False
-            end(record)
-
-    recorded_run.__name__, recorded_run.__doc__ = run.__name__, run.__doc__
-    autotuner.run = recorded_run
+    if as_ops:
+        after_import("torch._inductor.runtime.triton_heuristics",
+                     lambda heuristics: launch_ops.record_inductor_launches(torch, heuristics, begin, end, lines,
+                                                                            nesting),
+                     "torch.compile's Triton kernels keep tier T1 (each pointer argument may write its whole block)")
+    after_import("triton", hand_written, "Triton launches keep tier T1 (each pointer argument may write its whole "
+                                         "block)")
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
