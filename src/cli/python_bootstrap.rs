@@ -10,12 +10,13 @@ use anyhow::Context;
 
 use crate::output::{output_dir, write_atomically};
 
-/// The bootstrap's files, by name: the sitecustomize itself, the recording of Triton's launches as ops, the
-/// builder of the native observer and its cache, and the observer's sources (every one the builder's `SOURCES`
-/// names: a test checks).
-const FILES: [(&str, &str); 6] = [
+/// The bootstrap's files, by name: the sitecustomize itself, the recording of Triton's launches as ops and its
+/// reader of Triton IR, the builder of the native observer and its cache, and the observer's sources (every one
+/// the builder's `SOURCES` names: a test checks).
+const FILES: [(&str, &str); 7] = [
     ("sitecustomize.py", include_str!("../../capture/python/sitecustomize.py")),
     ("streamtrace_launch_ops.py", include_str!("../../capture/python/streamtrace_launch_ops.py")),
+    ("streamtrace_triton_ir.py", include_str!("../../capture/python/streamtrace_triton_ir.py")),
     ("streamtrace_observer_cache.py", include_str!("../../capture/python/streamtrace_observer_cache.py")),
     ("torch_observer.cpp", include_str!("../../capture/python/torch_observer.cpp")),
     ("observer_lifetime.h", include_str!("../../capture/python/observer_lifetime.h")),
