@@ -186,7 +186,8 @@ def _span(tensor):
 
 def _specialization(value, constexpr):
     """What of an argument's value can change the kernel's code, and so what it reads and writes: a constexpr's
-    value, whether an int is 1 (Triton makes it a constant), whether an argument is None; not sizes or addresses."""
+    value, whether an int is 1 (Triton makes it a constant) and whether it needs 64 bits, whether an argument is
+    None, a tensor's element type (code may branch on it); not sizes or addresses."""
     if constexpr:
         try:
             hash(value)
@@ -196,8 +197,8 @@ def _specialization(value, constexpr):
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
-        return value == 1
-    return type(value).__name__
+        return (value == 1, -2 ** 31 <= value < 2 ** 31)
+    return (type(value).__name__, str(getattr(value, "dtype", "")))
 
 
 class KernelArguments:
@@ -278,14 +279,23 @@ def triton_access_analysis(torch, wrap=None):
     return analyze_writes
 
 
-def _compiled_ttir(compiled):
-    """The Triton IR text of what JITFunction.run returned (a CompiledKernel), or None."""
+def _compiled_ttir(compiled, parameters):
+    """(the Triton IR text, the Python names of its function's arguments in order) of what JITFunction.run
+    returned (a CompiledKernel: its IR, and the signature it was compiled for, whose parameters other than its
+    constexprs are the IR function's arguments), or None. The signature must name the kernel's `parameters`, in
+    order, as Triton 3 does (older Triton keyed it by place, and left constexprs out)."""
     asm = getattr(compiled, "asm", None)
+    signature = getattr(getattr(compiled, "src", None), "signature", None)
+    if asm is None or not isinstance(signature, dict) or list(signature) != list(parameters):
+        return None
     try:
-        text = asm["ttir"] if asm is not None else None
+        text = asm["ttir"]
     except Exception:
         return None
-    return text if isinstance(text, str) else None
+    kinds = list(signature.values())
+    if not isinstance(text, str) or any(not isinstance(kind, str) or kind.startswith("(") for kind in kinds):
+        return None  # a tuple parameter is several arguments in the IR
+    return text, [name for name, kind in signature.items() if kind != "constexpr"]
 
 
 def record_triton_launches(torch, jit_function, begin, end, lines, nesting, bracket, analysis=None):
@@ -314,16 +324,21 @@ def record_triton_launches(torch, jit_function, begin, end, lines, nesting, brac
             return None  # every tensor counts as written
 
     def accesses(kernel, facts, values, compiled):
-        """(names read, names written) of this launch's kernel, or None: every tensor counts as written."""
-        key = tuple([_specialization(value, constexpr) for value, constexpr in zip(values, facts.constexpr)])
+        """(names read, names written) of this launch's kernel, or None: every tensor counts as written. Read once
+        for each compiled kernel (by its hash; else by the launch's specialization)."""
+        if compiled is None:
+            return None  # the launch failed, or compiles elsewhere: nothing to read, and nothing kept
+        key = getattr(compiled, "hash", None)
+        if not isinstance(key, str):
+            key = tuple([_specialization(value, constexpr) for value, constexpr in zip(values, facts.constexpr)])
         found = facts.accesses.get(key, False)
         if found is False:
-            if compiled is None:
-                return None  # the launch failed: nothing to read, and nothing kept
-            text = _compiled_ttir(compiled)
-            found = triton_ir.ttir_accesses(text) if text is not None else None
-            if found is None:
+            ir = _compiled_ttir(compiled, facts.names)
+            found = triton_ir.ttir_accesses(*ir) if ir is not None else triton_ir.Unfollowed.STRUCTURE
+            if found is triton_ir.Unfollowed.STRUCTURE:
                 found = analyzed(kernel, facts, values)
+            elif found is triton_ir.Unfollowed.UNNAMED_MEMORY:
+                found = None  # no analysis of the arguments can say more
             facts.accesses[key] = found
         return found
 
@@ -372,7 +387,10 @@ def record_triton_launches(torch, jit_function, begin, end, lines, nesting, brac
             launch = None
         if launch is None:
             return bracket("triton " + kernel_name(self), run, (self,) + args, kwargs)
-        begin()
+        try:
+            begin()
+        except Exception:
+            return run(self, *args, **kwargs)  # recording must never break the launch
         nesting.active = True
         compiled = None
         try:
@@ -380,7 +398,10 @@ def record_triton_launches(torch, jit_function, begin, end, lines, nesting, brac
             return compiled
         finally:
             nesting.active = False
-            end(op_record(self, launch, src, compiled))
+            try:
+                end(op_record(self, launch, src, compiled))
+            except Exception:
+                pass  # the launch's own outcome stands
 
     recorded_run.__name__, recorded_run.__doc__ = run.__name__, run.__doc__
     jit_function.run = recorded_run

@@ -5,9 +5,10 @@ keeps with every compiled kernel, `CompiledKernel.asm["ttir"]`), for the recordi
 The IR is read as MLIR prints it, one op a line: each value's name depends on the names its op was given, a
 region op's results and block arguments on what flows into and out of its regions (scf.for by each carried
 value's place), and the pointer operand of each load, store, atomic and descriptor op is traced back to the
-kernel's arguments, which Triton prints under their Python names. Names repeat across sibling regions: a repeated
-name stands for every value it names, which can only add arguments, never lose one.
+kernel's arguments, matched by their place to the compiled signature's parameters. Names repeat across sibling
+regions: a repeated name stands for every value it names, which can only add arguments, never lose one.
 """
+import enum
 import re
 
 # Ops of Triton IR that touch memory through their first operand: what each does there.
@@ -15,8 +16,9 @@ _LOADS = frozenset(("tt.load", "tt.descriptor_load", "tt.descriptor_gather", "tt
 _STORES = frozenset(("tt.store", "tt.descriptor_store", "tt.descriptor_scatter", "tt.experimental_descriptor_store"))
 _UPDATES = frozenset(("tt.atomic_rmw", "tt.atomic_cas", "tt.descriptor_reduce"))
 # Ops of Triton's own dialect that only compute values (from their operands) or say something; any other op of
-# it (a call, inline assembly, a pointer made from an integer, a tensor map written in memory) makes the reading
-# give up, as does any dialect but these.
+# it (a call, a tensor map written in memory) makes the reading give up, as does any dialect but these. (A
+# descriptor made on the device, tt.make_tensor_descriptor, is written to scratch memory of Triton's own when
+# lowered, which no other stream touches: a value here.)
 _PURE_TT = frozenset((
     "tt.addptr", "tt.advance", "tt.make_tensor_ptr", "tt.make_tensor_descriptor", "tt.splat", "tt.unsplat",
     "tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.trans", "tt.cat", "tt.join", "tt.split", "tt.gather",
@@ -25,10 +27,11 @@ _PURE_TT = frozenset((
     "tt.map_elementwise.return", "tt.extern_elementwise", "tt.print", "tt.assert", "tt.bitcast", "tt.ptr_to_int",
     "tt.fp_to_fp", "tt.clampf", "tt.precise_sqrt", "tt.precise_divf", "tt.mulhiui", "tt.return"))
 _PURE_DIALECTS = ("arith.", "math.", "ub.", "llvm.intr.assume", "gpu.barrier")
+# Ops that make addresses no argument names.
+_UNNAMED_MEMORY = frozenset(("tt.int_to_ptr",))
 _SSA = re.compile(r"%([\w.$-]+(?:#\d+)?)")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _ARGUMENT = re.compile(r"%([\w.$-]+): ")
-_NAMED_ARGUMENT = re.compile(r'%([\w.$-]+): [^%]*?loc\("([^"]*)"')
 _OP = re.compile(r"[\w.]+")  # an op's name, before its operands (`scf.condition(%c) ...`)
 _RESULT = re.compile(r"%([\w.$-]+)(?::(\d+))?")
 
@@ -84,65 +87,84 @@ def _op_name(text):
     return (found.group(0), text[found.end():]) if found else ("", text)
 
 
-def ttir_accesses(ttir):
-    """(names read, names written): the kernel's parameters, by their Python names, whose pointers reach a load,
-    and a store or an atomic, in the Triton IR text `ttir` of a compiled kernel (`CompiledKernel.asm["ttir"]`);
-    a value loaded from memory is data, not an address. None where the text holds what this reading cannot
-    follow: more than one function, a call, inline assembly, a pointer made from an integer or loaded from memory,
-    an op it does not know, or arguments without their Python names (Triton before it named them)."""
+class Unfollowed(enum.Enum):
+    """Why the IR could not say what a kernel touches."""
+    # What this reading does not follow (a call, a second function, an op it does not know): another analysis
+    # of the kernel may.
+    STRUCTURE = "structure"
+    # The kernel reaches memory that no argument names (a pointer made from an integer or loaded from memory,
+    # inline assembly, an impure external function): every tensor counts as written, and no analysis of the
+    # arguments can say more.
+    UNNAMED_MEMORY = "unnamed memory"
+
+
+def _clean(text):
+    """An op line without its string literals (a message may hold any character) and its trailing location."""
+    text = _STRING.sub('""', text)
+    cut = text.rfind(" loc(")
+    return (text[:cut] if cut >= 0 else text).strip()
+
+
+def ttir_accesses(ttir, argument_names):
+    """(names read, names written): which of the kernel's arguments reach a load, and a store or an atomic, in the
+    Triton IR text `ttir` of a compiled kernel (`CompiledKernel.asm["ttir"]`), whose function's arguments are, in
+    order, `argument_names` (the compiled signature's parameters that are not constexprs: Triton's own names in
+    the IR follow variables and cannot be trusted to name parameters). A value loaded from memory is data, not an
+    address. An Unfollowed member where the IR holds what this reading cannot follow."""
     lines = ttir.splitlines()
     heads = [index for index, line in enumerate(lines) if line.lstrip().startswith("tt.func")]
     if len(heads) != 1:
-        return None
-    head = lines[heads[0]]
-    signature = head[head.find("(") + 1:]
-    names = dict(_NAMED_ARGUMENT.findall(signature))
-    if len(names) != len(_ARGUMENT.findall(signature)):
-        return None
+        return Unfollowed.STRUCTURE
+    head = _STRING.sub('""', lines[heads[0]])
+    arguments = _ARGUMENT.findall(head[head.find("(") + 1:])
+    if len(arguments) != len(argument_names):
+        return Unfollowed.STRUCTURE
+    names = dict(zip(arguments, argument_names))
     depends, reads, writes, regions = {}, [], [], []
     for line in lines[heads[0] + 1:]:
-        text = line.strip()
-        cut = text.rfind(" loc(")
-        text = text[:cut] if cut >= 0 else text
-        if not text:
+        raw = line.strip()
+        if not raw:
             continue
-        if text.startswith("}"):
+        if raw.startswith("}"):
             if not regions:
                 break  # the function's end
-            if not text.endswith("{"):  # "} else {" and "} do {" open the region op's next region
+            if not _clean(raw).endswith("{"):  # "} else {" and "} do {" open the region op's next region
                 _close(regions.pop(), depends)
             continue
-        if text.startswith("^"):  # a block's arguments, defined by the region op it belongs to
+        if raw.startswith("^"):  # a block's arguments, defined by the region op it belongs to
             if not regions:
-                return None
-            regions[-1].block_args.extend(_SSA.findall(text))
+                return Unfollowed.STRUCTURE
+            regions[-1].block_args.extend(_SSA.findall(_clean(raw)))
             continue
-        results, text = _results(text)
+        results, text = _results(raw)
         op, rest = _op_name(text)
-        operands = _SSA.findall(_STRING.sub("", rest))
+        rest = _clean(rest)
+        operands = _SSA.findall(rest)
         if op in ("scf.yield", "scf.condition") or (op.endswith(".return") and op != "tt.return"):
             if not regions:
-                return None
+                return Unfollowed.STRUCTURE
             regions[-1].yields.append(operands[1:] if op == "scf.condition" else operands)
             continue
-        if text.endswith("{") or "({" in text:
+        if rest.endswith("{") or "({" in rest:
             carried = []
             if op in ("scf.for", "scf.while"):
                 inside = rest[rest.find("(") + 1:rest.find(")")] if "(" in rest else ""
                 carried = [tuple(_SSA.findall(pair)) for pair in inside.split(",") if "=" in pair]
                 if any(len(pair) != 2 for pair in carried):
-                    return None
+                    return Unfollowed.STRUCTURE
                 defined = {argument for argument, _ in carried}
                 if op == "scf.for" and operands:
                     defined.add(operands[0])  # the induction variable
                 operands = [name for name in operands if name not in defined]
             elif op != "scf.if" and op not in _PURE_TT:
-                return None
+                return Unfollowed.STRUCTURE
             regions.append(_Region(op, results, operands, carried))
             continue
         if op in _LOADS or op in _STORES or op in _UPDATES:
-            if not operands or (op == "tt.load" and "!tt.ptr<!tt.ptr" in rest):
-                return None
+            if not operands:
+                return Unfollowed.STRUCTURE
+            if op == "tt.load" and "!tt.ptr<!tt.ptr" in rest:
+                return Unfollowed.UNNAMED_MEMORY
             if op not in _STORES:
                 reads.append(operands[0])
             if op not in _LOADS:
@@ -150,16 +172,22 @@ def ttir_accesses(ttir):
             # What it returns is data from memory, not an address: it depends on nothing here. (Printed names
             # repeat across sibling regions, so a name is never marked as data for good.)
             continue
-        if not (op in _PURE_TT or op.startswith(_PURE_DIALECTS)
-                or (op == "tt.elementwise_inline_asm" and "pure = true" in rest)):
-            return None
+        if op in _UNNAMED_MEMORY or (op == "tt.extern_elementwise" and "pure = false" in rest):
+            return Unfollowed.UNNAMED_MEMORY
+        if op == "tt.elementwise_inline_asm":
+            # Assembly that says it is pure, on values that cannot hold an address (no pointer, no 64-bit
+            # integer), computes a value; any other may store anywhere.
+            if "pure = true" not in rest or "!tt.ptr" in rest or "i64" in rest:
+                return Unfollowed.UNNAMED_MEMORY
+        elif not (op in _PURE_TT or op.startswith(_PURE_DIALECTS)):
+            return Unfollowed.STRUCTURE
         for name in results:
             depends.setdefault(name, set()).update(operands)
     if regions:
-        return None
+        return Unfollowed.STRUCTURE
 
     def parameters(sinks):
-        """The Python names of the parameters whose values reach these operands."""
+        """The names of the arguments whose values reach these operands."""
         found, seen, stack = set(), set(), list(sinks)
         while stack:
             name = stack.pop()

@@ -332,16 +332,48 @@ class HandWrittenLaunches(unittest.TestCase):
 
     def test_the_compiled_kernels_triton_ir_says_first_and_torch_is_not_asked(self):
         kernel = self.JIT("mm", [Param("a"), Param("b"), Param("c"), Param("K"), Param("stride_k")])
-        kernel.compiled = CompiledKernel(MATMUL_TTIR)
+        kernel.compiled = CompiledKernel(MATMUL_TTIR, MM_SIGNATURE)
         kernel.run(Tensor(0x1000, 64), Tensor(0x2000, 64), Tensor(0x3000, 64), 16, 16, grid=(1,), warmup=False)
         self.assertEqual(events[-1][1]["reads"], [[0x1000, 64], [0x2000, 64]])
         self.assertEqual(events[-1][1]["writes"], [[0x3000, 64]])
         self.assertEqual(self.analysis.asked, [])
-        # Where the IR says nothing this reading can follow, PyTorch's analysis is asked.
+        # Where the IR holds what this reading does not follow (a call), PyTorch's analysis is asked.
         kernel = self.JIT("scale_kernel", SCALE_PARAMS)
-        kernel.compiled = CompiledKernel(kernel_ttir(["tt.call @helper(%x) : (!tt.ptr<f32>) -> () loc(#loc1)"]))
+        kernel.compiled = CompiledKernel(kernel_ttir(["tt.call @helper(%x) : (!tt.ptr<f32>) -> () loc(#loc1)"],
+                                                     SCALE_ARGUMENTS), SCALE_SIGNATURE)
         kernel.run(Tensor(0x1000, 64), Tensor(0x2000, 64), 16, grid=(1,), warmup=False)
         self.assertEqual(len(self.analysis.asked), 1)
+        self.assertEqual(events[-1][1]["writes"], [[0x2000, 64]])
+
+    def test_memory_no_argument_names_makes_every_tensor_written_without_asking_torch(self):
+        kernel = self.JIT("scale_kernel", SCALE_PARAMS)
+        kernel.compiled = CompiledKernel(kernel_ttir([
+            "%0 = tt.load %x : !tt.ptr<i64> loc(#loc1)",
+            "%1 = tt.int_to_ptr %0 : i64 -> !tt.ptr<f32> loc(#loc2)",
+            "tt.store %1, %cst : !tt.ptr<f32> loc(#loc3)"], SCALE_ARGUMENTS), SCALE_SIGNATURE)
+        kernel.run(Tensor(0x1000, 64), Tensor(0x2000, 64), 16, grid=(1,), warmup=False)
+        self.assertEqual(self.analysis.asked, [])
+        self.assertEqual(events[-1][1]["writes"], [[0x1000, 64], [0x2000, 64]])
+
+    def test_each_compiled_kernel_is_read_once_whatever_the_arguments_looked_like(self):
+        # Two kernels compiled for launches alike to the recording (a branch on the element type, say): each is
+        # read, by its hash.
+        kernel = self.JIT("scale_kernel", SCALE_PARAMS)
+        stores = {"x": "tt.store %x, %cst : !tt.ptr<f32> loc(#loc1)", "y": "tt.store %y, %cst : !tt.ptr<f32> loc(#loc1)"}
+        for name, hash in (("x", "h1"), ("y", "h2"), ("x", "h1")):
+            kernel.compiled = CompiledKernel(kernel_ttir([stores[name]], SCALE_ARGUMENTS), SCALE_SIGNATURE, hash)
+            kernel.run(Tensor(0x1000, 64), Tensor(0x2000, 64), 16, grid=(1,), warmup=False)
+        self.assertEqual([e[1]["writes"] for e in events if e[0] == "end"],
+                         [[[0x1000, 64]], [[0x2000, 64]], [[0x1000, 64]]])
+        self.assertEqual(sorted(kernel._streamtrace_arguments.accesses), ["h1", "h2"])
+
+    def test_a_signature_keyed_otherwise_than_by_the_kernels_parameters_is_not_read(self):
+        # Older Triton keyed the signature by place and left constexprs out: the IR is not matched to it.
+        kernel = self.JIT("scale_kernel", SCALE_PARAMS)
+        kernel.compiled = CompiledKernel(kernel_ttir(["tt.store %x, %cst : !tt.ptr<f32> loc(#loc1)"],
+                                                     SCALE_ARGUMENTS), {0: "*fp32", 1: "*fp32", 2: "i32"})
+        kernel.run(Tensor(0x1000, 64), Tensor(0x2000, 64), 16, grid=(1,), warmup=False)
+        self.assertEqual(len(self.analysis.asked), 1)  # PyTorch's analysis instead
         self.assertEqual(events[-1][1]["writes"], [[0x2000, 64]])
 
     def test_a_tensor_the_kernel_neither_loads_nor_stores_is_not_touched(self):
@@ -450,10 +482,19 @@ class HandWrittenLaunches(unittest.TestCase):
 
 
 class CompiledKernel:
-    """What the recording reads of what Triton's run returns: its Triton IR."""
+    """What the recording reads of what Triton's run returns: its Triton IR, the signature it was compiled for
+    (parameter -> type, "constexpr" for those compiled in) and its hash."""
 
-    def __init__(self, ttir):
+    def __init__(self, ttir, signature, hash=None):
         self.asm = {"ttir": ttir}
+        self.src = types.SimpleNamespace(signature=signature)
+        if hash is not None:
+            self.hash = hash
+
+
+MM_SIGNATURE = {"a": "*fp32", "b": "*fp32", "c": "*fp32", "K": "i32", "stride_k": "i32"}
+SCALE_SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "ACCUMULATE": "constexpr", "BLOCK": "constexpr"}
+SCALE_ARGUMENTS = '%x: !tt.ptr<f32> loc("x"(#loc)), %y: !tt.ptr<f32> loc("y"(#loc)), %n: i32 loc("n"(#loc))'
 
 
 class AnalysisAdapter(unittest.TestCase):
