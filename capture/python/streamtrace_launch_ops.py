@@ -8,8 +8,8 @@ then an op_end naming what it reads and writes and the user's line), so that its
   which buffers a kernel only loads (record_inductor_launches);
 - hand-written kernels launched through `JITFunction.run` (`kernel[grid](...)`, under `triton.autotune` and
   `triton.heuristics` too): the Triton IR of the kernel the launch compiled says which arguments it loads from
-  and which it stores to (streamtrace_triton_ir.py), else PyTorch's own analysis of it, the one torch.compile runs on a
-  user's kernels (record_triton_launches).
+  and which it stores to (streamtrace_triton_ir.py); where there is no IR to read, PyTorch's own analysis of it,
+  the one torch.compile runs on a user's kernels (record_triton_launches).
 A launch with an argument that is neither a CUDA tensor nor a number (a TMA tensor descriptor, a host tensor)
 keeps tier T1: its kernel reaches memory that no tensor argument names.
 """
@@ -301,8 +301,9 @@ def _compiled_ttir(compiled, parameters):
 def record_triton_launches(torch, jit_function, begin, end, lines, nesting, bracket, analysis=None):
     """Records each launch through `jit_function.run` (Triton's JITFunction) as an op named after the kernel:
     the spans of the CUDA tensors it loads from and of those it stores to, and the user's line of the launch.
-    What a kernel loads and stores is read once for each kernel and specialization, from the Triton IR of the
-    kernel the launch compiled (triton_ir.ttir_accesses), else by `analysis` (triton_access_analysis's by default). A launch
+    What a kernel loads and stores is read once for each compiled kernel, from the Triton IR of the kernel the
+    launch compiled (triton_ir.ttir_accesses); where a launch returns no IR to read (a Triton without the
+    signature this reading needs), by `analysis` (triton_access_analysis's by default). A launch
     whose arguments cannot say what it touches keeps tier T1, bracketed by `bracket(name, run, args, kwargs)` so
     that it still takes the Python line. A warm-up (compiling without launching) records nothing."""
     Tensor = torch.Tensor
@@ -334,11 +335,12 @@ def record_triton_launches(torch, jit_function, begin, end, lines, nesting, brac
         found = facts.accesses.get(key, False)
         if found is False:
             ir = _compiled_ttir(compiled, facts.names)
-            found = triton_ir.ttir_accesses(*ir) if ir is not None else triton_ir.Unfollowed.STRUCTURE
-            if found is triton_ir.Unfollowed.STRUCTURE:
-                found = analyzed(kernel, facts, values)
-            elif found is triton_ir.Unfollowed.UNNAMED_MEMORY:
-                found = None  # no analysis of the arguments can say more
+            if ir is None:
+                found = analyzed(kernel, facts, values)  # no IR to read here: PyTorch's analysis
+            else:
+                found = triton_ir.ttir_accesses(*ir)
+                if isinstance(found, triton_ir.Unfollowed):
+                    found = None
             facts.accesses[key] = found
         return found
 

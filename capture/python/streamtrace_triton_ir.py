@@ -16,7 +16,8 @@ _LOADS = frozenset(("tt.load", "tt.descriptor_load", "tt.descriptor_gather", "tt
 _STORES = frozenset(("tt.store", "tt.descriptor_store", "tt.descriptor_scatter", "tt.experimental_descriptor_store"))
 _UPDATES = frozenset(("tt.atomic_rmw", "tt.atomic_cas", "tt.descriptor_reduce"))
 # Ops of Triton's own dialect that only compute values (from their operands) or say something; any other op of
-# it (a call, a tensor map written in memory) makes the reading give up, as does any dialect but these. (A
+# it (a tensor map written in memory, an op added since) makes the reading give up, as does any dialect but these
+# (and control flow, calls and opaque code, read below). (A
 # descriptor made on the device, tt.make_tensor_descriptor, is written to scratch memory of Triton's own when
 # lowered, which no other stream touches: a value here.)
 _PURE_TT = frozenset((
@@ -24,11 +25,13 @@ _PURE_TT = frozenset((
     "tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.trans", "tt.cat", "tt.join", "tt.split", "tt.gather",
     "tt.histogram", "tt.make_range", "tt.get_program_id", "tt.get_num_programs", "tt.dot", "tt.dot_scaled",
     "tt.reduce", "tt.reduce.return", "tt.scan", "tt.scan.return", "tt.map_elementwise",
-    "tt.map_elementwise.return", "tt.extern_elementwise", "tt.print", "tt.assert", "tt.bitcast", "tt.ptr_to_int",
+    "tt.map_elementwise.return", "tt.print", "tt.assert", "tt.bitcast", "tt.ptr_to_int",
     "tt.fp_to_fp", "tt.clampf", "tt.precise_sqrt", "tt.precise_divf", "tt.mulhiui", "tt.return"))
-_PURE_DIALECTS = ("arith.", "math.", "ub.", "llvm.intr.assume", "gpu.barrier")
+_PURE_DIALECTS = ("arith.", "math.", "ub.", "llvm.intr.assume", "gpu.barrier", "ttg.barrier")
 # Ops that make addresses no argument names.
 _UNNAMED_MEMORY = frozenset(("tt.int_to_ptr",))
+# Code this reading cannot see into: a value op only where it says it is pure and handles no address.
+_OPAQUE = frozenset(("tt.elementwise_inline_asm", "tt.extern_elementwise"))
 _SSA = re.compile(r"%([\w.$-]+(?:#\d+)?)")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _ARGUMENT = re.compile(r"%([\w.$-]+): ")
@@ -88,13 +91,14 @@ def _op_name(text):
 
 
 class Unfollowed(enum.Enum):
-    """Why the IR could not say what a kernel touches."""
-    # What this reading does not follow (a call, a second function, an op it does not know): another analysis
-    # of the kernel may.
+    """Why the IR could not say what a kernel touches: either way every tensor counts as written."""
+    # What this reading does not follow (an op it does not know, a module without one public kernel). PyTorch's
+    # analysis is not asked instead: it undercounts what this reading follows (pointers swapped in a loop, an
+    # address loaded from memory).
     STRUCTURE = "structure"
     # The kernel reaches memory that no argument names (a pointer made from an integer or loaded from memory,
-    # inline assembly, an impure external function): every tensor counts as written, and no analysis of the
-    # arguments can say more.
+    # assembly or an external function that is impure or handles addresses): no analysis of the arguments can
+    # say more.
     UNNAMED_MEMORY = "unnamed memory"
 
 
@@ -105,6 +109,17 @@ def _clean(text):
     return (text[:cut] if cut >= 0 else text).strip()
 
 
+def _reaches_unnamed_memory(op, rest):
+    """Whether an op (`rest`: its line after the name, strings and location dropped) makes or uses an address
+    no argument names: a pointer from an integer, or assembly or an external function that is impure or handles
+    values that can hold an address (a pointer, a 64-bit integer)."""
+    if op in _UNNAMED_MEMORY:
+        return True
+    if op in _OPAQUE:
+        return "pure = true" not in rest or "!tt.ptr" in rest or "i64" in rest
+    return op == "tt.load" and "!tt.ptr<!tt.ptr" in rest
+
+
 def ttir_accesses(ttir, argument_names):
     """(names read, names written): which of the kernel's arguments reach a load, and a store or an atomic, in the
     Triton IR text `ttir` of a compiled kernel (`CompiledKernel.asm["ttir"]`), whose function's arguments are, in
@@ -112,7 +127,13 @@ def ttir_accesses(ttir, argument_names):
     the IR follow variables and cannot be trusted to name parameters). A value loaded from memory is data, not an
     address. An Unfollowed member where the IR holds what this reading cannot follow."""
     lines = ttir.splitlines()
-    heads = [index for index, line in enumerate(lines) if line.lstrip().startswith("tt.func")]
+    # Memory no argument names, anywhere in the module (a function it calls too), decides before all else.
+    for line in lines:
+        results, text = _results(line.strip())
+        op, rest = _op_name(text)
+        if _reaches_unnamed_memory(op, _clean(rest)):
+            return Unfollowed.UNNAMED_MEMORY
+    heads = [index for index, line in enumerate(lines) if line.lstrip().startswith("tt.func public")]
     if len(heads) != 1:
         return Unfollowed.STRUCTURE
     head = _STRING.sub('""', lines[heads[0]])
@@ -121,6 +142,9 @@ def ttir_accesses(ttir, argument_names):
         return Unfollowed.STRUCTURE
     names = dict(zip(arguments, argument_names))
     depends, reads, writes, regions = {}, [], [], []
+    # The function's own blocks past its first (an early return branches to one): their arguments, and every
+    # value a branch passes on, which each of them may take.
+    block_args, branched = [], []
     for line in lines[heads[0] + 1:]:
         raw = line.strip()
         if not raw:
@@ -132,9 +156,7 @@ def ttir_accesses(ttir, argument_names):
                 _close(regions.pop(), depends)
             continue
         if raw.startswith("^"):  # a block's arguments, defined by the region op it belongs to
-            if not regions:
-                return Unfollowed.STRUCTURE
-            regions[-1].block_args.extend(_SSA.findall(_clean(raw)))
+            (regions[-1].block_args if regions else block_args).extend(_SSA.findall(_clean(raw)))
             continue
         results, text = _results(raw)
         op, rest = _op_name(text)
@@ -144,6 +166,16 @@ def ttir_accesses(ttir, argument_names):
             if not regions:
                 return Unfollowed.STRUCTURE
             regions[-1].yields.append(operands[1:] if op == "scf.condition" else operands)
+            continue
+        if op in ("cf.br", "cf.cond_br"):  # values passed to another block's arguments
+            (regions[-1].yields.append(operands) if regions else branched.extend(operands))
+            continue
+        if op == "tt.call":
+            # A function this reading does not enter may load and store through any of its operands.
+            reads.extend(operands)
+            writes.extend(operands)
+            for name in results:
+                depends.setdefault(name, set()).update(operands)
             continue
         if rest.endswith("{") or "({" in rest:
             carried = []
@@ -163,8 +195,6 @@ def ttir_accesses(ttir, argument_names):
         if op in _LOADS or op in _STORES or op in _UPDATES:
             if not operands:
                 return Unfollowed.STRUCTURE
-            if op == "tt.load" and "!tt.ptr<!tt.ptr" in rest:
-                return Unfollowed.UNNAMED_MEMORY
             if op not in _STORES:
                 reads.append(operands[0])
             if op not in _LOADS:
@@ -172,19 +202,14 @@ def ttir_accesses(ttir, argument_names):
             # What it returns is data from memory, not an address: it depends on nothing here. (Printed names
             # repeat across sibling regions, so a name is never marked as data for good.)
             continue
-        if op in _UNNAMED_MEMORY or (op == "tt.extern_elementwise" and "pure = false" in rest):
-            return Unfollowed.UNNAMED_MEMORY
-        if op == "tt.elementwise_inline_asm":
-            # Assembly that says it is pure, on values that cannot hold an address (no pointer, no 64-bit
-            # integer), computes a value; any other may store anywhere.
-            if "pure = true" not in rest or "!tt.ptr" in rest or "i64" in rest:
-                return Unfollowed.UNNAMED_MEMORY
-        elif not (op in _PURE_TT or op.startswith(_PURE_DIALECTS)):
+        if not (op in _PURE_TT or op.startswith(_PURE_DIALECTS) or op in _OPAQUE):
             return Unfollowed.STRUCTURE
         for name in results:
             depends.setdefault(name, set()).update(operands)
     if regions:
         return Unfollowed.STRUCTURE
+    for name in block_args:
+        depends.setdefault(name, set()).update(branched)
 
     def parameters(sinks):
         """The names of the arguments whose values reach these operands."""

@@ -158,12 +158,28 @@ class TritonIRText(unittest.TestCase):
         ])
         self.assertEqual(triton_ir.ttir_accesses(text, ["x", "y"]), (set(), {"x", "y"}))
 
+    def test_a_call_may_load_and_store_through_each_operand(self):
+        text = kernel_ttir(["%0 = tt.load %x : !tt.ptr<f32> loc(#loc1)",
+                            "tt.call @helper(%y, %0) : (!tt.ptr<f32>, f32) -> () loc(#loc2)"])
+        self.assertEqual(triton_ir.ttir_accesses(text, ["x", "y"]), ({"x", "y"}, {"y"}))
+
+    def test_an_early_return_branches_to_blocks_of_the_function(self):
+        # A block's argument takes any value a branch passes.
+        text = kernel_ttir([
+            "cf.cond_br %c, ^bb1, ^bb2(%x : !tt.ptr<f32>) loc(#loc1)",
+            "^bb1:  // pred: ^bb0",
+            "tt.return loc(#loc2)",
+            "^bb2(%p: !tt.ptr<f32> loc(#loc3)):  // pred: ^bb0",
+            "ttg.barrier local loc(#loc4)",
+            "tt.store %p, %cst : !tt.ptr<f32> loc(#loc5)",
+        ])
+        self.assertEqual(triton_ir.ttir_accesses(text, ["x", "y"]), (set(), {"x"}))
+
     def test_what_it_cannot_follow_gives_up(self):
         stored = "tt.store %x, %cst : !tt.ptr<f32> loc(#loc1)"
         structure, unnamed = triton_ir.Unfollowed.STRUCTURE, triton_ir.Unfollowed.UNNAMED_MEMORY
         cannot = {
-            "a call": (["tt.call @helper(%x) : (!tt.ptr<f32>) -> () loc(#loc1)"], structure),
-            "an op of another dialect": (["cf.br ^bb1 loc(#loc1)"], structure),
+            "an op of another dialect": (["llvm.store %v, %x : f32, !llvm.ptr<1> loc(#loc1)"], structure),
             "an op it does not know": (["%0 = tt.new_memory_op %x : !tt.ptr<f32> loc(#loc1)"], structure),
             "a pointer from an integer": (["%0 = tt.int_to_ptr %n : i64 -> !tt.ptr<f32> loc(#loc1)", stored], unnamed),
             "a pointer loaded from memory": (["%0 = tt.load %x : !tt.ptr<!tt.ptr<f32>> loc(#loc1)"], unnamed),
@@ -174,13 +190,18 @@ class TritonIRText(unittest.TestCase):
             "pure assembly given an address": (['%0 = tt.elementwise_inline_asm "mov.b64 $0, $1;" {pure = true} %a '
                                                 ': i64 -> i64 loc(#loc1)'], unnamed),
             "an impure external function": (['%0 = tt.extern_elementwise %a {libname = "", libpath = "", pure = false,'
-                                             ' symbol = "store_at"} : (i64) -> i32 loc(#loc1)'], unnamed),
+                                             ' symbol = "store_at"} : (i32) -> i32 loc(#loc1)'], unnamed),
+            "a pure external function making an address": (['%0 = tt.extern_elementwise %a {libname = "", libpath ='
+                                                            ' "", pure = true, symbol = "at"} : (i64) -> !tt.ptr<f32>'
+                                                            ' loc(#loc1)'], unnamed),
         }
         for what, (body, why) in cannot.items():
             self.assertIs(triton_ir.ttir_accesses(kernel_ttir(body), ["x", "y"]), why, what)
-        helper = kernel_ttir([stored]).replace("} loc(#loc)\n}", "} loc(#loc)\n  tt.func private @helper() {\n"
-                                                                 "    tt.return loc(#loc)\n  } loc(#loc)\n}")
-        self.assertIs(triton_ir.ttir_accesses(helper, ["x", "y"]), structure, "a second function")
+        # A function the kernel calls that makes a pointer from an integer: decided before anything else.
+        helper = kernel_ttir(["tt.call @helper(%y) : (!tt.ptr<f32>) -> () loc(#loc1)"]).replace(
+            "} loc(#loc)\n}", "} loc(#loc)\n  tt.func private @helper(%arg0: !tt.ptr<f32>) {\n"
+            "    %0 = tt.int_to_ptr %n : i64 -> !tt.ptr<f32> loc(#loc1)\n    tt.return loc(#loc)\n  } loc(#loc)\n}")
+        self.assertIs(triton_ir.ttir_accesses(helper, ["x", "y"]), unnamed, "a called function")
         # Pure inline assembly on values that hold no address computes a value, as any other op does.
         pure = kernel_ttir(['%0 = tt.elementwise_inline_asm "mov.b32 $0, $1;" {pure = true} %y : i32 -> i32 loc(#loc1)',
                             "tt.store %x, %0 : !tt.ptr<f32> loc(#loc2)"])
@@ -352,6 +373,25 @@ class RealTritonAnalysis(unittest.TestCase):
                 a, b = b, a
             tl.store(a + offsets, tl.load(b + offsets))
 
+        @triton.jit
+        def early_swap(p, q, x, n, BLOCK: tl.constexpr):
+            offsets = tl.arange(0, BLOCK)
+            if n > 100:
+                return
+            tl.debug_barrier()
+            first, second = p, q
+            for _ in range(n):
+                first, second = second, first
+            tl.store(first + offsets, tl.load(x + offsets))
+
+        @triton.jit
+        def grouped_early(table, x, y, n, BLOCK: tl.constexpr):
+            group = tl.program_id(0)
+            if group >= n:
+                return
+            target = tl.load(table + group).to(tl.int64).to(tl.pointer_type(tl.float32))
+            tl.store(target + tl.arange(0, BLOCK), tl.load(x + tl.arange(0, BLOCK)))
+
         @triton.jit(noinline=True)
         def stored_by_a_call(ptr, index, value):
             tl.store(ptr + index, value)
@@ -388,7 +428,12 @@ class RealTritonAnalysis(unittest.TestCase):
             # Triton prints y and z as `p`, and a as `b`: the IR's names are the branch's variables.
             ("pick", dict(x=T, y=T, z=T, flag=1, BLOCK=16), ({"x"}, {"y", "z"})),
             ("swap_in_branches", dict(a=T, b=T, n=3, BLOCK=16), ({"a"}, {"b"})),
-            ("calls", dict(x=T, y=T, BLOCK=16), None),  # a call it does not follow: PyTorch's analysis is asked
+            # A call to a noinline function: its operands may be loaded and stored through.
+            ("calls", dict(x=T, y=T, BLOCK=16), ({"x", "y"}, {"y"})),
+            # An early return (branches between blocks), a barrier, and pointers swapped in a loop after it.
+            ("early_swap", dict(p=T, q=T, x=T, n=3, BLOCK=16), ({"x"}, {"p", "q"})),
+            # An address loaded from a table: memory no argument names (None here: every tensor written).
+            ("grouped_early", dict(table=I, x=T, y=T, n=3, BLOCK=16), None),
         ]
         launch_ops = load("streamtrace_launch_ops")
         torch_analysis = launch_ops.triton_access_analysis(torch)
@@ -403,7 +448,7 @@ class RealTritonAnalysis(unittest.TestCase):
             found = triton_ir.ttir_accesses(compiled.asm["ttir"], names)
             tensors = {key for key, value in arguments.items() if isinstance(value, torch.Tensor)}
             if expected is None:
-                self.assertIs(found, triton_ir.Unfollowed.STRUCTURE, name)
+                self.assertIs(found, triton_ir.Unfollowed.UNNAMED_MEMORY, name)
                 continue
             reads, writes = (set(found[0]) & tensors, set(found[1]) & tensors)
             self.assertEqual((reads, writes), expected, name)
