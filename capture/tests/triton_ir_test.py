@@ -255,7 +255,6 @@ class RealTritonAnalysis(unittest.TestCase):
                 value += tl.load(y_ptr + offsets, mask=mask)
             tl.store(y_ptr + offsets, value, mask=mask)
 
-
         @triton.jit
         def matmul(a, b, c, K, stride_k, BLOCK: tl.constexpr):
             rows = tl.arange(0, BLOCK)
@@ -267,7 +266,6 @@ class RealTritonAnalysis(unittest.TestCase):
                 b_ptrs += BLOCK * stride_k
             tl.store(c + rows[:, None] * BLOCK + rows[None, :], total)
 
-
         @triton.jit
         def gather_scatter(src, index, dst, counts, n, BLOCK: tl.constexpr):
             offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -276,7 +274,6 @@ class RealTritonAnalysis(unittest.TestCase):
             tl.store(dst + where, tl.load(src + offsets, mask=mask), mask=mask)
             tl.atomic_add(counts + where, 1, mask=mask)
 
-
         @triton.jit
         def swap_in_loop(p, q, out, n, BLOCK: tl.constexpr):
             offsets = tl.arange(0, BLOCK)
@@ -284,7 +281,6 @@ class RealTritonAnalysis(unittest.TestCase):
             for _ in range(n):
                 first, second = second, first
             tl.store(out + offsets, tl.load(first + offsets))
-
 
         @triton.jit
         def branch_store(x, a, b, flag, BLOCK: tl.constexpr):
@@ -296,7 +292,6 @@ class RealTritonAnalysis(unittest.TestCase):
                 tl.store(b + offsets, value)
             tl.device_print("value %d", tl.sum(value, axis=0))
 
-
         @triton.jit
         def while_walk(x, out, n, BLOCK: tl.constexpr):
             offsets = tl.arange(0, BLOCK)
@@ -307,13 +302,11 @@ class RealTritonAnalysis(unittest.TestCase):
                 i += 1
             tl.store(out + offsets, tl.load(ptr + offsets))
 
-
         @triton.jit
         def descriptors(x, y, n, BLOCK: tl.constexpr):
             source = tl.make_tensor_descriptor(x, shape=[n], strides=[1], block_shape=[BLOCK])
             target = tl.make_tensor_descriptor(y, shape=[n], strides=[1], block_shape=[BLOCK])
             target.store([0], source.load([0]) + 1)
-
 
         @triton.jit
         def reduce_rows(x, out, stride, BLOCK: tl.constexpr):
@@ -322,7 +315,6 @@ class RealTritonAnalysis(unittest.TestCase):
             values = tl.load(x + row * stride + offsets)
             tl.store(out + row, tl.max(values, axis=0) + tl.sum(values, axis=0))
 
-
         @triton.jit
         def select_pointer(x, a, b, BLOCK: tl.constexpr):
             offsets = tl.arange(0, BLOCK)
@@ -330,17 +322,14 @@ class RealTritonAnalysis(unittest.TestCase):
             target = tl.where(value > 0, a + offsets, b + offsets)
             tl.store(target, value)
 
-
         @triton.jit
         def helper_store(ptr, offsets, value):
             tl.store(ptr + offsets, value)
-
 
         @triton.jit
         def inlined_helper(x, y, BLOCK: tl.constexpr):
             offsets = tl.arange(0, BLOCK)
             helper_store(y, offsets, tl.load(x + offsets))
-
 
         @triton.jit
         def nested_loops(x, y, n, m, BLOCK: tl.constexpr):
