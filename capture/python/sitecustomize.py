@@ -43,6 +43,15 @@ def _chain_sitecustomize():
             return
 
 
+def _load_beside(name):
+    """The module `name` of this file's folder, loaded from its file (the folder is no package, and a module of
+    the program's may have the same name)."""
+    spec = importlib.util.spec_from_file_location("_" + name, os.path.join(_HERE, name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _say(message):
     sys.stderr.write("streamtrace: %s\n" % message)
 
@@ -330,10 +339,7 @@ def _observer_library(torch):
     """The native observer (torch_observer.cpp) built for this torch: from the cache that every capture of this
     user shares, or built into it now (about 10 s, once per torch, compiler and observer source; beside this
     file, streamtrace_observer_cache.py says how). Raises with the reason when it cannot be had."""
-    spec = importlib.util.spec_from_file_location(
-        "_streamtrace_observer_cache", os.path.join(_HERE, "streamtrace_observer_cache.py"))
-    cache = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cache)
+    cache = _load_beside("streamtrace_observer_cache")
     recipe = cache.recipe_for(torch, _HERE)
 
     def load(path):
@@ -849,10 +855,7 @@ def _record_triton_launches(torch, begin, end, lines, bracket, as_ops):
     """Triton kernels are no dispatcher ops: each launch, torch.compile's (Inductor's CachingAutotuner) and a
     hand-written kernel's (JITFunction.run), is recorded as an op of its own (streamtrace_launch_ops.py, beside
     this file). Without `as_ops` they keep tier T1, and a hand-written kernel's launch is bracketed for its line."""
-    spec = importlib.util.spec_from_file_location(
-        "_streamtrace_launch_ops", os.path.join(_HERE, "streamtrace_launch_ops.py"))
-    launch_ops = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(launch_ops)
+    launch_ops = _load_beside("streamtrace_launch_ops")
     nesting = launch_ops.LaunchNesting()  # one for both: a launch inside a recorded one is part of it
 
     def hand_written(triton):

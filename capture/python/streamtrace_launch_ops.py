@@ -41,17 +41,25 @@ class LaunchNesting(threading.local):
     active = False
 
 
-def _recorded(begin, end, nesting, record, run, args, kwargs):
-    """Runs run(*args, **kwargs) as one op ended by `record` (None: not as an op)."""
-    if record is None:
-        return run(*args, **kwargs)
-    begin()
-    nesting.active = True
+def _as_op(begin, end, nesting, run, args, kwargs, record_of):
+    """Runs run(*args, **kwargs) as one op, ended by the record record_of(what run returned; None when it raised).
+    Recording never breaks the launch: a begin that fails leaves the launch outside any op, an end that fails
+    leaves the launch's own outcome standing."""
     try:
+        begin()
+    except Exception:
         return run(*args, **kwargs)
+    nesting.active = True
+    result = None
+    try:
+        result = run(*args, **kwargs)
+        return result
     finally:
         nesting.active = False
-        end(record)
+        try:
+            end(record_of(result))
+        except Exception:
+            pass
 
 
 def _op_end(name, reads, writes, src):
@@ -140,7 +148,9 @@ def record_inductor_launches(torch, heuristics, begin, end, lines, nesting):
                 record = op_record(self, args)
             except Exception:
                 pass  # this launch keeps tier T1
-        return _recorded(begin, end, nesting, record, run, (self,) + args, kwargs)
+        if record is None:
+            return run(self, *args, **kwargs)
+        return _as_op(begin, end, nesting, run, (self,) + args, kwargs, lambda _: record)
 
     recorded_run.__name__, recorded_run.__doc__ = run.__name__, run.__doc__
     autotuner.run = recorded_run
@@ -389,21 +399,9 @@ def record_triton_launches(torch, jit_function, begin, end, lines, nesting, brac
             launch = None
         if launch is None:
             return bracket("triton " + kernel_name(self), run, (self,) + args, kwargs)
-        try:
-            begin()
-        except Exception:
-            return run(self, *args, **kwargs)  # recording must never break the launch
-        nesting.active = True
-        compiled = None
-        try:
-            compiled = run(self, *args, **kwargs)
-            return compiled
-        finally:
-            nesting.active = False
-            try:
-                end(op_record(self, launch, src, compiled))
-            except Exception:
-                pass  # the launch's own outcome stands
+        # What run returns is the compiled kernel, whose IR says what it touches (None when the launch raised).
+        return _as_op(begin, end, nesting, run, (self,) + args, kwargs,
+                      lambda compiled: op_record(self, launch, src, compiled))
 
     recorded_run.__name__, recorded_run.__doc__ = run.__name__, run.__doc__
     jit_function.run = recorded_run
