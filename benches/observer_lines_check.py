@@ -11,7 +11,7 @@ functions, a generator, a callback that C code calls (sorted's key), a thread, a
 (the frames a walk passes on its way to the user's), and a saved-tensor hook whose clones are ops of their own
 inside the ops that save tensors, a pool thread that runs only library code (its ops take the innermost library
 line), and ops that change only a tensor's metadata (no extents, but a growing resize in deterministic mode
-writes); each record is printed with its extents' shapes (without their addresses).
+writes), and factories like a tensor (a write of the new tensor, no read); each record is printed with its extents' shapes (without their addresses).
 """
 import concurrent.futures
 import ctypes
@@ -122,6 +122,9 @@ staged.resize_(2, 2)
 torch.use_deterministic_algorithms(True)
 staged.resize_(5, 5)
 torch.use_deterministic_algorithms(False)
+# Factories like a tensor take its shape, dtype and device, no byte: their op_ends write the new tensor, read nothing.
+torch.ones_like(x)
+x.new_zeros(2)
 
 for name, text in records:  # the addresses differ between runs; the ops, their lines and extents' shapes must not
     fields = json.loads(text)

@@ -735,6 +735,21 @@ fn torch_samples_at_tier_t2_match_their_ground_truth() {
         ("triton_streams_halves-no-wait", true),
         ("triton_streams_halves-overlap", true),
         ("triton_streams_halves-autotune", false),
+        // PyTorch's stream semantics of backward passes, streams reached by handle, set_stream and event polling,
+        // and activation checkpointing (ops recomputed inside backward).
+        ("backward_side_stream", false),
+        ("backward_side_stream-wait", false),
+        ("backward_side_stream-no-wait", true),
+        ("backward_side_stream-caller-stream", false),
+        ("stream_handles", false),
+        ("stream_handles-no-wait", true),
+        ("stream_handles-set-stream", false),
+        ("stream_handles-set-stream-no-wait", true),
+        ("stream_handles-poll", false),
+        ("stream_handles-poll-early", true),
+        ("lib_checkpoint", false),
+        ("lib_checkpoint-reentrant", false),
+        ("lib_checkpoint-no-wait", true),
     ] {
         let (_, json) = analyze(&format!("{DIR}/{sample}.json"));
         let races = json["races"].as_array().expect("races").len();
@@ -828,6 +843,29 @@ fn tier_t2_native_observer_records_top_level_ops_only() {
 }
 
 #[test]
+fn a_factory_like_a_tensor_reads_none_of_its_bytes_in_both_observers() {
+    // backward() called in a side stream's context makes the implicit gradient there (`ones_like(loss)`) while
+    // `mean` may still write `loss` on the default stream. ones_like takes loss's shape, never a byte: taken as a
+    // read of loss, it raced with mean.
+    for dir in ["samples/capture/torch-t2", "samples/capture/torch-t2-python-mode"] {
+        let trace = format!("{dir}/backward_side_stream-caller-stream.json");
+        let text = std::fs::read_to_string(&trace).expect("trace");
+        let factories: Vec<Value> = text
+            .lines()
+            .filter(|l| l.contains("\"ones_like.default\""))
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        assert_eq!(factories.len(), 3, "{trace}: one implicit gradient a step");
+        for record in &factories {
+            assert_eq!(record["reads"], serde_json::json!([]), "{trace}: {record}");
+            assert_eq!(record["writes"].as_array().map(Vec::len), Some(1), "{trace}: the new tensor is written");
+        }
+        let (_, json) = analyze(&trace);
+        assert_eq!(json["races"].as_array().map(Vec::len), Some(0), "{trace}");
+    }
+}
+
+#[test]
 fn an_op_run_inside_an_op_gives_its_kernels_its_own_extents_in_both_observers() {
     // A saved-tensor hook clones mul's saved tensors on a side stream without waiting: each clone reads what
     // randn wrote on the default stream. Had the clone's kernel been given mul's extents, it would write y and
@@ -878,6 +916,9 @@ fn tier_t2_python_mode_fallback_gives_the_same_verdicts() {
     let (_, json) = analyze(&format!("{DIR}/staging_refill_too_early.json"));
     assert_eq!(json["races"][0]["later"]["site"]["stream"]["kind"], "host_thread");
     let (_, json) = analyze(&format!("{DIR}/host_read_after_event.json"));
+    assert_eq!(json["races"].as_array().map(Vec::len), Some(0));
+    // Activation checkpointing ran to its end under the mode (its recomputation without the early stop).
+    let (_, json) = analyze(&format!("{DIR}/lib_checkpoint.json"));
     assert_eq!(json["races"].as_array().map(Vec::len), Some(0));
 }
 

@@ -43,12 +43,18 @@ def _chain_sitecustomize():
             return
 
 
+_beside = {}  # name -> the module of this file's folder, loaded once
+
+
 def _load_beside(name):
-    """The module `name` of this file's folder, loaded from its file (the folder is no package, and a module of
-    the program's may have the same name)."""
-    spec = importlib.util.spec_from_file_location("_" + name, os.path.join(_HERE, name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """The module `name` of this file's folder, loaded from its file once (the folder is no package, and a module
+    of the program's may have the same name)."""
+    module = _beside.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location("_" + name, os.path.join(_HERE, name + ".py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _beside[name] = module
     return module
 
 
@@ -184,12 +190,7 @@ def _extent(tensor):
     if tensor.is_contiguous():
         return "[%d,%d]" % (tensor.data_ptr(), size)
     shape, strides = tensor.shape, tensor.stride()
-    low = high = 0
-    for n, stride in zip(shape, strides):
-        if stride < 0:
-            low += (n - 1) * stride
-        else:
-            high += (n - 1) * stride
+    low, high = _load_beside("streamtrace_launch_ops").element_bounds(shape, strides)
     element = tensor.element_size()
     span = (high - low + 1) * element
     if low < 0:
@@ -423,6 +424,13 @@ _METADATA_ONLY_OPS = frozenset((
     "aten::set_data", "aten::record_stream", "aten::sparse_resize_", "aten::sparse_resize_and_clear_",
     "aten::resize_as_sparse_", "aten::_coalesced_"))
 
+# Factories that make a new tensor like their input: they take its shape, dtype and device, no byte; their
+# outputs are written as any op's (torch_observer.cpp's is_like_factory).
+_LIKE_FACTORY_OPS = frozenset((
+    "aten::empty_like", "aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::rand_like",
+    "aten::randn_like", "aten::randint_like", "aten::new_empty", "aten::new_empty_strided", "aten::new_zeros",
+    "aten::new_ones", "aten::new_full"))
+
 # Resizes touch no byte either, unless deterministic mode fills what they add (torch_observer.cpp's is_resize).
 _RESIZE_OPS = frozenset(("aten::resize_", "aten::resize_as_", "aten::_resize_output_"))
 
@@ -439,6 +447,20 @@ def _touches_no_byte(torch, name):
     except Exception:  # a torch without these: take the resize as a write, as before
         return False
     return not (deterministic and fills)
+
+
+def _checkpoint_recomputes_to_the_end():
+    """Turns off the early stop of non-reentrant activation checkpointing, under torch's GPU trace hooks.
+
+    Those hooks (torch._C._activate_gpu_trace) run Python from C++ at every block freed without setting a pending
+    exception aside: a CUDA tensor freed while an exception unwinds Python frames drops that exception, and the
+    program fails (`SystemError: ... returned NULL without setting an exception`). Non-reentrant checkpointing
+    ends each recomputation inside backward so, raising through frames that hold CUDA tensors
+    (torch.utils.checkpoint's _StopRecomputationError); recomputing the rest of the block instead gives the same
+    gradients. A program that sets the early stop itself (set_checkpoint_early_stop) keeps its choice."""
+    checkpoint = sys.modules.get("torch.utils.checkpoint") or importlib.import_module("torch.utils.checkpoint")
+    if getattr(checkpoint, "_enable_checkpoint_early_stop", False) is None:
+        checkpoint._enable_checkpoint_early_stop = False
 
 
 def _start_dispatch_mode(torch, begin, emit, end, lines):
@@ -581,6 +603,11 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
         blocks_recorded = True
     except Exception as error:
         _say_no_blocks(error)
+    if blocks_recorded:
+        try:
+            _checkpoint_recomputes_to_the_end()
+        except Exception:
+            pass  # a torch without activation checkpointing
 
     is_pinned = torch.ops.aten.is_pinned.default
 
@@ -606,12 +633,13 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
                 reads, writes, host_reads, host_writes = [], [], [], []
                 count = len(args)
                 no_byte = _touches_no_byte(torch, func._schema.name)
+                reads_no_input = func._schema.name in _LIKE_FACTORY_OPS
                 for index, name, written in () if no_byte else arguments_of(func):
                     value = args[index] if index < count else kwargs.get(name) if kwargs else None
                     if value is not None:
                         if written:
                             add_extents(value, writes, host_writes)
-                        else:
+                        elif not reads_no_input:
                             add_extents(value, reads, host_reads)
                 returns_alias, view = outputs_alias(func)
                 view = view or no_byte

@@ -175,6 +175,18 @@ def bracket_triton_launches(jit_function, bracket):
     jit_function.run = bracketed_run
 
 
+def element_bounds(shape, strides):
+    """How far a view's lowest and highest elements lie from its first one, in elements (strides in elements; a
+    view with no element has none)."""
+    low = high = 0
+    for n, stride in zip(shape, strides):
+        if stride < 0:
+            low += (n - 1) * stride
+        else:
+            high += (n - 1) * stride
+    return low, high
+
+
 def _span(tensor):
     """The bytes from a CUDA tensor's lowest element to its highest, as an item of a reads or writes list, or None
     when it has none. The whole span, not a strided view's elements: a kernel is handed the first element's
@@ -182,14 +194,10 @@ def _span(tensor):
     if tensor.is_contiguous():
         size = tensor.numel() * tensor.element_size()
         return "[%d,%d]" % (tensor.data_ptr(), size) if size else None
-    low = high = 0
-    for n, stride in zip(tensor.shape, tensor.stride()):
-        if n == 0:
-            return None
-        if stride < 0:
-            low += (n - 1) * stride
-        else:
-            high += (n - 1) * stride
+    shape = tensor.shape
+    if 0 in shape:
+        return None
+    low, high = element_bounds(shape, tensor.stride())
     element = tensor.element_size()
     return "[%d,%d]" % (tensor.data_ptr() + low * element, (high - low + 1) * element)
 

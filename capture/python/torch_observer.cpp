@@ -415,6 +415,7 @@ struct OpFacts {
   bool torch_own = false;        // an op of PyTorch's own (aten, prims, c10d...): its native frames are PyTorch's
   bool metadata_only = false;    // it changes a tensor's metadata (shape, storage), no byte: reads and writes none
   bool resize = false;           // a resize: no byte either, unless deterministic mode fills what it grows
+  bool reads_no_input = false;   // a factory "like" its input: it takes a shape, dtype and device from it, no byte
 };
 
 // In-place ops whose schemas mark `self` written (Tensor(a!)) but that change only what the tensor is (its
@@ -428,6 +429,18 @@ bool is_metadata_only(const std::string& schema_name) {
       "aten::detach_",       "aten::requires_grad_", "aten::rename_",         "aten::set_data",
       "aten::record_stream", "aten::sparse_resize_", "aten::sparse_resize_and_clear_",
       "aten::resize_as_sparse_", "aten::_coalesced_"};
+  return kOps.count(schema_name) > 0;
+}
+
+// Factories that make a new tensor like their input (`torch.ones_like(loss)`, which backward() runs on the
+// stream it is called on, `p.new_zeros(...)`): the input gives a shape, dtype and device, never a byte. Taken as
+// reads, they raced with the input's writer on another stream. Their outputs are written as any op's. Kept in
+// step with _LIKE_FACTORY_OPS in sitecustomize.py.
+bool is_like_factory(const std::string& schema_name) {
+  static const std::unordered_set<std::string> kOps = {
+      "aten::empty_like", "aten::zeros_like", "aten::ones_like",  "aten::full_like",  "aten::rand_like",
+      "aten::randn_like", "aten::randint_like", "aten::new_empty", "aten::new_empty_strided",
+      "aten::new_zeros", "aten::new_ones",    "aten::new_full"};
   return kOps.count(schema_name) > 0;
 }
 
@@ -544,6 +557,7 @@ const OpFacts* facts_of(ThreadState& thread, const at::RecordFunction& fn) {
   facts.torch_own = is_torch_own(facts.schema_name);
   facts.metadata_only = is_metadata_only(facts.schema_name);
   facts.resize = is_resize(facts.schema_name);
+  facts.reads_no_input = is_like_factory(facts.schema_name);
   if (facts.schema_name.rfind("c10d::", 0) == 0) {
     const auto& arguments = schema->arguments();
     for (size_t index = 0; index < arguments.size(); ++index) {
@@ -743,7 +757,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       }
       if (index < facts->written.size() && facts->written[index]) {
         op.written.push_back(inputs[index]);
-      } else {
+      } else if (!facts->reads_no_input) {
         append_extents({op.reads, op.host_reads}, inputs[index]);
       }
     }

@@ -1,0 +1,100 @@
+"""Parts of the PyTorch bootstrap (capture/python/sitecustomize.py) that need neither torch nor a GPU, with
+stand-ins for torch's modules. Run by bootstrap.rs beside this file (`cargo test -p streamtrace-capture --test
+bootstrap`), or alone: `python3 capture/tests/bootstrap_test.py`.
+"""
+import importlib.util
+import os
+import sys
+import types
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_bootstrap():
+    spec = importlib.util.spec_from_file_location("streamtrace_bootstrap_under_test",
+                                                  os.path.join(HERE, "..", "python", "sitecustomize.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bootstrap = load_bootstrap()
+
+
+class CheckpointEarlyStop(unittest.TestCase):
+    """Under the Python dispatch mode's GPU trace hooks, non-reentrant checkpointing must not end a recomputation
+    by raising through frames that hold CUDA tensors (the hooks would drop the exception)."""
+
+    def with_checkpoint_module(self, early_stop):
+        checkpoint = types.ModuleType("torch.utils.checkpoint")
+        checkpoint._enable_checkpoint_early_stop = early_stop
+        saved = sys.modules.get("torch.utils.checkpoint")
+        sys.modules["torch.utils.checkpoint"] = checkpoint
+        self.addCleanup(lambda: sys.modules.pop("torch.utils.checkpoint") if saved is None
+                        else sys.modules.__setitem__("torch.utils.checkpoint", saved))
+        return checkpoint
+
+    def test_the_default_early_stop_is_turned_off(self):
+        checkpoint = self.with_checkpoint_module(None)  # torch's default: each checkpoint's own (early_stop=True)
+        bootstrap._checkpoint_recomputes_to_the_end()
+        self.assertIs(checkpoint._enable_checkpoint_early_stop, False)
+
+    def test_a_programs_own_choice_stands(self):
+        for chosen in (True, False):
+            checkpoint = self.with_checkpoint_module(chosen)
+            bootstrap._checkpoint_recomputes_to_the_end()
+            self.assertIs(checkpoint._enable_checkpoint_early_stop, chosen)
+
+    def test_a_torch_without_the_switch_is_left_alone(self):
+        checkpoint = self.with_checkpoint_module(None)
+        del checkpoint._enable_checkpoint_early_stop
+        bootstrap._checkpoint_recomputes_to_the_end()
+        self.assertFalse(hasattr(checkpoint, "_enable_checkpoint_early_stop"))
+
+
+class View:
+    """A stand-in for a CUDA tensor: its first element's address, shape and strides in elements."""
+
+    def __init__(self, address, shape, strides, element=4):
+        self.address, self.shape, self.strides, self.element = address, tuple(shape), tuple(strides), element
+        contiguous, step = [], 1
+        for n in reversed(self.shape):
+            contiguous.insert(0, step)
+            step *= n
+        self.contiguous = self.strides == tuple(contiguous)
+        self.nbytes = step * element
+
+    def is_contiguous(self):
+        return self.contiguous
+
+    def stride(self):
+        return self.strides
+
+    def data_ptr(self):
+        return self.address
+
+    def element_size(self):
+        return self.element
+
+
+class Extents(unittest.TestCase):
+    """What the Python dispatch mode records of a tensor argument (docs/trace-format.md's access items)."""
+
+    def test_a_contiguous_tensor_is_its_bytes(self):
+        self.assertEqual(bootstrap._extent(View(0x1000, (2, 3), (3, 1))), "[4096,24]")
+
+    def test_a_strided_view_keeps_its_layout(self):
+        # x[0::2] of 8 floats: 4 elements two apart, from the first to the seventh float.
+        self.assertEqual(bootstrap._extent(View(0x1000, (4,), (2,))), "[4096,28,4,[[4,2]]]")
+
+    def test_a_view_with_a_negative_stride_is_its_span_from_the_lowest_element(self):
+        # x.flip(0) of 4 floats: the first element is the last float.
+        self.assertEqual(bootstrap._extent(View(0x100c, (4,), (-1,))), "[4096,16]")
+
+    def test_a_tensor_without_bytes_has_no_extent(self):
+        self.assertIsNone(bootstrap._extent(View(0x1000, (0, 3), (3, 1))))
+
+
+if __name__ == "__main__":
+    unittest.main()
