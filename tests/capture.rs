@@ -750,6 +750,16 @@ fn torch_samples_at_tier_t2_match_their_ground_truth() {
         ("lib_checkpoint", false),
         ("lib_checkpoint-reentrant", false),
         ("lib_checkpoint-no-wait", true),
+        // Worker threads of a thread pool, each on its own stream; gradients offloaded to pinned memory by
+        // autograd hooks on a side stream; two CUDA graphs sharing one memory pool.
+        ("thread_pool_streams", false),
+        ("thread_pool_streams-event", false),
+        ("thread_pool_streams-no-sync", true),
+        ("grad_offload_hooks", false),
+        ("grad_offload_hooks-no-wait", true),
+        ("grad_offload_hooks-no-sync", true),
+        ("graph_shared_pool", false),
+        ("graph_shared_pool-side", true),
     ] {
         let (_, json) = analyze(&format!("{DIR}/{sample}.json"));
         let races = json["races"].as_array().expect("races").len();

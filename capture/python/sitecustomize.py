@@ -19,6 +19,7 @@ loads: the observer's cache (streamtrace_observer_cache.py) and Triton's launche
 """
 import atexit
 import ctypes
+import functools
 import importlib.abc
 import importlib.util
 import json
@@ -449,6 +450,36 @@ def _touches_no_byte(torch, name):
     return not (deterministic and fills)
 
 
+# A C callable that takes what torch's GPU trace hooks pass (none to two ints) and does nothing: no bytecode.
+_NO_BYTECODE = functools.partial(slice, None)
+
+
+def _quiet_unobserved_gpu_trace_hooks(gpu_trace):
+    """Makes each of torch's GPU trace hooks that nothing observes run no Python bytecode once activated.
+
+    Activated (torch._C._activate_gpu_trace), every hook calls its registry's fire_callbacks, Python code where
+    the interpreter may hand the GIL to another thread, from C++ that may hold a lock: the stream pool is filled
+    under a call_once whose stream creations each fire a hook, so a thread that takes the GIL there and asks for
+    its first stream (THCPStream_pynew holds the GIL) waits for the call_once while the filling thread waits for
+    the GIL. Two threads of a thread pool, each making its first stream, hung so (CSAN can too). A registry
+    given a callback later (by the program, or CSAN) fires again as torch wrote it."""
+    for registry in list(vars(gpu_trace).values()):
+        if type(registry).__name__ != "CallbackRegistry" or getattr(registry, "callback_list", True):
+            continue
+        registry.fire_callbacks = _NO_BYTECODE
+        registry.add_callback = _firing_again_once_observed(registry)
+
+
+def _firing_again_once_observed(registry):
+    add = type(registry).add_callback
+
+    def add_callback(callback):
+        registry.__dict__.pop("fire_callbacks", None)
+        registry.__dict__.pop("add_callback", None)
+        add(registry, callback)
+    return add_callback
+
+
 def _checkpoint_recomputes_to_the_end():
     """Turns off the early stop of non-reentrant activation checkpointing, under torch's GPU trace hooks.
 
@@ -599,6 +630,7 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
         gpu_trace = importlib.import_module("torch.cuda._gpu_trace")
         gpu_trace.register_callback_for_memory_allocation(on_block_alloc)
         gpu_trace.register_callback_for_memory_deallocation(on_block_free)
+        _quiet_unobserved_gpu_trace_hooks(gpu_trace)
         torch._C._activate_gpu_trace()
         blocks_recorded = True
     except Exception as error:

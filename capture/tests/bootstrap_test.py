@@ -53,6 +53,56 @@ class CheckpointEarlyStop(unittest.TestCase):
         self.assertFalse(hasattr(checkpoint, "_enable_checkpoint_early_stop"))
 
 
+class CallbackRegistry:
+    """A stand-in for torch._utils.CallbackRegistry (the registries of torch.cuda._gpu_trace)."""
+
+    def __init__(self, name):
+        self.name, self.callback_list = name, []
+
+    def add_callback(self, callback):
+        self.callback_list.append(callback)
+
+    def fire_callbacks(self, *args):
+        for callback in self.callback_list:
+            callback(*args)
+
+
+class QuietGpuTraceHooks(unittest.TestCase):
+    """The GPU trace hooks nothing observes must run no Python bytecode (where the GIL may change hands under a
+    lock of torch's); observed ones fire as torch wrote them."""
+
+    def trace_module(self):
+        gpu_trace = types.ModuleType("torch.cuda._gpu_trace")
+        gpu_trace.StreamCreationCallbacks = CallbackRegistry("stream creation")
+        gpu_trace.EventRecordCallbacks = CallbackRegistry("event record")
+        gpu_trace.DeviceSynchronizationCallbacks = CallbackRegistry("device synchronization")
+        gpu_trace.MemoryAllocationCallbacks = CallbackRegistry("memory allocation")
+        return gpu_trace
+
+    def test_unobserved_hooks_fire_no_bytecode(self):
+        gpu_trace = self.trace_module()
+        allocated = []
+        gpu_trace.MemoryAllocationCallbacks.add_callback(allocated.append)
+        bootstrap._quiet_unobserved_gpu_trace_hooks(gpu_trace)
+        for registry, args in ((gpu_trace.StreamCreationCallbacks, (7,)), (gpu_trace.EventRecordCallbacks, (1, 2)),
+                               (gpu_trace.DeviceSynchronizationCallbacks, ())):
+            self.assertFalse(hasattr(registry.fire_callbacks, "__code__"), registry.name)
+            registry.fire_callbacks(*args)  # takes what torch passes
+        gpu_trace.MemoryAllocationCallbacks.fire_callbacks(0x1000)
+        self.assertEqual(allocated, [0x1000], "an observed hook still fires")
+
+    def test_a_callback_added_later_is_fired(self):
+        gpu_trace = self.trace_module()
+        bootstrap._quiet_unobserved_gpu_trace_hooks(gpu_trace)
+        recorded = []
+        gpu_trace.EventRecordCallbacks.add_callback(lambda event, stream: recorded.append((event, stream)))
+        gpu_trace.EventRecordCallbacks.fire_callbacks(1, 2)
+        self.assertEqual(recorded, [(1, 2)])
+        gpu_trace.EventRecordCallbacks.add_callback(lambda event, stream: recorded.append("second"))
+        gpu_trace.EventRecordCallbacks.fire_callbacks(3, 4)
+        self.assertEqual(recorded, [(1, 2), (3, 4), "second"])
+
+
 class View:
     """A stand-in for a CUDA tensor: its first element's address, shape and strides in elements."""
 
