@@ -44,6 +44,8 @@ one() {  # SCRIPT VARIANT ("-": none)
   case "$truth" in race | clean | "") ;; *) verdict="not compared" ;; esac
   if [ "$truth" = race ] && [ "${races:-0}" -gt 0 ]; then verdict=ok; fi
   if [ "$truth" = clean ] && [ -n "$races" ] && [ "$races" -eq 0 ]; then verdict=ok; fi
+  # A capture that stopped or never started finds nothing: its "clean" says nothing of the program.
+  if grep -qE '^streamtrace: capture (disabled|stopped)' "$work/$name.log"; then verdict=MISMATCH truth="$truth, capture off"; fi
   echo "$label $name: truth ${truth:-none}, races ${races:-none}, exit $status: $verdict"
 }
 export -f one

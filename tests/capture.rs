@@ -760,6 +760,10 @@ fn torch_samples_at_tier_t2_match_their_ground_truth() {
         ("grad_offload_hooks-no-sync", true),
         ("graph_shared_pool", false),
         ("graph_shared_pool-side", true),
+        // Real training libraries: Hugging Face transformers' GPT-2, Lightning's Trainer.
+        ("lib_hf_gpt2_train", false),
+        ("lib_hf_gpt2_train-no-wait", true),
+        ("lib_lightning_fit", false),
     ] {
         let (_, json) = analyze(&format!("{DIR}/{sample}.json"));
         let races = json["races"].as_array().expect("races").len();

@@ -23,6 +23,7 @@ pub mod calls;
 mod control;
 mod cost;
 mod cupti;
+mod cupti_owner;
 pub mod driver_call;
 mod fork;
 mod frame_lines;

@@ -3,25 +3,28 @@
 //! reading the measurement switches, and activity tracing when GPU times are asked for. Touches the backends'
 //! subscriptions, libc's registration functions and the switches.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use streamtrace_format::launch;
 
 use crate::control::{CALL_SITES, DISCARD, ENABLED, EXACT, GPU_TIMES, HOST_SYNC, NOOP};
-use crate::{activity, at_exit, cupti, fork, origin, sanitizer};
+use crate::{activity, at_exit, cupti, cupti_owner, fork, origin, sanitizer};
 
 /// Turns capture on: subscribes the backend (calls.rs's calls), registers the at-exit flush and the fork
 /// handlers, and reads the measurement switches. An error says why capture cannot run; the caller says it once.
 pub fn initialize() -> Result<(), String> {
+    if !first_initialization() {
+        return Ok(());
+    }
     origin::note_pid();
     crate::ranges::configure();
     let exact = std::env::var_os(launch::ENV_EXACT).is_some();
-    if exact {
-        sanitizer::subscribe()?;
-        EXACT.store(true, Ordering::SeqCst);
-    } else {
-        cupti::subscribe()?;
+    let subscribed = if exact { sanitizer::subscribe() } else { cupti::subscribe() };
+    if subscribed.is_err() {
+        cupti_owner::capture_could_not_subscribe(); // CUPTI is the program's, then
     }
+    subscribed?;
+    EXACT.store(exact, Ordering::SeqCst);
     // Safety: registers a plain extern "C" function with no arguments.
     unsafe { libc::atexit(at_exit::flush_at_exit) };
     NOOP.store(std::env::var_os("STREAMTRACE_CALLBACK_NOOP").is_some(), Ordering::SeqCst);
@@ -42,4 +45,23 @@ pub fn initialize() -> Result<(), String> {
     crate::host_watch::start();
     ENABLED.store(true, Ordering::SeqCst);
     Ok(())
+}
+
+/// Whether this is the process's first initialization. The driver may initialize the injection again in one
+/// process (it did under a Lightning `Trainer.fit`): subscribing again failed against the capture's own
+/// subscription and said "capture disabled" while the capture went on. A later call changes nothing; the first
+/// one said why, if it failed.
+fn first_initialization() -> bool {
+    static STARTED: AtomicBool = AtomicBool::new(false);
+    !STARTED.swap(true, Ordering::SeqCst)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_injection_is_initialized_once() {
+        // This test binary never initializes the injection otherwise.
+        assert!(super::first_initialization());
+        assert!(!super::first_initialization(), "a second call from the driver");
+    }
 }
