@@ -2,24 +2,14 @@
 stand-ins for torch's modules. Run by bootstrap.rs beside this file (`cargo test -p streamtrace-capture --test
 bootstrap`), or alone: `python3 capture/tests/bootstrap_test.py`.
 """
-import importlib.util
-import os
 import sys
 import types
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from bootstrap_modules import load
+from launch_ops_test import Tensor  # a stand-in for a CUDA tensor or view
 
-
-def load_bootstrap():
-    spec = importlib.util.spec_from_file_location("streamtrace_bootstrap_under_test",
-                                                  os.path.join(HERE, "..", "python", "sitecustomize.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bootstrap = load_bootstrap()
+bootstrap = load("sitecustomize", "streamtrace_bootstrap_under_test")
 
 
 class CheckpointEarlyStop(unittest.TestCase):
@@ -103,47 +93,22 @@ class QuietGpuTraceHooks(unittest.TestCase):
         self.assertEqual(recorded, [(1, 2), (3, 4), "second"])
 
 
-class View:
-    """A stand-in for a CUDA tensor: its first element's address, shape and strides in elements."""
-
-    def __init__(self, address, shape, strides, element=4):
-        self.address, self.shape, self.strides, self.element = address, tuple(shape), tuple(strides), element
-        contiguous, step = [], 1
-        for n in reversed(self.shape):
-            contiguous.insert(0, step)
-            step *= n
-        self.contiguous = self.strides == tuple(contiguous)
-        self.nbytes = step * element
-
-    def is_contiguous(self):
-        return self.contiguous
-
-    def stride(self):
-        return self.strides
-
-    def data_ptr(self):
-        return self.address
-
-    def element_size(self):
-        return self.element
-
-
 class Extents(unittest.TestCase):
     """What the Python dispatch mode records of a tensor argument (docs/trace-format.md's access items)."""
 
     def test_a_contiguous_tensor_is_its_bytes(self):
-        self.assertEqual(bootstrap._extent(View(0x1000, (2, 3), (3, 1))), "[4096,24]")
+        self.assertEqual(bootstrap._extent(Tensor(0x1000, 24, shape=(2, 3))), "[4096,24]")
 
     def test_a_strided_view_keeps_its_layout(self):
         # x[0::2] of 8 floats: 4 elements two apart, from the first to the seventh float.
-        self.assertEqual(bootstrap._extent(View(0x1000, (4,), (2,))), "[4096,28,4,[[4,2]]]")
+        self.assertEqual(bootstrap._extent(Tensor(0x1000, 16, shape=(4,), stride=(2,))), "[4096,28,4,[[4,2]]]")
 
     def test_a_view_with_a_negative_stride_is_its_span_from_the_lowest_element(self):
         # x.flip(0) of 4 floats: the first element is the last float.
-        self.assertEqual(bootstrap._extent(View(0x100c, (4,), (-1,))), "[4096,16]")
+        self.assertEqual(bootstrap._extent(Tensor(0x100c, 16, shape=(4,), stride=(-1,))), "[4096,16]")
 
     def test_a_tensor_without_bytes_has_no_extent(self):
-        self.assertIsNone(bootstrap._extent(View(0x1000, (0, 3), (3, 1))))
+        self.assertIsNone(bootstrap._extent(Tensor(0x1000, 0, shape=(0, 3))))
 
 
 if __name__ == "__main__":

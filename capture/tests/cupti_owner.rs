@@ -4,20 +4,15 @@
 //! `cuptiSubscribe` through the dynamic linker, as a library linked against libcupti does, against a stand-in
 //! libcupti, and runs it with the capture library preloaded as `streamtrace capture` preloads it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 #[path = "common/compiler.rs"]
 mod common_compiler;
+#[path = "common/library.rs"]
+mod common_library;
 use common_compiler::compiler;
-
-/// The library cargo built beside this test.
-fn library() -> PathBuf {
-    let deps = std::env::current_exe().expect("the test binary").parent().expect("its folder").to_path_buf();
-    let library = deps.join("libstreamtrace_capture.so");
-    assert!(library.exists(), "{} was not built", library.display());
-    library
-}
+use common_library::library;
 
 fn run(binary: &Path, preload: Option<&Path>, under_capture: bool) -> String {
     let mut command = Command::new(binary);

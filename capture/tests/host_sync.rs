@@ -11,15 +11,10 @@ use std::process::{Command, Output};
 
 #[path = "common/compiler.rs"]
 mod common_compiler;
+#[path = "common/library.rs"]
+mod common_library;
 use common_compiler::compiler;
-
-/// The library cargo built beside this test.
-fn library() -> PathBuf {
-    let deps = std::env::current_exe().expect("the test binary").parent().expect("its folder").to_path_buf();
-    let library = deps.join("libstreamtrace_capture.so");
-    assert!(library.exists(), "{} was not built", library.display());
-    library
-}
+use common_library::library;
 
 fn build(cxx: &str, dir: &Path) -> PathBuf {
     let binary = dir.join("host_sync_program");

@@ -5,28 +5,16 @@ streamtrace-capture --test launch_ops`), or alone: `python3 capture/tests/launch
 Triton IR itself is tested in triton_ir_test.py, with real Triton and torch where they are installed.
 """
 import enum
-import importlib.util
 import inspect
 import json
-import os
 import sys
 import types
 import unittest
 
+from bootstrap_modules import load
 from triton_ir_test import MATMUL_TTIR, kernel_ttir
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def load_launch_ops():
-    spec = importlib.util.spec_from_file_location("streamtrace_launch_ops",
-                                                  os.path.join(HERE, "..", "python", "streamtrace_launch_ops.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-launch_ops = load_launch_ops()
+launch_ops = load("streamtrace_launch_ops")
 
 
 class Storage:
@@ -75,6 +63,10 @@ class Tensor:
 
     def stride(self):
         return self.strides
+
+    @property
+    def nbytes(self):
+        return self.numel() * self.element
 
 
 class Descriptor:

@@ -4,19 +4,9 @@ and Triton are installed, on real kernels compiled for an sm_90 target (no GPU n
 does and against PyTorch's own analysis. Run by triton_ir.rs beside this file (`cargo test -p streamtrace-capture
 --test triton_ir`), or alone: `python3 capture/tests/triton_ir_test.py`.
 """
-import importlib.util
-import os
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, "..", "python", name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+from bootstrap_modules import load
 
 triton_ir = load("streamtrace_triton_ir")
 
