@@ -125,6 +125,7 @@ torch.use_deterministic_algorithms(False)
 # Factories like a tensor take its shape, dtype and device, no byte: their op_ends write the new tensor, read nothing.
 torch.ones_like(x)
 x.new_zeros(2)
+torch.randint_like(x, torch.tensor(10))  # ...but a like-factory's other tensors are read: `high`
 
 for name, text in records:  # the addresses differ between runs; the ops, their lines and extents' shapes must not
     fields = json.loads(text)

@@ -425,8 +425,8 @@ _METADATA_ONLY_OPS = frozenset((
     "aten::set_data", "aten::record_stream", "aten::sparse_resize_", "aten::sparse_resize_and_clear_",
     "aten::resize_as_sparse_", "aten::_coalesced_"))
 
-# Factories that make a new tensor like their input: they take its shape, dtype and device, no byte; their
-# outputs are written as any op's (torch_observer.cpp's is_like_factory).
+# Factories that make a new tensor like `self`, their first argument: they take its shape, dtype and device, no
+# byte; their other tensors are read and their outputs written as any op's (torch_observer.cpp's is_like_factory).
 _LIKE_FACTORY_OPS = frozenset((
     "aten::empty_like", "aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::rand_like",
     "aten::randn_like", "aten::randint_like", "aten::new_empty", "aten::new_empty_strided", "aten::new_zeros",
@@ -462,7 +462,9 @@ def _quiet_unobserved_gpu_trace_hooks(gpu_trace):
     under a call_once whose stream creations each fire a hook, so a thread that takes the GIL there and asks for
     its first stream (THCPStream_pynew holds the GIL) waits for the call_once while the filling thread waits for
     the GIL. Two threads of a thread pool, each making its first stream, hung so (CSAN can too). A registry
-    given a callback later (by the program, or CSAN) fires again as torch wrote it."""
+    given a callback later (by the program, or CSAN) fires again as torch wrote it. This narrows the window, it
+    does not close it: the hook's call can still run Python (a garbage collection that starts there and runs
+    finalizers, a program's own `__import__`)."""
     for registry in list(vars(gpu_trace).values()):
         if type(registry).__name__ != "CallbackRegistry" or getattr(registry, "callback_list", True):
             continue
@@ -665,13 +667,13 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
                 reads, writes, host_reads, host_writes = [], [], [], []
                 count = len(args)
                 no_byte = _touches_no_byte(torch, func._schema.name)
-                reads_no_input = func._schema.name in _LIKE_FACTORY_OPS
+                reads_no_byte_of_self = func._schema.name in _LIKE_FACTORY_OPS
                 for index, name, written in () if no_byte else arguments_of(func):
                     value = args[index] if index < count else kwargs.get(name) if kwargs else None
                     if value is not None:
                         if written:
                             add_extents(value, writes, host_writes)
-                        elif not reads_no_input:
+                        elif not (reads_no_byte_of_self and index == 0):  # a like-factory's other tensors are read
                             add_extents(value, reads, host_reads)
                 returns_alias, view = outputs_alias(func)
                 view = view or no_byte

@@ -415,7 +415,7 @@ struct OpFacts {
   bool torch_own = false;        // an op of PyTorch's own (aten, prims, c10d...): its native frames are PyTorch's
   bool metadata_only = false;    // it changes a tensor's metadata (shape, storage), no byte: reads and writes none
   bool resize = false;           // a resize: no byte either, unless deterministic mode fills what it grows
-  bool reads_no_input = false;   // a factory "like" its input: it takes a shape, dtype and device from it, no byte
+  bool reads_no_byte_of_self = false;   // a factory "like" `self`: it takes self's shape, dtype and device, no byte
 };
 
 // In-place ops whose schemas mark `self` written (Tensor(a!)) but that change only what the tensor is (its
@@ -432,10 +432,11 @@ bool is_metadata_only(const std::string& schema_name) {
   return kOps.count(schema_name) > 0;
 }
 
-// Factories that make a new tensor like their input (`torch.ones_like(loss)`, which backward() runs on the
-// stream it is called on, `p.new_zeros(...)`): the input gives a shape, dtype and device, never a byte. Taken as
-// reads, they raced with the input's writer on another stream. Their outputs are written as any op's. Kept in
-// step with _LIKE_FACTORY_OPS in sitecustomize.py.
+// Factories that make a new tensor like `self`, their first argument (`torch.ones_like(loss)`, which backward()
+// runs on the stream it is called on, `p.new_zeros(...)`): self gives a shape, dtype and device, never a byte.
+// Taken as a read, it raced with self's writer on another stream. Their other tensors are read (randint_like's
+// `high` is read on the host), their outputs written, as any op's. Kept in step with _LIKE_FACTORY_OPS in
+// sitecustomize.py.
 bool is_like_factory(const std::string& schema_name) {
   static const std::unordered_set<std::string> kOps = {
       "aten::empty_like", "aten::zeros_like", "aten::ones_like",  "aten::full_like",  "aten::rand_like",
@@ -557,7 +558,7 @@ const OpFacts* facts_of(ThreadState& thread, const at::RecordFunction& fn) {
   facts.torch_own = is_torch_own(facts.schema_name);
   facts.metadata_only = is_metadata_only(facts.schema_name);
   facts.resize = is_resize(facts.schema_name);
-  facts.reads_no_input = is_like_factory(facts.schema_name);
+  facts.reads_no_byte_of_self = is_like_factory(facts.schema_name);
   if (facts.schema_name.rfind("c10d::", 0) == 0) {
     const auto& arguments = schema->arguments();
     for (size_t index = 0; index < arguments.size(); ++index) {
@@ -757,7 +758,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       }
       if (index < facts->written.size() && facts->written[index]) {
         op.written.push_back(inputs[index]);
-      } else if (!facts->reads_no_input) {
+      } else if (!(facts->reads_no_byte_of_self && index == 0)) {  // a like-factory's other tensors are read
         append_extents({op.reads, op.host_reads}, inputs[index]);
       }
     }

@@ -1,13 +1,21 @@
 //! CUPTI takes one subscriber a process, and the capture subscribes when the driver loads it (cuInit). A
 //! program that subscribes before that (PyTorch's profiler library, Kineto, when the program profiles before
-//! its first CUDA call; a monitoring library) left the whole capture off. Preloaded
-//! (host_sync/mod.rs says why the library is), this library's `cuptiSubscribe` stands in front of libcupti's for
-//! the program's callers, and refuses them while the capture holds or will hold CUPTI, as CUPTI refuses a second
-//! subscriber: the program's profiler then sees no CUDA activity, as under nsys. The capture's own subscription
-//! goes through libcupti's handle (cupti.rs, sanitizer/) and never reaches this one. Where the capture could
-//! not subscribe after all, the program's calls pass on to libcupti. Touches an atomic and standard error.
+//! its first CUDA call; a monitoring library) left the whole capture off. Preloaded (host_sync/mod.rs says why
+//! the library is), this library's `cuptiSubscribe` and `cuptiSubscribe_v2` stand in front of libcupti's for
+//! the program's callers that the dynamic linker binds, and refuse them while the capture holds or will hold
+//! the process's one subscription, with CUPTI's own answer to a second subscriber: the program's profiler then
+//! gets no callbacks (its activity records are another API), as under nsys. The capture's own subscription goes
+//! through libcupti's handle (cupti.rs; the `--exact` backend subscribes to the Sanitizer API, which cannot
+//! share a process with a CUPTI subscriber either) and never reaches these.
+//!
+//! A call is passed on to the program's libcupti, found among the loaded objects by name and asked through its
+//! own handle (a libcupti loaded without RTLD_GLOBAL, as Python's extension modules load theirs, is not in the
+//! global scope that RTLD_NEXT searches), wherever the capture does not hold CUPTI: a process whose injection
+//! is not this library, capture switched off (STREAMTRACE_DISABLE), or its own subscription failed. Nothing
+//! here panics into the program; it touches an atomic, the loader's object list and standard error.
 
-use std::ffi::c_void;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use streamtrace_format::launch;
@@ -15,50 +23,149 @@ use streamtrace_format::launch;
 /// CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (cupti_result.h): what CUPTI answers a second subscriber.
 const MULTIPLE_SUBSCRIBERS: i32 = 39;
 
-/// Set when the capture's own subscription failed: the program's calls then pass on.
+/// Set when the capture does not subscribe after all (its subscription failed, or setting it up did): the
+/// program's calls then pass on.
 static CAPTURE_FAILED: AtomicBool = AtomicBool::new(false);
 
-/// The capture's backend could not subscribe (another client came first): CUPTI is the program's from here on.
+/// The capture did not subscribe (another client came first, or its set-up failed): CUPTI is the program's.
 pub fn capture_could_not_subscribe() {
     CAPTURE_FAILED.store(true, Ordering::SeqCst);
 }
 
-/// Whether a subscription of the program's is refused now: in a process under capture (its environment names
-/// the trace) whose own subscription has not failed.
+/// Whether a subscription of the program's is refused now: this process's CUDA injection is this library, not
+/// switched off, and its subscription has not failed.
 fn refused() -> bool {
-    refused_in(std::env::var_os(launch::ENV_OUTPUT).is_some())
+    refused_in(injection_is_this_library() && std::env::var_os(launch::ENV_DISABLE).is_none())
 }
 
-/// [`refused`], `under_capture` said.
-fn refused_in(under_capture: bool) -> bool {
-    under_capture && !CAPTURE_FAILED.load(Ordering::SeqCst)
+/// [`refused`], whether the capture is this process's injection said.
+fn refused_in(capture_injected: bool) -> bool {
+    capture_injected && !CAPTURE_FAILED.load(Ordering::SeqCst)
+}
+
+/// Whether CUDA_INJECTION64_PATH names this library's file (another tool's injection, under a program that
+/// `streamtrace capture` started, keeps CUPTI for itself).
+fn injection_is_this_library() -> bool {
+    let Some(injection) = std::env::var_os("CUDA_INJECTION64_PATH") else { return false };
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // Safety: asks the loader which object holds this function; `info` is written when it answers nonzero.
+    let found = unsafe { libc::dladdr(cuptiSubscribe as *const c_void, info.as_mut_ptr()) };
+    // Safety: written by dladdr, which answered.
+    let name = unsafe { info.assume_init() }.dli_fname;
+    if found == 0 || name.is_null() {
+        return false;
+    }
+    use std::os::unix::ffi::OsStrExt;
+    // Safety: dladdr's file name, a NUL-terminated string the loader keeps.
+    let this = std::ffi::OsStr::from_bytes(unsafe { CStr::from_ptr(name) }.to_bytes());
+    same_file(std::path::Path::new(this), std::path::Path::new(&injection))
+}
+
+/// Whether two paths name one file (links and relative paths alike).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// Says once that the program's subscription was refused; a failed write is ignored.
+fn say_refused() {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if !SAID.swap(true, Ordering::SeqCst) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "streamtrace: the program's own CUPTI subscription (a profiler, such as PyTorch's) is refused: the \
+             capture's must be the process's only one, so that profiler gets no CUPTI callbacks"
+        );
+    }
+}
+
+/// libcupti's own `symbol`, from the first loaded object named libcupti that has it, or null.
+fn libcuptis_own(symbol: &CStr) -> *mut c_void {
+    struct Search<'a> {
+        symbol: &'a CStr,
+        found: *mut c_void,
+    }
+    unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
+        // Safety: the loader's record of one object and the search passed below.
+        let (info, search) = unsafe { (&*info, &mut *data.cast::<Search>()) };
+        if info.dlpi_name.is_null() {
+            return 0;
+        }
+        // Safety: the loader's NUL-terminated object name.
+        let path = unsafe { CStr::from_ptr(info.dlpi_name) };
+        let file = path.to_bytes().rsplit(|&b| b == b'/').next().unwrap_or_default();
+        if !file.starts_with(b"libcupti.so") {
+            return 0;
+        }
+        // Safety: a handle to an object already loaded (RTLD_NOLOAD loads nothing), closed at once: the object
+        // stays, held by whoever loaded it. A lookup through a handle never finds the preloaded stand-ins.
+        unsafe {
+            let handle = libc::dlopen(info.dlpi_name as *const c_char, libc::RTLD_NOLOAD | libc::RTLD_LAZY);
+            if handle.is_null() {
+                return 0;
+            }
+            search.found = libc::dlsym(handle, search.symbol.as_ptr());
+            libc::dlclose(handle);
+        }
+        c_int::from(!search.found.is_null())
+    }
+    let mut search = Search { symbol, found: std::ptr::null_mut() };
+    // Safety: walks the loaded objects with a callback that only reads them; `search` outlives the walk.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&mut search as *mut Search).cast()) };
+    search.found
+}
+
+/// The answer to a program's subscription: refused (see the top of the file), or libcupti's own `symbol`
+/// called by `pass_on`.
+fn subscribe(symbol: &CStr, pass_on: impl FnOnce(*mut c_void) -> i32) -> i32 {
+    let refuse = std::panic::catch_unwind(|| {
+        let refuse = refused();
+        if refuse {
+            say_refused();
+        }
+        refuse
+    });
+    if refuse.unwrap_or(true) {
+        return MULTIPLE_SUBSCRIBERS;
+    }
+    match std::panic::catch_unwind(|| libcuptis_own(symbol)) {
+        Ok(real) if !real.is_null() => pass_on(real),
+        _ => MULTIPLE_SUBSCRIBERS,
+    }
 }
 
 /// `cuptiSubscribe`, in front of libcupti's (see the top of the file).
 ///
 /// # Safety
-/// As libcupti's: `subscriber` must be writable; the other arguments are passed on untouched.
+/// As libcupti's; the arguments are passed on untouched, or not used.
 #[no_mangle]
 pub unsafe extern "C" fn cuptiSubscribe(subscriber: *mut c_void, callback: *mut c_void, userdata: *mut c_void) -> i32 {
-    let refuse = std::panic::catch_unwind(refused).unwrap_or(true);
-    if refuse {
-        static SAID: AtomicBool = AtomicBool::new(false);
-        if !SAID.swap(true, Ordering::SeqCst) {
-            eprintln!(
-                "streamtrace: the program's own CUPTI subscription (a profiler, such as PyTorch's) is refused: the \
-                 capture holds CUPTI's one subscriber, so that profiler sees no CUDA activity"
-            );
-        }
-        return MULTIPLE_SUBSCRIBERS;
-    }
     type Subscribe = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> i32;
-    // Safety: a lookup by a NUL-terminated name past this library.
-    let next = unsafe { libc::dlsym(libc::RTLD_NEXT, c"cuptiSubscribe".as_ptr()) };
-    if next.is_null() {
-        return MULTIPLE_SUBSCRIBERS;
-    }
-    // Safety: libcupti's cuptiSubscribe, which has this signature; the caller's arguments as they came.
-    unsafe { std::mem::transmute::<*mut c_void, Subscribe>(next)(subscriber, callback, userdata) }
+    subscribe(c"cuptiSubscribe", |real| {
+        // Safety: libcupti's cuptiSubscribe, which has this signature; the caller's arguments as they came.
+        unsafe { std::mem::transmute::<*mut c_void, Subscribe>(real)(subscriber, callback, userdata) }
+    })
+}
+
+/// `cuptiSubscribe_v2` (its subscriber parameters added), in front of libcupti's (see the top of the file).
+///
+/// # Safety
+/// As libcupti's; the arguments are passed on untouched, or not used.
+#[no_mangle]
+pub unsafe extern "C" fn cuptiSubscribe_v2(
+    subscriber: *mut c_void,
+    callback: *mut c_void,
+    userdata: *mut c_void,
+    params: *mut c_void,
+) -> i32 {
+    type Subscribe = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, *mut c_void) -> i32;
+    subscribe(c"cuptiSubscribe_v2", |real| {
+        // Safety: libcupti's cuptiSubscribe_v2, which has this signature; the caller's arguments as they came.
+        unsafe { std::mem::transmute::<*mut c_void, Subscribe>(real)(subscriber, callback, userdata, params) }
+    })
 }
 
 #[cfg(test)]
@@ -66,11 +173,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_programs_subscription_is_refused_under_capture_and_passed_on_once_the_capture_failed() {
-        assert!(refused_in(true), "under capture");
-        assert!(!refused_in(false), "a process not under capture");
+    fn the_programs_subscription_is_refused_only_while_the_capture_holds_cupti() {
+        assert!(refused_in(true), "the capture is this process's injection");
+        assert!(!refused_in(false), "another injection, none, or capture switched off");
         capture_could_not_subscribe();
         assert!(!refused_in(true), "the program may have CUPTI once the capture could not");
         CAPTURE_FAILED.store(false, Ordering::SeqCst);
+    }
+
+    #[test]
+    fn one_file_under_two_names_is_the_same_file() {
+        let dir = std::env::temp_dir().join(format!("st-cupti-owner-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a folder");
+        let (file, link, other) = (dir.join("lib.so"), dir.join("link.so"), dir.join("other.so"));
+        std::fs::write(&file, b"x").expect("a file");
+        std::fs::write(&other, b"x").expect("another");
+        let _ = std::os::unix::fs::symlink(&file, &link);
+        assert!(same_file(&file, &link));
+        assert!(!same_file(&file, &other));
+        assert!(!same_file(&file, &dir.join("missing.so")));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -84,7 +84,10 @@ pub extern "C" fn InitializeInjection() -> i32 {
     match std::panic::catch_unwind(|| cost::setup(setup::initialize)) {
         Ok(Ok(())) => {}
         Ok(Err(reason)) => say_once(&reason),
-        Err(_) => say_once("an internal error while setting up CUPTI"),
+        Err(_) => {
+            cupti_owner::capture_could_not_subscribe();
+            say_once("an internal error while setting up CUPTI");
+        }
     }
     1
 }

@@ -1,7 +1,10 @@
 """Parts of the PyTorch bootstrap (capture/python/sitecustomize.py) that need neither torch nor a GPU, with
-stand-ins for torch's modules. Run by bootstrap.rs beside this file (`cargo test -p streamtrace-capture --test
-bootstrap`), or alone: `python3 capture/tests/bootstrap_test.py`.
+stand-ins for torch's modules, and, where torch is installed (CPU is enough), the Python dispatch mode's records
+of real ops. Run by bootstrap.rs beside this file (`cargo test -p streamtrace-capture --test bootstrap`), or
+alone: `python3 capture/tests/bootstrap_test.py`.
 """
+import importlib.util
+import json
 import sys
 import types
 import unittest
@@ -109,6 +112,65 @@ class Extents(unittest.TestCase):
 
     def test_a_tensor_without_bytes_has_no_extent(self):
         self.assertIsNone(bootstrap._extent(Tensor(0x1000, 0, shape=(0, 3))))
+
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+@unittest.skipIf(torch is None, "needs torch (a CPU build is enough); CI installs none")
+class RealTorchDispatchMode(unittest.TestCase):
+    """The Python dispatch mode on real ops, CPU tensors standing in for CUDA ones (the bootstrap's `is_cuda`
+    test read as true, as benches/t2_mode_cost.py does), the capture library's entry points replaced by lists."""
+
+    @classmethod
+    def setUpClass(cls):
+        with open(bootstrap.__file__) as file:
+            source = file.read().replace("value.is_cuda", "True")
+        spec = importlib.util.spec_from_loader("streamtrace_bootstrap_cpu", loader=None)
+        cls.module = importlib.util.module_from_spec(spec)
+        cls.module.__file__ = bootstrap.__file__
+        exec(compile(source, bootstrap.__file__, "exec"), cls.module.__dict__)
+        cls.records = []
+        lines = cls.module._SourceLines(())
+        cls.mode = cls.module._start_dispatch_mode(torch, lambda: 0, cls.records.append, cls.records.append, lines)
+        if cls.mode is None:
+            raise unittest.SkipTest("this torch has no dispatch mode")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.mode.__exit__(None, None, None)
+
+    def ends_of(self, run):
+        """The op_end records of the ops run() makes, by op name."""
+        del self.records[:]
+        run()
+        ends = [json.loads(text) for text in self.records if '"op_end"' in text]
+        return {end["name"]: end for end in ends}
+
+    def test_a_factory_like_self_reads_none_of_its_bytes(self):
+        x = torch.ones(4, 4)
+        ends = self.ends_of(lambda: (torch.ones_like(x), x.new_zeros(2), torch.empty_like(x)))
+        for name in ("ones_like.default", "new_zeros.default", "empty_like.default"):
+            self.assertEqual(ends[name]["reads"], [], name)
+            self.assertEqual(len(ends[name]["writes"]), 1, name)
+
+    def test_a_like_factorys_other_tensors_are_read(self):
+        x, high = torch.ones(4), torch.tensor(10)
+        ends = self.ends_of(lambda: torch.randint_like(x, high))
+        (end,) = [end for name, end in ends.items() if name.startswith("randint_like")]
+        self.assertEqual(len(end["reads"]), 1, "high is read, x is not")
+
+    def test_other_ops_read_their_arguments(self):
+        x = torch.ones(4)
+        ends = self.ends_of(lambda: torch.add(x, x))
+        self.assertEqual(len(ends["add.Tensor"]["reads"]), 2)
+
+    def test_checkpointing_recomputes_to_the_end_under_the_mode(self):
+        import torch.utils.checkpoint as checkpoint
+        self.assertIs(checkpoint._enable_checkpoint_early_stop, False)
 
 
 if __name__ == "__main__":
