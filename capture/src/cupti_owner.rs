@@ -14,7 +14,7 @@
 //! is not this library, capture switched off (STREAMTRACE_DISABLE), or its own subscription failed. Nothing
 //! here panics into the program; it touches an atomic, the loader's object list and standard error.
 
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_int, c_void, CStr, CString};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -43,30 +43,45 @@ fn refused_in(capture_injected: bool) -> bool {
     capture_injected && !CAPTURE_FAILED.load(Ordering::SeqCst)
 }
 
-/// Whether CUDA_INJECTION64_PATH names this library's file (another tool's injection, under a program that
-/// `streamtrace capture` started, keeps CUPTI for itself).
+/// Set when the driver initialized this library as the process's CUDA injection (lib.rs): from then on that is
+/// known, not worked out.
+static INJECTED: AtomicBool = AtomicBool::new(false);
+
+/// The driver initialized this library as the process's CUDA injection.
+pub fn injected() {
+    INJECTED.store(true, Ordering::SeqCst);
+}
+
+/// Whether this library is (or will be, at cuInit) the process's CUDA injection: the driver said so, or
+/// CUDA_INJECTION64_PATH names this very object as the loader finds it (a path, a link, or a bare name looked
+/// up as the driver's dlopen looks it up); another tool's injection keeps CUPTI for itself.
 fn injection_is_this_library() -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    if INJECTED.load(Ordering::SeqCst) {
+        return true;
+    }
     let Some(injection) = std::env::var_os("CUDA_INJECTION64_PATH") else { return false };
+    let Ok(injection) = CString::new(injection.as_bytes()) else { return false };
     let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
     // Safety: asks the loader which object holds this function; `info` is written when it answers nonzero.
     let found = unsafe { libc::dladdr(cuptiSubscribe as *const c_void, info.as_mut_ptr()) };
     // Safety: written by dladdr, which answered.
-    let name = unsafe { info.assume_init() }.dli_fname;
-    if found == 0 || name.is_null() {
+    let this = unsafe { info.assume_init() }.dli_fname;
+    if found == 0 || this.is_null() {
         return false;
     }
-    use std::os::unix::ffi::OsStrExt;
-    // Safety: dladdr's file name, a NUL-terminated string the loader keeps.
-    let this = std::ffi::OsStr::from_bytes(unsafe { CStr::from_ptr(name) }.to_bytes());
-    same_file(std::path::Path::new(this), std::path::Path::new(&injection))
-}
-
-/// Whether two paths name one file (links and relative paths alike).
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
+    // Safety: handles to objects already loaded (RTLD_NOLOAD loads nothing: an injection not loaded yet is not
+    // this library, which is), closed at once; the loader matches a name to a loaded object as its dlopen does.
+    unsafe {
+        let ours = libc::dlopen(this, libc::RTLD_NOLOAD | libc::RTLD_LAZY);
+        let named = libc::dlopen(injection.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
+        let same = !ours.is_null() && ours == named;
+        for handle in [ours, named] {
+            if !handle.is_null() {
+                libc::dlclose(handle);
+            }
+        }
+        same
     }
 }
 
@@ -84,43 +99,50 @@ fn say_refused() {
 
 /// libcupti's own `symbol`, from the first loaded object named libcupti that has it, or null.
 fn libcuptis_own(symbol: &CStr) -> *mut c_void {
-    struct Search<'a> {
-        symbol: &'a CStr,
-        found: *mut c_void,
-    }
+    // The walk holds the loader's write lock, and dlopen and dlclose take its load lock, which another thread's
+    // dlopen holds while it waits for the write lock: names are only copied during the walk, opened after it.
     unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
-        // Safety: the loader's record of one object and the search passed below.
-        let (info, search) = unsafe { (&*info, &mut *data.cast::<Search>()) };
+        // Safety: the loader's record of one object and the list passed below.
+        let (info, names) = unsafe { (&*info, &mut *data.cast::<Vec<CString>>()) };
         if info.dlpi_name.is_null() {
             return 0;
         }
         // Safety: the loader's NUL-terminated object name.
         let path = unsafe { CStr::from_ptr(info.dlpi_name) };
         let file = path.to_bytes().rsplit(|&b| b == b'/').next().unwrap_or_default();
-        if !file.starts_with(b"libcupti.so") {
-            return 0;
+        if file.starts_with(b"libcupti.so") {
+            names.push(path.to_owned());
         }
+        0
+    }
+    let mut names: Vec<CString> = Vec::new();
+    // Safety: walks the loaded objects with a callback that only copies names; `names` outlives the walk.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&mut names as *mut Vec<CString>).cast()) };
+    for name in &names {
         // Safety: a handle to an object already loaded (RTLD_NOLOAD loads nothing), closed at once: the object
         // stays, held by whoever loaded it. A lookup through a handle never finds the preloaded stand-ins.
         unsafe {
-            let handle = libc::dlopen(info.dlpi_name as *const c_char, libc::RTLD_NOLOAD | libc::RTLD_LAZY);
+            let handle = libc::dlopen(name.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
             if handle.is_null() {
-                return 0;
+                continue;
             }
-            search.found = libc::dlsym(handle, search.symbol.as_ptr());
+            let found = libc::dlsym(handle, symbol.as_ptr());
             libc::dlclose(handle);
+            if !found.is_null() {
+                return found;
+            }
         }
-        c_int::from(!search.found.is_null())
     }
-    let mut search = Search { symbol, found: std::ptr::null_mut() };
-    // Safety: walks the loaded objects with a callback that only reads them; `search` outlives the walk.
-    unsafe { libc::dl_iterate_phdr(Some(visit), (&mut search as *mut Search).cast()) };
-    search.found
+    std::ptr::null_mut()
 }
 
 /// The answer to a program's subscription: refused (see the top of the file), or libcupti's own `symbol`
 /// called by `pass_on`.
 fn subscribe(symbol: &CStr, pass_on: impl FnOnce(*mut c_void) -> i32) -> i32 {
+    // Safety: the calling thread's errno, read here and written back before anything is answered or passed on.
+    let errno = unsafe { *libc::__errno_location() };
+    // Safety: as above.
+    let restore_errno = || unsafe { *libc::__errno_location() = errno };
     let refuse = std::panic::catch_unwind(|| {
         let refuse = refused();
         if refuse {
@@ -129,9 +151,12 @@ fn subscribe(symbol: &CStr, pass_on: impl FnOnce(*mut c_void) -> i32) -> i32 {
         refuse
     });
     if refuse.unwrap_or(true) {
+        restore_errno();
         return MULTIPLE_SUBSCRIBERS;
     }
-    match std::panic::catch_unwind(|| libcuptis_own(symbol)) {
+    let real = std::panic::catch_unwind(|| libcuptis_own(symbol));
+    restore_errno();
+    match real {
         Ok(real) if !real.is_null() => pass_on(real),
         _ => MULTIPLE_SUBSCRIBERS,
     }
@@ -179,19 +204,5 @@ mod tests {
         capture_could_not_subscribe();
         assert!(!refused_in(true), "the program may have CUPTI once the capture could not");
         CAPTURE_FAILED.store(false, Ordering::SeqCst);
-    }
-
-    #[test]
-    fn one_file_under_two_names_is_the_same_file() {
-        let dir = std::env::temp_dir().join(format!("st-cupti-owner-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("a folder");
-        let (file, link, other) = (dir.join("lib.so"), dir.join("link.so"), dir.join("other.so"));
-        std::fs::write(&file, b"x").expect("a file");
-        std::fs::write(&other, b"x").expect("another");
-        let _ = std::os::unix::fs::symlink(&file, &link);
-        assert!(same_file(&file, &link));
-        assert!(!same_file(&file, &other));
-        assert!(!same_file(&file, &dir.join("missing.so")));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -81,6 +81,7 @@ pub extern "C" fn InitializeInjection() -> i32 {
     if std::env::var_os(streamtrace_format::launch::ENV_DISABLE).is_some() {
         return 1;
     }
+    cupti_owner::injected();
     match std::panic::catch_unwind(|| cost::setup(setup::initialize)) {
         Ok(Ok(())) => {}
         Ok(Err(reason)) => say_once(&reason),

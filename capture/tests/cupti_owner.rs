@@ -60,6 +60,9 @@ fn a_programs_cupti_subscription_is_refused_while_the_capture_holds_cupti() {
     build(&cxx, "cupti_owner_plugin.cpp", &plugin, &[shared(), linked.clone()].concat());
     let binary = dir.join("cupti_owner_program");
     build(&cxx, "cupti_owner_program.cpp", &binary, &[linked, vec!["-ldl".to_string()]].concat());
+    // The plugin's loader links no libcupti of its own: the plugin's is then outside the global scope.
+    let loader = dir.join("cupti_owner_loader");
+    build(&cxx, "cupti_owner_program.cpp", &loader, &["-DPLUGIN_ONLY".to_string(), "-ldl".to_string()]);
 
     let library = library();
     let trace = dir.join("trace.%p.json");
@@ -69,14 +72,22 @@ fn a_programs_cupti_subscription_is_refused_while_the_capture_holds_cupti() {
     // CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, and libcupti never asked.
     let refused = "answer 39, reached libcupti 0 time(s)";
     let plugin_args = ["plugin", plugin.to_str().expect("a path")];
-    for args in [&["direct"][..], &plugin_args[..]] {
-        assert_eq!(run(&binary, args, None, &captured), passed, "{args:?} without the library");
-        assert_eq!(run(&binary, args, Some(&library), &[]), passed, "{args:?} not under capture");
-        assert_eq!(run(&binary, args, Some(&library), &captured), refused, "{args:?} under capture");
+    for (binary, args) in [(&binary, &["direct"][..]), (&binary, &["direct_v2"][..]), (&loader, &plugin_args[..])] {
+        assert_eq!(run(binary, args, None, &captured), passed, "{args:?} without the library");
+        assert_eq!(run(binary, args, Some(&library), &[]), passed, "{args:?} not under capture");
+        assert_eq!(run(binary, args, Some(&library), &captured), refused, "{args:?} under capture");
         let off = [&captured[..], &[("STREAMTRACE_DISABLE", dir.as_path())]].concat();
-        assert_eq!(run(&binary, args, Some(&library), &off), passed, "{args:?} capture switched off");
+        assert_eq!(run(binary, args, Some(&library), &off), passed, "{args:?} capture switched off");
         let other = [("STREAMTRACE_OUTPUT", trace.as_path()), ("CUDA_INJECTION64_PATH", other_tool.as_path())];
-        assert_eq!(run(&binary, args, Some(&library), &other), passed, "{args:?} another tool's injection");
+        assert_eq!(run(binary, args, Some(&library), &other), passed, "{args:?} another tool's injection");
     }
+    // The injection named as the driver's dlopen finds it: by a bare name, through the library path.
+    let search = std::env::join_paths([dir.as_path(), library.parent().expect("its folder")]).expect("a path list");
+    let by_name = [
+        ("STREAMTRACE_OUTPUT", trace.as_path()),
+        ("CUDA_INJECTION64_PATH", Path::new("libstreamtrace_capture.so")),
+        ("LD_LIBRARY_PATH", Path::new(&search)),
+    ];
+    assert_eq!(run(&binary, &["direct"], Some(&library), &by_name), refused, "the injection by a bare name");
     let _ = std::fs::remove_dir_all(&dir);
 }

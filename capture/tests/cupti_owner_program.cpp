@@ -1,14 +1,18 @@
 // A program that subscribes to CUPTI before any CUDA work, as PyTorch's profiler library (Kineto) may: built by
 // cupti_owner.rs against a stand-in libcupti (cupti_stand_in.cpp), which answers 0 and counts its callers.
-// `direct`: the program's own call, bound by the dynamic linker. `plugin PATH`: the call made by a library the
-// program loads with dlopen and RTLD_LOCAL (cupti_owner_plugin.cpp), as Python loads its extension modules, so
-// that its libcupti is not in the global scope.
+// `direct` and `direct_v2`: the program's own cuptiSubscribe or cuptiSubscribe_v2, bound by the dynamic linker.
+// `plugin PATH`: the call made by a library the program loads with dlopen and RTLD_LOCAL
+// (cupti_owner_plugin.cpp), as Python loads its extension modules; built with PLUGIN_ONLY, the program links
+// no libcupti of its own, so that the plugin's is outside the global scope.
 #include <dlfcn.h>
 
 #include <cstdio>
 #include <cstring>
 
+#ifndef PLUGIN_ONLY
 extern "C" int cuptiSubscribe(void** subscriber, void* callback, void* userdata);
+extern "C" int cuptiSubscribe_v2(void** subscriber, void* callback, void* userdata, void* params);
+#endif
 
 int main(int argc, char** argv) {
   int answer = -1;
@@ -23,9 +27,15 @@ int main(int argc, char** argv) {
     count = reinterpret_cast<int (*)()>(dlsym(plugin, "plugin_subscriptions"));
     answer = subscribe();
   } else {
+#ifdef PLUGIN_ONLY
+    return 1;
+#else
     void* subscriber = nullptr;
-    answer = cuptiSubscribe(&subscriber, nullptr, nullptr);
+    answer = argc > 1 && std::strcmp(argv[1], "direct_v2") == 0
+                 ? cuptiSubscribe_v2(&subscriber, nullptr, nullptr, nullptr)
+                 : cuptiSubscribe(&subscriber, nullptr, nullptr);
     count = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "stand_in_subscriptions"));
+#endif
   }
   std::printf("answer %d, reached libcupti %d time(s)\n", answer, count != nullptr ? count() : -1);
   return 0;
