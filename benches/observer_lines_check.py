@@ -126,6 +126,11 @@ torch.use_deterministic_algorithms(False)
 torch.ones_like(x)
 x.new_zeros(2)
 torch.randint_like(x, torch.tensor(10))  # ...but a like-factory's other tensors are read: `high`
+# Batch norm writes its running stats in training, though its schema marks them read; in eval it reads them.
+norm = torch.nn.BatchNorm1d(4)
+norm(x)
+norm.eval()
+norm(x)
 
 for name, text in records:  # the addresses differ between runs; the ops, their lines and extents' shapes must not
     fields = json.loads(text)

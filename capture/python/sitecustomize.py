@@ -19,6 +19,7 @@ loads: the observer's cache (streamtrace_observer_cache.py) and Triton's launche
 """
 import atexit
 import ctypes
+import enum
 import functools
 import importlib.abc
 import importlib.util
@@ -414,8 +415,50 @@ def _say_observer_costs(observer):
         _say("  %-36s %9d %12.1f %8.2f" % (part, calls, ns / 1e3, ns / 1e3 / calls if calls else 0.0))
 
 
-# The c10d ops that only read the tensors of their first argument.
-_C10D_READERS = ("c10d::send", "c10d::barrier", "c10d::monitored_barrier_")
+# The c10d ops that only read the tensors of their first argument (torch_observer.cpp's c10d_writes_first_argument).
+_C10D_READERS = ("c10d::send", "c10d::barrier", "c10d::monitored_barrier_", "c10d::check_for_nan")
+
+
+class _Correction(enum.Enum):
+    """Where an op's schema says less than its kernels do, for one argument (_SCHEMA_CORRECTIONS)."""
+    WRITTEN = 1  # written, though not marked Tensor(a!)
+    WRITTEN_IF_TRUE = 2  # written when the bool argument `condition` is true
+    READ_IF_NONE = 3  # marked written, but only read when the argument `condition` is None
+
+
+# Ops whose kernels write arguments their schemas do not mark, or mark arguments they leave alone, as (argument,
+# rule, condition) by place: batch norm's running stats in training, SyncBatchNorm's statistics ops, the fused
+# optimizers' gradients without grad_scale (torch_observer.cpp's schema_corrections says why).
+_RUNNING_STATS_IN_TRAINING = ((3, _Correction.WRITTEN_IF_TRUE, 5), (4, _Correction.WRITTEN_IF_TRUE, 5))
+_SCHEMA_CORRECTIONS = {
+    "aten::batch_norm": _RUNNING_STATS_IN_TRAINING,
+    "aten::_batch_norm_impl_index": _RUNNING_STATS_IN_TRAINING,
+    "aten::native_batch_norm": _RUNNING_STATS_IN_TRAINING,
+    "aten::cudnn_batch_norm": _RUNNING_STATS_IN_TRAINING,
+    "aten::miopen_batch_norm": _RUNNING_STATS_IN_TRAINING,
+    "aten::instance_norm": _RUNNING_STATS_IN_TRAINING,
+    "aten::batch_norm_update_stats": ((1, _Correction.WRITTEN, -1), (2, _Correction.WRITTEN, -1)),
+    "aten::batch_norm_gather_stats": ((3, _Correction.WRITTEN, -1), (4, _Correction.WRITTEN, -1)),
+    "aten::batch_norm_gather_stats_with_counts": ((3, _Correction.WRITTEN, -1), (4, _Correction.WRITTEN, -1)),
+    "aten::_fused_adam_": ((1, _Correction.READ_IF_NONE, 13),),
+    "aten::_fused_adamw_": ((1, _Correction.READ_IF_NONE, 13),),
+    "aten::_fused_sgd_": ((1, _Correction.READ_IF_NONE, 10),),
+}
+
+
+def _writes_argument(corrections, index, written, argument):
+    """Whether an op writes its argument `index` in this call: `written` as its schema marks it, unless one of
+    the op's `corrections` says otherwise; `argument(i)` is the call's argument i (None where not given)."""
+    for place, rule, condition in corrections:
+        if place != index:
+            continue
+        if rule is _Correction.WRITTEN:
+            written = True
+        elif rule is _Correction.WRITTEN_IF_TRUE:
+            written = argument(condition) is True
+        elif rule is _Correction.READ_IF_NONE:
+            written = written and argument(condition) is not None
+    return written
 
 # In-place ops that change what a tensor is (its storage, sizes, strides, flags) and no byte of memory, though
 # their schemas mark `self` written: they read and write nothing (torch_observer.cpp's is_metadata_only).
@@ -423,14 +466,28 @@ _METADATA_ONLY_OPS = frozenset((
     "aten::set_", "aten::as_strided_", "aten::transpose_", "aten::t_", "aten::squeeze_", "aten::unsqueeze_",
     "aten::swapdims_", "aten::swapaxes_", "aten::detach_", "aten::requires_grad_", "aten::rename_",
     "aten::set_data", "aten::record_stream", "aten::sparse_resize_", "aten::sparse_resize_and_clear_",
-    "aten::resize_as_sparse_", "aten::_coalesced_"))
+    "aten::resize_as_sparse_", "aten::_coalesced_", "aten::shallow_copy_data_"))
 
-# Factories that make a new tensor like `self`, their first argument: they take its shape, dtype and device, no
-# byte; their other tensors are read and their outputs written as any op's (torch_observer.cpp's is_like_factory).
-_LIKE_FACTORY_OPS = frozenset((
-    "aten::empty_like", "aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::rand_like",
-    "aten::randn_like", "aten::randint_like", "aten::new_empty", "aten::new_empty_strided", "aten::new_zeros",
-    "aten::new_ones", "aten::new_full"))
+# Tensor arguments an op takes only a shape, dtype and device from, never a byte, by place: factories like
+# `self`, backward kernels that take the forward's input for its shape, type_as and reshape_as
+# (torch_observer.cpp's shape_only_arguments says which and why).
+_SELF, _SECOND = (0,), (1,)
+_SHAPE_ONLY_ARGUMENTS = {
+    "aten::empty_like": _SELF, "aten::zeros_like": _SELF, "aten::ones_like": _SELF, "aten::full_like": _SELF,
+    "aten::rand_like": _SELF, "aten::randn_like": _SELF, "aten::randint_like": _SELF, "aten::new_empty": _SELF,
+    "aten::new_empty_strided": _SELF, "aten::new_zeros": _SELF, "aten::new_ones": _SELF, "aten::new_full": _SELF,
+    "aten::type_as": _SECOND, "aten::reshape_as": _SECOND,
+    "aten::nll_loss_backward": _SECOND, "aten::nll_loss2d_backward": _SECOND,
+    "aten::max_pool2d_with_indices_backward": _SECOND, "aten::max_pool3d_with_indices_backward": _SECOND,
+    "aten::avg_pool2d_backward": _SECOND, "aten::avg_pool3d_backward": _SECOND,
+    "aten::_adaptive_avg_pool2d_backward": _SECOND, "aten::_adaptive_avg_pool3d_backward": _SECOND,
+    "aten::adaptive_max_pool2d_backward": _SECOND, "aten::adaptive_max_pool3d_backward": _SECOND,
+    "aten::reflection_pad1d_backward": _SECOND, "aten::reflection_pad2d_backward": _SECOND,
+    "aten::reflection_pad3d_backward": _SECOND, "aten::replication_pad1d_backward": _SECOND,
+    "aten::replication_pad2d_backward": _SECOND, "aten::replication_pad3d_backward": _SECOND,
+    "aten::gather_backward": _SECOND, "aten::masked_select_backward": _SECOND,
+    "aten::native_layer_norm_backward": (6,), "aten::cudnn_batch_norm_backward": (3, 4),
+}
 
 # Resizes touch no byte either, unless deterministic mode fills what they add (torch_observer.cpp's is_resize).
 _RESIZE_OPS = frozenset(("aten::resize_", "aten::resize_as_", "aten::_resize_output_"))
@@ -556,6 +613,13 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
         except Exception:  # an older torch without these names, or a group it cannot unbox: the field is left out
             return None
 
+    def argument_value(func, args, kwargs, index):
+        """The call's argument `index` (by place, else by name), None where not given."""
+        if index < len(args):
+            return args[index]
+        arguments = func._schema.arguments
+        return (kwargs or {}).get(arguments[index].name) if index < len(arguments) else None
+
     aliasing = {}
 
     def outputs_alias(func):
@@ -667,13 +731,17 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
                 reads, writes, host_reads, host_writes = [], [], [], []
                 count = len(args)
                 no_byte = _touches_no_byte(torch, func._schema.name)
-                reads_no_byte_of_self = func._schema.name in _LIKE_FACTORY_OPS
+                shape_only = _SHAPE_ONLY_ARGUMENTS.get(func._schema.name, ())
+                corrections = _SCHEMA_CORRECTIONS.get(func._schema.name)
                 for index, name, written in () if no_byte else arguments_of(func):
                     value = args[index] if index < count else kwargs.get(name) if kwargs else None
                     if value is not None:
+                        if corrections:
+                            written = _writes_argument(corrections, index, written,
+                                                       lambda i: argument_value(func, args, kwargs, i))
                         if written:
                             add_extents(value, writes, host_writes)
-                        elif not (reads_no_byte_of_self and index == 0):  # a like-factory's other tensors are read
+                        elif index not in shape_only:
                             add_extents(value, reads, host_reads)
                 returns_alias, view = outputs_alias(func)
                 view = view or no_byte

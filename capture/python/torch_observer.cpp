@@ -415,7 +415,8 @@ struct OpFacts {
   bool torch_own = false;        // an op of PyTorch's own (aten, prims, c10d...): its native frames are PyTorch's
   bool metadata_only = false;    // it changes a tensor's metadata (shape, storage), no byte: reads and writes none
   bool resize = false;           // a resize: no byte either, unless deterministic mode fills what it grows
-  bool reads_no_byte_of_self = false;   // a factory "like" `self`: it takes self's shape, dtype and device, no byte
+  const std::vector<int>* shape_only = nullptr;  // arguments it takes a shape from, no byte (shape_only_arguments)
+  const std::vector<struct SchemaCorrection>* corrections = nullptr;  // where its schema says less (or null)
 };
 
 // In-place ops whose schemas mark `self` written (Tensor(a!)) but that change only what the tensor is (its
@@ -428,21 +429,64 @@ bool is_metadata_only(const std::string& schema_name) {
       "aten::squeeze_",      "aten::unsqueeze_",    "aten::swapdims_",        "aten::swapaxes_",
       "aten::detach_",       "aten::requires_grad_", "aten::rename_",         "aten::set_data",
       "aten::record_stream", "aten::sparse_resize_", "aten::sparse_resize_and_clear_",
-      "aten::resize_as_sparse_", "aten::_coalesced_"};
+      "aten::resize_as_sparse_", "aten::_coalesced_", "aten::shallow_copy_data_"};
   return kOps.count(schema_name) > 0;
 }
 
-// Factories that make a new tensor like `self`, their first argument (`torch.ones_like(loss)`, which backward()
-// runs on the stream it is called on, `p.new_zeros(...)`): self gives a shape, dtype and device, never a byte.
-// Taken as a read, it raced with self's writer on another stream. Their other tensors are read (randint_like's
-// `high` is read on the host), their outputs written, as any op's. Kept in step with _LIKE_FACTORY_OPS in
-// sitecustomize.py.
-bool is_like_factory(const std::string& schema_name) {
-  static const std::unordered_set<std::string> kOps = {
-      "aten::empty_like", "aten::zeros_like", "aten::ones_like",  "aten::full_like",  "aten::rand_like",
-      "aten::randn_like", "aten::randint_like", "aten::new_empty", "aten::new_empty_strided",
-      "aten::new_zeros", "aten::new_ones",    "aten::new_full"};
-  return kOps.count(schema_name) > 0;
+// Tensor arguments an op takes only a shape, dtype and device from, never a byte, by place. Factories that
+// make a tensor like `self` (`torch.ones_like(loss)`, which backward() runs on the stream it is called on,
+// `p.new_zeros(...)`): self; taken as a read, it raced with self's writer on another stream. Their other
+// tensors are read (randint_like's `high`, on the host). Backward kernels that take the forward's input only for
+// its shape (pooling and padding, nll_loss's log-probabilities, layer norm's bias, gather's and masked_select's
+// input), cuDNN's batch norm backward its running stats (unused), `type_as` and `reshape_as` the tensor they
+// copy like. Kept in step with _SHAPE_ONLY_ARGUMENTS in sitecustomize.py.
+const std::vector<int>* shape_only_arguments(const std::string& schema_name) {
+  static const std::vector<int> kSelf = {0};
+  static const std::vector<int> kSecond = {1};
+  static const std::unordered_map<std::string, std::vector<int>> kOps = {
+      {"aten::empty_like", kSelf},
+      {"aten::zeros_like", kSelf},
+      {"aten::ones_like", kSelf},
+      {"aten::full_like", kSelf},
+      {"aten::rand_like", kSelf},
+      {"aten::randn_like", kSelf},
+      {"aten::randint_like", kSelf},
+      {"aten::new_empty", kSelf},
+      {"aten::new_empty_strided", kSelf},
+      {"aten::new_zeros", kSelf},
+      {"aten::new_ones", kSelf},
+      {"aten::new_full", kSelf},
+      {"aten::type_as", kSecond},
+      {"aten::reshape_as", kSecond},
+      {"aten::nll_loss_backward", kSecond},
+      {"aten::nll_loss2d_backward", kSecond},
+      {"aten::max_pool2d_with_indices_backward", kSecond},
+      {"aten::max_pool3d_with_indices_backward", kSecond},
+      {"aten::avg_pool2d_backward", kSecond},
+      {"aten::avg_pool3d_backward", kSecond},
+      {"aten::_adaptive_avg_pool2d_backward", kSecond},
+      {"aten::_adaptive_avg_pool3d_backward", kSecond},
+      {"aten::adaptive_max_pool2d_backward", kSecond},
+      {"aten::adaptive_max_pool3d_backward", kSecond},
+      {"aten::reflection_pad1d_backward", kSecond},
+      {"aten::reflection_pad2d_backward", kSecond},
+      {"aten::reflection_pad3d_backward", kSecond},
+      {"aten::replication_pad1d_backward", kSecond},
+      {"aten::replication_pad2d_backward", kSecond},
+      {"aten::replication_pad3d_backward", kSecond},
+      {"aten::gather_backward", kSecond},
+      {"aten::masked_select_backward", kSecond},
+      {"aten::native_layer_norm_backward", {6}},
+      {"aten::cudnn_batch_norm_backward", {3, 4}},
+  };
+  auto found = kOps.find(schema_name);
+  return found == kOps.end() ? nullptr : &found->second;
+}
+
+// Whether the op takes its argument `index` for its shape alone (shape_only_arguments).
+bool shape_only(const OpFacts& facts, size_t index) {
+  return facts.shape_only != nullptr &&
+         std::find(facts.shape_only->begin(), facts.shape_only->end(), static_cast<int>(index)) != facts.shape_only->end();
 }
 
 // Resizes change no byte (a CUDA one that grows copies the old bytes with a copy of its own), except that with
@@ -521,10 +565,80 @@ ThreadState* this_thread() {
 }
 
 // c10d's collectives and point-to-point ops write the tensors of their first argument (reduced in place,
-// received, gathered or scattered into) whatever their schemas mark; `send` and the barriers only read theirs.
+// received, gathered or scattered into) whatever their schemas mark; `send`, the barriers and the NaN check only
+// read theirs. Kept in step with _C10D_READERS in sitecustomize.py.
 bool c10d_writes_first_argument(const std::string& schema_name) {
-  return schema_name.rfind("c10d::", 0) == 0 && schema_name != "c10d::send" && schema_name != "c10d::barrier" &&
-         schema_name != "c10d::monitored_barrier_";
+  static const std::unordered_set<std::string> kReaders = {"c10d::send", "c10d::barrier", "c10d::monitored_barrier_",
+                                                           "c10d::check_for_nan"};
+  return schema_name.rfind("c10d::", 0) == 0 && kReaders.count(schema_name) == 0;
+}
+
+// Where an op's schema says less than its kernels do, for one argument (schema_corrections).
+enum class Correction {
+  kWritten,        // written, though not marked Tensor(a!)
+  kWrittenIfTrue,  // written when the bool argument `condition` is true (batch norm's running stats in training)
+  kReadIfNone,     // marked written, but only read when the argument `condition` is None
+};
+
+struct SchemaCorrection {
+  int argument;
+  Correction rule;
+  int condition;  // the argument the rule asks about, or -1
+};
+
+// Ops whose kernels write arguments their schemas do not mark, or mark arguments they leave alone, by argument
+// place (from PyTorch's kernels): batch norm updates its running stats in training (a missed write: races with
+// a side stream that reads them went unseen), SyncBatchNorm's statistics ops always; the fused optimizers
+// store the gradients back only when unscaling them (grad_scale given): without it, as in bfloat16 training,
+// the gradients are only read. Kept in step with _SCHEMA_CORRECTIONS in sitecustomize.py.
+const std::vector<SchemaCorrection>* schema_corrections(const std::string& schema_name) {
+  using C = Correction;
+  static const std::vector<SchemaCorrection> kRunningStatsInTraining = {{3, C::kWrittenIfTrue, 5},
+                                                                        {4, C::kWrittenIfTrue, 5}};
+  static const std::unordered_map<std::string, std::vector<SchemaCorrection>> kCorrections = {
+      {"aten::batch_norm", kRunningStatsInTraining},
+      {"aten::_batch_norm_impl_index", kRunningStatsInTraining},
+      {"aten::native_batch_norm", kRunningStatsInTraining},
+      {"aten::cudnn_batch_norm", kRunningStatsInTraining},
+      {"aten::miopen_batch_norm", kRunningStatsInTraining},
+      {"aten::instance_norm", kRunningStatsInTraining},  // argument 5: use_input_stats
+      {"aten::batch_norm_update_stats", {{1, C::kWritten, -1}, {2, C::kWritten, -1}}},
+      {"aten::batch_norm_gather_stats", {{3, C::kWritten, -1}, {4, C::kWritten, -1}}},
+      {"aten::batch_norm_gather_stats_with_counts", {{3, C::kWritten, -1}, {4, C::kWritten, -1}}},
+      {"aten::_fused_adam_", {{1, C::kReadIfNone, 13}}},
+      {"aten::_fused_adamw_", {{1, C::kReadIfNone, 13}}},
+      {"aten::_fused_sgd_", {{1, C::kReadIfNone, 10}}},
+  };
+  auto found = kCorrections.find(schema_name);
+  return found == kCorrections.end() ? nullptr : &found->second;
+}
+
+// Whether the op writes its argument `index` in this call (`inputs`: its boxed arguments): as its schema marks
+// it, or as a correction says.
+template <typename Inputs>
+bool writes_argument(const OpFacts& facts, const Inputs& inputs, size_t index) {
+  bool written = index < facts.written.size() && facts.written[index];
+  if (facts.corrections == nullptr) {
+    return written;
+  }
+  for (const SchemaCorrection& correction : *facts.corrections) {
+    if (static_cast<size_t>(correction.argument) != index) {
+      continue;
+    }
+    const bool asked = correction.condition >= 0 && static_cast<size_t>(correction.condition) < inputs.size();
+    switch (correction.rule) {
+      case Correction::kWritten:
+        written = true;
+        break;
+      case Correction::kWrittenIfTrue:
+        written = asked && inputs[correction.condition].isBool() && inputs[correction.condition].toBool();
+        break;
+      case Correction::kReadIfNone:
+        written = written && !(asked && inputs[correction.condition].isNone());
+        break;
+    }
+  }
+  return written;
 }
 
 const OpFacts* facts_of(ThreadState& thread, const at::RecordFunction& fn) {
@@ -558,7 +672,8 @@ const OpFacts* facts_of(ThreadState& thread, const at::RecordFunction& fn) {
   facts.torch_own = is_torch_own(facts.schema_name);
   facts.metadata_only = is_metadata_only(facts.schema_name);
   facts.resize = is_resize(facts.schema_name);
-  facts.reads_no_byte_of_self = is_like_factory(facts.schema_name);
+  facts.shape_only = shape_only_arguments(facts.schema_name);
+  facts.corrections = schema_corrections(facts.schema_name);
   if (facts.schema_name.rfind("c10d::", 0) == 0) {
     const auto& arguments = schema->arguments();
     for (size_t index = 0; index < arguments.size(); ++index) {
@@ -756,9 +871,9 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       if (op.no_byte) {
         continue;
       }
-      if (index < facts->written.size() && facts->written[index]) {
+      if (writes_argument(*facts, inputs, index)) {
         op.written.push_back(inputs[index]);
-      } else if (!(facts->reads_no_byte_of_self && index == 0)) {  // a like-factory's other tensors are read
+      } else if (!shape_only(*facts, index)) {
         append_extents({op.reads, op.host_reads}, inputs[index]);
       }
     }

@@ -163,10 +163,41 @@ class RealTorchDispatchMode(unittest.TestCase):
         (end,) = [end for name, end in ends.items() if name.startswith("randint_like")]
         self.assertEqual(len(end["reads"]), 1, "high is read, x is not")
 
+    def test_a_backward_kernel_reads_no_byte_of_what_it_takes_a_shape_from(self):
+        logits = torch.randn(8, 5, requires_grad=True)
+        target = torch.randint(0, 5, (8,))
+        log_probs = torch.log_softmax(logits, 1)
+        loss = torch.nn.functional.nll_loss(log_probs, target)
+        end = self.ends_of(loss.backward)["nll_loss_backward.default"]
+        self.assertNotIn(log_probs.data_ptr(), [item[0] for item in end["reads"]], "self: its shape alone")
+        self.assertIn(target.data_ptr(), [item[0] for item in end["reads"]], "the target is read")
+
     def test_other_ops_read_their_arguments(self):
         x = torch.ones(4)
         ends = self.ends_of(lambda: torch.add(x, x))
         self.assertEqual(len(ends["add.Tensor"]["reads"]), 2)
+
+    def test_batch_norm_writes_its_running_stats_in_training_and_reads_them_in_eval(self):
+        norm, x = torch.nn.BatchNorm1d(4), torch.ones(8, 4)
+        stats = {norm.running_mean.data_ptr(), norm.running_var.data_ptr()}
+        train = self.ends_of(lambda: norm(x))["native_batch_norm.default"]
+        norm.eval()
+        evaluation = self.ends_of(lambda: norm(x))["native_batch_norm.default"]
+        first_bytes = lambda items: {item[0] for item in items}
+        self.assertLessEqual(stats, first_bytes(train["writes"]), "written in training")
+        self.assertFalse(stats & first_bytes(train["reads"]))
+        self.assertLessEqual(stats, first_bytes(evaluation["reads"]), "read in eval")
+        self.assertFalse(stats & first_bytes(evaluation["writes"]))
+
+    def test_a_fused_optimizer_without_grad_scale_only_reads_the_gradients(self):
+        parameter = torch.nn.Parameter(torch.ones(16))
+        parameter.grad = torch.ones(16)
+        optimizer = torch.optim.AdamW([parameter], fused=True)
+        ends = self.ends_of(optimizer.step)
+        (end,) = [end for name, end in ends.items() if name.startswith("_fused_adamw_")]
+        grad = parameter.grad.data_ptr()
+        self.assertIn(grad, [r[0] for r in end["reads"]], "the gradient is read")
+        self.assertNotIn(grad, [r[0] for r in end["writes"]], "and not written")
 
     def test_checkpointing_recomputes_to_the_end_under_the_mode(self):
         import torch.utils.checkpoint as checkpoint
