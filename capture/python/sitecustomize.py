@@ -427,7 +427,7 @@ class _Correction(enum.Enum):
 
 
 # Ops whose kernels write arguments their schemas do not mark, or mark arguments they leave alone, as (argument,
-# rule, condition) by place: batch norm's running stats in training, SyncBatchNorm's statistics ops, the fused
+# rule, condition) by place: batch norm's running stats in training, the statistics ops, the fused
 # optimizers' gradients without grad_scale (torch_observer.cpp's schema_corrections says why).
 _RUNNING_STATS_IN_TRAINING = ((3, _Correction.WRITTEN_IF_TRUE, 5), (4, _Correction.WRITTEN_IF_TRUE, 5))
 _SCHEMA_CORRECTIONS = {

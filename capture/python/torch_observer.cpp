@@ -439,7 +439,9 @@ bool is_metadata_only(const std::string& schema_name) {
 // tensors are read (randint_like's `high`, on the host). Backward kernels that take the forward's input only for
 // its shape (pooling and padding, nll_loss's log-probabilities, layer norm's bias, gather's and masked_select's
 // input), cuDNN's batch norm backward its running stats (unused), `type_as` and `reshape_as` the tensor they
-// copy like. Kept in step with _SHAPE_ONLY_ARGUMENTS in sitecustomize.py.
+// copy like. Left out: a pooling or nll_loss backward makes a non-contiguous input contiguous first, a read of
+// its bytes inside the op (their values unused; the saved activations are contiguous in practice). Kept in step
+// with _SHAPE_ONLY_ARGUMENTS in sitecustomize.py.
 const std::vector<int>* shape_only_arguments(const std::string& schema_name) {
   static const std::vector<int> kSelf = {0};
   static const std::vector<int> kSecond = {1};
@@ -588,7 +590,8 @@ struct SchemaCorrection {
 
 // Ops whose kernels write arguments their schemas do not mark, or mark arguments they leave alone, by argument
 // place (from PyTorch's kernels): batch norm updates its running stats in training (a missed write: races with
-// a side stream that reads them went unseen), SyncBatchNorm's statistics ops always; the fused optimizers
+// a side stream that reads them went unseen), the statistics ops always (batch_norm_gather_stats_with_counts is
+// SyncBatchNorm's; batch_norm_update_stats); the fused optimizers
 // store the gradients back only when unscaling them (grad_scale given): without it, as in bfloat16 training,
 // the gradients are only read. Kept in step with _SCHEMA_CORRECTIONS in sitecustomize.py.
 const std::vector<SchemaCorrection>* schema_corrections(const std::string& schema_name) {

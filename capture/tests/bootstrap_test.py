@@ -4,13 +4,13 @@ of real ops. Run by bootstrap.rs beside this file (`cargo test -p streamtrace-ca
 alone: `python3 capture/tests/bootstrap_test.py`.
 """
 import importlib.util
-import json
 import sys
 import types
 import unittest
 
 from bootstrap_modules import load
 from launch_ops_test import Tensor  # a stand-in for a CUDA tensor or view
+from real_ops_cases import RealOpCases, torch
 
 bootstrap = load("sitecustomize", "streamtrace_bootstrap_under_test")
 
@@ -114,16 +114,11 @@ class Extents(unittest.TestCase):
         self.assertIsNone(bootstrap._extent(Tensor(0x1000, 0, shape=(0, 3))))
 
 
-try:
-    import torch
-except ImportError:
-    torch = None
-
-
 @unittest.skipIf(torch is None, "needs torch (a CPU build is enough); CI installs none")
-class RealTorchDispatchMode(unittest.TestCase):
+class RealOpsInThePythonMode(RealOpCases, unittest.TestCase):
     """The Python dispatch mode on real ops, CPU tensors standing in for CUDA ones (the bootstrap's `is_cuda`
-    test read as true, as benches/t2_mode_cost.py does), the capture library's entry points replaced by lists."""
+    test read as true, as benches/t2_mode_cost.py does), the capture library's entry points replaced by lists;
+    native_observer_test.py runs the same cases through the native observer."""
 
     @classmethod
     def setUpClass(cls):
@@ -133,7 +128,6 @@ class RealTorchDispatchMode(unittest.TestCase):
         cls.module = importlib.util.module_from_spec(spec)
         cls.module.__file__ = bootstrap.__file__
         exec(compile(source, bootstrap.__file__, "exec"), cls.module.__dict__)
-        cls.records = []
         lines = cls.module._SourceLines(())
         cls.mode = cls.module._start_dispatch_mode(torch, lambda: 0, cls.records.append, cls.records.append, lines)
         if cls.mode is None:
@@ -143,61 +137,6 @@ class RealTorchDispatchMode(unittest.TestCase):
     def tearDownClass(cls):
         cls.mode.__exit__(None, None, None)
 
-    def ends_of(self, run):
-        """The op_end records of the ops run() makes, by op name."""
-        del self.records[:]
-        run()
-        ends = [json.loads(text) for text in self.records if '"op_end"' in text]
-        return {end["name"]: end for end in ends}
-
-    def test_a_factory_like_self_reads_none_of_its_bytes(self):
-        x = torch.ones(4, 4)
-        ends = self.ends_of(lambda: (torch.ones_like(x), x.new_zeros(2), torch.empty_like(x)))
-        for name in ("ones_like.default", "new_zeros.default", "empty_like.default"):
-            self.assertEqual(ends[name]["reads"], [], name)
-            self.assertEqual(len(ends[name]["writes"]), 1, name)
-
-    def test_a_like_factorys_other_tensors_are_read(self):
-        x, high = torch.ones(4), torch.tensor(10)
-        ends = self.ends_of(lambda: torch.randint_like(x, high))
-        (end,) = [end for name, end in ends.items() if name.startswith("randint_like")]
-        self.assertEqual(len(end["reads"]), 1, "high is read, x is not")
-
-    def test_a_backward_kernel_reads_no_byte_of_what_it_takes_a_shape_from(self):
-        logits = torch.randn(8, 5, requires_grad=True)
-        target = torch.randint(0, 5, (8,))
-        log_probs = torch.log_softmax(logits, 1)
-        loss = torch.nn.functional.nll_loss(log_probs, target)
-        end = self.ends_of(loss.backward)["nll_loss_backward.default"]
-        self.assertNotIn(log_probs.data_ptr(), [item[0] for item in end["reads"]], "self: its shape alone")
-        self.assertIn(target.data_ptr(), [item[0] for item in end["reads"]], "the target is read")
-
-    def test_other_ops_read_their_arguments(self):
-        x = torch.ones(4)
-        ends = self.ends_of(lambda: torch.add(x, x))
-        self.assertEqual(len(ends["add.Tensor"]["reads"]), 2)
-
-    def test_batch_norm_writes_its_running_stats_in_training_and_reads_them_in_eval(self):
-        norm, x = torch.nn.BatchNorm1d(4), torch.ones(8, 4)
-        stats = {norm.running_mean.data_ptr(), norm.running_var.data_ptr()}
-        train = self.ends_of(lambda: norm(x))["native_batch_norm.default"]
-        norm.eval()
-        evaluation = self.ends_of(lambda: norm(x))["native_batch_norm.default"]
-        first_bytes = lambda items: {item[0] for item in items}
-        self.assertLessEqual(stats, first_bytes(train["writes"]), "written in training")
-        self.assertFalse(stats & first_bytes(train["reads"]))
-        self.assertLessEqual(stats, first_bytes(evaluation["reads"]), "read in eval")
-        self.assertFalse(stats & first_bytes(evaluation["writes"]))
-
-    def test_a_fused_optimizer_without_grad_scale_only_reads_the_gradients(self):
-        parameter = torch.nn.Parameter(torch.ones(16))
-        parameter.grad = torch.ones(16)
-        optimizer = torch.optim.AdamW([parameter], fused=True)
-        ends = self.ends_of(optimizer.step)
-        (end,) = [end for name, end in ends.items() if name.startswith("_fused_adamw_")]
-        grad = parameter.grad.data_ptr()
-        self.assertIn(grad, [r[0] for r in end["reads"]], "the gradient is read")
-        self.assertNotIn(grad, [r[0] for r in end["writes"]], "and not written")
 
     def test_checkpointing_recomputes_to_the_end_under_the_mode(self):
         import torch.utils.checkpoint as checkpoint

@@ -1,0 +1,51 @@
+"""The native PyTorch observer (capture/python/torch_observer.cpp) on real ops, where torch is installed (a CPU
+build is enough) and the bootstrap can build the observer (a C++ compiler): the cases of real_ops_cases.py,
+which bootstrap_test.py runs through the Python dispatch mode. The observer is started as
+benches/observer_lines_check.py starts it, all devices counted, with Python functions in place of the capture
+library's entry points. Run by native_observer.rs beside this file (`cargo test -p streamtrace-capture --test
+native_observer`), or alone: `python3 capture/tests/native_observer_test.py`. Once started, the observer stays
+for the process: this file runs nothing else.
+"""
+import ctypes
+import os
+import threading
+import unittest
+
+from bootstrap_modules import PYTHON_DIR, load
+from real_ops_cases import RealOpCases, torch
+
+RecordFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t)
+BeginFn = ctypes.CFUNCTYPE(ctypes.c_int)
+
+
+@unittest.skipIf(torch is None, "needs torch (a CPU build is enough); CI installs none")
+class RealOpsInTheNativeObserver(RealOpCases, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        bootstrap = load("sitecustomize", "streamtrace_bootstrap_native")
+        try:
+            observer = bootstrap._observer_library(torch)
+        except Exception as error:  # no compiler or headers here
+            raise unittest.SkipTest("the native observer cannot be built here (%s)" % error)
+
+        def keep(text, length):
+            cls.records.append(text[:length].decode())
+            return 0
+
+        cls.callbacks = (RecordFn(keep), BeginFn(lambda: 0))  # kept alive for the process
+        record, begin = cls.callbacks
+        files = observer.streamtrace_torch_library_files
+        files.argtypes = (ctypes.c_char_p,)
+        for path in (os.path.dirname(torch.__file__), os.path.abspath(PYTHON_DIR), os.path.dirname(threading.__file__)):
+            files(path.encode())
+        observe = observer.streamtrace_torch_observe
+        observe.argtypes = (ctypes.c_void_p,) * 5 + (ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t)
+        pointers = [ctypes.cast(f, ctypes.c_void_p).value for f in (begin, begin, record, record)]
+        error = ctypes.create_string_buffer(512)
+        if observe(*pointers, None, 1, error, len(error)) != 0:
+            raise unittest.SkipTest("the native observer did not start: %s" % error.value.decode())
+
+
+
+if __name__ == "__main__":
+    unittest.main()
