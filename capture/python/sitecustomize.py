@@ -460,6 +460,7 @@ def _writes_argument(corrections, index, written, argument):
             written = written and argument(condition) is not None
     return written
 
+
 # In-place ops that change what a tensor is (its storage, sizes, strides, flags) and no byte of memory, though
 # their schemas mark `self` written: they read and write nothing (torch_observer.cpp's is_metadata_only).
 _METADATA_ONLY_OPS = frozenset((
@@ -566,7 +567,7 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
     schemas = {}  # per-op facts are computed once: the mode runs for every op of the program
 
     def arguments_of(func):
-        """(index, name, written) of each of the op's arguments that can hold tensors."""
+        """(index, written) of each of the op's arguments that can hold tensors."""
         info = schemas.get(func)
         if info is None:
             schema = func._schema
@@ -574,7 +575,7 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
             # their schemas mark (as torch_observer.cpp says); send and the barriers only read theirs.
             c10d_writer = schema.name.startswith("c10d::") and schema.name not in _C10D_READERS
             info = tuple(
-                (index, argument.name,
+                (index,
                  (argument.alias_info is not None and argument.alias_info.is_write) or (c10d_writer and index == 0))
                 for index, argument in enumerate(schema.arguments)
                 if "Tensor" in str(argument.type)
@@ -628,7 +629,7 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
         alias = aliasing.get(func)
         if alias is None:
             returns_alias = any(result.alias_info is not None for result in func._schema.returns)
-            writes = any(written for _, _, written in arguments_of(func))
+            writes = any(written for _, written in arguments_of(func))
             alias = aliasing[func] = (returns_alias, returns_alias and not writes)
         return alias
 
@@ -729,12 +730,11 @@ def _start_dispatch_mode(torch, begin, emit, end, lines):
             finally:
                 # Extents are taken once the op has run: an op that resizes its output moves it.
                 reads, writes, host_reads, host_writes = [], [], [], []
-                count = len(args)
                 no_byte = _touches_no_byte(torch, func._schema.name)
                 shape_only = _SHAPE_ONLY_ARGUMENTS.get(func._schema.name, ())
                 corrections = _SCHEMA_CORRECTIONS.get(func._schema.name)
-                for index, name, written in () if no_byte else arguments_of(func):
-                    value = args[index] if index < count else kwargs.get(name) if kwargs else None
+                for index, written in () if no_byte else arguments_of(func):
+                    value = argument_value(func, args, kwargs, index)
                     if value is not None:
                         if corrections:
                             written = _writes_argument(corrections, index, written,

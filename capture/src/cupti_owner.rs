@@ -70,18 +70,36 @@ fn injection_is_this_library() -> bool {
     if found == 0 || this.is_null() {
         return false;
     }
-    // Safety: handles to objects already loaded (RTLD_NOLOAD loads nothing: an injection not loaded yet is not
-    // this library, which is), closed at once; the loader matches a name to a loaded object as its dlopen does.
-    unsafe {
-        let ours = libc::dlopen(this, libc::RTLD_NOLOAD | libc::RTLD_LAZY);
-        let named = libc::dlopen(injection.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
-        let same = !ours.is_null() && ours == named;
-        for handle in [ours, named] {
-            if !handle.is_null() {
-                libc::dlclose(handle);
-            }
-        }
-        same
+    // An injection not loaded yet is not this library, which is; the loader matches a name to a loaded object as
+    // the driver's dlopen will.
+    match (LoadedObject::named(this), LoadedObject::named(injection.as_ptr())) {
+        (Some(ours), Some(named)) => ours.0 == named.0,
+        _ => false,
+    }
+}
+
+/// A handle to an object already loaded, closed when dropped (the object stays, held by whoever loaded it).
+struct LoadedObject(*mut c_void);
+
+impl LoadedObject {
+    /// The loaded object `name` names as dlopen would find it, without loading anything (RTLD_NOLOAD).
+    fn named(name: *const std::ffi::c_char) -> Option<LoadedObject> {
+        // Safety: a NUL-terminated name; RTLD_NOLOAD only looks among the loaded objects.
+        let handle = unsafe { libc::dlopen(name, libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+        (!handle.is_null()).then_some(LoadedObject(handle))
+    }
+
+    /// Its own `symbol`, or null: a lookup through a handle never finds the preloaded stand-ins.
+    fn symbol(&self, symbol: &CStr) -> *mut c_void {
+        // Safety: a live handle and a NUL-terminated name.
+        unsafe { libc::dlsym(self.0, symbol.as_ptr()) }
+    }
+}
+
+impl Drop for LoadedObject {
+    fn drop(&mut self) {
+        // Safety: a handle dlopen returned, closed once.
+        unsafe { libc::dlclose(self.0) };
     }
 }
 
@@ -118,22 +136,12 @@ fn libcuptis_own(symbol: &CStr) -> *mut c_void {
     let mut names: Vec<CString> = Vec::new();
     // Safety: walks the loaded objects with a callback that only copies names; `names` outlives the walk.
     unsafe { libc::dl_iterate_phdr(Some(visit), (&mut names as *mut Vec<CString>).cast()) };
-    for name in &names {
-        // Safety: a handle to an object already loaded (RTLD_NOLOAD loads nothing), closed at once: the object
-        // stays, held by whoever loaded it. A lookup through a handle never finds the preloaded stand-ins.
-        unsafe {
-            let handle = libc::dlopen(name.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
-            if handle.is_null() {
-                continue;
-            }
-            let found = libc::dlsym(handle, symbol.as_ptr());
-            libc::dlclose(handle);
-            if !found.is_null() {
-                return found;
-            }
-        }
-    }
-    std::ptr::null_mut()
+    names
+        .iter()
+        .filter_map(|name| LoadedObject::named(name.as_ptr()))
+        .map(|object| object.symbol(symbol))
+        .find(|found| !found.is_null())
+        .unwrap_or(std::ptr::null_mut())
 }
 
 /// The answer to a program's subscription: refused (see the top of the file), or libcupti's own `symbol`
