@@ -90,6 +90,47 @@ fn cuda_samples_captures_give_their_programs_verdicts() {
     }
 }
 
+/// Karpathy's llm.c (train_gpt2.cu: GPT-2 trained in CUDA C++ with cuBLASLt in bf16, one blocking stream beside
+/// the legacy default stream), captured on an H100 (samples/cuda-projects/llmc.sh, 2026-12-07): a correct program,
+/// clean. Its control, the same source built with `--default-stream per-thread`, leaves the work it issues to
+/// handle 0 unordered with `main_stream`: the races samples/cuda-projects/llmc-EXPECTED.md predicts, each at the
+/// line that launched it (a template kernel's `<<<...>>>`, not nvcc's wrapper at the kernel's own line).
+#[test]
+fn llm_c_is_clean_and_its_per_thread_default_stream_build_races_where_predicted() {
+    let dir = "samples/capture/cuda-projects";
+    expect_races(&format!("{dir}/llmc.stbin"), &[]);
+    let json = expect_races(
+        &format!("{dir}/llmc-ptds.stbin"),
+        &[
+            ("read-after-write", "memcpy HtoD", "encoder_forward_kernel3"),
+            ("read-after-write", "memcpy HtoD", "encoder_forward_kernel3"),
+            ("read-after-write", "memcpy HtoD", "encoder_forward_kernel3"),
+            ("read-after-write", "memcpy HtoD", "void fused_classifier_kernel5"),
+            ("read-after-write", "memcpy HtoD", "void fused_classifier_kernel5"),
+            ("read-after-write", "void fused_classifier_kernel5", "memcpy DtoH"),
+            ("read-after-write", "void global_sum_single_block_kernel", "memcpy DtoH"),
+            ("write-after-write", "void fused_classifier_kernel5", "memset"),
+            ("write-after-write", "memset", "nvjet_"),
+            ("write-after-write", "nvjet_", "softmax_autoregressive_backward_inplace_kernel"),
+            ("write-after-write", "softmax_autoregressive_backward_inplace_kernel", "nvjet_"),
+            ("write-after-write", "memset", "void adamw_kernel3"),
+            ("write-after-write", "memset", "void adamw_kernel3"),
+        ],
+    );
+    let adamw = json["races"]
+        .as_array()
+        .expect("races")
+        .iter()
+        .find(|race| race["later"]["site"]["name"].as_str().is_some_and(|name| name.starts_with("void adamw_kernel3")))
+        .expect("the update's race");
+    let source = &adamw["later"]["site"]["source"];
+    assert_eq!(
+        (source["file"].as_str(), source["line"].as_u64()),
+        (Some(".gpu/llmc/llmc/adamw.cuh"), Some(83)),
+        "{source}"
+    );
+}
+
 /// The second wave of cuda-samples captures (2026-12-04, EXPECTED.md's second part): programs on the driver API
 /// alone (modules loaded from a fatbin, PTX JIT, NVRTC, virtual memory mapping), host threads (OpenMP, a context
 /// migrated between threads), processes sharing memory and events through IPC, dynamic parallelism, graph memory
@@ -764,6 +805,12 @@ fn torch_samples_at_tier_t2_match_their_ground_truth() {
         ("lib_hf_gpt2_train", false),
         ("lib_hf_gpt2_train-no-wait", true),
         ("lib_lightning_fit", false),
+        // BatchNorm's running statistics, written in training though its schema does not say so, read by an
+        // EMA on a side stream; a program whose own torch.profiler asked for CUPTI before the capture did.
+        ("batchnorm_stats_side_stream", false),
+        ("batchnorm_stats_side_stream-no-wait", true),
+        ("profiler_first", false),
+        ("profiler_first-no-wait", true),
     ] {
         let (_, json) = analyze(&format!("{DIR}/{sample}.json"));
         let races = json["races"].as_array().expect("races").len();
@@ -800,6 +847,13 @@ fn library_races_name_the_ops_the_libraries_run_and_the_lines_that_ran_them() {
             ("to.dtype_layout", "memcpy"),
             ("linear.default", "kernel"),
             "lib_dataloader_pin_memory.py",
+        ),
+        // Batch norm writes its running statistics in training: the side stream's EMA reads them unordered.
+        (
+            "batchnorm_stats_side_stream-no-wait",
+            ("batch_norm.default", "kernel"),
+            ("_foreach_lerp_.Scalar", "kernel"),
+            "batchnorm_stats_side_stream.py",
         ),
     ] {
         // (the op a side belongs to, else its own name; its class)

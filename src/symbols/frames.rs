@@ -37,6 +37,21 @@ const LIBRARY_MODULES: &[&str] = &[
     "libpthread",
     "libgomp",
     "linux-vdso",
+    // How CPython calls C: ctypes' foreign calls go through libffi.
+    "libffi",
+    "libtriton",
+];
+/// Frameworks and the interpreter's own extension modules, by a folder of their path: their file names
+/// (`_ctypes.cpython-312-x86_64-linux-gnu.so`, `_kernel.cpython-312-...so`) are shaped like a C++ extension's of
+/// the program's own, which is shown.
+const LIBRARY_FOLDERS: &[&str] = &[
+    "/lib-dynload/",
+    "/site-packages/torch/",
+    "/site-packages/cupy/",
+    "/site-packages/cupy_backends/",
+    "/site-packages/numba/",
+    "/site-packages/jaxlib/",
+    "/site-packages/triton/",
 ];
 /// The C runtime's entry code, linked into every executable.
 const STARTUP_FUNCTIONS: &[&str] = &["_start", "__libc_start_main", "__libc_start_call_main", "_init"];
@@ -47,7 +62,10 @@ pub fn module_class(module_path: Option<&str>) -> Option<FrameClass> {
     if CUDA_MODULES.iter().any(|prefix| module.starts_with(prefix)) {
         return Some(FrameClass::Cuda);
     }
-    LIBRARY_MODULES.iter().any(|prefix| module.starts_with(prefix)).then_some(FrameClass::Library)
+    let path = module_path.unwrap_or("");
+    let library = LIBRARY_MODULES.iter().any(|prefix| module.starts_with(prefix))
+        || LIBRARY_FOLDERS.iter().any(|folder| path.contains(folder));
+    library.then_some(FrameClass::Library)
 }
 
 /// The C runtime's entry code, linked into every executable (`_start`, or `_start+0x25` from a symbol table).
@@ -70,16 +88,27 @@ pub fn classify(module_path: Option<&str>, function: Option<&str>, file: Option<
 }
 
 /// The kernel a launch stub of nvcc's launches (`__device_stub__Z4stepPf`, or demangled with its parameters
-/// `__device_stub__Z4stepPf(float*)` -> `step(float*)`), whose host wrapper calls the stub.
+/// `__device_stub__Z4stepPf(float*)` -> `step(float*)`), whose host wrapper calls the stub. A template kernel's
+/// stub is called through one more wrapper (`__wrapper__device_stub_step<float>`, nvcc 12.8 and later), which
+/// names the kernel as its own caller is named.
 pub fn kernel_of_stub(function: &str) -> Option<String> {
+    if let Some(kernel) = function.strip_prefix(TEMPLATE_STUB_WRAPPER) {
+        return Some(kernel.to_string());
+    }
     let mangled = function.strip_prefix("__device_stub__")?.split('(').next()?;
     Some(super::demangle(&format!("_{mangled}")))
 }
 
+/// What nvcc names the wrapper between a template kernel's host function and its launch stub.
+const TEMPLATE_STUB_WRAPPER: &str = "__wrapper__device_stub_";
+
 /// Whether two demangled names are the same function, parameters aside (line tables and symbol tables may spell
-/// them differently).
+/// them differently, and a template's mangled name holds its return type: `void step<float>(float*)`).
 pub fn same_function(a: &str, b: &str) -> bool {
-    let name = |f: &str| f.split('(').next().unwrap_or(f).trim().to_string();
+    let name = |f: &str| {
+        let name = f.split('(').next().unwrap_or(f).trim();
+        name.strip_prefix("void ").unwrap_or(name).to_string()
+    };
     name(a) == name(b)
 }
 
@@ -89,7 +118,9 @@ pub fn same_function(a: &str, b: &str) -> bool {
 fn is_cuda_runtime_function(function: &str) -> bool {
     let name = function.trim_start_matches("::");
     let api = name.strip_prefix("cuda").is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()));
-    api || ["__cuda", "cudart::", "__device_stub__", "libcudart"].iter().any(|prefix| name.starts_with(prefix))
+    api || ["__cuda", "cudart::", "__device_stub__", TEMPLATE_STUB_WRAPPER, "libcudart"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
 }
 
 /// CUDA's headers (the runtime's inline launch templates) and nvcc's generated stub files.
@@ -146,6 +177,19 @@ mod tests {
     }
 
     #[test]
+    fn a_template_kernels_stub_names_it_through_its_wrapper() {
+        // llm.c's AdamW kernel built by nvcc 13: stub, then the wrapper, then the host function at the kernel's line.
+        let stub = "__device_stub__Z13adamw_kernel3I13__nv_bfloat16S0_EvPT_PfPT0_S3_S3_mlllffffffffj";
+        let kernel = kernel_of_stub(stub).expect("a stub");
+        let wrapper = "__wrapper__device_stub_adamw_kernel3<__nv_bfloat16, __nv_bfloat16>";
+        assert_eq!(classify(Some("/app/train"), Some(wrapper), None), FrameClass::Cuda);
+        assert!(same_function(&kernel, "adamw_kernel3<__nv_bfloat16, __nv_bfloat16>"), "{kernel}");
+        let after_wrapper = kernel_of_stub(wrapper).expect("the wrapper names its kernel");
+        assert!(same_function(&after_wrapper, "adamw_kernel3<__nv_bfloat16, __nv_bfloat16>"));
+        assert!(!same_function(&after_wrapper, "adamw_update<__nv_bfloat16, __nv_bfloat16>"));
+    }
+
+    #[test]
     fn programs_come_before_libraries() {
         assert_eq!(classify(Some("/app/run"), Some("main"), Some("/src/pipeline.cu")), FrameClass::Program);
         assert_eq!(classify(Some("/app/run"), Some("cudaish_helper"), None), FrameClass::Program, "not an API name");
@@ -161,6 +205,13 @@ mod tests {
             classify(Some("/venv/ext/my_ops.cpython-312-x86_64-linux-gnu.so"), Some("launch_fused"), None),
             FrameClass::Program
         );
+        // ctypes' way into a library of the program's own: CPython's module and libffi are glue, not the program.
+        let ctypes = "/usr/lib/python3.12/lib-dynload/_ctypes.cpython-312-x86_64-linux-gnu.so";
+        assert_eq!(classify(Some(ctypes), None, None), FrameClass::Library);
+        assert_eq!(classify(Some("/usr/lib/x86_64-linux-gnu/libffi.so.8"), None, None), FrameClass::Library);
+        let cupy = "/venv/lib/python3.12/site-packages/cupy/_core/core.cpython-312-x86_64-linux-gnu.so";
+        assert_eq!(classify(Some(cupy), None, None), FrameClass::Library);
+        assert_eq!(classify(Some("/work/scale/libscale.so"), Some("launch_scale_into"), None), FrameClass::Program);
         assert_eq!(classify(None, None, None), FrameClass::Program);
         assert_eq!(classify(Some("/app/run"), Some("_start"), None), FrameClass::Library);
     }
