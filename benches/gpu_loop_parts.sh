@@ -4,7 +4,10 @@
 # than the capture adds), binary traces, the loop's own wall time: plain; plain under `python -S` (no site, so
 # the capture's bootstrap cannot load: the baseline of the T1 runs); captured by the carried build; the same with
 # --no-host-sync; tier T1 only (`python -S` under capture: no observer), with and without the interposers, and
-# without them with CUPTI's callbacks taken but nothing recorded (STREAMTRACE_CALLBACK_NOOP); --no-call-sites; the
+# without them with CUPTI's callbacks taken but nothing recorded (STREAMTRACE_CALLBACK_NOOP); --no-call-sites;
+# "floor", in every round: the mechanisms alone, CUPTI's callbacks and the observer's RecordFunction callbacks (with
+# inputs and outputs) and allocator events taken but nothing recorded (STREAMTRACE_CALLBACK_NOOP and
+# STREAMTRACE_OBSERVER_NOOP, --no-host-sync; the bootstrap's Python wrappers still run); the
 # build in OLD (a directory holding an older libstreamtrace_capture.so), when given; and `nsys profile -t cuda`
 # when nsys is on the PATH. Medians and their ratio to plain's, then one capture with the cost split
 # (STREAMTRACE_COST_DETAIL=1: observer parts, driver calls, the interposers' bookkeeping by function).
@@ -38,6 +41,7 @@ loop() { # LABEL COMMAND...: one run of the loop, its wall line labelled LABEL a
   for round in $(seq 1 "${ROUNDS:-3}"); do
     loop plain python3 benches/torch_train_loop.py
     loop capture "$st" capture --no-analyze -o /tmp/parts-capture -- python3 benches/torch_train_loop.py
+    loop floor env STREAMTRACE_CALLBACK_NOOP=1 STREAMTRACE_OBSERVER_NOOP=1 "$st" capture --no-analyze --no-host-sync -o /tmp/parts-floor -- python3 benches/torch_train_loop.py
     if [ "${COMPILE:-}" = 1 ]; then
       loop inductorT1 env STREAMTRACE_TRITON_OPS=0 "$st" capture --no-analyze -o /tmp/parts-inductor-t1 -- python3 benches/torch_train_loop.py
     fi

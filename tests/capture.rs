@@ -1037,6 +1037,23 @@ fn tier_t2_names_the_allocator_block_and_the_freed_block_it_reuses() {
 }
 
 #[test]
+fn a_kernel_launched_through_ctypes_outside_any_op_names_the_extension_then_its_python_line() {
+    // The kernel of a library of the program's own, called through ctypes (which lets the GIL go) from a Python
+    // function that runs no op: its call site holds the Python line, read without the GIL (captured on the H100,
+    // 2026-12-07). libffi's and CPython's frames between the two are not the program's.
+    let text = analyze_text("samples/capture/torch-t2/own_kernel_streams-no-wait.json");
+    let read = text.split("Previous write").next().expect("the race's later access first");
+    let frames: Vec<&str> = read.lines().filter(|line| line.trim_start().starts_with('#')).map(str::trim).collect();
+    assert_eq!(
+        frames,
+        ["#0 libscale.so in launch_scale_into+0xb7", "#1 samples/torch/own_kernel_streams.py:55"],
+        "{text}"
+    );
+    let trace = std::fs::read_to_string("samples/capture/torch-t2/own_kernel_streams-no-wait.json").expect("trace");
+    assert!(trace.contains(r#""type":"callsite""#) && trace.contains(r#"/samples/torch/own_kernel_streams.py:55"}"#));
+}
+
+#[test]
 fn tier_t2_names_the_python_line_of_event_and_stream_calls() {
     // wait_event issued before the record: the wait's CUDA call carries the line of the Python call.
     let text = std::fs::read_to_string("samples/capture/torch-t2/wait_before_record.json").expect("trace");

@@ -491,8 +491,10 @@ fn call_sites_read_back_with_their_modules() {
     batch.push(CALL, app);
     batch.push(CALL, libc);
     let frames: Arc<[u64]> = Arc::from(&[0x5555_0000_1234u64, 0x7f00_0002_8abc, 0x9999][..]);
-    batch.push(CALL, Record::Callsite { id: 1, frames });
-    batch.push(CALL, Record::Callsite { id: 2, frames: Arc::from(&[0x5555_0000_2000u64][..]) });
+    batch.push(CALL, Record::Callsite { id: 1, frames: frames.clone(), python_line: None });
+    batch.push(CALL, Record::Callsite { id: 2, frames: Arc::from(&[0x5555_0000_2000u64][..]), python_line: None });
+    // The same frames under a Python line: a call a Python program made outside any op.
+    batch.push(CALL, Record::Callsite { id: 3, frames, python_line: Some(Arc::from("dir/a \"b\".py:12")) });
     let at = |site| Call { site, ..CALL };
     batch.push(
         at(2),
@@ -506,28 +508,17 @@ fn call_sites_read_back_with_their_modules() {
     );
     batch.push(at(2), Record::Event { handle: EVENT });
     batch.push(CALL, Record::Function { index: 0, name: Arc::from("k") });
-    batch.push(
-        at(1),
-        Record::Kernel {
-            stream: SIDE,
-            function: 0,
-            first_pointer: 0,
-            pointer_count: 0,
-            api: "cuLaunchKernel",
-            exact: None,
-        },
-    );
-    batch.push(
-        at(1),
-        Record::Kernel {
-            stream: SIDE,
-            function: 0,
-            first_pointer: 0,
-            pointer_count: 0,
-            api: "cuLaunchKernel",
-            exact: None,
-        },
-    );
+    let launch = || Record::Kernel {
+        stream: SIDE,
+        function: 0,
+        first_pointer: 0,
+        pointer_count: 0,
+        api: "cuLaunchKernel",
+        exact: None,
+    };
+    batch.push(at(1), launch());
+    batch.push(at(1), launch());
+    batch.push(at(3), launch());
     batch.push(at(0), Record::EventRecord { event: EVENT, stream: SIDE, api: "cuEventRecord" });
     // A recording ends with its capture statistics; one without lost its end (a data loss).
     batch.push(CALL, Record::CaptureStats { calls: 4, callback_ns: 0, setup_ns: 1 });
@@ -543,12 +534,17 @@ fn call_sites_read_back_with_their_modules() {
     let ops = operations(&records);
     let launch = ops[0].native.as_ref().expect("the launch's site");
     assert_eq!(ops[1].native.as_ref(), Some(launch), "the same site for both launches");
-    assert_eq!(ops[2].native, None);
+    assert_eq!(launch.python_line(), None);
+    let from_python = ops[2].native.as_ref().expect("the Python call's site");
+    assert_ne!(from_python, launch, "a site of its own");
+    assert_eq!(from_python.frames(), launch.frames());
+    assert_eq!(from_python.python_line().map(ToString::to_string).as_deref(), Some("dir/a \"b\".py:12"));
+    assert_eq!(ops[3].native, None);
     let modules: Vec<Option<&str>> = launch.frames().iter().map(|f| f.module.as_ref().map(|m| &*m.path)).collect();
     assert_eq!(modules, [Some("/opt/app/bin/run"), Some("/lib/libc.so.6"), None], "each frame's module by its range");
     let app = launch.frames()[0].module.as_ref().expect("the app");
     assert_eq!((app.bias, app.size, app.build_id.as_deref()), (0x5555_0000_0000, 0x4000, Some("0badc0de")));
-    assert_eq!(counters.get(Counter::JsonCallSites), 2);
+    assert_eq!(counters.get(Counter::JsonCallSites), 3);
     assert_eq!(counters.data_loss().count(), 0);
 }
 

@@ -36,8 +36,9 @@ fn main() {
     for depth in [8, 24, 40] {
         let mut sites = CallSites::new();
         let mut records = 0usize;
-        let with_walk =
-            best_ns(depth, rounds, &mut sites, &mut |sites| sites.site_of_this_call(Start::here(), |_| records += 1));
+        let with_walk = best_ns(depth, rounds, &mut sites, &mut |sites| {
+            sites.site_of_this_call(Start::here(), None, |_| records += 1)
+        });
         // The nested calls alone, to take out of the figure.
         let alone = best_ns(depth, rounds, &mut sites, &mut |_| black_box(1));
         let stats = sites.stats();

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 // The CPython functions used, declared here (all exported by every CPython 3.10 and later) so that building
 // needs no Python headers; they resolve against the running interpreter.
@@ -224,6 +225,78 @@ inline bool layout_fits(const FrameLayout& layout, const void* code_type, const 
            layout.version >= 0x030C0000 && memory.read(raw, layout.previous, raw);
   }
   return fits;
+}
+
+// Where a code object holds its file name (co_filename) and where a compact ASCII string holds its characters.
+// Both are found under the GIL on a live code object (find_code_file_layout), so that a thread that let the GIL
+// go can read the file of code running on its own stack (code_file): such a code object lives while its frame
+// runs, and its file name with it.
+struct CodeFileLayout {
+  size_t filename = 0;  // PyCodeObject: co_filename
+  size_t ascii = 0;     // PyASCIIObject: the characters, NUL-terminated
+};
+
+constexpr size_t kUnicodeLength = 16;  // PyASCIIObject: length (after ob_refcnt and ob_type), 3.11 to 3.13
+constexpr ptrdiff_t kMostFileChars = 4096;
+
+// Finds `out` from `code`, a code object whose co_filename is `filename`, of the ASCII text `text` (`length`
+// bytes). Reads through CarefulReader. Needs the GIL (the caller holds references to both objects).
+inline bool find_code_file_layout(const void* code, const void* filename, const char* text, size_t length,
+                                  CodeFileLayout& out) {
+  CarefulReader memory;
+  for (size_t offset = 2 * sizeof(void*); offset < 256 && out.filename == 0; offset += sizeof(void*)) {
+    const void* word = nullptr;
+    if (!memory.read(code, offset, word)) {
+      return false;
+    }
+    if (word == filename) {
+      out.filename = offset;
+    }
+  }
+  ptrdiff_t stated = 0;
+  if (out.filename == 0 || length == 0 || !memory.read(filename, kUnicodeLength, stated) ||
+      stated != static_cast<ptrdiff_t>(length)) {
+    return false;
+  }
+  for (size_t offset = kUnicodeLength + sizeof(ptrdiff_t); offset <= 64; offset += sizeof(void*)) {
+    bool same = true;
+    for (size_t index = 0; same && index <= length; ++index) {
+      char c = 1;
+      same = memory.read(filename, offset + index, c) && c == (index < length ? text[index] : '\0');
+    }
+    if (same) {
+      out.ascii = offset;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The file name of `code`, a code object running on the calling thread's stack, into `out`, where it is a compact
+// ASCII string (a file name with other characters is not read: false). `unicode_type`: &PyUnicode_Type. No GIL.
+inline bool code_file(const CodeFileLayout& layout, const void* code, const void* unicode_type, std::string& out) {
+  const void* name = read_at<const void*>(code, layout.filename);
+  if (name == nullptr || read_at<const void*>(name, kObjectType) != unicode_type) {
+    return false;
+  }
+  ptrdiff_t length = read_at<ptrdiff_t>(name, kUnicodeLength);
+  if (length <= 0 || length > kMostFileChars) {
+    return false;
+  }
+  // Read as ASCII: a string of wider characters keeps more header there (its UTF-8 length and pointer), whose
+  // zero bytes or the missing terminator say so; it has at least `length` bytes of characters past them.
+  const char* chars = static_cast<const char*>(name) + layout.ascii;
+  for (ptrdiff_t index = 0; index < length; ++index) {
+    unsigned char c = static_cast<unsigned char>(chars[index]);
+    if (c == 0 || c >= 0x80) {
+      return false;
+    }
+  }
+  if (chars[length] != '\0') {
+    return false;
+  }
+  out.assign(chars, static_cast<size_t>(length));
+  return true;
 }
 
 // The layout of the running CPython, checked on the calling thread's stack (layout_fits), or null where none

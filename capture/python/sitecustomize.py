@@ -383,6 +383,15 @@ def _start_native_observer(torch, capture, lines, all_devices=False):
     pinned = ctypes.cast(_host_memory_pinned, ctypes.c_void_p).value if _host_memory_pinned is not None else None
     if observe(*entry_points, pinned, int(all_devices), error, len(error)) != 0:
         raise RuntimeError(error.value.decode(errors="replace"))
+    # A CUDA call made outside any op (an extension's kernel through ctypes or pybind11) names its Python line
+    # too: the capture library asks the observer for it.
+    try:
+        python_lines, line_reader = capture.streamtrace_framework_python_lines, observer.streamtrace_torch_python_line
+    except AttributeError:  # a capture library older than this bootstrap: native frames only
+        pass
+    else:
+        python_lines.argtypes, python_lines.restype = (ctypes.c_void_p,), ctypes.c_int
+        python_lines(ctypes.cast(line_reader, ctypes.c_void_p).value)
 
     def observe_blocks():
         outcome = observer.streamtrace_torch_observe_blocks(error, len(error))

@@ -65,6 +65,7 @@ struct _object* PyObject_GetAttrString(struct _object*, const char*);
 const char* PyUnicode_AsUTF8(struct _object*);
 void PyErr_Clear(void);
 int Py_IsInitialized(void);
+int PyGILState_Check(void);
 }
 
 namespace {
@@ -88,6 +89,10 @@ OpBeginFn op_close = nullptr;
 std::atomic<bool> lines_at_end{false};
 bool cuda_only = true;  // off only in the CPU benchmark, where CPU tensors stand in for CUDA ones
 int (*is_finalizing)() = nullptr;
+// STREAMTRACE_OBSERVER_NOOP (benchmarks only): the callbacks stay registered, so PyTorch still boxes each op's
+// inputs and outputs and builds each allocator event, but observe nothing. With STREAMTRACE_CALLBACK_NOOP it
+// gives what the mechanisms the capture relies on cost a program before the capture does any work of its own.
+bool observe_nothing = false;
 
 // ---- What observing costs ---------------------------------------------------------------------------------------
 
@@ -195,6 +200,10 @@ int (*code_line)(struct _object*, int) = nullptr;
 // The running CPython's frame layout, checked at start (python_frames.h), or null: lines are read through the API.
 const streamtrace_python::FrameLayout* frame_layout = nullptr;
 const void* code_type = nullptr;  // &PyCode_Type
+const void* unicode_type = nullptr;  // &PyUnicode_Type
+// Where code objects keep their file name, found at start (python_frames.h), or null: a code object that this
+// thread has not seen under the GIL then has no line without it.
+const streamtrace_python::CodeFileLayout* code_files = nullptr;
 // Changed by streamtrace_torch_library_files: which code is the user's may have changed.
 std::atomic<uint64_t> files_generation{0};
 
@@ -246,13 +255,17 @@ bool names_a_place(const CodeFacts& facts) {
   return !facts.file.empty() && facts.file[0] != '<';
 }
 
-// `"file:line"` of a line of the file `facts` describes.
-void append_place(std::string& out, const CodeFacts& facts, int line) {
+// `"file:line"` of a line of `file` (JSON-escaped).
+void append_place(std::string& out, const std::string& file, int line) {
   out += '"';
-  out += facts.file;
+  out += file;
   out += ':';
   append_number(out, static_cast<uint64_t>(line));
   out += '"';
+}
+
+void append_place(std::string& out, const CodeFacts& facts, int line) {
+  append_place(out, facts.file, line);
 }
 
 // The innermost user frame of the calling thread's Python stack as a JSON string ("file:line"); without one, its
@@ -289,9 +302,40 @@ void append_python_line(std::string& out) {
 struct ThreadLines {
   uint64_t generation = 0;
   std::unordered_map<const void*, bool> user_code;
+  // The file of each code object of a real file seen under the GIL, JSON-escaped: a new line of a known code
+  // object is then found without the GIL (its line table is immutable while its frame runs on this thread).
+  std::unordered_map<const void*, std::string> files;
   std::unordered_map<InstructionKey, std::string, InstructionHash> texts;  // "\"file:line\"", or "null"
+  // The library folders as of `prefixes_generation`, copied under the GIL: which code is the user's is then
+  // decided without it.
+  std::vector<std::string> prefixes;
+  uint64_t prefixes_generation = ~uint64_t{0};
   std::vector<InstructionKey> others;  // reused by each walk: the frames it passed that are not the user's
 };
+
+// What facts_of says of `code`, a code object running on this thread's stack, read without the GIL from the code
+// object itself (python_frames.h): whether it is the user's, and its file, kept in `lines`. False where its file
+// name cannot be read so, or this thread has no copy of the library folders as of `generation`.
+bool learn_without_gil(ThreadLines& lines, const void* code, uint64_t generation, bool& user) {
+  std::string file;
+  if (code_files == nullptr || lines.prefixes_generation != generation ||
+      !streamtrace_python::code_file(*code_files, code, unicode_type, file)) {
+    return false;
+  }
+  user = file[0] != '<';
+  for (const auto& prefix : lines.prefixes) {
+    if (file.compare(0, prefix.size(), prefix) == 0) {
+      user = false;
+    }
+  }
+  lines.user_code.emplace(code, user);
+  if (file[0] != '<') {
+    std::string escaped;
+    append_json_escaped(escaped, file.c_str());
+    lines.files.emplace(code, std::move(escaped));
+  }
+  return true;
+}
 
 // The calling Python line from the thread's own frames (python_frames.h), into `out`; with `gil` (held) what the
 // thread's caches lack is learned, without it a miss returns false (as does a stack the walk cannot read), and
@@ -304,8 +348,13 @@ bool append_walked_line(const void* thread_state, bool gil, std::string& out) {
   uint64_t generation = files_generation.load(std::memory_order_acquire);
   if (lines->generation != generation) {
     lines->user_code.clear();
+    lines->files.clear();
     lines->texts.clear();
     lines->generation = generation;
+  }
+  if (gil && lines->prefixes_generation != generation) {
+    lines->prefixes = python_files().library_prefixes;
+    lines->prefixes_generation = generation;
   }
   const std::string* text = nullptr;
   bool missed = false;
@@ -317,16 +366,21 @@ bool append_walked_line(const void* thread_state, bool gil, std::string& out) {
   auto line_text = [&](const InstructionKey& key) -> const std::string* {
     auto found = lines->texts.find(key);
     if (found == lines->texts.end()) {
-      if (!gil) {
+      std::string quoted;
+      auto file = lines->files.find(key.code);
+      if (file != lines->files.end()) {
+        append_place(quoted, file->second, code_line(key.code, key.offset));
+      } else if (!gil) {
         missed = true;
         return nullptr;
-      }
-      const CodeFacts& facts = facts_of(key.code);
-      std::string quoted;
-      if (names_a_place(facts)) {
-        append_place(quoted, facts, code_line(key.code, key.offset));
       } else {
-        quoted = "null";
+        const CodeFacts& facts = facts_of(key.code);
+        if (names_a_place(facts)) {
+          lines->files.emplace(key.code, facts.file);
+          append_place(quoted, facts.file, code_line(key.code, key.offset));
+        } else {
+          quoted = "null";
+        }
       }
       found = lines->texts.emplace(key, std::move(quoted)).first;
     }
@@ -338,9 +392,13 @@ bool append_walked_line(const void* thread_state, bool gil, std::string& out) {
     if (known != lines->user_code.end()) {
       user = known->second;
     } else if (gil) {
-      user = facts_of(static_cast<struct _object*>(const_cast<void*>(code))).user;
+      const CodeFacts& facts = facts_of(static_cast<struct _object*>(const_cast<void*>(code)));
+      user = facts.user;
       lines->user_code.emplace(code, user);
-    } else {
+      if (names_a_place(facts)) {
+        lines->files.emplace(code, facts.file);
+      }
+    } else if (!learn_without_gil(*lines, code, generation, user)) {
       missed = true;
       return true;
     }
@@ -393,6 +451,49 @@ void append_source(std::string& out) {
   PyGILState_Release(state);
 }
 
+// The calling thread's Python line, for a CUDA call made outside any op (the capture library asks from inside
+// the driver's call: capture/src/python_line.rs). Never takes the GIL there: a thread that holds it (a pybind11
+// extension's call) reads its line as an op's start does; one that let it go (a ctypes call, an extension that
+// released it) reads it from its own frames, as far as this thread has learned their code at its ops.
+bool read_call_line(std::string& out) {
+  if (!python_usable()) {
+    return false;
+  }
+  const void* thread_state = PyGILState_GetThisThreadState();
+  bool held = PyGILState_Check() != 0;
+  if (frame_layout != nullptr && append_walked_line(thread_state, held, out)) {
+    return true;
+  }
+  if (!held) {
+    return false;
+  }
+  append_python_line(out);
+  return true;
+}
+
+// Where code objects keep their file name, found on the calling frame's code (python_frames.h); needs the GIL.
+const streamtrace_python::CodeFileLayout* find_code_files() {
+  unicode_type = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+  struct _frame* frame = PyEval_GetFrame();
+  if (unicode_type == nullptr || frame == nullptr) {
+    return nullptr;
+  }
+  struct _object* code = PyFrame_GetCode(frame);
+  static streamtrace_python::CodeFileLayout layout;
+  bool found = false;
+  if (struct _object* name = PyObject_GetAttrString(code, "co_filename")) {
+    const char* text = PyUnicode_AsUTF8(name);
+    bool ascii = text != nullptr && std::all_of(text, text + std::strlen(text), [](char c) {
+      return static_cast<unsigned char>(c) < 0x80;
+    });
+    found = ascii && streamtrace_python::find_code_file_layout(code, name, text, std::strlen(text), layout);
+    Py_DecRef(name);
+  }
+  PyErr_Clear();
+  Py_DecRef(code);
+  return found ? &layout : nullptr;
+}
+
 // Chooses the frame layout of the running CPython, checked on the calling thread's stack; needs the GIL.
 void choose_frame_layout() {
   frame_lasti = reinterpret_cast<int (*)(struct _frame*)>(dlsym(RTLD_DEFAULT, "PyFrame_GetLasti"));
@@ -403,6 +504,9 @@ void choose_frame_layout() {
     return;  // the API alone (the variable: to compare the two ways, benches/observer_instructions.py)
   }
   frame_layout = streamtrace_python::checked_layout(*version, code_type, PyGILState_GetThisThreadState(), frame_lasti);
+  if (frame_layout != nullptr) {
+    code_files = find_code_files();
+  }
 }
 
 // ---- Ops ------------------------------------------------------------------------------------------------------
@@ -835,6 +939,9 @@ const void* storage_of(const at::Tensor& tensor) {
 }
 
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
+  if (observe_nothing) {
+    return nullptr;
+  }
   ThreadState* thread = this_thread();
   if (thread == nullptr) {
     return nullptr;  // the thread is exiting
@@ -919,6 +1026,9 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
 }
 
 void on_op_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  if (observe_nothing) {
+    return;
+  }
   ThreadState* thread = this_thread();
   if (thread == nullptr) {
     return;  // the thread is exiting
@@ -1122,6 +1232,9 @@ bool record_block_sources(When when) {
 }
 
 void on_allocator_event(const TraceEntry& entry) {
+  if (observe_nothing) {
+    return;
+  }
   ThreadState* thread = this_thread();
   if (thread == nullptr) {
     return;  // the thread is exiting
@@ -1193,6 +1306,7 @@ int streamtrace_torch_observe(OpBeginFn begin, OpBeginFn begin_unsited, RecordFn
     host_memory_pinned = pinned;
     cuda_only = all_devices == 0;
     cost_detail = std::getenv("STREAMTRACE_COST_DETAIL") != nullptr;
+    observe_nothing = std::getenv("STREAMTRACE_OBSERVER_NOOP") != nullptr;
     choose_frame_layout();  // called with the GIL held (the bootstrap loads this file with ctypes.PyDLL)
     void* finalizing = dlsym(RTLD_DEFAULT, "Py_IsFinalizing");
     if (!finalizing) {
@@ -1210,6 +1324,23 @@ int streamtrace_torch_observe(OpBeginFn begin, OpBeginFn begin_unsited, RecordFn
     std::snprintf(error, error_len, "unknown C++ exception");
   }
   return -1;
+}
+
+// The calling thread's Python line (read_call_line) into `out` as `file:line`, JSON-escaped without quotes;
+// its length, or 0 when there is none, it is not at hand without the GIL, or it is longer than `capacity`.
+size_t streamtrace_torch_python_line(char* out, size_t capacity) {
+  try {
+    std::string text;  // no thread_local: a CUDA call in a thread's exit may come after its destructor
+    if (!read_call_line(text) || text.size() < 2 || text.front() != '"' || text.size() - 2 > capacity) {
+      return 0;
+    }
+    std::memcpy(out, text.data() + 1, text.size() - 2);
+    return text.size() - 2;
+  } catch (abi::__forced_unwind&) {
+    throw;
+  } catch (...) {
+    return 0;
+  }
 }
 
 // The capture library's streamtrace_framework_op_recorded and _op_close, with which an op that recorded nothing

@@ -62,7 +62,7 @@ mod tests {
 
     #[inline(never)]
     fn a_call_from_here(sites: &mut CallSites) -> u32 {
-        let id = sites.site_of_this_call(Start::here(), |_| {});
+        let id = sites.site_of_this_call(Start::here(), None, |_| {});
         std::hint::black_box(id)
     }
 

@@ -44,6 +44,7 @@ mod origin;
 pub mod params;
 mod pitched;
 mod process_state;
+mod python_line;
 pub mod ranges;
 pub mod record;
 mod recording;
@@ -136,6 +137,15 @@ pub unsafe extern "C" fn streamtrace_framework_record(text: *const u8, len: usiz
         }
         _ => -1,
     }
+}
+
+/// Registers the framework observer's reader of the calling thread's Python line (python_line.rs), with which
+/// the native call site of a CUDA call made outside any op also names the Python line that made it; null
+/// forgets it. Called by the Python bootstrap once its native observer is loaded. Returns 0.
+#[no_mangle]
+pub extern "C" fn streamtrace_framework_python_lines(reader: Option<python_line::LineReader>) -> i32 {
+    python_line::register(reader);
+    0
 }
 
 /// Marks the start of a framework operation on the calling thread: its CUDA calls follow, then its `op_end`.

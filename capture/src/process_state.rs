@@ -210,9 +210,9 @@ impl ProcessState {
 
     /// The id of the native call site of the call being recorded (0: none found), declared in the trace the
     /// first time. The walk starts at `start`, in the CUPTI callback's frame.
-    pub fn call_site(&mut self, call: Call, start: Start) -> u32 {
+    pub fn call_site(&mut self, call: Call, start: Start, python_line: Option<&str>) -> u32 {
         let pending = &mut self.pending;
-        self.sites.site_of_this_call(start, |record| pending.push(call, record))
+        self.sites.site_of_this_call(start, python_line, |record| pending.push(call, record))
     }
 
     /// Takes the records collected so far, leaving the spare batch (or a new one) to collect the next.

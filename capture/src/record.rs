@@ -170,10 +170,12 @@ pub enum Record {
         size: u64,
         build_id: Option<Arc<str>>,
     },
-    /// A native call site's return addresses, innermost first.
+    /// A native call site's return addresses, innermost first, and for a call a Python program made outside
+    /// any framework op the Python line that made it (python_line.rs).
     Callsite {
         id: u32,
         frames: Arc<[u64]>,
+        python_line: Option<Arc<str>>,
     },
     /// At exit: one of the functions a return address of a module sits in, with its line (frame_lines.rs).
     FrameLine {
@@ -566,8 +568,11 @@ impl Entry {
                     line.string(Field::BuildId, id);
                 }
             }
-            Record::Callsite { id, frames } => {
+            Record::Callsite { id, frames, python_line } => {
                 line.number(Field::Id, *id).addresses(Field::Frames, frames.iter().copied());
+                if let Some(python_line) = python_line {
+                    line.string(Field::Src, python_line);
+                }
             }
             Record::FrameLine { path, address, depth, function, source, offset } => {
                 line.string(Field::Path, path).address(Field::Addr, *address).number(Field::Depth, *depth);
@@ -770,7 +775,7 @@ mod tests {
             call(),
             Record::Module { path, bias: 0x5000, start: 0x5000, size: 0x2000, build_id: Some("ab12".into()) },
         );
-        batch.push(call(), Record::Callsite { id: 1, frames: Arc::from(&[0x5123u64, 0x5456][..]) });
+        batch.push(call(), Record::Callsite { id: 1, frames: Arc::from(&[0x5123u64, 0x5456][..]), python_line: None });
         batch.push(Call { site: 1, ..call() }, Record::Wait { stream: 5, event: 9, api: "cuStreamWaitEvent" });
         batch.push(Call { site: 1, ..call() }, Record::Event { handle: 9 });
         let text = json_lines(&batch);

@@ -67,11 +67,16 @@ pub fn record(spec: &CallSpec, data: &DriverCall<'_>, origin: CallOrigin, walk_f
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: origin.correlation, site: 0 };
         let start = cost::call_started(call.time_ns);
+        let sited = walk && CALL_SITES.load(Ordering::Relaxed);
+        // A Python program's call outside any op: its line, read before the lock (the observer reads the
+        // thread's Python frames).
+        let python_line = if sited && !crate::framework::inside_op() { crate::python_line::current() } else { None };
         let flush = {
             let Ok(mut slot) = cost::lock_wait(|| STATE.lock()) else { return };
             let Some(state) = state_for_this_process(&mut slot) else { return };
-            let call = if walk && CALL_SITES.load(Ordering::Relaxed) && crate::framework::call_sites_wanted() {
-                Call { site: cost::walk(|| state.call_site(call, walk_from)), ..call }
+            let call = if sited && crate::framework::call_sites_wanted() {
+                let line = python_line.as_ref().map(crate::python_line::PythonLine::as_str);
+                Call { site: cost::walk(|| state.call_site(call, walk_from, line)), ..call }
             } else {
                 call
             };

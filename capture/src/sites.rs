@@ -1,7 +1,8 @@
 //! Call sites as the trace names them: each distinct chain of kept frames (unwind/) gets an id the first time it
 //! is seen, and its `callsite` record, preceded by a `module` record for each module it is the first to point
 //! into. After that a call from the same place costs a walk along a known path, whose end holds the id. One
-//! table per process, so that each trace file declares what it uses.
+//! table per process, so that each trace file declares what it uses. A call a Python program made outside any
+//! framework op gets a site of its own for each Python line it is made from: the native frames' with the line.
 
 use std::sync::Arc;
 
@@ -14,9 +15,18 @@ pub struct CallSites {
     unwinder: Unwinder,
     frames: Frames,
     ids: HashMap<Box<[u64]>, u32>,
+    /// The frames of each native site, by id - 1: a Python line's site repeats them.
+    frames_by_id: Vec<Arc<[u64]>>,
+    /// By native site: the Python lines seen on top of it, and the id of each pair.
+    python_sites: HashMap<u32, Vec<(Box<str>, u32)>>,
+    next_id: u32,
     /// Whether each module of the unwinder has had its `module` record.
     declared: Vec<bool>,
 }
+
+/// The most Python lines one native site takes on: past them, a call keeps the native site alone (a
+/// generated script calling one extension from thousands of lines is named by its native frames).
+const PYTHON_LINES_PER_SITE: usize = 256;
 
 impl Default for CallSites {
     fn default() -> Self {
@@ -36,12 +46,30 @@ impl CallSites {
     }
 
     fn with(unwinder: Unwinder) -> CallSites {
-        CallSites { unwinder, frames: Frames::new(), ids: HashMap::default(), declared: Vec::new() }
+        CallSites {
+            unwinder,
+            frames: Frames::new(),
+            ids: HashMap::default(),
+            frames_by_id: Vec::new(),
+            python_sites: HashMap::default(),
+            next_id: 1,
+            declared: Vec::new(),
+        }
     }
 
-    /// The id of the call site of the code that called `start`'s function (from 1), or 0 when no frame of
-    /// it could be found. Records needed to read the id (`module`, `callsite`) go to `emit` first.
-    pub fn site_of_this_call(&mut self, start: Start, mut emit: impl FnMut(Record)) -> u32 {
+    /// The id of the call site of the code that called `start`'s function (from 1), with the Python line
+    /// `python_line` (escaped as in JSON) when given, or 0 when no frame of it could be found. Records needed to
+    /// read the id (`module`, `callsite`) go to `emit` first.
+    pub fn site_of_this_call(&mut self, start: Start, python_line: Option<&str>, mut emit: impl FnMut(Record)) -> u32 {
+        let native = self.native_site_of_this_call(start, &mut emit);
+        match python_line {
+            Some(line) if native != 0 => self.with_python_line(native, line, &mut emit),
+            _ => native,
+        }
+    }
+
+    /// The native site of [`CallSites::site_of_this_call`].
+    fn native_site_of_this_call(&mut self, start: Start, emit: &mut impl FnMut(Record)) -> u32 {
         let end = match self.unwinder.walk(start, &mut self.frames) {
             Walk::Known(id) => return id,
             Walk::Found { end } => end,
@@ -51,11 +79,28 @@ impl CallSites {
         }
         let id = match self.ids.get(self.frames.addresses()) {
             Some(&id) => id,
-            None => self.declare(&mut emit),
+            None => self.declare(emit),
         };
         if let Some(end) = end {
             self.unwinder.remember(end, id);
         }
+        id
+    }
+
+    /// The site of native site `native` made from the Python line `line`, declared at its first sight.
+    fn with_python_line(&mut self, native: u32, line: &str, emit: &mut impl FnMut(Record)) -> u32 {
+        let lines = self.python_sites.entry(native).or_default();
+        if let Some(&(_, id)) = lines.iter().find(|(known, _)| &**known == line) {
+            return id;
+        }
+        let Some(frames) = self.frames_by_id.get(native as usize - 1).cloned() else { return native };
+        if lines.len() == PYTHON_LINES_PER_SITE {
+            return native;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        lines.push((line.into(), id));
+        emit(Record::Callsite { id, frames, python_line: Some(crate::python_line::unescaped(line).into()) });
         id
     }
 
@@ -150,10 +195,14 @@ impl CallSites {
                 });
             }
         }
-        let id = self.ids.len() as u32 + 1;
+        let id = self.next_id;
+        self.next_id += 1;
         let frames: Arc<[u64]> = self.frames.addresses().into();
         self.ids.insert(self.frames.addresses().into(), id);
-        emit(Record::Callsite { id, frames });
+        // By id - 1, the Python lines' sites between them left empty.
+        self.frames_by_id.resize(id as usize - 1, Arc::from(&[][..]));
+        self.frames_by_id.push(frames.clone());
+        emit(Record::Callsite { id, frames, python_line: None });
         id
     }
 }
@@ -164,14 +213,52 @@ mod tests {
 
     #[inline(never)]
     fn from_here(sites: &mut CallSites, records: &mut Vec<Record>) -> u32 {
-        let id = sites.site_of_this_call(Start::here(), |r| records.push(r));
+        let id = sites.site_of_this_call(Start::here(), None, |r| records.push(r));
         std::hint::black_box(id)
     }
 
     #[inline(never)]
     fn from_there(sites: &mut CallSites, records: &mut Vec<Record>) -> u32 {
-        let id = sites.site_of_this_call(Start::here(), |r| records.push(r));
+        let id = sites.site_of_this_call(Start::here(), None, |r| records.push(r));
         std::hint::black_box(id)
+    }
+
+    #[inline(never)]
+    fn from_python(sites: &mut CallSites, line: Option<&str>, records: &mut Vec<Record>) -> u32 {
+        let id = sites.site_of_this_call(Start::here(), line, |r| records.push(r));
+        std::hint::black_box(id)
+    }
+
+    #[test]
+    fn each_python_line_gets_a_site_of_its_own_on_the_same_frames() {
+        let mut sites = CallSites::with(Unwinder::keeping_own_frames());
+        let mut records = Vec::new();
+        let mut ids = Vec::new();
+        // An opaque list: one place of the call, not one per unrolled turn.
+        let lines =
+            std::hint::black_box(vec![None, Some("train.py:10"), Some("train.py:12"), Some("train.py:10"), None]);
+        for line in lines {
+            ids.push(from_python(&mut sites, line, &mut records));
+        }
+        assert_ne!(ids[0], 0, "the test thread's frames are found");
+        assert_eq!(ids[4], ids[0], "no line: the native site, {ids:?}");
+        assert_eq!(ids[3], ids[1], "the same line, the same site");
+        let distinct: std::collections::HashSet<u32> = ids.iter().copied().collect();
+        assert_eq!(distinct.len(), 3, "{ids:?}");
+        let declared: Vec<(&Arc<[u64]>, Option<&str>)> = records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Callsite { frames, python_line, .. } => Some((frames, python_line.as_deref())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(declared.len(), 3, "each site declared once");
+        assert_eq!(declared[1].1, Some("train.py:10"));
+        assert_eq!(declared[2].1, Some("train.py:12"));
+        assert!(declared.iter().all(|(frames, _)| *frames == declared[0].0), "one chain of frames");
+        // A native site declared after them is numbered past them.
+        let later = from_there(&mut sites, &mut records);
+        assert!(later > ids[2], "{later} after {ids:?}");
     }
 
     #[test]

@@ -7,6 +7,7 @@ native_observer`), or alone: `python3 capture/tests/native_observer_test.py`. On
 for the process: this file runs nothing else.
 """
 import ctypes
+import inspect
 import os
 import threading
 import unittest
@@ -44,6 +45,35 @@ class RealOpsInTheNativeObserver(RealOpCases, unittest.TestCase):
         error = ctypes.create_string_buffer(512)
         if observe(*pointers, None, 1, error, len(error)) != 0:
             raise unittest.SkipTest("the native observer did not start: %s" % error.value.decode())
+        cls.observer = observer
+
+    def test_the_python_line_of_a_call_outside_ops_is_read_with_and_without_the_gil(self):
+        # As the capture library asks from inside a CUDA call: through a PyDLL handle the GIL stays held (a
+        # pybind11 extension's call), through a CDLL handle of the same library it is let go (a ctypes call).
+        held = self.observer.streamtrace_torch_python_line
+        released = getattr(ctypes.CDLL(self.observer._name), "streamtrace_torch_python_line")
+        for reader in (held, released):
+            reader.argtypes, reader.restype = (ctypes.c_char_p, ctypes.c_size_t), ctypes.c_size_t
+        out = ctypes.create_string_buffer(480)
+        here = os.path.abspath(__file__)
+
+        def read(length):
+            return out.raw[:length].decode()
+
+        length, line = held(out, len(out)), inspect.currentframe().f_lineno
+        self.assertEqual(read(length), "%s:%d" % (here, line))
+        # This function's code was learned under the GIL: a new line of it is found without.
+        length, line = released(out, len(out)), inspect.currentframe().f_lineno
+        self.assertEqual(read(length), "%s:%d" % (here, line))
+
+        # Code this thread never ran an op or a read in with the GIL held: its file is read from the code object
+        # itself, still without the GIL (a ctypes wrapper that runs no op before its call).
+        def unseen():
+            return released(out, len(out)), inspect.currentframe().f_lineno
+
+        length, line = unseen()
+        self.assertEqual(read(length), "%s:%d" % (here, line))
+        self.assertEqual(held(out, 4), 0, "a line longer than the buffer is not cut")
 
 
 

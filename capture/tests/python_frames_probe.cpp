@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "../python/python_frames.h"
@@ -11,6 +12,8 @@
 namespace {
 const streamtrace_python::FrameLayout* layout = nullptr;
 const void* code_type = nullptr;
+streamtrace_python::CodeFileLayout code_files;
+const void* unicode_type = nullptr;
 }  // namespace
 
 extern "C" {
@@ -41,6 +44,36 @@ int probe_walk(char* out, size_t out_len) {
                                                 std::snprintf(line, sizeof line, "%zu %d\n",
                                                               reinterpret_cast<size_t>(code), lasti);
                                                 text += line;
+                                                ++frames;
+                                                return false;
+                                              });
+  std::snprintf(out, out_len, "%s", text.c_str());
+  return read ? frames : -1;
+}
+
+// Finds where code objects keep their file name, on `code` (whose co_filename is `filename`, the ASCII `text`),
+// as the observer does at its start (called with the GIL). Returns 1 when found.
+int probe_find_code_files(const void* code, const void* filename, const char* text) {
+  unicode_type = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+  return streamtrace_python::find_code_file_layout(code, filename, text, std::strlen(text), code_files) ? 1 : 0;
+}
+
+// Writes the file of each of the calling thread's frames, innermost first, one a line ("?" where it cannot be
+// read), into `out` (called without the GIL). Returns the number of frames, or -1.
+int probe_files(char* out, size_t out_len) {
+  if (layout == nullptr || code_files.filename == 0) {
+    return -1;
+  }
+  std::string text;
+  int frames = 0;
+  bool read = streamtrace_python::walk_frames(*layout, code_type, PyGILState_GetThisThreadState(),
+                                              [&](const void* code, int) {
+                                                std::string file;
+                                                text += streamtrace_python::code_file(code_files, code, unicode_type,
+                                                                                      file)
+                                                            ? file
+                                                            : "?";
+                                                text += '\n';
                                                 ++frames;
                                                 return false;
                                               });

@@ -24,6 +24,11 @@ assert version == sys.hexversion & 0xFFFF0000, "CPython %s: no layout passed the
 
 buffer = ctypes.create_string_buffer(1 << 20)
 walks = []
+# Where code objects keep their file name, found on this module's code as the observer finds it at its start.
+with_gil.probe_find_code_files.argtypes = (ctypes.py_object, ctypes.py_object, ctypes.c_char_p)
+this_code = sys._getframe().f_code
+assert with_gil.probe_find_code_files(this_code, this_code.co_filename, this_code.co_filename.encode()) == 1, \
+    "CPython %s: no file name layout" % sys.version
 
 
 def line_at(code, lasti):
@@ -50,6 +55,13 @@ def walked():
     for (code, lasti), (expected_code, expected_lasti, what) in zip(read[1:], expected[1:]):
         assert (code, lasti) == (expected_code, expected_lasti), "frame of %s: %r against %r" % (
             what.co_name, (code, lasti), (expected_code, expected_lasti))
+    # The file of each frame, read without the GIL from its code object as the observer reads an unseen one.
+    files = without_gil.probe_files(buffer, len(buffer))
+    assert files == len(expected), "%d files for %d frames" % (files, len(expected))
+    read_files = buffer.value.decode().splitlines()
+    for file, (_, _, what) in zip(read_files, expected):
+        wanted = what.co_filename if what.co_filename.isascii() else "?"
+        assert file == wanted, "file of %s: %r against %r" % (what.co_name, file, wanted)
     walks.append(len(read))
     return len(read)
 

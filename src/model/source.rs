@@ -91,19 +91,35 @@ pub struct NativeFrame {
     pub module: Option<Arc<NativeModule>>,
 }
 
-/// A native call site as the capture recorded it: return addresses, innermost first. Every operation made from
-/// one place shares it, and two sites are the same when they are the same record (one per distinct chain of
-/// frames in a process).
+/// A native call site as the capture recorded it: return addresses, innermost first, and for a call a Python
+/// program made outside any framework op (a ctypes or pybind11 extension's launch) the Python line that made it.
+/// Every operation made from one place shares it, and two sites are the same when they are the same record (one
+/// per distinct chain of frames and line in a process).
 #[derive(Clone, Debug)]
-pub struct NativeSite(Arc<[NativeFrame]>);
+pub struct NativeSite(Arc<SiteFrames>);
+
+#[derive(Debug)]
+struct SiteFrames {
+    frames: Box<[NativeFrame]>,
+    python_line: Option<SourceLocation>,
+}
 
 impl NativeSite {
     pub fn new(frames: Vec<NativeFrame>) -> NativeSite {
-        NativeSite(frames.into())
+        NativeSite::with_python_line(frames, None)
+    }
+
+    pub fn with_python_line(frames: Vec<NativeFrame>, python_line: Option<SourceLocation>) -> NativeSite {
+        NativeSite(Arc::new(SiteFrames { frames: frames.into(), python_line }))
     }
 
     pub fn frames(&self) -> &[NativeFrame] {
-        &self.0
+        &self.0.frames
+    }
+
+    /// The Python line under the native frames, when the call came from Python code outside any op.
+    pub fn python_line(&self) -> Option<&SourceLocation> {
+        self.0.python_line.as_ref()
     }
 }
 
@@ -117,14 +133,14 @@ impl Eq for NativeSite {}
 
 impl Hash for NativeSite {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        std::ptr::hash(Arc::as_ptr(&self.0).cast::<u8>(), state);
+        std::ptr::hash(Arc::as_ptr(&self.0), state);
     }
 }
 
 /// Serialized as its return addresses, in hex.
 impl Serialize for NativeSite {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(|frame| format!("{:#x}", frame.address)))
+        serializer.collect_seq(self.frames().iter().map(|frame| format!("{:#x}", frame.address)))
     }
 }
 

@@ -82,8 +82,8 @@ impl Symbolizer {
         Symbolizer { search, recorded, ..Symbolizer::default() }
     }
 
-    /// Where a call site is in the program's words: its program frame, else its first library frame; None
-    /// when every frame is CUDA's own.
+    /// Where a call site is in the program's words: its program frame, else the Python line that made the call,
+    /// else its first library frame; None when every frame is CUDA's own.
     pub fn locate(&mut self, site: &NativeSite) -> Option<SourceLocation> {
         if let Some(known) = self.sites.get(site) {
             return known.clone();
@@ -114,16 +114,33 @@ impl Symbolizer {
                 }
             }
         }
-        let located = program.or(library);
+        let located = program.or_else(|| site.python_line().cloned()).or(library);
         self.sites.insert(site.clone(), located.clone());
         located
     }
 
     /// The frames a report lists for a call site, one per line, outermost last: from the frame [`locate`]
     /// names, every function of the program's own code the call passed through (inlined ones too), up to
-    /// [`MAX_SHOWN_FRAMES`], ending where the program's code ends (its C runtime's start, a library). A frame
-    /// of a binary nothing is known of is `module+0x1234`. Empty when every frame is CUDA's own.
+    /// [`MAX_SHOWN_FRAMES`], ending where the program's code ends (its C runtime's start, a library), then the
+    /// Python line that made the call, when the trace gives one. A frame of a binary nothing is known of is
+    /// `module+0x1234`. Empty when every frame is CUDA's own and no Python line is known.
     pub fn stack(&mut self, site: &NativeSite) -> Vec<SourceLocation> {
+        let (mut shown, program) = self.native_stack(site);
+        if let Some(line) = site.python_line() {
+            // Native frames none of which is the program's own are the interpreter's and the framework's: the
+            // Python line says more than they do.
+            if !program {
+                shown.clear();
+            }
+            shown.truncate(MAX_SHOWN_FRAMES - 1);
+            shown.push(line.clone());
+        }
+        shown
+    }
+
+    /// The native part of [`Symbolizer::stack`], and whether its frames are the program's own (else they are
+    /// the one library frame or the place shown when no frame is the program's).
+    fn native_stack(&mut self, site: &NativeSite) -> (Vec<SourceLocation>, bool) {
         let mut shown = Vec::new();
         let mut wrapper: Option<String> = None;
         for frame in site.frames() {
@@ -136,21 +153,24 @@ impl Symbolizer {
                     FrameClass::Cuda => {}
                     FrameClass::Program if !startup => shown.push(location(frame, &entry)),
                     // The program's code ends here; a library frame is shown only when no frame is the program's.
-                    _ if !shown.is_empty() => return shown,
+                    _ if !shown.is_empty() => return (shown, true),
                     _ => {}
                 }
                 if shown.len() == MAX_SHOWN_FRAMES {
-                    return shown;
+                    return (shown, true);
                 }
             }
         }
         if shown.is_empty() {
-            shown.extend(self.locate(site));
+            // What `locate` names instead: a library frame, never the Python line (the caller adds that).
+            let located = self.locate(site).filter(|place| Some(place) != site.python_line());
+            return (located.into_iter().collect(), false);
         }
-        shown
+        (shown, true)
     }
 
-    /// Where a call site is in the program's own code, for naming what it created: its program frame only.
+    /// Where a call site is in the program's own code, for naming what it created: its program frame, else the
+    /// Python line that made the call.
     /// Frames of the CUDA stack and of libraries known by their module's name are passed over without reading
     /// their binaries (a PyTorch pool stream is created inside libtorch, which is not worth reading for a name).
     pub fn locate_program(&mut self, site: &NativeSite) -> Option<SourceLocation> {
@@ -161,7 +181,7 @@ impl Symbolizer {
             .cloned()
             .collect();
         if program_frames.is_empty() {
-            return None;
+            return site.python_line().cloned();
         }
         // The C runtime's start code in the executable is no place the program wrote.
         self.locate(&NativeSite::new(program_frames))
@@ -335,5 +355,34 @@ mod tests {
         assert_eq!(counts.missing_binaries, vec![Arc::<str>::from("/nonexistent/build/app")]);
         let first = counts.first_unreadable.unwrap_or_default();
         assert!(first.contains("/nonexistent/build/app is not on this machine"), "{first}");
+    }
+    #[test]
+    fn a_python_call_names_its_extension_frames_then_its_python_line() {
+        let module = |path: &str, start: u64| {
+            Arc::new(NativeModule { path: path.into(), bias: start, start, size: 0x10000, build_id: None })
+        };
+        let extension = module("/nonexistent/ext/libscale.so", 0x7000_0000_0000);
+        let ffi = module("/usr/lib/x86_64-linux-gnu/libffi.so.8", 0x7100_0000_0000);
+        let ctypes =
+            module("/usr/lib/python3.12/lib-dynload/_ctypes.cpython-312-x86_64-linux-gnu.so", 0x7200_0000_0000);
+        let frame =
+            |module: &Arc<NativeModule>| NativeFrame { address: module.start + 0x40, module: Some(module.clone()) };
+        let line = SourceLocation::parse("train.py:12");
+        let through_ctypes = vec![frame(&extension), frame(&ffi), frame(&ctypes)];
+        let site = NativeSite::with_python_line(through_ctypes.clone(), Some(line.clone()));
+        let mut symbolizer = Symbolizer::default();
+        let shown: Vec<String> = symbolizer.stack(&site).iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["libscale.so+0x40", "train.py:12"], "the extension, not ctypes' glue, then the line");
+        assert_eq!(symbolizer.locate(&site).map(|l| l.to_string()).as_deref(), Some("libscale.so+0x40"));
+        // No frame of the program's own (a framework's extension module): the Python line alone names it.
+        let framework = NativeSite::with_python_line(vec![frame(&ffi), frame(&ctypes)], Some(line.clone()));
+        let shown: Vec<String> = symbolizer.stack(&framework).iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["train.py:12"]);
+        assert_eq!(symbolizer.locate(&framework), Some(line.clone()));
+        assert_eq!(symbolizer.locate_program(&framework), Some(line));
+        // Without a line, as before.
+        let native = NativeSite::new(through_ctypes);
+        let shown: Vec<String> = symbolizer.stack(&native).iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["libscale.so+0x40"]);
     }
 }

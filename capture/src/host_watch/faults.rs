@@ -248,7 +248,7 @@ mod tests {
             || Record::HostAccess { address: 0x7000, bytes: 1, write: false, fault: FaultKind::Guard, host_func: 0 };
         let module =
             || Record::Module { path: "/lib/a.so".into(), bias: 0, start: 0x5000, size: 0x1000, build_id: None };
-        let site = || Record::Callsite { id: 3, frames: std::sync::Arc::from(&[0x5123u64][..]) };
+        let site = || Record::Callsite { id: 3, frames: std::sync::Arc::from(&[0x5123u64][..]), python_line: None };
         let mut batch = Batch::default();
         batch.entries.extend([entry(10), entry(20), entry(40)]);
         // The fault at 30 is taken first: it declares its module and site 3 and goes in at its time.

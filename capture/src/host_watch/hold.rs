@@ -216,7 +216,7 @@ mod tests {
         let mut first = Batch::default();
         first.entries.push(entry(10, Record::Event { handle: 1 }));
         let mut second = Batch::default();
-        let declaration = Record::Callsite { id: 6, frames: std::sync::Arc::from(&[0x5123u64][..]) };
+        let declaration = Record::Callsite { id: 6, frames: std::sync::Arc::from(&[0x5123u64][..]), python_line: None };
         second.entries.push(Entry { call: Call { site: 6, ..entry(40, Record::OpBegin).call }, record: declaration });
         second.entries.push(entry(40, Record::Event { handle: 2 }));
         let mut batches = held([first, second]);

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::problem::Problem;
 use super::raw::RawRecord;
-use crate::model::{NativeFrame, NativeModule, NativeSite, ProcessId};
+use crate::model::{NativeFrame, NativeModule, NativeSite, ProcessId, SourceLocation};
 
 /// Frames a call site may list; the capture writes at most 16.
 const MAX_FRAMES: usize = 256;
@@ -73,7 +73,9 @@ impl NativeSites {
                 module: modules.iter().find(|m| m.contains(address.0)).cloned(),
             })
             .collect();
-        self.sites.insert((process, id), NativeSite::new(frames));
+        // A Python program's call outside any op: the line it was made from, above the native frames.
+        let python_line = raw.src.as_deref().map(SourceLocation::parse);
+        self.sites.insert((process, id), NativeSite::with_python_line(frames, python_line));
         Ok(())
     }
 
