@@ -1049,6 +1049,12 @@ fn a_kernel_launched_through_ctypes_outside_any_op_names_the_extension_then_its_
         ["#0 libscale.so in launch_scale_into+0xb7", "#1 samples/torch/own_kernel_streams.py:55"],
         "{text}"
     );
+    // The JSON report gives the same frames.
+    let (_, json) = analyze("samples/capture/torch-t2/own_kernel_streams-no-wait.json");
+    let frames = json["races"][0]["later"]["site"]["frames"].as_array().expect("frames").clone();
+    let shown: Vec<String> =
+        frames.iter().map(|f| format!("{}:{}", f["file"].as_str().unwrap_or(""), f["line"])).collect();
+    assert!(shown.len() == 2 && shown[1].ends_with("samples/torch/own_kernel_streams.py:55"), "{shown:?}");
     let trace = std::fs::read_to_string("samples/capture/torch-t2/own_kernel_streams-no-wait.json").expect("trace");
     assert!(trace.contains(r#""type":"callsite""#) && trace.contains(r#"/samples/torch/own_kernel_streams.py:55"}"#));
 }

@@ -57,9 +57,22 @@ pub struct Site<'a> {
     stream: Option<Stream<'a>>,
     thread: Thread,
     source: Option<&'a SourceLocation>,
+    /// The frames the text report lists, innermost first, where there are more than `source`: a native call
+    /// site's frames of the program's own, then the Python line that made the call.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    frames: Vec<&'a SourceLocation>,
     region: Option<&'a Arc<str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     graph: Option<GraphSite<'a>>,
+}
+
+/// A site's frames, when there are more than the one its `source` already gives.
+fn more_frames_than_one(frames: Vec<&SourceLocation>) -> Vec<&SourceLocation> {
+    if frames.len() > 1 {
+        frames
+    } else {
+        Vec::new()
+    }
 }
 
 #[derive(Serialize)]
@@ -79,6 +92,7 @@ impl<'a> Site<'a> {
             stream: site.stream.and_then(|stream| Stream::of(look, stream, naming)),
             thread: Thread { tid: look.tid(site.thread) },
             source: if resolved { look.source(id) } else { site.source.as_ref() },
+            frames: if resolved { more_frames_than_one(look.frames(id)) } else { Vec::new() },
             region: site.region.as_ref(),
             graph: site.graph.as_ref().map(|graph| GraphSite {
                 graph: &graph.graph,
