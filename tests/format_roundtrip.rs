@@ -69,6 +69,11 @@ fn read(written: Written) -> (Vec<TraceRecord>, ImportCounters) {
     (records, counters)
 }
 
+/// A launch of kernel 0 on `stream` with no pointer arguments, as the CUPTI backend records it.
+fn plain_launch(stream: u64) -> Record {
+    Record::Kernel { stream, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel", exact: None }
+}
+
 fn operations(records: &[TraceRecord]) -> Vec<&Operation> {
     records.iter().filter_map(|r| if let TraceRecord::Op(op) = r { Some(op) } else { None }).collect()
 }
@@ -114,17 +119,7 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
             exact: None,
         },
     );
-    batch.push(
-        CALL,
-        Record::Kernel {
-            stream: TOP,
-            function: 0,
-            first_pointer: 0,
-            pointer_count: 0,
-            api: "cuLaunchKernel",
-            exact: None,
-        },
-    );
+    batch.push(CALL, plain_launch(TOP));
     // The exact-access backend's launch: its runs (one plain, one periodic) and what it could not see.
     batch.runs.extend([
         format::ByteRuns { first: 0x7000_0000, len: 64, step: 0, count: 1 },
@@ -508,17 +503,9 @@ fn call_sites_read_back_with_their_modules() {
     );
     batch.push(at(2), Record::Event { handle: EVENT });
     batch.push(CALL, Record::Function { index: 0, name: Arc::from("k") });
-    let launch = || Record::Kernel {
-        stream: SIDE,
-        function: 0,
-        first_pointer: 0,
-        pointer_count: 0,
-        api: "cuLaunchKernel",
-        exact: None,
-    };
-    batch.push(at(1), launch());
-    batch.push(at(1), launch());
-    batch.push(at(3), launch());
+    batch.push(at(1), plain_launch(SIDE));
+    batch.push(at(1), plain_launch(SIDE));
+    batch.push(at(3), plain_launch(SIDE));
     batch.push(at(0), Record::EventRecord { event: EVENT, stream: SIDE, api: "cuEventRecord" });
     // A recording ends with its capture statistics; one without lost its end (a data loss).
     batch.push(CALL, Record::CaptureStats { calls: 4, callback_ns: 0, setup_ns: 1 });
@@ -669,33 +656,13 @@ fn push_graphs(batch: &mut Batch) {
     graph(batch, GraphRecord::Launch { exec, stream: SIDE });
     // Captured on SIDE: the kernel does not run then, only at the launch on TOP.
     graph(batch, GraphRecord::CaptureBegin { stream: SIDE, into: None });
-    batch.push(
-        CALL,
-        Record::Kernel {
-            stream: SIDE,
-            function: 0,
-            first_pointer: 0,
-            pointer_count: 0,
-            api: "cuLaunchKernel",
-            exact: None,
-        },
-    );
+    batch.push(CALL, plain_launch(SIDE));
     // The program asks for the graph being captured and the node the kernel became (0x81), adds a set node after
     // it by hand, and makes the next captured kernel depend on the set node only.
     graph(batch, GraphRecord::CaptureInfo { stream: SIDE, graph: Some(0x8000), deps: Some(Box::new([0x81])) });
     node(batch, 0x8000, 0x82, &[0x81], NodeBody::Set { to: (0x600, 8) });
     graph(batch, GraphRecord::CaptureDependencies { stream: SIDE, deps: Box::new([0x82]), set: true });
-    batch.push(
-        CALL,
-        Record::Kernel {
-            stream: SIDE,
-            function: 0,
-            first_pointer: 0,
-            pointer_count: 0,
-            api: "cuLaunchKernel",
-            exact: None,
-        },
-    );
+    batch.push(CALL, plain_launch(SIDE));
     graph(batch, GraphRecord::CaptureDependencies { stream: SIDE, deps: Box::new([0x81]), set: false });
     graph(batch, GraphRecord::CaptureEnd { stream: SIDE, graph: Some(0x8000) });
     graph(batch, GraphRecord::Instantiate { graph: 0x8000, exec: 0x9000 });
