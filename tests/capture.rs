@@ -124,11 +124,9 @@ fn llm_c_is_clean_and_its_per_thread_default_stream_build_races_where_predicted(
         .find(|race| race["later"]["site"]["name"].as_str().is_some_and(|name| name.starts_with("void adamw_kernel3")))
         .expect("the update's race");
     let source = &adamw["later"]["site"]["source"];
-    assert_eq!(
-        (source["file"].as_str(), source["line"].as_u64()),
-        (Some(".gpu/llmc/llmc/adamw.cuh"), Some(83)),
-        "{source}"
-    );
+    // Paths as recorded on the GPU machine; shown relative to the directory the analysis runs in.
+    let file = source["file"].as_str().unwrap_or_default();
+    assert!(file.ends_with(".gpu/llmc/llmc/adamw.cuh") && source["line"].as_u64() == Some(83), "{source}");
 }
 
 /// The second wave of cuda-samples captures (2026-12-04, EXPECTED.md's second part): programs on the driver API
@@ -1044,9 +1042,12 @@ fn a_kernel_launched_through_ctypes_outside_any_op_names_the_extension_then_its_
     let text = analyze_text("samples/capture/torch-t2/own_kernel_streams-no-wait.json");
     let read = text.split("Previous write").next().expect("the race's later access first");
     let frames: Vec<&str> = read.lines().filter(|line| line.trim_start().starts_with('#')).map(str::trim).collect();
-    assert_eq!(
-        frames,
-        ["#0 libscale.so in launch_scale_into+0xb7", "#1 samples/torch/own_kernel_streams.py:55"],
+    // Paths as recorded on the GPU machine (/work/main/...), shown relative to the directory the analysis runs in.
+    assert!(
+        frames.len() == 2
+            && frames[0] == "#0 libscale.so in launch_scale_into+0xb7"
+            && frames[1].starts_with("#1 ")
+            && frames[1].ends_with("samples/torch/own_kernel_streams.py:55"),
         "{text}"
     );
     // The JSON report gives the same frames.
