@@ -237,6 +237,10 @@ struct CodeFileLayout {
 };
 
 constexpr size_t kUnicodeLength = 16;  // PyASCIIObject: length (after ob_refcnt and ob_type), 3.11 to 3.13
+constexpr size_t kUnicodeState = 32;   // PyASCIIObject: the state bit field (after length and hash)
+// state's `compact` and `ascii` bits, after `interned` (2 bits) and `kind` (3), 3.11 to 3.13: set together, the
+// characters are one byte each right after the PyASCIIObject.
+constexpr uint32_t kCompactAscii = (1u << 5) | (1u << 6);
 constexpr ptrdiff_t kMostFileChars = 4096;
 
 // Finds `out` from `code`, a code object whose co_filename is `filename`, of the ASCII text `text` (`length`
@@ -254,8 +258,10 @@ inline bool find_code_file_layout(const void* code, const void* filename, const 
     }
   }
   ptrdiff_t stated = 0;
+  uint32_t state = 0;
   if (out.filename == 0 || length == 0 || !memory.read(filename, kUnicodeLength, stated) ||
-      stated != static_cast<ptrdiff_t>(length)) {
+      stated != static_cast<ptrdiff_t>(length) || !memory.read(filename, kUnicodeState, state) ||
+      (state & kCompactAscii) != kCompactAscii) {
     return false;
   }
   for (size_t offset = kUnicodeLength + sizeof(ptrdiff_t); offset <= 64; offset += sizeof(void*)) {
@@ -273,18 +279,18 @@ inline bool find_code_file_layout(const void* code, const void* filename, const 
 }
 
 // The file name of `code`, a code object running on the calling thread's stack, into `out`, where it is a compact
-// ASCII string (a file name with other characters is not read: false). `unicode_type`: &PyUnicode_Type. No GIL.
+// ASCII string (a file name with other characters is not read: false). The characters are checked too: printable
+// bytes up to a terminator where the length says. `unicode_type`: &PyUnicode_Type. No GIL.
 inline bool code_file(const CodeFileLayout& layout, const void* code, const void* unicode_type, std::string& out) {
   const void* name = read_at<const void*>(code, layout.filename);
   if (name == nullptr || read_at<const void*>(name, kObjectType) != unicode_type) {
     return false;
   }
   ptrdiff_t length = read_at<ptrdiff_t>(name, kUnicodeLength);
-  if (length <= 0 || length > kMostFileChars) {
-    return false;
+  if (length <= 0 || length > kMostFileChars ||
+      (read_at<uint32_t>(name, kUnicodeState) & kCompactAscii) != kCompactAscii) {
+    return false;  // not one byte a character right after the header
   }
-  // Read as ASCII: a string of wider characters keeps more header there (its UTF-8 length and pointer), whose
-  // zero bytes or the missing terminator say so; it has at least `length` bytes of characters past them.
   const char* chars = static_cast<const char*>(name) + layout.ascii;
   for (ptrdiff_t index = 0; index < length; ++index) {
     unsigned char c = static_cast<unsigned char>(chars[index]);

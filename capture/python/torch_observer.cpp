@@ -49,6 +49,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -65,7 +66,6 @@ struct _object* PyObject_GetAttrString(struct _object*, const char*);
 const char* PyUnicode_AsUTF8(struct _object*);
 void PyErr_Clear(void);
 int Py_IsInitialized(void);
-int PyGILState_Check(void);
 }
 
 namespace {
@@ -206,6 +206,9 @@ const void* unicode_type = nullptr;  // &PyUnicode_Type
 const streamtrace_python::CodeFileLayout* code_files = nullptr;
 // Changed by streamtrace_torch_library_files: which code is the user's may have changed.
 std::atomic<uint64_t> files_generation{0};
+// The library folders as last published (under the GIL) for the walks that decide without it which code is the
+// user's: each change publishes a new copy, and the old ones are kept (a reader may still hold one).
+std::atomic<const std::vector<std::string>*> published_prefixes{nullptr};
 
 // The line `frame` (of user code object `code`, kept alive by facts_of) is at.
 int line_of(struct _frame* frame, struct _object* code) {
@@ -296,55 +299,68 @@ void append_python_line(std::string& out) {
 }
 
 // One thread's copies of what it learned of its frames (python_frames.h: read without the GIL, so nothing shared
-// that another thread may change is touched): whether a code object is the user's, and the line text of a
-// frame's instruction that named a line (a user frame's, or on a stack without any the innermost real file's).
-// Filled under the GIL at the first sight of each; emptied when the library files change.
+// that another thread may change is touched): whether a code object is the user's, its file, and the line text of
+// a frame's instruction that named a line (a user frame's, or on a stack without any the innermost real file's).
+// Filled under the GIL at the first sight of each code object, which facts_of then keeps alive for good, so that
+// its address names it; emptied when the library files change.
 struct ThreadLines {
   uint64_t generation = 0;
   std::unordered_map<const void*, bool> user_code;
-  // The file of each code object of a real file seen under the GIL, JSON-escaped: a new line of a known code
-  // object is then found without the GIL (its line table is immutable while its frame runs on this thread).
+  // The file of each code object of a real file, JSON-escaped: a new line of a known code object is found without
+  // the GIL where its line table may be read so (lines_without_gil).
   std::unordered_map<const void*, std::string> files;
   std::unordered_map<InstructionKey, std::string, InstructionHash> texts;  // "\"file:line\"", or "null"
-  // The library folders as of `prefixes_generation`, copied under the GIL: which code is the user's is then
-  // decided without it.
-  std::vector<std::string> prefixes;
-  uint64_t prefixes_generation = ~uint64_t{0};
   std::vector<InstructionKey> others;  // reused by each walk: the frames it passed that are not the user's
+  // Reused by each walk that learns without the GIL (WalkMode::kUncached): what it read of code objects it had not
+  // seen, and the texts it made of them. Never kept past the walk: nothing keeps such a code object alive.
+  std::vector<std::pair<const void*, std::string>> walk_files;  // the file, or "" for none
+  std::deque<std::string> walk_texts;
 };
 
+// How a walk treats a code object its thread has not seen.
+enum class WalkMode {
+  kCachedOnly,  // without the GIL: the walk fails
+  kLearn,       // with the GIL held: learned and kept (facts_of)
+  kUncached,    // without the GIL: read from the code object itself, for this walk only
+};
+
+// Whether a line may be found from a code object's line table without the GIL: 3.12 and later only read the
+// immutable table; 3.11 may read the line array a tracing thread builds lazily.
+bool lines_without_gil() {
+  return frame_layout != nullptr && frame_layout->version >= 0x030C0000ul;
+}
+
 // What facts_of says of `code`, a code object running on this thread's stack, read without the GIL from the code
-// object itself (python_frames.h): whether it is the user's, and its file, kept in `lines`. False where its file
-// name cannot be read so, or this thread has no copy of the library folders as of `generation`.
-bool learn_without_gil(ThreadLines& lines, const void* code, uint64_t generation, bool& user) {
+// object itself (python_frames.h): whether it is the user's, and its file (JSON-escaped; "" for a code object of
+// no real file). False where its file name cannot be read so.
+bool read_without_gil(const void* code, bool& user, std::string& escaped) {
+  const std::vector<std::string>* prefixes = published_prefixes.load(std::memory_order_acquire);
   std::string file;
-  if (code_files == nullptr || lines.prefixes_generation != generation ||
-      !streamtrace_python::code_file(*code_files, code, unicode_type, file)) {
+  if (code_files == nullptr || !streamtrace_python::code_file(*code_files, code, unicode_type, file)) {
     return false;
   }
   user = file[0] != '<';
-  for (const auto& prefix : lines.prefixes) {
-    if (file.compare(0, prefix.size(), prefix) == 0) {
+  for (size_t index = 0; prefixes != nullptr && index < prefixes->size(); ++index) {
+    if (file.compare(0, (*prefixes)[index].size(), (*prefixes)[index]) == 0) {
       user = false;
     }
   }
-  lines.user_code.emplace(code, user);
+  escaped.clear();
   if (file[0] != '<') {
-    std::string escaped;
     append_json_escaped(escaped, file.c_str());
-    lines.files.emplace(code, std::move(escaped));
   }
   return true;
 }
 
-// The calling Python line from the thread's own frames (python_frames.h), into `out`; with `gil` (held) what the
-// thread's caches lack is learned, without it a miss returns false (as does a stack the walk cannot read), and
-// `out` is left as it was.
-bool append_walked_line(const void* thread_state, bool gil, std::string& out) {
+// The calling Python line from the thread's own frames (python_frames.h), into `out`. What the thread's caches
+// lack is learned as `mode` says; a miss returns false (as does a stack the walk cannot read), and `out` is left
+// as it was.
+bool append_walked_line(const void* thread_state, WalkMode mode, std::string& out) {
   ThreadLines* lines = streamtrace_observer::this_thread<ThreadLines>();
   if (lines == nullptr) {
     return false;
   }
+  bool gil = mode == WalkMode::kLearn;
   uint64_t generation = files_generation.load(std::memory_order_acquire);
   if (lines->generation != generation) {
     lines->user_code.clear();
@@ -352,39 +368,54 @@ bool append_walked_line(const void* thread_state, bool gil, std::string& out) {
     lines->texts.clear();
     lines->generation = generation;
   }
-  if (gil && lines->prefixes_generation != generation) {
-    lines->prefixes = python_files().library_prefixes;
-    lines->prefixes_generation = generation;
-  }
+  lines->walk_files.clear();
+  lines->walk_texts.clear();
   const std::string* text = nullptr;
   bool missed = false;
   // The stack's frames that are not the user's, innermost first: the first of a real file names the line when no
   // frame is the user's (as append_python_line chooses).
   std::vector<InstructionKey>& others = lines->others;
   others.clear();
-  // The text of `key`'s line, learned under the GIL at its first sight; null on a miss without the GIL.
+  // The file of a code object this walk read without keeping it, or null.
+  auto walk_file = [&](const void* code) -> const std::string* {
+    for (const auto& [seen, file] : lines->walk_files) {
+      if (seen == code) {
+        return &file;
+      }
+    }
+    return nullptr;
+  };
+  // The text of `key`'s line: kept for a code object the thread has learned (alive for good), made for this walk
+  // only for one it read without the GIL; null on a miss.
   auto line_text = [&](const InstructionKey& key) -> const std::string* {
     auto found = lines->texts.find(key);
-    if (found == lines->texts.end()) {
-      std::string quoted;
-      auto file = lines->files.find(key.code);
-      if (file != lines->files.end()) {
-        append_place(quoted, file->second, code_line(key.code, key.offset));
-      } else if (!gil) {
-        missed = true;
-        return nullptr;
-      } else {
-        const CodeFacts& facts = facts_of(key.code);
-        if (names_a_place(facts)) {
-          lines->files.emplace(key.code, facts.file);
-          append_place(quoted, facts.file, code_line(key.code, key.offset));
-        } else {
-          quoted = "null";
-        }
-      }
-      found = lines->texts.emplace(key, std::move(quoted)).first;
+    if (found != lines->texts.end()) {
+      return &found->second;
     }
-    return &found->second;
+    std::string quoted;
+    auto file = lines->files.find(key.code);
+    if (file != lines->files.end() && (gil || lines_without_gil())) {
+      append_place(quoted, file->second, code_line(key.code, key.offset));
+    } else if (const std::string* unkept = walk_file(key.code); unkept != nullptr && lines_without_gil()) {
+      if (unkept->empty()) {
+        quoted = "null";
+      } else {
+        append_place(quoted, *unkept, code_line(key.code, key.offset));
+      }
+      return &lines->walk_texts.emplace_back(std::move(quoted));
+    } else if (!gil) {
+      missed = true;
+      return nullptr;
+    } else {
+      const CodeFacts& facts = facts_of(key.code);
+      if (names_a_place(facts)) {
+        lines->files.emplace(key.code, facts.file);
+        append_place(quoted, facts.file, code_line(key.code, key.offset));
+      } else {
+        quoted = "null";
+      }
+    }
+    return &lines->texts.emplace(key, std::move(quoted)).first->second;
   };
   auto visit = [&](const void* code, int lasti) {
     auto known = lines->user_code.find(code);
@@ -398,9 +429,13 @@ bool append_walked_line(const void* thread_state, bool gil, std::string& out) {
       if (names_a_place(facts)) {
         lines->files.emplace(code, facts.file);
       }
-    } else if (!learn_without_gil(*lines, code, generation, user)) {
-      missed = true;
-      return true;
+    } else {
+      std::string file;
+      if (mode != WalkMode::kUncached || !read_without_gil(code, user, file)) {
+        missed = true;
+        return true;
+      }
+      lines->walk_files.emplace_back(code, std::move(file));
     }
     InstructionKey key{static_cast<struct _object*>(const_cast<void*>(code)), lasti};
     if (!user) {
@@ -441,34 +476,26 @@ void append_source(std::string& out) {
     return;
   }
   const void* thread_state = PyGILState_GetThisThreadState();
-  if (frame_layout != nullptr && append_walked_line(thread_state, false, out)) {
+  if (frame_layout != nullptr && append_walked_line(thread_state, WalkMode::kCachedOnly, out)) {
     return;
   }
   int state = PyGILState_Ensure();
-  if (frame_layout == nullptr || !append_walked_line(thread_state, true, out)) {
+  if (frame_layout == nullptr || !append_walked_line(thread_state, WalkMode::kLearn, out)) {
     append_python_line(out);
   }
   PyGILState_Release(state);
 }
 
 // The calling thread's Python line, for a CUDA call made outside any op (the capture library asks from inside
-// the driver's call: capture/src/python_line.rs). Never takes the GIL there: a thread that holds it (a pybind11
-// extension's call) reads its line as an op's start does; one that let it go (a ctypes call, an extension that
-// released it) reads it from its own frames, as far as this thread has learned their code at its ops.
+// the driver's call: capture/src/python_line.rs). It calls no Python API, which needs the GIL (PyGILState_Check
+// cannot say whether the thread holds it once a subinterpreter exists) and may clear a pending exception or run
+// a collection: the line comes from the thread's own frames, and a code object the thread has not learned at its
+// ops is read for this walk only (WalkMode::kUncached).
 bool read_call_line(std::string& out) {
-  if (!python_usable()) {
+  if (frame_layout == nullptr || !python_usable()) {
     return false;
   }
-  const void* thread_state = PyGILState_GetThisThreadState();
-  bool held = PyGILState_Check() != 0;
-  if (frame_layout != nullptr && append_walked_line(thread_state, held, out)) {
-    return true;
-  }
-  if (!held) {
-    return false;
-  }
-  append_python_line(out);
-  return true;
+  return append_walked_line(PyGILState_GetThisThreadState(), WalkMode::kUncached, out);
 }
 
 // Where code objects keep their file name, found on the calling frame's code (python_frames.h); needs the GIL.
@@ -1437,6 +1464,7 @@ void streamtrace_torch_library_files(const char* prefix) {
   PythonFiles& files = python_files();
   files.library_prefixes.emplace_back(prefix);
   files.code_facts.clear();  // their code objects stay alive (facts_of): the threads' caches are keyed by them
+  published_prefixes.store(new std::vector<std::string>(files.library_prefixes), std::memory_order_release);
   files_generation.fetch_add(1, std::memory_order_release);
 }
 

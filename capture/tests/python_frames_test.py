@@ -101,6 +101,10 @@ class Body:
 
 
 exec("walked()")
+# Files named with other characters are not read without the GIL ("?"), a one-character name too (whose header
+# bytes could pass for one ASCII character).
+exec(compile("walked()", "\u00e9", "exec"))
+exec(compile("walked()", "caf\u00e9_\u6f22.py", "exec"))
 thread = threading.Thread(target=nested, args=(3,))
 thread.start()
 thread.join()

@@ -40,18 +40,28 @@ const LIBRARY_MODULES: &[&str] = &[
     // How CPython calls C: ctypes' foreign calls go through libffi.
     "libffi",
     "libtriton",
+    "libcufft",
+    "libcurand",
+    "libcusparse",
+    "libcusolver",
+    "libnvrtc",
+    "libnvJitLink",
 ];
-/// Frameworks and the interpreter's own extension modules, by a folder of their path: their file names
-/// (`_ctypes.cpython-312-x86_64-linux-gnu.so`, `_kernel.cpython-312-...so`) are shaped like a C++ extension's of
-/// the program's own, which is shown.
+/// Frameworks and the interpreter's own extension modules, by a folder of their path (`site-packages` or Debian's
+/// `dist-packages`): their file names (`_ctypes.cpython-312-x86_64-linux-gnu.so`, `_kernel.cpython-312-...so`)
+/// are shaped like a C++ extension's of the program's own, which is shown.
 const LIBRARY_FOLDERS: &[&str] = &[
     "/lib-dynload/",
-    "/site-packages/torch/",
-    "/site-packages/cupy/",
-    "/site-packages/cupy_backends/",
-    "/site-packages/numba/",
-    "/site-packages/jaxlib/",
-    "/site-packages/triton/",
+    "-packages/torch/",
+    "-packages/cupy/",
+    "-packages/cupyx/",
+    "-packages/cupy_backends/",
+    "-packages/numba/",
+    "-packages/jaxlib/",
+    "-packages/jax_plugins/",
+    "-packages/triton/",
+    // NVIDIA's wheels of the CUDA libraries (cuFFT, cuRAND, cuSPARSE, NVRTC, ...).
+    "-packages/nvidia/",
 ];
 /// The C runtime's entry code, linked into every executable.
 const STARTUP_FUNCTIONS: &[&str] = &["_start", "__libc_start_main", "__libc_start_call_main", "_init"];
@@ -92,10 +102,14 @@ pub fn classify(module_path: Option<&str>, function: Option<&str>, file: Option<
 /// stub is called through one more wrapper (`__wrapper__device_stub_step<float>`, nvcc 12.8 and later), which
 /// names the kernel as its own caller is named.
 pub fn kernel_of_stub(function: &str) -> Option<String> {
-    if let Some(kernel) = function.strip_prefix(TEMPLATE_STUB_WRAPPER) {
-        return Some(kernel.to_string());
+    // In a namespace the wrapper is too (`ns::__wrapper__device_stub_step<float>`), and so is the kernel.
+    if let Some(at) = function.find(TEMPLATE_STUB_WRAPPER) {
+        let namespace = &function[..at];
+        return Some(format!("{namespace}{}", &function[at + TEMPLATE_STUB_WRAPPER.len()..]));
     }
-    let mangled = function.strip_prefix("__device_stub__")?.split('(').next()?;
+    // A stub's name holds its kernel's mangled name, which names the namespace itself.
+    let at = function.find("__device_stub__")?;
+    let mangled = function[at + "__device_stub__".len()..].split('(').next()?;
     Some(super::demangle(&format!("_{mangled}")))
 }
 
@@ -118,9 +132,11 @@ pub fn same_function(a: &str, b: &str) -> bool {
 fn is_cuda_runtime_function(function: &str) -> bool {
     let name = function.trim_start_matches("::");
     let api = name.strip_prefix("cuda").is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()));
+    let in_namespace = |part: &str| name.contains(&format!("::{part}"));
     api || ["__cuda", "cudart::", "__device_stub__", TEMPLATE_STUB_WRAPPER, "libcudart"]
         .iter()
         .any(|prefix| name.starts_with(prefix))
+        || ["__device_stub__", TEMPLATE_STUB_WRAPPER].iter().any(|part| in_namespace(part))
 }
 
 /// CUDA's headers (the runtime's inline launch templates) and nvcc's generated stub files.
@@ -187,6 +203,13 @@ mod tests {
         let after_wrapper = kernel_of_stub(wrapper).expect("the wrapper names its kernel");
         assert!(same_function(&after_wrapper, "adamw_kernel3<__nv_bfloat16, __nv_bfloat16>"));
         assert!(!same_function(&after_wrapper, "adamw_update<__nv_bfloat16, __nv_bfloat16>"));
+        // In a namespace.
+        let stub = "llm::__device_stub__ZN3llm4stepEPf(float*)";
+        assert_eq!(classify(Some("/app/train"), Some(stub), None), FrameClass::Cuda);
+        assert!(same_function(&kernel_of_stub(stub).expect("its kernel"), "llm::step(float*)"));
+        let wrapper = "llm::__wrapper__device_stub_scale<float>";
+        assert_eq!(classify(Some("/app/train"), Some(wrapper), None), FrameClass::Cuda);
+        assert!(same_function(&kernel_of_stub(wrapper).expect("its kernel"), "llm::scale<float>"));
     }
 
     #[test]
@@ -211,6 +234,11 @@ mod tests {
         assert_eq!(classify(Some("/usr/lib/x86_64-linux-gnu/libffi.so.8"), None, None), FrameClass::Library);
         let cupy = "/venv/lib/python3.12/site-packages/cupy/_core/core.cpython-312-x86_64-linux-gnu.so";
         assert_eq!(classify(Some(cupy), None, None), FrameClass::Library);
+        let ngc_torch = "/usr/local/lib/python3.12/dist-packages/torch/lib/libtorch_python.so";
+        assert_eq!(classify(Some(ngc_torch), None, None), FrameClass::Library);
+        // A package of the user's own beside them is the program's.
+        let own = "/venv/lib/python3.12/site-packages/torch_myops/_C.cpython-312-x86_64-linux-gnu.so";
+        assert_eq!(classify(Some(own), Some("launch_fused"), None), FrameClass::Program);
         assert_eq!(classify(Some("/work/scale/libscale.so"), Some("launch_scale_into"), None), FrameClass::Program);
         assert_eq!(classify(None, None, None), FrameClass::Program);
         assert_eq!(classify(Some("/app/run"), Some("_start"), None), FrameClass::Library);
