@@ -279,8 +279,8 @@ inline bool find_code_file_layout(const void* code, const void* filename, const 
 }
 
 // The file name of `code`, a code object running on the calling thread's stack, into `out`, where it is a compact
-// ASCII string (a file name with other characters is not read: false). The characters are checked too: printable
-// bytes up to a terminator where the length says. `unicode_type`: &PyUnicode_Type. No GIL.
+// ASCII string (a file name with other characters is not read: false). The characters are checked too: nonzero
+// bytes below 0x80 up to a terminator where the length says. `unicode_type`: &PyUnicode_Type. No GIL.
 inline bool code_file(const CodeFileLayout& layout, const void* code, const void* unicode_type, std::string& out) {
   const void* name = read_at<const void*>(code, layout.filename);
   if (name == nullptr || read_at<const void*>(name, kObjectType) != unicode_type) {

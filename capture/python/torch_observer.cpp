@@ -65,6 +65,8 @@ extern "C" {
 struct _object* PyObject_GetAttrString(struct _object*, const char*);
 const char* PyUnicode_AsUTF8(struct _object*);
 void PyErr_Clear(void);
+void PyErr_Fetch(struct _object**, struct _object**, struct _object**);
+void PyErr_Restore(struct _object*, struct _object*, struct _object*);
 int Py_IsInitialized(void);
 }
 
@@ -234,6 +236,9 @@ const CodeFacts& facts_of(struct _object* code) {
     return found->second;
   }
   CodeFacts facts{false, ""};
+  // An op may start while an exception is pending (a frame's locals freed as it unwinds): it stays pending.
+  struct _object *pending_type = nullptr, *pending_value = nullptr, *pending_traceback = nullptr;
+  PyErr_Fetch(&pending_type, &pending_value, &pending_traceback);
   if (struct _object* name = PyObject_GetAttrString(code, "co_filename")) {
     if (const char* text = PyUnicode_AsUTF8(name)) {
       facts.user = text[0] != '<' && text[0] != '\0';
@@ -247,6 +252,7 @@ const CodeFacts& facts_of(struct _object* code) {
     Py_DecRef(name);
   }
   PyErr_Clear();
+  PyErr_Restore(pending_type, pending_value, pending_traceback);
   Py_IncRef(code);  // its address keys the caches, so it must never be reused
   return code_facts.emplace(code, std::move(facts)).first->second;
 }
@@ -324,10 +330,16 @@ enum class WalkMode {
   kUncached,    // without the GIL: read from the code object itself, for this walk only
 };
 
-// Whether a line may be found from a code object's line table without the GIL: 3.12 and later only read the
-// immutable table; 3.11 may read the line array a tracing thread builds lazily.
+// The running CPython's Py_Version (0x030C01F0: 3.12.1 final), read at start.
+unsigned long python_version = 0;
+
+// Whether a line may be found from a code object's line table without the GIL: PyCode_Addr2Line of CPython 3.12
+// and of 3.13.0 to 3.13.2 reads only the immutable table (checked in their code). 3.11 may read the line array a
+// tracing thread builds lazily, and later releases may read the line table sys.monitoring builds when a tracer
+// attaches: there, only lines learned under the GIL at ops are given.
 bool lines_without_gil() {
-  return frame_layout != nullptr && frame_layout->version >= 0x030C0000ul;
+  unsigned long release = python_version >> 8;  // major, minor, micro
+  return frame_layout != nullptr && release >= 0x030C00ul && release <= 0x030D02ul;
 }
 
 // What facts_of says of `code`, a code object running on this thread's stack, read without the GIL from the code
@@ -403,6 +415,8 @@ bool append_walked_line(const void* thread_state, WalkMode mode, std::string& ou
         append_place(quoted, *unkept, code_line(key.code, key.offset));
       }
       return &lines->walk_texts.emplace_back(std::move(quoted));
+    } else if (file == lines->files.end() && lines->user_code.count(key.code) != 0) {
+      quoted = "null";  // learned (alive for good), of no real file (`<string>`, `<frozen ...>`): no line at all
     } else if (!gil) {
       missed = true;
       return nullptr;
@@ -530,6 +544,7 @@ void choose_frame_layout() {
   if (std::getenv("STREAMTRACE_PYTHON_FRAMES_API") != nullptr || code_line == nullptr || version == nullptr) {
     return;  // the API alone (the variable: to compare the two ways, benches/observer_instructions.py)
   }
+  python_version = *version;
   frame_layout = streamtrace_python::checked_layout(*version, code_type, PyGILState_GetThisThreadState(), frame_lasti);
   if (frame_layout != nullptr) {
     code_files = find_code_files();

@@ -80,6 +80,15 @@ class RealOpsInTheNativeObserver(RealOpCases, unittest.TestCase):
             return released(out, len(out)), inspect.currentframe().f_lineno
 
         check(*unseen())
+
+        # One call instruction runs an op, then the reader with the GIL held, then without: the line the op
+        # learned is given on every CPython.
+        lines = []
+        for function, arguments in ((torch.ones, (1,)), (held, (out, len(out))), (released, (out, len(out)))):
+            result, line = function(*arguments), inspect.currentframe().f_lineno
+            if function is not torch.ones:
+                lines.append(out.raw[:result].decode())
+        self.assertEqual(lines, ["%s:%d" % (here, line)] * 2)
         self.assertEqual(held(out, 4), 0, "a line longer than the buffer is not cut")
 
 

@@ -53,6 +53,8 @@ const LIBRARY_MODULES: &[&str] = &[
 const LIBRARY_FOLDERS: &[&str] = &[
     "/lib-dynload/",
     "-packages/torch/",
+    "-packages/torchvision/",
+    "-packages/torchaudio/",
     "-packages/cupy/",
     "-packages/cupyx/",
     "-packages/cupy_backends/",
