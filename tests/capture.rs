@@ -1056,6 +1056,17 @@ fn a_kernel_launched_through_ctypes_outside_any_op_names_the_extension_then_its_
     let shown: Vec<String> =
         frames.iter().map(|f| format!("{}:{}", f["file"].as_str().unwrap_or(""), f["line"])).collect();
     assert!(shown.len() == 2 && shown[1].ends_with("samples/torch/own_kernel_streams.py:55"), "{shown:?}");
+    // And the HTML report's panel: issued at the extension's frame, called from the line.
+    let html = scratch_dir("ctypes-python-line").join("report.html");
+    let run = binary()
+        .args(["analyze", "samples/capture/torch-t2/own_kernel_streams-no-wait.json", "--html"])
+        .arg(&html)
+        .output()
+        .expect("runs");
+    assert_eq!(run.status.code(), Some(1), "{}", String::from_utf8_lossy(&run.stderr));
+    let page = std::fs::read_to_string(&html).expect("the page");
+    assert!(page.contains("issued at libscale.so in launch_scale_into+0xb7"), "no extension frame");
+    assert!(page.contains("called from ") && page.contains("own_kernel_streams.py:55"), "no Python line");
     let trace = std::fs::read_to_string("samples/capture/torch-t2/own_kernel_streams-no-wait.json").expect("trace");
     assert!(trace.contains(r#""type":"callsite""#) && trace.contains(r#"/samples/torch/own_kernel_streams.py:55"}"#));
 }

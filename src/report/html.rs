@@ -175,9 +175,14 @@ fn lanes(timeline: &Timeline) -> (Vec<String>, Vec<Lane>, Vec<u32>, Vec<u32>) {
 fn race_sections(look: Lookup, race: &RaceFinding) -> Vec<Section> {
     let access = |lead: String, op: &crate::findings::OpOccurrence| {
         let mut lines = vec![lead];
-        if let Some(source) = look.source(op.site) {
+        // As the text report lists them: where it was issued, then the program's frames that called that (a
+        // Python line under an extension's native frame).
+        let frames = look.frames(op.site);
+        let mut frames = frames.iter();
+        if let Some(source) = frames.next().copied().or_else(|| look.source(op.site)) {
             lines.push(format!("issued at {source}"));
         }
+        lines.extend(frames.map(|frame| format!("called from {frame}")));
         lines
     };
     let mut sections = vec![
