@@ -305,6 +305,127 @@ inline bool code_file(const CodeFileLayout& layout, const void* code, const void
   return true;
 }
 
+// Where a code object holds its line table (co_linetable, a bytes object) and its first line, and where a bytes
+// object holds its bytes: found under the GIL on live code objects (find_line_table_layout), so that a thread that
+// let the GIL go can find the line of an instruction of code running on its own stack (line_without_gil) from the
+// table itself. CPython's own PyCode_Addr2Line may read tables that another thread builds meanwhile (3.11's line
+// array, the line table of sys.monitoring in later releases); co_linetable is immutable.
+struct LineTableLayout {
+  size_t linetable = 0;    // PyCodeObject: co_linetable
+  size_t first_line = 0;   // PyCodeObject: co_firstlineno (int)
+  size_t bytes_data = 0;   // PyBytesObject: ob_sval
+};
+
+constexpr size_t kVarSize = 16;  // PyVarObject: ob_size (after ob_refcnt and ob_type)
+constexpr ptrdiff_t kMostLineTableBytes = ptrdiff_t{1} << 24;
+
+// The line of the instruction `offset` bytes into the code whose location table (3.11 to 3.13, Objects/locations.md)
+// is `table` (`size` bytes) and whose first line is `first_line`; -1 for none or a table that does not parse.
+// Each entry starts with a byte of its top bit set: 4 bits of kind, 3 bits of length in code units less one. The
+// kinds' line deltas: 15 no line, 14 and 13 a signed varint after the first byte, 12 to 10 two, one, none, the
+// others none; what follows up to the next entry's first byte (columns) is passed over.
+inline int line_from_table(const uint8_t* table, size_t size, int first_line, int offset) {
+  int line = first_line;
+  long start = 0;
+  size_t at = 0;
+  while (at < size) {
+    uint8_t first = table[at];
+    if ((first & 0x80) == 0) {
+      return -1;
+    }
+    int kind = (first >> 3) & 15;
+    long end = start + 2 * ((first & 7) + 1);  // bytes: a code unit is two
+    int delta = 0;
+    if (kind == 13 || kind == 14) {
+      size_t next = at + 1;
+      if (next >= size) {
+        return -1;
+      }
+      unsigned int read = table[next], value = read & 63, shift = 0;
+      while ((read & 64) != 0 && shift < 24) {
+        if (++next >= size) {
+          return -1;
+        }
+        read = table[next];
+        shift += 6;
+        value |= (read & 63) << shift;
+      }
+      delta = (value & 1) != 0 ? -static_cast<int>(value >> 1) : static_cast<int>(value >> 1);
+    } else if (kind >= 10 && kind <= 12) {
+      delta = kind - 10;
+    }
+    line += delta;
+    if (offset < end) {
+      return kind == 15 ? -1 : line;
+    }
+    start = end;
+    do {
+      ++at;
+    } while (at < size && (table[at] & 0x80) == 0);
+  }
+  return -1;
+}
+
+// Finds `out` from two live code objects of different first lines: `code_a`, whose co_linetable is `table_a`
+// (its `size_a` bytes `bytes_a`), and `code_b`. Reads through CarefulReader. Needs the GIL (the caller holds
+// references to the objects).
+inline bool find_line_table_layout(const void* code_a, const void* table_a, const char* bytes_a, size_t size_a,
+                                   int first_a, const void* code_b, int first_b, LineTableLayout& out) {
+  CarefulReader memory;
+  if (first_a == first_b || size_a == 0) {
+    return false;
+  }
+  for (size_t offset = 2 * sizeof(void*); offset < 256 && out.linetable == 0; offset += sizeof(void*)) {
+    const void* word = nullptr;
+    if (!memory.read(code_a, offset, word)) {
+      return false;
+    }
+    if (word == table_a) {
+      out.linetable = offset;
+    }
+  }
+  int found = 0;
+  for (size_t offset = 2 * sizeof(void*); offset < 256; offset += sizeof(int)) {
+    int a = 0, b = 0;
+    if (memory.read(code_a, offset, a) && memory.read(code_b, offset, b) && a == first_a && b == first_b) {
+      out.first_line = offset;
+      ++found;
+    }
+  }
+  ptrdiff_t stated = 0;
+  if (out.linetable == 0 || found != 1 || !memory.read(table_a, kVarSize, stated) ||
+      stated != static_cast<ptrdiff_t>(size_a)) {
+    return false;
+  }
+  for (size_t offset = kVarSize + sizeof(ptrdiff_t); offset <= 48; offset += sizeof(void*)) {
+    bool same = true;
+    for (size_t index = 0; same && index < size_a; ++index) {
+      char c = 0;
+      same = memory.read(table_a, offset + index, c) && c == bytes_a[index];
+    }
+    if (same) {
+      out.bytes_data = offset;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The line of the instruction `offset` bytes into `code`, a code object running on the calling thread's stack,
+// from its own line table (line_from_table); -1 for none. `bytes_type`: &PyBytes_Type. No GIL.
+inline int line_without_gil(const LineTableLayout& layout, const void* code, const void* bytes_type, int offset) {
+  const void* table = read_at<const void*>(code, layout.linetable);
+  if (table == nullptr || read_at<const void*>(table, kObjectType) != bytes_type) {
+    return -1;
+  }
+  ptrdiff_t size = read_at<ptrdiff_t>(table, kVarSize);
+  if (size <= 0 || size > kMostLineTableBytes) {
+    return -1;
+  }
+  const auto* bytes = static_cast<const uint8_t*>(table) + layout.bytes_data;
+  return line_from_table(bytes, static_cast<size_t>(size), read_at<int>(code, layout.first_line), offset);
+}
+
 // The layout of the running CPython, checked on the calling thread's stack (layout_fits), or null where none
 // fits. Needs the GIL. `version`: Py_Version; `code_type`: &PyCode_Type; `lasti_of`: PyFrame_GetLasti.
 inline const FrameLayout* checked_layout(unsigned long version, const void* code_type, const void* thread,

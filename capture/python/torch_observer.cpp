@@ -67,6 +67,9 @@ const char* PyUnicode_AsUTF8(struct _object*);
 void PyErr_Clear(void);
 void PyErr_Fetch(struct _object**, struct _object**, struct _object**);
 void PyErr_Restore(struct _object*, struct _object*, struct _object*);
+char* PyBytes_AsString(struct _object*);
+long PyBytes_Size(struct _object*);
+long PyLong_AsLong(struct _object*);
 int Py_IsInitialized(void);
 }
 
@@ -206,6 +209,9 @@ const void* unicode_type = nullptr;  // &PyUnicode_Type
 // Where code objects keep their file name, found at start (python_frames.h), or null: a code object that this
 // thread has not seen under the GIL then has no line without it.
 const streamtrace_python::CodeFileLayout* code_files = nullptr;
+// Where code objects keep their line table and first line, found at start (python_frames.h), or null.
+const streamtrace_python::LineTableLayout* line_tables = nullptr;
+const void* bytes_type = nullptr;  // &PyBytes_Type
 // Changed by streamtrace_torch_library_files: which code is the user's may have changed.
 std::atomic<uint64_t> files_generation{0};
 // The library folders as last published (under the GIL) for the walks that decide without it which code is the
@@ -313,7 +319,7 @@ struct ThreadLines {
   uint64_t generation = 0;
   std::unordered_map<const void*, bool> user_code;
   // The file of each code object of a real file, JSON-escaped: a new line of a known code object is found without
-  // the GIL where its line table may be read so (lines_without_gil).
+  // the GIL (line_read_without_gil).
   std::unordered_map<const void*, std::string> files;
   std::unordered_map<InstructionKey, std::string, InstructionHash> texts;  // "\"file:line\"", or "null"
   std::vector<InstructionKey> others;  // reused by each walk: the frames it passed that are not the user's
@@ -333,13 +339,22 @@ enum class WalkMode {
 // The running CPython's Py_Version (0x030C01F0: 3.12.1 final), read at start.
 unsigned long python_version = 0;
 
-// Whether a line may be found from a code object's line table without the GIL: PyCode_Addr2Line of CPython 3.12
-// and of 3.13.0 to 3.13.2 reads only the immutable table (checked in their code). 3.11 may read the line array a
-// tracing thread builds lazily, and later releases may read the line table sys.monitoring builds when a tracer
-// attaches: there, only lines learned under the GIL at ops are given.
-bool lines_without_gil() {
+// Whether CPython's own PyCode_Addr2Line may be called without the GIL: that of 3.12 and of 3.13.0 to 3.13.2 reads
+// only the immutable table (checked in their code). 3.11's may read the line array a tracing thread builds lazily,
+// and later releases' the line table sys.monitoring builds when a tracer attaches.
+bool addr2line_without_gil() {
   unsigned long release = python_version >> 8;  // major, minor, micro
   return frame_layout != nullptr && release >= 0x030C00ul && release <= 0x030D02ul;
+}
+
+// The line of the instruction `offset` bytes into `code`, a code object running on this thread's stack, without the
+// GIL: decoded from its own line table (python_frames.h) where its layout was found at start, else CPython's where
+// that is safe; -1 for none.
+int line_read_without_gil(const void* code, int offset) {
+  if (line_tables != nullptr) {
+    return streamtrace_python::line_without_gil(*line_tables, code, bytes_type, offset);
+  }
+  return addr2line_without_gil() ? code_line(static_cast<struct _object*>(const_cast<void*>(code)), offset) : -1;
 }
 
 // What facts_of says of `code`, a code object running on this thread's stack, read without the GIL from the code
@@ -406,16 +421,26 @@ bool append_walked_line(const void* thread_state, WalkMode mode, std::string& ou
     }
     std::string quoted;
     auto file = lines->files.find(key.code);
-    if (file != lines->files.end() && (gil || lines_without_gil())) {
-      append_place(quoted, file->second, code_line(key.code, key.offset));
-    } else if (const std::string* unkept = walk_file(key.code); unkept != nullptr && lines_without_gil()) {
+    if (file != lines->files.end()) {
+      int line = gil ? code_line(key.code, key.offset) : line_read_without_gil(key.code, key.offset);
+      if (line < 0 && !gil) {
+        missed = true;
+        return nullptr;
+      }
+      append_place(quoted, file->second, line);
+    } else if (const std::string* unkept = walk_file(key.code); unkept != nullptr) {
+      int line = unkept->empty() ? 0 : line_read_without_gil(key.code, key.offset);
+      if (line < 0) {
+        missed = true;
+        return nullptr;
+      }
       if (unkept->empty()) {
         quoted = "null";
       } else {
-        append_place(quoted, *unkept, code_line(key.code, key.offset));
+        append_place(quoted, *unkept, line);
       }
       return &lines->walk_texts.emplace_back(std::move(quoted));
-    } else if (file == lines->files.end() && lines->user_code.count(key.code) != 0) {
+    } else if (lines->user_code.count(key.code) != 0) {
       quoted = "null";  // learned (alive for good), of no real file (`<string>`, `<frozen ...>`): no line at all
     } else if (!gil) {
       missed = true;
@@ -535,6 +560,67 @@ const streamtrace_python::CodeFileLayout* find_code_files() {
   return found ? &layout : nullptr;
 }
 
+// Where code objects keep their line table and first line, found on the calling frame's code and its caller's
+// (python_frames.h), and checked: the calling frame's line decoded as CPython gives it. Needs the GIL.
+const streamtrace_python::LineTableLayout* find_line_tables() {
+  bytes_type = dlsym(RTLD_DEFAULT, "PyBytes_Type");
+  struct _frame* frame = PyEval_GetFrame();
+  if (bytes_type == nullptr || frame == nullptr || frame_lasti == nullptr) {
+    return nullptr;
+  }
+  Py_IncRef(reinterpret_cast<struct _object*>(frame));
+  // The first caller of another first line: the two codes tell the first line's place from other numbers.
+  struct _frame* caller = PyFrame_GetBack(frame);
+  struct _object* code = PyFrame_GetCode(frame);
+  auto first_line = [](struct _object* of) {
+    long line = -1;
+    if (struct _object* number = PyObject_GetAttrString(of, "co_firstlineno")) {
+      line = PyLong_AsLong(number);
+      Py_DecRef(number);
+    }
+    PyErr_Clear();
+    return static_cast<int>(line);
+  };
+  int first = first_line(code);
+  struct _object* other = nullptr;
+  int other_first = -1;
+  while (caller != nullptr && other == nullptr) {
+    struct _object* candidate = PyFrame_GetCode(caller);
+    int candidate_first = first_line(candidate);
+    if (candidate_first >= 0 && candidate_first != first) {
+      other = candidate;
+      other_first = candidate_first;
+    } else {
+      Py_DecRef(candidate);
+    }
+    struct _frame* next = PyFrame_GetBack(caller);
+    Py_DecRef(reinterpret_cast<struct _object*>(caller));
+    caller = next;
+  }
+  if (caller != nullptr) {
+    Py_DecRef(reinterpret_cast<struct _object*>(caller));
+  }
+  static streamtrace_python::LineTableLayout layout;
+  bool found = false;
+  if (other != nullptr && first >= 0) {
+    if (struct _object* table = PyObject_GetAttrString(code, "co_linetable")) {
+      const char* bytes = PyBytes_AsString(table);
+      long size = PyBytes_Size(table);
+      found = bytes != nullptr && size > 0 &&
+              streamtrace_python::find_line_table_layout(code, table, bytes, static_cast<size_t>(size), first, other,
+                                                         other_first, layout) &&
+              streamtrace_python::line_without_gil(layout, code, bytes_type, frame_lasti(frame)) ==
+                  PyFrame_GetLineNumber(frame);
+      Py_DecRef(table);
+    }
+    Py_DecRef(other);
+  }
+  PyErr_Clear();
+  Py_DecRef(code);
+  Py_DecRef(reinterpret_cast<struct _object*>(frame));
+  return found ? &layout : nullptr;
+}
+
 // Chooses the frame layout of the running CPython, checked on the calling thread's stack; needs the GIL.
 void choose_frame_layout() {
   frame_lasti = reinterpret_cast<int (*)(struct _frame*)>(dlsym(RTLD_DEFAULT, "PyFrame_GetLasti"));
@@ -548,6 +634,7 @@ void choose_frame_layout() {
   frame_layout = streamtrace_python::checked_layout(*version, code_type, PyGILState_GetThisThreadState(), frame_lasti);
   if (frame_layout != nullptr) {
     code_files = find_code_files();
+    line_tables = find_line_tables();
   }
 }
 

@@ -52,19 +52,17 @@ class RealOpsInTheNativeObserver(RealOpCases, unittest.TestCase):
         # As the capture library asks from inside a CUDA call: through a PyDLL handle the GIL stays held (a
         # pybind11 extension's call), through a CDLL handle of the same library it is let go (a ctypes call). The
         # reader calls no Python API either way; it reads the thread's frames, and a code object this thread has
-        # not run an op in is read for its file from the object itself. Its line is read from the code's line
-        # table without the GIL on CPython 3.12 and later only (3.11's may be built by a tracing thread meanwhile):
-        # on 3.11 there is no line, and nothing else happens.
+        # not run an op in is read for its file and line from the object itself (its line table decoded, as the
+        # observer learned to read it at its start).
         held = self.observer.streamtrace_torch_python_line
         released = getattr(ctypes.CDLL(self.observer._name), "streamtrace_torch_python_line")
         for reader in (held, released):
             reader.argtypes, reader.restype = (ctypes.c_char_p, ctypes.c_size_t), ctypes.c_size_t
         out = ctypes.create_string_buffer(480)
         here = os.path.abspath(__file__)
-        lines_without_gil = sys.version_info >= (3, 12)
 
         def check(length, line):
-            self.assertEqual(out.raw[:length].decode(), "%s:%d" % (here, line) if lines_without_gil else "")
+            self.assertEqual(out.raw[:length].decode(), "%s:%d" % (here, line))
 
         check(held(out, len(out)), inspect.currentframe().f_lineno)
         check(released(out, len(out)), inspect.currentframe().f_lineno)

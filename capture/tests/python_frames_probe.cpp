@@ -14,6 +14,8 @@ const streamtrace_python::FrameLayout* layout = nullptr;
 const void* code_type = nullptr;
 streamtrace_python::CodeFileLayout code_files;
 const void* unicode_type = nullptr;
+streamtrace_python::LineTableLayout line_tables;
+const void* bytes_type = nullptr;
 }  // namespace
 
 extern "C" {
@@ -56,6 +58,46 @@ int probe_walk(char* out, size_t out_len) {
 int probe_find_code_files(const void* code, const void* filename, const char* text) {
   unicode_type = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
   return streamtrace_python::find_code_file_layout(code, filename, text, std::strlen(text), code_files) ? 1 : 0;
+}
+
+// Finds where code objects keep their line table and first line, on `code_a` (whose co_linetable is `table_a`,
+// the `size_a` bytes `bytes_a`, first line `first_a`) and `code_b` (first line `first_b`), as the observer does at
+// its start (called with the GIL). Returns 1 when found.
+int probe_find_line_tables(const void* code_a, const void* table_a, const char* bytes_a, size_t size_a, int first_a,
+                           const void* code_b, int first_b) {
+  bytes_type = dlsym(RTLD_DEFAULT, "PyBytes_Type");
+  return streamtrace_python::find_line_table_layout(code_a, table_a, bytes_a, size_a, first_a, code_b, first_b,
+                                                    line_tables)
+             ? 1
+             : 0;
+}
+
+// The line of the instruction `offset` bytes into code of location table `table` (`size` bytes), first line
+// `first_line`, as the observer decodes it.
+int probe_line_from_table(const unsigned char* table, size_t size, int first_line, int offset) {
+  return streamtrace_python::line_from_table(table, size, first_line, offset);
+}
+
+// Writes "LASTI LINE" for each of the calling thread's frames, innermost first, the line read from the code's own
+// line table (-1: none), into `out` (called without the GIL). Returns the number of frames, or -1.
+int probe_lines(char* out, size_t out_len) {
+  if (layout == nullptr || line_tables.linetable == 0) {
+    return -1;
+  }
+  std::string text;
+  int frames = 0;
+  bool read = streamtrace_python::walk_frames(*layout, code_type, PyGILState_GetThisThreadState(),
+                                              [&](const void* code, int lasti) {
+                                                char line[64];
+                                                std::snprintf(line, sizeof line, "%d %d\n", lasti,
+                                                              streamtrace_python::line_without_gil(
+                                                                  line_tables, code, bytes_type, lasti));
+                                                text += line;
+                                                ++frames;
+                                                return false;
+                                              });
+  std::snprintf(out, out_len, "%s", text.c_str());
+  return read ? frames : -1;
 }
 
 // Writes the file of each of the calling thread's frames, innermost first, one a line ("?" where it cannot be

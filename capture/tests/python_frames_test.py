@@ -38,6 +38,16 @@ def line_at(code, lasti):
     return None
 
 
+# Where code objects keep their line table and first line, found on this module's code and line_at's (the
+# observer finds them on its caller's frames at its start).
+with_gil.probe_find_line_tables.argtypes = (ctypes.py_object, ctypes.py_object, ctypes.c_char_p, ctypes.c_size_t,
+                                            ctypes.c_int, ctypes.py_object, ctypes.c_int)
+other_code = line_at.__code__
+assert with_gil.probe_find_line_tables(this_code, this_code.co_linetable, this_code.co_linetable,
+                                       len(this_code.co_linetable), this_code.co_firstlineno, other_code,
+                                       other_code.co_firstlineno) == 1, "CPython %s: no line table layout" % sys.version
+
+
 def walked():
     """The walk from here (the probe called without the GIL), against Python's frames."""
     frames = without_gil.probe_walk(buffer, len(buffer)); call_line = sys._getframe().f_lineno  # noqa: E702
@@ -55,6 +65,14 @@ def walked():
     for (code, lasti), (expected_code, expected_lasti, what) in zip(read[1:], expected[1:]):
         assert (code, lasti) == (expected_code, expected_lasti), "frame of %s: %r against %r" % (
             what.co_name, (code, lasti), (expected_code, expected_lasti))
+    # The line of each frame, read without the GIL from its code's own line table.
+    lines = without_gil.probe_lines(buffer, len(buffer))
+    assert lines == len(expected), "%d lines for %d frames" % (lines, len(expected))
+    for entry, (_, _, what) in zip(buffer.value.decode().splitlines(), expected):
+        lasti, line = (int(word) for word in entry.split())
+        wanted = line_at(what, lasti)
+        assert line == (-1 if wanted is None else wanted), "line of %s at %d: %d against %r" % (
+            what.co_name, lasti, line, wanted)
     # The file of each frame, read without the GIL from its code object as the observer reads an unseen one.
     files = without_gil.probe_files(buffer, len(buffer))
     assert files == len(expected), "%d files for %d frames" % (files, len(expected))
@@ -108,4 +126,24 @@ exec(compile("walked()", "caf\u00e9_\u6f22.py", "exec"))
 thread = threading.Thread(target=nested, args=(3,))
 thread.start()
 thread.join()
-print("CPython %s: %d walks, layout %x, all as Python says" % (sys.version.split()[0], len(walks), version))
+# The table's decoder on every instruction of every code object of a few modules of the standard library.
+import inspect as inspected_module  # noqa: E402
+import json  # noqa: E402
+import typing  # noqa: E402
+
+with_gil.probe_line_from_table.argtypes = (ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int)
+codes = [module_code for module in (inspected_module, json.decoder, json.encoder, typing, threading)
+         for module_code in (compile(open(module.__file__).read(), module.__file__, "exec"),)]
+decoded = 0
+while codes:
+    code = codes.pop()
+    codes.extend(const for const in code.co_consts if hasattr(const, "co_lines"))
+    table = code.co_linetable
+    for start, end, line in code.co_lines():
+        for offset in range(start, end, 2):
+            got = with_gil.probe_line_from_table(table, len(table), code.co_firstlineno, offset)
+            assert got == (-1 if line is None else line), "%s at %d: %d against %r" % (code.co_name, offset, got, line)
+            decoded += 1
+assert decoded > 10000, decoded
+print("CPython %s: %d walks, layout %x, %d instructions' lines, all as Python says" % (
+    sys.version.split()[0], len(walks), version, decoded))
