@@ -243,20 +243,43 @@ constexpr size_t kUnicodeState = 32;   // PyASCIIObject: the state bit field (af
 constexpr uint32_t kCompactAscii = (1u << 5) | (1u << 6);
 constexpr ptrdiff_t kMostFileChars = 4096;
 
+// The offset of the first pointer-aligned word past the object header of `object`'s first 256 bytes that holds
+// `target`, or 0.
+inline size_t offset_of_pointer(CarefulReader& memory, const void* object, const void* target) {
+  for (size_t offset = 2 * sizeof(void*); offset < 256; offset += sizeof(void*)) {
+    const void* word = nullptr;
+    if (!memory.read(object, offset, word)) {
+      return 0;
+    }
+    if (word == target) {
+      return offset;
+    }
+  }
+  return 0;
+}
+
+// The first pointer-aligned offset from `from` to `to` at which `object` holds the `length` bytes `bytes`, or 0.
+inline size_t offset_of_bytes(CarefulReader& memory, const void* object, size_t from, size_t to, const char* bytes,
+                              size_t length) {
+  for (size_t offset = from; offset <= to; offset += sizeof(void*)) {
+    bool same = true;
+    for (size_t index = 0; same && index < length; ++index) {
+      char c = 0;
+      same = memory.read(object, offset + index, c) && c == bytes[index];
+    }
+    if (same) {
+      return offset;
+    }
+  }
+  return 0;
+}
+
 // Finds `out` from `code`, a code object whose co_filename is `filename`, of the ASCII text `text` (`length`
 // bytes). Reads through CarefulReader. Needs the GIL (the caller holds references to both objects).
 inline bool find_code_file_layout(const void* code, const void* filename, const char* text, size_t length,
                                   CodeFileLayout& out) {
   CarefulReader memory;
-  for (size_t offset = 2 * sizeof(void*); offset < 256 && out.filename == 0; offset += sizeof(void*)) {
-    const void* word = nullptr;
-    if (!memory.read(code, offset, word)) {
-      return false;
-    }
-    if (word == filename) {
-      out.filename = offset;
-    }
-  }
+  out.filename = offset_of_pointer(memory, code, filename);
   ptrdiff_t stated = 0;
   uint32_t state = 0;
   if (out.filename == 0 || length == 0 || !memory.read(filename, kUnicodeLength, stated) ||
@@ -264,18 +287,9 @@ inline bool find_code_file_layout(const void* code, const void* filename, const 
       (state & kCompactAscii) != kCompactAscii) {
     return false;
   }
-  for (size_t offset = kUnicodeLength + sizeof(ptrdiff_t); offset <= 64; offset += sizeof(void*)) {
-    bool same = true;
-    for (size_t index = 0; same && index <= length; ++index) {
-      char c = 1;
-      same = memory.read(filename, offset + index, c) && c == (index < length ? text[index] : '\0');
-    }
-    if (same) {
-      out.ascii = offset;
-      return true;
-    }
-  }
-  return false;
+  // The characters with their terminator (`text` is a C string).
+  out.ascii = offset_of_bytes(memory, filename, kUnicodeLength + sizeof(ptrdiff_t), 64, text, length + 1);
+  return out.ascii != 0;
 }
 
 // The file name of `code`, a code object running on the calling thread's stack, into `out`, where it is a compact
@@ -375,15 +389,7 @@ inline bool find_line_table_layout(const void* code_a, const void* table_a, cons
   if (first_a == first_b || size_a == 0) {
     return false;
   }
-  for (size_t offset = 2 * sizeof(void*); offset < 256 && out.linetable == 0; offset += sizeof(void*)) {
-    const void* word = nullptr;
-    if (!memory.read(code_a, offset, word)) {
-      return false;
-    }
-    if (word == table_a) {
-      out.linetable = offset;
-    }
-  }
+  out.linetable = offset_of_pointer(memory, code_a, table_a);
   int found = 0;
   for (size_t offset = 2 * sizeof(void*); offset < 256; offset += sizeof(int)) {
     int a = 0, b = 0;
@@ -397,18 +403,8 @@ inline bool find_line_table_layout(const void* code_a, const void* table_a, cons
       stated != static_cast<ptrdiff_t>(size_a)) {
     return false;
   }
-  for (size_t offset = kVarSize + sizeof(ptrdiff_t); offset <= 48; offset += sizeof(void*)) {
-    bool same = true;
-    for (size_t index = 0; same && index < size_a; ++index) {
-      char c = 0;
-      same = memory.read(table_a, offset + index, c) && c == bytes_a[index];
-    }
-    if (same) {
-      out.bytes_data = offset;
-      return true;
-    }
-  }
-  return false;
+  out.bytes_data = offset_of_bytes(memory, table_a, kVarSize + sizeof(ptrdiff_t), 48, bytes_a, size_a);
+  return out.bytes_data != 0;
 }
 
 // The line of the instruction `offset` bytes into `code`, a code object running on the calling thread's stack,

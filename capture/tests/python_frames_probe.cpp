@@ -16,6 +16,26 @@ streamtrace_python::CodeFileLayout code_files;
 const void* unicode_type = nullptr;
 streamtrace_python::LineTableLayout line_tables;
 const void* bytes_type = nullptr;
+
+// Writes what `describe` says of each of the calling thread's frames (its code and instruction), innermost first,
+// one a line, into `out`. Returns the number of frames, or -1 where the walk could not read the stack.
+template <typename Describe>
+int frame_lines(char* out, size_t out_len, Describe describe) {
+  if (layout == nullptr) {
+    return -1;
+  }
+  std::string text;
+  int frames = 0;
+  bool read = streamtrace_python::walk_frames(*layout, code_type, PyGILState_GetThisThreadState(),
+                                              [&](const void* code, int lasti) {
+                                                text += describe(code, lasti);
+                                                text += '\n';
+                                                ++frames;
+                                                return false;
+                                              });
+  std::snprintf(out, out_len, "%s", text.c_str());
+  return read ? frames : -1;
+}
 }  // namespace
 
 extern "C" {
@@ -35,22 +55,9 @@ unsigned long probe_check() {
 // Writes the calling thread's frames, innermost first, as "CODE_ADDRESS LASTI" lines into `out` (called
 // without the GIL: ctypes.CDLL). Returns the number of frames, or -1 where the walk could not read the stack.
 int probe_walk(char* out, size_t out_len) {
-  if (layout == nullptr) {
-    return -1;
-  }
-  std::string text;
-  int frames = 0;
-  bool read = streamtrace_python::walk_frames(*layout, code_type, PyGILState_GetThisThreadState(),
-                                              [&](const void* code, int lasti) {
-                                                char line[64];
-                                                std::snprintf(line, sizeof line, "%zu %d\n",
-                                                              reinterpret_cast<size_t>(code), lasti);
-                                                text += line;
-                                                ++frames;
-                                                return false;
-                                              });
-  std::snprintf(out, out_len, "%s", text.c_str());
-  return read ? frames : -1;
+  return frame_lines(out, out_len, [](const void* code, int lasti) {
+    return std::to_string(reinterpret_cast<size_t>(code)) + " " + std::to_string(lasti);
+  });
 }
 
 // Finds where code objects keep their file name, on `code` (whose co_filename is `filename`, the ASCII `text`),
@@ -81,45 +88,24 @@ int probe_line_from_table(const unsigned char* table, size_t size, int first_lin
 // Writes "LASTI LINE" for each of the calling thread's frames, innermost first, the line read from the code's own
 // line table (-1: none), into `out` (called without the GIL). Returns the number of frames, or -1.
 int probe_lines(char* out, size_t out_len) {
-  if (layout == nullptr || line_tables.linetable == 0) {
+  if (line_tables.linetable == 0) {
     return -1;
   }
-  std::string text;
-  int frames = 0;
-  bool read = streamtrace_python::walk_frames(*layout, code_type, PyGILState_GetThisThreadState(),
-                                              [&](const void* code, int lasti) {
-                                                char line[64];
-                                                std::snprintf(line, sizeof line, "%d %d\n", lasti,
-                                                              streamtrace_python::line_without_gil(
-                                                                  line_tables, code, bytes_type, lasti));
-                                                text += line;
-                                                ++frames;
-                                                return false;
-                                              });
-  std::snprintf(out, out_len, "%s", text.c_str());
-  return read ? frames : -1;
+  return frame_lines(out, out_len, [](const void* code, int lasti) {
+    return std::to_string(lasti) + " " +
+           std::to_string(streamtrace_python::line_without_gil(line_tables, code, bytes_type, lasti));
+  });
 }
 
 // Writes the file of each of the calling thread's frames, innermost first, one a line ("?" where it cannot be
 // read), into `out` (called without the GIL). Returns the number of frames, or -1.
 int probe_files(char* out, size_t out_len) {
-  if (layout == nullptr || code_files.filename == 0) {
+  if (code_files.filename == 0) {
     return -1;
   }
-  std::string text;
-  int frames = 0;
-  bool read = streamtrace_python::walk_frames(*layout, code_type, PyGILState_GetThisThreadState(),
-                                              [&](const void* code, int) {
-                                                std::string file;
-                                                text += streamtrace_python::code_file(code_files, code, unicode_type,
-                                                                                      file)
-                                                            ? file
-                                                            : "?";
-                                                text += '\n';
-                                                ++frames;
-                                                return false;
-                                              });
-  std::snprintf(out, out_len, "%s", text.c_str());
-  return read ? frames : -1;
+  return frame_lines(out, out_len, [](const void* code, int) {
+    std::string file;
+    return streamtrace_python::code_file(code_files, code, unicode_type, file) ? file : std::string("?");
+  });
 }
 }
