@@ -234,6 +234,16 @@ int line_of(struct _frame* frame, struct _object* code) {
   return line;
 }
 
+// Whether code of the file `file` is the user's: a real file outside the library folders `prefixes`.
+bool is_user_file(const char* file, const std::vector<std::string>& prefixes) {
+  if (file[0] == '<' || file[0] == '\0') {
+    return false;
+  }
+  return std::none_of(prefixes.begin(), prefixes.end(), [&](const std::string& prefix) {
+    return std::strncmp(file, prefix.data(), prefix.size()) == 0;
+  });
+}
+
 // Needs the GIL.
 const CodeFacts& facts_of(struct _object* code) {
   auto& code_facts = python_files().code_facts;
@@ -247,12 +257,7 @@ const CodeFacts& facts_of(struct _object* code) {
   PyErr_Fetch(&pending_type, &pending_value, &pending_traceback);
   if (struct _object* name = PyObject_GetAttrString(code, "co_filename")) {
     if (const char* text = PyUnicode_AsUTF8(name)) {
-      facts.user = text[0] != '<' && text[0] != '\0';
-      for (const auto& prefix : python_files().library_prefixes) {
-        if (std::strncmp(text, prefix.data(), prefix.size()) == 0) {
-          facts.user = false;
-        }
-      }
+      facts.user = is_user_file(text, python_files().library_prefixes);
       append_json_escaped(facts.file, text);
     }
     Py_DecRef(name);
@@ -279,10 +284,6 @@ void append_place(std::string& out, const std::string& file, int line) {
   out += '"';
 }
 
-void append_place(std::string& out, const CodeFacts& facts, int line) {
-  append_place(out, facts.file, line);
-}
-
 // The innermost user frame of the calling thread's Python stack as a JSON string ("file:line"); without one, its
 // innermost frame of a real file; else null. Needs the GIL.
 void append_python_line(std::string& out) {
@@ -296,12 +297,12 @@ void append_python_line(std::string& out) {
     const CodeFacts& facts = facts_of(code);
     Py_DecRef(code);  // still alive: facts_of keeps every code object it has seen
     if (facts.user) {
-      append_place(out, facts, line_of(frame, code));
+      append_place(out, facts.file, line_of(frame, code));
       Py_DecRef(reinterpret_cast<struct _object*>(frame));
       return;
     }
     if (innermost.empty() && names_a_place(facts)) {
-      append_place(innermost, facts, line_of(frame, code));
+      append_place(innermost, facts.file, line_of(frame, code));
     }
     struct _frame* back = PyFrame_GetBack(frame);
     Py_DecRef(reinterpret_cast<struct _object*>(frame));
@@ -361,17 +362,13 @@ int line_read_without_gil(const void* code, int offset) {
 // object itself (python_frames.h): whether it is the user's, and its file (JSON-escaped; "" for a code object of
 // no real file). False where its file name cannot be read so.
 bool read_without_gil(const void* code, bool& user, std::string& escaped) {
+  static const std::vector<std::string> none;
   const std::vector<std::string>* prefixes = published_prefixes.load(std::memory_order_acquire);
   std::string file;
   if (code_files == nullptr || !streamtrace_python::code_file(*code_files, code, unicode_type, file)) {
     return false;
   }
-  user = file[0] != '<';
-  for (size_t index = 0; prefixes != nullptr && index < prefixes->size(); ++index) {
-    if (file.compare(0, (*prefixes)[index].size(), (*prefixes)[index]) == 0) {
-      user = false;
-    }
-  }
+  user = is_user_file(file.c_str(), prefixes != nullptr ? *prefixes : none);
   escaped.clear();
   if (file[0] != '<') {
     append_json_escaped(escaped, file.c_str());
@@ -440,19 +437,10 @@ bool append_walked_line(const void* thread_state, WalkMode mode, std::string& ou
         append_place(quoted, *unkept, line);
       }
       return &lines->walk_texts.emplace_back(std::move(quoted));
-    } else if (lines->user_code.count(key.code) != 0) {
-      quoted = "null";  // learned (alive for good), of no real file (`<string>`, `<frozen ...>`): no line at all
-    } else if (!gil) {
-      missed = true;
-      return nullptr;
     } else {
-      const CodeFacts& facts = facts_of(key.code);
-      if (names_a_place(facts)) {
-        lines->files.emplace(key.code, facts.file);
-        append_place(quoted, facts.file, code_line(key.code, key.offset));
-      } else {
-        quoted = "null";
-      }
+      // Every frame this walk passes was learned by `visit` first: one learned (alive for good) without a file
+      // is of no real file (`<string>`, `<frozen ...>`), and has no line at all.
+      quoted = "null";
     }
     return &lines->texts.emplace(key, std::move(quoted)).first->second;
   };

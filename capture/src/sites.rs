@@ -15,8 +15,6 @@ pub struct CallSites {
     unwinder: Unwinder,
     frames: Frames,
     ids: HashMap<Box<[u64]>, u32>,
-    /// The frames of each native site, by id - 1: a Python line's site repeats them.
-    frames_by_id: Vec<Arc<[u64]>>,
     /// By native site: the Python lines seen on top of it, and the id of each pair.
     python_sites: HashMap<u32, Vec<(Box<str>, u32)>>,
     next_id: u32,
@@ -50,7 +48,6 @@ impl CallSites {
             unwinder,
             frames: Frames::new(),
             ids: HashMap::default(),
-            frames_by_id: Vec::new(),
             python_sites: HashMap::default(),
             next_id: 1,
             declared: Vec::new(),
@@ -93,10 +90,15 @@ impl CallSites {
         if let Some(&(_, id)) = lines.iter().find(|(known, _)| &**known == line) {
             return id;
         }
-        let Some(frames) = self.frames_by_id.get(native as usize - 1).cloned() else { return native };
         if lines.len() == PYTHON_LINES_PER_SITE {
             return native;
         }
+        // The native site's frames, which the new site repeats: looked up once per pair of site and line.
+        let Some(frames) =
+            self.ids.iter().find(|(_, &id)| id == native).map(|(frames, _)| Arc::<[u64]>::from(&**frames))
+        else {
+            return native;
+        };
         let id = self.next_id;
         self.next_id += 1;
         lines.push((line.into(), id));
@@ -199,9 +201,6 @@ impl CallSites {
         self.next_id += 1;
         let frames: Arc<[u64]> = self.frames.addresses().into();
         self.ids.insert(self.frames.addresses().into(), id);
-        // By id - 1, the Python lines' sites between them left empty.
-        self.frames_by_id.resize(id as usize - 1, Arc::from(&[][..]));
-        self.frames_by_id.push(frames.clone());
         emit(Record::Callsite { id, frames, python_line: None });
         id
     }

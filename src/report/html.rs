@@ -179,7 +179,7 @@ fn race_sections(look: Lookup, race: &RaceFinding) -> Vec<Section> {
         // Python line under an extension's native frame).
         let frames = look.frames(op.site);
         let mut frames = frames.iter();
-        if let Some(source) = frames.next().copied().or_else(|| look.source(op.site)) {
+        if let Some(source) = frames.next() {
             lines.push(format!("issued at {source}"));
         }
         lines.extend(frames.map(|frame| format!("called from {frame}")));

@@ -134,11 +134,11 @@ pub fn same_function(a: &str, b: &str) -> bool {
 fn is_cuda_runtime_function(function: &str) -> bool {
     let name = function.trim_start_matches("::");
     let api = name.strip_prefix("cuda").is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()));
-    let in_namespace = |part: &str| name.contains(&format!("::{part}"));
-    api || ["__cuda", "cudart::", "__device_stub__", TEMPLATE_STUB_WRAPPER, "libcudart"]
+    // nvcc's stubs and template wrappers, in a namespace too (`ns::__device_stub__...`).
+    let stub = ["__device_stub__", TEMPLATE_STUB_WRAPPER]
         .iter()
-        .any(|prefix| name.starts_with(prefix))
-        || ["__device_stub__", TEMPLATE_STUB_WRAPPER].iter().any(|part| in_namespace(part))
+        .any(|part| name.starts_with(part) || name.contains(&format!("::{part}")));
+    api || stub || ["__cuda", "cudart::", "libcudart"].iter().any(|prefix| name.starts_with(prefix))
 }
 
 /// CUDA's headers (the runtime's inline launch templates) and nvcc's generated stub files.
