@@ -17,7 +17,7 @@ use streamtrace::model::{Coverage, ElementDim, ExactCoverage, StridedView, Unsee
 use streamtrace::model::{GraphExec, NodeKind};
 use streamtrace_capture::args::PointerArg as CapturedPointer;
 use streamtrace_capture::graph_record::{GraphRecord, NodeBody, NodeOwner};
-use streamtrace_capture::record::{Batch, Call, ExactAccesses, Record, SyncTarget};
+use streamtrace_capture::record::{Batch, Call, KnownAccesses, Record, Seen, SyncTarget};
 use streamtrace_format as format;
 
 /// What the capture library writes for `batch` in both encodings: its header, then the batch's records.
@@ -71,7 +71,7 @@ fn read(written: Written) -> (Vec<TraceRecord>, ImportCounters) {
 
 /// A launch of kernel 0 on `stream` with no pointer arguments, as the CUPTI backend records it.
 fn plain_launch(stream: u64) -> Record {
-    Record::Kernel { stream, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel", exact: None }
+    Record::Kernel { stream, function: 0, first_pointer: 0, pointer_count: 0, api: "cuLaunchKernel", known: None }
 }
 
 fn operations(records: &[TraceRecord]) -> Vec<&Operation> {
@@ -116,7 +116,7 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
             first_pointer: 0,
             pointer_count: 2,
             api: "cuLaunchKernelEx",
-            exact: None,
+            known: None,
         },
     );
     batch.push(CALL, plain_launch(TOP));
@@ -133,13 +133,27 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
             first_pointer: 0,
             pointer_count: 1,
             api: "cuLaunchKernel",
-            exact: Some(ExactAccesses {
+            known: Some(KnownAccesses {
                 first_run: 0,
                 reads: 1,
                 writes: 1,
-                coverage: format::Coverage::ExactAndArguments,
-                unseen: Some(format::Unseen::AsyncCopies),
+                seen: Some(Seen {
+                    coverage: format::Coverage::ExactAndArguments,
+                    unseen: Some(format::Unseen::AsyncCopies),
+                }),
             }),
+        },
+    );
+    // An NCCL kernel with its call's buffers (nccl.rs): ranges beside its pointer words, no coverage.
+    batch.push(
+        CALL,
+        Record::Kernel {
+            stream: SIDE,
+            function: 0,
+            first_pointer: 0,
+            pointer_count: 0,
+            api: "cuLaunchKernelEx",
+            known: Some(KnownAccesses { first_run: 0, reads: 1, writes: 0, seen: None }),
         },
     );
     use format::MemoryKind as M;
@@ -279,13 +293,20 @@ fn every_capture_record_reads_back_as_what_was_recorded() {
         OpKind::Kernel { stream: top, name: name.clone(), accesses: vec![], pointers: vec![], exact: None },
         OpKind::Kernel {
             stream: top,
-            name,
+            name: name.clone(),
             accesses: vec![
                 Access::plain(AccessRange::new(0x7000_0000, 64).expect("range"), AccessMode::Read),
                 periodic_write(0x7000_1000, 160),
             ],
             pointers: vec![PointerArg { address: 0, mode: AccessMode::Read }],
             exact: Some(ExactCoverage { coverage: Coverage::ExactAndArguments, unseen: Some(Unseen::AsyncCopies) }),
+        },
+        OpKind::Kernel {
+            stream: side,
+            name,
+            accesses: vec![Access::plain(AccessRange::new(0x7000_0000, 64).expect("range"), AccessMode::Read)],
+            pointers: vec![],
+            exact: None,
         },
     ];
     use MemoryKind::{Device, Managed, Pageable, Pinned};
@@ -566,7 +587,7 @@ fn framework_frames_read_back_around_the_calls_they_hold() {
         first_pointer: 0,
         pointer_count: 1,
         api: "cuLaunchKernel",
-        exact: None,
+        known: None,
     };
     // An op on thread 1, with a call bracket inside it and a block allocated for its output.
     batch.push(on(1), Record::OpBegin);

@@ -36,7 +36,7 @@ fn main() {
                 first_pointer,
                 pointer_count: 2,
                 api: "cuLaunchKernel",
-                exact: None,
+                known: None,
             },
         );
     }

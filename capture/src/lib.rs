@@ -39,6 +39,8 @@ pub mod host_watch;
 mod kernel_name;
 #[cfg(test)]
 mod live_capture_tests;
+mod nccl;
+mod next_symbol;
 mod nvtx;
 mod origin;
 pub mod params;

@@ -20,7 +20,7 @@ use crate::driver_call::{CallContext, ContextKey};
 use crate::functions::{describe, FunctionInfo};
 use crate::graph_record::NodeBody;
 use crate::pitched::{PitchedCopyShape, PitchedSide};
-use crate::record::{Batch, Call, ExactAccesses, Record};
+use crate::record::{Batch, Call, KnownAccesses, Record, Seen};
 use crate::sites::CallSites;
 use crate::unwind::Start;
 use crate::writer::Writer;
@@ -180,7 +180,7 @@ impl ProcessState {
 
     fn release_launch(&mut self, held: HeldLaunch, seen: Option<SeenAccesses>) {
         let HeldLaunch { call, mut record, pointers } = held;
-        if let Record::Kernel { first_pointer, pointer_count, exact, .. } = &mut record {
+        if let Record::Kernel { first_pointer, pointer_count, known, .. } = &mut record {
             *first_pointer = self.pending.pointers.len() as u32;
             *pointer_count = pointers.len() as u32;
             self.pending.pointers.extend(pointers);
@@ -190,12 +190,11 @@ impl ProcessState {
                 reads: Vec::new(),
                 writes: Vec::new(),
             });
-            *exact = Some(ExactAccesses {
+            *known = Some(KnownAccesses {
                 first_run: self.pending.runs.len() as u32,
                 reads: seen.reads.len() as u32,
                 writes: seen.writes.len() as u32,
-                coverage: seen.coverage,
-                unseen: seen.unseen,
+                seen: Some(Seen { coverage: seen.coverage, unseen: seen.unseen }),
             });
             self.pending.runs.extend(seen.reads);
             self.pending.runs.extend(seen.writes);
@@ -286,13 +285,14 @@ impl ProcessState {
     /// `kernel_params` and `extra` are the launch's arguments for kernel `handle`, valid for the call.
     pub unsafe fn kernel(
         &mut self,
-        call: Call,
+        cx: &CallContext,
         stream: u64,
         handle: *mut c_void,
         kernel_params: *mut *mut c_void,
         extra: *mut *mut c_void,
         api: &'static str,
     ) {
+        let call = cx.call;
         let exact = EXACT.load(Ordering::Relaxed);
         // Inside a framework op (a PyTorch op at tier T2) the op's extents stand for its kernels' accesses and
         // their pointer arguments are dropped (ingest's frames stage): they are not read, which saves the scan
@@ -307,7 +307,20 @@ impl ProcessState {
         let NodeBody::Kernel { function, first_pointer, pointer_count } = body else {
             return;
         };
-        let record = Record::Kernel { stream, function, first_pointer, pointer_count, api, exact: None };
+        // An NCCL kernel's one argument names none of the program's buffers: the NCCL call it carries out does.
+        let nccl = self.function_layouts.get(function as usize).is_some_and(|f| f.name.starts_with("nccl"));
+        let known = if exact || !nccl {
+            None
+        } else {
+            crate::nccl::buffers_for_launch(call.tid, cx.device).map(|buffers| {
+                let first_run = self.pending.runs.len() as u32;
+                let (reads, writes) = (buffers.reads.len() as u32, buffers.writes.len() as u32);
+                self.pending.runs.extend(buffers.reads);
+                self.pending.runs.extend(buffers.writes);
+                KnownAccesses { first_run, reads, writes, seen: None }
+            })
+        };
+        let record = Record::Kernel { stream, function, first_pointer, pointer_count, api, known };
         if exact {
             self.hold_launch(call, record);
         } else {

@@ -13,13 +13,21 @@ use crate::args::PointerArg;
 pub use crate::graph_record::{GraphRecord, NodeBody, NodeOwner};
 pub use crate::kernel_name::KernelName;
 
-/// A launch's accesses as the exact-access backend saw them: its reads then its writes are
-/// `runs[first_run..]` of the batch, and its coverage says whether its pointer words count too.
+/// Byte ranges a launch is known to touch: its reads then its writes are `runs[first_run..]` of the batch. They
+/// are what the exact-access backend saw (`seen`: how much of the launch that is, and whether its pointer words
+/// count too), or what a library's API says its kernels touch (NCCL's buffers, nccl.rs; `seen` None: the
+/// pointer words count as always).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct ExactAccesses {
+pub struct KnownAccesses {
     pub first_run: u32,
     pub reads: u32,
     pub writes: u32,
+    pub seen: Option<Seen>,
+}
+
+/// How much of a launch the exact-access backend saw.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
     pub coverage: Coverage,
     pub unseen: Option<Unseen>,
 }
@@ -61,8 +69,9 @@ pub enum Record {
         first_pointer: u32,
         pointer_count: u32,
         api: &'static str,
-        /// What the exact-access backend saw it touch; None for the CUPTI backend.
-        exact: Option<ExactAccesses>,
+        /// What it is known to touch besides its pointer words: what the exact-access backend saw, or the
+        /// buffers of the NCCL call it carries out.
+        known: Option<KnownAccesses>,
     },
     /// Names kernel `index` for the writer, which keeps the names across batches; writes no line.
     Function {
@@ -304,7 +313,7 @@ pub struct Entry {
 pub struct Batch {
     pub entries: Vec<Entry>,
     pub pointers: Vec<PointerArg>,
-    /// The byte runs of the exact-access backend's launches ([`ExactAccesses`]).
+    /// The byte runs of the launches whose accesses are known ([`KnownAccesses`]).
     pub runs: Vec<ByteRuns>,
     /// The text of the framework hooks' records, one after another: a PyTorch op makes one or more, and an
     /// allocation each would cost the op's thread a malloc and the writer thread a free into its arena.
@@ -450,14 +459,14 @@ impl Entry {
                 line.number(Field::Id, *handle).number(Field::Thread, call.tid);
                 site(line, call);
             }
-            Record::Kernel { stream, function, first_pointer, pointer_count, api, exact } => {
+            Record::Kernel { stream, function, first_pointer, pointer_count, api, known } => {
                 let first = *first_pointer as usize;
                 let pointers = batch.pointers.get(first..first + *pointer_count as usize).unwrap_or(&[]);
                 let unnamed = KernelName::unnamed();
                 let name = names.get(*function as usize).unwrap_or(&unnamed);
                 line.number(Field::Stream, *stream).escaped(Field::Name, &name.name, &name.escaped);
                 // An exact launch's pointer words count only where its coverage says the ranges are not all.
-                if !matches!(exact, Some(e) if e.coverage == Coverage::Exact) {
+                if !matches!(known, Some(KnownAccesses { seen: Some(Seen { coverage: Coverage::Exact, .. }), .. })) {
                     line.pointers(
                         Field::Pointers,
                         pointers
@@ -465,15 +474,17 @@ impl Entry {
                             .map(|p| (p.address, if p.writes { AccessFlag::Write } else { AccessFlag::Read })),
                     );
                 }
-                if let Some(e) = exact {
+                if let Some(e) = known {
                     let start = e.first_run as usize;
                     let (reads, writes) = (e.reads as usize, e.writes as usize);
                     let runs = batch.runs.get(start..start + reads + writes).unwrap_or(&[]);
                     line.runs(Field::Reads, runs.iter().take(reads).copied())
-                        .runs(Field::Writes, runs.iter().skip(reads).copied())
-                        .name(Field::Coverage, e.coverage.as_str());
-                    if let Some(unseen) = e.unseen {
-                        line.name(Field::Unseen, unseen.as_str());
+                        .runs(Field::Writes, runs.iter().skip(reads).copied());
+                    if let Some(seen) = e.seen {
+                        line.name(Field::Coverage, seen.coverage.as_str());
+                        if let Some(unseen) = seen.unseen {
+                            line.name(Field::Unseen, unseen.as_str());
+                        }
                     }
                 }
                 common(line, call, Some(api));
@@ -712,7 +723,7 @@ mod tests {
                 first_pointer: 1,
                 pointer_count: 1,
                 api: "cuLaunchKernel",
-                exact: None,
+                known: None,
             },
         );
         let line = json_lines(&batch);
@@ -740,10 +751,22 @@ mod tests {
             first_pointer: 0,
             pointer_count: 1,
             api: "cuLaunchKernel",
-            exact: Some(ExactAccesses { first_run: 0, reads: 1, writes: 1, coverage, unseen }),
+            known: Some(KnownAccesses { first_run: 0, reads: 1, writes: 1, seen: Some(Seen { coverage, unseen }) }),
         };
         batch.push(call(), launch(Coverage::Exact, None));
         batch.push(call(), launch(Coverage::ExactAndArguments, Some(Unseen::AsyncCopies)));
+        // Ranges a library's API gives (NCCL's buffers): written beside the pointer words, with no coverage.
+        batch.push(
+            call(),
+            Record::Kernel {
+                stream: 5,
+                function: 0,
+                first_pointer: 0,
+                pointer_count: 1,
+                api: "cuLaunchKernelEx",
+                known: Some(KnownAccesses { first_run: 0, reads: 1, writes: 1, seen: None }),
+            },
+        );
         let text = json_lines(&batch);
         let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("json")).collect();
         assert_eq!(lines[0]["coverage"], "exact");
@@ -753,6 +776,9 @@ mod tests {
         assert_eq!(lines[1]["coverage"], "exact_and_arguments");
         assert_eq!(lines[1]["unseen"], "async_copies");
         assert_eq!(lines[1]["pointers"][0][0], "0x70000000");
+        assert_eq!(lines[2]["reads"], serde_json::json!([["0x70000000", 4096]]));
+        assert!(lines[2].get("coverage").is_none() && lines[2].get("unseen").is_none());
+        assert_eq!(lines[2]["pointers"][0][0], "0x70000000");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 # (default $OUT) one trace per sample (NAME.json) with the program's output (NAME.out) and capture's (NAME.log).
 # Needs the streamtrace binary and libstreamtrace_capture.so in .gpu/bin (built on the development machine).
 # CUDA="a b" runs only those samples. A sample with a line `// VARIANT: ARG` is also run with ARG as its argument,
-# into NAME-ARG.json; one with `// LINK: FLAGS` is linked with FLAGS. CAPTURE_ARGS="--exact" captures with those
+# into NAME-ARG.json; one with `// LINK: FLAGS` is linked with FLAGS (`// LINK: NCCL`: with the NCCL of python3's
+# nvidia-nccl wheel, the one PyTorch loads, or NCCL_HOME's include/ and lib/). CAPTURE_ARGS="--exact" captures with those
 # options of `streamtrace capture`. Each program also runs plain: NAME.plain.out holds its output, and a line says
 # whether its output and exit status were the same plain and captured.
 set -euo pipefail
@@ -17,10 +18,20 @@ build=$(mktemp -d)
 export PATH=/usr/local/cuda/bin:$PATH
 sources=("$here"/*.cu)
 [ -z "${CUDA:-}" ] || sources=($(printf "$here/%s.cu " $CUDA))
+# The flags that link NCCL: its headers, libnccl.so.2 (through a libnccl.so link: the wheel ships none) and an
+# rpath to it.
+nccl_flags() {
+  local home=${NCCL_HOME:-$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(list(nvidia.nccl.__path__)[0] + "/lib"))' 2>/dev/null)}
+  [ -e "$home/lib/libnccl.so.2" ] || { echo "run_all.sh: no NCCL (set NCCL_HOME)" >&2; return; }
+  mkdir -p "$build/nccl" && ln -sf "$home/lib/libnccl.so.2" "$build/nccl/libnccl.so"
+  echo "-I$home/include -L$build/nccl -lnccl -Xlinker -rpath -Xlinker $home/lib"
+}
 # Built all at once (the GPU machine has many cores), then run one by one.
 for src in "${sources[@]}"; do
   name=$(basename "$src" .cu)
-  nvcc -g -lineinfo -O2 -arch=sm_90 -std=c++17 -o "$build/$name" "$src" -lpthread $(sed -n 's|^// LINK: ||p' "$src") &
+  link=$(sed -n 's|^// LINK: ||p' "$src")
+  [ "$link" != NCCL ] || link=$(nccl_flags)
+  nvcc -g -lineinfo -O2 -arch=sm_90 -std=c++17 -o "$build/$name" "$src" -lpthread $link &
 done
 wait
 for src in "${sources[@]}"; do

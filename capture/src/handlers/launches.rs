@@ -11,7 +11,7 @@ pub fn kernel(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>)
     let Some(p) = (unsafe { data.params::<LaunchKernel>() }) else { return };
     let stream = state.stream(cx, p.launch.hStream);
     // Safety: the launch's own argument arrays, valid while the driver is in the call.
-    unsafe { state.kernel(cx.call, stream, p.launch.f, p.launch.kernelParams, p.extra, "cuLaunchKernel") };
+    unsafe { state.kernel(cx, stream, p.launch.f, p.launch.kernelParams, p.extra, "cuLaunchKernel") };
 }
 
 pub fn cooperative_kernel(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
@@ -19,7 +19,7 @@ pub fn cooperative_kernel(state: &mut ProcessState, cx: &CallContext, data: &Dri
     let Some(p) = (unsafe { data.params::<LaunchCooperativeKernel>() }) else { return };
     let stream = state.stream(cx, p.hStream);
     // Safety: the launch's own parameter array, valid while the driver is in the call.
-    unsafe { state.kernel(cx.call, stream, p.f, p.kernelParams, std::ptr::null_mut(), "cuLaunchCooperativeKernel") };
+    unsafe { state.kernel(cx, stream, p.f, p.kernelParams, std::ptr::null_mut(), "cuLaunchCooperativeKernel") };
 }
 
 pub fn kernel_ex(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {
@@ -38,7 +38,7 @@ pub fn kernel_ex(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'
         })
     };
     // Safety: the launch's own argument arrays, valid while the driver is in the call.
-    unsafe { state.kernel(cx.call, stream, p.f, p.kernelParams, p.extra, "cuLaunchKernelEx") };
+    unsafe { state.kernel(cx, stream, p.f, p.kernelParams, p.extra, "cuLaunchKernelEx") };
 }
 
 pub fn graph_launch(state: &mut ProcessState, cx: &CallContext, data: &DriverCall<'_>) {

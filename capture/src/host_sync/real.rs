@@ -1,66 +1,20 @@
-//! The functions the interposers stand in front of: the next definition after this library (the C library's,
-//! or another preloaded library's that stands in front of it), found with `dlsym(RTLD_NEXT)` on first use and
-//! kept. dlsym takes only the loader's own lock and allocates nothing on success; it is never called from
+//! The functions the interposers stand in front of, found as next_symbol.rs says; dlsym is never called from
 //! inside another interposer's bookkeeping. Their types say "C-unwind": a thread cancelled while it waits
 //! inside one is unwound through the interposer, which holds nothing that needs dropping there. Touches libc's
 //! dlsym and dlvsym only.
 
 use std::ffi::{c_int, c_void, CStr};
-use std::sync::atomic::Ordering;
+
+use crate::next_symbol::real_functions;
 
 use libc::{
     clockid_t, pthread_attr_t, pthread_barrier_t, pthread_cond_t, pthread_mutex_t, pthread_mutexattr_t, pthread_once_t,
     pthread_rwlock_t, pthread_rwlockattr_t, pthread_spinlock_t, pthread_t, sem_t, timespec,
 };
 
-/// Looks `name` up after this library; 0 when nothing defines it (a C library older than the function).
-fn resolve(name: &CStr, version: Option<&CStr>) -> usize {
-    let found = match version {
-        // Safety: both are NUL-terminated; RTLD_NEXT searches the libraries after this one.
-        Some(version) => unsafe { libc::dlvsym(libc::RTLD_NEXT, name.as_ptr(), version.as_ptr()) },
-        None => std::ptr::null_mut(),
-    };
-    if !found.is_null() {
-        return found as usize;
-    }
-    // Safety: as above.
-    unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) as usize }
-}
-
 /// The condition variable functions have two versions in glibc on x86_64; programs link the 2.3.2 one (the
 /// one TSan asks for too). Elsewhere the default version is the only one.
 const COND_VERSION: Option<&CStr> = if cfg!(target_arch = "x86_64") { Some(c"GLIBC_2.3.2") } else { None };
-
-macro_rules! real_functions {
-    ($($name:ident $([$version:expr])?: fn($($arg:ty),*) -> $ret:ty;)*) => {
-        /// Where each real function is, 0 until its first call resolves it: the shims' fast path
-        /// (interpose/mod.rs) jumps there straight once it is known.
-        #[allow(non_upper_case_globals)]
-        pub mod address {
-            use std::sync::atomic::AtomicUsize;
-            $(pub static $name: AtomicUsize = AtomicUsize::new(0);)*
-        }
-
-        $(
-            /// The real function, or None where nothing after this library defines it.
-            pub fn $name() -> Option<unsafe extern "C-unwind" fn($($arg),*) -> $ret> {
-                let mut address = address::$name.load(Ordering::Relaxed);
-                if address == 0 {
-                    let name = CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes());
-                    #[allow(unused_mut, unused_assignments)]
-                    let mut version: Option<&CStr> = None;
-                    $(version = $version;)?
-                    address = name.map_or(0, |name| resolve(name, version));
-                    address::$name.store(address, Ordering::Relaxed);
-                }
-                // Safety: the address dlsym gave for this symbol, the C library's function of this type.
-                (address != 0).then(|| unsafe {
-                    std::mem::transmute::<usize, unsafe extern "C-unwind" fn($($arg),*) -> $ret>(address)
-                })
-            }
-        )*
-    };
-}
 
 /// A thread's start routine.
 pub type StartRoutine = unsafe extern "C-unwind" fn(*mut c_void) -> *mut c_void;

@@ -630,7 +630,7 @@ mod tests {
 
     /// A launch on `stream` whose one pointer word is the batch's first.
     fn kernel_on(stream: u64) -> Record {
-        Record::Kernel { stream, function: 0, first_pointer: 0, pointer_count: 1, api: "cuLaunchKernel", exact: None }
+        Record::Kernel { stream, function: 0, first_pointer: 0, pointer_count: 1, api: "cuLaunchKernel", known: None }
     }
 
     /// A driver call that made `batch.entries[first..]`: entered, its records read, returned.

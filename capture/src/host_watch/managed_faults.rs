@@ -283,7 +283,7 @@ mod tests {
                 first_pointer: 0,
                 pointer_count: 0,
                 api: "cuLaunchKernel",
-                exact: None,
+                known: None,
             },
         };
         batch.entries.extend([launch(7, 100), launch(8, 200), launch(7, 300)]);

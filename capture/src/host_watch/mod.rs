@@ -26,6 +26,7 @@ pub mod guards;
 pub mod hold;
 pub mod host_funcs;
 pub mod inflight;
+mod io_calls;
 pub(crate) mod managed_faults;
 pub mod signals;
 

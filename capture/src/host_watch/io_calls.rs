@@ -1,0 +1,323 @@
+//! The C library's I/O calls that hand a buffer to the kernel (`read`, `write`, `fread`, `fwrite`, `recv`,
+//! `send` and their kin), stood in front of when the capture library is preloaded. The kernel copies to and from
+//! the buffer itself, and a guarded page does not fault there: the system call fails with EFAULT, so that a
+//! program writing a pinned buffer to a file while a copy into it is still in flight would lose its data under
+//! capture, and the race would go unseen. Each call first touches, in user space, the first byte of every
+//! guarded range its buffer overlaps, as the kernel is about to: a load where the kernel reads the buffer, an
+//! atomic store of the byte's own value where it writes it. The touch faults like any of the program's
+//! accesses, the handler lifts the range and records the access (its site is the program's call: the
+//! capture's own frames are left out of the walk), and the call then runs on unguarded pages. A process that
+//! never guarded a range pays one atomic load a call. Touches the guard table and the real functions only.
+//!
+//! These are cancellation points: the types say "C-unwind", and nothing here needs dropping across the call.
+
+use std::ffi::{c_int, c_void};
+
+use libc::{iovec, size_t, sockaddr, socklen_t, ssize_t, FILE};
+
+use super::guards;
+
+/// The C library's functions, under the names the exported ones below stand in front of.
+mod real {
+    use super::*;
+    use crate::next_symbol::real_functions;
+
+    real_functions! {
+        read: fn(c_int, *mut c_void, size_t) -> ssize_t;
+        pread: fn(c_int, *mut c_void, size_t, libc::off_t) -> ssize_t;
+        pread64: fn(c_int, *mut c_void, size_t, libc::off64_t) -> ssize_t;
+        readv: fn(c_int, *const iovec, c_int) -> ssize_t;
+        recv: fn(c_int, *mut c_void, size_t, c_int) -> ssize_t;
+        recvfrom: fn(c_int, *mut c_void, size_t, c_int, *mut sockaddr, *mut socklen_t) -> ssize_t;
+        fread: fn(*mut c_void, size_t, size_t, *mut FILE) -> size_t;
+        write: fn(c_int, *const c_void, size_t) -> ssize_t;
+        pwrite: fn(c_int, *const c_void, size_t, libc::off_t) -> ssize_t;
+        pwrite64: fn(c_int, *const c_void, size_t, libc::off64_t) -> ssize_t;
+        writev: fn(c_int, *const iovec, c_int) -> ssize_t;
+        send: fn(c_int, *const c_void, size_t, c_int) -> ssize_t;
+        sendto: fn(c_int, *const c_void, size_t, c_int, *const sockaddr, socklen_t) -> ssize_t;
+        fwrite: fn(*const c_void, size_t, size_t, *mut FILE) -> size_t;
+    }
+}
+
+/// How the kernel will access a buffer.
+#[derive(Copy, Clone)]
+enum KernelAccess {
+    /// It reads it (a write to a file or socket).
+    Reads,
+    /// It writes it (a read from a file or socket).
+    Writes,
+}
+
+/// Touches the first byte of `[address, address + len)` inside each guarded range, as the kernel will access
+/// the buffer.
+fn touch(address: *const c_void, len: usize, access: KernelAccess) {
+    let start = address as u64;
+    if len == 0 || start == 0 {
+        return;
+    }
+    guards::armed_overlaps(start, start.saturating_add(len as u64), |byte| match access {
+        // Safety: `byte` is inside the buffer the program hands the kernel, which the program must have mapped;
+        // it is read once (a guarded page faults, and the handler lets the load run again once lifted).
+        KernelAccess::Reads => unsafe {
+            std::ptr::read_volatile(byte as *const u8);
+        },
+        KernelAccess::Writes => store_own_value(byte),
+    });
+}
+
+/// Writes the byte at `address` back unchanged, as one locked instruction: a DMA engine may be reading or
+/// writing the same buffer meanwhile, and a load then a store could put back a value it had replaced. An
+/// atomic add of zero would do, but the compiler may turn an idempotent one into a load.
+fn store_own_value(address: u64) {
+    #[cfg(target_arch = "x86_64")]
+    // Safety: a byte of the buffer the program hands the kernel to write, so writable by the program; the value
+    // stays what it was.
+    unsafe {
+        std::arch::asm!("lock or byte ptr [{0}], 0", in(reg) address, options(nostack));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = address; // the host watch guards nothing elsewhere
+}
+
+/// Touches each buffer of an iovec array (readv, writev), as many as the call may take.
+fn touch_vector(vector: *const iovec, count: c_int, access: KernelAccess) {
+    const MOST: usize = 1024; // IOV_MAX: a longer array is refused by the kernel
+    if vector.is_null() || count <= 0 {
+        return;
+    }
+    // Safety: the program's own array of `count` entries, which it hands to the kernel.
+    let buffers = unsafe { std::slice::from_raw_parts(vector, (count as usize).min(MOST)) };
+    for buffer in buffers {
+        touch(buffer.iov_base, buffer.iov_len, access);
+    }
+}
+
+/// Passes a call on to the C library's function, or fails it with ENOSYS where there is none.
+macro_rules! pass_on {
+    ($name:ident, $failed:expr, ($($arg:expr),*)) => {
+        match real::$name() {
+            // Safety: the C library's function of this name, given the program's own arguments.
+            Some(real) => unsafe { real($($arg),*) },
+            None => {
+                // Safety: the calling thread's errno.
+                unsafe { *libc::__errno_location() = libc::ENOSYS };
+                $failed
+            }
+        }
+    };
+}
+
+/// `read`, in front of the C library's.
+#[no_mangle]
+pub extern "C-unwind" fn read(fd: c_int, buffer: *mut c_void, len: size_t) -> ssize_t {
+    touch(buffer, len, KernelAccess::Writes);
+    pass_on!(read, -1, (fd, buffer, len))
+}
+
+/// `pread`, in front of the C library's.
+#[no_mangle]
+pub extern "C-unwind" fn pread(fd: c_int, buffer: *mut c_void, len: size_t, offset: libc::off_t) -> ssize_t {
+    touch(buffer, len, KernelAccess::Writes);
+    pass_on!(pread, -1, (fd, buffer, len, offset))
+}
+
+/// `pread64`, in front of the C library's.
+#[no_mangle]
+pub extern "C-unwind" fn pread64(fd: c_int, buffer: *mut c_void, len: size_t, offset: libc::off64_t) -> ssize_t {
+    touch(buffer, len, KernelAccess::Writes);
+    pass_on!(pread64, -1, (fd, buffer, len, offset))
+}
+
+/// `readv`, in front of the C library's.
+#[no_mangle]
+pub extern "C-unwind" fn readv(fd: c_int, vector: *const iovec, count: c_int) -> ssize_t {
+    touch_vector(vector, count, KernelAccess::Writes);
+    pass_on!(readv, -1, (fd, vector, count))
+}
+
+/// `recv`, in front of the C library's.
+#[no_mangle]
+pub extern "C-unwind" fn recv(fd: c_int, buffer: *mut c_void, len: size_t, flags: c_int) -> ssize_t {
+    touch(buffer, len, KernelAccess::Writes);
+    pass_on!(recv, -1, (fd, buffer, len, flags))
+}
+
+/// `recvfrom`, in front of the C library's.
+#[no_mangle]
+pub extern "C-unwind" fn recvfrom(
+    fd: c_int,
+    buffer: *mut c_void,
+    len: size_t,
+    flags: c_int,
+    from: *mut sockaddr,
+    from_len: *mut socklen_t,
+) -> ssize_t {
+    touch(buffer, len, KernelAccess::Writes);
+    pass_on!(recvfrom, -1, (fd, buffer, len, flags, from, from_len))
+}
+
+/// `fread`, in front of the C library's (whose own reads into the buffer do not come through `read`).
+#[no_mangle]
+pub extern "C-unwind" fn fread(buffer: *mut c_void, size: size_t, count: size_t, stream: *mut FILE) -> size_t {
+    touch(buffer, size.saturating_mul(count), KernelAccess::Writes);
+    pass_on!(fread, 0, (buffer, size, count, stream))
+}
+
+/// `write`, in front of the C library's.
+#[no_mangle]
+pub extern "C-unwind" fn write(fd: c_int, buffer: *const c_void, len: size_t) -> ssize_t {
+    touch(buffer, len, KernelAccess::Reads);
+    pass_on!(write, -1, (fd, buffer, len))
+}
+
+/// `pwrite`, in front of the C library's.
+#[no_mangle]
+pub extern "C-unwind" fn pwrite(fd: c_int, buffer: *const c_void, len: size_t, offset: libc::off_t) -> ssize_t {
+    touch(buffer, len, KernelAccess::Reads);
+    pass_on!(pwrite, -1, (fd, buffer, len, offset))
+}
+
+/// `pwrite64`, in front of the C library's.
+#[no_mangle]
+pub extern "C-unwind" fn pwrite64(fd: c_int, buffer: *const c_void, len: size_t, offset: libc::off64_t) -> ssize_t {
+    touch(buffer, len, KernelAccess::Reads);
+    pass_on!(pwrite64, -1, (fd, buffer, len, offset))
+}
+
+/// `writev`, in front of the C library's.
+#[no_mangle]
+pub extern "C-unwind" fn writev(fd: c_int, vector: *const iovec, count: c_int) -> ssize_t {
+    touch_vector(vector, count, KernelAccess::Reads);
+    pass_on!(writev, -1, (fd, vector, count))
+}
+
+/// `send`, in front of the C library's.
+#[no_mangle]
+pub extern "C-unwind" fn send(fd: c_int, buffer: *const c_void, len: size_t, flags: c_int) -> ssize_t {
+    touch(buffer, len, KernelAccess::Reads);
+    pass_on!(send, -1, (fd, buffer, len, flags))
+}
+
+/// `sendto`, in front of the C library's.
+#[no_mangle]
+pub extern "C-unwind" fn sendto(
+    fd: c_int,
+    buffer: *const c_void,
+    len: size_t,
+    flags: c_int,
+    to: *const sockaddr,
+    to_len: socklen_t,
+) -> ssize_t {
+    touch(buffer, len, KernelAccess::Reads);
+    pass_on!(sendto, -1, (fd, buffer, len, flags, to, to_len))
+}
+
+/// `fwrite`, in front of the C library's (whose own writes of the buffer do not come through `write`).
+#[no_mangle]
+pub extern "C-unwind" fn fwrite(buffer: *const c_void, size: size_t, count: size_t, stream: *mut FILE) -> size_t {
+    touch(buffer, size.saturating_mul(count), KernelAccess::Reads);
+    pass_on!(fwrite, 0, (buffer, size, count, stream))
+}
+
+#[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
+mod tests {
+    use super::super::fault_records::take;
+    use super::super::{guards, signals};
+    use crate::live_capture_tests::{capture_on, trace_lines_of, with_state};
+    use crate::origin::thread_id;
+
+    const PAGE: usize = 4096;
+
+    /// The capture and the guard faults' handler on, and a fresh page holding `fill`.
+    fn capture_and_a_page(fill: u8) -> u64 {
+        capture_on();
+        signals::install().expect("the handler installs");
+        // Safety: a fresh anonymous page, written before any guard.
+        unsafe {
+            let page = libc::mmap(
+                std::ptr::null_mut(),
+                PAGE,
+                guards::UNGUARDED,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(page, libc::MAP_FAILED);
+            std::ptr::write_bytes(page.cast::<u8>(), fill, PAGE);
+            page as u64
+        }
+    }
+
+    fn open(path: &std::ffi::CStr, flags: i32) -> i32 {
+        // Safety: a NUL-terminated path.
+        let fd = unsafe { libc::open(path.as_ptr(), flags) };
+        assert!(fd >= 0, "{path:?}");
+        fd
+    }
+
+    /// Runs `io` on a thread of its own while `[page, page + PAGE)` is guarded with `prot`; the host accesses it
+    /// recorded, and what `io` returned.
+    fn guarded_io(page: u64, prot: i32, io: fn(u64) -> isize) -> (Vec<serde_json::Value>, isize) {
+        let slot = guards::arm(page, page + PAGE as u64, prot).expect("armed");
+        let (tid, returned) = std::thread::spawn(move || (thread_id(), io(page))).join().expect("the thread");
+        let lifted = guards::lifted(slot);
+        with_state(|state, _| take(state));
+        guards::lift(slot);
+        assert!(lifted, "the call's touch faulted and lifted the guard");
+        let accesses = trace_lines_of(&[tid]).into_iter().filter(|v| v["type"] == "host_access").collect();
+        (accesses, returned)
+    }
+
+    #[test]
+    fn a_write_of_a_buffer_a_copy_is_filling_is_seen_and_succeeds() {
+        let page = capture_and_a_page(7);
+        // A D2H copy's destination: guarded against reads and writes. The kernel reading it would fail the call
+        // with EFAULT; the touch makes it the host's read, and the call writes every byte.
+        let (accesses, written) = guarded_io(page, libc::PROT_NONE, |page| {
+            let fd = open(c"/dev/null", libc::O_WRONLY);
+            // Safety: the test's page, PAGE bytes.
+            let written = unsafe { libc::write(fd, page as *const libc::c_void, PAGE) };
+            // Safety: the descriptor opened above.
+            unsafe { libc::close(fd) };
+            written
+        });
+        assert_eq!(written, PAGE as isize, "errno {}", std::io::Error::last_os_error());
+        assert_eq!(accesses.len(), 1, "{accesses:?}");
+        assert_eq!(accesses[0]["reads"], serde_json::json!([[format!("{page:#x}"), 1]]));
+    }
+
+    #[test]
+    fn a_read_into_a_buffer_a_copy_is_reading_is_seen_as_a_write_and_succeeds() {
+        let page = capture_and_a_page(7);
+        // An H2D copy's source: guarded against writes only. A read from a file into it is the host's write.
+        let (accesses, read) = guarded_io(page, libc::PROT_READ, |page| {
+            let fd = open(c"/dev/zero", libc::O_RDONLY);
+            // Safety: the test's page, PAGE bytes.
+            let read = unsafe { libc::read(fd, page as *mut libc::c_void, PAGE) };
+            // Safety: the descriptor opened above.
+            unsafe { libc::close(fd) };
+            read
+        });
+        assert_eq!(read, PAGE as isize, "errno {}", std::io::Error::last_os_error());
+        assert_eq!(accesses.len(), 1, "{accesses:?}");
+        assert_eq!(accesses[0]["writes"], serde_json::json!([[format!("{page:#x}"), 1]]));
+        // Safety: the test's page, unguarded again: the read from /dev/zero filled it.
+        assert_eq!(unsafe { *(page as *const u8) }, 0);
+    }
+
+    #[test]
+    fn a_write_of_a_buffer_a_copy_only_reads_touches_nothing() {
+        let page = capture_and_a_page(7);
+        // Both only read an H2D copy's source: no fault, no access, the guard stays.
+        let slot = guards::arm(page, page + PAGE as u64, libc::PROT_READ).expect("armed");
+        let fd = open(c"/dev/null", libc::O_WRONLY);
+        // Safety: the test's page, PAGE bytes; the descriptor opened above.
+        let written = unsafe { libc::write(fd, page as *const libc::c_void, PAGE) };
+        // Safety: the descriptor opened above.
+        unsafe { libc::close(fd) };
+        assert_eq!(written, PAGE as isize);
+        assert!(!guards::lifted(slot), "a read of a write-guarded page does not fault");
+        guards::lift(slot);
+    }
+}
