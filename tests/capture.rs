@@ -129,6 +129,20 @@ fn llm_c_is_clean_and_its_per_thread_default_stream_build_races_where_predicted(
     assert!(file.ends_with(".gpu/llmc/llmc/adamw.cuh") && source["line"].as_u64() == Some(83), "{source}");
 }
 
+/// Karpathy's nanoGPT `train.py` (samples/torch-projects/nanogpt.sh, H100, 2026-12-07): 6 iterations in float16
+/// with a GradScaler, fused AdamW, cuDNN attention, evaluation and checkpoints, its batches pinned and copied with
+/// `non_blocking=True`. A correct program: clean, although 12,121 pairs of operations on different streams are
+/// unordered. Its pinned batches are safe only through rule 5: PyTorch's host allocator hands a pinned block out
+/// again once a query of the event recorded after its copy succeeded (without the queries, `pin_memory` of the
+/// next batch races with the `to` copying the last one).
+#[test]
+fn nano_gpt_training_in_float16_is_clean() {
+    let json = expect_races("samples/capture/torch-projects/nanogpt-float16.stbin", &[]);
+    assert!(json["summary"]["unordered_pairs"].as_u64().is_some_and(|pairs| pairs > 1000), "{}", json["summary"]);
+    // Every kernel ran inside an op, whose tensors' extents stand for its accesses (tier T2).
+    assert_eq!(json["stats"]["kernels_with_pointers"], 0, "{}", json["stats"]);
+}
+
 /// The second wave of cuda-samples captures (2026-12-04, EXPECTED.md's second part): programs on the driver API
 /// alone (modules loaded from a fatbin, PTX JIT, NVRTC, virtual memory mapping), host threads (OpenMP, a context
 /// migrated between threads), processes sharing memory and events through IPC, dynamic parallelism, graph memory
