@@ -337,205 +337,77 @@ mod real {
     }
 
     type Comm = *mut c_void;
-    type Stream = *mut c_void;
 
     nccl_functions! {
         ncclCommCount: fn(Comm, *mut c_int);
         ncclCommUserRank: fn(Comm, *mut c_int);
         ncclCommCuDevice: fn(Comm, *mut c_int);
-        ncclAllReduce: fn(*const c_void, *mut c_void, usize, c_int, c_int, Comm, Stream);
-        ncclReduce: fn(*const c_void, *mut c_void, usize, c_int, c_int, c_int, Comm, Stream);
-        ncclBroadcast: fn(*const c_void, *mut c_void, usize, c_int, c_int, Comm, Stream);
-        ncclBcast: fn(*mut c_void, usize, c_int, c_int, Comm, Stream);
-        ncclAllGather: fn(*const c_void, *mut c_void, usize, c_int, Comm, Stream);
-        ncclReduceScatter: fn(*const c_void, *mut c_void, usize, c_int, c_int, Comm, Stream);
-        ncclAlltoAll: fn(*const c_void, *mut c_void, usize, c_int, Comm, Stream);
-        ncclGather: fn(*const c_void, *mut c_void, usize, c_int, c_int, Comm, Stream);
-        ncclScatter: fn(*const c_void, *mut c_void, usize, c_int, c_int, Comm, Stream);
-        ncclSend: fn(*const c_void, usize, c_int, c_int, Comm, Stream);
-        ncclRecv: fn(*mut c_void, usize, c_int, c_int, Comm, Stream);
         ncclGroupStart: fn();
         ncclGroupEnd: fn();
     }
 }
 
-/// Passes a call on to NCCL's `$name` around its bookkeeping; NCCL's "internal error" where no NCCL defines it.
-macro_rules! pass_on {
-    ($name:ident, $transfer:expr, $datatype:expr, $comm:expr, ($($arg:expr),*)) => {{
-        let added = before_call($transfer, $datatype, $comm);
-        // Safety: NCCL's function of this name, given the program's own arguments.
-        let result = match real::$name() {
-            Some(f) => unsafe { f($($arg),*) },
-            None => NCCL_INTERNAL_ERROR,
-        };
-        after_call(added, result);
-        result
-    }};
+/// Exports each call in front of NCCL's: its ranges are worked out from the arguments named in brackets (its
+/// data type and communicator) by the `Transfer` after `=>`, then the call is passed on to NCCL's function of the
+/// same name; NCCL's "internal error" where no NCCL defines it.
+macro_rules! stand_in_front {
+    ($($name:ident($($arg:ident: $ty:ty),*) [$datatype:ident, $comm:ident] => $transfer:expr;)*) => {
+        $(
+            #[doc = concat!("`", stringify!($name), "`, in front of NCCL's.")]
+            #[no_mangle]
+            #[allow(clippy::too_many_arguments)]
+            pub extern "C" fn $name($($arg: $ty),*) -> c_int {
+                static REAL: AtomicUsize = AtomicUsize::new(0);
+                let added = before_call($transfer, $datatype, $comm);
+                let address = real::resolve(
+                    CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).unwrap_or_default(),
+                    &REAL,
+                );
+                let result = if address == 0 {
+                    NCCL_INTERNAL_ERROR
+                } else {
+                    // Safety: the address the loader gave for NCCL's function of this name, whose type nccl.h
+                    // declares as this one's, given the program's own arguments.
+                    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn($($ty),*) -> c_int>(address)($($arg),*) }
+                };
+                after_call(added, result);
+                result
+            }
+        )*
+    };
 }
 
 type Comm = *mut c_void;
 type Stream = *mut c_void;
+type Send = *const c_void;
+type Recv = *mut c_void;
 
-/// `ncclAllReduce`, in front of NCCL's.
-#[no_mangle]
-pub extern "C" fn ncclAllReduce(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    op: c_int,
-    comm: Comm,
-    stream: Stream,
-) -> c_int {
-    let transfer = Transfer::AllReduce { send: send as u64, recv: recv as u64, count: count as u64 };
-    pass_on!(ncclAllReduce, transfer, datatype, comm, (send, recv, count, datatype, op, comm, stream))
-}
-
-/// `ncclReduce`, in front of NCCL's.
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub extern "C" fn ncclReduce(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    op: c_int,
-    root: c_int,
-    comm: Comm,
-    stream: Stream,
-) -> c_int {
-    let transfer = Transfer::Reduce { send: send as u64, recv: recv as u64, count: count as u64, root };
-    pass_on!(ncclReduce, transfer, datatype, comm, (send, recv, count, datatype, op, root, comm, stream))
-}
-
-/// `ncclBroadcast`, in front of NCCL's.
-#[no_mangle]
-pub extern "C" fn ncclBroadcast(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    root: c_int,
-    comm: Comm,
-    stream: Stream,
-) -> c_int {
-    let transfer = Transfer::Broadcast { send: send as u64, recv: recv as u64, count: count as u64, root };
-    pass_on!(ncclBroadcast, transfer, datatype, comm, (send, recv, count, datatype, root, comm, stream))
-}
-
-/// `ncclBcast` (the in-place broadcast), in front of NCCL's.
-#[no_mangle]
-pub extern "C" fn ncclBcast(
-    buffer: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    root: c_int,
-    comm: Comm,
-    stream: Stream,
-) -> c_int {
-    let transfer = Transfer::Broadcast { send: buffer as u64, recv: buffer as u64, count: count as u64, root };
-    pass_on!(ncclBcast, transfer, datatype, comm, (buffer, count, datatype, root, comm, stream))
-}
-
-/// `ncclAllGather`, in front of NCCL's.
-#[no_mangle]
-pub extern "C" fn ncclAllGather(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    comm: Comm,
-    stream: Stream,
-) -> c_int {
-    let transfer = Transfer::AllGather { send: send as u64, recv: recv as u64, count: count as u64 };
-    pass_on!(ncclAllGather, transfer, datatype, comm, (send, recv, count, datatype, comm, stream))
-}
-
-/// `ncclReduceScatter`, in front of NCCL's.
-#[no_mangle]
-pub extern "C" fn ncclReduceScatter(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    op: c_int,
-    comm: Comm,
-    stream: Stream,
-) -> c_int {
-    let transfer = Transfer::ReduceScatter { send: send as u64, recv: recv as u64, count: count as u64 };
-    pass_on!(ncclReduceScatter, transfer, datatype, comm, (send, recv, count, datatype, op, comm, stream))
-}
-
-/// `ncclAlltoAll` (NCCL 2.28 and later), in front of NCCL's.
-#[no_mangle]
-pub extern "C" fn ncclAlltoAll(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    comm: Comm,
-    stream: Stream,
-) -> c_int {
-    let transfer = Transfer::AlltoAll { send: send as u64, recv: recv as u64, count: count as u64 };
-    pass_on!(ncclAlltoAll, transfer, datatype, comm, (send, recv, count, datatype, comm, stream))
-}
-
-/// `ncclGather` (NCCL 2.28 and later), in front of NCCL's.
-#[no_mangle]
-pub extern "C" fn ncclGather(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    root: c_int,
-    comm: Comm,
-    stream: Stream,
-) -> c_int {
-    let transfer = Transfer::Gather { send: send as u64, recv: recv as u64, count: count as u64, root };
-    pass_on!(ncclGather, transfer, datatype, comm, (send, recv, count, datatype, root, comm, stream))
-}
-
-/// `ncclScatter` (NCCL 2.28 and later), in front of NCCL's.
-#[no_mangle]
-pub extern "C" fn ncclScatter(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    root: c_int,
-    comm: Comm,
-    stream: Stream,
-) -> c_int {
-    let transfer = Transfer::Scatter { send: send as u64, recv: recv as u64, count: count as u64, root };
-    pass_on!(ncclScatter, transfer, datatype, comm, (send, recv, count, datatype, root, comm, stream))
-}
-
-/// `ncclSend`, in front of NCCL's.
-#[no_mangle]
-pub extern "C" fn ncclSend(
-    send: *const c_void,
-    count: usize,
-    datatype: c_int,
-    peer: c_int,
-    comm: Comm,
-    stream: Stream,
-) -> c_int {
-    let transfer = Transfer::Send { send: send as u64, count: count as u64 };
-    pass_on!(ncclSend, transfer, datatype, comm, (send, count, datatype, peer, comm, stream))
-}
-
-/// `ncclRecv`, in front of NCCL's.
-#[no_mangle]
-pub extern "C" fn ncclRecv(
-    recv: *mut c_void,
-    count: usize,
-    datatype: c_int,
-    peer: c_int,
-    comm: Comm,
-    stream: Stream,
-) -> c_int {
-    let transfer = Transfer::Recv { recv: recv as u64, count: count as u64 };
-    pass_on!(ncclRecv, transfer, datatype, comm, (recv, count, datatype, peer, comm, stream))
+// The counts are elements; `nccl.h` declares each.
+stand_in_front! {
+    ncclAllReduce(send: Send, recv: Recv, count: usize, dtype: c_int, op: c_int, comm: Comm, stream: Stream)
+        [dtype, comm] => Transfer::AllReduce { send: send as u64, recv: recv as u64, count: count as u64 };
+    ncclReduce(send: Send, recv: Recv, count: usize, dtype: c_int, op: c_int, root: c_int, comm: Comm, stream: Stream)
+        [dtype, comm] => Transfer::Reduce { send: send as u64, recv: recv as u64, count: count as u64, root };
+    ncclBroadcast(send: Send, recv: Recv, count: usize, dtype: c_int, root: c_int, comm: Comm, stream: Stream)
+        [dtype, comm] => Transfer::Broadcast { send: send as u64, recv: recv as u64, count: count as u64, root };
+    // The in-place broadcast.
+    ncclBcast(buffer: Recv, count: usize, dtype: c_int, root: c_int, comm: Comm, stream: Stream)
+        [dtype, comm] => Transfer::Broadcast { send: buffer as u64, recv: buffer as u64, count: count as u64, root };
+    ncclAllGather(send: Send, recv: Recv, count: usize, dtype: c_int, comm: Comm, stream: Stream)
+        [dtype, comm] => Transfer::AllGather { send: send as u64, recv: recv as u64, count: count as u64 };
+    ncclReduceScatter(send: Send, recv: Recv, count: usize, dtype: c_int, op: c_int, comm: Comm, stream: Stream)
+        [dtype, comm] => Transfer::ReduceScatter { send: send as u64, recv: recv as u64, count: count as u64 };
+    // NCCL 2.28 and later.
+    ncclAlltoAll(send: Send, recv: Recv, count: usize, dtype: c_int, comm: Comm, stream: Stream)
+        [dtype, comm] => Transfer::AlltoAll { send: send as u64, recv: recv as u64, count: count as u64 };
+    ncclGather(send: Send, recv: Recv, count: usize, dtype: c_int, root: c_int, comm: Comm, stream: Stream)
+        [dtype, comm] => Transfer::Gather { send: send as u64, recv: recv as u64, count: count as u64, root };
+    ncclScatter(send: Send, recv: Recv, count: usize, dtype: c_int, root: c_int, comm: Comm, stream: Stream)
+        [dtype, comm] => Transfer::Scatter { send: send as u64, recv: recv as u64, count: count as u64, root };
+    ncclSend(send: Send, count: usize, dtype: c_int, peer: c_int, comm: Comm, stream: Stream)
+        [dtype, comm] => Transfer::Send { send: send as u64, count: count as u64 };
+    ncclRecv(recv: Recv, count: usize, dtype: c_int, peer: c_int, comm: Comm, stream: Stream)
+        [dtype, comm] => Transfer::Recv { recv: recv as u64, count: count as u64 };
 }
 
 /// `ncclGroupStart`, in front of NCCL's: the calls up to the matching end are launched there.

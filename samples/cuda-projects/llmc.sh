@@ -43,6 +43,9 @@ mode=${1:-}
 # the per-thread-default-stream variant: its own binary, the same data
 case "$mode" in *-ptds) BIN=$W/train_gpt2cu_ptds; EXTRA_NVCC=(--default-stream per-thread) ;; *) EXTRA_NVCC=() ;; esac
 
+# find_st: the streamtrace binary the project scripts run (sets ST).
+source "$ROOT/samples/find_streamtrace.sh"
+
 die() { echo "llmc.sh: $*" >&2; exit 2; }
 
 build() {
@@ -123,24 +126,6 @@ run_args() {
         -x "$STEPS" -v 3 -m 2 -s 3 -g 8 -h 0 -y 0)
 }
 
-find_st() {
-  ST=""
-  if [ ! -x .gpu/bin/streamtrace ] && [ -e benches/gpu_env.sh ] && { [ -e .gpu/streamtrace.xz ] || [ -e .gpu/streamtrace.gz ]; }; then
-    # unpacks .gpu/streamtrace.xz and the capture library into .gpu/bin
-    # shellcheck disable=SC1091
-    source benches/gpu_env.sh
-  fi
-  local c
-  for c in "$ROOT/.gpu/bin/streamtrace" "$ROOT/target/release/streamtrace" "$(command -v streamtrace 2>/dev/null)"; do
-    if [ -n "$c" ] && [ -x "$c" ]; then ST=$c; break; fi
-  done
-  [ -n "$ST" ] || die "no streamtrace binary (.gpu/bin/streamtrace, target/release/streamtrace, PATH)"
-  if [ ! -e "$(dirname "$ST")/libstreamtrace_capture.so" ] && [ -z "${STREAMTRACE_CAPTURE_LIB:-}" ] \
-     && [ -e "$ROOT/.gpu/libstreamtrace_capture.so" ]; then
-    export STREAMTRACE_CAPTURE_LIB=$ROOT/.gpu/libstreamtrace_capture.so
-  fi
-  echo "== streamtrace: $ST"
-}
 
 # run LABEL [capture DIR] -- extra program args
 run() {

@@ -61,6 +61,9 @@ mode=${1:-}
 TEST=${2:-all_reduce}
 TEST=${TEST%_perf}
 
+# find_st: the streamtrace binary the project scripts run (sets ST).
+source "$ROOT/samples/find_streamtrace.sh"
+
 die() { echo "nccl_tests.sh: $*" >&2; exit 2; }
 
 # The folder with libnccl.so.2: NCCL_HOME/lib if set, else the wheel's nvidia/nccl/lib (or nvidia/cu13/lib, the
@@ -206,24 +209,6 @@ check() {
   du -sh "$BIN_DIR" 2>/dev/null
 }
 
-find_st() {
-  ST=""
-  if [ ! -x .gpu/bin/streamtrace ] && [ -e benches/gpu_env.sh ] && { [ -e .gpu/streamtrace.xz ] || [ -e .gpu/streamtrace.gz ]; }; then
-    # unpacks .gpu/streamtrace.xz and the capture library into .gpu/bin
-    # shellcheck disable=SC1091
-    source benches/gpu_env.sh
-  fi
-  local c
-  for c in "$ROOT/.gpu/bin/streamtrace" "$ROOT/target/release/streamtrace" "$(command -v streamtrace 2>/dev/null)"; do
-    if [ -n "$c" ] && [ -x "$c" ]; then ST=$c; break; fi
-  done
-  [ -n "$ST" ] || die "no streamtrace binary (.gpu/bin/streamtrace, target/release/streamtrace, PATH)"
-  if [ ! -e "$(dirname "$ST")/libstreamtrace_capture.so" ] && [ -z "${STREAMTRACE_CAPTURE_LIB:-}" ] \
-     && [ -e "$ROOT/.gpu/libstreamtrace_capture.so" ]; then
-    export STREAMTRACE_CAPTURE_LIB=$ROOT/.gpu/libstreamtrace_capture.so
-  fi
-  echo "== streamtrace: $ST"
-}
 
 # The run's environment: libnccl.so.2 and libcudart.so.13 on LD_LIBRARY_PATH (the wheel's NCCL first; cudart from
 # the toolkit, else torch's nvidia/cu13/lib wheel), NCCL quiet and without NVLink multicast.

@@ -22,6 +22,9 @@ NANOGPT_COMMIT=3adf61e154c3fe3fca428ad6bc3818b27a3b8291
 mode=${1:-}
 DTYPE=${2:-float16}
 
+# find_st: the streamtrace binary the project scripts run (sets ST).
+source "$ROOT/samples/find_streamtrace.sh"
+
 die() { echo "nanogpt.sh: $*" >&2; exit 2; }
 
 tree() {
@@ -51,10 +54,10 @@ run() {  # plain|capture
               --out_dir=/tmp/nanogpt-out --wandb_log=False --dtype="$DTYPE")
   local cmd=(python3 train.py "${args[@]}")
   if [ "$1" = capture ]; then
-    [ -x "$ROOT/.gpu/bin/streamtrace" ] || source "$ROOT/benches/gpu_env.sh"
+    find_st
     rm -rf "/tmp/nanogpt-$DTYPE"
     # shellcheck disable=SC2206
-    cmd=("$ROOT/.gpu/bin/streamtrace" capture ${ST_ARGS:-} -o "/tmp/nanogpt-$DTYPE" -- "${cmd[@]}")
+    cmd=("$ST" capture ${ST_ARGS:-} -o "/tmp/nanogpt-$DTYPE" -- "${cmd[@]}")
   fi
   echo "== ${cmd[*]}"
   (cd "$SRC" && timeout 300 "${cmd[@]}")
