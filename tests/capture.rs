@@ -129,6 +129,84 @@ fn llm_c_is_clean_and_its_per_thread_default_stream_build_races_where_predicted(
     assert!(file.ends_with(".gpu/llmc/llmc/adamw.cuh") && source["line"].as_u64() == Some(83), "{source}");
 }
 
+/// The host's reads and writes of a pinned buffer inside a system call (samples/cuda/pinned_fwrite_before_sync.cu,
+/// H100, 2026-12-07): the kernel copies from or into the buffer, where a guarded page would fail the call with
+/// EFAULT, so the capture touches it first in user space (host_watch/io_calls.rs). `fwrite` of a buffer a D2H
+/// copy is still filling, and `fread` (its `_FORTIFY_SOURCE` form, `__fread_chk`) into the source of an H2D copy
+/// in flight, are each the host's access at the call's line; every byte was written and read as in the plain
+/// run.
+#[test]
+fn a_pinned_buffer_written_to_a_file_or_read_from_one_while_a_copy_uses_it_races() {
+    const DIR: &str = "samples/capture/cuda";
+    let json = expect_races(
+        &format!("{DIR}/pinned_fwrite_before_sync.json"),
+        &[("read-after-write", "memcpy DtoH", "host read")],
+    );
+    assert_eq!(json["races"][0]["later"]["site"]["source"]["line"], 39, "the fwrite");
+    let json = expect_races(
+        &format!("{DIR}/pinned_fwrite_before_sync-read-into.json"),
+        &[("write-after-read", "memcpy HtoD", "host write")],
+    );
+    let frames = json["races"][0]["later"]["site"]["frames"].as_array().expect("frames");
+    assert!(frames.iter().any(|f| f["line"] == 31), "the fread: {frames:?}");
+    expect_races(&format!("{DIR}/pinned_fwrite_before_sync-stream-sync.json"), &[]);
+}
+
+/// NCCL called by a native program (samples/cuda/nccl_sendrecv_streams.cu, one GPU, H100, 2026-12-07): the NCCL
+/// kernel's argument names no buffer of the program's, so its accesses are the ranges of the send and receive
+/// it carries out, as the capture's stand-ins for NCCL's calls recorded them. Each missing event wait is a race
+/// with the NCCL kernel, named at the `ncclGroupEnd` that launched it.
+#[test]
+fn an_nccl_kernel_reads_and_writes_the_buffers_of_its_calls() {
+    const DIR: &str = "samples/capture/cuda";
+    expect_races(&format!("{DIR}/nccl_sendrecv_streams.stbin"), &[]);
+    let json = expect_races(
+        &format!("{DIR}/nccl_sendrecv_streams-no-wait-before.stbin"),
+        &[("read-after-write", "write_kernel", "ncclDevKernel_SendRecv")],
+    );
+    assert_eq!(json["races"][0]["later"]["site"]["source"]["line"], 48, "ncclGroupEnd");
+    expect_races(
+        &format!("{DIR}/nccl_sendrecv_streams-no-wait-after.stbin"),
+        &[("read-after-write", "ncclDevKernel_SendRecv", "read_kernel")],
+    );
+}
+
+/// NVIDIA's nccl-tests (samples/cuda-projects/nccl_tests.sh, one GPU, H100, 2026-12-07): all_reduce_perf,
+/// sendrecv_perf and alltoall_perf, each checking its results. Correct programs: clean (nccl-tests-EXPECTED.md).
+/// The collectives run on a non-blocking stream and the checks on the legacy default stream, ordered only by a
+/// successful `cudaStreamQuery` of the polling loop (rule 5): without those queries, sendrecv_perf's NCCL
+/// kernels, which carry their calls' buffers, race with the setup and check kernels.
+#[test]
+fn nccl_tests_are_clean_and_their_polling_queries_order_them() {
+    let dir = "samples/capture/cuda-projects";
+    for test in ["all_reduce", "sendrecv", "alltoall"] {
+        expect_races(&format!("{dir}/nccl-tests-{test}.stbin"), &[]);
+    }
+    // The same trace without the queries that answered "done".
+    let converted = binary()
+        .args(["convert", &format!("{dir}/nccl-tests-sendrecv.stbin"), "-", "--to", "json"])
+        .output()
+        .expect("convert runs");
+    assert!(converted.status.success());
+    let text = String::from_utf8(converted.stdout).expect("JSON lines");
+    assert!(text.contains("\"name\":\"ncclDevKernel_SendRecv") && text.contains("\"writes\""), "NCCL's ranges");
+    let without: String = text
+        .lines()
+        .filter(|line| !(line.contains("\"type\":\"query\"") && line.contains("\"ready\":true")))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert!(without.len() < text.len(), "the trace has successful queries");
+    let trace = scratch_dir("nccl_tests_without_queries").join("sendrecv.json");
+    std::fs::write(&trace, without).expect("scratch");
+    let (_, json) = analyze(trace.to_str().expect("path"));
+    assert!(
+        races(&json).iter().any(|(_, earlier, later)| earlier.starts_with("ncclDevKernel_SendRecv")
+            || later.starts_with("ncclDevKernel_SendRecv")),
+        "{:#?}",
+        races(&json)
+    );
+}
+
 /// Karpathy's nanoGPT `train.py` (samples/torch-projects/nanogpt.sh, H100, 2026-12-07): 6 iterations in float16
 /// with a GradScaler, fused AdamW, cuDNN attention, evaluation and checkpoints, its batches pinned and copied with
 /// `non_blocking=True`. A correct program: clean, although 12,121 pairs of operations on different streams are

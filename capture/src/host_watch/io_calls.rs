@@ -17,29 +17,6 @@ use libc::{iovec, size_t, sockaddr, socklen_t, ssize_t, FILE};
 
 use super::guards;
 
-/// The C library's functions, under the names the exported ones below stand in front of.
-mod real {
-    use super::*;
-    use crate::next_symbol::real_functions;
-
-    real_functions! {
-        read: fn(c_int, *mut c_void, size_t) -> ssize_t;
-        pread: fn(c_int, *mut c_void, size_t, libc::off_t) -> ssize_t;
-        pread64: fn(c_int, *mut c_void, size_t, libc::off64_t) -> ssize_t;
-        readv: fn(c_int, *const iovec, c_int) -> ssize_t;
-        recv: fn(c_int, *mut c_void, size_t, c_int) -> ssize_t;
-        recvfrom: fn(c_int, *mut c_void, size_t, c_int, *mut sockaddr, *mut socklen_t) -> ssize_t;
-        fread: fn(*mut c_void, size_t, size_t, *mut FILE) -> size_t;
-        write: fn(c_int, *const c_void, size_t) -> ssize_t;
-        pwrite: fn(c_int, *const c_void, size_t, libc::off_t) -> ssize_t;
-        pwrite64: fn(c_int, *const c_void, size_t, libc::off64_t) -> ssize_t;
-        writev: fn(c_int, *const iovec, c_int) -> ssize_t;
-        send: fn(c_int, *const c_void, size_t, c_int) -> ssize_t;
-        sendto: fn(c_int, *const c_void, size_t, c_int, *const sockaddr, socklen_t) -> ssize_t;
-        fwrite: fn(*const c_void, size_t, size_t, *mut FILE) -> size_t;
-    }
-}
-
 /// How the kernel will access a buffer.
 #[derive(Copy, Clone)]
 enum KernelAccess {
@@ -93,131 +70,85 @@ fn touch_vector(vector: *const iovec, count: c_int, access: KernelAccess) {
     }
 }
 
-/// Passes a call on to the C library's function, or fails it with ENOSYS where there is none.
-macro_rules! pass_on {
-    ($name:ident, $failed:expr, ($($arg:expr),*)) => {
-        match real::$name() {
-            // Safety: the C library's function of this name, given the program's own arguments.
-            Some(real) => unsafe { real($($arg),*) },
-            None => {
-                // Safety: the calling thread's errno.
-                unsafe { *libc::__errno_location() = libc::ENOSYS };
-                $failed
-            }
+/// Exports each function in front of the C library's: it runs its touch (the expression after `first`), then
+/// passes the call on to the C library's function of the same name, or fails it (the value after `failing`,
+/// errno ENOSYS) where the C library has none. The C library's functions are `real::NAME`.
+macro_rules! stand_in_front {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty, first $touch:expr, failing $failed:expr;)*) => {
+        mod real {
+            use super::*;
+            crate::next_symbol::real_functions! { $($name: fn($($ty),*) -> $ret;)* }
         }
+        $(
+            #[doc = concat!("`", stringify!($name), "`, in front of the C library's.")]
+            #[no_mangle]
+            pub extern "C-unwind" fn $name($($arg: $ty),*) -> $ret {
+                $touch;
+                match real::$name() {
+                    // Safety: the C library's function of this name, given the program's own arguments.
+                    Some(real) => unsafe { real($($arg),*) },
+                    None => {
+                        // Safety: the calling thread's errno.
+                        unsafe { *libc::__errno_location() = libc::ENOSYS };
+                        $failed
+                    }
+                }
+            }
+        )*
     };
 }
 
-/// `read`, in front of the C library's.
-#[no_mangle]
-pub extern "C-unwind" fn read(fd: c_int, buffer: *mut c_void, len: size_t) -> ssize_t {
-    touch(buffer, len, KernelAccess::Writes);
-    pass_on!(read, -1, (fd, buffer, len))
-}
+type Buffer = *mut c_void;
+type Data = *const c_void;
+type Offset = libc::off_t;
+type Offset64 = libc::off64_t;
+use KernelAccess::{Reads, Writes};
 
-/// `pread`, in front of the C library's.
-#[no_mangle]
-pub extern "C-unwind" fn pread(fd: c_int, buffer: *mut c_void, len: size_t, offset: libc::off_t) -> ssize_t {
-    touch(buffer, len, KernelAccess::Writes);
-    pass_on!(pread, -1, (fd, buffer, len, offset))
-}
-
-/// `pread64`, in front of the C library's.
-#[no_mangle]
-pub extern "C-unwind" fn pread64(fd: c_int, buffer: *mut c_void, len: size_t, offset: libc::off64_t) -> ssize_t {
-    touch(buffer, len, KernelAccess::Writes);
-    pass_on!(pread64, -1, (fd, buffer, len, offset))
-}
-
-/// `readv`, in front of the C library's.
-#[no_mangle]
-pub extern "C-unwind" fn readv(fd: c_int, vector: *const iovec, count: c_int) -> ssize_t {
-    touch_vector(vector, count, KernelAccess::Writes);
-    pass_on!(readv, -1, (fd, vector, count))
-}
-
-/// `recv`, in front of the C library's.
-#[no_mangle]
-pub extern "C-unwind" fn recv(fd: c_int, buffer: *mut c_void, len: size_t, flags: c_int) -> ssize_t {
-    touch(buffer, len, KernelAccess::Writes);
-    pass_on!(recv, -1, (fd, buffer, len, flags))
-}
-
-/// `recvfrom`, in front of the C library's.
-#[no_mangle]
-pub extern "C-unwind" fn recvfrom(
-    fd: c_int,
-    buffer: *mut c_void,
-    len: size_t,
-    flags: c_int,
-    from: *mut sockaddr,
-    from_len: *mut socklen_t,
-) -> ssize_t {
-    touch(buffer, len, KernelAccess::Writes);
-    pass_on!(recvfrom, -1, (fd, buffer, len, flags, from, from_len))
-}
-
-/// `fread`, in front of the C library's (whose own reads into the buffer do not come through `read`).
-#[no_mangle]
-pub extern "C-unwind" fn fread(buffer: *mut c_void, size: size_t, count: size_t, stream: *mut FILE) -> size_t {
-    touch(buffer, size.saturating_mul(count), KernelAccess::Writes);
-    pass_on!(fread, 0, (buffer, size, count, stream))
-}
-
-/// `write`, in front of the C library's.
-#[no_mangle]
-pub extern "C-unwind" fn write(fd: c_int, buffer: *const c_void, len: size_t) -> ssize_t {
-    touch(buffer, len, KernelAccess::Reads);
-    pass_on!(write, -1, (fd, buffer, len))
-}
-
-/// `pwrite`, in front of the C library's.
-#[no_mangle]
-pub extern "C-unwind" fn pwrite(fd: c_int, buffer: *const c_void, len: size_t, offset: libc::off_t) -> ssize_t {
-    touch(buffer, len, KernelAccess::Reads);
-    pass_on!(pwrite, -1, (fd, buffer, len, offset))
-}
-
-/// `pwrite64`, in front of the C library's.
-#[no_mangle]
-pub extern "C-unwind" fn pwrite64(fd: c_int, buffer: *const c_void, len: size_t, offset: libc::off64_t) -> ssize_t {
-    touch(buffer, len, KernelAccess::Reads);
-    pass_on!(pwrite64, -1, (fd, buffer, len, offset))
-}
-
-/// `writev`, in front of the C library's.
-#[no_mangle]
-pub extern "C-unwind" fn writev(fd: c_int, vector: *const iovec, count: c_int) -> ssize_t {
-    touch_vector(vector, count, KernelAccess::Reads);
-    pass_on!(writev, -1, (fd, vector, count))
-}
-
-/// `send`, in front of the C library's.
-#[no_mangle]
-pub extern "C-unwind" fn send(fd: c_int, buffer: *const c_void, len: size_t, flags: c_int) -> ssize_t {
-    touch(buffer, len, KernelAccess::Reads);
-    pass_on!(send, -1, (fd, buffer, len, flags))
-}
-
-/// `sendto`, in front of the C library's.
-#[no_mangle]
-pub extern "C-unwind" fn sendto(
-    fd: c_int,
-    buffer: *const c_void,
-    len: size_t,
-    flags: c_int,
-    to: *const sockaddr,
-    to_len: socklen_t,
-) -> ssize_t {
-    touch(buffer, len, KernelAccess::Reads);
-    pass_on!(sendto, -1, (fd, buffer, len, flags, to, to_len))
-}
-
-/// `fwrite`, in front of the C library's (whose own writes of the buffer do not come through `write`).
-#[no_mangle]
-pub extern "C-unwind" fn fwrite(buffer: *const c_void, size: size_t, count: size_t, stream: *mut FILE) -> size_t {
-    touch(buffer, size.saturating_mul(count), KernelAccess::Reads);
-    pass_on!(fwrite, 0, (buffer, size, count, stream))
+// Programs built with _FORTIFY_SOURCE (Ubuntu's compilers define it when optimizing) call the `__*_chk` forms of
+// the calls that fill a buffer, with the buffer's size as the compiler knows it; fread and fwrite do their own
+// reads and writes inside the C library, not through `read` and `write`.
+stand_in_front! {
+    read(fd: c_int, buffer: Buffer, len: size_t) -> ssize_t, first touch(buffer, len, Writes), failing -1;
+    __read_chk(fd: c_int, buffer: Buffer, len: size_t, room: size_t) -> ssize_t,
+        first touch(buffer, len, Writes), failing -1;
+    pread(fd: c_int, buffer: Buffer, len: size_t, at: Offset) -> ssize_t, first touch(buffer, len, Writes), failing -1;
+    __pread_chk(fd: c_int, buffer: Buffer, len: size_t, at: Offset, room: size_t) -> ssize_t,
+        first touch(buffer, len, Writes), failing -1;
+    pread64(fd: c_int, buffer: Buffer, len: size_t, at: Offset64) -> ssize_t,
+        first touch(buffer, len, Writes), failing -1;
+    __pread64_chk(fd: c_int, buffer: Buffer, len: size_t, at: Offset64, room: size_t) -> ssize_t,
+        first touch(buffer, len, Writes), failing -1;
+    readv(fd: c_int, vector: *const iovec, count: c_int) -> ssize_t,
+        first touch_vector(vector, count, Writes), failing -1;
+    recv(fd: c_int, buffer: Buffer, len: size_t, flags: c_int) -> ssize_t,
+        first touch(buffer, len, Writes), failing -1;
+    __recv_chk(fd: c_int, buffer: Buffer, len: size_t, room: size_t, flags: c_int) -> ssize_t,
+        first touch(buffer, len, Writes), failing -1;
+    recvfrom(fd: c_int, buffer: Buffer, len: size_t, flags: c_int, from: *mut sockaddr, from_len: *mut socklen_t)
+        -> ssize_t, first touch(buffer, len, Writes), failing -1;
+    __recvfrom_chk(fd: c_int, buffer: Buffer, len: size_t, room: size_t, flags: c_int, from: *mut sockaddr,
+        from_len: *mut socklen_t) -> ssize_t, first touch(buffer, len, Writes), failing -1;
+    fread(buffer: Buffer, size: size_t, count: size_t, stream: *mut FILE) -> size_t,
+        first touch(buffer, size.saturating_mul(count), Writes), failing 0;
+    __fread_chk(buffer: Buffer, room: size_t, size: size_t, count: size_t, stream: *mut FILE) -> size_t,
+        first touch(buffer, size.saturating_mul(count), Writes), failing 0;
+    fread_unlocked(buffer: Buffer, size: size_t, count: size_t, stream: *mut FILE) -> size_t,
+        first touch(buffer, size.saturating_mul(count), Writes), failing 0;
+    __fread_unlocked_chk(buffer: Buffer, room: size_t, size: size_t, count: size_t, stream: *mut FILE) -> size_t,
+        first touch(buffer, size.saturating_mul(count), Writes), failing 0;
+    write(fd: c_int, buffer: Data, len: size_t) -> ssize_t, first touch(buffer, len, Reads), failing -1;
+    pwrite(fd: c_int, buffer: Data, len: size_t, at: Offset) -> ssize_t, first touch(buffer, len, Reads), failing -1;
+    pwrite64(fd: c_int, buffer: Data, len: size_t, at: Offset64) -> ssize_t,
+        first touch(buffer, len, Reads), failing -1;
+    writev(fd: c_int, vector: *const iovec, count: c_int) -> ssize_t,
+        first touch_vector(vector, count, Reads), failing -1;
+    send(fd: c_int, buffer: Data, len: size_t, flags: c_int) -> ssize_t, first touch(buffer, len, Reads), failing -1;
+    sendto(fd: c_int, buffer: Data, len: size_t, flags: c_int, to: *const sockaddr, to_len: socklen_t) -> ssize_t,
+        first touch(buffer, len, Reads), failing -1;
+    fwrite(buffer: Data, size: size_t, count: size_t, stream: *mut FILE) -> size_t,
+        first touch(buffer, size.saturating_mul(count), Reads), failing 0;
+    fwrite_unlocked(buffer: Data, size: size_t, count: size_t, stream: *mut FILE) -> size_t,
+        first touch(buffer, size.saturating_mul(count), Reads), failing 0;
 }
 
 #[cfg(all(test, target_os = "linux", target_arch = "x86_64"))]
