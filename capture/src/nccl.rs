@@ -177,6 +177,22 @@ thread_local! {
     static GROUP: RefCell<(u32, Vec<(i32, Buffers)>)> = const { RefCell::new((0, Vec::new())) };
 }
 
+thread_local! {
+    /// Set while the thread is inside one of these stand-ins: NCCL calls its own exported functions through its
+    /// PLT (`ncclBcast` calls `ncclBroadcast`), which must not count the call twice.
+    static INSIDE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Enters a stand-in: whether this is the outermost (the program's own call), which does the bookkeeping.
+fn enter() -> bool {
+    !INSIDE.try_with(|inside| inside.replace(true)).unwrap_or(true)
+}
+
+/// Leaves the outermost stand-in.
+fn leave() {
+    let _ = INSIDE.try_with(|inside| inside.set(false));
+}
+
 fn launching() -> std::sync::MutexGuard<'static, Vec<Launching>> {
     LAUNCHING.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -282,9 +298,8 @@ fn after_call(added: bool, result: c_int) {
     });
 }
 
-/// Finds NCCL's definitions of the functions stood in front of: the next after this library, else those of a
-/// loaded `libnccl.so.2` (one loaded without RTLD_GLOBAL, as a Python extension's dependency is, is not in the
-/// global scope that RTLD_NEXT searches).
+/// Finds NCCL's definitions of the functions stood in front of: the next after this library, else any loaded
+/// object's.
 mod real {
     use super::*;
 
@@ -293,29 +308,71 @@ mod real {
         if known != 0 {
             return known;
         }
-        // Safety: lookups by NUL-terminated names; RTLD_NOLOAD opens nothing new, and the handle it gives is
-        // only looked into.
-        let found = unsafe {
-            let next = libc::dlsym(libc::RTLD_NEXT, name.as_ptr());
-            if !next.is_null() {
-                next
-            } else {
-                let mut found = std::ptr::null_mut();
-                for library in [c"libnccl.so.2", c"libnccl.so"] {
-                    let handle = libc::dlopen(library.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
-                    if !handle.is_null() {
-                        found = libc::dlsym(handle, name.as_ptr());
-                        libc::dlclose(handle);
-                        if !found.is_null() {
-                            break;
-                        }
-                    }
+        // Safety: a lookup by a NUL-terminated name.
+        let next = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
+        let found = if next.is_null() { defined_elsewhere(name) } else { next as usize };
+        if found == 0 {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            // Not eprintln!, which panics where standard error is closed.
+            SAID.call_once(|| {
+                use std::io::Write;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "streamtrace: no NCCL defines {name:?}: the call fails as NCCL's internal error"
+                );
+            });
+        }
+        cache.store(found, Ordering::Relaxed);
+        found
+    }
+
+    /// A definition of `name` in any loaded object but this library: NCCL linked into a library that was loaded
+    /// without RTLD_GLOBAL (a Python extension's dependency, or an extension with NCCL built in) is not in the
+    /// global scope that RTLD_NEXT searches, while its callers' calls come here. 0 when there is none.
+    pub(super) fn defined_elsewhere(name: &CStr) -> usize {
+        let own = base_of(defined_elsewhere as *const () as usize);
+        let mut objects: Vec<std::ffi::CString> = Vec::new();
+        extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, objects: *mut c_void) -> c_int {
+            // Safety: the loader's description of one loaded object, and the caller's list.
+            let (info, objects) = unsafe { (&*info, &mut *objects.cast::<Vec<std::ffi::CString>>()) };
+            if !info.dlpi_name.is_null() {
+                // Safety: the object's NUL-terminated path, as the loader keeps it.
+                let path = unsafe { CStr::from_ptr(info.dlpi_name) };
+                if !path.is_empty() {
+                    objects.push(path.to_owned());
                 }
-                found
             }
-        };
-        cache.store(found as usize, Ordering::Relaxed);
-        found as usize
+            0
+        }
+        // Safety: the callback only copies each object's path into the list it is given. The objects are
+        // opened after the walk, outside the loader's lock the walk holds.
+        unsafe { libc::dl_iterate_phdr(Some(each), (&mut objects as *mut Vec<std::ffi::CString>).cast()) };
+        for path in objects {
+            // Safety: RTLD_NOLOAD opens nothing new; the handle is only looked into, then closed.
+            let found = unsafe {
+                let handle = libc::dlopen(path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
+                if handle.is_null() {
+                    continue;
+                }
+                let found = libc::dlsym(handle, name.as_ptr());
+                libc::dlclose(handle);
+                found as usize
+            };
+            if found != 0 && base_of(found) != own {
+                return found;
+            }
+        }
+        0
+    }
+
+    /// The load address of the object that holds `address` (0 when none does).
+    fn base_of(address: usize) -> usize {
+        // Safety: dladdr only reads the loader's tables and fills the local.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        if unsafe { libc::dladdr(address as *const c_void, &mut info) } == 0 {
+            return 0;
+        }
+        info.dli_fbase as usize
     }
 
     macro_rules! nccl_functions {
@@ -323,13 +380,13 @@ mod real {
             $(
                 /// NCCL's own function, or None where no NCCL is loaded that defines it.
                 #[allow(non_snake_case)]
-                pub fn $name() -> Option<unsafe extern "C" fn($($arg),*) -> c_int> {
+                pub fn $name() -> Option<unsafe extern "C-unwind" fn($($arg),*) -> c_int> {
                     static CACHE: AtomicUsize = AtomicUsize::new(0);
                     let name = CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).ok()?;
                     let address = resolve(name, &CACHE);
                     // Safety: the address the loader gave for NCCL's function of this name and type (nccl.h).
                     (address != 0).then(|| unsafe {
-                        std::mem::transmute::<usize, unsafe extern "C" fn($($arg),*) -> c_int>(address)
+                        std::mem::transmute::<usize, unsafe extern "C-unwind" fn($($arg),*) -> c_int>(address)
                     })
                 }
             )*
@@ -344,6 +401,7 @@ mod real {
         ncclCommCuDevice: fn(Comm, *mut c_int);
         ncclGroupStart: fn();
         ncclGroupEnd: fn();
+        ncclGroupSimulateEnd: fn(*mut c_void);
     }
 }
 
@@ -356,9 +414,10 @@ macro_rules! stand_in_front {
             #[doc = concat!("`", stringify!($name), "`, in front of NCCL's.")]
             #[no_mangle]
             #[allow(clippy::too_many_arguments)]
-            pub extern "C" fn $name($($arg: $ty),*) -> c_int {
+            pub extern "C-unwind" fn $name($($arg: $ty),*) -> c_int {
                 static REAL: AtomicUsize = AtomicUsize::new(0);
-                let added = before_call($transfer, $datatype, $comm);
+                let outermost = enter();
+                let added = outermost && before_call($transfer, $datatype, $comm);
                 let address = real::resolve(
                     CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).unwrap_or_default(),
                     &REAL,
@@ -368,9 +427,14 @@ macro_rules! stand_in_front {
                 } else {
                     // Safety: the address the loader gave for NCCL's function of this name, whose type nccl.h
                     // declares as this one's, given the program's own arguments.
-                    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn($($ty),*) -> c_int>(address)($($arg),*) }
+                    unsafe {
+                        std::mem::transmute::<usize, unsafe extern "C-unwind" fn($($ty),*) -> c_int>(address)($($arg),*)
+                    }
                 };
                 after_call(added, result);
+                if outermost {
+                    leave();
+                }
                 result
             }
         )*
@@ -412,20 +476,26 @@ stand_in_front! {
 
 /// `ncclGroupStart`, in front of NCCL's: the calls up to the matching end are launched there.
 #[no_mangle]
-pub extern "C" fn ncclGroupStart() -> c_int {
-    let _ = GROUP.try_with(|group| {
-        if let Ok(mut group) = group.try_borrow_mut() {
-            group.0 = group.0.saturating_add(1);
-        }
-    });
+pub extern "C-unwind" fn ncclGroupStart() -> c_int {
+    let outermost = enter();
     // Safety: NCCL's function, which takes nothing.
-    real::ncclGroupStart().map_or(NCCL_INTERNAL_ERROR, |f| unsafe { f() })
+    let result = real::ncclGroupStart().map_or(NCCL_INTERNAL_ERROR, |f| unsafe { f() });
+    if outermost {
+        if result == NCCL_SUCCESS {
+            let _ = GROUP.try_with(|group| {
+                if let Ok(mut group) = group.try_borrow_mut() {
+                    group.0 = group.0.saturating_add(1);
+                }
+            });
+        }
+        leave();
+    }
+    result
 }
 
-/// `ncclGroupEnd`, in front of NCCL's: closing the outermost group launches its calls' kernels.
-#[no_mangle]
-pub extern "C" fn ncclGroupEnd() -> c_int {
-    let calls = quietly(|| {
+/// Closes one level of the thread's groups; the calls of the outermost, once it closes.
+fn close_group() -> Vec<(i32, Buffers)> {
+    quietly(|| {
         GROUP
             .try_with(|group| {
                 let Ok(mut group) = group.try_borrow_mut() else { return Vec::new() };
@@ -437,7 +507,14 @@ pub extern "C" fn ncclGroupEnd() -> c_int {
                 }
             })
             .unwrap_or_default()
-    });
+    })
+}
+
+/// `ncclGroupEnd`, in front of NCCL's: closing the outermost group launches its calls' kernels.
+#[no_mangle]
+pub extern "C-unwind" fn ncclGroupEnd() -> c_int {
+    let outermost = enter();
+    let calls = if outermost { close_group() } else { Vec::new() };
     let added = !calls.is_empty();
     if added {
         quietly(|| add_launching(calls));
@@ -445,6 +522,25 @@ pub extern "C" fn ncclGroupEnd() -> c_int {
     // Safety: NCCL's function, which takes nothing.
     let result = real::ncclGroupEnd().map_or(NCCL_INTERNAL_ERROR, |f| unsafe { f() });
     after_call(added, result);
+    if outermost {
+        leave();
+    }
+    result
+}
+
+/// `ncclGroupSimulateEnd`, in front of NCCL's: it closes the group as `ncclGroupEnd` does, launching nothing, so
+/// the calls made in it are dropped.
+#[no_mangle]
+pub extern "C-unwind" fn ncclGroupSimulateEnd(info: *mut c_void) -> c_int {
+    let outermost = enter();
+    if outermost {
+        drop(close_group());
+    }
+    // Safety: NCCL's function, given the program's own argument.
+    let result = real::ncclGroupSimulateEnd().map_or(NCCL_INTERNAL_ERROR, |f| unsafe { f(info) });
+    if outermost {
+        leave();
+    }
     result
 }
 
@@ -486,6 +582,15 @@ mod tests {
         // No buffer, or nothing to move: no range.
         assert!(on(Transfer::Recv { recv: 0, count: 10 }, 0).is_empty());
         assert!(on(Transfer::Send { send, count: 0 }, 0).is_empty());
+    }
+
+    #[test]
+    fn a_definition_is_found_in_any_loaded_object_but_this_one() {
+        // The C library's strlen, found by the walk over the loaded objects.
+        let strlen = libc::strlen as *const () as usize;
+        assert_eq!(real::defined_elsewhere(c"strlen"), strlen);
+        // This test binary's own stand-in is no definition of NCCL's, and nothing else defines it here.
+        assert_eq!(real::defined_elsewhere(c"ncclSend"), 0);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! the handler only claims an armed range (lifting its protection so that the faulting access can run again)
 //! and never takes a free slot. Touches page protections (the mprotect system call) and this table only.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Ranges guarded at once; an arm past them is not made (and counted as not watched).
 const SLOTS: usize = 256;
@@ -29,8 +29,10 @@ struct Slot {
 const EMPTY: Slot = Slot { state: AtomicU64::new(FREE), start: AtomicU64::new(0), end: AtomicU64::new(0) };
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
 
-/// Set by the first range armed: a process that guards nothing looks no further (io_calls.rs).
-static EVER_ARMED: AtomicBool = AtomicBool::new(false);
+/// One past the highest slot ever armed: `armed_overlaps` (every I/O call, io_calls.rs) looks at no slot above,
+/// and at none in a process that guards nothing. Arming takes the lowest free slot, so this stays near the most
+/// ranges guarded at once.
+static SLOTS_USED: AtomicUsize = AtomicUsize::new(0);
 
 /// The protection pinned host memory has when nothing guards it: the program reads and writes it.
 pub const UNGUARDED: i32 = libc::PROT_READ | libc::PROT_WRITE;
@@ -53,8 +55,8 @@ pub fn arm(start: u64, end: u64, prot: i32) -> Option<usize> {
     slot.end.store(end, Ordering::Relaxed);
     // Filed before it is protected: a fault on it is then always found.
     slot.state.store(uses + USE + ARMED, Ordering::Release);
+    SLOTS_USED.fetch_max(index + 1, Ordering::Release);
     if protect(start, end, prot) {
-        EVER_ARMED.store(true, Ordering::Relaxed);
         Some(index)
     } else {
         slot.state.store(uses + USE + FREE, Ordering::Release);
@@ -110,10 +112,8 @@ fn end_window(index: usize, restore: bool) {
 /// Calls `found` with the first byte of `[start, end)` inside each armed range that it overlaps. Lock-free: a
 /// range armed or lifted meanwhile may be seen either way.
 pub fn armed_overlaps(start: u64, end: u64, mut found: impl FnMut(u64)) {
-    if !EVER_ARMED.load(Ordering::Relaxed) {
-        return;
-    }
-    for slot in &TABLE {
+    let used = SLOTS_USED.load(Ordering::Acquire);
+    for slot in TABLE.iter().take(used) {
         if slot.state.load(Ordering::Acquire) & PHASE != ARMED {
             continue;
         }
