@@ -594,6 +594,16 @@ mod tests {
     }
 
     #[test]
+    fn only_the_outermost_stand_in_keeps_books() {
+        // ncclBcast's own call of ncclBroadcast (NCCL's PLT) comes back here inside it.
+        assert!(enter(), "the program's call");
+        assert!(!enter(), "NCCL's call of its own exported function");
+        leave();
+        assert!(enter(), "the next call of the program");
+        leave();
+    }
+
+    #[test]
     fn element_sizes_follow_nccl_h() {
         let sizes: Vec<_> = (0..12).map(element_bytes).collect();
         let expected = [1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1].map(Some);

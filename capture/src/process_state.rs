@@ -307,9 +307,10 @@ impl ProcessState {
         let NodeBody::Kernel { function, first_pointer, pointer_count } = body else {
             return;
         };
-        // An NCCL kernel's one argument names none of the program's buffers: the NCCL call it carries out does.
+        // An NCCL kernel's one argument names none of the program's buffers: the NCCL call it carries out does
+        // (inside a framework op, the op's extents do, and another thread's call must not lend it its ranges).
         let nccl = self.function_layouts.get(function as usize).is_some_and(|f| f.name.starts_with("nccl"));
-        let known = if exact || !nccl {
+        let known = if exact || !nccl || crate::framework::inside_op() {
             None
         } else {
             crate::nccl::buffers_for_launch(call.tid, cx.device).map(|buffers| {
