@@ -14,7 +14,7 @@
 //! is not this library, capture switched off (STREAMTRACE_DISABLE), or its own subscription failed. Nothing
 //! here panics into the program; it touches an atomic, the loader's object list and standard error.
 
-use std::ffi::{c_int, c_void, CStr, CString};
+use std::ffi::{c_void, CStr, CString};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -88,12 +88,6 @@ impl LoadedObject {
         let handle = unsafe { libc::dlopen(name, libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
         (!handle.is_null()).then_some(LoadedObject(handle))
     }
-
-    /// Its own `symbol`, or null: a lookup through a handle never finds the preloaded stand-ins.
-    fn symbol(&self, symbol: &CStr) -> *mut c_void {
-        // Safety: a live handle and a NUL-terminated name.
-        unsafe { libc::dlsym(self.0, symbol.as_ptr()) }
-    }
 }
 
 impl Drop for LoadedObject {
@@ -117,31 +111,11 @@ fn say_refused() {
 
 /// libcupti's own `symbol`, from the first loaded object named libcupti that has it, or null.
 fn libcuptis_own(symbol: &CStr) -> *mut c_void {
-    // The walk holds the loader's write lock, and dlopen and dlclose take its load lock, which another thread's
-    // dlopen holds while it waits for the write lock: names are only copied during the walk, opened after it.
-    unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
-        // Safety: the loader's record of one object and the list passed below.
-        let (info, names) = unsafe { (&*info, &mut *data.cast::<Vec<CString>>()) };
-        if info.dlpi_name.is_null() {
-            return 0;
-        }
-        // Safety: the loader's NUL-terminated object name.
-        let path = unsafe { CStr::from_ptr(info.dlpi_name) };
+    let libcupti = |path: &CStr| {
         let file = path.to_bytes().rsplit(|&b| b == b'/').next().unwrap_or_default();
-        if file.starts_with(b"libcupti.so") {
-            names.push(path.to_owned());
-        }
-        0
-    }
-    let mut names: Vec<CString> = Vec::new();
-    // Safety: walks the loaded objects with a callback that only copies names; `names` outlives the walk.
-    unsafe { libc::dl_iterate_phdr(Some(visit), (&mut names as *mut Vec<CString>).cast()) };
-    names
-        .iter()
-        .filter_map(|name| LoadedObject::named(name.as_ptr()))
-        .map(|object| object.symbol(symbol))
-        .find(|found| !found.is_null())
-        .unwrap_or(std::ptr::null_mut())
+        file.starts_with(b"libcupti.so")
+    };
+    crate::next_symbol::in_loaded_objects(symbol, libcupti) as *mut c_void
 }
 
 /// The answer to a program's subscription: refused (see the top of the file), or libcupti's own `symbol`

@@ -17,7 +17,7 @@
 //! kernel records of NCCL's launches.
 
 use std::cell::RefCell;
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::{c_int, c_void};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -172,9 +172,15 @@ static LAUNCHING: Mutex<Vec<Launching>> = Mutex::new(Vec::new());
 /// How many entries LAUNCHING holds, read without its lock by every NCCL launch.
 static LAUNCHING_COUNT: AtomicUsize = AtomicUsize::new(0);
 
+/// The calling thread's open `ncclGroupStart`s and the calls made inside them (each with its communicator's
+/// device), launched when the outermost closes.
+struct OpenGroups {
+    depth: u32,
+    calls: Vec<(i32, Buffers)>,
+}
+
 thread_local! {
-    /// The calling thread's open `ncclGroupStart`s and the calls made inside them, by device.
-    static GROUP: RefCell<(u32, Vec<(i32, Buffers)>)> = const { RefCell::new((0, Vec::new())) };
+    static GROUP: RefCell<OpenGroups> = const { RefCell::new(OpenGroups { depth: 0, calls: Vec::new() }) };
 }
 
 thread_local! {
@@ -253,21 +259,16 @@ fn buffers_of(transfer: Transfer, datatype: c_int, comm: *mut c_void) -> Option<
 /// returns. Returns whether a launching entry was added.
 fn before_call(transfer: Transfer, datatype: c_int, comm: *mut c_void) -> bool {
     quietly(|| {
-        let Some((device, buffers)) = buffers_of(transfer, datatype, comm) else { return false };
-        let grouped = GROUP
-            .try_with(|group| {
-                let mut group = group.borrow_mut();
-                if group.0 == 0 {
-                    return false;
+        let mut call = buffers_of(transfer, datatype, comm);
+        let _ = GROUP.try_with(|group| {
+            if let Ok(mut group) = group.try_borrow_mut() {
+                if group.depth > 0 {
+                    group.calls.extend(call.take());
                 }
-                group.1.push((device, buffers.clone()));
-                true
-            })
-            .unwrap_or(false);
-        if grouped {
-            return false;
-        }
-        add_launching(vec![(device, buffers)]);
+            }
+        });
+        let Some(call) = call else { return false };
+        add_launching(vec![call]);
         true
     })
 }
@@ -298,138 +299,55 @@ fn after_call(added: bool, result: c_int) {
     });
 }
 
-/// Finds NCCL's definitions of the functions stood in front of: the next after this library, else any loaded
-/// object's.
+/// NCCL's own functions that the bookkeeping and the group stand-ins call, found even where NCCL was loaded
+/// outside the global scope.
 mod real {
     use super::*;
 
-    pub fn resolve(name: &CStr, cache: &AtomicUsize) -> usize {
-        let known = cache.load(Ordering::Relaxed);
-        if known != 0 {
-            return known;
-        }
-        // Safety: a lookup by a NUL-terminated name.
-        let next = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
-        let found = if next.is_null() { defined_elsewhere(name) } else { next as usize };
-        if found == 0 {
-            static SAID: std::sync::Once = std::sync::Once::new();
-            // Not eprintln!, which panics where standard error is closed.
-            SAID.call_once(|| {
-                use std::io::Write;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "streamtrace: no NCCL defines {name:?}: the call fails as NCCL's internal error"
-                );
-            });
-        }
-        cache.store(found, Ordering::Relaxed);
-        found
-    }
-
-    /// A definition of `name` in any loaded object but this library: NCCL linked into a library that was loaded
-    /// without RTLD_GLOBAL (a Python extension's dependency, or an extension with NCCL built in) is not in the
-    /// global scope that RTLD_NEXT searches, while its callers' calls come here. 0 when there is none.
-    pub(super) fn defined_elsewhere(name: &CStr) -> usize {
-        let own = base_of(defined_elsewhere as *const () as usize);
-        let mut objects: Vec<std::ffi::CString> = Vec::new();
-        extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, objects: *mut c_void) -> c_int {
-            // Safety: the loader's description of one loaded object, and the caller's list.
-            let (info, objects) = unsafe { (&*info, &mut *objects.cast::<Vec<std::ffi::CString>>()) };
-            if !info.dlpi_name.is_null() {
-                // Safety: the object's NUL-terminated path, as the loader keeps it.
-                let path = unsafe { CStr::from_ptr(info.dlpi_name) };
-                if !path.is_empty() {
-                    objects.push(path.to_owned());
-                }
-            }
-            0
-        }
-        // Safety: the callback only copies each object's path into the list it is given. The objects are
-        // opened after the walk, outside the loader's lock the walk holds.
-        unsafe { libc::dl_iterate_phdr(Some(each), (&mut objects as *mut Vec<std::ffi::CString>).cast()) };
-        for path in objects {
-            // Safety: RTLD_NOLOAD opens nothing new; the handle is only looked into, then closed.
-            let found = unsafe {
-                let handle = libc::dlopen(path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
-                if handle.is_null() {
-                    continue;
-                }
-                let found = libc::dlsym(handle, name.as_ptr());
-                libc::dlclose(handle);
-                found as usize
-            };
-            if found != 0 && base_of(found) != own {
-                return found;
-            }
-        }
-        0
-    }
-
-    /// The load address of the object that holds `address` (0 when none does).
-    fn base_of(address: usize) -> usize {
-        // Safety: dladdr only reads the loader's tables and fills the local.
-        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-        if unsafe { libc::dladdr(address as *const c_void, &mut info) } == 0 {
-            return 0;
-        }
-        info.dli_fbase as usize
-    }
-
-    macro_rules! nccl_functions {
-        ($($name:ident: fn($($arg:ty),*);)*) => {
-            $(
-                /// NCCL's own function, or None where no NCCL is loaded that defines it.
-                #[allow(non_snake_case)]
-                pub fn $name() -> Option<unsafe extern "C-unwind" fn($($arg),*) -> c_int> {
-                    static CACHE: AtomicUsize = AtomicUsize::new(0);
-                    let name = CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).ok()?;
-                    let address = resolve(name, &CACHE);
-                    // Safety: the address the loader gave for NCCL's function of this name and type (nccl.h).
-                    (address != 0).then(|| unsafe {
-                        std::mem::transmute::<usize, unsafe extern "C-unwind" fn($($arg),*) -> c_int>(address)
-                    })
-                }
-            )*
-        };
-    }
-
     type Comm = *mut c_void;
 
-    nccl_functions! {
-        ncclCommCount: fn(Comm, *mut c_int);
-        ncclCommUserRank: fn(Comm, *mut c_int);
-        ncclCommCuDevice: fn(Comm, *mut c_int);
-        ncclGroupStart: fn();
-        ncclGroupEnd: fn();
-        ncclGroupSimulateEnd: fn(*mut c_void);
+    crate::next_symbol::real_functions! { found anywhere:
+        ncclCommCount: fn(Comm, *mut c_int) -> c_int;
+        ncclCommUserRank: fn(Comm, *mut c_int) -> c_int;
+        ncclCommCuDevice: fn(Comm, *mut c_int) -> c_int;
+        ncclGroupStart: fn() -> c_int;
+        ncclGroupEnd: fn() -> c_int;
+        ncclGroupSimulateEnd: fn(*mut c_void) -> c_int;
     }
+}
+
+/// What a call of `name` returns where no NCCL defines it: NCCL's "internal error", said once.
+fn missing(name: &str) -> c_int {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    // Not eprintln!, which panics where standard error is closed.
+    SAID.call_once(|| {
+        use std::io::Write;
+        let _ =
+            writeln!(std::io::stderr(), "streamtrace: no NCCL defines {name}: the call fails as NCCL's internal error");
+    });
+    NCCL_INTERNAL_ERROR
 }
 
 /// Exports each call in front of NCCL's: its ranges are worked out from the arguments named in brackets (its
 /// data type and communicator) by the `Transfer` after `=>`, then the call is passed on to NCCL's function of the
-/// same name; NCCL's "internal error" where no NCCL defines it.
+/// same name (`real_calls::NAME`, found as `real`'s are).
 macro_rules! stand_in_front {
     ($($name:ident($($arg:ident: $ty:ty),*) [$datatype:ident, $comm:ident] => $transfer:expr;)*) => {
+        mod real_calls {
+            use super::*;
+            crate::next_symbol::real_functions! { found anywhere: $($name: fn($($ty),*) -> c_int;)* }
+        }
         $(
             #[doc = concat!("`", stringify!($name), "`, in front of NCCL's.")]
             #[no_mangle]
             #[allow(clippy::too_many_arguments)]
             pub extern "C-unwind" fn $name($($arg: $ty),*) -> c_int {
-                static REAL: AtomicUsize = AtomicUsize::new(0);
                 let outermost = enter();
                 let added = outermost && before_call($transfer, $datatype, $comm);
-                let address = real::resolve(
-                    CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()).unwrap_or_default(),
-                    &REAL,
-                );
-                let result = if address == 0 {
-                    NCCL_INTERNAL_ERROR
-                } else {
-                    // Safety: the address the loader gave for NCCL's function of this name, whose type nccl.h
-                    // declares as this one's, given the program's own arguments.
-                    unsafe {
-                        std::mem::transmute::<usize, unsafe extern "C-unwind" fn($($ty),*) -> c_int>(address)($($arg),*)
-                    }
+                let result = match real_calls::$name() {
+                    // Safety: NCCL's function of this name, given the program's own arguments.
+                    Some(real) => unsafe { real($($arg),*) },
+                    None => missing(stringify!($name)),
                 };
                 after_call(added, result);
                 if outermost {
@@ -479,12 +397,12 @@ stand_in_front! {
 pub extern "C-unwind" fn ncclGroupStart() -> c_int {
     let outermost = enter();
     // Safety: NCCL's function, which takes nothing.
-    let result = real::ncclGroupStart().map_or(NCCL_INTERNAL_ERROR, |f| unsafe { f() });
+    let result = real::ncclGroupStart().map_or_else(|| missing("ncclGroupStart"), |f| unsafe { f() });
     if outermost {
         if result == NCCL_SUCCESS {
             let _ = GROUP.try_with(|group| {
                 if let Ok(mut group) = group.try_borrow_mut() {
-                    group.0 = group.0.saturating_add(1);
+                    group.depth = group.depth.saturating_add(1);
                 }
             });
         }
@@ -499,9 +417,9 @@ fn close_group() -> Vec<(i32, Buffers)> {
         GROUP
             .try_with(|group| {
                 let Ok(mut group) = group.try_borrow_mut() else { return Vec::new() };
-                group.0 = group.0.saturating_sub(1);
-                if group.0 == 0 {
-                    std::mem::take(&mut group.1)
+                group.depth = group.depth.saturating_sub(1);
+                if group.depth == 0 {
+                    std::mem::take(&mut group.calls)
                 } else {
                     Vec::new()
                 }
@@ -520,7 +438,7 @@ pub extern "C-unwind" fn ncclGroupEnd() -> c_int {
         quietly(|| add_launching(calls));
     }
     // Safety: NCCL's function, which takes nothing.
-    let result = real::ncclGroupEnd().map_or(NCCL_INTERNAL_ERROR, |f| unsafe { f() });
+    let result = real::ncclGroupEnd().map_or_else(|| missing("ncclGroupEnd"), |f| unsafe { f() });
     after_call(added, result);
     if outermost {
         leave();
@@ -537,7 +455,7 @@ pub extern "C-unwind" fn ncclGroupSimulateEnd(info: *mut c_void) -> c_int {
         drop(close_group());
     }
     // Safety: NCCL's function, given the program's own argument.
-    let result = real::ncclGroupSimulateEnd().map_or(NCCL_INTERNAL_ERROR, |f| unsafe { f(info) });
+    let result = real::ncclGroupSimulateEnd().map_or_else(|| missing("ncclGroupSimulateEnd"), |f| unsafe { f(info) });
     if outermost {
         leave();
     }
@@ -582,15 +500,6 @@ mod tests {
         // No buffer, or nothing to move: no range.
         assert!(on(Transfer::Recv { recv: 0, count: 10 }, 0).is_empty());
         assert!(on(Transfer::Send { send, count: 0 }, 0).is_empty());
-    }
-
-    #[test]
-    fn a_definition_is_found_in_any_loaded_object_but_this_one() {
-        // The C library's strlen, found by the walk over the loaded objects.
-        let strlen = libc::strlen as *const () as usize;
-        assert_eq!(real::defined_elsewhere(c"strlen"), strlen);
-        // This test binary's own stand-in is no definition of NCCL's, and nothing else defines it here.
-        assert_eq!(real::defined_elsewhere(c"ncclSend"), 0);
     }
 
     #[test]

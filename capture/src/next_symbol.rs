@@ -1,10 +1,12 @@
-//! The C library's definitions of the functions this library stands in front of when preloaded: the next
-//! definition after this library (the C library's, or another preloaded library's that stands in front of it),
-//! found with `dlsym(RTLD_NEXT)` on first use and kept. dlsym takes only the loader's own lock and allocates
-//! nothing on success. Used by the host-synchronization interposers (host_sync/real.rs) and the host watch's
-//! I/O calls (host_watch/io_calls.rs). Touches libc's dlsym and dlvsym only.
+//! The real definitions of the functions this library stands in front of when preloaded: the next definition
+//! after this library (the C library's, or another preloaded library's that stands in front of it), found
+//! with `dlsym(RTLD_NEXT)` on first use and kept; for a library that may be loaded outside the global scope
+//! (NCCL), else any loaded object's. dlsym takes only the loader's own lock and allocates nothing on success.
+//! Used by the host-synchronization interposers (host_sync/real.rs), the host watch's I/O calls and signal
+//! functions (host_watch/io_calls.rs, signals.rs), NCCL's stand-ins (nccl.rs) and CUPTI's (cupti_owner.rs).
+//! Touches the dynamic loader's functions only.
 
-use std::ffi::CStr;
+use std::ffi::{c_int, c_void, CStr, CString};
 
 /// Looks `name` up after this library; 0 when nothing defines it (a C library older than the function).
 pub fn resolve(name: &CStr, version: Option<&CStr>) -> usize {
@@ -20,10 +22,69 @@ pub fn resolve(name: &CStr, version: Option<&CStr>) -> usize {
     unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) as usize }
 }
 
-/// Declares, for each function, an accessor of the next definition after this library, resolved on first
-/// use, and its address in `address`.
+/// [`resolve`], else a definition of `name` in any loaded object but this library: a library loaded without
+/// RTLD_GLOBAL (a Python extension's dependency, or an extension with NCCL built in) is not in the global scope
+/// that RTLD_NEXT searches, while its callers' calls come here. 0 when there is none.
+pub fn resolve_anywhere(name: &CStr, version: Option<&CStr>) -> usize {
+    match resolve(name, version) {
+        0 => in_loaded_objects(name, |_| true),
+        found => found,
+    }
+}
+
+/// `name` as the first loaded object whose path `object` accepts defines it, looked up through that object's
+/// own handle (its definition, or its dependencies'), this library's own left out; 0 when none does.
+pub fn in_loaded_objects(name: &CStr, object: impl Fn(&CStr) -> bool) -> usize {
+    // The walk holds the loader's write lock, and dlopen and dlclose take its load lock, which another thread's
+    // dlopen holds while it waits for the write lock: paths are only copied during the walk, opened after it.
+    extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, paths: *mut c_void) -> c_int {
+        // Safety: the loader's description of one loaded object, and the list passed below.
+        let (info, paths) = unsafe { (&*info, &mut *paths.cast::<Vec<CString>>()) };
+        if !info.dlpi_name.is_null() {
+            // Safety: the object's NUL-terminated path, as the loader keeps it.
+            let path = unsafe { CStr::from_ptr(info.dlpi_name) };
+            if !path.is_empty() {
+                paths.push(path.to_owned());
+            }
+        }
+        0
+    }
+    let mut paths: Vec<CString> = Vec::new();
+    // Safety: walks the loaded objects with a callback that only copies paths; `paths` outlives the walk.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&mut paths as *mut Vec<CString>).cast()) };
+    let own = base_of(base_of as *const () as usize);
+    for path in paths.iter().filter(|path| object(path)) {
+        // Safety: RTLD_NOLOAD opens nothing new; the handle is only looked into, then closed.
+        let found = unsafe {
+            let handle = libc::dlopen(path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
+            if handle.is_null() {
+                continue;
+            }
+            let found = libc::dlsym(handle, name.as_ptr());
+            libc::dlclose(handle);
+            found as usize
+        };
+        if found != 0 && base_of(found) != own {
+            return found;
+        }
+    }
+    0
+}
+
+/// The load address of the object that holds `address` (0 when none does).
+fn base_of(address: usize) -> usize {
+    // Safety: dladdr only reads the loader's tables and fills the local.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    if unsafe { libc::dladdr(address as *const c_void, &mut info) } == 0 {
+        return 0;
+    }
+    info.dli_fbase as usize
+}
+
+/// Declares, for each function, an accessor of its real definition, resolved on first use ([`resolve`], or
+/// [`resolve_anywhere`] after `found anywhere:`), and its address in `address`.
 macro_rules! real_functions {
-    ($($name:ident $([$version:expr])?: fn($($arg:ty),*) -> $ret:ty;)*) => {
+    (@by $resolve:path; $($name:ident $([$version:expr])?: fn($($arg:ty),*) -> $ret:ty;)*) => {
         /// Where each real function is, 0 until its first call resolves it (host_sync's shims jump there
         /// straight once it is known).
         #[allow(non_upper_case_globals)]
@@ -33,7 +94,8 @@ macro_rules! real_functions {
         }
 
         $(
-            /// The real function, or None where nothing after this library defines it.
+            /// The real function, or None where nothing defines it.
+            #[allow(non_snake_case)] // the C names (NCCL's are camel case)
             pub fn $name() -> Option<unsafe extern "C-unwind" fn($($arg),*) -> $ret> {
                 let mut address = address::$name.load(std::sync::atomic::Ordering::Relaxed);
                 if address == 0 {
@@ -41,16 +103,38 @@ macro_rules! real_functions {
                     #[allow(unused_mut, unused_assignments)]
                     let mut version: Option<&std::ffi::CStr> = None;
                     $(version = $version;)?
-                    address = name.map_or(0, |name| $crate::next_symbol::resolve(name, version));
+                    address = name.map_or(0, |name| $resolve(name, version));
                     address::$name.store(address, std::sync::atomic::Ordering::Relaxed);
                 }
-                // Safety: the address dlsym gave for this symbol, the C library's function of this type.
+                // Safety: the address the loader gave for this symbol, a function of this type.
                 (address != 0).then(|| unsafe {
                     std::mem::transmute::<usize, unsafe extern "C-unwind" fn($($arg),*) -> $ret>(address)
                 })
             }
         )*
     };
+    (found anywhere: $($items:tt)*) => {
+        $crate::next_symbol::real_functions!(@by $crate::next_symbol::resolve_anywhere; $($items)*);
+    };
+    ($($items:tt)*) => {
+        $crate::next_symbol::real_functions!(@by $crate::next_symbol::resolve; $($items)*);
+    };
 }
 
 pub(crate) use real_functions;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_definition_is_found_in_any_loaded_object_but_this_one() {
+        // The C library's strlen, found by the walk over the loaded objects.
+        assert_eq!(in_loaded_objects(c"strlen", |_| true), libc::strlen as *const () as usize);
+        // Only the objects asked for are looked into.
+        assert_eq!(in_loaded_objects(c"strlen", |path| path.to_bytes().ends_with(b"/no-such-object.so")), 0);
+        // This test binary's own stand-in is no definition of NCCL's, and nothing else defines it here.
+        assert_eq!(in_loaded_objects(c"ncclSend", |_| true), 0);
+        assert_eq!(resolve_anywhere(c"ncclSend", None), 0);
+    }
+}

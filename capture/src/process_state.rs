@@ -190,16 +190,19 @@ impl ProcessState {
                 reads: Vec::new(),
                 writes: Vec::new(),
             });
-            *known = Some(KnownAccesses {
-                first_run: self.pending.runs.len() as u32,
-                reads: seen.reads.len() as u32,
-                writes: seen.writes.len() as u32,
-                seen: Some(Seen { coverage: seen.coverage, unseen: seen.unseen }),
-            });
-            self.pending.runs.extend(seen.reads);
-            self.pending.runs.extend(seen.writes);
+            let how_much = Seen { coverage: seen.coverage, unseen: seen.unseen };
+            *known = Some(self.known_accesses(seen.reads, seen.writes, Some(how_much)));
         }
         self.emit(call, record);
+    }
+
+    /// A launch's known reads and writes, put in the pending batch's runs.
+    fn known_accesses(&mut self, reads: Vec<ByteRuns>, writes: Vec<ByteRuns>, seen: Option<Seen>) -> KnownAccesses {
+        let first_run = self.pending.runs.len() as u32;
+        let (read_count, write_count) = (reads.len() as u32, writes.len() as u32);
+        self.pending.runs.extend(reads);
+        self.pending.runs.extend(writes);
+        KnownAccesses { first_run, reads: read_count, writes: write_count, seen }
     }
 
     /// How the call sites' walks went.
@@ -294,10 +297,11 @@ impl ProcessState {
     ) {
         let call = cx.call;
         let exact = EXACT.load(Ordering::Relaxed);
+        let inside_op = crate::framework::inside_op();
         // Inside a framework op (a PyTorch op at tier T2) the op's extents stand for its kernels' accesses and
         // their pointer arguments are dropped (ingest's frames stage): they are not read, which saves the scan
         // on every launch of the op's thread. The exact-access backend reads them as always.
-        let body = if !exact && crate::framework::inside_op() {
+        let body = if !exact && inside_op {
             let function = self.function(call, handle);
             NodeBody::Kernel { function, first_pointer: self.pending.pointers.len() as u32, pointer_count: 0 }
         } else {
@@ -310,16 +314,11 @@ impl ProcessState {
         // An NCCL kernel's one argument names none of the program's buffers: the NCCL call it carries out does
         // (inside a framework op, the op's extents do, and another thread's call must not lend it its ranges).
         let nccl = self.function_layouts.get(function as usize).is_some_and(|f| f.name.starts_with("nccl"));
-        let known = if exact || !nccl || crate::framework::inside_op() {
+        let known = if exact || !nccl || inside_op {
             None
         } else {
-            crate::nccl::buffers_for_launch(call.tid, cx.device).map(|buffers| {
-                let first_run = self.pending.runs.len() as u32;
-                let (reads, writes) = (buffers.reads.len() as u32, buffers.writes.len() as u32);
-                self.pending.runs.extend(buffers.reads);
-                self.pending.runs.extend(buffers.writes);
-                KnownAccesses { first_run, reads, writes, seen: None }
-            })
+            crate::nccl::buffers_for_launch(call.tid, cx.device)
+                .map(|buffers| self.known_accesses(buffers.reads, buffers.writes, None))
         };
         let record = Record::Kernel { stream, function, first_pointer, pointer_count, api, known };
         if exact {

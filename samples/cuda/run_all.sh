@@ -18,19 +18,21 @@ build=$(mktemp -d)
 export PATH=/usr/local/cuda/bin:$PATH
 sources=("$here"/*.cu)
 [ -z "${CUDA:-}" ] || sources=($(printf "$here/%s.cu " $CUDA))
-# The flags that link NCCL: its headers, libnccl.so.2 (through a libnccl.so link: the wheel ships none) and an
-# rpath to it.
+# The flags that link NCCL (find_nccl.sh's): its headers, libnccl.so.2 (through a libnccl.so link: the wheel
+# ships none) and an rpath to it.
+die() { echo "run_all.sh: $*" >&2; exit 2; }
+source "$here/../find_nccl.sh"
 nccl_flags() {
-  local home=${NCCL_HOME:-$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(list(nvidia.nccl.__path__)[0] + "/lib"))' 2>/dev/null)}
-  [ -e "$home/lib/libnccl.so.2" ] || { echo "run_all.sh: no NCCL (set NCCL_HOME)" >&2; return; }
-  mkdir -p "$build/nccl" && ln -sf "$home/lib/libnccl.so.2" "$build/nccl/libnccl.so"
-  echo "-I$home/include -L$build/nccl -lnccl -Xlinker -rpath -Xlinker $home/lib"
+  find_nccl_lib
+  mkdir -p "$build/nccl" && ln -sf "$NCCL_LIB/libnccl.so.2" "$build/nccl/libnccl.so"
+  echo "-I$NCCL_LIB/../include -L$build/nccl -lnccl -Xlinker -rpath -Xlinker $NCCL_LIB"
 }
 # Built all at once (the GPU machine has many cores), then run one by one.
 for src in "${sources[@]}"; do
   name=$(basename "$src" .cu)
   link=$(sed -n 's|^// LINK: ||p' "$src")
-  [ "$link" != NCCL ] || link=$(nccl_flags)
+  # Without NCCL the sample fails to build, and the others still run.
+  [ "$link" != NCCL ] || link=$(nccl_flags) || link=""
   nvcc -g -lineinfo -O2 -arch=sm_90 -std=c++17 -o "$build/$name" "$src" -lpthread $link &
 done
 wait

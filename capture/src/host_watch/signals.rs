@@ -50,8 +50,7 @@ fn real(cache: &AtomicUsize, name: &std::ffi::CStr) -> usize {
     if known != 0 {
         return known;
     }
-    // Safety: looks a symbol up by a NUL-terminated name; RTLD_NEXT finds the definition after this library's.
-    let found = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
+    let found = crate::next_symbol::resolve(name, None);
     cache.store(found, Ordering::Release);
     found
 }
