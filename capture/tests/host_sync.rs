@@ -84,3 +84,95 @@ fn preloaded_interposers_leave_a_program_without_cuda_as_it_was() {
     assert!(!traces.exists(), "a process without CUDA writes no trace");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The capture library preloaded stands in front of libgomp's entry points (src/host_sync/interpose/openmp.rs):
+/// an OpenMP program prints what it printed without it, and two libraries that each carry their own copy of
+/// libgomp, loaded outside the global scope as Python loads extensions, each run their regions on their own.
+#[test]
+fn preloaded_openmp_stand_ins_leave_openmp_programs_as_they_were() {
+    let Some(cxx) = compiler() else {
+        let message = "no C++ compiler (c++, g++ or $CXX): the OpenMP stand-ins' test needs one";
+        assert!(std::env::var_os("STREAMTRACE_REQUIRE_CXX").is_none(), "{message}");
+        eprintln!("skipped: {message}");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("streamtrace-openmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let library = library();
+    let traces = dir.join("traces");
+
+    let program = dir.join("openmp_program");
+    common_compiler::build(&cxx, &["-std=c++17", "-O1", "-fopenmp"], "openmp_program.cpp", &program);
+    let alone = run(&program, &[], None, &traces);
+    assert!(alone.status.success(), "{alone:?}");
+    for round in 0..3 {
+        let preloaded = run(&program, &[], Some(&library.display().to_string()), &traces);
+        assert_eq!(preloaded.stdout, alone.stdout, "round {round}: {preloaded:?}");
+        assert_eq!(String::from_utf8_lossy(&preloaded.stderr), "", "round {round}");
+    }
+    let mut bindings = Command::new(&program);
+    bindings.env("LD_PRELOAD", &library).env("LD_DEBUG", "bindings").env("STREAMTRACE_OUTPUT", traces.join("t.%p"));
+    let bound = String::from_utf8_lossy(&bindings.output().unwrap().stderr).to_string();
+    for symbol in
+        ["GOMP_parallel", "GOMP_barrier", "GOMP_single_copy_start", "GOMP_critical_name_start", "omp_set_lock"]
+    {
+        let to_library = format!("to {} [0]: normal symbol `{symbol}'", library.display());
+        assert!(bound.lines().any(|l| l.contains(&to_library)), "{symbol} is not bound to the library");
+    }
+
+    // A second copy of libgomp under another name, as a wheel's copy is (auditwheel renames it), and one library
+    // built against each copy.
+    let gomp = Command::new(&cxx).arg("-print-file-name=libgomp.so").output().unwrap().stdout;
+    let gomp = std::fs::canonicalize(String::from_utf8_lossy(&gomp).trim()).expect("the compiler's libgomp");
+    let bytes = std::fs::read(&gomp).unwrap();
+    let soname = b"libgomp.so.1\0";
+    let at = bytes.windows(soname.len()).position(|w| w == soname).expect("libgomp's soname");
+    let mut copy = bytes.clone();
+    copy[at..at + soname.len()].copy_from_slice(b"libgomq.so.1\0");
+    std::fs::write(dir.join("libgomq.so.1"), copy).unwrap();
+    let object = dir.join("openmp_library.o");
+    common_compiler::build(&cxx, &["-O1", "-fPIC", "-fopenmp", "-c"], "openmp_library.cpp", &object);
+    let system_copys = dir.join("libteam_system.so");
+    let linked = Command::new(&cxx).args(["-shared", "-fopenmp", "-o"]).arg(&system_copys).arg(&object).status();
+    assert!(linked.unwrap().success());
+    let renamed_copys = dir.join("libteam_renamed.so");
+    let linked = Command::new(&cxx)
+        .args(["-shared", "-o"])
+        .arg(&renamed_copys)
+        .arg(&object)
+        .arg(format!("-L{}", dir.display()))
+        .arg("-l:libgomq.so.1")
+        .arg(format!("-Wl,-rpath,{}", dir.display()))
+        .status();
+    assert!(linked.unwrap().success());
+    let loader = dir.join("openmp_loader");
+    common_compiler::build(&cxx, &["-O1"], "openmp_loader.cpp", &loader);
+    let libraries = [system_copys.display().to_string(), renamed_copys.display().to_string()];
+    let libraries: Vec<&str> = libraries.iter().map(String::as_str).collect();
+    let expected = "library 1: 1004, then 603\nlibrary 2: 1004, then 603\n";
+    assert_eq!(String::from_utf8_lossy(&run(&loader, &libraries, None, &traces).stdout), expected);
+    for round in 0..3 {
+        let preloaded = run(&loader, &libraries, Some(&library.display().to_string()), &traces);
+        assert_eq!(String::from_utf8_lossy(&preloaded.stdout), expected, "round {round}: {preloaded:?}");
+    }
+    let mut bindings = Command::new(&loader);
+    bindings.args(&libraries).env("LD_PRELOAD", &library).env("LD_DEBUG", "bindings");
+    let bound =
+        String::from_utf8_lossy(&bindings.env("STREAMTRACE_OUTPUT", traces.join("t.%p")).output().unwrap().stderr)
+            .to_string();
+    for caller in [&system_copys, &renamed_copys] {
+        let from = format!(
+            "binding file {} [0] to {} [0]: normal symbol `GOMP_parallel'",
+            caller.display(),
+            library.display()
+        );
+        assert!(
+            bound.lines().any(|l| l.contains(&from)),
+            "{} does not call the library's GOMP_parallel",
+            caller.display()
+        );
+    }
+    assert!(!traces.exists(), "a process without CUDA writes no trace");
+    let _ = std::fs::remove_dir_all(&dir);
+}

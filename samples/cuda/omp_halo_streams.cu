@@ -8,7 +8,8 @@
 // orders the neighbour's read launch after that). "event": each thread records an event after its write, and after
 // the barrier the neighbour's stream waits on it (clean). "no-sync": neither (race: the barrier orders the host
 // threads, not the GPU work: read-after-write between the neighbour's write_kernel and read_kernel). libgomp's
-// barrier is futex-based, not a pthread call (docs/capture.md lists what the capture sees).
+// barrier is futex-based, not a pthread call: the capture stands in front of libgomp's GOMP_barrier instead
+// (docs/capture.md, host synchronization).
 #include <omp.h>
 #include <string>
 #include "common.cuh"

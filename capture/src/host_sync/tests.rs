@@ -299,3 +299,66 @@ fn a_child_forked_while_another_thread_reads_the_mappings_decides_callers_all_th
     assert_eq!(waited, child, "the child hung deciding a caller");
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "status {status}");
 }
+
+/// GCC's OpenMP runtime, loaded into the global scope, where the OpenMP stand-ins find it as the real one; with
+/// its `omp_get_thread_num`.
+fn libgomp_thread_num() -> extern "C" fn() -> libc::c_int {
+    // Safety: loads the C compiler's OpenMP runtime and looks one function up in it.
+    unsafe {
+        let gomp = libc::dlopen(c"libgomp.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL);
+        assert!(!gomp.is_null(), "libgomp.so.1 (GCC's OpenMP runtime, installed with gcc) is needed by this test");
+        let found = libc::dlsym(gomp, c"omp_get_thread_num".as_ptr());
+        assert!(!found.is_null());
+        std::mem::transmute::<*mut c_void, extern "C" fn() -> libc::c_int>(found)
+    }
+}
+
+#[test]
+fn an_openmp_region_forks_and_joins_its_team_and_a_barrier_orders_it() {
+    use super::interpose::openmp::{GOMP_barrier, GOMP_parallel};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    capture_on();
+    struct Team {
+        thread_num: extern "C" fn() -> libc::c_int,
+        ids: [AtomicU64; 2],
+    }
+    /// Thread 1 launches (after the fork), synchronizes and meets the barrier; thread 0 (the one that started
+    /// the region) launches after the barrier.
+    extern "C-unwind" fn body(team: *mut c_void) {
+        // Safety: the Team the region was started with, alive until it ends.
+        let team = unsafe { &*team.cast::<Team>() };
+        let me = usize::try_from((team.thread_num)()).expect("a thread number");
+        team.ids[me].store(thread_id(), Ordering::Relaxed);
+        if me == 1 {
+            launch();
+            synchronize();
+        }
+        GOMP_barrier();
+        if me == 0 {
+            launch();
+        }
+    }
+    let team = Team { thread_num: libgomp_thread_num(), ids: [AtomicU64::new(0), AtomicU64::new(0)] };
+    // A thread of its own, the master of a team of its own (libgomp keeps a pool per starting thread).
+    let started = std::thread::spawn(move || {
+        synchronize();
+        GOMP_parallel(body, &team as *const Team as *mut c_void, 2, 0);
+        launch();
+        [team.ids[0].load(Ordering::Relaxed), team.ids[1].load(Ordering::Relaxed)]
+    });
+    let [master, worker] = started.join().unwrap();
+    assert_ne!(worker, 0, "the region ran on two threads");
+    let lines = lines_of(&[master, worker]);
+    let of = |thread: u64| -> Vec<(&str, u64)> {
+        lines.iter().filter(|(_, t, _)| *t == thread).map(|(k, _, object)| (k.as_str(), *object)).collect()
+    };
+    let (master_lines, worker_lines) = (of(master), of(worker));
+    fn kinds<'a>(lines: &[(&'a str, u64)]) -> Vec<&'a str> {
+        lines.iter().map(|(k, _)| *k).collect()
+    }
+    assert_eq!(kinds(&master_lines), ["sync", "host_release", "host_acquire", "record", "record"], "{lines:?}");
+    assert_eq!(kinds(&worker_lines), ["host_acquire", "record", "sync", "host_release"], "{lines:?}");
+    assert_eq!(master_lines[1].1, worker_lines[0].1, "the team acquires its master's snapshot at the fork");
+    assert_eq!(worker_lines[3].1, master_lines[2].1, "the barrier hands the worker's snapshot to the master");
+}

@@ -1,0 +1,20 @@
+// A library with an OpenMP region of its own, built twice by tests/host_sync.rs against two copies of libgomp
+// (as two Python extensions' wheels each carry one) and loaded by openmp_loader.cpp outside the global scope.
+// Each thread of the team writes its number into its own slot: run on another copy's team, its own runtime's
+// omp_get_thread_num would say 0 on every thread and the count would come out wrong.
+#include <omp.h>
+
+extern "C" int team_numbers(int threads) {
+  int slots[64] = {};
+  int team = 0;
+#pragma omp parallel num_threads(threads)
+  {
+    slots[omp_get_thread_num()] = omp_get_thread_num() + 1;
+#pragma omp barrier
+#pragma omp single
+    team = omp_get_num_threads();
+  }
+  int sum = 0;
+  for (int t = 0; t < 64; ++t) sum += slots[t];
+  return sum * 100 + team;
+}
