@@ -14,7 +14,7 @@ use std::process::Command;
 mod common_compiler;
 #[path = "common/library.rs"]
 mod common_library;
-use common_compiler::compiler;
+use common_compiler::compiler_for;
 use common_library::library;
 
 /// What the program says, run with `args`, with the library preloaded or not, its environment given by `env`.
@@ -47,10 +47,7 @@ fn build(cxx: &str, source: &str, output: &Path, flags: &[String]) {
 
 #[test]
 fn a_programs_cupti_subscription_is_refused_while_the_capture_holds_cupti() {
-    let Some(cxx) = compiler() else {
-        eprintln!("skipped: no C++ compiler");
-        return;
-    };
+    let Some(cxx) = compiler_for("the CUPTI subscription test") else { return };
     let dir = std::env::temp_dir().join(format!("st-cupti-owner-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a folder");
     let shared = || vec!["-shared".to_string(), "-fPIC".to_string()];

@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 mod common_compiler;
 #[path = "common/library.rs"]
 mod common_library;
-use common_compiler::compiler;
+use common_compiler::compiler_for;
 use common_library::library;
 
 fn build(cxx: &str, dir: &Path) -> PathBuf {
@@ -34,13 +34,7 @@ fn run(binary: &Path, args: &[&str], preload: Option<&str>, traces: &Path) -> Ou
 
 #[test]
 fn preloaded_interposers_leave_a_program_without_cuda_as_it_was() {
-    let Some(cxx) = compiler() else {
-        // README's `cargo test` passes on a machine with Rust alone; .ci/run installs a compiler and requires it.
-        let message = "no C++ compiler (c++, g++ or $CXX): the interposers' test needs one";
-        assert!(std::env::var_os("STREAMTRACE_REQUIRE_CXX").is_none(), "{message}");
-        eprintln!("skipped: {message}");
-        return;
-    };
+    let Some(cxx) = compiler_for("the interposers' test") else { return };
     let dir = std::env::temp_dir().join(format!("streamtrace-host-sync-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -72,13 +66,20 @@ fn preloaded_interposers_leave_a_program_without_cuda_as_it_was() {
     let mut bindings = Command::new(&binary);
     bindings.env("LD_PRELOAD", &library).env("LD_DEBUG", "bindings").env("STREAMTRACE_OUTPUT", traces.join("t.%p"));
     let bound = String::from_utf8_lossy(&bindings.output().unwrap().stderr).to_string();
-    for symbol in ["pthread_mutex_lock", "pthread_cond_wait", "pthread_create", "sem_post", "pthread_once"] {
+    let futures = [
+        "_ZNSt28__atomic_futex_unsigned_base19_M_futex_notify_allEPj",
+        "_ZNSt28__atomic_futex_unsigned_base19_M_futex_wait_untilEPjjbNSt6chrono8durationIlSt5ratioILl1ELl1EEEENS2_IlS3_ILl1ELl1000000000EEEE",
+        "_ZNSt28__atomic_futex_unsigned_base26_M_futex_wait_until_steadyEPjjbNSt6chrono8durationIlSt5ratioILl1ELl1EEEENS2_IlS3_ILl1ELl1000000000EEEE",
+    ];
+    let pthreads = ["pthread_mutex_lock", "pthread_cond_wait", "pthread_create", "sem_post", "pthread_once"];
+    for symbol in pthreads.into_iter().chain(futures) {
         let to_library = format!("to {} [0]: normal symbol `{symbol}'", library.display());
         assert!(bound.lines().any(|l| l.contains(&to_library)), "{symbol} is not bound to the library");
     }
     let alone = run(&binary, &[], None, &traces);
     assert!(String::from_utf8_lossy(&alone.stdout).contains("threads: cancelled, cleanups 1, exit value 42"));
     assert!(String::from_utf8_lossy(&alone.stdout).contains("forked child: 7"));
+    assert!(String::from_utf8_lossy(&alone.stdout).contains("futures: 1135"));
     assert_eq!(run(&binary, &["exit", "3"], None, &traces).status.code(), Some(3));
     assert_eq!(run(&binary, &["signal"], None, &traces).status.signal(), Some(libc::SIGTERM));
     assert!(!traces.exists(), "a process without CUDA writes no trace");
@@ -90,12 +91,7 @@ fn preloaded_interposers_leave_a_program_without_cuda_as_it_was() {
 /// libgomp, loaded outside the global scope as Python loads extensions, each run their regions on their own.
 #[test]
 fn preloaded_openmp_stand_ins_leave_openmp_programs_as_they_were() {
-    let Some(cxx) = compiler() else {
-        let message = "no C++ compiler (c++, g++ or $CXX): the OpenMP stand-ins' test needs one";
-        assert!(std::env::var_os("STREAMTRACE_REQUIRE_CXX").is_none(), "{message}");
-        eprintln!("skipped: {message}");
-        return;
-    };
+    let Some(cxx) = compiler_for("the OpenMP stand-ins' test") else { return };
     let dir = std::env::temp_dir().join(format!("streamtrace-openmp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <mutex>
 #include <shared_mutex>
 #include <stdexcept>
@@ -228,6 +229,33 @@ int fork_while_locking() {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Futures handed between threads, each getter asleep before its value is set (the wait and the wake go through
+// libstdc++'s futex functions), one with a deadline, and std::async's.
+long futures(int rounds) {
+  long sum = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::promise<long> promise;
+    std::future<long> value = promise.get_future();
+    std::thread setter([&promise, round] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      promise.set_value(round * 3);
+    });
+    if (round % 2 == 0) {
+      sum += value.get();
+    } else {
+      while (value.wait_for(std::chrono::microseconds(300)) != std::future_status::ready) {
+      }
+      sum += value.get();
+    }
+    setter.join();
+  }
+  auto later = std::async(std::launch::async, [] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return 1000L;
+  });
+  return sum + later.get();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -237,6 +265,7 @@ int main(int argc, char** argv) {
   std::printf("semaphores and spin: %ld\n", semaphores_and_spin());
   std::printf("barrier: %ld\n", barrier_rounds(4));
   std::printf("call_once calls: %d\n", once_with_a_throw());
+  std::printf("futures: %ld\n", futures(10));
   std::printf("threads: %s\n", cancel_and_exit().c_str());
   std::printf("forked child: %d\n", fork_while_locking());
   std::fflush(stdout);

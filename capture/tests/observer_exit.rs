@@ -8,17 +8,11 @@ use std::process::Command;
 
 #[path = "common/compiler.rs"]
 mod common_compiler;
-use common_compiler::{build, compiler};
+use common_compiler::{build, compiler_for};
 
 #[test]
 fn observer_state_outlives_callbacks_at_exit_in_every_process() {
-    let Some(cxx) = compiler() else {
-        // README's `cargo test` passes on a machine with Rust alone; .ci/run installs a compiler and requires it.
-        let message = "no C++ compiler (c++, g++ or $CXX): the observer's exit test needs one, as the bootstrap does";
-        assert!(std::env::var_os("STREAMTRACE_REQUIRE_CXX").is_none(), "{message}");
-        eprintln!("skipped: {message}");
-        return;
-    };
+    let Some(cxx) = compiler_for("the observer's exit test, as the bootstrap does,") else { return };
     let binary = std::env::temp_dir().join(format!("streamtrace-observer-exit-{}", std::process::id()));
     build(&cxx, &["-std=c++20", "-O1", "-pthread"], "observer_exit.cpp", &binary);
     // Several rounds: a state destroyed too early corrupts the heap only when a callback lands after it.

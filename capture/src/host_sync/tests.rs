@@ -362,3 +362,48 @@ fn an_openmp_region_forks_and_joins_its_team_and_a_barrier_orders_it() {
     assert_eq!(master_lines[1].1, worker_lines[0].1, "the team acquires its master's snapshot at the fork");
     assert_eq!(worker_lines[3].1, master_lines[2].1, "the barrier hands the worker's snapshot to the master");
 }
+
+#[test]
+fn a_future_that_slept_acquires_what_its_promise_released() {
+    use super::interpose::futures::{futex_notify_all, futex_wait_until};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    capture_on();
+    // The C++ library, where the stand-ins find libstdc++'s functions (a Rust test binary does not load it).
+    // Safety: loads the C++ library into the global scope.
+    let libstdcxx = unsafe { libc::dlopen(c"libstdc++.so.6".as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+    assert!(!libstdcxx.is_null(), "libstdc++.so.6 is needed by this test");
+    // A shared state's word, as std::promise and std::future use it: 0 until ready.
+    let word: &'static AtomicU32 = Box::leak(Box::new(AtomicU32::new(0)));
+    let (going_to_sleep, asleep) = mpsc::channel::<()>();
+    let waiter = std::thread::spawn(move || {
+        going_to_sleep.send(()).unwrap();
+        let mut waits = 0;
+        while word.load(Ordering::Acquire) == 0 {
+            futex_wait_until(std::ptr::null_mut(), word.as_ptr(), 0, false, 0, 0);
+            waits += 1;
+        }
+        // It slept until woken (a wrong argument makes libstdc++'s wait return at once, and the waiter spin).
+        assert!(waits <= 2, "{waits} waits");
+        launch();
+        thread_id()
+    });
+    let setter = std::thread::spawn(move || {
+        synchronize();
+        asleep.recv().unwrap();
+        // Long enough for the waiter to be asleep on the futex: the wake, not a look at the word, lets it go on.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        word.store(1, Ordering::Release);
+        futex_notify_all(word.as_ptr());
+        thread_id()
+    });
+    let (setter, waiter) = (setter.join().unwrap(), waiter.join().unwrap());
+    let lines = lines_of(&[setter, waiter]);
+    let kinds: Vec<(&str, u64)> = lines.iter().map(|(k, t, _)| (k.as_str(), *t)).collect();
+    assert_eq!(
+        kinds,
+        [("sync", setter), ("host_release", setter), ("host_acquire", waiter), ("record", waiter)],
+        "{lines:?}"
+    );
+    assert_eq!(lines[1].2, lines[2].2, "the waiter acquires the setter's snapshot");
+}

@@ -10,6 +10,19 @@ pub fn compiler() -> Option<String> {
     candidates.into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
 }
 
+/// The compiler for `test`, which needs one: None where none is installed (README's `cargo test` passes on a
+/// machine with Rust alone: the test says it skipped), and a failure where .ci/run installed one and requires it
+/// (`STREAMTRACE_REQUIRE_CXX`).
+pub fn compiler_for(test: &str) -> Option<String> {
+    let found = compiler();
+    if found.is_none() {
+        let message = format!("no C++ compiler (c++, g++ or $CXX): {test} needs one");
+        assert!(std::env::var_os("STREAMTRACE_REQUIRE_CXX").is_none(), "{message}");
+        eprintln!("skipped: {message}");
+    }
+    found
+}
+
 /// Builds `tests/SOURCE` with `cxx` and `flags` into `output`; fails the test, with the compiler's messages, when
 /// it does not build.
 pub fn build(cxx: &str, flags: &[&str], source: &str, output: &Path) {
