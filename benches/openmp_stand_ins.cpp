@@ -1,5 +1,6 @@
-// What the OpenMP stand-ins cost a program that guards nothing (benches/openmp_stand_ins.sh): a lock and unlock
-// of an omp_lock_t, and an empty parallel region of two threads, timed in a loop. Built as a library and loaded by
+// What the OpenMP stand-ins cost a program that records nothing (benches/openmp_stand_ins.sh): a lock and unlock
+// of an omp_lock_t, the same on two threads of a team at once (each its own lock), and an empty parallel region
+// of two threads, timed in a loop. Built as a library and loaded by
 // the same file built as a program (OPENMP_LOADER), with RTLD_LOCAL (libgomp outside the global scope, as a
 // Python extension's) or RTLD_GLOBAL.
 #ifdef OPENMP_LOADER
@@ -14,9 +15,9 @@ int main(int argc, char** argv) {
   const int scope = std::strcmp(argv[2], "global") == 0 ? RTLD_GLOBAL : RTLD_LOCAL;
   void* library = dlopen(argv[1], RTLD_NOW | scope);
   if (!library) return std::printf("%s\n", dlerror()), 1;
-  for (const char* name : {"lock_pairs", "empty_regions"}) {
+  for (const char* name : {"lock_pairs", "team_lock_pairs", "empty_regions"}) {
     auto loop = reinterpret_cast<long (*)(long)>(dlsym(library, name));
-    const long n = name[0] == 'l' ? 2000000 : 20000;
+    const long n = name[0] == 'e' ? 20000 : 2000000;
     loop(n / 10);
     auto start = std::chrono::steady_clock::now();
     loop(n);
@@ -38,6 +39,14 @@ extern "C" long lock_pairs(long n) {
     omp_unset_lock(&lock);
   }
   omp_destroy_lock(&lock);
+  return total;
+}
+
+// Two threads, each locking a lock of its own inside one region (the team's calls: no lock is shared).
+extern "C" long team_lock_pairs(long n) {
+  long total = 0;
+#pragma omp parallel num_threads(2) reduction(+ : total)
+  total += lock_pairs(n);
   return total;
 }
 

@@ -1,14 +1,12 @@
 //! The real definitions of the functions this library stands in front of when preloaded: the next definition
 //! after this library (the C library's, or another preloaded library's that stands in front of it), found
 //! with `dlsym(RTLD_NEXT)` on first use and kept; for a library that may be loaded outside the global scope
-//! (NCCL), else any loaded object's; for one of which several copies may be loaded outside it (libgomp), the
-//! caller's own. dlsym takes only the loader's own lock and allocates nothing on success. Used by the
-//! host-synchronization interposers (host_sync/real.rs, interpose/openmp.rs), the host watch's I/O calls and
-//! signal functions (host_watch/io_calls.rs, signals.rs), NCCL's stand-ins (nccl.rs) and CUPTI's
-//! (cupti_owner.rs). Touches the dynamic loader's functions (and the unwinder's stack walk) only.
+//! (NCCL), else any loaded object's. dlsym takes only the loader's own lock and allocates nothing on success.
+//! Used by the host-synchronization interposers (host_sync/real.rs), the host watch's I/O calls and signal
+//! functions (host_watch/io_calls.rs, signals.rs), NCCL's stand-ins (nccl.rs) and CUPTI's (cupti_owner.rs).
+//! Touches the dynamic loader's functions only.
 
 use std::ffi::{c_int, c_void, CStr, CString};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Looks `name` up after this library; 0 when nothing defines it (a C library older than the function).
 pub fn resolve(name: &CStr, version: Option<&CStr>) -> usize {
@@ -37,17 +35,6 @@ pub fn resolve_anywhere(name: &CStr, version: Option<&CStr>) -> usize {
 /// `name` as the first loaded object whose path `object` accepts defines it, looked up through that object's
 /// own handle (its definition, or its dependencies'), this library's own left out; 0 when none does.
 pub fn in_loaded_objects(name: &CStr, object: impl Fn(&CStr) -> bool) -> usize {
-    let mut first = 0;
-    each_definition(name, object, |found| {
-        first = found;
-        false
-    });
-    first
-}
-
-/// Calls `found` with each definition of `name` that a loaded object whose path `object` accepts sees (through
-/// its own handle), this library's own left out, until it returns false.
-fn each_definition(name: &CStr, object: impl Fn(&CStr) -> bool, mut found: impl FnMut(usize) -> bool) {
     // The walk holds the loader's write lock, and dlopen and dlclose take its load lock, which another thread's
     // dlopen holds while it waits for the write lock: paths are only copied during the walk, opened after it.
     extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, paths: *mut c_void) -> c_int {
@@ -65,143 +52,76 @@ fn each_definition(name: &CStr, object: impl Fn(&CStr) -> bool, mut found: impl 
     let mut paths: Vec<CString> = Vec::new();
     // Safety: walks the loaded objects with a callback that only copies paths; `paths` outlives the walk.
     unsafe { libc::dl_iterate_phdr(Some(each), (&mut paths as *mut Vec<CString>).cast()) };
-    let own = base_of(base_of as *const () as usize);
-    for path in paths.iter().filter(|path| object(path)) {
-        let definition = in_object(path, name);
-        if definition != 0 && base_of(definition) != own && !found(definition) {
-            return;
-        }
-    }
+    paths
+        .iter()
+        .filter(|path| object(path))
+        .map(|path| in_object(path, name, None))
+        .find(|&found| found != 0)
+        .unwrap_or(0)
 }
 
-/// `name` as the loaded object at `path` and its dependencies define it (0 when they do not, or when nothing is
-/// loaded from `path`).
-fn in_object(path: &CStr, name: &CStr) -> usize {
+/// A loaded object: its place in the loader's list (the order objects were loaded in) and its path (empty for
+/// the executable).
+pub struct LoadedObject {
+    pub index: usize,
+    pub path: CString,
+}
+
+/// The loaded object whose segments hold `address`. The walk takes only the loader's list lock, which a thread
+/// inside dlopen does not hold while the objects it loaded run their constructors (a constructor may start
+/// threads that come here while it waits for them).
+pub fn object_at(address: usize) -> Option<LoadedObject> {
+    struct Search {
+        address: usize,
+        index: usize,
+        found: Option<LoadedObject>,
+    }
+    extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, search: *mut c_void) -> c_int {
+        // Safety: the loader's description of one loaded object (its program headers, dlpi_phnum of them), and
+        // the search passed below.
+        let (info, search) = unsafe { (&*info, &mut *search.cast::<Search>()) };
+        let headers = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) };
+        let holds = headers.iter().filter(|h| h.p_type == libc::PT_LOAD).any(|h| {
+            let start = (info.dlpi_addr as usize).wrapping_add(h.p_vaddr as usize);
+            (start..start.saturating_add(h.p_memsz as usize)).contains(&search.address)
+        });
+        if holds {
+            // Safety: the object's NUL-terminated path, as the loader keeps it.
+            let path = if info.dlpi_name.is_null() {
+                CString::default()
+            } else {
+                unsafe { CStr::from_ptr(info.dlpi_name) }.to_owned()
+            };
+            search.found = Some(LoadedObject { index: search.index, path });
+            return 1;
+        }
+        search.index += 1;
+        0
+    }
+    let mut search = Search { address, index: 0, found: None };
+    // Safety: walks the loaded objects with a callback that only reads their headers; `search` outlives it.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&mut search as *mut Search).cast()) };
+    search.found
+}
+
+/// `name` as the loaded object at `path` and its dependencies define it (a lookup through its own handle), this
+/// library's own left out; 0 when they do not, or when nothing is loaded from `path`.
+pub fn in_object(path: &CStr, name: &CStr, version: Option<&CStr>) -> usize {
     // Safety: RTLD_NOLOAD opens nothing new; the handle is only looked into, then closed.
-    unsafe {
+    let found = unsafe {
         let handle = libc::dlopen(path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY);
         if handle.is_null() {
             return 0;
         }
-        let found = libc::dlsym(handle, name.as_ptr());
+        let versioned = version.map_or(std::ptr::null_mut(), |v| libc::dlvsym(handle, name.as_ptr(), v.as_ptr()));
+        let found = if versioned.is_null() { libc::dlsym(handle, name.as_ptr()) } else { versioned };
         libc::dlclose(handle);
         found as usize
-    }
-}
-
-/// What a function looked for by caller was found to be, as of a number of loads: while no object was loaded
-/// since, the only definition among the loaded objects stays the only one, and several stay several.
-pub struct OnlyDefinition {
-    /// The loader's count of loads when the definitions were counted (`u64::MAX`: never).
-    loads: AtomicU64,
-    /// The only definition; 0 when there were several (or none).
-    address: AtomicUsize,
-}
-
-impl OnlyDefinition {
-    pub const fn new() -> OnlyDefinition {
-        OnlyDefinition { loads: AtomicU64::new(u64::MAX), address: AtomicUsize::new(0) }
-    }
-}
-
-/// `name` as the global scope defines it after this library ([`resolve`], for good), else as the object of the function
-/// that called into this library defines it, or its dependencies (a lookup through that object's own handle,
-/// which is what its calls bind to where the global scope has no definition):
-/// two Python extensions may each load their own copy of a library outside the global scope (PyTorch's and
-/// scikit-learn's wheels each carry a libgomp), and each must reach its own. Where the loaded objects hold only
-/// one definition that is the caller's, found without a look at the caller, and kept in `only` until the next
-/// load; where they hold several, the caller is the first frame on this thread's stack outside this library
-/// (a stack walk and the loader's lock, every call). Where the caller's object and its dependencies define none
-/// (a plugin that counts on its host process for the library), any loaded object's; 0 when there is none.
-pub fn in_callers_object(name: &CStr, version: Option<&CStr>, only: &OnlyDefinition) -> Found {
-    let loads = loads_so_far();
-    if only.loads.load(Ordering::Acquire) != loads {
-        // A definition in the global scope is what every caller binds to, from now on.
-        let global = resolve(name, version);
-        if global != 0 {
-            return Found::ForGood(global);
-        }
-        let mut definitions = [0usize; 2];
-        let mut count = 0;
-        each_definition(
-            name,
-            |_| true,
-            |found| {
-                if !definitions[..count].contains(&found) {
-                    definitions[count] = found;
-                    count += 1;
-                }
-                count < definitions.len()
-            },
-        );
-        only.address.store(if count == 1 { definitions[0] } else { 0 }, Ordering::Relaxed);
-        only.loads.store(loads, Ordering::Release);
-        if count == 0 {
-            return Found::ForThisCall(0);
-        }
-    }
-    Found::ForThisCall(match only.address.load(Ordering::Relaxed) {
-        0 => match in_object_of_caller(name) {
-            0 => in_loaded_objects(name, |_| true),
-            found => found,
-        },
-        the_only => the_only,
-    })
-}
-
-/// The loader's count of objects loaded so far (dlopen's and the start's), which a new load changes.
-fn loads_so_far() -> u64 {
-    extern "C" fn first(info: *mut libc::dl_phdr_info, _size: usize, loads: *mut c_void) -> c_int {
-        // Safety: the loader's description of the first loaded object, and the count passed below.
-        unsafe { *loads.cast::<u64>() = (*info).dlpi_adds };
-        1
-    }
-    let mut loads = 0u64;
-    // Safety: a walk stopped at its first object by a callback that only reads its count of loads.
-    unsafe { libc::dl_iterate_phdr(Some(first), (&mut loads as *mut u64).cast()) };
-    loads
-}
-
-/// `name` as the caller's object (the first frame on this thread's stack outside this library) and its
-/// dependencies define it; 0 when they do not.
-fn in_object_of_caller(name: &CStr) -> usize {
-    let own = base_of(base_of as *const () as usize);
-    let mut frames = [std::ptr::null_mut::<c_void>(); 16];
-    // Safety: fills at most `frames.len()` return addresses of this thread's stack.
-    let walked = unsafe { libc::backtrace(frames.as_mut_ptr(), frames.len() as c_int) };
-    let walked = usize::try_from(walked).unwrap_or(0).min(frames.len());
-    let Some(caller) = frames[..walked].iter().map(|&frame| frame as usize).find(|&frame| base_of(frame) != own) else {
-        return 0;
     };
-    // Safety: dladdr only reads the loader's tables and fills the local.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    if unsafe { libc::dladdr(caller as *const c_void, &mut info) } == 0 || info.dli_fname.is_null() {
-        return 0;
-    }
-    // Safety: the path the loader keeps for the caller's object, NUL-terminated.
-    let found = in_object(unsafe { CStr::from_ptr(info.dli_fname) }, name);
-    if base_of(found) == own {
+    if found == 0 || base_of(found) == base_of(base_of as *const () as usize) {
         return 0;
     }
     found
-}
-
-/// A real function's definition as a look found it (0: none), and for how long it stands.
-pub enum Found {
-    /// Until the process ends: kept, and never looked for again.
-    ForGood(usize),
-    /// For this call: a load may change what the next call's caller finds.
-    ForThisCall(usize),
-}
-
-/// The finder of the functions declared without a qualifier: [`resolve`], for good.
-pub fn next_after_this(name: &CStr, version: Option<&CStr>, _: &OnlyDefinition) -> Found {
-    Found::ForGood(resolve(name, version))
-}
-
-/// The finder of the functions declared `found anywhere`: [`resolve_anywhere`], for good.
-pub fn anywhere(name: &CStr, version: Option<&CStr>, _: &OnlyDefinition) -> Found {
-    Found::ForGood(resolve_anywhere(name, version))
 }
 
 /// The load address of the object that holds `address` (0 when none does).
@@ -215,23 +135,15 @@ fn base_of(address: usize) -> usize {
 }
 
 /// Declares, for each function, an accessor of its real definition, resolved on first use ([`resolve`], or
-/// [`resolve_anywhere`] after `found anywhere:`), and its address in `address`. After `found by caller:` a
-/// function the global scope does not define is looked for by each call, as its caller's object finds it
-/// ([`in_callers_object`]).
+/// [`resolve_anywhere`] after `found anywhere:`), and its address in `address`.
 macro_rules! real_functions {
-    (@by $find:path; $($name:ident $([$version:expr])?: fn($($arg:ty),*) -> $ret:ty;)*) => {
-        /// Where each real function is, 0 until a call finds it for good (host_sync's shims jump there straight
-        /// once it is known).
+    (@by $resolve:path; $($name:ident $([$version:expr])?: fn($($arg:ty),*) -> $ret:ty;)*) => {
+        /// Where each real function is, 0 until its first call resolves it (host_sync's shims jump there
+        /// straight once it is known).
         #[allow(non_upper_case_globals)]
         pub mod address {
             use std::sync::atomic::AtomicUsize;
             $(pub static $name: AtomicUsize = AtomicUsize::new(0);)*
-        }
-
-        /// What each function was found to be where the global scope has none (looked for by caller).
-        #[allow(non_upper_case_globals)]
-        mod only {
-            $(pub static $name: $crate::next_symbol::OnlyDefinition = $crate::next_symbol::OnlyDefinition::new();)*
         }
 
         $(
@@ -244,14 +156,8 @@ macro_rules! real_functions {
                     #[allow(unused_mut, unused_assignments)]
                     let mut version: Option<&std::ffi::CStr> = None;
                     $(version = $version;)?
-                    address = match name.ok().map(|name| $find(name, version, &only::$name)) {
-                        Some($crate::next_symbol::Found::ForGood(found)) => {
-                            address::$name.store(found, std::sync::atomic::Ordering::Relaxed);
-                            found
-                        }
-                        Some($crate::next_symbol::Found::ForThisCall(found)) => found,
-                        None => 0,
-                    };
+                    address = name.map_or(0, |name| $resolve(name, version));
+                    address::$name.store(address, std::sync::atomic::Ordering::Relaxed);
                 }
                 // Safety: the address the loader gave for this symbol, a function of this type.
                 (address != 0).then(|| unsafe {
@@ -260,14 +166,11 @@ macro_rules! real_functions {
             }
         )*
     };
-    (found by caller: $($items:tt)*) => {
-        $crate::next_symbol::real_functions!(@by $crate::next_symbol::in_callers_object; $($items)*);
-    };
     (found anywhere: $($items:tt)*) => {
-        $crate::next_symbol::real_functions!(@by $crate::next_symbol::anywhere; $($items)*);
+        $crate::next_symbol::real_functions!(@by $crate::next_symbol::resolve_anywhere; $($items)*);
     };
     ($($items:tt)*) => {
-        $crate::next_symbol::real_functions!(@by $crate::next_symbol::next_after_this; $($items)*);
+        $crate::next_symbol::real_functions!(@by $crate::next_symbol::resolve; $($items)*);
     };
 }
 
@@ -289,16 +192,14 @@ mod tests {
     }
 
     #[test]
-    fn a_callers_object_is_the_first_frame_outside_this_library() {
-        // In this test binary the library's code is the executable's own: the first frame outside it is the C
-        // library's thread start, whose object defines strlen.
-        let strlen = OnlyDefinition::new();
-        assert_eq!(in_object_of_caller(c"strlen"), libc::strlen as *const () as usize);
-        // The global scope's, for good.
-        let Found::ForGood(found) = in_callers_object(c"strlen", None, &strlen) else { panic!("not for good") };
-        assert_eq!(found, libc::strlen as *const () as usize);
-        let none = OnlyDefinition::new();
-        assert!(matches!(in_callers_object(c"no_such_function_anywhere", None, &none), Found::ForThisCall(0)));
-        assert_eq!(none.loads.load(Ordering::Relaxed), loads_so_far(), "counted, as of the loads so far");
+    fn an_address_is_placed_in_its_object_in_load_order() {
+        let executable = object_at(an_address_is_placed_in_its_object_in_load_order as *const () as usize);
+        let executable = executable.expect("this test's own code");
+        assert_eq!((executable.index, executable.path.as_bytes()), (0, &b""[..]), "the executable comes first");
+        let libc = object_at(libc::strlen as *const () as usize).expect("the C library");
+        assert!(libc.index > 0 && libc.path.to_string_lossy().contains("libc"), "{:?}", libc.path);
+        assert_eq!(in_object(&libc.path, c"strlen", None), libc::strlen as *const () as usize);
+        assert_eq!(in_object(&libc.path, c"no_such_function_anywhere", None), 0);
+        assert!(object_at(0).is_none());
     }
 }

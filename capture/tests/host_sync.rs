@@ -127,33 +127,57 @@ fn preloaded_openmp_stand_ins_leave_openmp_programs_as_they_were() {
     let mut copy = bytes.clone();
     copy[at..at + soname.len()].copy_from_slice(b"libgomq.so.1\0");
     std::fs::write(dir.join("libgomq.so.1"), copy).unwrap();
-    let object = dir.join("openmp_library.o");
-    common_compiler::build(&cxx, &["-O1", "-fPIC", "-fopenmp", "-c"], "openmp_library.cpp", &object);
-    let system_copys = dir.join("libteam_system.so");
-    let linked = Command::new(&cxx).args(["-shared", "-fopenmp", "-o"]).arg(&system_copys).arg(&object).status();
-    assert!(linked.unwrap().success());
-    let renamed_copys = dir.join("libteam_renamed.so");
-    let linked = Command::new(&cxx)
-        .args(["-shared", "-o"])
-        .arg(&renamed_copys)
-        .arg(&object)
-        .arg(format!("-L{}", dir.display()))
-        .arg("-l:libgomq.so.1")
-        .arg(format!("-Wl,-rpath,{}", dir.display()))
-        .status();
-    assert!(linked.unwrap().success());
+    // Each library in two builds: as it is, and running a region with a barrier in its constructor too (inside
+    // dlopen, which holds the loader's lock while the team's threads meet the barrier).
+    let mut libraries = Vec::new();
+    for (label, define) in [("", "-DNO_CONSTRUCTOR"), ("_ctor", "-DIN_CONSTRUCTOR")] {
+        let object = dir.join(format!("openmp_library{label}.o"));
+        common_compiler::build(&cxx, &["-O1", "-fPIC", "-fopenmp", "-c", define], "openmp_library.cpp", &object);
+        let system_copys = dir.join(format!("libteam_system{label}.so"));
+        let linked = Command::new(&cxx).args(["-shared", "-fopenmp", "-o"]).arg(&system_copys).arg(&object).status();
+        assert!(linked.unwrap().success());
+        let renamed_copys = dir.join(format!("libteam_renamed{label}.so"));
+        let linked = Command::new(&cxx)
+            .args(["-shared", "-o"])
+            .arg(&renamed_copys)
+            .arg(&object)
+            .arg(format!("-L{}", dir.display()))
+            .arg("-l:libgomq.so.1")
+            .arg(format!("-Wl,-rpath,{}", dir.display()))
+            .status();
+        assert!(linked.unwrap().success());
+        libraries.push([system_copys.display().to_string(), renamed_copys.display().to_string()]);
+    }
+    let [system_copys, renamed_copys] = &libraries[0];
+    let [system_ctor, renamed_ctor] = &libraries[1];
     let loader = dir.join("openmp_loader");
     common_compiler::build(&cxx, &["-O1"], "openmp_loader.cpp", &loader);
-    let libraries = [system_copys.display().to_string(), renamed_copys.display().to_string()];
-    let libraries: Vec<&str> = libraries.iter().map(String::as_str).collect();
-    let expected = "library 1: 1004, then 603\nlibrary 2: 1004, then 603\n";
-    assert_eq!(String::from_utf8_lossy(&run(&loader, &libraries, None, &traces).stdout), expected);
-    for round in 0..3 {
-        let preloaded = run(&loader, &libraries, Some(&library.display().to_string()), &traces);
-        assert_eq!(String::from_utf8_lossy(&preloaded.stdout), expected, "round {round}: {preloaded:?}");
+    let counted = "1004, then 603";
+    let at_load = "1004, then 603, at load 302";
+    let cases: [(&[&str], String); 4] = [
+        // Each library's regions on its own copy.
+        (&[system_copys, renamed_copys], format!("library 1: {counted}\nlibrary 2: {counted}\n")),
+        // The renamed copy's library keeps its own copy after another copy comes into the global scope.
+        (&[renamed_copys, "+global", renamed_copys], format!("library 1: {counted}\nlibrary 3: {counted}\n")),
+        // A region in a constructor, on each copy.
+        (&[system_ctor, renamed_ctor], format!("library 1: {at_load}\nlibrary 2: {at_load}\n")),
+        (&["+global", renamed_ctor], format!("library 2: {at_load}\n")),
+    ];
+    for (arguments, expected) in &cases {
+        assert_eq!(&String::from_utf8_lossy(&run(&loader, arguments, None, &traces).stdout), expected, "{arguments:?}");
+        for round in 0..3 {
+            // Under a time limit: a deadlock fails the test instead of hanging it.
+            let mut limited = vec!["20", loader.to_str().unwrap()];
+            limited.extend(arguments.iter());
+            let preloaded = run(Path::new("timeout"), &limited, Some(&library.display().to_string()), &traces);
+            let said = String::from_utf8_lossy(&preloaded.stdout);
+            assert_eq!(&said, expected, "{arguments:?}, round {round}: {preloaded:?}");
+        }
     }
+    let libraries = [system_copys.as_str(), renamed_copys.as_str()];
+    let (system_copys, renamed_copys) = (Path::new(system_copys), Path::new(renamed_copys));
     let mut bindings = Command::new(&loader);
-    bindings.args(&libraries).env("LD_PRELOAD", &library).env("LD_DEBUG", "bindings");
+    bindings.args(libraries).env("LD_PRELOAD", &library).env("LD_DEBUG", "bindings");
     let bound =
         String::from_utf8_lossy(&bindings.env("STREAMTRACE_OUTPUT", traces.join("t.%p")).output().unwrap().stderr)
             .to_string();

@@ -1,7 +1,8 @@
-// A library with an OpenMP region of its own, built twice by tests/host_sync.rs against two copies of libgomp
-// (as two Python extensions' wheels each carry one) and loaded by openmp_loader.cpp outside the global scope.
-// Each thread of the team writes its number into its own slot: run on another copy's team, its own runtime's
-// omp_get_thread_num would say 0 on every thread and the count would come out wrong.
+// A library with an OpenMP region of its own, built by tests/host_sync.rs against two copies of libgomp (as two
+// Python extensions' wheels each carry one) and loaded by openmp_loader.cpp outside the global scope. Each
+// thread of the team writes its number into its own slot: run on another copy's team, its own runtime's
+// omp_get_thread_num would say 0 on every thread and the count would come out wrong. Built with
+// -DIN_CONSTRUCTOR it also runs a region with a barrier in its constructor, while dlopen holds the loader's lock.
 #include <omp.h>
 
 extern "C" int team_numbers(int threads) {
@@ -18,3 +19,9 @@ extern "C" int team_numbers(int threads) {
   for (int t = 0; t < 64; ++t) sum += slots[t];
   return sum * 100 + team;
 }
+
+#ifdef IN_CONSTRUCTOR
+static int at_load = 0;
+__attribute__((constructor)) static void count_at_load() { at_load = team_numbers(2); }
+extern "C" int counted_at_load() { return at_load; }
+#endif

@@ -116,11 +116,27 @@ static long nested_regions() {
   return total;
 }
 
+// A region with a task reduction: GCC starts it through GOMP_parallel_reductions, which reads the reduction's
+// descriptors from the first word of the data it is handed.
+static long task_reduction(int threads) {
+  long sum = 0;
+#pragma omp parallel num_threads(threads) reduction(task, + : sum)
+  {
+#pragma omp single
+    for (long i = 0; i < 100; ++i) {
+#pragma omp task in_reduction(+ : sum)
+      sum += i;
+    }
+  }
+  return sum;
+}
+
 int main() {
   std::printf("neighbours: %ld\n", neighbours(4));
   std::printf("loops: %ld\n", loops(4));
   std::printf("sections and single: %ld\n", sections_and_single(4));
   std::printf("locks: %ld\n", locks(4));
   std::printf("nested regions: %ld\n", nested_regions());
+  std::printf("task reduction: %ld\n", task_reduction(4));
   return 0;
 }

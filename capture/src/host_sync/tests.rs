@@ -407,3 +407,52 @@ fn a_future_that_slept_acquires_what_its_promise_released() {
     );
     assert_eq!(lines[1].2, lines[2].2, "the waiter acquires the setter's snapshot");
 }
+
+#[test]
+fn an_openmp_critical_section_hands_what_its_last_holder_knew_to_the_next() {
+    use super::interpose::openmp::{GOMP_critical_end, GOMP_critical_start, GOMP_parallel};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    capture_on();
+    struct Team {
+        thread_num: extern "C" fn() -> libc::c_int,
+        ids: [AtomicU64; 2],
+        /// Set by thread 1 after its critical section: a flag the capture does not see, so that thread 0 takes
+        /// the section second, and learns of thread 1 only through it.
+        done: AtomicU64,
+    }
+    extern "C-unwind" fn body(team: *mut c_void) {
+        // Safety: the Team the region was started with, alive until it ends.
+        let team = unsafe { &*team.cast::<Team>() };
+        let me = usize::try_from((team.thread_num)()).expect("a thread number");
+        team.ids[me].store(thread_id(), Ordering::Relaxed);
+        if me == 1 {
+            synchronize();
+            GOMP_critical_start();
+            GOMP_critical_end();
+            team.done.store(1, Ordering::Release);
+        } else {
+            while team.done.load(Ordering::Acquire) == 0 {
+                std::hint::spin_loop();
+            }
+            GOMP_critical_start();
+            GOMP_critical_end();
+            launch();
+        }
+    }
+    let team =
+        Team { thread_num: libgomp_thread_num(), ids: [AtomicU64::new(0), AtomicU64::new(0)], done: AtomicU64::new(0) };
+    let [first, worker] = std::thread::spawn(move || {
+        GOMP_parallel(body, &team as *const Team as *mut c_void, 2, 0);
+        [team.ids[0].load(Ordering::Relaxed), team.ids[1].load(Ordering::Relaxed)]
+    })
+    .join()
+    .unwrap();
+    let lines = lines_of(&[first, worker]);
+    let kinds: Vec<(&str, u64)> = lines.iter().map(|(k, t, _)| (k.as_str(), *t)).collect();
+    assert_eq!(
+        kinds,
+        [("sync", worker), ("host_release", worker), ("host_acquire", first), ("record", first)],
+        "{lines:?}"
+    );
+}

@@ -21,8 +21,9 @@ mod real {
     const GLIBCXX_3_4_21: Option<&std::ffi::CStr> = Some(c"GLIBCXX_3.4.21");
     const GLIBCXX_3_4_29: Option<&std::ffi::CStr> = Some(c"GLIBCXX_3.4.29");
 
-    // libstdc++ is loaded outside the global scope where only a Python extension needs it.
-    crate::next_symbol::real_functions! { found by caller:
+    // libstdc++ is loaded outside the global scope where only a Python extension needs it (one copy: every
+    // extension's needs libstdc++.so.6, and the loader loads a name once).
+    crate::next_symbol::real_functions! { found anywhere:
         _ZNSt28__atomic_futex_unsigned_base19_M_futex_notify_allEPj [GLIBCXX_3_4_21]: fn(*mut c_uint) -> ();
         _ZNSt28__atomic_futex_unsigned_base19_M_futex_wait_untilEPjjbNSt6chrono8durationIlSt5ratioILl1ELl1EEEENS2_IlS3_ILl1ELl1000000000EEEE
             [GLIBCXX_3_4_21]: fn(*mut c_void, *mut c_uint, c_uint, bool, i64, i64) -> bool;

@@ -17,6 +17,7 @@
 pub(super) mod futures;
 mod locks;
 pub(super) mod openmp;
+mod openmp_binding;
 mod threads;
 mod waits;
 

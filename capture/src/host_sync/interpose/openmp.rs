@@ -16,69 +16,22 @@
 //! - `critical` (unnamed, named) and `atomic` are locks: a lock acquires, an unlock releases.
 //! - The `omp_*_lock` functions likewise (the lock's address is the object).
 //!
+//! Which copy of libgomp each call goes to is openmp_binding.rs's: a region's, as its body's object binds; the
+//! team's threads take it from their region. A region whose body lies in the CUDA stack's libraries records
+//! nothing, as their pthread calls do not (caller.rs): the body's address stands for the caller.
+//!
 //! Keys other than a lock's address have the top bit set, which no address in a process has. Tasks
-//! (`GOMP_task`, `taskwait`, `taskgroup`), `ordered`, the pre-4.9 `GOMP_parallel_start`/`_end` pair and LLVM's
-//! runtime entry points (`__kmpc_*`) are not stood in front of: what they order is not seen.
+//! (`GOMP_task`, `taskwait`, `taskgroup`), `ordered`, nestable locks (whose layout differs between libgomp's
+//! symbol versions), the pre-4.9 `GOMP_parallel_start`/`_end` pair and LLVM's runtime entry points (`__kmpc_*`)
+//! are not stood in front of: what they order is not seen.
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_long, c_uint, c_void};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use super::openmp_binding::{self, Binding, Body};
 use crate::host_sync::objects::Release;
 use crate::host_sync::{acquire, forget, release};
-
-/// A parallel region's outlined body, as libgomp calls it on each thread of the team.
-type Body = unsafe extern "C-unwind" fn(*mut c_void);
-
-mod real {
-    use super::*;
-
-    /// The version libgomp gives its current lock functions (OpenMP 3.0's nestable lock layout).
-    const LOCKS: Option<&std::ffi::CStr> = Some(c"OMP_3.0");
-
-    // PyTorch's wheels carry their own libgomp, loaded outside the global scope with the extension that needs it,
-    // and other extensions' wheels theirs: each caller's calls go to its own.
-    crate::next_symbol::real_functions! { found by caller:
-        GOMP_parallel: fn(Body, *mut c_void, c_uint, c_uint) -> ();
-        GOMP_parallel_reductions: fn(Body, *mut c_void, c_uint, c_uint) -> c_uint;
-        GOMP_parallel_sections: fn(Body, *mut c_void, c_uint, c_uint, c_uint) -> ();
-        GOMP_parallel_loop_static: fn(Body, *mut c_void, c_uint, c_long, c_long, c_long, c_long, c_uint) -> ();
-        GOMP_parallel_loop_dynamic: fn(Body, *mut c_void, c_uint, c_long, c_long, c_long, c_long, c_uint) -> ();
-        GOMP_parallel_loop_guided: fn(Body, *mut c_void, c_uint, c_long, c_long, c_long, c_long, c_uint) -> ();
-        GOMP_parallel_loop_nonmonotonic_dynamic:
-            fn(Body, *mut c_void, c_uint, c_long, c_long, c_long, c_long, c_uint) -> ();
-        GOMP_parallel_loop_nonmonotonic_guided:
-            fn(Body, *mut c_void, c_uint, c_long, c_long, c_long, c_long, c_uint) -> ();
-        GOMP_parallel_loop_runtime: fn(Body, *mut c_void, c_uint, c_long, c_long, c_long, c_uint) -> ();
-        GOMP_parallel_loop_nonmonotonic_runtime: fn(Body, *mut c_void, c_uint, c_long, c_long, c_long, c_uint) -> ();
-        GOMP_parallel_loop_maybe_nonmonotonic_runtime:
-            fn(Body, *mut c_void, c_uint, c_long, c_long, c_long, c_uint) -> ();
-        GOMP_barrier: fn() -> ();
-        GOMP_barrier_cancel: fn() -> bool;
-        GOMP_loop_end: fn() -> ();
-        GOMP_loop_end_cancel: fn() -> bool;
-        GOMP_sections_end: fn() -> ();
-        GOMP_sections_end_cancel: fn() -> bool;
-        GOMP_single_copy_start: fn() -> *mut c_void;
-        GOMP_single_copy_end: fn(*mut c_void) -> ();
-        GOMP_critical_start: fn() -> ();
-        GOMP_critical_end: fn() -> ();
-        GOMP_critical_name_start: fn(*mut *mut c_void) -> ();
-        GOMP_critical_name_end: fn(*mut *mut c_void) -> ();
-        GOMP_atomic_start: fn() -> ();
-        GOMP_atomic_end: fn() -> ();
-        omp_init_lock [LOCKS]: fn(*mut c_void) -> ();
-        omp_destroy_lock [LOCKS]: fn(*mut c_void) -> ();
-        omp_set_lock [LOCKS]: fn(*mut c_void) -> ();
-        omp_unset_lock [LOCKS]: fn(*mut c_void) -> ();
-        omp_test_lock [LOCKS]: fn(*mut c_void) -> c_int;
-        omp_init_nest_lock [LOCKS]: fn(*mut c_void) -> ();
-        omp_destroy_nest_lock [LOCKS]: fn(*mut c_void) -> ();
-        omp_set_nest_lock [LOCKS]: fn(*mut c_void) -> ();
-        omp_unset_nest_lock [LOCKS]: fn(*mut c_void) -> ();
-        omp_test_nest_lock [LOCKS]: fn(*mut c_void) -> c_int;
-    }
-}
 
 /// Set on every key that is not an object's address.
 const TAG: usize = 1 << 63;
@@ -102,10 +55,16 @@ fn barrier_key(region: usize, n: u32) -> usize {
     region_key(region, FIRST_BARRIER + n % (SLOTS - FIRST_BARRIER))
 }
 
-/// One parallel region this library started, on the stack of the thread that started it until the region ends.
+/// One parallel region this library started, on the stack of the thread that started it until the region ends;
+/// what libgomp hands each thread of the team in place of the program's data.
+#[repr(C)]
 struct Region {
+    /// The first word of the program's data, where `GOMP_parallel_reductions` reads a task reduction's
+    /// descriptors from the data it is handed (null for the other entry points, whose data may be null).
+    first_word: *mut c_void,
     body: Body,
     data: *mut c_void,
+    binding: &'static Binding,
     /// The barriers the team passed, stored by each of its threads as it leaves (they all passed the same).
     barriers: AtomicU32,
 }
@@ -115,6 +74,9 @@ struct Region {
 struct Team {
     region: usize,
     barriers: u32,
+    binding: &'static Binding,
+    /// The region's body: the caller, for the bookkeeping's question whose call it is.
+    caller: usize,
 }
 
 thread_local! {
@@ -122,31 +84,44 @@ thread_local! {
     static TEAM: Cell<Option<Team>> = const { Cell::new(None) };
 }
 
-/// Runs a parallel region through `start` (the real entry point, given the body and its data), with the
-/// region's body inside `team_thread`. Without the real entry point the body runs on this thread alone, a team
-/// of one, as OpenMP allows.
-fn parallel<T: Default>(
+fn team() -> Option<Team> {
+    TEAM.try_with(Cell::get).ok().flatten()
+}
+
+/// The copy of libgomp this thread's calls go to, and whose calls they are (0: the program's).
+fn binding_here() -> (&'static Binding, usize) {
+    team().map_or_else(|| (openmp_binding::outside_regions(), 0), |team| (team.binding, team.caller))
+}
+
+/// A program's call of libgomp with no libgomp to go to: it cannot go on (it would have failed to link).
+fn missing(name: &str) -> ! {
+    eprintln!("streamtrace: no libgomp defines {name}, which the program called; stopping");
+    std::process::abort()
+}
+
+/// Runs a parallel region through `start` (libgomp's entry point in `binding`, given the body and data to hand
+/// the team), with the region's body inside `team_thread`.
+fn parallel<T>(
     api: &'static str,
     body: Body,
     data: *mut c_void,
-    start: Option<impl FnOnce(Body, *mut c_void) -> T>,
+    first_word: *mut c_void,
+    start: impl FnOnce(&Binding, Body, *mut c_void) -> Option<T>,
 ) -> T {
-    let Some(start) = start else {
-        // Safety: the program's outlined body with its data, run as a team of one would run it.
-        unsafe { body(data) };
-        return T::default();
-    };
-    let region = Region { body, data, barriers: AtomicU32::new(0) };
+    // A region nested in one of this library's goes where its enclosing region went.
+    let binding = team().map_or_else(|| openmp_binding::of_region(body), |team| team.binding);
+    let region = Region { first_word, body, data, binding, barriers: AtomicU32::new(0) };
     let at = &region as *const Region as usize;
-    release(region_key(at, FORK), Release::Store, api, 0);
-    let result = start(team_thread, at as *mut c_void);
+    let caller = body as usize;
+    release(region_key(at, FORK), Release::Store, api, caller);
+    let Some(result) = start(binding, team_thread, at as *mut c_void) else { missing(api) };
     // libgomp returns once every thread of the team finished the body.
-    acquire(region_key(at, JOIN), api, 0);
+    acquire(region_key(at, JOIN), api, caller);
     let barriers = region.barriers.load(Ordering::Relaxed);
-    forget(region_key(at, FORK), api, 0);
-    forget(region_key(at, JOIN), api, 0);
+    forget(region_key(at, FORK), api, caller);
+    forget(region_key(at, JOIN), api, caller);
     if barriers > 0 {
-        forget(barrier_key(at, barriers - 1), api, 0);
+        forget(barrier_key(at, barriers - 1), api, caller);
     }
     result
 }
@@ -156,43 +131,56 @@ unsafe extern "C-unwind" fn team_thread(region: *mut c_void) {
     // Safety: `parallel` handed libgomp its region, which outlives the team's work.
     let region = unsafe { &*region.cast::<Region>() };
     let at = region as *const Region as usize;
-    acquire(region_key(at, FORK), "#pragma omp parallel", 0);
-    let outer = TEAM.try_with(|team| team.replace(Some(Team { region: at, barriers: 0 }))).ok().flatten();
+    let caller = region.body as usize;
+    acquire(region_key(at, FORK), "#pragma omp parallel", caller);
+    let this = Team { region: at, barriers: 0, binding: region.binding, caller };
+    let outer = TEAM.try_with(|team| team.replace(Some(this))).ok().flatten();
     // Safety: the program's outlined body with its data, as libgomp would have called it.
     unsafe { (region.body)(region.data) };
     let inner = TEAM.try_with(|team| team.replace(outer)).ok().flatten();
     region.barriers.store(inner.map_or(0, |team| team.barriers), Ordering::Relaxed);
-    release(region_key(at, JOIN), Release::Join, "#pragma omp parallel", 0);
+    release(region_key(at, JOIN), Release::Join, "#pragma omp parallel", caller);
 }
 
-/// Runs one barrier of this thread's team through `wait`, releasing into it before and acquiring after; a
-/// thread in no region this library started (a team of one, or one it did not see start) only waits.
-fn barrier<T>(api: &'static str, wait: impl FnOnce() -> T) -> T {
-    let Some(team) = TEAM.try_with(Cell::get).ok().flatten() else { return wait() };
+/// Runs one barrier of this thread's team through `wait` (libgomp's entry point in the binding), releasing into
+/// it before and acquiring after; a thread in no region this library started (a team of one, or one it did not
+/// see start) only waits.
+fn barrier<T>(api: &'static str, wait: impl FnOnce(&Binding) -> Option<T>) -> T {
+    let Some(team) = team() else {
+        return wait(openmp_binding::outside_regions()).unwrap_or_else(|| missing(api));
+    };
     let this = barrier_key(team.region, team.barriers);
-    release(this, Release::Join, api, 0);
-    let result = wait();
-    acquire(this, api, 0);
+    release(this, Release::Join, api, team.caller);
+    let result = wait(team.binding).unwrap_or_else(|| missing(api));
+    acquire(this, api, team.caller);
     if team.barriers > 0 {
-        forget(barrier_key(team.region, team.barriers - 1), api, 0);
+        forget(barrier_key(team.region, team.barriers - 1), api, team.caller);
     }
     let _ = TEAM.try_with(|now| now.set(Some(Team { barriers: team.barriers + 1, ..team })));
     result
 }
 
-/// A lock's acquisition of `key` after `lock` returned with it held.
-fn locked<T>(key: usize, api: &'static str, lock: impl FnOnce() -> T, held: impl FnOnce(&T) -> bool) -> T {
-    let result = lock();
+/// A lock of `key` through `lock` (libgomp's entry point in this thread's binding), acquiring when `held`
+/// says it returned with the lock held.
+fn locked<T>(
+    key: usize,
+    api: &'static str,
+    lock: impl FnOnce(&Binding) -> Option<T>,
+    held: impl FnOnce(&T) -> bool,
+) -> T {
+    let (binding, caller) = binding_here();
+    let result = lock(binding).unwrap_or_else(|| missing(api));
     if held(&result) {
-        acquire(key, api, 0);
+        acquire(key, api, caller);
     }
     result
 }
 
-/// An unlock's release into `key`, before `unlock` runs.
-fn unlocking<T>(key: usize, api: &'static str, unlock: impl FnOnce() -> T) -> T {
-    release(key, Release::Store, api, 0);
-    unlock()
+/// An unlock of `key` through `unlock`, releasing into it first.
+fn unlocking<T>(key: usize, api: &'static str, unlock: impl FnOnce(&Binding) -> Option<T>) -> T {
+    let (binding, caller) = binding_here();
+    release(key, Release::Store, api, caller);
+    unlock(binding).unwrap_or_else(|| missing(api))
 }
 
 /// Defines each parallel entry point: the program's body and data go to `parallel`, the other arguments
@@ -202,18 +190,16 @@ macro_rules! parallel_entry_points {
         #[doc = concat!("`", stringify!($name), "`, in front of libgomp's.")]
         #[no_mangle]
         pub extern "C-unwind" fn $name(body: Body, data: *mut c_void, $($arg: $ty),*) -> $ret {
-            let start = real::$name().map(|real| move |body: Body, data: *mut c_void| {
+            parallel(stringify!($name), body, data, std::ptr::null_mut(), |binding, body, data| {
                 // Safety: libgomp's entry point, given the program's arguments with the body wrapped.
-                unsafe { real(body, data, $($arg),*) }
-            });
-            parallel(stringify!($name), body, data, start)
+                binding.$name.map(|real| unsafe { real(body, data, $($arg),*) })
+            })
         }
     )*};
 }
 
 parallel_entry_points! {
     GOMP_parallel(threads: c_uint, flags: c_uint) -> ();
-    GOMP_parallel_reductions(threads: c_uint, flags: c_uint) -> c_uint;
     GOMP_parallel_sections(threads: c_uint, count: c_uint, flags: c_uint) -> ();
     GOMP_parallel_loop_static(threads: c_uint, start: c_long, end: c_long, incr: c_long, chunk: c_long, flags: c_uint) -> ();
     GOMP_parallel_loop_dynamic(threads: c_uint, start: c_long, end: c_long, incr: c_long, chunk: c_long, flags: c_uint) -> ();
@@ -231,15 +217,31 @@ parallel_entry_points! {
     ) -> ();
 }
 
-/// Defines each entry point that waits at the team's barrier (libgomp's own error, a missing entry point, is
-/// the program's to meet: there is nothing to wait with, and the call returns as a team of one's would).
+/// `GOMP_parallel_reductions`, in front of libgomp's: a region with task reductions, whose descriptors libgomp
+/// reads from the first word of the data it is handed (the region's copy of the program's).
+#[no_mangle]
+pub extern "C-unwind" fn GOMP_parallel_reductions(
+    body: Body,
+    data: *mut c_void,
+    threads: c_uint,
+    flags: c_uint,
+) -> c_uint {
+    // Safety: GCC hands this entry point a data block that starts with the reductions' pointer.
+    let first_word = if data.is_null() { std::ptr::null_mut() } else { unsafe { *data.cast::<*mut c_void>() } };
+    parallel("GOMP_parallel_reductions", body, data, first_word, |binding, body, data| {
+        // Safety: libgomp's entry point, given the program's arguments with the body wrapped.
+        binding.GOMP_parallel_reductions.map(|real| unsafe { real(body, data, threads, flags) })
+    })
+}
+
+/// Defines each entry point that waits at the team's barrier.
 macro_rules! barrier_entry_points {
     ($($name:ident -> $ret:ty;)*) => {$(
         #[doc = concat!("`", stringify!($name), "`, in front of libgomp's: one barrier of the team.")]
         #[no_mangle]
         pub extern "C-unwind" fn $name() -> $ret {
             // Safety: libgomp's entry point, called as the program called it.
-            barrier(stringify!($name), || real::$name().map(|real| unsafe { real() }).unwrap_or_default())
+            barrier(stringify!($name), |binding| binding.$name.map(|real| unsafe { real() }))
         }
     )*};
 }
@@ -257,33 +259,31 @@ barrier_entry_points! {
 /// (null); the others wait at a barrier, which the runner meets in `GOMP_single_copy_end`.
 #[no_mangle]
 pub extern "C-unwind" fn GOMP_single_copy_start() -> *mut c_void {
-    let Some(real) = real::GOMP_single_copy_start() else { return std::ptr::null_mut() };
-    let Some(team) = TEAM.try_with(Cell::get).ok().flatten() else {
+    const API: &str = "GOMP_single_copy_start";
+    let (binding, _) = binding_here();
+    let Some(real) = binding.GOMP_single_copy_start else { missing(API) };
+    let Some(team) = team() else {
         // Safety: libgomp's entry point, called as the program called it.
         return unsafe { real() };
     };
     // Whether this thread waits is known only afterwards: a release before a barrier this thread does not
     // meet here is one it meets in GOMP_single_copy_end, before which nothing it releases is new.
-    release(barrier_key(team.region, team.barriers), Release::Join, "GOMP_single_copy_start", 0);
+    release(barrier_key(team.region, team.barriers), Release::Join, API, team.caller);
     // Safety: as above.
     let copied = unsafe { real() };
     if copied.is_null() {
         return copied;
     }
     // Released already: the barrier's wait is behind us.
-    barrier("GOMP_single_copy_start", || copied)
+    barrier(API, |_| Some(copied))
 }
 
 /// `GOMP_single_copy_end`, in front of libgomp's: the `single` block's runner at the barrier the others wait
 /// at in `GOMP_single_copy_start`.
 #[no_mangle]
 pub extern "C-unwind" fn GOMP_single_copy_end(data: *mut c_void) {
-    barrier("GOMP_single_copy_end", || {
-        if let Some(real) = real::GOMP_single_copy_end() {
-            // Safety: libgomp's entry point, given the program's argument.
-            unsafe { real(data) }
-        }
-    })
+    // Safety: libgomp's entry point, given the program's argument.
+    barrier("GOMP_single_copy_end", |binding| binding.GOMP_single_copy_end.map(|real| unsafe { real(data) }))
 }
 
 /// Defines lock and unlock entry points of one key each: `$key` is the key, from the arguments.
@@ -293,16 +293,14 @@ macro_rules! lock_entry_points {
         #[no_mangle]
         pub extern "C-unwind" fn $lock($($arg: $ty),*) {
             // Safety: libgomp's entry point, given the program's arguments.
-            let take = || { if let Some(real) = real::$lock() { unsafe { real($($arg),*) } } };
-            locked($key, stringify!($lock), take, |_| true)
+            locked($key, stringify!($lock), |binding| binding.$lock.map(|real| unsafe { real($($arg),*) }), |_| true)
         }
 
         #[doc = concat!("`", stringify!($unlock), "`, in front of libgomp's.")]
         #[no_mangle]
         pub extern "C-unwind" fn $unlock($($arg: $ty),*) {
             // Safety: as above.
-            let give = || { if let Some(real) = real::$unlock() { unsafe { real($($arg),*) } } };
-            unlocking($key, stringify!($unlock), give)
+            unlocking($key, stringify!($unlock), |binding| binding.$unlock.map(|real| unsafe { real($($arg),*) }))
         }
     )*};
 }
@@ -312,45 +310,34 @@ lock_entry_points! {
     lock GOMP_critical_name_start / unlock GOMP_critical_name_end (name: *mut *mut c_void) on name as usize;
     lock GOMP_atomic_start / unlock GOMP_atomic_end () on ATOMIC;
     lock omp_set_lock / unlock omp_unset_lock (lock: *mut c_void) on lock as usize;
-    lock omp_set_nest_lock / unlock omp_unset_nest_lock (lock: *mut c_void) on lock as usize;
 }
 
-/// Defines the test and the init and destroy entry points of the `omp_*_lock` functions.
+/// `omp_test_lock`, in front of libgomp's: nonzero when it took the lock.
+#[no_mangle]
+pub extern "C-unwind" fn omp_test_lock(lock: *mut c_void) -> c_int {
+    // Safety: libgomp's entry point, given the program's argument.
+    let test = |binding: &Binding| binding.omp_test_lock.map(|real| unsafe { real(lock) });
+    locked(lock as usize, "omp_test_lock", test, |&taken| taken != 0)
+}
+
+/// Defines the init and destroy entry points of the simple locks: a new or destroyed lock holds nothing.
 macro_rules! omp_lock_life {
-    ($($test:ident, $init:ident, $destroy:ident;)*) => {$(
-        #[doc = concat!("`", stringify!($test), "`, in front of libgomp's: nonzero when it took the lock.")]
+    ($($name:ident;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`, in front of libgomp's: the lock holds nothing after it.")]
         #[no_mangle]
-        pub extern "C-unwind" fn $test(lock: *mut c_void) -> c_int {
+        pub extern "C-unwind" fn $name(lock: *mut c_void) {
+            let (binding, caller) = binding_here();
+            forget(lock as usize, stringify!($name), caller);
+            let Some(real) = binding.$name else { missing(stringify!($name)) };
             // Safety: libgomp's entry point, given the program's argument.
-            let test = || real::$test().map_or(0, |real| unsafe { real(lock) });
-            locked(lock as usize, stringify!($test), test, |&taken| taken != 0)
-        }
-
-        #[doc = concat!("`", stringify!($init), "`, in front of libgomp's: a new lock holds nothing.")]
-        #[no_mangle]
-        pub extern "C-unwind" fn $init(lock: *mut c_void) {
-            forget(lock as usize, stringify!($init), 0);
-            if let Some(real) = real::$init() {
-                // Safety: as above.
-                unsafe { real(lock) }
-            }
-        }
-
-        #[doc = concat!("`", stringify!($destroy), "`, in front of libgomp's.")]
-        #[no_mangle]
-        pub extern "C-unwind" fn $destroy(lock: *mut c_void) {
-            forget(lock as usize, stringify!($destroy), 0);
-            if let Some(real) = real::$destroy() {
-                // Safety: as above.
-                unsafe { real(lock) }
-            }
+            unsafe { real(lock) }
         }
     )*};
 }
 
 omp_lock_life! {
-    omp_test_lock, omp_init_lock, omp_destroy_lock;
-    omp_test_nest_lock, omp_init_nest_lock, omp_destroy_nest_lock;
+    omp_init_lock;
+    omp_destroy_lock;
 }
 
 #[cfg(test)]
