@@ -154,7 +154,7 @@ fn preloaded_openmp_stand_ins_leave_openmp_programs_as_they_were() {
     common_compiler::build(&cxx, &["-O1"], "openmp_loader.cpp", &loader);
     let counted = "1004, then 603";
     let at_load = "1004, then 603, at load 302";
-    let cases: [(&[&str], String); 4] = [
+    let cases: [(&[&str], String); 5] = [
         // Each library's regions on its own copy.
         (&[system_copys, renamed_copys], format!("library 1: {counted}\nlibrary 2: {counted}\n")),
         // The renamed copy's library keeps its own copy after another copy comes into the global scope.
@@ -162,6 +162,8 @@ fn preloaded_openmp_stand_ins_leave_openmp_programs_as_they_were() {
         // A region in a constructor, on each copy.
         (&[system_ctor, renamed_ctor], format!("library 1: {at_load}\nlibrary 2: {at_load}\n")),
         (&["+global", renamed_ctor], format!("library 2: {at_load}\n")),
+        // A region of the renamed copy's library inside one of the system copy's: a team of its own, of 3.
+        (&["nest", system_copys, renamed_copys], "nested 603\n".to_string()),
     ];
     for (arguments, expected) in &cases {
         assert_eq!(&String::from_utf8_lossy(&run(&loader, arguments, None, &traces).stdout), expected, "{arguments:?}");

@@ -6,8 +6,12 @@
 //! guarded range its buffer overlaps, as the kernel is about to: a load where the kernel reads the buffer, an
 //! atomic store of the byte's own value where it writes it. The touch faults like any of the program's
 //! accesses, the handler lifts the range and records the access (its site is the program's call: the
-//! capture's own frames are left out of the walk), and the call then runs on unguarded pages. A process that
-//! never guarded a range pays one atomic load a call. Touches the guard table and the real functions only.
+//! capture's own frames are left out of the walk), and the call then runs on unguarded pages. Another thread may
+//! guard the buffer again between the touch and the system call (a copy into it issued meanwhile): a system call
+//! that then fails with EFAULT while a guarded range overlaps its buffer is touched and made again, a few times
+//! at most (such a call failed before it read or wrote anything, so making it again is what the program would
+//! have seen; the C library's buffered fread and fwrite are not made again). A process that never guarded a
+//! range pays one atomic load a call. Touches the guard table and the real functions only.
 //!
 //! These are cancellation points: the types say "C-unwind", and nothing here needs dropping across the call.
 
@@ -27,20 +31,47 @@ enum KernelAccess {
 }
 
 /// Touches the first byte of `[address, address + len)` inside each guarded range, as the kernel will access
-/// the buffer.
-fn touch(address: *const c_void, len: usize, access: KernelAccess) {
+/// the buffer; whether any was guarded.
+fn touch(address: *const c_void, len: usize, access: KernelAccess) -> bool {
     let start = address as u64;
     if len == 0 || start == 0 {
-        return;
+        return false;
     }
-    guards::armed_overlaps(start, start.saturating_add(len as u64), |byte| match access {
-        // Safety: `byte` is inside the buffer the program hands the kernel, which the program must have mapped;
-        // it is read once (a guarded page faults, and the handler lets the load run again once lifted).
-        KernelAccess::Reads => unsafe {
-            std::ptr::read_volatile(byte as *const u8);
-        },
-        KernelAccess::Writes => store_own_value(byte),
+    let mut touched = false;
+    guards::armed_overlaps(start, start.saturating_add(len as u64), |byte| {
+        touched = true;
+        match access {
+            // Safety: `byte` is inside the buffer the program hands the kernel, which the program must have
+            // mapped; it is read once (a guarded page faults, and the handler lets the load run again once lifted).
+            KernelAccess::Reads => unsafe {
+                std::ptr::read_volatile(byte as *const u8);
+            },
+            KernelAccess::Writes => store_own_value(byte),
+        }
     });
+    touched
+}
+
+/// How many times a system call that met a guard armed after its touch is made again.
+const TRIES_AGAIN: u32 = 4;
+
+/// Whether a call's result says its system call failed with EFAULT, before reading or writing anything: a
+/// system call's -1. The C library's buffered calls (their item counts) are never made again.
+trait FailedOnAFault {
+    fn failed_on_a_fault(&self) -> bool;
+}
+
+impl FailedOnAFault for ssize_t {
+    fn failed_on_a_fault(&self) -> bool {
+        // Safety: the calling thread's errno.
+        *self == -1 && unsafe { *libc::__errno_location() } == libc::EFAULT
+    }
+}
+
+impl FailedOnAFault for size_t {
+    fn failed_on_a_fault(&self) -> bool {
+        false
+    }
 }
 
 /// Writes the byte at `address` back unchanged, as one locked instruction: a DMA engine may be reading or
@@ -57,22 +88,34 @@ fn store_own_value(address: u64) {
     let _ = address; // the host watch guards nothing elsewhere
 }
 
-/// Touches each buffer of an iovec array (readv, writev), as many as the call may take.
-fn touch_vector(vector: *const iovec, count: c_int, access: KernelAccess) {
+/// Makes a call with `call` and, while it fails on a fault and `touch` finds its buffer guarded again (and
+/// lifts the guard), again, at most `TRIES_AGAIN` more times.
+fn made_again_while_guarded<R: FailedOnAFault>(mut call: impl FnMut() -> R, touch: impl Fn() -> bool) -> R {
+    let mut result = call();
+    for _ in 0..TRIES_AGAIN {
+        if !result.failed_on_a_fault() || !touch() {
+            break;
+        }
+        result = call();
+    }
+    result
+}
+
+/// Touches each buffer of an iovec array (readv, writev), as many as the call may take; whether any was guarded.
+fn touch_vector(vector: *const iovec, count: c_int, access: KernelAccess) -> bool {
     const MOST: usize = 1024; // IOV_MAX: a longer array is refused by the kernel
     if vector.is_null() || count <= 0 {
-        return;
+        return false;
     }
     // Safety: the program's own array of `count` entries, which it hands to the kernel.
     let buffers = unsafe { std::slice::from_raw_parts(vector, (count as usize).min(MOST)) };
-    for buffer in buffers {
-        touch(buffer.iov_base, buffer.iov_len, access);
-    }
+    buffers.iter().fold(false, |touched, buffer| touch(buffer.iov_base, buffer.iov_len, access) | touched)
 }
 
 /// Exports each function in front of the C library's: it runs its touch (the expression after `first`), then
-/// passes the call on to the C library's function of the same name, or fails it (the value after `failing`,
-/// errno ENOSYS) where the C library has none. The C library's functions are `real::NAME`.
+/// passes the call on to the C library's function of the same name (again, after another touch, while it fails
+/// on a guarded page), or fails it (the value after `failing`, errno ENOSYS) where the C library has none. The
+/// C library's functions are `real::NAME`.
 macro_rules! stand_in_front {
     ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty, first $touch:expr, failing $failed:expr;)*) => {
         mod real {
@@ -84,15 +127,13 @@ macro_rules! stand_in_front {
             #[no_mangle]
             pub extern "C-unwind" fn $name($($arg: $ty),*) -> $ret {
                 $touch;
-                match real::$name() {
-                    // Safety: the C library's function of this name, given the program's own arguments.
-                    Some(real) => unsafe { real($($arg),*) },
-                    None => {
-                        // Safety: the calling thread's errno.
-                        unsafe { *libc::__errno_location() = libc::ENOSYS };
-                        $failed
-                    }
-                }
+                let Some(real) = real::$name() else {
+                    // Safety: the calling thread's errno.
+                    unsafe { *libc::__errno_location() = libc::ENOSYS };
+                    return $failed;
+                };
+                // Safety: the C library's function of this name, given the program's own arguments.
+                made_again_while_guarded(|| unsafe { real($($arg),*) }, || $touch)
             }
         )*
     };
@@ -235,6 +276,65 @@ mod tests {
         assert_eq!(accesses[0]["writes"], serde_json::json!([[format!("{page:#x}"), 1]]));
         // Safety: the test's page, unguarded again: the read from /dev/zero filled it.
         assert_eq!(unsafe { *(page as *const u8) }, 0);
+    }
+
+    #[test]
+    fn a_system_call_that_met_a_guard_armed_after_its_touch_is_made_again_and_a_true_fault_is_not() {
+        use super::{made_again_while_guarded, TRIES_AGAIN};
+        let fail_on_a_fault = || {
+            // Safety: the calling thread's errno.
+            unsafe { *libc::__errno_location() = libc::EFAULT };
+            -1isize
+        };
+        // Failed once on a range guarded meanwhile, which the touch lifts: made again, and it succeeds.
+        let calls = std::cell::Cell::new(0);
+        let call = || {
+            calls.set(calls.get() + 1);
+            if calls.get() == 1 {
+                fail_on_a_fault()
+            } else {
+                64
+            }
+        };
+        assert_eq!(made_again_while_guarded(call, || true), 64);
+        assert_eq!(calls.get(), 2);
+        // A buffer nothing guards: the fault is the program's own, and its call is made once.
+        calls.set(0);
+        let always = || {
+            calls.set(calls.get() + 1);
+            fail_on_a_fault()
+        };
+        assert_eq!(made_again_while_guarded(always, || false), -1);
+        assert_eq!(calls.get(), 1);
+        // Guarded again every time: given up after a few tries.
+        calls.set(0);
+        assert_eq!(made_again_while_guarded(always, || true), -1);
+        assert_eq!(calls.get(), 1 + TRIES_AGAIN);
+        // The C library's buffered calls are not made again.
+        calls.set(0);
+        let fread_like = || {
+            calls.set(calls.get() + 1);
+            fail_on_a_fault();
+            0usize
+        };
+        assert_eq!(made_again_while_guarded(fread_like, || true), 0);
+        assert_eq!(calls.get(), 1);
+        // The real write, on a page made unreadable behind the guard table's back: a true fault, once.
+        let page = capture_and_a_page(1);
+        // Safety: the test's own page.
+        assert_eq!(unsafe { libc::mprotect(page as *mut libc::c_void, PAGE, libc::PROT_NONE) }, 0);
+        // A pipe, whose write copies the buffer (/dev/null's reads nothing).
+        let mut ends = [0; 2];
+        // Safety: a pipe's two descriptors into the array.
+        assert_eq!(unsafe { libc::pipe(ends.as_mut_ptr()) }, 0);
+        // Safety: the test's page, PAGE bytes; the pipe's write end.
+        let written = unsafe { libc::write(ends[1], page as *const libc::c_void, PAGE) };
+        assert_eq!((written, std::io::Error::last_os_error().raw_os_error()), (-1, Some(libc::EFAULT)));
+        // Safety: the descriptors made above.
+        unsafe {
+            libc::close(ends[0]);
+            libc::close(ends[1]);
+        }
     }
 
     #[test]

@@ -108,8 +108,8 @@ fn parallel<T>(
     first_word: *mut c_void,
     start: impl FnOnce(&Binding, Body, *mut c_void) -> Option<T>,
 ) -> T {
-    // A region nested in one of this library's goes where its enclosing region went.
-    let binding = team().map_or_else(|| openmp_binding::of_region(body), |team| team.binding);
+    // A nested region too: its body may lie in another object, bound to another copy.
+    let binding = openmp_binding::of_region(body);
     let region = Region { first_word, body, data, binding, barriers: AtomicU32::new(0) };
     let at = &region as *const Region as usize;
     let caller = body as usize;

@@ -16,11 +16,12 @@
 //! first loaded one: libgomp's lock layout is the same in every copy.
 
 use std::ffi::{c_int, c_long, c_uint, c_void, CStr};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use rustc_hash::FxHashMap;
 
-use crate::next_symbol::{in_loaded_objects, in_object, object_at, resolve};
+use crate::next_symbol::{in_loaded_objects, in_object, object_at, resolve, unloads_so_far};
 
 /// A parallel region's outlined body, as libgomp calls it on each thread of the team.
 pub type Body = unsafe extern "C-unwind" fn(*mut c_void);
@@ -40,6 +41,11 @@ macro_rules! binding {
         impl Binding {
             /// No copy: every function missing.
             const NONE: Binding = Binding { $($field: None,)* };
+
+            /// Whether no function was found.
+            fn is_empty(&self) -> bool {
+                true $(&& self.$field.is_none())*
+            }
 
             /// Each function as `find` finds it by name and version (0: not found).
             fn found_by(find: impl Fn(&CStr, Option<&CStr>) -> usize) -> Binding {
@@ -94,27 +100,54 @@ binding! {
     omp_test_lock [LOCKS]: fn(*mut c_void) -> c_int;
 }
 
-/// The bindings worked out so far, by the address of a region's body (one per object, shared by its bodies).
-static OF_BODIES: Mutex<Option<FxHashMap<usize, &'static Binding>>> = Mutex::new(None);
-/// The same, by the caller object's path.
-static OF_OBJECTS: Mutex<Option<FxHashMap<Vec<u8>, &'static Binding>>> = Mutex::new(None);
+/// The bindings worked out so far: by the address of a region's body, by the path of its object (shared by
+/// the object's bodies), and for calls outside regions; valid while no object was unloaded since (a library
+/// closed and another loaded at its addresses, whose bodies' addresses then mean another object).
+struct Known {
+    unloads: u64,
+    of_bodies: FxHashMap<usize, &'static Binding>,
+    of_objects: FxHashMap<Vec<u8>, &'static Binding>,
+}
+
+static KNOWN: Mutex<Option<Known>> = Mutex::new(None);
+/// The loader's count of unloaded objects, as the `dlclose` stand-in last read it.
+static UNLOADS: AtomicU64 = AtomicU64::new(0);
+/// The binding of calls outside regions (null: not worked out yet) and the unload count it was worked out at.
+static OUTSIDE: AtomicPtr<Binding> = AtomicPtr::new(std::ptr::null_mut());
+static OUTSIDE_UNLOADS: AtomicU64 = AtomicU64::new(0);
+
+/// Runs `work` on what is known, forgotten first if an object was unloaded since it was learned. The lock is
+/// never held while the loader is asked.
+fn known<T>(work: impl FnOnce(&mut Known) -> T) -> T {
+    let unloads = UNLOADS.load(Ordering::Acquire);
+    let mut guard = KNOWN.lock().unwrap_or_else(PoisonError::into_inner);
+    let known = guard.get_or_insert_with(|| Known {
+        unloads,
+        of_bodies: FxHashMap::default(),
+        of_objects: FxHashMap::default(),
+    });
+    if known.unloads != unloads {
+        *known = Known { unloads, of_bodies: FxHashMap::default(), of_objects: FxHashMap::default() };
+    }
+    work(known)
+}
 
 /// The copy a region whose outlined body is `body` goes to.
 pub fn of_region(body: Body) -> &'static Binding {
     let code = body as usize;
-    if let Some(known) = OF_BODIES.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_default().get(&code) {
-        return known;
+    if let Some(binding) = known(|known| known.of_bodies.get(&code).copied()) {
+        return binding;
     }
     let binding = object_binding(code);
-    OF_BODIES.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_default().insert(code, binding);
+    known(|known| known.of_bodies.insert(code, binding));
     binding
 }
 
 fn object_binding(code: usize) -> &'static Binding {
     let Some(object) = object_at(code) else { return outside_regions() };
     let key = object.path.as_bytes().to_vec();
-    if let Some(known) = OF_OBJECTS.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_default().get(&key) {
-        return known;
+    if let Some(binding) = known(|known| known.of_objects.get(&key).copied()) {
+        return binding;
     }
     let global = resolve(c"GOMP_parallel", None);
     let global_first =
@@ -124,25 +157,46 @@ fn object_binding(code: usize) -> &'static Binding {
     } else {
         Box::leak(Box::new(Binding::found_by(|name, version| in_object(&object.path, name, version))))
     };
-    OF_OBJECTS.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_default().insert(key, binding);
+    known(|known| known.of_objects.insert(key, binding));
     binding
 }
 
-/// The copy calls made outside any region this library started go to: the global scope's, else the first loaded.
+/// The copy calls made outside any region this library started go to, function by function: the global
+/// scope's, else the first loaded object's (a library of OpenMP stubs defines the lock functions alone).
 pub fn outside_regions() -> &'static Binding {
-    static BINDING: OnceLock<&'static Binding> = OnceLock::new();
-    if let Some(binding) = BINDING.get() {
-        return binding;
+    let unloads = UNLOADS.load(Ordering::Acquire);
+    let kept = OUTSIDE.load(Ordering::Acquire);
+    if !kept.is_null() && OUTSIDE_UNLOADS.load(Ordering::Acquire) == unloads {
+        // Safety: a leaked binding, never freed.
+        return unsafe { &*kept };
     }
-    let global = Binding::found_by(resolve);
-    let binding = if global.GOMP_parallel.is_some() {
-        global
-    } else {
-        Binding::found_by(|name, _| in_loaded_objects(name, |_| true))
-    };
-    if binding.GOMP_parallel.is_none() {
-        // No libgomp loaded yet: nothing to keep, look again next time.
+    let binding = Binding::found_by(|name, version| match resolve(name, version) {
+        0 => in_loaded_objects(name, |_| true),
+        global => global,
+    });
+    if binding.is_empty() {
+        // No OpenMP library loaded yet: nothing to keep, look again next time.
         return &Binding::NONE;
     }
-    BINDING.get_or_init(|| Box::leak(Box::new(binding)))
+    let binding: &'static mut Binding = Box::leak(Box::new(binding));
+    OUTSIDE_UNLOADS.store(unloads, Ordering::Release);
+    OUTSIDE.store(binding, Ordering::Release);
+    binding
+}
+
+mod real {
+    use std::ffi::{c_int, c_void};
+    crate::next_symbol::real_functions! {
+        dlclose: fn(*mut c_void) -> c_int;
+    }
+}
+
+/// `dlclose`, in front of the C library's: an object unloaded makes every binding worked out so far stale.
+#[no_mangle]
+pub extern "C-unwind" fn dlclose(handle: *mut c_void) -> c_int {
+    let Some(real) = real::dlclose() else { return -1 };
+    // Safety: the C library's dlclose, given the program's handle.
+    let result = unsafe { real(handle) };
+    UNLOADS.store(unloads_so_far(), Ordering::Release);
+    result
 }
