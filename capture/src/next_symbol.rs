@@ -104,19 +104,6 @@ pub fn object_at(address: usize) -> Option<LoadedObject> {
     search.found
 }
 
-/// The loader's count of objects unloaded so far (by dlclose), which an unload changes.
-pub fn unloads_so_far() -> u64 {
-    extern "C" fn first(info: *mut libc::dl_phdr_info, _size: usize, unloads: *mut c_void) -> c_int {
-        // Safety: the loader's description of the first loaded object, and the count passed below.
-        unsafe { *unloads.cast::<u64>() = (*info).dlpi_subs };
-        1
-    }
-    let mut unloads = 0u64;
-    // Safety: a walk stopped at its first object by a callback that only reads its count of unloads.
-    unsafe { libc::dl_iterate_phdr(Some(first), (&mut unloads as *mut u64).cast()) };
-    unloads
-}
-
 /// `name` as the loaded object at `path` and its dependencies define it (a lookup through its own handle), this
 /// library's own left out; 0 when they do not, or when nothing is loaded from `path`.
 pub fn in_object(path: &CStr, name: &CStr, version: Option<&CStr>) -> usize {

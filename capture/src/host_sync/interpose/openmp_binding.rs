@@ -16,12 +16,12 @@
 //! first loaded one: libgomp's lock layout is the same in every copy.
 
 use std::ffi::{c_int, c_long, c_uint, c_void, CStr};
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use rustc_hash::FxHashMap;
 
-use crate::next_symbol::{in_loaded_objects, in_object, object_at, resolve, unloads_so_far};
+use crate::next_symbol::{in_loaded_objects, in_object, object_at, resolve};
 
 /// A parallel region's outlined body, as libgomp calls it on each thread of the team.
 pub type Body = unsafe extern "C-unwind" fn(*mut c_void);
@@ -100,36 +100,22 @@ binding! {
     omp_test_lock [LOCKS]: fn(*mut c_void) -> c_int;
 }
 
-/// The bindings worked out so far: by the address of a region's body, by the path of its object (shared by
-/// the object's bodies), and for calls outside regions; valid while no object was unloaded since (a library
-/// closed and another loaded at its addresses, whose bodies' addresses then mean another object).
+/// The bindings worked out so far: by the address of a region's body, and by the path of its object (shared by
+/// the object's bodies). Kept for the process: a copy of libgomp is not unloaded while its threads live (a
+/// program that closes a library whose libgomp then goes crashes without the capture too).
 struct Known {
-    unloads: u64,
     of_bodies: FxHashMap<usize, &'static Binding>,
     of_objects: FxHashMap<Vec<u8>, &'static Binding>,
 }
 
 static KNOWN: Mutex<Option<Known>> = Mutex::new(None);
-/// The loader's count of unloaded objects, as the `dlclose` stand-in last read it.
-static UNLOADS: AtomicU64 = AtomicU64::new(0);
-/// The binding of calls outside regions (null: not worked out yet) and the unload count it was worked out at.
+/// The binding of calls outside regions (null: not worked out yet).
 static OUTSIDE: AtomicPtr<Binding> = AtomicPtr::new(std::ptr::null_mut());
-static OUTSIDE_UNLOADS: AtomicU64 = AtomicU64::new(0);
 
-/// Runs `work` on what is known, forgotten first if an object was unloaded since it was learned. The lock is
-/// never held while the loader is asked.
+/// Runs `work` on what is known. The lock is never held while the loader is asked.
 fn known<T>(work: impl FnOnce(&mut Known) -> T) -> T {
-    let unloads = UNLOADS.load(Ordering::Acquire);
     let mut guard = KNOWN.lock().unwrap_or_else(PoisonError::into_inner);
-    let known = guard.get_or_insert_with(|| Known {
-        unloads,
-        of_bodies: FxHashMap::default(),
-        of_objects: FxHashMap::default(),
-    });
-    if known.unloads != unloads {
-        *known = Known { unloads, of_bodies: FxHashMap::default(), of_objects: FxHashMap::default() };
-    }
-    work(known)
+    work(guard.get_or_insert_with(|| Known { of_bodies: FxHashMap::default(), of_objects: FxHashMap::default() }))
 }
 
 /// The copy a region whose outlined body is `body` goes to.
@@ -164,9 +150,8 @@ fn object_binding(code: usize) -> &'static Binding {
 /// The copy calls made outside any region this library started go to, function by function: the global
 /// scope's, else the first loaded object's (a library of OpenMP stubs defines the lock functions alone).
 pub fn outside_regions() -> &'static Binding {
-    let unloads = UNLOADS.load(Ordering::Acquire);
     let kept = OUTSIDE.load(Ordering::Acquire);
-    if !kept.is_null() && OUTSIDE_UNLOADS.load(Ordering::Acquire) == unloads {
+    if !kept.is_null() {
         // Safety: a leaked binding, never freed.
         return unsafe { &*kept };
     }
@@ -179,24 +164,6 @@ pub fn outside_regions() -> &'static Binding {
         return &Binding::NONE;
     }
     let binding: &'static mut Binding = Box::leak(Box::new(binding));
-    OUTSIDE_UNLOADS.store(unloads, Ordering::Release);
     OUTSIDE.store(binding, Ordering::Release);
     binding
-}
-
-mod real {
-    use std::ffi::{c_int, c_void};
-    crate::next_symbol::real_functions! {
-        dlclose: fn(*mut c_void) -> c_int;
-    }
-}
-
-/// `dlclose`, in front of the C library's: an object unloaded makes every binding worked out so far stale.
-#[no_mangle]
-pub extern "C-unwind" fn dlclose(handle: *mut c_void) -> c_int {
-    let Some(real) = real::dlclose() else { return -1 };
-    // Safety: the C library's dlclose, given the program's handle.
-    let result = unsafe { real(handle) };
-    UNLOADS.store(unloads_so_far(), Ordering::Release);
-    result
 }
