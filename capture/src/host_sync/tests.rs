@@ -313,23 +313,50 @@ fn libgomp_thread_num() -> extern "C" fn() -> libc::c_int {
     }
 }
 
-#[test]
-fn an_openmp_region_forks_and_joins_its_team_and_a_barrier_orders_it() {
-    use super::interpose::openmp::{GOMP_barrier, GOMP_parallel};
+/// Runs `work` on each thread of an OpenMP team of two (given its thread number and a flag the two share, which
+/// the capture does not see), started through the OpenMP stand-in by a thread of its own (libgomp keeps a pool
+/// per starting thread, which then has a team of its own) that runs `before` and `after` around the region. The
+/// team's thread ids, by thread number.
+fn in_a_team_of_two(before: fn(), work: fn(usize, &std::sync::atomic::AtomicU64), after: fn()) -> [u64; 2] {
     use std::sync::atomic::{AtomicU64, Ordering};
-
-    capture_on();
     struct Team {
         thread_num: extern "C" fn() -> libc::c_int,
+        work: fn(usize, &AtomicU64),
         ids: [AtomicU64; 2],
+        flag: AtomicU64,
     }
-    /// Thread 1 launches (after the fork), synchronizes and meets the barrier; thread 0 (the one that started
-    /// the region) launches after the barrier.
     extern "C-unwind" fn body(team: *mut c_void) {
         // Safety: the Team the region was started with, alive until it ends.
         let team = unsafe { &*team.cast::<Team>() };
         let me = usize::try_from((team.thread_num)()).expect("a thread number");
         team.ids[me].store(thread_id(), Ordering::Relaxed);
+        (team.work)(me, &team.flag);
+    }
+    let team = Team {
+        thread_num: libgomp_thread_num(),
+        work,
+        ids: [AtomicU64::new(0), AtomicU64::new(0)],
+        flag: AtomicU64::new(0),
+    };
+    let started = std::thread::spawn(move || {
+        before();
+        super::interpose::openmp::GOMP_parallel(body, &team as *const Team as *mut c_void, 2, 0);
+        after();
+        [team.ids[0].load(Ordering::Relaxed), team.ids[1].load(Ordering::Relaxed)]
+    });
+    let ids = started.join().unwrap();
+    assert_ne!(ids[1], 0, "the region ran on two threads");
+    ids
+}
+
+#[test]
+fn an_openmp_region_forks_and_joins_its_team_and_a_barrier_orders_it() {
+    use super::interpose::openmp::GOMP_barrier;
+
+    capture_on();
+    // Thread 1 launches (after the fork), synchronizes and meets the barrier; thread 0 (the one that started the
+    // region, which synchronized before it) launches after the barrier, and again after the region.
+    let work = |me: usize, _: &std::sync::atomic::AtomicU64| {
         if me == 1 {
             launch();
             synchronize();
@@ -338,17 +365,8 @@ fn an_openmp_region_forks_and_joins_its_team_and_a_barrier_orders_it() {
         if me == 0 {
             launch();
         }
-    }
-    let team = Team { thread_num: libgomp_thread_num(), ids: [AtomicU64::new(0), AtomicU64::new(0)] };
-    // A thread of its own, the master of a team of its own (libgomp keeps a pool per starting thread).
-    let started = std::thread::spawn(move || {
-        synchronize();
-        GOMP_parallel(body, &team as *const Team as *mut c_void, 2, 0);
-        launch();
-        [team.ids[0].load(Ordering::Relaxed), team.ids[1].load(Ordering::Relaxed)]
-    });
-    let [master, worker] = started.join().unwrap();
-    assert_ne!(worker, 0, "the region ran on two threads");
+    };
+    let [master, worker] = in_a_team_of_two(synchronize, work, launch);
     let lines = lines_of(&[master, worker]);
     let of = |thread: u64| -> Vec<(&str, u64)> {
         lines.iter().filter(|(_, t, _)| *t == thread).map(|(k, _, object)| (k.as_str(), *object)).collect()
@@ -410,44 +428,28 @@ fn a_future_that_slept_acquires_what_its_promise_released() {
 
 #[test]
 fn an_openmp_critical_section_hands_what_its_last_holder_knew_to_the_next() {
-    use super::interpose::openmp::{GOMP_critical_end, GOMP_critical_start, GOMP_parallel};
+    use super::interpose::openmp::{GOMP_critical_end, GOMP_critical_start};
     use std::sync::atomic::{AtomicU64, Ordering};
 
     capture_on();
-    struct Team {
-        thread_num: extern "C" fn() -> libc::c_int,
-        ids: [AtomicU64; 2],
-        /// Set by thread 1 after its critical section: a flag the capture does not see, so that thread 0 takes
-        /// the section second, and learns of thread 1 only through it.
-        done: AtomicU64,
-    }
-    extern "C-unwind" fn body(team: *mut c_void) {
-        // Safety: the Team the region was started with, alive until it ends.
-        let team = unsafe { &*team.cast::<Team>() };
-        let me = usize::try_from((team.thread_num)()).expect("a thread number");
-        team.ids[me].store(thread_id(), Ordering::Relaxed);
+    // Thread 1 synchronizes, takes the section and then sets the flag, so that thread 0 takes the section second
+    // and learns of thread 1 only through it.
+    let work = |me: usize, done: &AtomicU64| {
         if me == 1 {
             synchronize();
             GOMP_critical_start();
             GOMP_critical_end();
-            team.done.store(1, Ordering::Release);
+            done.store(1, Ordering::Release);
         } else {
-            while team.done.load(Ordering::Acquire) == 0 {
+            while done.load(Ordering::Acquire) == 0 {
                 std::hint::spin_loop();
             }
             GOMP_critical_start();
             GOMP_critical_end();
             launch();
         }
-    }
-    let team =
-        Team { thread_num: libgomp_thread_num(), ids: [AtomicU64::new(0), AtomicU64::new(0)], done: AtomicU64::new(0) };
-    let [first, worker] = std::thread::spawn(move || {
-        GOMP_parallel(body, &team as *const Team as *mut c_void, 2, 0);
-        [team.ids[0].load(Ordering::Relaxed), team.ids[1].load(Ordering::Relaxed)]
-    })
-    .join()
-    .unwrap();
+    };
+    let [first, worker] = in_a_team_of_two(|| {}, work, || {});
     let lines = lines_of(&[first, worker]);
     let kinds: Vec<(&str, u64)> = lines.iter().map(|(k, t, _)| (k.as_str(), *t)).collect();
     assert_eq!(
