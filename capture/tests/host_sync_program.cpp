@@ -4,19 +4,24 @@
 // between threads through each kind of synchronization (a wrong order would print a wrong sum), cancels a
 // thread blocked in a condition variable wait (a cancellation unwinds through the interposer), ends a thread
 // with pthread_exit, forks and waits for the child (which locks what the parent held across the fork), runs a
-// shell, and throws through pthread_once. `program exit N` exits with N; `program signal` dies of SIGTERM.
+// shell, throws through pthread_once, and hands values on through C++20's latch, semaphore, barrier and
+// atomic waits (futexes made through the C library's syscall). `program exit N` exits with N; `program signal` dies of SIGTERM.
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <barrier>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <latch>
 #include <mutex>
+#include <semaphore>
 #include <shared_mutex>
 #include <stdexcept>
 #include <string>
@@ -256,6 +261,67 @@ long futures(int rounds) {
   return sum + later.get();
 }
 
+// C++20's waits, each waiter asleep before its value comes (libstdc++ sleeps on futexes through syscall): a
+// latch counted down by several threads, a semaphore handing turns back and forth, a barrier's phases, and an
+// int's atomic wait and notify.
+long cpp20_waits(int rounds) {
+  long sum = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::latch ready(3);
+    long parts[3] = {};
+    std::vector<std::thread> counters;
+    for (int id = 0; id < 3; ++id) {
+      counters.emplace_back([&, id] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        parts[id] = round + id;
+        ready.count_down();
+      });
+    }
+    ready.wait();
+    sum += parts[0] + parts[1] + parts[2];
+    for (auto& counter : counters) counter.join();
+  }
+  std::binary_semaphore to_worker(0), to_main(0);
+  long token = 0;
+  std::thread worker([&] {
+    for (int round = 0; round < rounds; ++round) {
+      to_worker.acquire();
+      token += 10;
+      to_main.release();
+    }
+  });
+  for (int round = 0; round < rounds; ++round) {
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    token += 1;
+    to_worker.release();
+    to_main.acquire();
+  }
+  worker.join();
+  sum += token;
+  long phases = 0;
+  std::barrier step(2, [&]() noexcept { phases += 1; });
+  std::thread partner([&] {
+    for (int round = 0; round < rounds; ++round) step.arrive_and_wait();
+  });
+  for (int round = 0; round < rounds; ++round) {
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    step.arrive_and_wait();
+  }
+  partner.join();
+  sum += phases * 100;
+  std::atomic<int> flag{0};
+  long handed = 0;
+  std::thread waiter([&] {
+    flag.wait(0);
+    handed += 5000;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  flag.store(1);
+  flag.notify_one();
+  waiter.join();
+  return sum + handed;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -266,6 +332,7 @@ int main(int argc, char** argv) {
   std::printf("barrier: %ld\n", barrier_rounds(4));
   std::printf("call_once calls: %d\n", once_with_a_throw());
   std::printf("futures: %ld\n", futures(10));
+  std::printf("C++20 waits: %ld\n", cpp20_waits(10));
   std::printf("threads: %s\n", cancel_and_exit().c_str());
   std::printf("forked child: %d\n", fork_while_locking());
   std::fflush(stdout);

@@ -4,7 +4,8 @@
 # Needs the streamtrace binary and libstreamtrace_capture.so in .gpu/bin (built on the development machine).
 # CUDA="a b" runs only those samples. A sample with a line `// VARIANT: ARG` is also run with ARG as its argument,
 # into NAME-ARG.json; one with `// LINK: FLAGS` is linked with FLAGS (`// LINK: NCCL`: with the NCCL of python3's
-# nvidia-nccl wheel, the one PyTorch loads, or NCCL_HOME's include/ and lib/). CAPTURE_ARGS="--exact" captures with those
+# nvidia-nccl wheel, the one PyTorch loads, or NCCL_HOME's include/ and lib/); one with `// STD: c++20` is built
+# for that C++ standard instead of C++17. CAPTURE_ARGS="--exact" captures with those
 # options of `streamtrace capture`. Each program also runs plain: NAME.plain.out holds its output, and a line says
 # whether its output and exit status were the same plain and captured.
 set -euo pipefail
@@ -33,7 +34,8 @@ for src in "${sources[@]}"; do
   link=$(sed -n 's|^// LINK: ||p' "$src")
   # Without NCCL the sample fails to build, and the others still run.
   [ "$link" != NCCL ] || link=$(nccl_flags) || link=""
-  nvcc -g -lineinfo -O2 -arch=sm_90 -std=c++17 -o "$build/$name" "$src" -lpthread $link &
+  std=$(sed -n 's|^// STD: ||p' "$src")
+  nvcc -g -lineinfo -O2 -arch=sm_90 -std=${std:-c++17} -o "$build/$name" "$src" -lpthread $link &
 done
 wait
 for src in "${sources[@]}"; do

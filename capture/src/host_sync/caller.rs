@@ -88,6 +88,65 @@ pub fn decided_already(return_address: usize) -> Option<bool> {
     decided(slot_of(return_address), return_address)
 }
 
+/// Notes the call that returns to `return_address` as not the program's (the futex stand-in's decision for
+/// this library's own code).
+pub fn note_not_programs(return_address: usize) {
+    slot_of(return_address).store(decision(return_address, false), Ordering::Relaxed);
+}
+
+/// Whether `address` lies in the code of the object this library's code is linked into (the capture library,
+/// or a test binary), read from its own program headers: no lock and no loader call, since the futex calls
+/// this decides include those of the locks that reading /proc/self/maps takes.
+pub fn in_this_object(address: usize) -> bool {
+    static START: AtomicUsize = AtomicUsize::new(0);
+    static END: AtomicUsize = AtomicUsize::new(0);
+    let mut end = END.load(Ordering::Acquire);
+    if end == 0 {
+        // Two threads may both read the headers: they find the same range.
+        let (start, this_end) = own_code().unwrap_or((usize::MAX, usize::MAX));
+        START.store(start, Ordering::Relaxed);
+        END.store(this_end, Ordering::Release);
+        end = this_end;
+    }
+    (START.load(Ordering::Relaxed)..end).contains(&address)
+}
+
+/// The range of this object's executable segments, from the ELF header the linker places `__ehdr_start` at.
+#[cfg(target_pointer_width = "64")]
+fn own_code() -> Option<(usize, usize)> {
+    extern "C" {
+        /// Defined by the linker (GNU ld and lld) at the ELF header of the object being linked, hidden.
+        static __ehdr_start: libc::Elf64_Ehdr;
+    }
+    // Safety: the linker's symbol for this object's own header, mapped with its first segment.
+    let header = unsafe { &*std::ptr::addr_of!(__ehdr_start) };
+    let base = header as *const libc::Elf64_Ehdr as usize;
+    // Safety: the program headers lie where the header says, inside the first loaded segment as linkers place
+    // them, mapped for the life of the object.
+    let headers = unsafe {
+        std::slice::from_raw_parts(
+            (base + usize::try_from(header.e_phoff).ok()?) as *const libc::Elf64_Phdr,
+            usize::from(header.e_phnum),
+        )
+    };
+    let loaded = |h: &&libc::Elf64_Phdr| h.p_type == libc::PT_LOAD;
+    // The load bias: where the segment that maps the file's start (and so the header) was put.
+    let first = headers.iter().filter(loaded).find(|h| h.p_offset == 0)?;
+    let bias = base.checked_sub(usize::try_from(first.p_vaddr).ok()?)?;
+    let code = headers.iter().filter(loaded).filter(|h| h.p_flags & libc::PF_X != 0);
+    code.map(|h| Some((bias + usize::try_from(h.p_vaddr).ok()?, bias + usize::try_from(h.p_vaddr + h.p_memsz).ok()?)))
+        .try_fold(None, |range: Option<(usize, usize)>, segment| {
+            let (start, end) = segment?;
+            Some(Some(range.map_or((start, end), |(s, e)| (s.min(start), e.max(end)))))
+        })
+        .flatten()
+}
+
+#[cfg(not(target_pointer_width = "64"))]
+fn own_code() -> Option<(usize, usize)> {
+    None
+}
+
 /// The slot of a return address: the shims' fast path computes it alike, in assembly (interpose/mod.rs).
 fn slot_of(return_address: usize) -> &'static AtomicUsize {
     &DECIDED[(return_address ^ return_address >> SLOT_MIX_SHIFT) % SLOTS]
@@ -244,6 +303,17 @@ mod tests {
         assert_eq!(owner_of(&mappings, 0x4000), Some(Owner::Executable));
         assert_eq!(owner_of(&mappings, 0x5000), None, "past the last");
         assert_eq!(owner_of(&[], 0x1000), None);
+    }
+
+    #[test]
+    fn this_objects_own_code_is_found_from_its_headers() {
+        let here = this_objects_own_code_is_found_from_its_headers as fn() as usize;
+        assert!(in_this_object(here));
+        assert!(in_this_object(in_this_object as fn(usize) -> bool as usize));
+        assert!(!in_this_object(libc::strlen as *const () as usize), "the C library's code");
+        let on_the_stack = 0u8;
+        assert!(!in_this_object(&on_the_stack as *const u8 as usize));
+        assert!(!in_this_object(0));
     }
 
     #[test]

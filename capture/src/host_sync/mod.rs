@@ -1,6 +1,7 @@
 //! Host synchronization between the program's threads, as ThreadSanitizer sees it (DESIGN.md, host threads): thread
 //! create and join, mutexes, rwlocks, spin locks, condition variables, barriers, `pthread_once` and semaphores,
-//! OpenMP's parallel regions, barriers, critical sections and locks, and the waits of libstdc++'s futures.
+//! OpenMP's parallel regions, barriers, critical sections and locks, and futex waits and wakes made through the C
+//! library's `syscall` (libstdc++'s futures and C++20 latches, semaphores, barriers and atomic waits).
 //! The library defines the pthread and semaphore functions (interpose/); `streamtrace capture` puts it in
 //! LD_PRELOAD so that the program's calls reach them (loaded by the driver alone, through
 //! CUDA_INJECTION64_PATH, it would see none), and each calls the real function (real.rs) around a little

@@ -3,7 +3,7 @@
 //! inside one is unwound through the interposer, which holds nothing that needs dropping there. Touches libc's
 //! dlsym and dlvsym only.
 
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::{c_int, c_long, c_void, CStr};
 
 use crate::next_symbol::real_functions;
 
@@ -63,6 +63,8 @@ real_functions! {
     sem_trywait: fn(*mut sem_t) -> c_int;
     sem_timedwait: fn(*mut sem_t, *const timespec) -> c_int;
     sem_clockwait: fn(*mut sem_t, clockid_t, *const timespec) -> c_int;
+    // Variadic in C; the x86_64 and aarch64 conventions pass its arguments as a plain function's.
+    syscall: fn(c_long, usize, usize, usize, usize, usize, usize) -> c_long;
 }
 
 #[cfg(test)]

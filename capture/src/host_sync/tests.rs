@@ -381,27 +381,40 @@ fn an_openmp_region_forks_and_joins_its_team_and_a_barrier_orders_it() {
     assert_eq!(worker_lines[3].1, master_lines[2].1, "the barrier hands the worker's snapshot to the master");
 }
 
-#[test]
-fn a_future_that_slept_acquires_what_its_promise_released() {
-    use super::interpose::futures::{futex_notify_all, futex_wait_until};
+/// A futex call of `syscall`'s stand-in on `word` (futex(2)'s `operation`, `value`), made from `caller`.
+fn futex(word: &std::sync::atomic::AtomicU32, operation: i32, value: u32, caller: usize) -> i64 {
+    let word = word.as_ptr() as usize;
+    // Safety: a futex call on a live word, with no timeout and no second word.
+    unsafe {
+        super::interpose::futex::syscall_body(
+            libc::SYS_futex,
+            word,
+            operation as usize,
+            value as usize,
+            0,
+            0,
+            0,
+            caller,
+        )
+    }
+}
+
+/// A waiter sleeps on a futex word until a setter, which synchronized first, stores 1 and wakes it (as a
+/// C++20 latch or semaphore, or a future, does), each calling from the place given; the lines of both.
+fn futex_hand_over(waker_at: usize, waiter_at: usize) -> (u64, u64, Vec<(String, u64, u64)>) {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     capture_on();
-    // The C++ library, where the stand-ins find libstdc++'s functions (a Rust test binary does not load it).
-    // Safety: loads the C++ library into the global scope.
-    let libstdcxx = unsafe { libc::dlopen(c"libstdc++.so.6".as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
-    assert!(!libstdcxx.is_null(), "libstdc++.so.6 is needed by this test");
-    // A shared state's word, as std::promise and std::future use it: 0 until ready.
     let word: &'static AtomicU32 = Box::leak(Box::new(AtomicU32::new(0)));
     let (going_to_sleep, asleep) = mpsc::channel::<()>();
     let waiter = std::thread::spawn(move || {
         going_to_sleep.send(()).unwrap();
         let mut waits = 0;
         while word.load(Ordering::Acquire) == 0 {
-            futex_wait_until(std::ptr::null_mut(), word.as_ptr(), 0, false, 0, 0);
+            futex(word, libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, 0, waiter_at);
             waits += 1;
         }
-        // It slept until woken (a wrong argument makes libstdc++'s wait return at once, and the waiter spin).
+        // It slept until woken: the stand-in passed the call on as it came.
         assert!(waits <= 2, "{waits} waits");
         launch();
         thread_id()
@@ -412,11 +425,20 @@ fn a_future_that_slept_acquires_what_its_promise_released() {
         // Long enough for the waiter to be asleep on the futex: the wake, not a look at the word, lets it go on.
         std::thread::sleep(std::time::Duration::from_millis(100));
         word.store(1, Ordering::Release);
-        futex_notify_all(word.as_ptr());
+        futex(word, libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, i32::MAX as u32, waker_at);
         thread_id()
     });
     let (setter, waiter) = (setter.join().unwrap(), waiter.join().unwrap());
-    let lines = lines_of(&[setter, waiter]);
+    (setter, waiter, lines_of(&[setter, waiter]))
+}
+
+/// A call site the caller table takes for the program's (a test binary's own code is this library's).
+const PROGRAMS_PLACE: usize = 0x5eed_0000;
+
+#[test]
+fn a_futex_waiter_that_slept_acquires_what_its_waker_released() {
+    super::caller::decide_as(PROGRAMS_PLACE, true);
+    let (setter, waiter, lines) = futex_hand_over(PROGRAMS_PLACE, PROGRAMS_PLACE);
     let kinds: Vec<(&str, u64)> = lines.iter().map(|(k, t, _)| (k.as_str(), *t)).collect();
     assert_eq!(
         kinds,
@@ -424,6 +446,19 @@ fn a_future_that_slept_acquires_what_its_promise_released() {
         "{lines:?}"
     );
     assert_eq!(lines[1].2, lines[2].2, "the waiter acquires the setter's snapshot");
+}
+
+#[test]
+fn futex_calls_of_this_librarys_own_code_order_nothing() {
+    // Rust's mutexes, channels and thread parking in this library are futexes: calls from its own code (here,
+    // this test binary's) pass straight on, and the same hand-over orders nothing.
+    let own = futex_calls_of_this_librarys_own_code_order_nothing as fn() as usize + 1;
+    let (setter, waiter, lines) = futex_hand_over(own, own);
+    // (The setter's end releases its snapshot into its thread, which nobody joins here.)
+    assert!(lines.iter().all(|(kind, thread, _)| kind != "host_acquire" || *thread != waiter), "{lines:?}");
+    assert!(lines.iter().any(|(kind, thread, _)| kind == "record" && *thread == waiter), "{lines:?}");
+    assert!(lines.iter().any(|(kind, thread, _)| kind == "sync" && *thread == setter), "{lines:?}");
+    assert_eq!(super::caller::decided_already(own), Some(false), "noted for the shim's fast path");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The exported pthread and semaphore functions that stand in front of the C library's when the capture library
-//! is preloaded, OpenMP's entry points in front of libgomp's (openmp.rs) and libstdc++'s futex functions of
-//! std::future (futures.rs); these two need no shim. Each is a shim that hands its body the caller's return address as one more argument (whose
+//! is preloaded, OpenMP's entry points in front of libgomp's (openmp.rs, which need no shim) and the C library's
+//! `syscall`, for the futexes that libstdc++'s futures and C++20 waits sleep on (futex.rs, a shim of its own).
+//! Each pthread one is a shim that hands its body the caller's return address as one more argument (whose
 //! call it is decides whether its locks are the program's, caller.rs) and jumps there, so that the body returns
 //! straight to the caller; the lock and wait shims first pass calls of the CUDA stack straight to the C
 //! library. The bodies (threads.rs, locks.rs, waits.rs) call the real function
@@ -10,11 +11,10 @@
 //! Which calls, and what each does, follows ThreadSanitizer's interceptors: an unlock, a post, a thread's
 //! creation or end releases; a lock, a wait, a join acquires; a condition variable orders through its mutex.
 //! Not seen: synchronization without these calls (std::atomic flags, spin loops on plain memory, futexes
-//! called directly, which is how libstdc++ implements std::latch, std::barrier, std::counting_semaphore and
-//! static initialization, C11 `mtx_*`/`thrd_*`, which glibc calls internally, and what openmp.rs and
-//! futures.rs leave out).
+//! made with the `syscall` instruction itself rather than the C library's function, C11 `mtx_*`/`thrd_*`,
+//! which glibc calls internally, and what openmp.rs and futex.rs leave out).
 
-pub(super) mod futures;
+pub(super) mod futex;
 mod locks;
 pub(super) mod openmp;
 mod openmp_binding;
