@@ -146,6 +146,14 @@ macro_rules! real_functions {
             $(pub static $name: AtomicUsize = AtomicUsize::new(0);)*
         }
 
+        /// Looks every function up now: the library's constructor does, since a first call made later on a
+        /// thread that a library's constructor waits for (the loader's lock held meanwhile) would wait for that
+        /// lock in dlsym, and one in a signal handler would need dlsym's stack.
+        #[allow(dead_code)] // where a module's functions are looked up on first use only
+        pub fn resolve_all() {
+            $(let _ = $name();)*
+        }
+
         $(
             /// The real function, or None where nothing defines it.
             #[allow(non_snake_case)] // the C names (NCCL's are camel case)

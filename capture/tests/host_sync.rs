@@ -73,7 +73,8 @@ fn preloaded_interposers_leave_a_program_without_cuda_as_it_was() {
         assert!(bound.lines().any(|l| l.contains(&to_library)), "{symbol} is not bound to the library");
     }
     let alone = run(&binary, &[], None, &traces);
-    assert!(String::from_utf8_lossy(&alone.stdout).contains("threads: cancelled, cleanups 1, exit value 42"));
+    assert!(String::from_utf8_lossy(&alone.stdout)
+        .contains("threads: cancelled, cleanups 1, exit value 42; futex waiter cancelled, cleanups 1, destructors 1"));
     assert!(String::from_utf8_lossy(&alone.stdout).contains("forked child: 7"));
     assert!(String::from_utf8_lossy(&alone.stdout).contains("futures: 1135"));
     // Latches: 10 rounds of 3 parts (3 * 45 + 30); the semaphore's token: 10 turns of 11; the barrier: 10
@@ -82,6 +83,33 @@ fn preloaded_interposers_leave_a_program_without_cuda_as_it_was() {
     assert_eq!(run(&binary, &["exit", "3"], None, &traces).status.code(), Some(3));
     assert_eq!(run(&binary, &["signal"], None, &traces).status.signal(), Some(libc::SIGTERM));
     assert!(!traces.exists(), "a process without CUDA writes no trace");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A library's constructor that waits for a thread making its first system call through syscall() and its first
+/// lock and semaphore calls (tests/constructor_thread.cpp) loads as it does without the library: the real
+/// functions were looked up when the library was loaded, not on first use inside the dlopen that holds the
+/// loader's lock.
+#[test]
+fn a_constructor_waiting_for_a_thread_loads_with_the_interposers() {
+    let Some(cxx) = compiler_for("the constructor's test") else { return };
+    let dir = std::env::temp_dir().join(format!("streamtrace-constructor-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (loader, constructed) = (dir.join("loader"), dir.join("libconstructed.so"));
+    common_compiler::build(&cxx, &["-O1", "-DLOADER"], "constructor_thread.cpp", &loader);
+    common_compiler::build(&cxx, &["-O1", "-fPIC", "-shared", "-pthread"], "constructor_thread.cpp", &constructed);
+    let traces = dir.join("traces");
+    let argument = constructed.to_str().unwrap();
+    let alone = run(&loader, &[argument], None, &traces);
+    assert_eq!(String::from_utf8_lossy(&alone.stdout), "loaded: the worker ran\n", "{alone:?}");
+    for round in 0..3 {
+        // Under a time limit: the deadlock fails the test instead of hanging it.
+        let limited = ["20", loader.to_str().unwrap(), argument];
+        let preloaded = run(Path::new("timeout"), &limited, Some(&library().display().to_string()), &traces);
+        assert_eq!(preloaded.stdout, alone.stdout, "round {round}: {preloaded:?}");
+        assert!(preloaded.status.success(), "round {round}: {preloaded:?}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -7,8 +7,10 @@
 // shell, throws through pthread_once, and hands values on through C++20's latch, semaphore, barrier and
 // atomic waits (futexes made through the C library's syscall). `program exit N` exits with N; `program signal` dies of SIGTERM.
 #include <pthread.h>
+#include <linux/futex.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -175,12 +177,34 @@ void* wait_to_be_cancelled(void*) {
   return nullptr;
 }
 
+// A futex wait made through syscall() itself, cancelled asynchronously: the unwinding goes through the capture
+// library's syscall stand-in and must still run the cleanup handler and the destructor below it.
+int futex_word = 0;
+std::atomic<int> futex_waiting{0}, futex_cleanups{0}, futex_destructors{0};
+
+struct CountsItsDestruction {
+  ~CountsItsDestruction() { ++futex_destructors; }
+};
+
+void* wait_on_a_futex_to_be_cancelled(void*) {
+  CountsItsDestruction guard;
+  pthread_cleanup_push([](void*) { ++futex_cleanups; }, nullptr);
+  pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, nullptr);
+  futex_waiting = 1;
+  // Through a pointer without glibc's noexcept: the cancellation unwinds out of this call.
+  long (*volatile system_call)(long, ...) = syscall;
+  while (true) system_call(SYS_futex, &futex_word, FUTEX_WAIT_PRIVATE, 0, nullptr, nullptr, 0);
+  pthread_cleanup_pop(0);
+  return nullptr;
+}
+
 void* exit_early(void* value) {
   pthread_exit(value);
   return nullptr;
 }
 
-// A thread cancelled inside a condition variable wait, one ended by pthread_exit, and their joins.
+// A thread cancelled inside a condition variable wait, one ended by pthread_exit, one cancelled inside a futex
+// wait, and their joins.
 std::string cancel_and_exit() {
   pthread_t waiter, leaver;
   pthread_create(&waiter, nullptr, wait_to_be_cancelled, nullptr);
@@ -193,8 +217,17 @@ std::string cancel_and_exit() {
   pthread_join(leaver, &left);
   pthread_mutex_lock(&cancel_lock);  // the cleanup handler unlocked it
   pthread_mutex_unlock(&cancel_lock);
+  pthread_t futex_waiter;
+  pthread_create(&futex_waiter, nullptr, wait_on_a_futex_to_be_cancelled, nullptr);
+  while (!futex_waiting) usleep(1000);
+  usleep(20000);
+  pthread_cancel(futex_waiter);
+  void* futex_result = nullptr;
+  pthread_join(futex_waiter, &futex_result);
   return std::string(result == PTHREAD_CANCELED ? "cancelled" : "not cancelled") + ", cleanups " +
-         std::to_string(cleanups) + ", exit value " + std::to_string(reinterpret_cast<long>(left));
+         std::to_string(cleanups) + ", exit value " + std::to_string(reinterpret_cast<long>(left)) +
+         "; futex waiter " + (futex_result == PTHREAD_CANCELED ? "cancelled" : "not cancelled") + ", cleanups " +
+         std::to_string(futex_cleanups.load()) + ", destructors " + std::to_string(futex_destructors.load());
 }
 
 // A fork while another thread keeps locking: the child locks the same mutex, starts and joins a thread, and

@@ -332,15 +332,17 @@ fn with_state<T>(write: impl FnOnce(&mut ProcessState, Call) -> T) -> Option<T> 
     Some(write(state, call))
 }
 
-/// Registered when the library is loaded, so that in a forked child it runs before every other child handler
-/// (they run in the order they were registered), whose pthread calls may come here.
+/// Run when the library is loaded: the fork handler is registered then, so that in a forked child it runs before
+/// every other child handler (they run in the order they were registered), whose pthread calls may come here;
+/// and the real functions are looked up then (real.rs), never later inside a call that may hold up the loader.
 #[used]
 #[link_section = ".init_array"]
-static AT_LOAD: extern "C" fn() = register_fork_handler;
+static AT_LOAD: extern "C" fn() = at_load;
 
-extern "C" fn register_fork_handler() {
+extern "C" fn at_load() {
     // Safety: registers a plain extern "C" function for the child of a fork.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+    real::resolve_all();
 }
 
 /// In the child of a fork: its trace starts empty, and the tables a thread the child does not have may have

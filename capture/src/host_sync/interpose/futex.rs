@@ -11,7 +11,9 @@
 //! `std::barrier`'s last thread to arrive does not wait, so it learns nothing of the others. libstdc++ waits
 //! for values that are not 4-byte integers (`atomic<bool>::wait`, `std::barrier`'s phase) on one of 16 shared
 //! proxy words picked by address, and two objects that share one hand their wakers' snapshots to each other's
-//! waiters.
+//! waiters. A waiter that a requeue moved to another word acquires the word it waited on, not the one its
+//! waker released into (no library seen requeues through `syscall`: glibc's own condition variables no longer do,
+//! and make no call of it).
 //!
 //! Every other system call, and every futex call from code decided not the program's (caller.rs: the CUDA
 //! stack, and this library, whose own mutexes, channels and thread parking are Rust's futexes), is passed
@@ -33,6 +35,9 @@ use crate::host_sync::{acquire, release};
 pub extern "C" fn syscall() {
     #[cfg(target_arch = "x86_64")]
     core::arch::naked_asm!(
+        // Unwind information for the frame below (a thread cancelled in a wait unwinds through it, a debugger
+        // walks it): the return address is at the frame's top until the body's frame is built.
+        ".cfi_startproc",
         "cmp rdi, {futex}",
         "je 2f",
         "mov rax, [rip + {real}]",
@@ -59,11 +64,16 @@ pub extern "C" fn syscall() {
         // kept 16-byte aligned at the call.
         "3:",
         "sub rsp, 8",
+        ".cfi_adjust_cfa_offset 8",
         "push qword ptr [rsp + 8]",
+        ".cfi_adjust_cfa_offset 8",
         "push qword ptr [rsp + 24]",
+        ".cfi_adjust_cfa_offset 8",
         "call {body}",
         "add rsp, 24",
+        ".cfi_adjust_cfa_offset -24",
         "ret",
+        ".cfi_endproc",
         futex = const libc::SYS_futex,
         shift = const caller::SLOT_MIX_SHIFT,
         mask = const caller::SLOTS - 1,
@@ -79,9 +89,10 @@ pub extern "C" fn syscall() {
 /// before the real function was looked up.
 ///
 /// # Safety
-/// Called by the shim with the program's arguments, passed on as they came.
+/// Called by the shim with the program's arguments, passed on as they came. "C-unwind", as the pthread bodies:
+/// a thread cancelled inside the call unwinds through it, and nothing here needs dropping across the call.
 #[allow(clippy::too_many_arguments)] // the system call's six, its number and the caller
-pub unsafe extern "C" fn syscall_body(
+pub unsafe extern "C-unwind" fn syscall_body(
     number: c_long,
     a1: usize,
     a2: usize,
