@@ -17,7 +17,7 @@
 //!
 //! Every other system call, and every futex call from code decided not the program's (caller.rs: the CUDA
 //! stack, and this library, whose own mutexes, channels and thread parking are Rust's futexes), is passed
-//! straight to the C library by the exported function itself.
+//! straight to the C library: on x86_64 by the exported function itself, on aarch64 by the body.
 
 use std::ffi::{c_int, c_long};
 
