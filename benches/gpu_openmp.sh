@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# On the GPU machine: the OpenMP stand-ins (capture/src/host_sync/interpose/openmp.rs).
-#  1. samples/cuda/omp_halo_streams (its three variants) and future_handover captured through run_all.sh; each
-#     trace's verdict and its host_release/host_acquire counts.
+# On the GPU machine: the OpenMP stand-ins (capture/src/host_sync/interpose/openmp.rs) and the futex stand-in
+# (futex.rs).
+#  1. samples/cuda/omp_halo_streams (its three variants), future_handover and cpp20_wait_handover (C++20's waits)
+#     captured through run_all.sh; each trace's verdict and its host_release/host_acquire counts.
 #  2. PyTorch's CPU ops, which run their parallel regions on the libgomp its wheel carries: a script of CPU
 #     reductions, an elementwise op and a matmul prints the same plain and captured; where torch's libgomp is
 #     (in the global scope or not), and the preloaded library's GOMP_parallel bound for libtorch_cpu; the
@@ -19,8 +20,8 @@ summary="$OUT/openmp.txt"
 : > "$summary"
 say() { echo "$@" | tee -a "$summary"; }
 
-say "== 1. OpenMP CUDA samples"
-CUDA="omp_halo_streams future_handover" bash samples/cuda/run_all.sh "$work/cuda" >> "$summary" 2>&1
+say "== 1. OpenMP, future and C++20 wait CUDA samples"
+CUDA="omp_halo_streams future_handover cpp20_wait_handover" bash samples/cuda/run_all.sh "$work/cuda" >> "$summary" 2>&1
 for trace in "$work"/cuda/*.json; do
   name=$(basename "$trace" .json)
   $st analyze --format json "$trace" > "$work/$name.report.json" 2>/dev/null
