@@ -53,8 +53,8 @@ const NOT_THE_PROGRAMS: &[&str] = &[
     "libtcmalloc",
 ];
 
-/// Decides `return_address` as [`is_programs`] would have (a test's stand-in for a library's call site).
-#[cfg(test)]
+/// Decides `return_address` as given, where [`is_programs`] would have decided otherwise or not yet: the futex
+/// stand-in's decision for this library's own code, and a test's stand-in for a library's call site.
 pub fn decide_as(return_address: usize, programs: bool) {
     slot_of(return_address).store(decision(return_address, programs), Ordering::Relaxed);
 }
@@ -86,12 +86,6 @@ pub fn decided_already(return_address: usize) -> Option<bool> {
         return Some(true);
     }
     decided(slot_of(return_address), return_address)
-}
-
-/// Notes the call that returns to `return_address` as not the program's (the futex stand-in's decision for
-/// this library's own code).
-pub fn note_not_programs(return_address: usize) {
-    slot_of(return_address).store(decision(return_address, false), Ordering::Relaxed);
 }
 
 /// Whether `address` lies in the code of the object this library's code is linked into (the capture library,

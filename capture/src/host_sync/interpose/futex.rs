@@ -133,7 +133,7 @@ pub unsafe extern "C-unwind" fn syscall_body(
 /// next calls on before the body.
 fn programs_futex(caller: usize) -> bool {
     if caller::decided_already(caller).is_none() && caller::in_this_object(caller) {
-        caller::note_not_programs(caller);
+        caller::decide_as(caller, false);
         return false;
     }
     true
