@@ -22,6 +22,14 @@ fn build(cxx: &str, dir: &Path) -> PathBuf {
     binary
 }
 
+/// An empty folder of this test process's, `streamtrace-LABEL-PID` under the temporary folder.
+fn fresh_dir(label: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("streamtrace-{label}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// Runs the program with `args`, with the library preloaded (after the LD_PRELOAD given) or not.
 fn run(binary: &Path, args: &[&str], preload: Option<&str>, traces: &Path) -> Output {
     let mut command = Command::new(binary);
@@ -35,9 +43,7 @@ fn run(binary: &Path, args: &[&str], preload: Option<&str>, traces: &Path) -> Ou
 #[test]
 fn preloaded_interposers_leave_a_program_without_cuda_as_it_was() {
     let Some(cxx) = compiler_for("the interposers' test") else { return };
-    let dir = std::env::temp_dir().join(format!("streamtrace-host-sync-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("host-sync");
     let binary = build(&cxx, &dir);
     let library = library();
     let traces = dir.join("traces");
@@ -93,9 +99,7 @@ fn preloaded_interposers_leave_a_program_without_cuda_as_it_was() {
 #[test]
 fn a_constructor_waiting_for_a_thread_loads_with_the_interposers() {
     let Some(cxx) = compiler_for("the constructor's test") else { return };
-    let dir = std::env::temp_dir().join(format!("streamtrace-constructor-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("constructor");
     let (loader, constructed) = (dir.join("loader"), dir.join("libconstructed.so"));
     common_compiler::build(&cxx, &["-O1", "-DLOADER"], "constructor_thread.cpp", &loader);
     common_compiler::build(&cxx, &["-O1", "-fPIC", "-shared", "-pthread"], "constructor_thread.cpp", &constructed);
@@ -119,9 +123,7 @@ fn a_constructor_waiting_for_a_thread_loads_with_the_interposers() {
 #[test]
 fn preloaded_openmp_stand_ins_leave_openmp_programs_as_they_were() {
     let Some(cxx) = compiler_for("the OpenMP stand-ins' test") else { return };
-    let dir = std::env::temp_dir().join(format!("streamtrace-openmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("openmp");
     let library = library();
     let traces = dir.join("traces");
 
