@@ -581,7 +581,8 @@ fn native_samples_of_libraries_threads_and_stream_operations_match_their_ground_
 /// function filling pinned memory (found even when it runs before any GPU work touches the buffer), capture into
 /// an existing graph after one of its nodes, the legacy default stream's synchronization (DESIGN.md, legacy
 /// default stream: it waits for blocking streams' work), prefetched managed memory, a memory pool reused across
-/// streams, OpenMP threads and a ring of streams.
+/// streams, OpenMP threads and a ring of streams; C++20's latch, semaphore, atomic wait and barrier between two
+/// threads (H100, 2026-12-07: libstdc++'s futexes, recorded through the `syscall` stand-in).
 #[test]
 fn native_samples_of_real_project_patterns_match_their_ground_truth() {
     const RAW: Race = ("read-after-write", "write_kernel", "read_kernel");
@@ -609,6 +610,11 @@ fn native_samples_of_real_project_patterns_match_their_ground_truth() {
         ("future_handover", &[]),
         ("future_handover-cv", &[]),
         ("future_handover-no-sync", &[WAW]),
+        ("cpp20_wait_handover", &[]),
+        ("cpp20_wait_handover-semaphore", &[]),
+        ("cpp20_wait_handover-atomic-wait", &[]),
+        ("cpp20_wait_handover-barrier", &[]),
+        ("cpp20_wait_handover-no-sync", &[WAW]),
         ("graph_child_conditional", &[]),
         ("graph_child_conditional-child-no-edge", &[RAW]),
         ("graph_child_conditional-cond", &[]),
