@@ -18,10 +18,12 @@
 mod activity;
 pub mod args;
 mod at_exit;
+mod call_buffers;
 mod call_kinds;
 pub mod calls;
 mod control;
 mod cost;
+mod cublas;
 mod cupti;
 mod cupti_owner;
 pub mod driver_call;
@@ -37,6 +39,7 @@ mod handlers;
 mod host_sync;
 pub mod host_watch;
 mod kernel_name;
+mod library_call;
 #[cfg(test)]
 mod live_capture_tests;
 mod nccl;

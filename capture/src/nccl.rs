@@ -22,7 +22,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use streamtrace_format::ByteRuns;
+use crate::call_buffers::Buffers;
 
 /// NCCL's `ncclResult_t` values this file returns or looks for.
 const NCCL_SUCCESS: c_int = 0;
@@ -65,39 +65,6 @@ pub enum Transfer {
     Send { send: u64, count: u64 },
     /// `ncclRecv(recv, count, peer)`: writes `count`.
     Recv { recv: u64, count: u64 },
-}
-
-/// The byte ranges one call reads and writes.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Buffers {
-    pub reads: Vec<ByteRuns>,
-    pub writes: Vec<ByteRuns>,
-}
-
-impl Buffers {
-    fn read(&mut self, address: u64, bytes: u64) {
-        push_range(&mut self.reads, address, bytes);
-    }
-
-    fn write(&mut self, address: u64, bytes: u64) {
-        push_range(&mut self.writes, address, bytes);
-    }
-
-    fn extend(&mut self, other: &Buffers) {
-        self.reads.extend_from_slice(&other.reads);
-        self.writes.extend_from_slice(&other.writes);
-    }
-
-    fn is_empty(&self) -> bool {
-        self.reads.is_empty() && self.writes.is_empty()
-    }
-}
-
-/// A range of `bytes` from `address`, unless it is empty or null (a rank that passes no buffer).
-fn push_range(runs: &mut Vec<ByteRuns>, address: u64, bytes: u64) {
-    if address != 0 && bytes != 0 {
-        runs.push(ByteRuns { first: address, len: bytes, step: 0, count: 1 });
-    }
 }
 
 impl Transfer {
@@ -465,6 +432,8 @@ pub extern "C-unwind" fn ncclGroupSimulateEnd(info: *mut c_void) -> c_int {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use streamtrace_format::ByteRuns;
 
     fn run(first: u64, len: u64) -> ByteRuns {
         ByteRuns { first, len, step: 0, count: 1 }

@@ -308,18 +308,25 @@ impl ProcessState {
             // Safety: passed on from the caller.
             crate::cost::kernel_args(|| unsafe { self.kernel_body(call, handle, kernel_params, extra) })
         };
-        let NodeBody::Kernel { function, first_pointer, pointer_count } = body else {
+        let NodeBody::Kernel { function, first_pointer, mut pointer_count } = body else {
             return;
         };
-        // An NCCL kernel's one argument names none of the program's buffers: the NCCL call it carries out does
-        // (inside a framework op, the op's extents do, and another thread's call must not lend it its ranges).
+        // A kernel that carries out a library call takes the call's ranges (inside a framework op, the op's
+        // extents stand for them, and another thread's call must not lend it its ranges): an NCCL kernel's one
+        // argument names none of the program's buffers, and a cuBLAS kernel's struct of parameters names them
+        // without saying which it writes.
         let nccl = self.function_layouts.get(function as usize).is_some_and(|f| f.name.starts_with("nccl"));
-        let known = if exact || !nccl || inside_op {
-            None
-        } else {
-            crate::nccl::buffers_for_launch(call.tid, cx.device)
-                .map(|buffers| self.known_accesses(buffers.reads, buffers.writes, None))
+        let library = match (exact || inside_op, nccl) {
+            (true, _) => None,
+            (false, true) => crate::nccl::buffers_for_launch(call.tid, cx.device),
+            (false, false) => crate::library_call::buffers_for_launch(),
         };
+        let known = library.map(|buffers| {
+            // Its pointer words into those ranges say no more than the call does; the others (a workspace)
+            // still count as the launch's own.
+            pointer_count = buffers.drop_words_within(&mut self.pending.pointers, first_pointer as usize);
+            self.known_accesses(buffers.reads, buffers.writes, None)
+        });
         let record = Record::Kernel { stream, function, first_pointer, pointer_count, api, known };
         if exact {
             self.hold_launch(call, record);

@@ -68,15 +68,24 @@ pub fn record(spec: &CallSpec, data: &DriverCall<'_>, origin: CallOrigin, walk_f
         let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: origin.correlation, site: 0 };
         let start = cost::call_started(call.time_ns);
         let sited = walk && CALL_SITES.load(Ordering::Relaxed);
-        // A Python program's call outside any op: its line, read before the lock (the observer reads the
-        // thread's Python frames).
-        let python_line = if sited && !crate::framework::inside_op() { crate::python_line::current() } else { None };
+        // Inside a library call (cuBLAS) the program's site is the call's, found when it began. Else a Python
+        // program's call outside any op has its line, read before the lock (the observer reads the thread's
+        // Python frames).
+        let library_site = if sited { crate::library_call::site_for_call() } else { None };
+        let python_line = if sited && library_site.is_none() && !crate::framework::inside_op() {
+            crate::python_line::current()
+        } else {
+            None
+        };
         let flush = {
             let Ok(mut slot) = cost::lock_wait(|| STATE.lock()) else { return };
             let Some(state) = state_for_this_process(&mut slot) else { return };
             let call = if sited && crate::framework::call_sites_wanted() {
-                let line = python_line.as_ref().map(crate::python_line::PythonLine::as_str);
-                Call { site: cost::walk(|| state.call_site(call, walk_from, line)), ..call }
+                let site = library_site.unwrap_or_else(|| {
+                    let line = python_line.as_ref().map(crate::python_line::PythonLine::as_str);
+                    cost::walk(|| state.call_site(call, walk_from, line))
+                });
+                Call { site, ..call }
             } else {
                 call
             };
@@ -103,4 +112,23 @@ pub fn record(spec: &CallSpec, data: &DriverCall<'_>, origin: CallOrigin, walk_f
     if outcome.is_err() {
         disable("an internal error in the capture library");
     }
+}
+
+/// The program's call site of a library call the capture stands in front of (cublas.rs), walked from `start`,
+/// the stand-in's own frame, with the calling thread's Python line; 0 where the capture records no call site
+/// for it now (off, outside a capture range, inside a framework op, nothing found).
+pub fn site_of_library_call(start: Start) -> u32 {
+    if !crate::control::ENABLED.load(Ordering::Relaxed)
+        || !CALL_SITES.load(Ordering::Relaxed)
+        || !crate::ranges::thread_recording()
+        || !crate::framework::call_sites_wanted()
+    {
+        return 0;
+    }
+    let python_line = crate::python_line::current();
+    let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: 0, site: 0 };
+    let Ok(mut slot) = cost::lock_wait(|| STATE.lock()) else { return 0 };
+    let Some(state) = state_for_this_process(&mut slot) else { return 0 };
+    let line = python_line.as_ref().map(crate::python_line::PythonLine::as_str);
+    cost::walk(|| state.call_site(call, start, line))
 }

@@ -1,0 +1,704 @@
+//! cuBLAS's and cuBLASLt's routines, stood in front of when the capture library is preloaded: what each call
+//! reads and writes by BLAS's definition of it, handed to the kernels that carry it out.
+//!
+//! A cuBLAS kernel takes the program's matrices inside a struct of parameters, where tier T1 cannot tell a read
+//! from a write: two gemms on two streams that only read one shared weight matrix would look like two writes of
+//! it. Each call here works out its operands' byte ranges (dimensions, leading dimensions, transposes, element
+//! sizes, batch strides) and passes the call on; every kernel the calling thread launches meanwhile takes those
+//! ranges as its reads and writes, and its pointer words into them count no more (process_state.rs). Pointer
+//! words elsewhere (the handle's workspace, a bias) still count as at tier T1. A call whose operands cannot be
+//! described (a data type or a matrix order this file does not know, arrays of pointers) names nothing, and its
+//! kernels stay at tier T1.
+//!
+//! Inside a framework op (PyTorch's matmuls) the op's extents already stand for its kernels' accesses: nothing
+//! is named there. cuBLAS calling its own exported functions (or cuBLASLt's) comes back here inside the
+//! program's call and is passed straight on. Calls to a cuBLAS linked into the program statically never reach
+//! these functions. Touches libc's dynamic loader functions, the framework's open ops and a thread-local.
+
+use std::cell::Cell;
+use std::ffi::{c_int, c_void};
+use std::panic::AssertUnwindSafe;
+
+use streamtrace_format::ByteRuns;
+
+use crate::call_buffers::Buffers;
+use crate::library_call::{self, OpenCall};
+use crate::unwind::Start;
+
+/// cuBLAS's `cublasStatus_t` values this file returns.
+const CUBLAS_STATUS_SUCCESS: c_int = 0;
+const CUBLAS_STATUS_NOT_INITIALIZED: c_int = 1;
+
+/// Batches of a strided batched call named one by one when their matrices have gaps (a leading dimension past the
+/// rows); more are named as one run from the first to the last.
+const BATCHES_NAMED_APART: i64 = 64;
+
+/// The bytes of one element of a `cudaDataType` (library_types.h); None for one this table does not know or one
+/// smaller than a byte (the 4-bit types).
+pub fn data_type_bytes(data_type: c_int) -> Option<u64> {
+    Some(match data_type {
+        3 | 8 | 28 | 29 => 1,                // R_8I, R_8U, R_8F_E4M3, R_8F_E5M2
+        2 | 7 | 9 | 14 | 20 | 22 => 2,       // R_16F, C_8I, C_8U, R_16BF, R_16I, R_16U
+        0 | 6 | 10 | 12 | 15 | 21 | 23 => 4, // R_32F, C_16F, R_32I, R_32U, C_16BF, C_16I, C_16U
+        1 | 4 | 11 | 13 | 24 | 26 => 8,      // R_64F, C_32F, C_32I, C_32U, R_64I, R_64U
+        5 | 25 | 27 => 16,                   // C_64F, C_64I, C_64U
+        _ => return None,
+    })
+}
+
+/// Whether a `cudaDataType` is complex (its scalars are pairs).
+fn is_complex(data_type: c_int) -> bool {
+    matches!(data_type, 4 | 5 | 6 | 7 | 9 | 11 | 13 | 15 | 21 | 23 | 25 | 27)
+}
+
+/// The bytes of the scalars (alpha, beta) of a `cublasGemmEx`-style call: of its compute type
+/// (`cublasComputeType_t`, or a `cudaDataType` as older code passes), complex where C is.
+pub fn scalar_bytes(compute_type: c_int, c_type: c_int) -> Option<u64> {
+    let real = match compute_type {
+        64 | 65 => 2,                               // COMPUTE_16F, _PEDANTIC
+        68 | 69 | 72 | 73 | 74 | 75 | 77 | 78 => 4, // COMPUTE_32F and its fast and emulated forms, COMPUTE_32I
+        70 | 71 | 79 => 8,                          // COMPUTE_64F, _PEDANTIC, _EMULATED_FIXEDPOINT
+        legacy => return data_type_bytes(legacy),
+    };
+    Some(if is_complex(c_type) { real * 2 } else { real })
+}
+
+/// How a BLAS routine takes a matrix operand (`cublasOperation_t`): as stored or transposed; None for a value
+/// this file does not know.
+fn transposed(op: c_int) -> Option<bool> {
+    match op {
+        0 | 3 => Some(false), // OP_N, OP_CONJG (conjugated, not transposed)
+        1 | 2 => Some(true),  // OP_T, OP_C
+        _ => None,
+    }
+}
+
+/// A matrix as it is stored: `rows` x `cols` elements of `element` bytes, column-major with leading dimension
+/// `ld` (for a row-major matrix, swap rows and cols), `batch` of them `stride` elements apart.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Matrix {
+    pub address: u64,
+    pub rows: i64,
+    pub cols: i64,
+    pub ld: i64,
+    pub element: u64,
+    pub batch: i64,
+    pub stride: i64,
+}
+
+impl Matrix {
+    /// One matrix, not batched.
+    pub fn single(address: u64, rows: i64, cols: i64, ld: i64, element: u64) -> Matrix {
+        Matrix { address, rows, cols, ld, element, batch: 1, stride: 0 }
+    }
+
+    /// The byte runs the matrix occupies: none for an empty or null one; None where its description is not one
+    /// cuBLAS accepts (negative sizes, a leading dimension short of the rows) or its bytes overflow.
+    pub fn runs(&self) -> Option<Vec<ByteRuns>> {
+        if self.rows < 0 || self.cols < 0 || self.batch < 0 || self.stride < 0 || self.ld < self.rows.max(1) {
+            return None;
+        }
+        if self.address == 0 || self.rows == 0 || self.cols == 0 || self.batch == 0 {
+            return Some(Vec::new());
+        }
+        let bytes = |elements: i64| u64::try_from(elements).ok()?.checked_mul(self.element);
+        let column = bytes(self.rows)?;
+        let one = if self.ld == self.rows {
+            ByteRuns { first: self.address, len: bytes(self.rows.checked_mul(self.cols)?)?, step: 0, count: 1 }
+        } else {
+            ByteRuns { first: self.address, len: column, step: bytes(self.ld)?, count: u64::try_from(self.cols).ok()? }
+        };
+        let extent = one.extent();
+        self.address.checked_add(extent)?;
+        if self.batch == 1 || self.stride == 0 {
+            return Some(vec![one]);
+        }
+        let stride = bytes(self.stride)?;
+        let batches = u64::try_from(self.batch).ok()?;
+        let whole = stride.checked_mul(batches - 1)?.checked_add(extent)?;
+        self.address.checked_add(whole)?;
+        Some(if stride < extent {
+            // Batches that overlap (a stride shorter than a matrix): their union is one run.
+            vec![ByteRuns { first: self.address, len: whole, step: 0, count: 1 }]
+        } else if one.count == 1 {
+            vec![ByteRuns { first: self.address, len: one.len, step: stride, count: batches }]
+        } else if self.batch <= BATCHES_NAMED_APART {
+            (0..batches).map(|i| ByteRuns { first: self.address + i * stride, ..one }).collect()
+        } else {
+            vec![ByteRuns { first: self.address, len: whole, step: 0, count: 1 }]
+        })
+    }
+}
+
+/// A vector of `n` elements of `element` bytes, `inc` elements apart (BLAS's negative increments walk the same
+/// elements backwards from the same base).
+fn vector(address: u64, n: i64, inc: i64, element: u64) -> Option<Vec<ByteRuns>> {
+    if n < 0 {
+        return None;
+    }
+    let step = inc.unsigned_abs().max(1);
+    let contiguous = step == 1 || n == 1;
+    let (rows, cols, ld) = if contiguous { (n, 1, n.max(1)) } else { (1, n, i64::try_from(step).ok()?) };
+    Matrix::single(address, rows, cols, ld, element).runs()
+}
+
+/// What one call reads and writes, by BLAS's definition of the routine.
+#[derive(Copy, Clone, Debug)]
+pub enum Routine {
+    /// `C = alpha op(A) op(B) + beta C`: op(A) is m x k, op(B) k x n, C m x n; `batch` times, each operand
+    /// `stride_*` elements on from the last (strided batched forms).
+    Gemm {
+        trans_a: c_int,
+        trans_b: c_int,
+        m: i64,
+        n: i64,
+        k: i64,
+        a: (u64, i64, u64, i64),
+        b: (u64, i64, u64, i64),
+        c: (u64, i64, u64, i64),
+        batch: i64,
+    },
+    /// `y = alpha op(A) x + beta y`, A m x n.
+    Gemv { trans: c_int, m: i64, n: i64, a: (u64, i64), x: (u64, i64), y: (u64, i64), element: u64 },
+    /// `y = alpha x + y`, or `y = x` (copy).
+    Axpy { n: i64, x: (u64, i64), y: (u64, i64), element: u64 },
+    /// `x = alpha x`.
+    Scal { n: i64, x: (u64, i64), element: u64 },
+    /// `result = x . y`, the result written where the pointer mode says (the host's copy is no device access).
+    Dot { n: i64, x: (u64, i64), y: (u64, i64), result: u64, element: u64 },
+}
+
+impl Routine {
+    /// A gemm of one element type: each operand as (address, leading dimension, element bytes, batch stride).
+    #[allow(clippy::too_many_arguments)]
+    fn gemm(
+        trans_a: c_int,
+        trans_b: c_int,
+        m: i64,
+        n: i64,
+        k: i64,
+        (a, lda, sa): (u64, i64, i64),
+        (b, ldb, sb): (u64, i64, i64),
+        (c, ldc, sc): (u64, i64, i64),
+        element: u64,
+        batch: i64,
+    ) -> Routine {
+        Routine::Gemm {
+            trans_a,
+            trans_b,
+            m,
+            n,
+            k,
+            a: (a, lda, element, sa),
+            b: (b, ldb, element, sb),
+            c: (c, ldc, element, sc),
+            batch,
+        }
+    }
+
+    /// The call's ranges, with `device_scalars` (alpha, beta: address and bytes) read where the handle takes
+    /// scalars from device memory; None where an operand cannot be described.
+    pub fn buffers(self, device_scalars: &[(u64, u64)], device_result: bool) -> Option<Buffers> {
+        let mut b = Buffers::default();
+        match self {
+            Routine::Gemm { trans_a, trans_b, m, n, k, a, b: bm, c, batch } => {
+                let (ta, tb) = (transposed(trans_a)?, transposed(trans_b)?);
+                let stored = |(address, ld, element, stride): (u64, i64, u64, i64), rows, cols| Matrix {
+                    address,
+                    rows,
+                    cols,
+                    ld,
+                    element,
+                    batch,
+                    stride,
+                };
+                if m == 0 || n == 0 {
+                    return Some(b);
+                }
+                let a = if ta { stored(a, k, m) } else { stored(a, m, k) };
+                let bm = if tb { stored(bm, n, k) } else { stored(bm, k, n) };
+                let c = stored(c, m, n);
+                b.reads.extend(a.runs()?);
+                b.reads.extend(bm.runs()?);
+                // beta C is read unless beta is 0, which only the values say: C is written either way.
+                b.writes.extend(c.runs()?);
+            }
+            Routine::Gemv { trans, m, n, a, x, y, element } => {
+                let (x_len, y_len) = if transposed(trans)? { (m, n) } else { (n, m) };
+                b.reads.extend(Matrix::single(a.0, m, n, a.1, element).runs()?);
+                b.reads.extend(vector(x.0, x_len, x.1, element)?);
+                b.writes.extend(vector(y.0, y_len, y.1, element)?);
+            }
+            Routine::Axpy { n, x, y, element } => {
+                b.reads.extend(vector(x.0, n, x.1, element)?);
+                b.writes.extend(vector(y.0, n, y.1, element)?);
+            }
+            Routine::Scal { n, x, element } => b.writes.extend(vector(x.0, n, x.1, element)?),
+            Routine::Dot { n, x, y, result, element } => {
+                b.reads.extend(vector(x.0, n, x.1, element)?);
+                b.reads.extend(vector(y.0, n, y.1, element)?);
+                if device_result {
+                    b.write(result, element);
+                }
+            }
+        }
+        for &(address, bytes) in device_scalars {
+            b.read(address, bytes);
+        }
+        Some(b)
+    }
+}
+
+thread_local! {
+    /// Set while the thread is inside one of these stand-ins: cuBLAS calls its own exported functions (and
+    /// cuBLASLt's) through their PLTs, which must neither name the call twice nor replace the outer call's ranges.
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs bookkeeping that must neither unwind into cuBLAS's caller nor stop the call: a panic loses the ranges.
+fn quietly<T: Default>(work: impl FnOnce() -> T) -> T {
+    std::panic::catch_unwind(AssertUnwindSafe(work)).unwrap_or_default()
+}
+
+/// What [`leave`] needs of a stand-in's entry: whether it was the outermost, and whether it opened a call.
+type Entered = (bool, bool);
+
+/// Enters a stand-in called from `start` (its own frame); for the program's own call outside a framework op,
+/// opens the call for the kernels it launches: the ranges `describe` gives, and the program's call site.
+fn enter(start: Start, describe: impl FnOnce() -> Option<Buffers>) -> Entered {
+    let outermost = !INSIDE.try_with(|inside| inside.replace(true)).unwrap_or(true);
+    if !outermost || crate::framework::inside_op() {
+        return (outermost, false);
+    }
+    let buffers = quietly(|| describe().filter(|b| !b.is_empty()));
+    let site = quietly(|| crate::recording::site_of_library_call(start));
+    if buffers.is_none() && site == 0 {
+        return (outermost, false);
+    }
+    (outermost, library_call::open(OpenCall { buffers, site }))
+}
+
+fn leave((outermost, opened): Entered) {
+    library_call::close(opened);
+    if outermost {
+        let _ = INSIDE.try_with(|inside| inside.set(false));
+    }
+}
+
+/// The handle's alpha and beta, as (address, bytes) reads, where it takes them from device memory; empty where
+/// it takes them from the host (their values are passed by value to the kernels).
+fn device_scalars(handle: Handle, alpha: *const c_void, beta: *const c_void, bytes: u64) -> Vec<(u64, u64)> {
+    if takes_device_pointers(handle) {
+        vec![(alpha as u64, bytes), (beta as u64, bytes)]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Whether the handle's pointer mode is device (`CUBLAS_POINTER_MODE_DEVICE`).
+fn takes_device_pointers(handle: Handle) -> bool {
+    let mut mode: c_int = 0;
+    // Safety: cuBLAS's own getter, given the program's handle and a local to fill.
+    let asked = real::cublasGetPointerMode_v2().map(|get| unsafe { get(handle, &mut mode) });
+    asked == Some(CUBLAS_STATUS_SUCCESS) && mode == 1
+}
+
+/// cuBLASLt's matrix layout, as [`Matrix`]; None where it is not one this file can describe (an order other
+/// than column- or row-major, arrays of pointers, a data type it does not know).
+fn lt_layout(address: *const c_void, layout: *mut c_void) -> Option<Matrix> {
+    fn attribute<T: Copy + Default>(layout: *mut c_void, attr: c_int) -> Option<T> {
+        let mut value = T::default();
+        let mut written = 0usize;
+        let get = real_lt::cublasLtMatrixLayoutGetAttribute()?;
+        // Safety: cuBLASLt's getter, given the program's layout and a local of the attribute's size.
+        let status =
+            unsafe { get(layout, attr, (&mut value as *mut T).cast(), std::mem::size_of::<T>(), &mut written) };
+        (status == CUBLAS_STATUS_SUCCESS).then_some(value)
+    }
+    const TYPE: c_int = 0;
+    const ORDER: c_int = 1;
+    const ROWS: c_int = 2;
+    const COLS: c_int = 3;
+    const LD: c_int = 4;
+    const BATCH_COUNT: c_int = 5;
+    const STRIDED_BATCH_OFFSET: c_int = 6;
+    const BATCH_MODE: c_int = 8;
+    if layout.is_null() {
+        return None;
+    }
+    let element = data_type_bytes(attribute::<c_int>(layout, TYPE)?)?;
+    let rows = i64::try_from(attribute::<u64>(layout, ROWS)?).ok()?;
+    let cols = i64::try_from(attribute::<u64>(layout, COLS)?).ok()?;
+    let ld = attribute::<i64>(layout, LD)?;
+    let batch = i64::from(attribute::<c_int>(layout, BATCH_COUNT).unwrap_or(1));
+    let stride = attribute::<i64>(layout, STRIDED_BATCH_OFFSET).unwrap_or(0);
+    // Arrays of pointers (CUBLASLT_BATCH_MODE_POINTER_ARRAY); a cuBLASLt before CUDA 12.9 has no such mode.
+    if attribute::<c_int>(layout, BATCH_MODE).unwrap_or(0) != 0 {
+        return None;
+    }
+    let address = address as u64;
+    match attribute::<c_int>(layout, ORDER).unwrap_or(0) {
+        0 => Some(Matrix { address, rows, cols, ld, element, batch, stride }),
+        1 => Some(Matrix { address, rows: cols, cols: rows, ld, element, batch, stride }),
+        _ => None,
+    }
+}
+
+/// `cublasLtMatmul`'s ranges: A, B and C read, D and the workspace written; alpha and beta read where the
+/// operation takes them from device memory.
+#[allow(clippy::too_many_arguments)]
+fn lt_matmul_buffers(
+    desc: *mut c_void,
+    alpha: *const c_void,
+    operands: [(*const c_void, *mut c_void); 4],
+    beta: *const c_void,
+    workspace: *mut c_void,
+    workspace_bytes: usize,
+) -> Option<Buffers> {
+    const SCALE_TYPE: c_int = 1;
+    const POINTER_MODE: c_int = 2;
+    let mut b = Buffers::default();
+    let [a, bm, c, d] = operands;
+    for (address, layout) in [a, bm, c] {
+        if !address.is_null() {
+            b.reads.extend(lt_layout(address, layout)?.runs()?);
+        }
+    }
+    b.writes.extend(lt_layout(d.0, d.1)?.runs()?);
+    b.write(workspace as u64, workspace_bytes as u64);
+    let get = real_lt::cublasLtMatmulDescGetAttribute()?;
+    let mut mode: c_int = 0;
+    let mut written = 0usize;
+    // Safety: cuBLASLt's getter, given the program's descriptor and a local of the attribute's size.
+    let status = unsafe { get(desc, POINTER_MODE, (&mut mode as *mut c_int).cast(), 4, &mut written) };
+    match (status, mode) {
+        (CUBLAS_STATUS_SUCCESS, 0) => {}
+        (CUBLAS_STATUS_SUCCESS, 1) => {
+            let mut scale: c_int = 0;
+            // Safety: as above.
+            let status = unsafe { get(desc, SCALE_TYPE, (&mut scale as *mut c_int).cast(), 4, &mut written) };
+            let bytes = if status == CUBLAS_STATUS_SUCCESS { data_type_bytes(scale)? } else { return None };
+            b.read(alpha as u64, bytes);
+            b.read(beta as u64, bytes);
+        }
+        // Vectors of alpha (one per row) and the modes this file does not know.
+        _ => return None,
+    }
+    Some(b)
+}
+
+type Handle = *mut c_void;
+type Scalar = *const c_void;
+type In = *const c_void;
+type Out = *mut c_void;
+
+/// cuBLAS's and cuBLASLt's own functions the bookkeeping calls.
+mod real {
+    use super::*;
+    crate::next_symbol::real_functions! { found anywhere:
+        cublasGetPointerMode_v2: fn(Handle, *mut c_int) -> c_int;
+    }
+}
+
+mod real_lt {
+    use super::*;
+    crate::next_symbol::real_functions! { found anywhere:
+        cublasLtMatrixLayoutGetAttribute: fn(*mut c_void, c_int, *mut c_void, usize, *mut usize) -> c_int;
+        cublasLtMatmulDescGetAttribute: fn(*mut c_void, c_int, *mut c_void, usize, *mut usize) -> c_int;
+    }
+}
+
+/// What a call of `name` returns where no cuBLAS defines it: "not initialized", said once.
+fn missing(name: &str) -> c_int {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    // Not eprintln!, which panics where standard error is closed.
+    SAID.call_once(|| {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "streamtrace: no cuBLAS defines {name}: the call fails as not initialized");
+    });
+    CUBLAS_STATUS_NOT_INITIALIZED
+}
+
+/// Exports each call in front of cuBLAS's: its ranges are worked out by the expression after `=>` (an
+/// `Option<Buffers>`, evaluated only for the program's own call outside a framework op), then the call is passed
+/// on to the function of the same name (`real_calls::NAME`). A gemm of one element type is written
+/// `gemm NAME(INTEGER TYPE, ELEMENT BYTES);`, its strided batched form `strided NAME(...)`: they take cuBLAS's
+/// one signature of each.
+macro_rules! stand_in_front {
+    (@munch [$($done:tt)*]) => { stand_in_front!(@emit $($done)*); };
+    (@munch [$($done:tt)*] gemm $name:ident($int:ty, $element:expr); $($rest:tt)*) => {
+        stand_in_front!(@munch [$($done)*
+            $name(h: Handle, ta: c_int, tb: c_int, m: $int, n: $int, k: $int, alpha: Scalar, a: In, lda: $int, b: In,
+                ldb: $int, beta: Scalar, c: Out, ldc: $int)
+                => Routine::gemm(ta, tb, m.into(), n.into(), k.into(), (a as u64, lda.into(), 0),
+                    (b as u64, ldb.into(), 0), (c as u64, ldc.into(), 0), $element, 1)
+                    .buffers(&device_scalars(h, alpha, beta, $element), false);
+        ] $($rest)*);
+    };
+    (@munch [$($done:tt)*] strided $name:ident($int:ty, $element:expr); $($rest:tt)*) => {
+        stand_in_front!(@munch [$($done)*
+            $name(h: Handle, ta: c_int, tb: c_int, m: $int, n: $int, k: $int, alpha: Scalar, a: In, lda: $int,
+                sa: i64, b: In, ldb: $int, sb: i64, beta: Scalar, c: Out, ldc: $int, sc: i64, batch: $int)
+                => Routine::gemm(ta, tb, m.into(), n.into(), k.into(), (a as u64, lda.into(), sa),
+                    (b as u64, ldb.into(), sb), (c as u64, ldc.into(), sc), $element, batch.into())
+                    .buffers(&device_scalars(h, alpha, beta, $element), false);
+        ] $($rest)*);
+    };
+    (@munch [$($done:tt)*] $name:ident($($arg:ident: $ty:ty),*) => $describe:expr; $($rest:tt)*) => {
+        stand_in_front!(@munch [$($done)* $name($($arg: $ty),*) => $describe;] $($rest)*);
+    };
+    (@emit $($name:ident($($arg:ident: $ty:ty),*) => $describe:expr;)*) => {
+        mod real_calls {
+            use super::*;
+            crate::next_symbol::real_functions! { found anywhere: $($name: fn($($ty),*) -> c_int;)* }
+        }
+        $(
+            #[doc = concat!("`", stringify!($name), "`, in front of cuBLAS's.")]
+            #[no_mangle]
+            #[allow(clippy::too_many_arguments, non_snake_case)]
+            pub extern "C-unwind" fn $name($($arg: $ty),*) -> c_int {
+                let entered = enter(Start::here(), || $describe);
+                let result = match real_calls::$name() {
+                    // Safety: cuBLAS's function of this name, given the program's own arguments.
+                    Some(real) => unsafe { real($($arg),*) },
+                    None => missing(stringify!($name)),
+                };
+                leave(entered);
+                result
+            }
+        )*
+    };
+    ($($input:tt)*) => { stand_in_front!(@munch [] $($input)*); };
+}
+
+/// A gemm whose operands have data types of their own (`cublasGemmEx`): each operand's element size.
+#[allow(clippy::too_many_arguments)]
+fn gemm_ex(
+    handle: Handle,
+    (trans_a, trans_b): (c_int, c_int),
+    (m, n, k): (i64, i64, i64),
+    (alpha, beta): (Scalar, Scalar),
+    a: (In, c_int, i64, i64),
+    b: (In, c_int, i64, i64),
+    c: (Out, c_int, i64, i64),
+    scalar: Option<u64>,
+    batch: i64,
+) -> Option<Buffers> {
+    let operand = |(address, data_type, ld, stride): (u64, c_int, i64, i64)| -> Option<(u64, i64, u64, i64)> {
+        Some((address, ld, data_type_bytes(data_type)?, stride))
+    };
+    let routine = Routine::Gemm {
+        trans_a,
+        trans_b,
+        m,
+        n,
+        k,
+        a: operand((a.0 as u64, a.1, a.2, a.3))?,
+        b: operand((b.0 as u64, b.1, b.2, b.3))?,
+        c: operand((c.0 as u64, c.1, c.2, c.3))?,
+        batch,
+    };
+    routine.buffers(&device_scalars(handle, alpha, beta, scalar?), false)
+}
+
+// The signatures of cublas_api.h and cublasLt.h (CUDA 12 and 13); the element sizes of the routines' types.
+stand_in_front! {
+    gemm cublasSgemm_v2(c_int, 4);
+    gemm cublasDgemm_v2(c_int, 8);
+    gemm cublasCgemm_v2(c_int, 8);
+    gemm cublasZgemm_v2(c_int, 16);
+    gemm cublasHgemm(c_int, 2);
+    gemm cublasSgemm_v2_64(i64, 4);
+    gemm cublasDgemm_v2_64(i64, 8);
+    strided cublasSgemmStridedBatched(c_int, 4);
+    strided cublasDgemmStridedBatched(c_int, 8);
+    strided cublasHgemmStridedBatched(c_int, 2);
+    cublasGemmEx(h: Handle, ta: c_int, tb: c_int, m: c_int, n: c_int, k: c_int, alpha: Scalar, a: In, at: c_int,
+        lda: c_int, b: In, bt: c_int, ldb: c_int, beta: Scalar, c: Out, ct: c_int, ldc: c_int, compute: c_int,
+        algo: c_int)
+        => gemm_ex(h, (ta, tb), (m.into(), n.into(), k.into()), (alpha, beta), (a, at, lda.into(), 0),
+            (b, bt, ldb.into(), 0), (c, ct, ldc.into(), 0), scalar_bytes(compute, ct), 1);
+    cublasGemmEx_64(h: Handle, ta: c_int, tb: c_int, m: i64, n: i64, k: i64, alpha: Scalar, a: In, at: c_int,
+        lda: i64, b: In, bt: c_int, ldb: i64, beta: Scalar, c: Out, ct: c_int, ldc: i64, compute: c_int, algo: c_int)
+        => gemm_ex(h, (ta, tb), (m, n, k), (alpha, beta), (a, at, lda, 0), (b, bt, ldb, 0), (c, ct, ldc, 0),
+            scalar_bytes(compute, ct), 1);
+    cublasGemmStridedBatchedEx(h: Handle, ta: c_int, tb: c_int, m: c_int, n: c_int, k: c_int, alpha: Scalar, a: In,
+        at: c_int, lda: c_int, sa: i64, b: In, bt: c_int, ldb: c_int, sb: i64, beta: Scalar, c: Out, ct: c_int,
+        ldc: c_int, sc: i64, batch: c_int, compute: c_int, algo: c_int)
+        => gemm_ex(h, (ta, tb), (m.into(), n.into(), k.into()), (alpha, beta), (a, at, lda.into(), sa),
+            (b, bt, ldb.into(), sb), (c, ct, ldc.into(), sc), scalar_bytes(compute, ct), batch.into());
+    cublasGemmStridedBatchedEx_64(h: Handle, ta: c_int, tb: c_int, m: i64, n: i64, k: i64, alpha: Scalar, a: In,
+        at: c_int, lda: i64, sa: i64, b: In, bt: c_int, ldb: i64, sb: i64, beta: Scalar, c: Out, ct: c_int,
+        ldc: i64, sc: i64, batch: i64, compute: c_int, algo: c_int)
+        => gemm_ex(h, (ta, tb), (m, n, k), (alpha, beta), (a, at, lda, sa), (b, bt, ldb, sb), (c, ct, ldc, sc),
+            scalar_bytes(compute, ct), batch);
+    // The scalars of cublasSgemmEx are floats whatever the operands' types.
+    cublasSgemmEx(h: Handle, ta: c_int, tb: c_int, m: c_int, n: c_int, k: c_int, alpha: Scalar, a: In, at: c_int,
+        lda: c_int, b: In, bt: c_int, ldb: c_int, beta: Scalar, c: Out, ct: c_int, ldc: c_int)
+        => gemm_ex(h, (ta, tb), (m.into(), n.into(), k.into()), (alpha, beta), (a, at, lda.into(), 0),
+            (b, bt, ldb.into(), 0), (c, ct, ldc.into(), 0), Some(4), 1);
+    cublasSgemv_v2(h: Handle, trans: c_int, m: c_int, n: c_int, alpha: Scalar, a: In, lda: c_int, x: In, incx: c_int,
+        beta: Scalar, y: Out, incy: c_int)
+        => Routine::Gemv { trans, m: m.into(), n: n.into(), a: (a as u64, lda.into()), x: (x as u64, incx.into()),
+            y: (y as u64, incy.into()), element: 4 }.buffers(&device_scalars(h, alpha, beta, 4), false);
+    cublasDgemv_v2(h: Handle, trans: c_int, m: c_int, n: c_int, alpha: Scalar, a: In, lda: c_int, x: In, incx: c_int,
+        beta: Scalar, y: Out, incy: c_int)
+        => Routine::Gemv { trans, m: m.into(), n: n.into(), a: (a as u64, lda.into()), x: (x as u64, incx.into()),
+            y: (y as u64, incy.into()), element: 8 }.buffers(&device_scalars(h, alpha, beta, 8), false);
+    cublasSaxpy_v2(h: Handle, n: c_int, alpha: Scalar, x: In, incx: c_int, y: Out, incy: c_int)
+        => Routine::Axpy { n: n.into(), x: (x as u64, incx.into()), y: (y as u64, incy.into()), element: 4 }
+            .buffers(&device_scalars(h, alpha, std::ptr::null(), 4), false);
+    cublasDaxpy_v2(h: Handle, n: c_int, alpha: Scalar, x: In, incx: c_int, y: Out, incy: c_int)
+        => Routine::Axpy { n: n.into(), x: (x as u64, incx.into()), y: (y as u64, incy.into()), element: 8 }
+            .buffers(&device_scalars(h, alpha, std::ptr::null(), 8), false);
+    cublasScopy_v2(h: Handle, n: c_int, x: In, incx: c_int, y: Out, incy: c_int)
+        => Routine::Axpy { n: n.into(), x: (x as u64, incx.into()), y: (y as u64, incy.into()), element: 4 }
+            .buffers(&[], false);
+    cublasDcopy_v2(h: Handle, n: c_int, x: In, incx: c_int, y: Out, incy: c_int)
+        => Routine::Axpy { n: n.into(), x: (x as u64, incx.into()), y: (y as u64, incy.into()), element: 8 }
+            .buffers(&[], false);
+    cublasSscal_v2(h: Handle, n: c_int, alpha: Scalar, x: Out, incx: c_int)
+        => Routine::Scal { n: n.into(), x: (x as u64, incx.into()), element: 4 }
+            .buffers(&device_scalars(h, alpha, std::ptr::null(), 4), false);
+    cublasDscal_v2(h: Handle, n: c_int, alpha: Scalar, x: Out, incx: c_int)
+        => Routine::Scal { n: n.into(), x: (x as u64, incx.into()), element: 8 }
+            .buffers(&device_scalars(h, alpha, std::ptr::null(), 8), false);
+    cublasSdot_v2(h: Handle, n: c_int, x: In, incx: c_int, y: In, incy: c_int, result: Out)
+        => Routine::Dot { n: n.into(), x: (x as u64, incx.into()), y: (y as u64, incy.into()), result: result as u64,
+            element: 4 }.buffers(&[], takes_device_pointers(h));
+    cublasDdot_v2(h: Handle, n: c_int, x: In, incx: c_int, y: In, incy: c_int, result: Out)
+        => Routine::Dot { n: n.into(), x: (x as u64, incx.into()), y: (y as u64, incy.into()), result: result as u64,
+            element: 8 }.buffers(&[], takes_device_pointers(h));
+    cublasLtMatmul(lt: Handle, desc: *mut c_void, alpha: Scalar, a: In, ad: *mut c_void, b: In, bd: *mut c_void,
+        beta: Scalar, c: In, cd: *mut c_void, d: Out, dd: *mut c_void, algo: *const c_void, workspace: Out,
+        workspace_bytes: usize, stream: *mut c_void)
+        => lt_matmul_buffers(desc, alpha, [(a, ad), (b, bd), (c, cd), (d.cast_const(), dd)], beta, workspace, workspace_bytes);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(first: u64, len: u64, step: u64, count: u64) -> ByteRuns {
+        ByteRuns { first, len, step, count }
+    }
+
+    #[test]
+    fn a_gemm_reads_its_stored_operands_and_writes_c() {
+        // m=4, n=3, k=2, floats, tightly packed: A 4x2, B 2x3, C 4x3.
+        let g = Routine::gemm(0, 0, 4, 3, 2, (0x1000, 4, 0), (0x2000, 2, 0), (0x3000, 4, 0), 4, 1);
+        let b = g.buffers(&[], false).unwrap();
+        assert_eq!(b.reads, vec![run(0x1000, 32, 0, 1), run(0x2000, 24, 0, 1)]);
+        assert_eq!(b.writes, vec![run(0x3000, 48, 0, 1)]);
+        // Transposed A is stored k x m (lda 2 holds its 2 rows), transposed B n x k.
+        let g = Routine::gemm(1, 2, 4, 3, 2, (0x1000, 2, 0), (0x2000, 3, 0), (0x3000, 4, 0), 4, 1);
+        let b = g.buffers(&[], false).unwrap();
+        assert_eq!(b.reads, vec![run(0x1000, 32, 0, 1), run(0x2000, 24, 0, 1)]);
+        // A leading dimension past the rows (a sub-matrix): one run per column, the gap between left out.
+        let g = Routine::gemm(0, 0, 4, 3, 2, (0x1000, 10, 0), (0x2000, 2, 0), (0x3000, 8, 0), 4, 1);
+        let b = g.buffers(&[], false).unwrap();
+        assert_eq!(b.reads[0], run(0x1000, 16, 40, 2));
+        assert_eq!(b.writes, vec![run(0x3000, 16, 32, 3)]);
+        // Device scalars are read; a transpose value cuBLAS does not define names nothing.
+        let g = Routine::gemm(0, 0, 4, 3, 2, (0x1000, 4, 0), (0x2000, 2, 0), (0x3000, 4, 0), 4, 1);
+        assert_eq!(g.buffers(&[(0x9000, 4), (0x9004, 4)], false).unwrap().reads.len(), 4);
+        let g = Routine::gemm(7, 0, 4, 3, 2, (0x1000, 4, 0), (0x2000, 2, 0), (0x3000, 4, 0), 4, 1);
+        assert!(g.buffers(&[], false).is_none());
+    }
+
+    #[test]
+    fn an_empty_gemm_names_nothing_and_one_of_k_zero_still_writes_c() {
+        let g = Routine::gemm(0, 0, 0, 3, 2, (0x1000, 1, 0), (0x2000, 2, 0), (0x3000, 1, 0), 4, 1);
+        assert!(g.buffers(&[], false).unwrap().is_empty());
+        let g = Routine::gemm(0, 0, 4, 3, 0, (0x1000, 4, 0), (0x2000, 1, 0), (0x3000, 4, 0), 4, 1);
+        let b = g.buffers(&[], false).unwrap();
+        assert!(b.reads.is_empty());
+        assert_eq!(b.writes, vec![run(0x3000, 48, 0, 1)]);
+        // A leading dimension short of the rows is an invalid call: nothing is described.
+        let g = Routine::gemm(0, 0, 4, 3, 2, (0x1000, 3, 0), (0x2000, 2, 0), (0x3000, 4, 0), 4, 1);
+        assert!(g.buffers(&[], false).is_none());
+    }
+
+    #[test]
+    fn strided_batches_are_one_strided_run_or_their_union() {
+        // 3 packed 2x2 float matrices 64 bytes apart: one run of 16 bytes, 64 apart, 3 times.
+        let m = Matrix { address: 0x1000, rows: 2, cols: 2, ld: 2, element: 4, batch: 3, stride: 16 };
+        assert_eq!(m.runs().unwrap(), vec![run(0x1000, 16, 64, 3)]);
+        // A stride of 0 (one A for every batch) is that one matrix.
+        assert_eq!(Matrix { stride: 0, ..m }.runs().unwrap(), vec![run(0x1000, 16, 0, 1)]);
+        // Overlapping batches: their union.
+        assert_eq!(Matrix { stride: 2, ..m }.runs().unwrap(), vec![run(0x1000, 32, 0, 1)]);
+        // Padded matrices: each batch's columns, or past 64 batches one run over them all.
+        let padded = Matrix { ld: 4, stride: 16, ..m };
+        assert_eq!(padded.runs().unwrap(), vec![run(0x1000, 8, 16, 2), run(0x1040, 8, 16, 2), run(0x1080, 8, 16, 2)]);
+        let many = Matrix { batch: 100, ..padded };
+        assert_eq!(many.runs().unwrap(), vec![run(0x1000, 99 * 64 + 24, 0, 1)]);
+    }
+
+    #[test]
+    fn overflowing_or_negative_descriptions_name_nothing() {
+        let m = Matrix::single(u64::MAX - 8, 4, 4, 4, 4);
+        assert_eq!(m.runs(), None);
+        assert_eq!(Matrix::single(0x1000, -1, 4, 4, 4).runs(), None);
+        assert_eq!(Matrix { batch: 2, stride: -16, ..Matrix::single(0x1000, 2, 2, 2, 4) }.runs(), None);
+        assert_eq!(Matrix::single(0, 4, 4, 4, 4).runs(), Some(vec![]), "a null matrix");
+    }
+
+    #[test]
+    fn vectors_follow_their_increment_either_way() {
+        assert_eq!(vector(0x1000, 8, 1, 4).unwrap(), vec![run(0x1000, 32, 0, 1)]);
+        assert_eq!(vector(0x1000, 8, 3, 4).unwrap(), vec![run(0x1000, 4, 12, 8)]);
+        assert_eq!(vector(0x1000, 8, -3, 4).unwrap(), vec![run(0x1000, 4, 12, 8)]);
+        assert_eq!(vector(0x1000, 1, 5, 8).unwrap(), vec![run(0x1000, 8, 0, 1)]);
+        assert!(vector(0x1000, -1, 1, 4).is_none());
+    }
+
+    #[test]
+    fn level_one_and_two_routines_read_and_write_by_their_definitions() {
+        let gemv = Routine::Gemv { trans: 1, m: 4, n: 3, a: (0x1000, 4), x: (0x2000, 1), y: (0x3000, 1), element: 4 };
+        let b = gemv.buffers(&[], false).unwrap();
+        // Transposed: x has m elements, y n.
+        assert_eq!(b.reads, vec![run(0x1000, 48, 0, 1), run(0x2000, 16, 0, 1)]);
+        assert_eq!(b.writes, vec![run(0x3000, 12, 0, 1)]);
+        let dot = Routine::Dot { n: 4, x: (0x1000, 1), y: (0x2000, 1), result: 0x3000, element: 8 };
+        assert!(dot.buffers(&[], false).unwrap().writes.is_empty(), "the result goes to the host");
+        assert_eq!(dot.buffers(&[], true).unwrap().writes, vec![run(0x3000, 8, 0, 1)]);
+        let scal = Routine::Scal { n: 4, x: (0x1000, 2), element: 4 };
+        assert_eq!(scal.buffers(&[], false).unwrap().writes, vec![run(0x1000, 4, 8, 4)]);
+    }
+
+    #[test]
+    fn data_types_and_compute_types_give_their_sizes() {
+        assert_eq!([0, 1, 2, 3, 4, 5, 14, 28].map(data_type_bytes), [4, 8, 2, 1, 8, 16, 2, 1].map(Some));
+        assert_eq!(data_type_bytes(16), None, "4-bit integers are packed");
+        // COMPUTE_32F with real and complex C; COMPUTE_64F; a legacy cudaDataType as the compute type.
+        assert_eq!(scalar_bytes(68, 0), Some(4));
+        assert_eq!(scalar_bytes(68, 4), Some(8));
+        assert_eq!(scalar_bytes(70, 1), Some(8));
+        assert_eq!(scalar_bytes(2, 2), Some(2));
+        assert_eq!(scalar_bytes(99, 0), None);
+    }
+
+    #[test]
+    fn a_launch_takes_the_ranges_of_the_call_its_thread_is_inside_and_nested_calls_name_nothing() {
+        let mut named = Buffers::default();
+        named.read(0x1000, 64);
+        let outer = enter(Start::here(), || Some(named.clone()));
+        assert_eq!(outer, (true, true));
+        // cuBLAS's call of its own exported function (or cuBLASLt's) inside the program's.
+        let inner = enter(Start::here(), || panic!("an inner call is not described"));
+        assert_eq!(inner, (false, false));
+        assert_eq!(library_call::buffers_for_launch(), Some(named.clone()));
+        leave(inner);
+        assert_eq!(library_call::buffers_for_launch(), Some(named));
+        leave(outer);
+        assert_eq!(library_call::buffers_for_launch(), None);
+        // A description that panics loses the ranges, not the call (a site may still be found where a capture
+        // records in this test binary).
+        let failed = enter(Start::here(), || panic!("a bug in a description"));
+        assert!(failed.0);
+        assert_eq!(library_call::buffers_for_launch(), None);
+        leave(failed);
+        assert_eq!(library_call::site_for_call(), None);
+    }
+}
