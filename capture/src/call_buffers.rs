@@ -33,10 +33,18 @@ impl Buffers {
         self.reads.is_empty() && self.writes.is_empty()
     }
 
-    /// Whether `address` lies within the span of one of the runs, read or written: a kernel's pointer word there
-    /// points into a buffer the call names.
-    pub fn spans(&self, address: u64) -> bool {
-        self.reads.iter().chain(&self.writes).any(|run| address >= run.first && address - run.first < run.extent())
+    /// Whether `address` is a byte of one of the runs, read or written: a kernel's pointer word there points into
+    /// a buffer the call names (a column's start, a tile, a batch's base). The gaps between a strided run's runs
+    /// are not the call's: a word there (a cuBLASLt epilogue's buffer inside a padded matrix) keeps counting.
+    pub fn names(&self, address: u64) -> bool {
+        self.reads.iter().chain(&self.writes).any(|run| {
+            let Some(offset) = address.checked_sub(run.first) else { return false };
+            if offset >= run.extent() {
+                return false;
+            }
+            let within = if run.count <= 1 || run.step == 0 { offset } else { offset % run.step };
+            within < run.len
+        })
     }
 
     /// Drops the pointer words of one launch, `words[first..]`, that point into these ranges, keeping the others
@@ -45,7 +53,7 @@ impl Buffers {
         let mut kept = first;
         for i in first..words.len() {
             let word = words[i];
-            if !self.spans(word.address) {
+            if !self.names(word.address) {
                 words[kept] = word;
                 kept += 1;
             }
@@ -76,13 +84,14 @@ mod tests {
     }
 
     #[test]
-    fn a_word_is_spanned_from_a_runs_first_byte_to_its_last() {
+    fn a_word_is_named_on_a_runs_bytes_and_not_in_its_gaps() {
         let mut b = Buffers::default();
         b.read(0x1000, 0x100);
         b.writes.push(ByteRuns { first: 0x8000, len: 0x10, step: 0x100, count: 4 });
-        assert!(b.spans(0x1000) && b.spans(0x10ff) && !b.spans(0x1100) && !b.spans(0xfff));
-        // A strided run spans its gaps too: a kernel may be given a pointer to any column.
-        assert!(b.spans(0x8000) && b.spans(0x8080) && b.spans(0x830f) && !b.spans(0x8310));
+        assert!(b.names(0x1000) && b.names(0x10ff) && !b.names(0x1100) && !b.names(0xfff));
+        // Each column of a strided run (a kernel may be given a pointer to any), not the gaps between them.
+        assert!(b.names(0x8000) && b.names(0x800f) && b.names(0x8300) && b.names(0x830f));
+        assert!(!b.names(0x8010) && !b.names(0x8080) && !b.names(0x8310));
     }
 
     #[test]

@@ -11,8 +11,8 @@
 //! kernels stay at tier T1.
 //!
 //! Inside a framework op (PyTorch's matmuls) the op's extents already stand for its kernels' accesses: nothing
-//! is named there. cuBLAS calling its own exported functions (or cuBLASLt's) comes back here inside the
-//! program's call and is passed straight on. Calls to a cuBLAS linked into the program statically never reach
+//! is named there. cuBLAS calling cuBLASLt's exported functions (a gemm runs through `cublasLtMatmul`) comes
+//! back here inside the program's call and is passed straight on. Calls to a cuBLAS linked into the program statically never reach
 //! these functions. Touches libc's dynamic loader functions, the framework's open ops and a thread-local.
 
 use std::cell::Cell;
@@ -250,8 +250,8 @@ impl Routine {
 }
 
 thread_local! {
-    /// Set while the thread is inside one of these stand-ins: cuBLAS calls its own exported functions (and
-    /// cuBLASLt's) through their PLTs, which must neither name the call twice nor replace the outer call's ranges.
+    /// Set while the thread is inside one of these stand-ins: cuBLAS calls cuBLASLt's exported functions through
+    /// its PLT, which must neither name the call twice nor replace the outer call's ranges.
     static INSIDE: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -265,9 +265,16 @@ type Entered = (bool, bool);
 
 /// Enters a stand-in called from `start` (its own frame); for the program's own call outside a framework op,
 /// opens the call for the kernels it launches: the ranges `describe` gives, and the program's call site.
+/// Nothing is described where nothing is recorded (the capture off, outside a capture range), nor inside a
+/// framework op, whose extents stand for its kernels.
 fn enter(start: Start, describe: impl FnOnce() -> Option<Buffers>) -> Entered {
+    enter_as(|| crate::recording::recording_here() && !crate::framework::inside_op(), start, describe)
+}
+
+/// [`enter`], asking `wanted` whether the outermost call is described.
+fn enter_as(wanted: impl FnOnce() -> bool, start: Start, describe: impl FnOnce() -> Option<Buffers>) -> Entered {
     let outermost = !INSIDE.try_with(|inside| inside.replace(true)).unwrap_or(true);
-    if !outermost || crate::framework::inside_op() {
+    if !outermost || !wanted() {
         return (outermost, false);
     }
     let buffers = quietly(|| describe().filter(|b| !b.is_empty()));
@@ -304,7 +311,7 @@ fn takes_device_pointers(handle: Handle) -> bool {
 }
 
 /// cuBLASLt's matrix layout, as [`Matrix`]; None where it is not one this file can describe (an order other
-/// than column- or row-major, arrays of pointers, a data type it does not know).
+/// than column- or row-major, planar complex, arrays of pointers, a data type it does not know).
 fn lt_layout(address: *const c_void, layout: *mut c_void) -> Option<Matrix> {
     fn attribute<T: Copy + Default>(layout: *mut c_void, attr: c_int) -> Option<T> {
         let mut value = T::default();
@@ -322,8 +329,13 @@ fn lt_layout(address: *const c_void, layout: *mut c_void) -> Option<Matrix> {
     const LD: c_int = 4;
     const BATCH_COUNT: c_int = 5;
     const STRIDED_BATCH_OFFSET: c_int = 6;
+    const PLANE_OFFSET: c_int = 7;
     const BATCH_MODE: c_int = 8;
     if layout.is_null() {
+        return None;
+    }
+    // Planar complex: the imaginary parts lie a plane's offset away, and the batch stride counts real parts.
+    if attribute::<i64>(layout, PLANE_OFFSET).unwrap_or(0) != 0 {
         return None;
     }
     let element = data_type_bytes(attribute::<c_int>(layout, TYPE)?)?;
@@ -683,19 +695,23 @@ mod tests {
     fn a_launch_takes_the_ranges_of_the_call_its_thread_is_inside_and_nested_calls_name_nothing() {
         let mut named = Buffers::default();
         named.read(0x1000, 64);
-        let outer = enter(Start::here(), || Some(named.clone()));
+        let outer = enter_as(|| true, Start::here(), || Some(named.clone()));
         assert_eq!(outer, (true, true));
-        // cuBLAS's call of its own exported function (or cuBLASLt's) inside the program's.
-        let inner = enter(Start::here(), || panic!("an inner call is not described"));
+        // cuBLAS's call of cuBLASLt's exported function inside the program's.
+        let inner = enter_as(|| true, Start::here(), || panic!("an inner call is not described"));
         assert_eq!(inner, (false, false));
         assert_eq!(library_call::buffers_for_launch(), Some(named.clone()));
         leave(inner);
-        assert_eq!(library_call::buffers_for_launch(), Some(named));
+        assert_eq!(library_call::buffers_for_launch(), Some(named.clone()));
         leave(outer);
         assert_eq!(library_call::buffers_for_launch(), None);
+        // A call not wanted (nothing recorded, inside a framework op) is not described.
+        let unwanted = enter_as(|| false, Start::here(), || panic!("not described"));
+        assert_eq!(unwanted, (true, false));
+        leave(unwanted);
         // A description that panics loses the ranges, not the call (a site may still be found where a capture
         // records in this test binary).
-        let failed = enter(Start::here(), || panic!("a bug in a description"));
+        let failed = enter_as(|| true, Start::here(), || panic!("a bug in a description"));
         assert!(failed.0);
         assert_eq!(library_call::buffers_for_launch(), None);
         leave(failed);

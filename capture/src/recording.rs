@@ -114,21 +114,29 @@ pub fn record(spec: &CallSpec, data: &DriverCall<'_>, origin: CallOrigin, walk_f
     }
 }
 
+/// Whether the calling thread's CUDA calls are recorded now (the capture on, inside a capture range if any).
+pub fn recording_here() -> bool {
+    crate::control::ENABLED.load(Ordering::Relaxed) && crate::ranges::thread_recording()
+}
+
 /// The program's call site of a library call the capture stands in front of (cublas.rs), walked from `start`,
 /// the stand-in's own frame, with the calling thread's Python line; 0 where the capture records no call site
-/// for it now (off, outside a capture range, inside a framework op, nothing found).
+/// for it now (off, outside a capture range, inside a framework op, nothing found). Catches, as [`record`] does:
+/// the caller is the program's thread.
 pub fn site_of_library_call(start: Start) -> u32 {
-    if !crate::control::ENABLED.load(Ordering::Relaxed)
-        || !CALL_SITES.load(Ordering::Relaxed)
-        || !crate::ranges::thread_recording()
-        || !crate::framework::call_sites_wanted()
-    {
+    if !recording_here() || !CALL_SITES.load(Ordering::Relaxed) || !crate::framework::call_sites_wanted() {
         return 0;
     }
-    let python_line = crate::python_line::current();
-    let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: 0, site: 0 };
-    let Ok(mut slot) = cost::lock_wait(|| STATE.lock()) else { return 0 };
-    let Some(state) = state_for_this_process(&mut slot) else { return 0 };
-    let line = python_line.as_ref().map(crate::python_line::PythonLine::as_str);
-    cost::walk(|| state.call_site(call, start, line))
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let python_line = crate::python_line::current();
+        let call = Call { tid: thread_id(), time_ns: now_ns(), correlation: 0, site: 0 };
+        let Ok(mut slot) = cost::lock_wait(|| STATE.lock()) else { return 0 };
+        let Some(state) = state_for_this_process(&mut slot) else { return 0 };
+        let line = python_line.as_ref().map(crate::python_line::PythonLine::as_str);
+        cost::walk(|| state.call_site(call, start, line))
+    }));
+    outcome.unwrap_or_else(|_| {
+        disable("an internal error in the capture library");
+        0
+    })
 }
