@@ -596,8 +596,9 @@ fn native_samples_of_real_project_patterns_match_their_ground_truth() {
         ("copy3d_default_kind-3d-no-wait", &[("read-after-write", "write_kernel", "memcpy DtoD")]),
         ("copy3d_default_kind-default-kind", &[]),
         ("copy3d_default_kind-default-kind-no-wait", &[("read-after-write", "write_kernel", "memcpy Default")]),
+        ("cublas_handle_switch", &[]),
         ("cublas_handle_switch-same-out", &[("write-after-write", GEMM, GEMM)]),
-        ("cublas_handle_switch-chain", &[("write-after-write", GEMM, GEMM)]),
+        ("cublas_handle_switch-chain", &[("read-after-write", GEMM, GEMM)]),
         ("cublas_handle_switch-chain-event", &[]),
         ("cufft_plan_two_streams", &[("write-after-write", "void regular_fft", "void regular_fft")]),
         ("cufft_plan_two_streams-event", &[]),
@@ -662,9 +663,11 @@ fn native_samples_of_real_project_patterns_match_their_ground_truth() {
     assert!(races(&json).is_empty());
     assert!(json["timing_only_races"].as_array().is_some_and(|t| !t.is_empty()));
     assert_eq!(code, 3);
-    // Tier T1 takes a cuBLAS call's struct pointers for writes: two gemms that only read B race on it (clean
-    // under `--exact`).
-    expect_races("samples/capture/cuda/cublas_handle_switch.json", &[("write-after-write", GEMM, GEMM)]);
+    // The gemm kernels read and write what each cuBLAS call names (capture/src/cublas.rs): A and B read, C
+    // written, as byte ranges beside their pointer words.
+    let text = std::fs::read_to_string("samples/capture/cuda/cublas_handle_switch.json").expect("the trace");
+    let gemms: Vec<&str> = text.lines().filter(|l| l.contains("\"name\":\"sm80_xmma_gemm")).collect();
+    assert!(!gemms.is_empty() && gemms.iter().all(|l| l.contains("\"reads\"") && l.contains("\"writes\"")), "{gemms:#?}");
 }
 
 #[test]
