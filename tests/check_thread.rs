@@ -202,3 +202,27 @@ fn a_race_found_before_its_site_took_whole_blocks_keeps_its_extent() {
         assert_eq!(extents, [AccessExtent::Known, AccessExtent::WholeBlockArguments], "{host_order:?}");
     }
 }
+
+/// A kernel with exact ranges and pointer words beside them (a library call's kernel: a cuBLAS gemm takes its
+/// operands' ranges, and its workspace pointer still stands for its block) races on its exact bytes as known
+/// bytes; only a race on the block its pointer word stood for rests on that word.
+#[test]
+fn a_race_rests_on_a_whole_block_only_when_its_bytes_lie_in_that_block() {
+    let trace = concat!(
+        "{\"type\":\"streamtrace\",\"version\":1}\n",
+        "{\"type\":\"stream\",\"id\":1,\"stream_kind\":\"non_blocking\"}\n",
+        "{\"type\":\"stream\",\"id\":2,\"stream_kind\":\"non_blocking\"}\n",
+        "{\"type\":\"alloc\",\"id\":1,\"addr\":\"0x1000\",\"size\":256}\n",
+        "{\"type\":\"alloc\",\"id\":2,\"addr\":\"0x8000\",\"size\":256}\n",
+        // A gemm writes its output's first 64 bytes, and a workspace word points into block 2.
+        "{\"type\":\"kernel\",\"stream\":1,\"name\":\"gemm\",\"writes\":[[\"0x1000\",64]],\"pointers\":[[\"0x8000\",\"w\"]],\"src\":\"a.cu:1\"}\n",
+        // Another stream reads the output, then writes the workspace's last bytes.
+        "{\"type\":\"kernel\",\"stream\":2,\"name\":\"use\",\"reads\":[[\"0x1000\",64]],\"src\":\"a.cu:2\"}\n",
+        "{\"type\":\"kernel\",\"stream\":2,\"name\":\"scribble\",\"writes\":[[\"0x80f0\",16]],\"src\":\"a.cu:3\"}\n",
+    );
+    for host_order in [HostOrder::Global, HostOrder::PerThread] {
+        let analysis = analyze_text("extent-blocks.json", trace, host_order).expect("analyzes");
+        let extents: Vec<_> = analysis.findings.races.iter().map(|race| race.extent).collect();
+        assert_eq!(extents, [AccessExtent::Known, AccessExtent::WholeBlockArguments], "{host_order:?}");
+    }
+}

@@ -43,10 +43,13 @@ impl Engine {
             all.clear();
             all.extend_from_slice(accesses);
             self.resolve_pointers(op.process, pointers, &mut all);
-            if all.len() > accesses.len() && !self.whole_block_sites.contains(&site) {
+            let blocks = &all[accesses.len()..];
+            let known = self.whole_block_sites.get(&site);
+            if blocks.iter().any(|block| !known.is_some_and(|k| k.holds(block.range))) {
                 // A finding of the checks sent before names its extent by the marks of its moment.
                 self.drain_checker();
-                self.whole_block_sites.insert(site);
+                let marks = self.whole_block_sites.entry(site).or_default();
+                blocks.iter().for_each(|block| marks.add(block.range));
             }
             Some(all)
         };

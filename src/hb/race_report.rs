@@ -118,7 +118,10 @@ impl Engine {
             earlier_view: conflict.earlier_view.as_ref().map(|v| v.to_string()),
             later_view: later.view.as_ref().map(|v| v.to_string()),
             // Decided here, at the first occurrence, so that a capture range's section says it too.
-            extent: if whole_block_sites.contains(&earlier.site) || whole_block_sites.contains(&later.site) {
+            extent: if [earlier.site, later.site]
+                .iter()
+                .any(|site| whole_block_sites.get(site).is_some_and(|blocks| blocks.covers(conflict.range)))
+            {
                 AccessExtent::WholeBlockArguments
             } else {
                 AccessExtent::Known

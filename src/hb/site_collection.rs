@@ -44,7 +44,7 @@ impl Engine {
         }
         self.collector.for_each_site(|site| marks.mark(site));
         // A dropped id is handed out again: what was said of the dropped site must not stick to the next one.
-        self.whole_block_sites.retain(|&site| marks.is_marked(site));
+        self.whole_block_sites.retain(|&site, _| marks.is_marked(site));
         self.sites.sweep(marks);
     }
 }

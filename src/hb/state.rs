@@ -23,7 +23,8 @@ use super::sites::{SiteId, SiteName, SiteParts, SiteTable};
 use super::slot_values::SlotValues;
 use crate::findings::{EdgeKind, FindingCollector, GraphSite, OpClass, RaceKey};
 use crate::model::{
-    Access, ContextId, Coverage, DeviceId, EventInfo, ExactCoverage, Operation, ProcessId, StreamId, StreamInfo,
+    Access, AccessRange, ContextId, Coverage, DeviceId, EventInfo, ExactCoverage, Operation, ProcessId, StreamId,
+    StreamInfo,
 };
 
 /// How host API calls of different threads are ordered (DESIGN.md, host threads).
@@ -357,9 +358,9 @@ pub struct Engine {
     pub(super) edge_log: Option<Vec<HbEdge>>,
     /// Reused list for a launch's resolved pointer arguments.
     pub(super) pointer_scratch: Vec<Access>,
-    /// Kernel sites that accessed a whole allocation block for a pointer argument (tier T1): a race of theirs
-    /// says so ([`AccessExtent`](crate::findings::AccessExtent)).
-    pub(super) whole_block_sites: rustc_hash::FxHashSet<SiteId>,
+    /// Kernel sites that accessed a whole allocation block for a pointer argument (tier T1), with those blocks: a
+    /// race of theirs on bytes of one says so ([`AccessExtent`](crate::findings::AccessExtent)).
+    pub(super) whole_block_sites: rustc_hash::FxHashMap<SiteId, WholeBlocks>,
     /// Whether the trace's header says it records the host synchronization between its threads.
     pub(super) host_sync_recorded: bool,
     /// The shadow checker's thread, when the check runs there (`EngineOptions::check_thread`): then the
@@ -453,9 +454,58 @@ pub(super) fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
     }
 }
 
+/// The blocks one kernel site's pointer arguments stood for whole (tier T1). A site that also has exact ranges (a
+/// library call's operands, docs/capture.md) races on those as known bytes; only a race on bytes of one of these
+/// blocks rests on a pointer argument taken for its block.
+#[derive(Default)]
+pub(super) struct WholeBlocks {
+    ranges: Vec<AccessRange>,
+    /// Past [`WholeBlocks::KEPT`] blocks the site counts as whole on every block.
+    all: bool,
+}
+
+impl WholeBlocks {
+    const KEPT: usize = 16;
+
+    pub(super) fn holds(&self, block: AccessRange) -> bool {
+        self.all || self.ranges.contains(&block)
+    }
+
+    pub(super) fn add(&mut self, block: AccessRange) {
+        if self.holds(block) {
+            return;
+        }
+        if self.ranges.len() == Self::KEPT {
+            self.all = true;
+            self.ranges = Vec::new();
+        } else {
+            self.ranges.push(block);
+        }
+    }
+
+    /// Whether a race on `bytes` may rest on one of the blocks.
+    pub(super) fn covers(&self, bytes: AccessRange) -> bool {
+        self.all || self.ranges.iter().any(|block| block.intersection(bytes).is_some())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_blocks_cover_bytes_in_their_blocks_and_all_blocks_past_the_ones_kept() {
+        let block = |start| AccessRange { start, len: 0x100 };
+        let mut blocks = WholeBlocks::default();
+        blocks.add(block(0x1000));
+        assert!(blocks.holds(block(0x1000)) && !blocks.holds(block(0x2000)));
+        assert!(blocks.covers(AccessRange { start: 0x10f0, len: 0x40 }));
+        assert!(!blocks.covers(AccessRange { start: 0x1100, len: 0x40 }));
+        for i in 0..WholeBlocks::KEPT as u64 {
+            blocks.add(block(0x10_0000 + i * 0x1000));
+        }
+        assert!(blocks.covers(AccessRange { start: 0xdead_0000, len: 1 }), "a site of many blocks counts on all");
+    }
 
     #[test]
     fn auto_gives_the_check_its_own_thread_from_three_cores_on() {
