@@ -667,7 +667,55 @@ fn native_samples_of_real_project_patterns_match_their_ground_truth() {
     // written, as byte ranges beside their pointer words.
     let text = std::fs::read_to_string("samples/capture/cuda/cublas_handle_switch.json").expect("the trace");
     let gemms: Vec<&str> = text.lines().filter(|l| l.contains("\"name\":\"sm80_xmma_gemm")).collect();
-    assert!(!gemms.is_empty() && gemms.iter().all(|l| l.contains("\"reads\"") && l.contains("\"writes\"")), "{gemms:#?}");
+    assert!(
+        !gemms.is_empty() && gemms.iter().all(|l| l.contains("\"reads\"") && l.contains("\"writes\"")),
+        "{gemms:#?}"
+    );
+}
+
+/// cuBLAS and cuBLASLt calls on two streams that split a layer by rows (samples/cuda/cublas_row_halves.cu,
+/// captured on an H100 on 2026-12-07 without the set-up's synchronize, its `unsynced-setup` today): the gemms'
+/// kernels read and write the calls' operands (capture/src/cublas.rs), so two streams writing the two row halves
+/// of one output, reading one weight matrix and one buffer of device scalars, are no race. Each trace holds the
+/// race that version had, the gemms reading the scalars a pageable copy may still be writing, and its mode's own:
+/// none, a read across the halves (with and without the event that orders it), one cuBLASLt workspace for both
+/// streams, and rows that overlap. No finding rests on a whole block: the kernels' bytes are the calls'.
+#[test]
+fn cublas_calls_read_and_write_their_operands_by_their_definitions() {
+    const GEMM: &str = "sm80_xmma_gemm";
+    let own: &[(&str, &[Race])] = &[
+        ("", &[]),
+        ("-cross-event", &[]),
+        ("-cross", &[("read-after-write", GEMM, GEMM)]),
+        ("-shared-workspace", &[("write-after-write", GEMM, GEMM)]),
+        (
+            "-overlap",
+            &[("write-after-write", GEMM, GEMM), ("write-after-write", GEMM, GEMM), ("read-after-write", GEMM, GEMM)],
+        ),
+    ];
+    for (mode, expected) in own {
+        let (code, json) = analyze(&format!("samples/capture/cuda/cublas_row_halves{mode}-unsynced-setup.json"));
+        assert_eq!(code, 1);
+        let all = json["races"].as_array().expect("races");
+        let (scalars, rest): (Vec<&Value>, Vec<&Value>) =
+            all.iter().partition(|r| r["earlier"]["site"]["name"] == "memcpy HtoD");
+        assert!(!scalars.is_empty(), "{mode}: the set-up's copy of the scalars");
+        for race in &scalars {
+            assert_eq!(race["kind"], "read-after-write", "{mode}");
+            assert_eq!(race["range"]["len"], 4, "{mode}: one scalar, not the block");
+            assert!(race["later"]["site"]["name"].as_str().is_some_and(|n| n.starts_with(GEMM)), "{mode}");
+        }
+        assert_eq!(rest.len(), expected.len(), "{mode}: {rest:#?}");
+        for (kind, earlier, later) in expected.iter() {
+            assert!(
+                rest.iter().any(|r| r["kind"] == *kind
+                    && r["earlier"]["site"]["name"].as_str().is_some_and(|n| n.starts_with(earlier))
+                    && r["later"]["site"]["name"].as_str().is_some_and(|n| n.starts_with(later))),
+                "{mode}: {kind} {earlier} {later} in {rest:#?}"
+            );
+        }
+        assert!(all.iter().all(|r| r["extent"] == "known"), "{mode}: {all:#?}");
+    }
 }
 
 #[test]
