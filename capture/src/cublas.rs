@@ -268,17 +268,22 @@ type Entered = (bool, bool);
 /// Nothing is described where nothing is recorded (the capture off, outside a capture range), nor inside a
 /// framework op, whose extents stand for its kernels.
 fn enter(start: Start, describe: impl FnOnce() -> Option<Buffers>) -> Entered {
-    enter_as(|| crate::recording::recording_here() && !crate::framework::inside_op(), start, describe)
+    let wanted = || crate::recording::recording_here() && !crate::framework::inside_op();
+    enter_as(wanted, || crate::recording::site_of_library_call(start), describe)
 }
 
-/// [`enter`], asking `wanted` whether the outermost call is described.
-fn enter_as(wanted: impl FnOnce() -> bool, start: Start, describe: impl FnOnce() -> Option<Buffers>) -> Entered {
+/// [`enter`], asking `wanted` whether the outermost call is described and `site` for its call site.
+fn enter_as(
+    wanted: impl FnOnce() -> bool,
+    site: impl FnOnce() -> u32,
+    describe: impl FnOnce() -> Option<Buffers>,
+) -> Entered {
     let outermost = !INSIDE.try_with(|inside| inside.replace(true)).unwrap_or(true);
     if !outermost || !wanted() {
         return (outermost, false);
     }
     let buffers = quietly(|| describe().filter(|b| !b.is_empty()));
-    let site = quietly(|| crate::recording::site_of_library_call(start));
+    let site = quietly(site);
     if buffers.is_none() && site == 0 {
         return (outermost, false);
     }
@@ -692,29 +697,32 @@ mod tests {
     }
 
     #[test]
-    fn a_launch_takes_the_ranges_of_the_call_its_thread_is_inside_and_nested_calls_name_nothing() {
+    fn a_launch_takes_the_ranges_and_site_of_the_call_its_thread_is_inside_and_nested_calls_name_nothing() {
+        // The site is given: finding one would write into a capture another test of this binary may be running.
         let mut named = Buffers::default();
         named.read(0x1000, 64);
-        let outer = enter_as(|| true, Start::here(), || Some(named.clone()));
+        let outer = enter_as(|| true, || 7, || Some(named.clone()));
         assert_eq!(outer, (true, true));
         // cuBLAS's call of cuBLASLt's exported function inside the program's.
-        let inner = enter_as(|| true, Start::here(), || panic!("an inner call is not described"));
+        let inner = enter_as(|| true, || panic!("an inner call has no site of its own"), || panic!("nor ranges"));
         assert_eq!(inner, (false, false));
-        assert_eq!(library_call::buffers_for_launch(), Some(named.clone()));
+        assert_eq!((library_call::buffers_for_launch(), library_call::site_for_call()), (Some(named.clone()), Some(7)));
         leave(inner);
         assert_eq!(library_call::buffers_for_launch(), Some(named.clone()));
         leave(outer);
-        assert_eq!(library_call::buffers_for_launch(), None);
+        assert_eq!((library_call::buffers_for_launch(), library_call::site_for_call()), (None, None));
         // A call not wanted (nothing recorded, inside a framework op) is not described.
-        let unwanted = enter_as(|| false, Start::here(), || panic!("not described"));
+        let unwanted = enter_as(|| false, || panic!("no site"), || panic!("not described"));
         assert_eq!(unwanted, (true, false));
         leave(unwanted);
-        // A description that panics loses the ranges, not the call (a site may still be found where a capture
-        // records in this test binary).
-        let failed = enter_as(|| true, Start::here(), || panic!("a bug in a description"));
-        assert!(failed.0);
-        assert_eq!(library_call::buffers_for_launch(), None);
+        // A description that panics loses the ranges, not the call, nor its site.
+        let failed = enter_as(|| true, || 9, || panic!("a bug in a description"));
+        assert_eq!(failed, (true, true));
+        assert_eq!((library_call::buffers_for_launch(), library_call::site_for_call()), (None, Some(9)));
         leave(failed);
-        assert_eq!(library_call::site_for_call(), None);
+        // Without ranges or a site nothing is opened.
+        let bare = enter_as(|| true, || 0, || None);
+        assert_eq!(bare, (true, false));
+        leave(bare);
     }
 }
