@@ -17,12 +17,12 @@
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
-use std::panic::AssertUnwindSafe;
 
 use streamtrace_format::ByteRuns;
 
 use crate::call_buffers::Buffers;
 use crate::library_call::{self, OpenCall};
+use crate::stand_in::{quietly, say_missing};
 use crate::unwind::Start;
 
 /// cuBLAS's `cublasStatus_t` values this file returns.
@@ -255,11 +255,6 @@ thread_local! {
     static INSIDE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Runs bookkeeping that must neither unwind into cuBLAS's caller nor stop the call: a panic loses the ranges.
-fn quietly<T: Default>(work: impl FnOnce() -> T) -> T {
-    std::panic::catch_unwind(AssertUnwindSafe(work)).unwrap_or_default()
-}
-
 /// What [`leave`] needs of a stand-in's entry: whether it was the outermost, and whether it opened a call.
 type Entered = (bool, bool);
 
@@ -428,11 +423,7 @@ mod real_lt {
 /// What a call of `name` returns where no cuBLAS defines it: "not initialized", said once.
 fn missing(name: &str) -> c_int {
     static SAID: std::sync::Once = std::sync::Once::new();
-    // Not eprintln!, which panics where standard error is closed.
-    SAID.call_once(|| {
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "streamtrace: no cuBLAS defines {name}: the call fails as not initialized");
-    });
+    say_missing(&SAID, "cuBLAS", name, "not initialized");
     CUBLAS_STATUS_NOT_INITIALIZED
 }
 

@@ -57,6 +57,7 @@ mod sanitizer;
 mod setup;
 pub mod signature;
 pub mod sites;
+mod stand_in;
 mod state;
 pub mod stream_sink;
 mod thread_knowledge;

@@ -18,11 +18,11 @@
 
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
-use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use crate::call_buffers::Buffers;
+use crate::stand_in::{quietly, say_missing};
 
 /// NCCL's `ncclResult_t` values this file returns or looks for.
 const NCCL_SUCCESS: c_int = 0;
@@ -197,11 +197,6 @@ pub fn buffers_for_launch(tid: u64, device: Option<u32>) -> Option<Buffers> {
     (!found.is_empty()).then_some(found)
 }
 
-/// Runs bookkeeping that must neither unwind into NCCL's caller nor stop the call: a panic loses the ranges.
-fn quietly<T: Default>(work: impl FnOnce() -> T) -> T {
-    std::panic::catch_unwind(AssertUnwindSafe(work)).unwrap_or_default()
-}
-
 /// The ranges of `transfer` on `comm`'s rank, and the CUDA device the communicator is on; None inside a
 /// framework op, or where NCCL does not answer.
 fn buffers_of(transfer: Transfer, datatype: c_int, comm: *mut c_void) -> Option<(i32, Buffers)> {
@@ -286,12 +281,7 @@ mod real {
 /// What a call of `name` returns where no NCCL defines it: NCCL's "internal error", said once.
 fn missing(name: &str) -> c_int {
     static SAID: std::sync::Once = std::sync::Once::new();
-    // Not eprintln!, which panics where standard error is closed.
-    SAID.call_once(|| {
-        use std::io::Write;
-        let _ =
-            writeln!(std::io::stderr(), "streamtrace: no NCCL defines {name}: the call fails as NCCL's internal error");
-    });
+    say_missing(&SAID, "NCCL", name, "NCCL's internal error");
     NCCL_INTERNAL_ERROR
 }
 
