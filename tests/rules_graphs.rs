@@ -3,7 +3,7 @@
 //! graph's edges; graphs built node by node keep the edges their calls named; exec updates change what a launch
 //! touches; a launch is one step of its stream. Kept beside `tests/rules.rs` (same harness, same trace format).
 
-use streamtrace::findings::{Fix, RaceKind};
+use streamtrace::findings::{AccessExtent, Fix, RaceKind};
 use streamtrace::hb::HostOrder;
 
 use crate::util::scenario::{self, assert_one_race, rec, wait, Found};
@@ -419,4 +419,18 @@ fn a_graph_host_node_s_run_is_its_launch_s_place_in_the_stream() {
     assert!(races(&host_node_graph("[1]", &ordered)).is_empty());
     let found = races(&host_node_graph("[1]", &read_on_2));
     assert_one_race(&found, RaceKind::WriteAfterRead, "reader", "refill");
+}
+
+#[test]
+fn a_node_s_race_rests_on_a_whole_block_only_when_its_bytes_lie_in_a_block_its_pointers_stood_for() {
+    // A library call's kernel captured on stream 2: its operand X by its bytes, and a workspace word into Y.
+    let node = "{\"type\":\"kernel\",\"stream\":2,\"name\":\"gemm\",\"writes\":[$X],\"pointers\":[[\"0x2000\",\"w\"]],\"src\":\"app.cu:5\"}\n";
+    let extents = |unjoined: &str| {
+        let found = races(&fork_join(&(node.to_string() + unjoined), ""));
+        found.iter().map(|race| race.extent).collect::<Vec<_>>()
+    };
+    // fork_join's side node writes X on stream 2 before the gemm; stream 1 reads X, then Y, unjoined.
+    assert_eq!(extents(""), Vec::<AccessExtent>::new());
+    assert_eq!(extents(&read(1, "use", "$X")), [AccessExtent::Known, AccessExtent::Known]);
+    assert_eq!(extents(&read(1, "peek", "$Y")), [AccessExtent::WholeBlockArguments]);
 }

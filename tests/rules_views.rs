@@ -80,3 +80,30 @@ fn a_view_whose_length_disagrees_with_its_shape_is_refused() {
     let message = error.map(|e| format!("{e:#}")).unwrap_or_default();
     assert!(message.contains("sizes and strides span 252"), "{message}");
 }
+
+/// The left half written on stream 1 and `right` on stream 2, as two branches of one graph: a capture on stream 1
+/// forks stream 2 (event 1) and joins it back (event 2), then the graph is launched once.
+fn halves_in_a_graph(right: &str) -> String {
+    "{\"type\":\"event\",\"id\":2}\n".to_string()
+        + "{\"type\":\"capture_begin\",\"stream\":1,\"src\":\"app.cu:1\"}\n"
+        + &rec(1, 1)
+        + &wait(2, 1)
+        + &op(1, "left", "", LEFT)
+        + &op(2, "right", "", right)
+        + &rec(2, 2)
+        + &wait(1, 2)
+        + "{\"type\":\"capture_end\",\"stream\":1,\"graph\":100}\n"
+        + "{\"type\":\"graph_instantiate\",\"graph\":100,\"exec\":200}\n"
+        + "{\"type\":\"graph_launch\",\"exec\":200,\"stream\":1,\"src\":\"app.cu:99\"}\n"
+}
+
+#[test]
+fn a_graph_s_nodes_are_compared_on_the_bytes_their_views_cover() {
+    // Two branches writing the left and right column halves: their extents overlap, their bytes do not.
+    assert!(races(&halves_in_a_graph(RIGHT)).is_empty(), "{:#?}", races(&halves_in_a_graph(RIGHT)));
+    // Column 1 lies in the left half.
+    let found = races(&halves_in_a_graph(&column(1)));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].kind, RaceKind::WriteAfterWrite);
+    assert_eq!(found[0].later_view.as_deref(), Some("[8] strides (8) of 4-byte elements"));
+}

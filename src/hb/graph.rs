@@ -13,6 +13,7 @@ use super::racing_accesses::{can_race, effective_accesses};
 use super::shadow::Effect;
 use super::sites::{SiteId, SiteName, SiteParts};
 use super::state::{action_of, Engine, EngineError, GraphMemo};
+use super::view_overlap::{accesses_meet, Budget, OVERLAP_STEP_CAP};
 use crate::findings::{AccessExtent, Fix, GraphSite, OpClass, OpOccurrence, RaceFinding, RaceKey, RaceKind, Unordered};
 use crate::model::{Access, AccessMode, GraphBuild, GraphExec, GraphNode, HostNodeRun, NodeKind, Operation, StreamId};
 
@@ -151,6 +152,15 @@ impl Engine {
         for (i, x, j, y) in pairs {
             let (a, b) = (&accesses[i][x], &accesses[j][y]);
             let Some(range) = a.range.intersection(b.range) else { continue };
+            // Strided accesses (a sub-matrix's columns, a tensor view) meet only where their bytes do.
+            if a.view.is_some() || b.view.is_some() {
+                let mut budget = Budget::new(OVERLAP_STEP_CAP);
+                let meet = accesses_meet(a, b, &mut budget);
+                self.stats.assumed_view_overlaps += u64::from(budget.exhausted);
+                if !meet {
+                    continue;
+                }
+            }
             let kind = match (a.mode, b.mode) {
                 (AccessMode::Read, AccessMode::Read) => continue,
                 (AccessMode::Write, AccessMode::Read) => RaceKind::ReadAfterWrite,
@@ -176,8 +186,9 @@ impl Engine {
             let allocation = (self.processes[op.process.index()].allocations)
                 .describe(range, None, |native| sites.native(native))
                 .map(Box::new);
-            // A node whose pointer arguments stood for their whole blocks (tier T1), as a launch's do.
-            let extent = if nodes[i].pointers.is_empty() && nodes[j].pointers.is_empty() {
+            // An access a node's pointer argument stood for (its whole block, tier T1, as a launch's do): those
+            // follow the node's own accesses in its list.
+            let extent = if x < nodes[i].accesses.len() && y < nodes[j].accesses.len() {
                 AccessExtent::Known
             } else {
                 AccessExtent::WholeBlockArguments

@@ -10,7 +10,7 @@
 //! Every step costs one unit of a [`Budget`]; a question that runs past it is answered "they overlap", which can
 //! report a race that is not one but never hides one, and the budget says so.
 
-use crate::model::ByteDim;
+use crate::model::{Access, ByteDim};
 
 /// Steps one overlap question may take before it is answered conservatively.
 pub const OVERLAP_STEP_CAP: u64 = 1 << 20;
@@ -110,6 +110,18 @@ fn inverse_mod(a: i128, m: i128) -> i128 {
         (old_s, s) = (s, old_s - q * s);
     }
     old_s.rem_euclid(m)
+}
+
+/// Whether two accesses share a byte: on the bytes their views cover where they have views (a graph's nodes
+/// are compared access by access, not through the shadow).
+pub fn accesses_meet(a: &Access, b: &Access, budget: &mut Budget) -> bool {
+    fn placed(x: &Access) -> Placed<'_> {
+        match &x.view {
+            Some(view) => Placed { start: x.range.start as i128, run: view.run, dims: &view.dims },
+            None => Placed::range(x.range.start, x.range.len),
+        }
+    }
+    patterns_meet(placed(a), placed(b), budget)
 }
 
 /// Whether the two patterns share a byte.
