@@ -21,7 +21,8 @@
 #   CUDA_LIB_DIR=...    where the CUDA runtime's libraries are (default the nvcc wheel's lib/)
 #   JOBS=2              builds at a time
 #   ONLY="a b"          build only these entries (names as in the list below), to try a few (the tarball then
-#                       holds only those)
+#                       holds only those; from a CUDA_SAMPLES_TREE without some samples' folders, the files
+#                       those folders give the others are left out too)
 # On the GPU machine (16 cores, the toolkit in /usr/local/cuda), from a tree carried in .gpu/:
 #   CUDA_SAMPLES_TREE=.gpu/cuda-samples-src NVCC=/usr/local/cuda/bin/nvcc CUDA_LIB_DIR=/usr/local/cuda/lib64 \
 #   NVTX_INCLUDE=/usr/local/cuda/include LIBS_INCLUDE=/usr/local/cuda/include LIBS_DIR=/usr/local/cuda/lib64 \
@@ -277,8 +278,11 @@ selected() { [ -z "${ONLY:-}" ] || case " $ONLY " in *" $1 "*) true ;; *) false 
 # Two at a time by default: the development machine has two cores, shared with other builders. A build that fails
 # does not stop the others: the count at the end names it.
 throttle() { [ "$(jobs -rp | wc -l)" -lt "${JOBS:-2}" ] || wait -n || true; }
+# With ONLY, a companion whose folder a partial tree (CUDA_SAMPLES_TREE) leaves out is not wanted: skipped.
+companion_wanted() { [ -z "${ONLY:-}" ] || [ -z "$tree" ] || [ -e "$tree/Samples/$1" ]; }
 for entry in "${companions[@]}"; do
   IFS='|' read -r folder file how target <<< "$entry"
+  companion_wanted "$folder" || continue
   extract "Samples/$folder"
   ( cd "$src/Samples/$folder"
     if [ "$how" = copy ]; then
@@ -309,7 +313,8 @@ for entry in "${samples[@]}"; do
   if [ -x "$out/bin/$name" ]; then built=$((built + 1)); else missing="$missing $name"; fi
 done
 for entry in "${companions[@]}"; do
-  IFS='|' read -r _ _ _ target <<< "$entry"
+  IFS='|' read -r folder _ _ target <<< "$entry"
+  companion_wanted "$folder" || continue
   [ -e "$out/bin/$target" ] || missing="$missing $target"
 done
 echo "built: $built of $wanted${missing:+; missing:$missing}"
