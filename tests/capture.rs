@@ -600,6 +600,10 @@ fn native_samples_of_real_project_patterns_match_their_ground_truth() {
         ("cublas_handle_switch-same-out", &[("write-after-write", GEMM, GEMM)]),
         ("cublas_handle_switch-chain", &[("read-after-write", GEMM, GEMM)]),
         ("cublas_handle_switch-chain-event", &[]),
+        // cuBLAS's reductions, swap and matrix sums: their kernels take the vectors inside a struct of parameters.
+        ("cublas_reductions_shared", &[]),
+        ("cublas_reductions_shared-swap", &[("write-after-read", "void asum_kernel", "void swap_kernel")]),
+        ("cublas_reductions_shared-one-result", &[("write-after-write", "void nrm2_kernel", "void nrm2_kernel")]),
         ("cufft_plan_two_streams", &[("write-after-write", "void regular_fft", "void regular_fft")]),
         ("cufft_plan_two_streams-event", &[]),
         ("cufft_plan_two_streams-two-plans", &[]),

@@ -166,6 +166,13 @@ pub enum Routine {
     Scal { n: i64, x: (u64, i64), element: u64 },
     /// `result = x . y`, the result written where the pointer mode says (the host's copy is no device access).
     Dot { n: i64, x: (u64, i64), y: (u64, i64), result: u64, element: u64 },
+    /// One vector reduced to one value (nrm2, asum, the index of its largest or smallest element), written to
+    /// `result` (`result_bytes`) where the pointer mode says, as for a dot product.
+    Reduce { n: i64, x: (u64, i64), result: u64, element: u64, result_bytes: u64 },
+    /// `x <-> y`: both read and written.
+    Swap { n: i64, x: (u64, i64), y: (u64, i64), element: u64 },
+    /// `C = alpha op(A) + beta op(B)`, C m x n (a transpose or a matrix sum; C may be A or B).
+    Geam { trans_a: c_int, trans_b: c_int, m: i64, n: i64, a: (u64, i64), b: (u64, i64), c: (u64, i64), element: u64 },
 }
 
 impl Routine {
@@ -241,6 +248,26 @@ impl Routine {
                     b.write(result, element);
                 }
             }
+            Routine::Reduce { n, x, result, element, result_bytes } => {
+                b.reads.extend(vector(x.0, n, x.1, element)?);
+                if device_result {
+                    b.write(result, result_bytes);
+                }
+            }
+            Routine::Swap { n, x, y, element } => {
+                b.writes.extend(vector(x.0, n, x.1, element)?);
+                b.writes.extend(vector(y.0, n, y.1, element)?);
+            }
+            Routine::Geam { trans_a, trans_b, m, n, a, b: bm, c, element } => {
+                // op(A) and op(B) are m x n: stored n x m where transposed. A null B (beta 0) is not read.
+                let stored = |(address, ld): (u64, i64), transposed: bool| {
+                    let (rows, cols) = if transposed { (n, m) } else { (m, n) };
+                    Matrix::single(address, rows, cols, ld, element).runs()
+                };
+                b.reads.extend(stored(a, transposed(trans_a)?)?);
+                b.reads.extend(stored(bm, transposed(trans_b)?)?);
+                b.writes.extend(stored(c, false)?);
+            }
         }
         for &(address, bytes) in device_scalars {
             b.read(address, bytes);
@@ -310,9 +337,10 @@ fn takes_device_pointers(handle: Handle) -> bool {
     asked == Some(CUBLAS_STATUS_SUCCESS) && mode == 1
 }
 
-/// cuBLASLt's matrix layout, as [`Matrix`]; None where it is not one this file can describe (an order other
-/// than column- or row-major, planar complex, arrays of pointers, a data type it does not know).
-fn lt_layout(address: *const c_void, layout: *mut c_void) -> Option<Matrix> {
+/// cuBLASLt's matrix layout, as [`Matrix`], with its rows and columns as the layout names them (a row-major
+/// matrix is stored as its transpose); None where it is not one this file can describe (an order other than
+/// column- or row-major, planar complex, arrays of pointers, a data type it does not know).
+fn lt_layout(address: *const c_void, layout: *mut c_void) -> Option<(Matrix, (i64, i64))> {
     fn attribute<T: Copy + Default>(layout: *mut c_void, attr: c_int) -> Option<T> {
         let mut value = T::default();
         let mut written = 0usize;
@@ -349,15 +377,16 @@ fn lt_layout(address: *const c_void, layout: *mut c_void) -> Option<Matrix> {
         return None;
     }
     let address = address as u64;
-    match attribute::<c_int>(layout, ORDER).unwrap_or(0) {
-        0 => Some(Matrix { address, rows, cols, ld, element, batch, stride }),
-        1 => Some(Matrix { address, rows: cols, cols: rows, ld, element, batch, stride }),
-        _ => None,
-    }
+    let stored = match attribute::<c_int>(layout, ORDER).unwrap_or(0) {
+        0 => Matrix { address, rows, cols, ld, element, batch, stride },
+        1 => Matrix { address, rows: cols, cols: rows, ld, element, batch, stride },
+        _ => return None,
+    };
+    Some((stored, (rows, cols)))
 }
 
-/// `cublasLtMatmul`'s ranges: A, B and C read, D and the workspace written; alpha and beta read where the
-/// operation takes them from device memory.
+/// `cublasLtMatmul`'s ranges: A, B and C read, D and the workspace written, and what its epilogue reads or
+/// writes beside them; alpha and beta read where the operation takes them from device memory.
 #[allow(clippy::too_many_arguments)]
 fn lt_matmul_buffers(
     desc: *mut c_void,
@@ -373,30 +402,158 @@ fn lt_matmul_buffers(
     let [a, bm, c, d] = operands;
     for (address, layout) in [a, bm, c] {
         if !address.is_null() {
-            b.reads.extend(lt_layout(address, layout)?.runs()?);
+            b.reads.extend(lt_layout(address, layout)?.0.runs()?);
         }
     }
-    b.writes.extend(lt_layout(d.0, d.1)?.runs()?);
+    let (d_stored, d_shape) = lt_layout(d.0, d.1)?;
+    b.writes.extend(d_stored.runs()?);
     b.write(workspace as u64, workspace_bytes as u64);
     let get = real_lt::cublasLtMatmulDescGetAttribute()?;
+    let attribute = |attr: c_int, value: *mut c_void, size: usize| {
+        let mut written = 0usize;
+        // Safety: cuBLASLt's getter, given the program's descriptor and a local of the attribute's size.
+        unsafe { get(desc, attr, value, size, &mut written) == CUBLAS_STATUS_SUCCESS }
+    };
     let mut mode: c_int = 0;
-    let mut written = 0usize;
-    // Safety: cuBLASLt's getter, given the program's descriptor and a local of the attribute's size.
-    let status = unsafe { get(desc, POINTER_MODE, (&mut mode as *mut c_int).cast(), 4, &mut written) };
-    match (status, mode) {
-        (CUBLAS_STATUS_SUCCESS, 0) => {}
-        (CUBLAS_STATUS_SUCCESS, 1) => {
+    match (attribute(POINTER_MODE, (&mut mode as *mut c_int).cast(), 4), mode) {
+        (true, 0) => {}
+        (true, 1) => {
             let mut scale: c_int = 0;
-            // Safety: as above.
-            let status = unsafe { get(desc, SCALE_TYPE, (&mut scale as *mut c_int).cast(), 4, &mut written) };
-            let bytes = if status == CUBLAS_STATUS_SUCCESS { data_type_bytes(scale)? } else { return None };
+            if !attribute(SCALE_TYPE, (&mut scale as *mut c_int).cast(), 4) {
+                return None;
+            }
+            let bytes = data_type_bytes(scale)?;
             b.read(alpha as u64, bytes);
             b.read(beta as u64, bytes);
         }
         // Vectors of alpha (one per row) and the modes this file does not know.
         _ => return None,
     }
+    Epilogue::of(attribute, d_stored.element)?.buffers(d_shape, d_stored.batch, &mut b)?;
     Some(b)
+}
+
+/// A cuBLASLt epilogue's operands beside D (`cublasLtEpilogue_t`, and the descriptor's attributes for them): a
+/// bias vector read (BIAS), or written as a bias gradient (BGRAD with DRELU or DGELU, BGRADA, BGRADB); an
+/// auxiliary matrix written in a forward pass (RELU_AUX, GELU_AUX) or read in a backward one (DRELU, DGELU), a
+/// bit-mask for ReLU. Their pointer words are then named like the operands'; an epilogue with bits this file
+/// does not know names neither, and its words stay at tier T1.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+struct Epilogue {
+    bits: u32,
+    bias: u64,
+    bias_element: u64,
+    /// Elements from one batch's bias to the next's (0: one bias for every batch).
+    bias_stride: i64,
+    aux: u64,
+    /// In elements (bits for the ReLU mask).
+    aux_ld: i64,
+    aux_element: u64,
+    aux_stride: i64,
+}
+
+impl Epilogue {
+    const RELU: u32 = 2;
+    const BIAS: u32 = 4;
+    const DRELU: u32 = 8;
+    const BGRAD: u32 = 16;
+    const DGELU: u32 = 64;
+    const AUX: u32 = 128;
+    const BGRADA: u32 = 256;
+    const BGRADB: u32 = 512;
+    const KNOWN: u32 = 1023;
+
+    /// The descriptor's epilogue, asked through `attribute(ATTR, VALUE, SIZE)`; types left unset (-1) are D's
+    /// (`d_element` bytes). None where a type is one this file does not know.
+    fn of(attribute: impl Fn(c_int, *mut c_void, usize) -> bool, d_element: u64) -> Option<Epilogue> {
+        const EPILOGUE: c_int = 7;
+        const BIAS_POINTER: c_int = 8;
+        const BIAS_BATCH_STRIDE: c_int = 10;
+        const AUX_POINTER: c_int = 11;
+        const AUX_LD: c_int = 12;
+        const AUX_BATCH_STRIDE: c_int = 13;
+        const AUX_DATA_TYPE: c_int = 22;
+        const BIAS_DATA_TYPE: c_int = 26;
+        fn ask<T: Copy + Default>(attribute: &impl Fn(c_int, *mut c_void, usize) -> bool, attr: c_int) -> Option<T> {
+            let mut value = T::default();
+            attribute(attr, (&mut value as *mut T).cast(), std::mem::size_of::<T>()).then_some(value)
+        }
+        let bits: u32 = ask(&attribute, EPILOGUE).unwrap_or(1);
+        if bits <= 1 {
+            return Some(Epilogue::default());
+        }
+        // A type attribute is -1 until set: then it is D's.
+        let element = |attr| match ask::<c_int>(&attribute, attr).unwrap_or(-1) {
+            -1 => Some(d_element),
+            data_type => data_type_bytes(data_type),
+        };
+        Some(Epilogue {
+            bits,
+            bias: ask::<usize>(&attribute, BIAS_POINTER).unwrap_or(0) as u64,
+            bias_element: element(BIAS_DATA_TYPE)?,
+            bias_stride: ask(&attribute, BIAS_BATCH_STRIDE).unwrap_or(0),
+            aux: ask::<usize>(&attribute, AUX_POINTER).unwrap_or(0) as u64,
+            aux_ld: ask(&attribute, AUX_LD).unwrap_or(0),
+            aux_element: element(AUX_DATA_TYPE)?,
+            aux_stride: ask(&attribute, AUX_BATCH_STRIDE).unwrap_or(0),
+        })
+    }
+
+    /// Adds the epilogue's ranges to `b`, for D of `(rows, cols)` as its layout names them, `batch` times.
+    fn buffers(&self, (rows, cols): (i64, i64), batch: i64, b: &mut Buffers) -> Option<()> {
+        if self.bits & !Self::KNOWN != 0 {
+            return Some(());
+        }
+        let vector = |address, len, element, stride| Matrix {
+            address,
+            rows: len,
+            cols: 1,
+            ld: len.max(1),
+            element,
+            batch,
+            stride,
+        };
+        if self.bits & Self::BIAS != 0 {
+            b.reads.extend(vector(self.bias, rows, self.bias_element, self.bias_stride).runs()?);
+        }
+        let gradient_rows = self.bits & (Self::BGRAD | Self::BGRADA) != 0;
+        if gradient_rows || self.bits & Self::BGRADB != 0 {
+            let len = if gradient_rows { rows } else { cols };
+            b.writes.extend(vector(self.bias, len, self.bias_element, self.bias_stride).runs()?);
+        }
+        if self.bits & Self::AUX != 0 {
+            let aux = if self.bits & (Self::RELU | Self::DRELU) != 0 {
+                // One bit an element: a column is ld bits.
+                let bytes = |bits: i64| bits.checked_add(7).map(|b| b / 8);
+                Matrix {
+                    address: self.aux,
+                    rows: bytes(rows)?,
+                    cols,
+                    ld: bytes(self.aux_ld)?,
+                    element: 1,
+                    batch,
+                    stride: bytes(self.aux_stride)?,
+                }
+            } else {
+                Matrix {
+                    address: self.aux,
+                    rows,
+                    cols,
+                    ld: self.aux_ld,
+                    element: self.aux_element,
+                    batch,
+                    stride: self.aux_stride,
+                }
+            };
+            let runs = aux.runs()?;
+            if self.bits & (Self::DRELU | Self::DGELU) != 0 {
+                b.reads.extend(runs);
+            } else {
+                b.writes.extend(runs);
+            }
+        }
+        Some(())
+    }
 }
 
 type Handle = *mut c_void;
@@ -431,7 +588,7 @@ fn missing(name: &str) -> c_int {
 /// `Option<Buffers>`, evaluated only for the program's own call outside a framework op), then the call is passed
 /// on to the function of the same name (`real_calls::NAME`). A gemm of one element type is written
 /// `gemm NAME(INTEGER TYPE, ELEMENT BYTES);`, its strided batched form `strided NAME(...)`: they take cuBLAS's
-/// one signature of each.
+/// one signature of each; a reduction of one vector to one value `reduce NAME(ELEMENT BYTES, RESULT BYTES);`.
 macro_rules! stand_in_front {
     (@munch [$($done:tt)*]) => { stand_in_front!(@emit $($done)*); };
     (@munch [$($done:tt)*] gemm $name:ident($int:ty, $element:expr); $($rest:tt)*) => {
@@ -450,6 +607,13 @@ macro_rules! stand_in_front {
                 => Routine::gemm(ta, tb, m.into(), n.into(), k.into(), (a as u64, lda.into(), sa),
                     (b as u64, ldb.into(), sb), (c as u64, ldc.into(), sc), $element, batch.into())
                     .buffers(&device_scalars(h, alpha, beta, $element), false);
+        ] $($rest)*);
+    };
+    (@munch [$($done:tt)*] reduce $name:ident($element:expr, $result:expr); $($rest:tt)*) => {
+        stand_in_front!(@munch [$($done)*
+            $name(h: Handle, n: c_int, x: In, incx: c_int, result: Out)
+                => Routine::Reduce { n: n.into(), x: (x as u64, incx.into()), result: result as u64,
+                    element: $element, result_bytes: $result }.buffers(&[], takes_device_pointers(h));
         ] $($rest)*);
     };
     (@munch [$($done:tt)*] $name:ident($($arg:ident: $ty:ty),*) => $describe:expr; $($rest:tt)*) => {
@@ -577,6 +741,30 @@ stand_in_front! {
     cublasDdot_v2(h: Handle, n: c_int, x: In, incx: c_int, y: In, incy: c_int, result: Out)
         => Routine::Dot { n: n.into(), x: (x as u64, incx.into()), y: (y as u64, incy.into()), result: result as u64,
             element: 8 }.buffers(&[], takes_device_pointers(h));
+    reduce cublasSnrm2_v2(4, 4);
+    reduce cublasDnrm2_v2(8, 8);
+    reduce cublasSasum_v2(4, 4);
+    reduce cublasDasum_v2(8, 8);
+    reduce cublasIsamax_v2(4, 4);
+    reduce cublasIdamax_v2(8, 4);
+    reduce cublasIsamin_v2(4, 4);
+    reduce cublasIdamin_v2(8, 4);
+    cublasSswap_v2(h: Handle, n: c_int, x: Out, incx: c_int, y: Out, incy: c_int)
+        => Routine::Swap { n: n.into(), x: (x as u64, incx.into()), y: (y as u64, incy.into()), element: 4 }
+            .buffers(&[], false);
+    cublasDswap_v2(h: Handle, n: c_int, x: Out, incx: c_int, y: Out, incy: c_int)
+        => Routine::Swap { n: n.into(), x: (x as u64, incx.into()), y: (y as u64, incy.into()), element: 8 }
+            .buffers(&[], false);
+    cublasSgeam(h: Handle, ta: c_int, tb: c_int, m: c_int, n: c_int, alpha: Scalar, a: In, lda: c_int, beta: Scalar,
+        b: In, ldb: c_int, c: Out, ldc: c_int)
+        => Routine::Geam { trans_a: ta, trans_b: tb, m: m.into(), n: n.into(), a: (a as u64, lda.into()),
+            b: (b as u64, ldb.into()), c: (c as u64, ldc.into()), element: 4 }
+            .buffers(&device_scalars(h, alpha, beta, 4), false);
+    cublasDgeam(h: Handle, ta: c_int, tb: c_int, m: c_int, n: c_int, alpha: Scalar, a: In, lda: c_int, beta: Scalar,
+        b: In, ldb: c_int, c: Out, ldc: c_int)
+        => Routine::Geam { trans_a: ta, trans_b: tb, m: m.into(), n: n.into(), a: (a as u64, lda.into()),
+            b: (b as u64, ldb.into()), c: (c as u64, ldc.into()), element: 8 }
+            .buffers(&device_scalars(h, alpha, beta, 8), false);
     cublasLtMatmul(lt: Handle, desc: *mut c_void, alpha: Scalar, a: In, ad: *mut c_void, b: In, bd: *mut c_void,
         beta: Scalar, c: In, cd: *mut c_void, d: Out, dd: *mut c_void, algo: *const c_void, workspace: Out,
         workspace_bytes: usize, stream: *mut c_void)
@@ -673,6 +861,104 @@ mod tests {
         assert_eq!(dot.buffers(&[], true).unwrap().writes, vec![run(0x3000, 8, 0, 1)]);
         let scal = Routine::Scal { n: 4, x: (0x1000, 2), element: 4 };
         assert_eq!(scal.buffers(&[], false).unwrap().writes, vec![run(0x1000, 4, 8, 4)]);
+        // An index of the largest element: doubles read, a 4-byte int written in device pointer mode only.
+        let amax = Routine::Reduce { n: 5, x: (0x1000, 1), result: 0x3000, element: 8, result_bytes: 4 };
+        let b = amax.buffers(&[], true).unwrap();
+        assert_eq!((b.reads, b.writes), (vec![run(0x1000, 40, 0, 1)], vec![run(0x3000, 4, 0, 1)]));
+        assert!(amax.buffers(&[], false).unwrap().writes.is_empty());
+        let swap = Routine::Swap { n: 3, x: (0x1000, 1), y: (0x2000, 3), element: 4 };
+        assert_eq!(swap.buffers(&[], false).unwrap().writes, vec![run(0x1000, 12, 0, 1), run(0x2000, 4, 12, 3)]);
+    }
+
+    #[test]
+    fn a_matrix_sum_reads_its_operands_as_stored_and_writes_c() {
+        // C (4 x 3, ld 4) = A^T (A stored 3 x 4, ld 3) + B (4 x 3, ld 8: a sub-matrix).
+        let geam = |a: (u64, i64), b: (u64, i64)| Routine::Geam {
+            trans_a: 1,
+            trans_b: 0,
+            m: 4,
+            n: 3,
+            a,
+            b,
+            c: (0x3000, 4),
+            element: 4,
+        };
+        let b = geam((0x1000, 3), (0x2000, 8)).buffers(&[], false).unwrap();
+        assert_eq!(b.reads, vec![run(0x1000, 48, 0, 1), run(0x2000, 16, 32, 3)]);
+        assert_eq!(b.writes, vec![run(0x3000, 48, 0, 1)]);
+        // A transpose alone: B null (beta 0) is not read.
+        let transpose = geam((0x1000, 3), (0, 4)).buffers(&[], false).unwrap();
+        assert_eq!(transpose.reads, vec![run(0x1000, 48, 0, 1)]);
+        // A leading dimension short of A's stored rows is an invalid call: nothing is named.
+        assert!(geam((0x1000, 2), (0x2000, 8)).buffers(&[], false).is_none());
+    }
+
+    /// A descriptor's attributes as cuBLASLt's getter would answer them: (attribute, value bytes).
+    fn descriptor(set: &[(c_int, Vec<u8>)]) -> impl Fn(c_int, *mut c_void, usize) -> bool + '_ {
+        move |attr, value, size| match set.iter().find(|(a, _)| *a == attr) {
+            Some((_, bytes)) if bytes.len() == size => {
+                // Safety: the test's own local of `size` bytes.
+                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), value.cast::<u8>(), size) };
+                true
+            }
+            _ => false,
+        }
+    }
+
+    #[test]
+    fn an_epilogue_reads_its_bias_and_writes_its_auxiliary_matrix() {
+        // GELU_AUX_BIAS (32 | 128 | 4) on a 64 x 8 D of floats: bias (64 elements, D's type) read, the GELU input
+        // (ld 64, bf16) written.
+        let set = vec![
+            (7, (32u32 | 128 | 4).to_ne_bytes().to_vec()),
+            (8, 0x9000usize.to_ne_bytes().to_vec()),
+            (11, 0xa000usize.to_ne_bytes().to_vec()),
+            (12, 64i64.to_ne_bytes().to_vec()),
+            (22, 14i32.to_ne_bytes().to_vec()),
+            (26, (-1i32).to_ne_bytes().to_vec()),
+        ];
+        let epilogue = Epilogue::of(descriptor(&set), 4).unwrap();
+        let mut b = Buffers::default();
+        epilogue.buffers((64, 8), 1, &mut b).unwrap();
+        assert_eq!(b.reads, vec![run(0x9000, 256, 0, 1)]);
+        assert_eq!(b.writes, vec![run(0xa000, 64 * 8 * 2, 0, 1)]);
+        // The backward pass, DGELU_BGRAD (64 | 128 | 16): the GELU input read, the bias gradient written.
+        let mut set = set;
+        set[0].1 = (64u32 | 128 | 16).to_ne_bytes().to_vec();
+        let mut b = Buffers::default();
+        Epilogue::of(descriptor(&set), 4).unwrap().buffers((64, 8), 1, &mut b).unwrap();
+        assert_eq!((b.reads, b.writes), (vec![run(0xa000, 1024, 0, 1)], vec![run(0x9000, 256, 0, 1)]));
+    }
+
+    #[test]
+    fn bias_gradients_relu_masks_and_unknown_epilogues() {
+        let with = |bits: u32, aux_ld: i64| Epilogue {
+            bits,
+            bias: 0x9000,
+            bias_element: 2,
+            aux: 0xa000,
+            aux_ld,
+            ..Default::default()
+        };
+        // BGRADB: one bias element per column of D.
+        let mut b = Buffers::default();
+        with(512, 0).buffers((64, 8), 1, &mut b).unwrap();
+        assert_eq!(b.writes, vec![run(0x9000, 16, 0, 1)]);
+        // RELU_AUX_BIAS: the mask, one bit an element, ld 128 bits: 8 bytes of each 16-byte column.
+        let mut b = Buffers::default();
+        with(2 | 128 | 4, 128).buffers((64, 8), 1, &mut b).unwrap();
+        assert_eq!(b.writes, vec![run(0xa000, 8, 16, 8)]);
+        assert_eq!(b.reads, vec![run(0x9000, 128, 0, 1)]);
+        // A bias per batch, 64 elements apart.
+        let mut b = Buffers::default();
+        Epilogue { bias_stride: 64, ..with(4, 0) }.buffers((64, 8), 3, &mut b).unwrap();
+        assert_eq!(b.reads, vec![run(0x9000, 128, 128, 3)]);
+        // Bits this file does not know: nothing named (the words stay the kernel's own).
+        let mut b = Buffers::default();
+        with(4 | 4096, 0).buffers((64, 8), 1, &mut b).unwrap();
+        assert!(b.is_empty());
+        // No epilogue attribute answered: the default, nothing beside D.
+        assert_eq!(Epilogue::of(descriptor(&[]), 4), Some(Epilogue::default()));
     }
 
     #[test]

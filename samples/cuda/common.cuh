@@ -13,6 +13,15 @@
         }                                                                                        \
     } while (0)
 
+// A cuBLAS call that must succeed (expands only where used, so other samples need no cuBLAS header).
+#define CUBLAS_CHECK(call)                                                               \
+    do {                                                                                 \
+        if ((call) != CUBLAS_STATUS_SUCCESS) {                                           \
+            std::fprintf(stderr, "%s:%d: cuBLAS call failed\n", __FILE__, __LINE__);   \
+            std::exit(1);                                                                \
+        }                                                                                \
+    } while (0)
+
 constexpr int N = 1 << 20;
 
 // Writes every element: long enough (many blocks) that two of them can overlap on the GPU.

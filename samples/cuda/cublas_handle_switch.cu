@@ -11,13 +11,6 @@
 #include <cublas_v2.h>
 #include <string>
 #include "common.cuh"
-#define CUBLAS_CHECK(call)                                                  \
-    do {                                                                    \
-        if ((call) != CUBLAS_STATUS_SUCCESS) {                              \
-            std::fprintf(stderr, "%s:%d: cuBLAS call failed\n", __FILE__, __LINE__); \
-            std::exit(1);                                                   \
-        }                                                                   \
-    } while (0)
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "shared-inputs";
     const int m = 1024;
