@@ -677,6 +677,32 @@ fn native_samples_of_real_project_patterns_match_their_ground_truth() {
     );
 }
 
+/// samples/cuda/cublas_row_halves.cu as it is, with its set-up synchronized, captured on an H100 on 2026-12-08:
+/// each mode's own verdict alone, and the same layer captured from stream 1 into a CUDA graph whose two branches
+/// are stream 1's and stream 2's work. The branches write the two row halves of one output, columns interleaved:
+/// compared on their bytes (the sub-matrices' strided runs), not their extents, they are no race; a branch
+/// reading the other's rows is one in every launch.
+#[test]
+fn cublas_calls_captured_into_a_graph_race_only_on_the_bytes_their_nodes_name() {
+    const GEMM: &str = "sm80_xmma_gemm";
+    let samples: &[(&str, &[Race])] = &[
+        ("cublas_row_halves", &[]),
+        ("cublas_row_halves-cross-event", &[]),
+        ("cublas_row_halves-cross", &[("read-after-write", GEMM, GEMM)]),
+        ("cublas_row_halves-shared-workspace", &[("write-after-write", GEMM, GEMM)]),
+        (
+            "cublas_row_halves-overlap",
+            &[("write-after-write", GEMM, GEMM), ("write-after-write", GEMM, GEMM), ("read-after-write", GEMM, GEMM)],
+        ),
+        ("cublas_row_halves-graph", &[]),
+        ("cublas_row_halves-graph-cross", &[("read-after-write", GEMM, GEMM); 4]),
+    ];
+    expect_samples(samples);
+    let (_, json) = analyze("samples/capture/cuda/cublas_row_halves-graph-cross.json");
+    let all = json["races"].as_array().expect("races");
+    assert!(all.iter().all(|r| r["extent"] == "known" && r["earlier"]["node"].is_u64()), "{all:#?}");
+}
+
 /// cuBLAS and cuBLASLt calls on two streams that split a layer by rows (samples/cuda/cublas_row_halves.cu,
 /// captured on an H100 on 2026-12-07 without the set-up's synchronize, its `unsynced-setup` today): the gemms'
 /// kernels read and write the calls' operands (capture/src/cublas.rs), so two streams writing the two row halves
