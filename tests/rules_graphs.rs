@@ -409,6 +409,7 @@ fn a_graph_host_node_s_run_races_with_the_nodes_no_edge_orders_it_with() {
     let found = races(&host_node_graph("[]", ""));
     assert_one_race(&found, RaceKind::ReadAfterWrite, "refill", "use");
     assert_eq!(found[0].earlier.seq, found[0].later.seq, "both in one launch");
+    assert_eq!(found[0].extent, AccessExtent::Known, "the host's own bytes and the node's");
 }
 
 #[test]

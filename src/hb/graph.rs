@@ -187,11 +187,13 @@ impl Engine {
                 .describe(range, None, |native| sites.native(native))
                 .map(Box::new);
             // An access a node's pointer argument stood for (its whole block, tier T1, as a launch's do): those
-            // follow the node's own accesses in its list.
-            let extent = if x < nodes[i].accesses.len() && y < nodes[j].accesses.len() {
-                AccessExtent::Known
-            } else {
+            // follow the node's own accesses in its list (a host node has none; its run's accesses follow).
+            let from_pointer =
+                |node: usize, index: usize| !nodes[node].pointers.is_empty() && index >= nodes[node].accesses.len();
+            let extent = if from_pointer(i, x) || from_pointer(j, y) {
                 AccessExtent::WholeBlockArguments
+            } else {
+                AccessExtent::Known
             };
             self.collector.race(key, || RaceFinding {
                 kind,
