@@ -10,7 +10,7 @@
 //! Every step costs one unit of a [`Budget`]; a question that runs past it is answered "they overlap", which can
 //! report a race that is not one but never hides one, and the budget says so.
 
-use crate::model::{Access, ByteDim};
+use crate::model::{Access, ByteDim, StridedView};
 
 /// Steps one overlap question may take before it is answered conservatively.
 pub const OVERLAP_STEP_CAP: u64 = 1 << 20;
@@ -58,6 +58,11 @@ impl<'a> Placed<'a> {
     /// A contiguous range `[start, start + len)`.
     pub fn range(start: u64, len: u64) -> Placed<'static> {
         Placed { start: start as i128, run: len, dims: &[] }
+    }
+
+    /// A strided view's pattern from `start`.
+    pub fn view(start: u64, view: &'a StridedView) -> Placed<'a> {
+        Placed { start: start as i128, run: view.run, dims: &view.dims }
     }
 
     /// One past the last byte.
@@ -117,7 +122,7 @@ fn inverse_mod(a: i128, m: i128) -> i128 {
 pub fn accesses_meet(a: &Access, b: &Access, budget: &mut Budget) -> bool {
     fn placed(x: &Access) -> Placed<'_> {
         match &x.view {
-            Some(view) => Placed { start: x.range.start as i128, run: view.run, dims: &view.dims },
+            Some(view) => Placed::view(x.range.start, view),
             None => Placed::range(x.range.start, x.range.len),
         }
     }

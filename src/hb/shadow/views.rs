@@ -28,12 +28,8 @@ struct ViewEntry {
 
 impl ViewEntry {
     fn placed(&self) -> Placed<'_> {
-        placed(self.start, &self.view)
+        Placed::view(self.start, &self.view)
     }
-}
-
-fn placed(start: u64, view: &StridedView) -> Placed<'_> {
-    Placed { start: start as i128, run: view.run, dims: &view.dims }
 }
 
 /// The strided accesses of one address space, by first byte (and arrival, to keep several at one address).
@@ -105,7 +101,7 @@ impl ViewAccesses {
         out: &mut Vec<Conflict>,
     ) {
         let end = start + view.extent;
-        let mine = placed(start, view);
+        let mine = Placed::view(start, view);
         let mut assumed = 0;
         let mut doomed = std::mem::take(&mut self.doomed);
         doomed.clear();
@@ -210,7 +206,7 @@ impl ShadowMemory {
         out: &mut Vec<Conflict>,
     ) {
         let end = start + view.extent;
-        let mine = placed(start, view);
+        let mine = Placed::view(start, view);
         let mut assumed = 0;
         for (seg_start, seg) in self.segments.meeting(start, end) {
             let reads: &[Stamp] = if current.is_write() { seg.reads.stamps() } else { &[] };
