@@ -337,19 +337,29 @@ fn takes_device_pointers(handle: Handle) -> bool {
     asked == Some(CUBLAS_STATUS_SUCCESS) && mode == 1
 }
 
+/// The attributes of one cuBLASLt object (a matrix layout, a matmul descriptor) through `get`, its getter, as
+/// `(attribute, value, size) -> answered`.
+fn lt_attributes(
+    get: unsafe extern "C-unwind" fn(*mut c_void, c_int, *mut c_void, usize, *mut usize) -> c_int,
+    object: *mut c_void,
+) -> impl Fn(c_int, *mut c_void, usize) -> bool {
+    move |attr, value, size| {
+        let mut written = 0usize;
+        // Safety: cuBLASLt's getter, given the program's object and the caller's local of `size` bytes.
+        unsafe { get(object, attr, value, size, &mut written) == CUBLAS_STATUS_SUCCESS }
+    }
+}
+
+/// One attribute read as a `T` of the attribute's size; None where it is not answered.
+fn attribute<T: Copy + Default>(attributes: &impl Fn(c_int, *mut c_void, usize) -> bool, attr: c_int) -> Option<T> {
+    let mut value = T::default();
+    attributes(attr, (&mut value as *mut T).cast(), std::mem::size_of::<T>()).then_some(value)
+}
+
 /// cuBLASLt's matrix layout, as [`Matrix`], with its rows and columns as the layout names them (a row-major
 /// matrix is stored as its transpose); None where it is not one this file can describe (an order other than
 /// column- or row-major, planar complex, arrays of pointers, a data type it does not know).
 fn lt_layout(address: *const c_void, layout: *mut c_void) -> Option<(Matrix, (i64, i64))> {
-    fn attribute<T: Copy + Default>(layout: *mut c_void, attr: c_int) -> Option<T> {
-        let mut value = T::default();
-        let mut written = 0usize;
-        let get = real_lt::cublasLtMatrixLayoutGetAttribute()?;
-        // Safety: cuBLASLt's getter, given the program's layout and a local of the attribute's size.
-        let status =
-            unsafe { get(layout, attr, (&mut value as *mut T).cast(), std::mem::size_of::<T>(), &mut written) };
-        (status == CUBLAS_STATUS_SUCCESS).then_some(value)
-    }
     const TYPE: c_int = 0;
     const ORDER: c_int = 1;
     const ROWS: c_int = 2;
@@ -362,22 +372,23 @@ fn lt_layout(address: *const c_void, layout: *mut c_void) -> Option<(Matrix, (i6
     if layout.is_null() {
         return None;
     }
+    let attributes = lt_attributes(real_lt::cublasLtMatrixLayoutGetAttribute()?, layout);
     // Planar complex: the imaginary parts lie a plane's offset away, and the batch stride counts real parts.
-    if attribute::<i64>(layout, PLANE_OFFSET).unwrap_or(0) != 0 {
+    if attribute::<i64>(&attributes, PLANE_OFFSET).unwrap_or(0) != 0 {
         return None;
     }
-    let element = data_type_bytes(attribute::<c_int>(layout, TYPE)?)?;
-    let rows = i64::try_from(attribute::<u64>(layout, ROWS)?).ok()?;
-    let cols = i64::try_from(attribute::<u64>(layout, COLS)?).ok()?;
-    let ld = attribute::<i64>(layout, LD)?;
-    let batch = i64::from(attribute::<c_int>(layout, BATCH_COUNT).unwrap_or(1));
-    let stride = attribute::<i64>(layout, STRIDED_BATCH_OFFSET).unwrap_or(0);
+    let element = data_type_bytes(attribute::<c_int>(&attributes, TYPE)?)?;
+    let rows = i64::try_from(attribute::<u64>(&attributes, ROWS)?).ok()?;
+    let cols = i64::try_from(attribute::<u64>(&attributes, COLS)?).ok()?;
+    let ld = attribute::<i64>(&attributes, LD)?;
+    let batch = i64::from(attribute::<c_int>(&attributes, BATCH_COUNT).unwrap_or(1));
+    let stride = attribute::<i64>(&attributes, STRIDED_BATCH_OFFSET).unwrap_or(0);
     // Arrays of pointers (CUBLASLT_BATCH_MODE_POINTER_ARRAY); a cuBLASLt before CUDA 12.9 has no such mode.
-    if attribute::<c_int>(layout, BATCH_MODE).unwrap_or(0) != 0 {
+    if attribute::<c_int>(&attributes, BATCH_MODE).unwrap_or(0) != 0 {
         return None;
     }
     let address = address as u64;
-    let stored = match attribute::<c_int>(layout, ORDER).unwrap_or(0) {
+    let stored = match attribute::<c_int>(&attributes, ORDER).unwrap_or(0) {
         0 => Matrix { address, rows, cols, ld, element, batch, stride },
         1 => Matrix { address, rows: cols, cols: rows, ld, element, batch, stride },
         _ => return None,
@@ -408,28 +419,18 @@ fn lt_matmul_buffers(
     let (d_stored, d_shape) = lt_layout(d.0, d.1)?;
     b.writes.extend(d_stored.runs()?);
     b.write(workspace as u64, workspace_bytes as u64);
-    let get = real_lt::cublasLtMatmulDescGetAttribute()?;
-    let attribute = |attr: c_int, value: *mut c_void, size: usize| {
-        let mut written = 0usize;
-        // Safety: cuBLASLt's getter, given the program's descriptor and a local of the attribute's size.
-        unsafe { get(desc, attr, value, size, &mut written) == CUBLAS_STATUS_SUCCESS }
-    };
-    let mut mode: c_int = 0;
-    match (attribute(POINTER_MODE, (&mut mode as *mut c_int).cast(), 4), mode) {
-        (true, 0) => {}
-        (true, 1) => {
-            let mut scale: c_int = 0;
-            if !attribute(SCALE_TYPE, (&mut scale as *mut c_int).cast(), 4) {
-                return None;
-            }
-            let bytes = data_type_bytes(scale)?;
+    let attributes = lt_attributes(real_lt::cublasLtMatmulDescGetAttribute()?, desc);
+    match attribute::<c_int>(&attributes, POINTER_MODE) {
+        Some(0) => {}
+        Some(1) => {
+            let bytes = data_type_bytes(attribute(&attributes, SCALE_TYPE)?)?;
             b.read(alpha as u64, bytes);
             b.read(beta as u64, bytes);
         }
         // Vectors of alpha (one per row) and the modes this file does not know.
         _ => return None,
     }
-    Epilogue::of(attribute, d_stored.element)?.buffers(d_shape, d_stored.batch, &mut b)?;
+    Epilogue::of(attributes, d_stored.element)?.buffers(d_shape, d_stored.batch, &mut b)?;
     Some(b)
 }
 
@@ -463,9 +464,9 @@ impl Epilogue {
     const BGRADB: u32 = 512;
     const KNOWN: u32 = 1023;
 
-    /// The descriptor's epilogue, asked through `attribute(ATTR, VALUE, SIZE)`; types left unset (-1) are D's
+    /// The descriptor's epilogue, asked through `attributes` ([`lt_attributes`]); types left unset (-1) are D's
     /// (`d_element` bytes). None where a type is one this file does not know.
-    fn of(attribute: impl Fn(c_int, *mut c_void, usize) -> bool, d_element: u64) -> Option<Epilogue> {
+    fn of(attributes: impl Fn(c_int, *mut c_void, usize) -> bool, d_element: u64) -> Option<Epilogue> {
         const EPILOGUE: c_int = 7;
         const BIAS_POINTER: c_int = 8;
         const BIAS_BATCH_STRIDE: c_int = 10;
@@ -474,28 +475,24 @@ impl Epilogue {
         const AUX_BATCH_STRIDE: c_int = 13;
         const AUX_DATA_TYPE: c_int = 22;
         const BIAS_DATA_TYPE: c_int = 26;
-        fn ask<T: Copy + Default>(attribute: &impl Fn(c_int, *mut c_void, usize) -> bool, attr: c_int) -> Option<T> {
-            let mut value = T::default();
-            attribute(attr, (&mut value as *mut T).cast(), std::mem::size_of::<T>()).then_some(value)
-        }
-        let bits: u32 = ask(&attribute, EPILOGUE).unwrap_or(1);
+        let bits: u32 = attribute(&attributes, EPILOGUE).unwrap_or(1);
         if bits <= 1 {
             return Some(Epilogue::default());
         }
         // A type attribute is -1 until set: then it is D's.
-        let element = |attr| match ask::<c_int>(&attribute, attr).unwrap_or(-1) {
+        let element = |attr| match attribute::<c_int>(&attributes, attr).unwrap_or(-1) {
             -1 => Some(d_element),
             data_type => data_type_bytes(data_type),
         };
         Some(Epilogue {
             bits,
-            bias: ask::<usize>(&attribute, BIAS_POINTER).unwrap_or(0) as u64,
+            bias: attribute::<usize>(&attributes, BIAS_POINTER).unwrap_or(0) as u64,
             bias_element: element(BIAS_DATA_TYPE)?,
-            bias_stride: ask(&attribute, BIAS_BATCH_STRIDE).unwrap_or(0),
-            aux: ask::<usize>(&attribute, AUX_POINTER).unwrap_or(0) as u64,
-            aux_ld: ask(&attribute, AUX_LD).unwrap_or(0),
+            bias_stride: attribute(&attributes, BIAS_BATCH_STRIDE).unwrap_or(0),
+            aux: attribute::<usize>(&attributes, AUX_POINTER).unwrap_or(0) as u64,
+            aux_ld: attribute(&attributes, AUX_LD).unwrap_or(0),
             aux_element: element(AUX_DATA_TYPE)?,
-            aux_stride: ask(&attribute, AUX_BATCH_STRIDE).unwrap_or(0),
+            aux_stride: attribute(&attributes, AUX_BATCH_STRIDE).unwrap_or(0),
         })
     }
 
